@@ -1,0 +1,46 @@
+//go:build tools
+
+// This file pins the modules the project builds on so go.mod and go.sum
+// stay complete while parts are under construction. It is never compiled.
+package main
+
+import (
+	_ "code.dny.dev/ssrf"
+	_ "github.com/a2aproject/a2a-go/a2a"
+	_ "github.com/aws/aws-sdk-go-v2/aws"
+	_ "github.com/aws/aws-sdk-go-v2/config"
+	_ "github.com/aws/aws-sdk-go-v2/credentials"
+	_ "github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	_ "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	_ "github.com/coreos/go-oidc/v3/oidc"
+	_ "github.com/evanphx/json-patch/v5"
+	_ "github.com/getkin/kin-openapi/openapi3"
+	_ "github.com/getkin/kin-openapi/openapi3filter"
+	_ "github.com/getkin/kin-openapi/routers/gorillamux"
+	_ "github.com/go-jose/go-jose/v4"
+	_ "github.com/google/go-cmp/cmp"
+	_ "github.com/julienschmidt/httprouter"
+	_ "github.com/modelcontextprotocol/go-sdk/mcp"
+	_ "github.com/oauth2-proxy/mockoidc"
+	_ "github.com/prometheus/client_golang/api"
+	_ "github.com/prometheus/client_golang/api/prometheus/v1"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/prometheus/client_golang/prometheus/promhttp"
+	_ "github.com/prometheus/common/expfmt"
+	_ "github.com/prometheus/common/model"
+	_ "github.com/santhosh-tekuri/jsonschema/v6"
+	_ "github.com/spf13/cobra"
+	_ "github.com/spf13/viper"
+	_ "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	_ "go.etcd.io/bbolt"
+	_ "golang.org/x/crypto/hkdf"
+	_ "golang.org/x/oauth2"
+	_ "golang.org/x/time/rate"
+	_ "k8s.io/api/apps/v1"
+	_ "k8s.io/api/core/v1"
+	_ "k8s.io/apimachinery/pkg/apis/meta/v1"
+	_ "k8s.io/client-go/kubernetes"
+	_ "k8s.io/client-go/rest"
+	_ "k8s.io/client-go/tools/clientcmd"
+	_ "pgregory.net/rapid"
+)

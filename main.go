@@ -1,0 +1,26 @@
+// Command rootcause is a self-hosted appliance that investigates production
+// incidents and keeps hierarchical team configuration. See README.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rootcause/rootcause/cmd"
+)
+
+// Build information, set by the linker (GoReleaser's default -X main.* flags).
+var (
+	version = "dev"
+	commit  = "none"
+	date    = "unknown"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cmd.Execute(ctx, cmd.Build{Version: version, Commit: commit, Date: date})
+	stop()
+	os.Exit(code)
+}
