@@ -20,6 +20,12 @@ var (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal starts the graceful shutdown, restore the
+	// default behaviour so a second one stops the process at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	code := cmd.Execute(ctx, cmd.Build{Version: version, Commit: commit, Date: date})
 	stop()
 	os.Exit(code)

@@ -1,0 +1,124 @@
+package cmd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cast"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+const defaultDataDir = "./rootcause-data"
+
+// Settings are the server settings of contract section 2. Config file keys
+// are the mapstructure names; env variables are ROOTCAUSE_ with "_" for ".".
+// Settings not used yet are carried so that later parts find them here.
+type Settings struct {
+	Addr      string
+	DataDir   string
+	Org       string
+	RateLimit RateLimitSettings
+	Workers   int
+	QueueSize int
+	SyncWait  time.Duration
+	Webhook   WebhookSettings
+	LLM       LLMSettings
+}
+
+// RateLimitSettings are per-minute request limits per principal; 0 means
+// the default, a negative value turns the limit off.
+type RateLimitSettings struct {
+	Read  int
+	Write int
+	Run   int
+}
+
+// WebhookSettings configure webhook delivery.
+type WebhookSettings struct {
+	// Allow lists CIDRs or host names exempt from the SSRF guard.
+	Allow []string
+}
+
+// LLMSettings configure the optional LLM engine. APIKey is a secret
+// reference (env:, file:, vault:), never a value.
+type LLMSettings struct {
+	Provider string
+	BaseURL  string
+	Model    string
+	APIKey   string
+}
+
+func setDefaults(v *viper.Viper) {
+	v.SetDefault("data_dir", defaultDataDir)
+	v.SetDefault("addr", "127.0.0.1:8080")
+	v.SetDefault("org", "default")
+	v.SetDefault("rate_limit.read", 100)
+	v.SetDefault("rate_limit.write", 20)
+	v.SetDefault("rate_limit.run", 10)
+	v.SetDefault("workers", 4)
+	v.SetDefault("queue_size", 100)
+	v.SetDefault("sync_wait", "120s")
+	v.SetDefault("webhook.allow", []string{})
+	v.SetDefault("llm.provider", "")
+	v.SetDefault("llm.base_url", "")
+	v.SetDefault("llm.model", "")
+	v.SetDefault("llm.api_key", "")
+}
+
+func mustBind(v *viper.Viper, key string, f *pflag.Flag) {
+	if f == nil {
+		panic("cmd: no flag for " + key)
+	}
+	if err := v.BindPFlag(key, f); err != nil {
+		panic(err)
+	}
+}
+
+// loadSettings reads and validates every setting from v.
+func loadSettings(v *viper.Viper) (Settings, error) {
+	var s Settings
+	var errs []error
+	str := func(key string) string {
+		out, err := cast.ToStringE(v.Get(key))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("setting %s: %w", key, err))
+		}
+		return out
+	}
+	num := func(key string, min int) int {
+		n, err := cast.ToIntE(v.Get(key))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("setting %s: %v is not a whole number", key, v.Get(key)))
+		} else if n < min {
+			errs = append(errs, fmt.Errorf("setting %s: %d is below the minimum %d", key, n, min))
+		}
+		return n
+	}
+	s.Addr = str("addr")
+	s.DataDir = str("data_dir")
+	s.Org = str("org")
+	s.RateLimit.Read = num("rate_limit.read", -1)
+	s.RateLimit.Write = num("rate_limit.write", -1)
+	s.RateLimit.Run = num("rate_limit.run", -1)
+	s.Workers = num("workers", 1)
+	s.QueueSize = num("queue_size", 1)
+	if d, err := cast.ToDurationE(v.Get("sync_wait")); err != nil || d < 0 {
+		errs = append(errs, fmt.Errorf("setting sync_wait: %v is not a duration such as \"120s\"", v.Get("sync_wait")))
+	} else {
+		s.SyncWait = d
+	}
+	if allow, err := cast.ToStringSliceE(v.Get("webhook.allow")); err != nil {
+		errs = append(errs, fmt.Errorf("setting webhook.allow: %w", err))
+	} else {
+		s.Webhook.Allow = allow
+	}
+	s.LLM = LLMSettings{Provider: str("llm.provider"), BaseURL: str("llm.base_url"), Model: str("llm.model"), APIKey: str("llm.api_key")}
+	if s.DataDir == "" {
+		errs = append(errs, fmt.Errorf("setting data_dir: must not be empty"))
+	}
+	if len(errs) > 0 {
+		return s, errs[0]
+	}
+	return s, nil
+}

@@ -1,0 +1,313 @@
+package db
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Investigations are stored by id in bucketInvestigations. The index
+// bucketInvestigationsByTeam maps team ‖ 0x00 ‖ u64be created-unix-nanos ‖
+// id to the investigation's status, so a team's list is a reverse prefix
+// scan that filters by status and counts exactly without decoding records,
+// and restart recovery finds unfinished work without reading every record.
+// Events are keyed id ‖ 0x00 ‖ u64be seq in bucketInvestigationEvents.
+
+var _ InvestigationService = (*DB)(nil)
+
+func teamIndexKey(team string, created time.Time, id string) []byte {
+	k := make([]byte, 0, len(team)+1+8+len(id))
+	k = append(k, team...)
+	k = append(k, 0)
+	k = append(k, itob(uint64(created.UnixNano()))...)
+	return append(k, id...)
+}
+
+func eventKey(id string, seq uint64) []byte {
+	k := make([]byte, 0, len(id)+9)
+	k = append(k, id...)
+	k = append(k, 0)
+	return append(k, itob(seq)...)
+}
+
+func invNotFound(id string) error {
+	if len(id) > 80 {
+		id = id[:80] + "…"
+	}
+	return Errorf(ENOTFOUND, "investigation %q not found", id)
+}
+
+// CreateInvestigation stores a new investigation and indexes it under its
+// team. A duplicate id is ECONFLICT.
+func (d *DB) CreateInvestigation(ctx context.Context, inv *Investigation) error {
+	if inv.ID == "" || inv.Team == "" {
+		return Errorf(EINVALID, "investigation id and team are required")
+	}
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketInvestigations)
+		if b.Get([]byte(inv.ID)) != nil {
+			return Errorf(ECONFLICT, "investigation %s already exists", inv.ID)
+		}
+		if err := putJSON(b, []byte(inv.ID), inv); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketInvestigationsByTeam).Put(teamIndexKey(inv.Team, inv.CreatedAt, inv.ID), []byte(inv.Status))
+	})
+}
+
+// GetInvestigation returns the investigation id, or ENOTFOUND.
+func (d *DB) GetInvestigation(ctx context.Context, id string) (*Investigation, error) {
+	var inv Investigation
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		ok, err := getJSON(tx.Bucket(bucketInvestigations), []byte(id), &inv)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return invNotFound(id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &inv, nil
+}
+
+// UpdateInvestigation applies fn to the stored record in one transaction.
+// An error from fn aborts the transaction and is returned unchanged.
+func (d *DB) UpdateInvestigation(ctx context.Context, id string, fn func(*Investigation) error) (*Investigation, error) {
+	return d.FinishInvestigation(ctx, id, fn, nil)
+}
+
+// FinishInvestigation applies fn and writes the outbox entries computed from
+// the updated record in the same transaction.
+func (d *DB) FinishInvestigation(ctx context.Context, id string, fn func(*Investigation) error, outbox func(*Investigation) []OutboxEntry) (*Investigation, error) {
+	var out Investigation
+	err := d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketInvestigations)
+		var inv Investigation
+		ok, err := getJSON(b, []byte(id), &inv)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return invNotFound(id)
+		}
+		oldStatus := inv.Status
+		if err := fn(&inv); err != nil {
+			return err
+		}
+		if inv.ID != id {
+			return fmt.Errorf("investigation id changed from %s to %s", id, inv.ID)
+		}
+		if err := putJSON(b, []byte(id), &inv); err != nil {
+			return err
+		}
+		if inv.Status != oldStatus {
+			if err := tx.Bucket(bucketInvestigationsByTeam).Put(teamIndexKey(inv.Team, inv.CreatedAt, inv.ID), []byte(inv.Status)); err != nil {
+				return err
+			}
+		}
+		if outbox != nil {
+			ob := tx.Bucket(bucketOutbox)
+			for _, e := range outbox(&inv) {
+				seq, err := ob.NextSequence()
+				if err != nil {
+					return err
+				}
+				if err := putJSON(ob, itob(seq), e); err != nil {
+					return err
+				}
+			}
+		}
+		out = inv
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListInvestigations returns a team's investigations newest first, with the
+// exact total that match the filter.
+func (d *DB) ListInvestigations(ctx context.Context, f InvestigationFilter) ([]*Investigation, int, error) {
+	if f.Team == "" {
+		return nil, 0, Errorf(EINVALID, "team is required to list investigations")
+	}
+	if f.Limit <= 0 {
+		f.Limit = 20
+	}
+	if f.Offset < 0 {
+		f.Offset = 0
+	}
+	var list []*Investigation
+	total := 0
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		idx := tx.Bucket(bucketInvestigationsByTeam).Cursor()
+		recs := tx.Bucket(bucketInvestigations)
+		prefix := append([]byte(f.Team), 0)
+		// Seek past the team's last key, then walk backwards: newest first.
+		end := append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 9)...)
+		k, v := idx.Seek(end)
+		if k == nil {
+			k, v = idx.Last()
+		} else {
+			k, v = idx.Prev()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = idx.Prev() {
+			if f.Status != "" && string(v) != f.Status {
+				continue
+			}
+			total++
+			if total <= f.Offset || len(list) >= f.Limit {
+				continue
+			}
+			id := k[len(prefix)+8:]
+			var inv Investigation
+			ok, err := getJSON(recs, id, &inv)
+			if err != nil {
+				return err
+			}
+			if ok {
+				list = append(list, &inv)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return list, total, nil
+}
+
+// AppendInvestigationEvent stores ev with the next sequence number of id's
+// event log and returns it.
+func (d *DB) AppendInvestigationEvent(ctx context.Context, id string, ev InvestigationEvent) (uint64, error) {
+	var seq uint64
+	err := d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketInvestigationEvents)
+		c := b.Cursor()
+		prefix := append([]byte(id), 0)
+		seq = 1
+		if k, _ := c.Seek(append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 8)...)); k != nil {
+			if pk, _ := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
+				seq = btoi(pk[len(prefix):]) + 1
+			}
+		} else if lk, _ := c.Last(); lk != nil && bytes.HasPrefix(lk, prefix) {
+			seq = btoi(lk[len(prefix):]) + 1
+		}
+		ev.Seq = seq
+		return putJSON(b, eventKey(id, seq), ev)
+	})
+	return seq, err
+}
+
+// InvestigationEvents returns id's events with a sequence above after.
+func (d *DB) InvestigationEvents(ctx context.Context, id string, after uint64) ([]InvestigationEvent, error) {
+	var out []InvestigationEvent
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketInvestigationEvents).Cursor()
+		prefix := append([]byte(id), 0)
+		for k, v := c.Seek(eventKey(id, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var ev InvestigationEvent
+			if err := json.Unmarshal(v, &ev); err != nil {
+				return fmt.Errorf("decoding event %x: %w", k, err)
+			}
+			out = append(out, ev)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// UnfinishedInvestigations returns pending and running investigations,
+// oldest first, found through the index without decoding finished ones.
+func (d *DB) UnfinishedInvestigations(ctx context.Context) ([]*Investigation, error) {
+	var out []*Investigation
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		recs := tx.Bucket(bucketInvestigations)
+		return tx.Bucket(bucketInvestigationsByTeam).ForEach(func(k, v []byte) error {
+			if s := string(v); s != StatusPending && s != StatusRunning {
+				return nil
+			}
+			i := bytes.IndexByte(k, 0)
+			if i < 0 || len(k) < i+9 {
+				return nil
+			}
+			var inv Investigation
+			ok, err := getJSON(recs, k[i+9:], &inv)
+			if err != nil || !ok {
+				return err
+			}
+			out = append(out, &inv)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortByCreated(out)
+	return out, nil
+}
+
+func sortByCreated(list []*Investigation) {
+	for i := 1; i < len(list); i++ {
+		for j := i; j > 0 && list[j].CreatedAt.Before(list[j-1].CreatedAt); j-- {
+			list[j], list[j-1] = list[j-1], list[j]
+		}
+	}
+}
+
+// DeleteInvestigationsBefore deletes final investigations created before t,
+// with their index entries and events.
+func (d *DB) DeleteInvestigationsBefore(ctx context.Context, t time.Time) (int, error) {
+	n := 0
+	err := d.update(ctx, func(tx *bolt.Tx) error {
+		idx := tx.Bucket(bucketInvestigationsByTeam)
+		recs := tx.Bucket(bucketInvestigations)
+		evs := tx.Bucket(bucketInvestigationEvents)
+		var dead [][]byte
+		err := idx.ForEach(func(k, v []byte) error {
+			if !IsFinal(string(v)) {
+				return nil
+			}
+			i := bytes.IndexByte(k, 0)
+			if i < 0 || len(k) < i+9 {
+				return nil
+			}
+			if int64(btoi(k[i+1:i+9])) < t.UnixNano() {
+				dead = append(dead, bytes.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range dead {
+			i := bytes.IndexByte(k, 0)
+			id := k[i+9:]
+			if err := idx.Delete(k); err != nil {
+				return err
+			}
+			if err := recs.Delete(id); err != nil {
+				return err
+			}
+			prefix := append(bytes.Clone(id), 0)
+			c := evs.Cursor()
+			for ek, _ := c.Seek(prefix); ek != nil && bytes.HasPrefix(ek, prefix); ek, _ = c.Seek(prefix) {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

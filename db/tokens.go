@@ -1,0 +1,411 @@
+package db
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/base64"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var _ TokenService = (*DB)(nil)
+
+const (
+	// TokenIDPrefix starts every token id, so a leaked team token is easy
+	// to recognise (and to tell apart from a JWT).
+	TokenIDPrefix = "rct_"
+	// AdminTokenPrefix is the id part of every admin token.
+	AdminTokenPrefix = "admin"
+
+	tokenIDRandomLen = 16 // base32 characters after the prefix (80 bits)
+	secretBytes      = 32 // 256-bit secrets
+	maxSecretLen     = 128
+	maxTokenNameLen  = 100
+)
+
+var (
+	idEncoding     = base32.StdEncoding.WithPadding(base32.NoPadding)
+	secretEncoding = base64.RawURLEncoding
+)
+
+// tokenRecord is the stored form of a token. Hash is HMAC-SHA256 of the
+// secret under the install key; the secret itself is never stored.
+type tokenRecord struct {
+	ID          string     `json:"token_id"`
+	Kind        string     `json:"kind"`
+	Team        string     `json:"team,omitempty"`
+	Name        string     `json:"name,omitempty"`
+	Permissions []string   `json:"permissions"`
+	Hash        []byte     `json:"hash"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	LastUsedAt  *time.Time `json:"last_used_at,omitempty"`
+	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
+}
+
+func (r *tokenRecord) token() *Token {
+	return &Token{
+		ID:          r.ID,
+		Kind:        r.Kind,
+		Team:        r.Team,
+		Name:        r.Name,
+		Permissions: append([]string(nil), r.Permissions...),
+		CreatedAt:   r.CreatedAt,
+		ExpiresAt:   r.ExpiresAt,
+		LastUsedAt:  r.LastUsedAt,
+		RevokedAt:   r.RevokedAt,
+		Hash:        cloneBytes(r.Hash),
+	}
+}
+
+// HasPermission reports whether the token grants perm.
+func (t *Token) HasPermission(perm string) bool {
+	for _, p := range t.Permissions {
+		if p == perm {
+			return true
+		}
+	}
+	return false
+}
+
+// errUnauthorized is the one answer for every token that does not match a
+// live token, so callers cannot tell which part was wrong.
+func errUnauthorized() error {
+	return &Error{Code: EUNAUTHORIZED, Message: "invalid or expired token"}
+}
+
+// hashSecret returns HMAC-SHA256(install key, secret).
+func (d *DB) hashSecret(secret string) []byte {
+	m := hmac.New(sha256.New, d.installKey)
+	m.Write([]byte(secret))
+	return m.Sum(nil)
+}
+
+// IssueToken creates a token and returns the full token string (shown once)
+// and its metadata.
+//
+// EINVALID for a bad kind, name or TTL, or a team that is not a team node;
+// ENOTFOUND for an unknown team.
+func (d *DB) IssueToken(ctx context.Context, req IssueTokenRequest) (string, *Token, error) {
+	if d.installKey == nil {
+		return "", nil, &Error{Code: EINTERNAL, Message: "database has no install key (opened read-only?)"}
+	}
+	if req.TTL < 0 {
+		return "", nil, &Error{Code: EINVALID, Field: "ttl", Message: "ttl must not be negative"}
+	}
+	if len(req.Name) > maxTokenNameLen {
+		return "", nil, &Error{Code: EINVALID, Field: "name", Message: "name must be at most 100 characters"}
+	}
+	for _, r := range req.Name {
+		if !unicode.IsPrint(r) {
+			return "", nil, &Error{Code: EINVALID, Field: "name", Message: "name must be printable text"}
+		}
+	}
+	var perms []string
+	switch req.Kind {
+	case TokenAdmin:
+		if req.Team != "" {
+			return "", nil, &Error{Code: EINVALID, Field: "team", Message: "an admin token has no team"}
+		}
+		perms = []string{PermAdminRead, PermAdminWrite, PermTeamRead, PermTeamWrite}
+	case TokenTeam:
+		if req.Team == "" {
+			return "", nil, &Error{Code: EINVALID, Field: "team", Message: "a team token needs a team"}
+		}
+		perms = []string{PermTeamRead}
+		if req.Write {
+			perms = append(perms, PermTeamWrite)
+		}
+	default:
+		return "", nil, &Error{Code: EINVALID, Field: "kind", Message: "kind must be team or admin, not " + quoteShort(req.Kind)}
+	}
+
+	raw := make([]byte, secretBytes)
+	if _, err := rand.Read(raw); err != nil {
+		return "", nil, &Error{Code: EINTERNAL, Err: err}
+	}
+	secret := secretEncoding.EncodeToString(raw)
+	now := d.now().UTC()
+	rec := &tokenRecord{
+		Kind:        req.Kind,
+		Team:        req.Team,
+		Name:        req.Name,
+		Permissions: perms,
+		Hash:        d.hashSecret(secret),
+		CreatedAt:   now,
+	}
+	if req.TTL > 0 {
+		exp := now.Add(req.TTL)
+		rec.ExpiresAt = &exp
+	}
+	err := d.update(ctx, func(tx *bolt.Tx) error {
+		if req.Kind == TokenTeam {
+			n, err := findNode(tx, req.Team)
+			if err != nil {
+				return &Error{Code: ENOTFOUND, Field: "team", Message: "team " + quoteShort(req.Team) + " not found"}
+			}
+			if n.Kind != KindTeam {
+				return &Error{Code: EINVALID, Field: "team", Message: quoteShort(req.Team) + " is a " + n.Kind + ", not a team"}
+			}
+		}
+		tokens := tx.Bucket(bucketTokens)
+		for {
+			id, err := newTokenID()
+			if err != nil {
+				return err
+			}
+			if tokens.Get([]byte(id)) == nil {
+				rec.ID = id
+				break
+			}
+		}
+		if err := putJSON(tokens, []byte(rec.ID), rec); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketTokensByHash).Put(rec.Hash, []byte(rec.ID))
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	prefix := rec.ID
+	if req.Kind == TokenAdmin {
+		prefix = AdminTokenPrefix
+	}
+	return prefix + "." + secret, rec.token(), nil
+}
+
+func newTokenID() (string, error) {
+	raw := make([]byte, tokenIDRandomLen*5/8)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	return TokenIDPrefix + strings.ToLower(idEncoding.EncodeToString(raw)), nil
+}
+
+// validTokenID reports whether id has the form of a token id.
+func validTokenID(id string) bool {
+	if len(id) != len(TokenIDPrefix)+tokenIDRandomLen || !strings.HasPrefix(id, TokenIDPrefix) {
+		return false
+	}
+	for _, c := range id[len(TokenIDPrefix):] {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// Authenticate checks a bearer token ("<token_id>.<secret>" or
+// "admin.<secret>"; a leading "Bearer " is tolerated) and returns its
+// metadata. It runs one read transaction and no write: the last-used time
+// is recorded in memory and written in batches (see FlushLastUsed).
+func (d *DB) Authenticate(ctx context.Context, bearer string) (*Token, error) {
+	bearer = strings.TrimSpace(bearer)
+	if len(bearer) > 7 && strings.EqualFold(bearer[:7], "bearer ") {
+		bearer = strings.TrimSpace(bearer[7:])
+	}
+	id, secret, ok := strings.Cut(bearer, ".")
+	if !ok || secret == "" || len(secret) > maxSecretLen || d.installKey == nil {
+		return nil, errUnauthorized()
+	}
+	if id != AdminTokenPrefix && !validTokenID(id) {
+		return nil, errUnauthorized()
+	}
+	hash := d.hashSecret(secret)
+	var rec tokenRecord
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		key := id
+		if id == AdminTokenPrefix {
+			ref := tx.Bucket(bucketTokensByHash).Get(hash)
+			if ref == nil {
+				return errUnauthorized()
+			}
+			key = string(ref)
+		}
+		found, err := getJSON(tx.Bucket(bucketTokens), []byte(key), &rec)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return errUnauthorized()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare(rec.Hash, hash) != 1 {
+		return nil, errUnauthorized()
+	}
+	if (id == AdminTokenPrefix) != (rec.Kind == TokenAdmin) {
+		return nil, errUnauthorized()
+	}
+	if rec.RevokedAt != nil {
+		return nil, errUnauthorized()
+	}
+	now := d.now().UTC()
+	if rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt) {
+		return nil, &Error{Code: ETOKENEXPIRED, Message: "token has expired"}
+	}
+	d.touch(rec.ID, now)
+	tok := rec.token()
+	tok.LastUsedAt = &now
+	return tok, nil
+}
+
+// touch records a use of token id in memory.
+func (d *DB) touch(id string, now time.Time) {
+	d.mu.Lock()
+	d.lastUsed[id] = now
+	d.mu.Unlock()
+}
+
+// flushLoop writes recorded last-used times every LastUsedFlush.
+func (d *DB) flushLoop() {
+	defer close(d.flushDone)
+	t := time.NewTicker(d.opts.LastUsedFlush)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stopFlush:
+			return
+		case <-t.C:
+			if err := d.FlushLastUsed(); err != nil {
+				d.logf("flushing token last-used times", "error", err)
+			}
+		}
+	}
+}
+
+// FlushLastUsed writes recorded token last-used times in one transaction.
+// A token's time is written at most once per minute (plus once at Close),
+// whatever its request rate.
+func (d *DB) FlushLastUsed() error {
+	d.mu.Lock()
+	pending := make(map[string]time.Time, len(d.lastUsed))
+	for id, t := range d.lastUsed {
+		if w, ok := d.lastWritten[id]; ok && t.Sub(w) < time.Minute && !d.closing() {
+			continue // written less than a minute ago; keep it pending
+		}
+		pending[id] = t
+		delete(d.lastUsed, id)
+	}
+	d.mu.Unlock()
+	if len(pending) == 0 {
+		return nil
+	}
+	err := d.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTokens)
+		for id, t := range pending {
+			var rec tokenRecord
+			ok, err := getJSON(b, []byte(id), &rec)
+			if err != nil {
+				return err
+			}
+			if !ok || (rec.LastUsedAt != nil && !t.After(*rec.LastUsedAt)) {
+				continue
+			}
+			t := t
+			rec.LastUsedAt = &t
+			if err := putJSON(b, []byte(id), &rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		// Put them back so a later flush retries.
+		for id, t := range pending {
+			if cur, ok := d.lastUsed[id]; !ok || t.After(cur) {
+				d.lastUsed[id] = t
+			}
+		}
+		return boltError(err)
+	}
+	for id, t := range pending {
+		d.lastWritten[id] = t
+	}
+	return nil
+}
+
+// closing reports whether Close has begun (the flush loop is stopped);
+// then every pending time is written regardless of the throttle.
+func (d *DB) closing() bool {
+	select {
+	case <-d.stopFlush:
+		return true
+	default:
+		return false
+	}
+}
+
+// ListTokens returns every token (revoked and expired included), oldest
+// first, with last-used times that are not yet written merged in. Hashes
+// are not returned.
+func (d *DB) ListTokens(ctx context.Context) ([]*Token, error) {
+	var out []*Token
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTokens)
+		return b.ForEach(func(k, _ []byte) error {
+			var rec tokenRecord
+			if _, err := getJSON(b, k, &rec); err != nil {
+				return err
+			}
+			t := rec.token()
+			t.Hash = nil
+			out = append(out, t)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	for _, t := range out {
+		if lu, ok := d.lastUsed[t.ID]; ok && (t.LastUsedAt == nil || lu.After(*t.LastUsedAt)) {
+			lu := lu
+			t.LastUsedAt = &lu
+		}
+	}
+	d.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// RevokeToken revokes token id at once: the next Authenticate fails.
+// Revoking a revoked token succeeds and keeps the first revocation time.
+// ENOTFOUND for an unknown id.
+func (d *DB) RevokeToken(ctx context.Context, id string) error {
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTokens)
+		var rec tokenRecord
+		ok, err := getJSON(b, []byte(id), &rec)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return Errorf(ENOTFOUND, "token %s not found", quoteShort(id))
+		}
+		if rec.RevokedAt != nil {
+			return nil
+		}
+		now := d.now().UTC()
+		rec.RevokedAt = &now
+		return putJSON(b, []byte(id), &rec)
+	})
+}
