@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/tools"
+	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -56,4 +57,14 @@ type Run interface {
 // data_source_unavailable.
 type Engine interface {
 	Investigate(ctx context.Context, req *Request, run Run) (*finding.Result, error)
+}
+
+// Usage is the LLM accounting of a run (model, tokens, steps, tool calls,
+// duration), stored on the investigation.
+type Usage = db.Usage
+
+// UsageRecorder is implemented by the runtime's Run: engines that call a
+// model report their usage through it (type-assert; it may be absent).
+type UsageRecorder interface {
+	RecordUsage(Usage)
 }

@@ -25,9 +25,33 @@ type Session struct {
 	// OnCall, if set, is told of every call as it ends (for progress,
 	// events and metrics). err is nil on success.
 	OnCall func(name string, d time.Duration, err error)
+	// Used, if set, records the tools called; sessions of one investigation
+	// (an agent and the specialists it delegates to) share one.
+	Used *UsedTools
 
-	mu   sync.Mutex
-	used []string
+	own UsedTools
+}
+
+// UsedTools is a set of tool names in first-use order, safe for concurrent use.
+type UsedTools struct {
+	mu    sync.Mutex
+	names []string
+}
+
+// Add records name.
+func (u *UsedTools) Add(name string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !slices.Contains(u.names, name) {
+		u.names = append(u.names, name)
+	}
+}
+
+// Names returns the recorded names in first-use order.
+func (u *UsedTools) Names() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.names)
 }
 
 var _ Caller = (*Session)(nil)
@@ -83,19 +107,16 @@ func (s *Session) Call(ctx context.Context, name string, args any) (any, error) 
 	return out, err
 }
 
-// Used returns the names of the tools called, in first-use order.
-func (s *Session) Used() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.used)
-}
+// ToolsUsed returns the names of the tools called, in first-use order.
+func (s *Session) ToolsUsed() []string { return s.recorder().Names() }
 
-func (s *Session) record(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !slices.Contains(s.used, name) {
-		s.used = append(s.used, name)
+func (s *Session) record(name string) { s.recorder().Add(name) }
+
+func (s *Session) recorder() *UsedTools {
+	if s.Used != nil {
+		return s.Used
 	}
+	return &s.own
 }
 
 func toRaw(args any) (json.RawMessage, error) {

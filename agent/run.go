@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/tools"
+	"github.com/rootcause/rootcause/db"
+)
+
+// run is the runtime's Run: a tools.Session for the agent's toolkit, with
+// progress and tool calls recorded on the investigation as they happen.
+type run struct {
+	rt      *Runtime
+	id      string
+	env     *Environment
+	session *tools.Session
+	used    *tools.UsedTools
+
+	mu       sync.Mutex
+	usageAcc *db.Usage
+	calls    int
+}
+
+var _ Run = (*run)(nil)
+
+func (r *run) sessionFor(a Agent) *tools.Session {
+	return &tools.Session{
+		Catalog: r.env.Catalog,
+		Env:     r.env.Env,
+		Toolkit: a.Tools,
+		Used:    r.used,
+		OnCall: func(name string, d time.Duration, err error) {
+			r.mu.Lock()
+			r.calls++
+			r.mu.Unlock()
+			data := map[string]any{"tool": name, "duration_ms": d.Milliseconds(), "ok": err == nil}
+			if err != nil {
+				data["error"] = err.Error()
+			}
+			r.rt.event(r.id, "tool_call", data)
+		},
+	}
+}
+
+// Call runs a tool within the agent's toolkit.
+func (r *run) Call(ctx context.Context, name string, args any) (any, error) {
+	return r.session.Call(ctx, name, args)
+}
+
+// Has reports whether the agent may call name.
+func (r *run) Has(name string) bool { return r.session.Has(name) }
+
+// Step records progress on the investigation.
+func (r *run) Step(current string, completed, total int) {
+	if total < completed {
+		total = completed
+	}
+	p := &db.Progress{CurrentStep: current, StepsCompleted: completed, StepsTotal: total}
+	_, err := r.rt.cfg.Store.UpdateInvestigation(context.Background(), r.id, func(i *db.Investigation) error {
+		if i.Status != db.StatusRunning {
+			return errSkip
+		}
+		i.Progress = p
+		return nil
+	})
+	if err != nil && err != errSkip {
+		r.rt.cfg.Logger.Warn("recording progress", "investigation_id", r.id, "err", err)
+	}
+	r.rt.event(r.id, "step", p)
+}
+
+// Sub returns a Run limited to another agent's toolkit, recording into the
+// same investigation.
+func (r *run) Sub(a Agent) Run {
+	sub := &run{rt: r.rt, id: r.id, env: r.env, used: r.used}
+	sub.session = sub.sessionFor(a)
+	return &subRun{run: sub, parent: r}
+}
+
+// Env exposes the evidence of this run.
+func (r *run) Env() *tools.Env { return r.env.Env }
+
+// RecordUsage adds LLM accounting to the investigation.
+func (r *run) RecordUsage(u db.Usage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.usageAcc == nil {
+		r.usageAcc = &db.Usage{}
+	}
+	if u.Model != "" {
+		r.usageAcc.Model = u.Model
+	}
+	r.usageAcc.InputTokens += u.InputTokens
+	r.usageAcc.OutputTokens += u.OutputTokens
+	r.usageAcc.Steps += u.Steps
+	r.usageAcc.ToolCalls += u.ToolCalls
+	r.usageAcc.DurationSeconds += u.DurationSeconds
+}
+
+func (r *run) usage() *db.Usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.usageAcc == nil {
+		return nil
+	}
+	u := *r.usageAcc
+	return &u
+}
+
+// subRun forwards usage to the parent so one investigation has one account.
+type subRun struct {
+	*run
+	parent *run
+}
+
+func (s *subRun) RecordUsage(u db.Usage) { s.parent.RecordUsage(u) }
+
+func (s *subRun) Sub(a Agent) Run {
+	child := s.run.Sub(a).(*subRun)
+	child.parent = s.parent
+	return child
+}
