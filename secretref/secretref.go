@@ -6,7 +6,7 @@ package secretref
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"strings"
 )
 
@@ -33,6 +33,7 @@ type Resolver interface {
 
 // Parse parses s as a reference. It returns an error that says what a
 // reference looks like when s is not one (for example a plain secret value).
+// The error never quotes s: a mistyped reference may be a pasted secret.
 func Parse(s string) (Ref, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok {
@@ -41,19 +42,19 @@ func Parse(s string) (Ref, error) {
 	switch kind {
 	case KindEnv:
 		if !validEnvName(rest) {
-			return Ref{}, fmt.Errorf("env reference %q: variable name must match [A-Za-z_][A-Za-z0-9_]*", s)
+			return Ref{}, errors.New("env reference: variable name must match [A-Za-z_][A-Za-z0-9_]*")
 		}
 		return Ref{Kind: KindEnv, Name: rest}, nil
 	case KindFile:
 		if !strings.HasPrefix(rest, "/") || strings.Contains(rest, "\x00") {
-			return Ref{}, fmt.Errorf("file reference %q: path must be absolute", s)
+			return Ref{}, errors.New("file reference: path must be absolute")
 		}
 		return Ref{Kind: KindFile, Path: rest}, nil
 	case KindVault:
 		path, key, ok := strings.Cut(rest, "#")
 		mount, sub, ok2 := strings.Cut(path, "/")
 		if !ok || !ok2 || key == "" || mount == "" || sub == "" || strings.Contains(path, "..") {
-			return Ref{}, fmt.Errorf("vault reference %q: want vault:<mount>/<path>#<key>", s)
+			return Ref{}, errors.New("vault reference: want vault:<mount>/<path>#<key>")
 		}
 		return Ref{Kind: KindVault, Path: path, Mount: mount, Key: key}, nil
 	default:
@@ -68,7 +69,7 @@ func IsRef(s string) bool { _, err := Parse(s); return err == nil }
 // (env: and file:), which only admins may configure.
 func (r Ref) LocalOnly() bool { return r.Kind == KindEnv || r.Kind == KindFile }
 
-var errNotRef = fmt.Errorf("must be a secret reference (env:NAME, file:/path or vault:<mount>/<path>#<key>), not a plain value")
+var errNotRef = errors.New("must be a secret reference (env:NAME, file:/path or vault:<mount>/<path>#<key>), not a plain value")
 
 func validEnvName(s string) bool {
 	if s == "" {
