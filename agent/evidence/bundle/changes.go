@@ -1,7 +1,112 @@
 package bundle
 
-import "github.com/rootcause/rootcause/agent/evidence"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"sync"
+	"time"
 
-// changes returns the bundle's Changes source, or nil when the bundle has none.
-// (Being built; see docs/architecture.md.)
-func (b *Bundle) changes() evidence.Changes { return nil }
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// ChangeKinds are the kinds a change may have.
+var ChangeKinds = []string{"deploy", "config", "feature_flag", "infra"}
+
+// changes returns the bundle's Changes source, or nil when the bundle has
+// no changes.json. The file is read and validated on first use, so a
+// malformed file fails list_changes with a clear error and the rest of the
+// bundle still serves.
+func (b *Bundle) changes() evidence.Changes {
+	if !exists(b.FS, "changes.json") {
+		return nil
+	}
+	return &bundleChanges{fsys: b.FS}
+}
+
+type bundleChanges struct {
+	fsys fs.FS
+	once sync.Once
+	list []evidence.Change
+	err  error
+}
+
+type rawChange struct {
+	Timestamp   string `json:"timestamp"`
+	Service     string `json:"service"`
+	Kind        string `json:"kind"`
+	Description string `json:"description"`
+	Revision    string `json:"revision"`
+	Author      string `json:"author"`
+}
+
+func (c *bundleChanges) load() {
+	data, err := fs.ReadFile(c.fsys, "changes.json")
+	if err != nil {
+		c.err = &evidence.Error{Source: "changes", Code: evidence.CodeMalformed, File: "changes.json", Err: err}
+		return
+	}
+	c.list, c.err = ParseChanges(data)
+}
+
+// ParseChanges parses and validates a changes.json document and returns the
+// changes sorted by time. Errors name the index and field:
+// "changes.json: [3].timestamp: ...".
+func ParseChanges(data []byte) ([]evidence.Change, error) {
+	bad := func(format string, args ...any) error {
+		return &evidence.Error{Source: "changes", Code: evidence.CodeMalformed, File: "changes.json", Err: fmt.Errorf(format, args...)}
+	}
+	var raws []rawChange
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, bad("want a JSON array of changes: %v", err)
+	}
+	out := make([]evidence.Change, 0, len(raws))
+	for i, r := range raws {
+		t, err := time.Parse(time.RFC3339, r.Timestamp)
+		if err != nil {
+			return nil, bad("[%d].timestamp: %q is not an RFC 3339 time", i, r.Timestamp)
+		}
+		if !slices.Contains(ChangeKinds, r.Kind) {
+			return nil, bad("[%d].kind: %q is not one of deploy, config, feature_flag, infra", i, r.Kind)
+		}
+		if r.Service == "" {
+			return nil, bad("[%d].service: missing", i)
+		}
+		out = append(out, evidence.Change{
+			Timestamp: t.UTC(), Service: r.Service, Kind: r.Kind, Description: r.Description,
+			Revision: r.Revision, Author: r.Author, Source: "changes.json",
+		})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Timestamp.Before(out[j].Timestamp) })
+	return out, nil
+}
+
+func (c *bundleChanges) List(ctx context.Context, since, until time.Time, service string) ([]evidence.Change, error) {
+	c.once.Do(c.load)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return FilterChanges(c.list, since, until, service), nil
+}
+
+// FilterChanges returns the changes of service (empty: all) within
+// [since, until] (zero bounds are open).
+func FilterChanges(list []evidence.Change, since, until time.Time, service string) []evidence.Change {
+	out := []evidence.Change{}
+	for _, ch := range list {
+		if service != "" && ch.Service != service {
+			continue
+		}
+		if !since.IsZero() && ch.Timestamp.Before(since) {
+			continue
+		}
+		if !until.IsZero() && ch.Timestamp.After(until) {
+			continue
+		}
+		out = append(out, ch)
+	}
+	return out
+}

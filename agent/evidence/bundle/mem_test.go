@@ -1,0 +1,7 @@
+package bundle
+
+import "runtime"
+
+type runtimeMemStats = runtime.MemStats
+
+func readMem(ms *runtime.MemStats) { runtime.ReadMemStats(ms) }
