@@ -713,3 +713,16 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Agents returns the team's agents as its effective config resolves them
+// now, with the catalog they draw on.
+func (rt *Runtime) Agents(ctx context.Context, team string) (map[string]Agent, *tools.Catalog, error) {
+	env, err := rt.cfg.Environment(ctx, team)
+	if err != nil {
+		return nil, nil, err
+	}
+	if env.Close != nil {
+		defer env.Close()
+	}
+	return Resolve(env.Config, env.Catalog), env.Catalog, nil
+}

@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +33,10 @@ func (e *APIError) Error() string { return e.Message }
 type socketClient struct {
 	http    *http.Client
 	version string
+	// base and token are set for a remote server (ROOTCAUSE_URL,
+	// ROOTCAUSE_TOKEN); empty base means the local socket.
+	base  string
+	token string
 }
 
 // socketAnswers reports whether a server answers on the socket at path.
@@ -97,11 +103,19 @@ func (c *socketClient) send(ctx context.Context, method, path string, body any) 
 		}
 		rd = bytes.NewReader(buf)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+server.LocalHost+path, rd)
+	target := "http://" + server.LocalHost + path
+	if c.base != "" {
+		target = strings.TrimRight(c.base, "/") + path
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
-	req.Host = server.LocalHost
+	if c.base == "" {
+		req.Host = server.LocalHost
+	} else if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	req.Header.Set("User-Agent", "rootcause-cli/"+c.version)
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -109,11 +123,14 @@ func (c *socketClient) send(ctx context.Context, method, path string, body any) 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if c.base != "" {
+			return nil, fmt.Errorf("calling %s: %w", c.base, err)
+		}
 		return nil, fmt.Errorf("calling the server through its socket: %w", err)
 	}
 	if resp.Header.Get(server.HeaderVersion) == "" {
 		resp.Body.Close()
-		return nil, fmt.Errorf("the program answering on the socket is not a rootcause server (no %s header)", server.HeaderVersion)
+		return nil, fmt.Errorf("the program answering is not a rootcause server (no %s header)", server.HeaderVersion)
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
@@ -135,4 +152,31 @@ func decodeAPIError(resp *http.Response) error {
 		return &APIError{Status: resp.StatusCode, Code: "", Message: fmt.Sprintf("server answered %s", resp.Status)}
 	}
 	return &APIError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
+}
+
+// apiClient returns a client for the server the CLI talks to: the one at
+// ROOTCAUSE_URL (with ROOTCAUSE_TOKEN as the bearer token) when set, else
+// the local server answering on dataDir's socket.
+func apiClient(baseURL, token, dataDir, version string) (*socketClient, error) {
+	if baseURL != "" {
+		u, err := url.Parse(baseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("ROOTCAUSE_URL %q: want http(s)://host[:port]", baseURL)
+		}
+		if token == "" {
+			return nil, fmt.Errorf("ROOTCAUSE_TOKEN is not set: a remote server needs a token (rootcause token issue)")
+		}
+		return &socketClient{
+			http:    &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 2}},
+			version: version, base: baseURL, token: token,
+		}, nil
+	}
+	c, err := localClient(dataDir, version)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fmt.Errorf("no server to talk to: set ROOTCAUSE_URL and ROOTCAUSE_TOKEN, or start `rootcause serve --data-dir %s`", dataDir)
+	}
+	return c, nil
 }

@@ -129,6 +129,11 @@ file given with --config, then built-in defaults.`,
 		newRestoreCommand(v),
 		newMigrateCommand(v),
 		newVersionCommand(),
+		newInvestigateCommand(v),
+		newEvalCommand(v),
+		newDemoCommand(v),
+		newRunCommand(v),
+		newInvestigationsCommand(v),
 	)
 	return root
 }

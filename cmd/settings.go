@@ -43,10 +43,16 @@ type WebhookSettings struct {
 // LLMSettings configure the optional LLM engine. APIKey is a secret
 // reference (env:, file:, vault:), never a value.
 type LLMSettings struct {
-	Provider string
-	BaseURL  string
-	Model    string
-	APIKey   string
+	Provider    string
+	BaseURL     string
+	Model       string
+	APIKey      string
+	MaxTokens   int
+	Temperature *float64
+	Timeout     time.Duration
+	MaxSteps    int
+	MaxRetries  int
+	Required    bool
 }
 
 func setDefaults(v *viper.Viper) {
@@ -64,6 +70,12 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("llm.base_url", "")
 	v.SetDefault("llm.model", "")
 	v.SetDefault("llm.api_key", "")
+	v.SetDefault("llm.max_tokens", 4096)
+	v.SetDefault("llm.temperature", "")
+	v.SetDefault("llm.timeout", "180s")
+	v.SetDefault("llm.max_steps", 20)
+	v.SetDefault("llm.max_retries", 2)
+	v.SetDefault("llm.required", false)
 }
 
 func mustBind(v *viper.Viper, key string, f *pflag.Flag) {
@@ -113,7 +125,31 @@ func loadSettings(v *viper.Viper) (Settings, error) {
 	} else {
 		s.Webhook.Allow = allow
 	}
-	s.LLM = LLMSettings{Provider: str("llm.provider"), BaseURL: str("llm.base_url"), Model: str("llm.model"), APIKey: str("llm.api_key")}
+	s.LLM = LLMSettings{Provider: str("llm.provider"), BaseURL: str("llm.base_url"), Model: str("llm.model"), APIKey: str("llm.api_key"),
+		MaxTokens: num("llm.max_tokens", 1), MaxSteps: num("llm.max_steps", 1), MaxRetries: num("llm.max_retries", -1)}
+	if t := str("llm.temperature"); t != "" {
+		f, err := cast.ToFloat64E(t)
+		if err != nil || f < 0 || f > 2 {
+			errs = append(errs, fmt.Errorf("setting llm.temperature: %q is not a number from 0 to 2", t))
+		} else {
+			s.LLM.Temperature = &f
+		}
+	}
+	if d, err := cast.ToDurationE(v.Get("llm.timeout")); err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("setting llm.timeout: %v is not a duration such as \"180s\"", v.Get("llm.timeout")))
+	} else {
+		s.LLM.Timeout = d
+	}
+	if b, err := cast.ToBoolE(v.Get("llm.required")); err != nil {
+		errs = append(errs, fmt.Errorf("setting llm.required: %v is not true or false", v.Get("llm.required")))
+	} else {
+		s.LLM.Required = b
+	}
+	switch s.LLM.Provider {
+	case "", "openai", "anthropic":
+	default:
+		errs = append(errs, fmt.Errorf("setting llm.provider: %q is not openai or anthropic", s.LLM.Provider))
+	}
 	if s.DataDir == "" {
 		errs = append(errs, fmt.Errorf("setting data_dir: must not be empty"))
 	}

@@ -70,6 +70,10 @@ type Env struct {
 	// Settings holds the team's effective tools.<integration> objects, for
 	// tools that read settings such as default_namespace.
 	Settings map[string]map[string]any
+	// SetupErrors says which integrations are configured but could not be
+	// set up (bad settings, unresolvable secrets), for the data gaps of a
+	// result.
+	SetupErrors []string
 }
 
 // History finds the team's past investigations like a query.

@@ -1,0 +1,140 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/bundle"
+	"github.com/rootcause/rootcause/agent/evidence/live"
+	"github.com/rootcause/rootcause/agent/knowledge"
+	"github.com/rootcause/rootcause/agent/tools"
+	"github.com/rootcause/rootcause/secretref"
+)
+
+// EnvironmentOptions are the server-wide parts of a team's environment.
+type EnvironmentOptions struct {
+	// Resolver resolves secret references (tokens_vault_path, api keys).
+	Resolver secretref.Resolver
+	// Catalog returns the catalog for a team's effective config: built-ins
+	// plus the tools of the tool servers and peers it lists. Nil means
+	// tools.Builtin().
+	Catalog func(ctx context.Context, cfg map[string]any) (*tools.Catalog, error)
+	// History answers similar_incidents for a team; nil disables it.
+	History func(team string) tools.History
+	// Engine picks an engine for a team's config (for example the LLM loop
+	// with the team's model); nil, or a nil result, uses the runtime default.
+	Engine func(cfg map[string]any) Engine
+	Logger *slog.Logger
+}
+
+// BuildEnvironment builds what a team's investigations reach, from its
+// effective config: the incident bundle named by the admin-only
+// evidence_bundle key when set (its captured_at is the clock), else the
+// live integrations under tools. An integration that is configured but
+// cannot be set up is left out and named in Env.SetupErrors, so the run
+// reports it as a data gap instead of failing outright.
+func BuildEnvironment(ctx context.Context, team string, cfg map[string]any, opts EnvironmentOptions) (*Environment, error) {
+	env := &Environment{Config: cfg}
+	var err error
+	if opts.Catalog != nil {
+		env.Catalog, err = opts.Catalog(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("building the tool catalog: %w", err)
+		}
+	} else {
+		env.Catalog = tools.Builtin()
+	}
+	te := &tools.Env{Settings: toolSettings(cfg)}
+	if ff, ok := cfg["feature_flags"].(map[string]any); ok {
+		te.WriteActions, _ = ff["enable_write_actions"].(bool)
+	}
+	if opts.History != nil {
+		te.History = opts.History(team)
+	}
+	if path, _ := cfg["evidence_bundle"].(string); path != "" {
+		b, err := bundle.OpenDir(path)
+		if err != nil {
+			return nil, fmt.Errorf("evidence_bundle: %w", err)
+		}
+		te.Sources = b.Sources(time.Time{})
+	} else {
+		te.Sources, te.SetupErrors = liveSources(ctx, cfg, opts)
+	}
+	env.Env = te
+	if opts.Engine != nil {
+		env.Engine = opts.Engine(cfg)
+	}
+	return env, nil
+}
+
+func liveSources(ctx context.Context, cfg map[string]any, opts EnvironmentOptions) (*evidence.Sources, []string) {
+	var gaps []string
+	tokens := map[string]string{}
+	if refs, ok := cfg["tokens_vault_path"].(map[string]any); ok && opts.Resolver != nil {
+		names := make([]string, 0, len(refs))
+		for n := range refs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			ref, _ := refs[name].(string)
+			v, err := opts.Resolver.Resolve(ctx, ref)
+			if err != nil {
+				gaps = append(gaps, fmt.Sprintf("credential %s (tokens_vault_path.%s) could not be resolved: %v", name, name, err))
+				continue
+			}
+			tokens[name] = v
+		}
+	}
+	toolsCfg, _ := cfg["tools"].(map[string]any)
+	s, err := live.New(ctx, live.Config{Tools: toolsCfg, Resolver: opts.Resolver, Tokens: tokens})
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if line != "" {
+				gaps = append(gaps, "setup: "+line)
+			}
+		}
+		if opts.Logger != nil {
+			opts.Logger.Warn("setting up integrations", "err", err)
+		}
+	}
+	if s == nil {
+		s = &evidence.Sources{}
+	}
+	if ks, ok := cfg["knowledge_source"].(map[string]any); ok && len(ks) > 0 {
+		src := map[string][]string{}
+		for kind, v := range ks {
+			arr, _ := v.([]any)
+			for _, x := range arr {
+				if str, ok := x.(string); ok {
+					src[kind] = append(src[kind], str)
+				}
+			}
+		}
+		k, err := knowledge.New(src, nil)
+		if err != nil {
+			gaps = append(gaps, "setup: knowledge_source: "+err.Error())
+		} else if k != nil {
+			s.Knowledge = k
+		}
+	}
+	return s, gaps
+}
+
+// toolSettings returns the effective tools.<integration> objects.
+func toolSettings(cfg map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	if t, ok := cfg["tools"].(map[string]any); ok {
+		for k, v := range t {
+			if m, ok := v.(map[string]any); ok {
+				out[k] = m
+			}
+		}
+	}
+	return out
+}
