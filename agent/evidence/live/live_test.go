@@ -1,0 +1,109 @@
+package live_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence/live"
+)
+
+type mapResolver map[string]string
+
+func (m mapResolver) Resolve(_ context.Context, ref string) (string, error) {
+	v, ok := m[ref]
+	if !ok {
+		return "", fmt.Errorf("unknown reference %s", ref)
+	}
+	return v, nil
+}
+
+func TestNewUnconfigured(t *testing.T) {
+	s, err := live.New(context.Background(), live.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Kubernetes != nil || s.Metrics != nil || s.Logs != nil || s.CloudWatch != nil || s.Code != nil || s.Changes != nil {
+		t.Errorf("unconfigured sources are not plain nils: %+v", s)
+	}
+	if s.Clock().IsZero() {
+		t.Error("no clock")
+	}
+}
+
+func TestNewKubernetesAndPrometheus(t *testing.T) {
+	var gotAuth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+	}))
+	defer srv.Close()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "http://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: ctx1
+  context: {cluster: c, user: u}
+current-context: ctx1
+`), 0o600)
+	tools := map[string]any{
+		"kubernetes": map[string]any{"kubeconfig": kc, "context": "ctx1", "default_namespace": "shop"},
+		"prometheus": map[string]any{"url": srv.URL, "headers": map[string]any{"Authorization": "env:PROM_AUTH"}, "timeout": float64(5)},
+	}
+	s, err := live.New(context.Background(), live.Config{Tools: tools, Resolver: mapResolver{"env:PROM_AUTH": "Bearer s3cret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Kubernetes == nil || s.Metrics == nil {
+		t.Fatalf("sources not built: %+v", s)
+	}
+	if _, err := s.Metrics.Query(context.Background(), "up", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if gotAuth != "Bearer s3cret" {
+		t.Errorf("resolved header not sent: %q", gotAuth)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		tools map[string]any
+		want  string
+	}{
+		{"prom no url", map[string]any{"prometheus": map[string]any{}}, "tools.prometheus.url is required"},
+		{"prom bad url", map[string]any{"prometheus": map[string]any{"url": "localhost:9090"}}, "not an http(s) URL"},
+		{"prom header ref", map[string]any{"prometheus": map[string]any{"url": "http://127.0.0.1:9", "headers": map[string]any{"X": "env:NOPE"}}}, "tools.prometheus.headers.X"},
+		{"prom timeout", map[string]any{"prometheus": map[string]any{"url": "http://127.0.0.1:9", "timeout": "5s"}}, "tools.prometheus.timeout"},
+		{"kube bad kubeconfig", map[string]any{"kubernetes": map[string]any{"kubeconfig": "/nonexistent/kubeconfig"}}, "tools.kubernetes"},
+		{"kube in_cluster type", map[string]any{"kubernetes": map[string]any{"in_cluster": "yes"}}, "tools.kubernetes.in_cluster"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := live.New(context.Background(), live.Config{Tools: tc.tools, Resolver: mapResolver{}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+	s, err := live.New(context.Background(), live.Config{Tools: map[string]any{
+		"kubernetes": map[string]any{"enabled": false, "kubeconfig": "/nonexistent"},
+		"prometheus": map[string]any{"enabled": false},
+	}})
+	if err != nil || s.Kubernetes != nil || s.Metrics != nil {
+		t.Errorf("disabled integrations: %+v %v", s, err)
+	}
+}

@@ -1,0 +1,228 @@
+package evidence
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// DefaultPodLogLimit is the number of lines PodLogs returns when
+// PodLogQuery.Limit is 0.
+const DefaultPodLogLimit = 500
+
+// MaxPodLogLine is the longest pod log line kept; longer lines are cut.
+const MaxPodLogLine = 64 << 10
+
+// logfmtTimeKeys are the keys a logfmt line may start with for its time.
+var logfmtTimeKeys = []string{"time=", "ts=", "timestamp=", "t="}
+
+// jsonTimeKeys are the fields of a JSON log line that hold its time.
+var jsonTimeKeys = []string{`"ts":"`, `"time":"`, `"timestamp":"`, `"@timestamp":"`, `"ts": "`, `"time": "`, `"timestamp": "`, `"@timestamp": "`}
+
+// ParseLogTime returns the timestamp a log line starts with, best effort, or
+// the zero time. Recognised: RFC 3339 (with or without fraction and zone,
+// "T" or a space between date and time, optionally in square brackets; a
+// missing zone means UTC), klog headers ("I0314 10:02:03.123456", the year
+// taken from ref) and syslog ("Mar 14 10:02:03", the year taken from ref).
+// ref also resolves the year turn: a yearless time more than a day after ref
+// is placed in the previous year. A logfmt time key leading the line
+// (time=, ts=, timestamp=, t=) is skipped, and JSON lines are read for
+// their "ts", "time", "timestamp" or "@timestamp" field.
+func ParseLogTime(line string, ref time.Time) time.Time {
+	if len(line) < 14 {
+		return time.Time{}
+	}
+	// JSON lines carry their time in a field.
+	if line[0] == '{' {
+		for _, key := range jsonTimeKeys {
+			if i := strings.Index(line, key); i >= 0 {
+				line = line[i+len(key):]
+				break
+			}
+		}
+		if len(line) < 14 || line[0] == '{' {
+			return time.Time{}
+		}
+	}
+	// logfmt lines lead with their time key (time=..., ts=...).
+	for _, key := range logfmtTimeKeys {
+		if strings.HasPrefix(line, key) {
+			line = strings.TrimPrefix(line[len(key):], `"`)
+			break
+		}
+	}
+	if line[0] == '[' {
+		line = line[1:]
+	}
+	if len(line) < 14 {
+		return time.Time{}
+	}
+	c := line[0]
+	switch {
+	case c >= '0' && c <= '9' && len(line) >= 19 && line[4] == '-' && line[7] == '-':
+		return parseISOPrefix(line)
+	case strings.IndexByte("IWEF", c) >= 0 && len(line) >= 14 && isDigits(line[1:5]) && line[5] == ' ':
+		// klog: Lmmdd hh:mm:ss.uuuuuu
+		end := 6
+		for end < len(line) && end < 21 && (line[end] == ':' || line[end] == '.' || (line[end] >= '0' && line[end] <= '9')) {
+			end++
+		}
+		t, err := time.Parse("0102 15:04:05.999999999", line[1:end])
+		if err != nil {
+			return time.Time{}
+		}
+		return withYear(t, ref)
+	case c >= 'A' && c <= 'S' && len(line) >= 15 && line[3] == ' ' && line[9] == ':':
+		t, err := time.Parse(time.Stamp, line[:15])
+		if err != nil {
+			return time.Time{}
+		}
+		return withYear(t, ref)
+	}
+	return time.Time{}
+}
+
+func parseISOPrefix(line string) time.Time {
+	end := 19
+	for end < len(line) && end < 40 {
+		ch := line[end]
+		if ch == ' ' || ch == ']' || ch == '\t' || ch == ',' && end > 19 && !isDigitAt(line, end+1) {
+			break
+		}
+		end++
+	}
+	s := line[:end]
+	if s[10] == ' ' {
+		s = s[:10] + "T" + s[11:]
+	}
+	s = strings.Replace(s, ",", ".", 1) // log4j style 10:02:03,123
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC()
+	}
+	if t, err := time.Parse("2006-01-02T15:04:05.999999999", s); err == nil {
+		return t.UTC()
+	}
+	if t, err := time.Parse("2006-01-02T15:04:05", s[:19]); err == nil {
+		return t.UTC()
+	}
+	return time.Time{}
+}
+
+func isDigitAt(s string, i int) bool { return i < len(s) && s[i] >= '0' && s[i] <= '9' }
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func withYear(t, ref time.Time) time.Time {
+	if ref.IsZero() {
+		ref = time.Now()
+	}
+	ref = ref.UTC()
+	t = time.Date(ref.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+	if t.After(ref.Add(24 * time.Hour)) {
+		t = t.AddDate(-1, 0, 0)
+	}
+	return t
+}
+
+// PodLogCollector applies a PodLogQuery's time window, pattern and limit to
+// log lines fed one at a time, keeping only the last Limit matching lines
+// (memory stays bounded whatever the log size). The time window applies to
+// lines with a timestamp; a line without one (a stack trace, a wrapped
+// message) takes the timestamp of the line before it in the same stream, and
+// lines before the first timestamp of a stream are kept only when the query
+// has no window. Both the bundle and the live backend use it, so they give
+// the same answers.
+type PodLogCollector struct {
+	since, until time.Time
+	re           *regexp.Regexp
+	ref          time.Time
+	ring         []LogLine
+	limit        int
+	next         int
+	full         bool
+	last         time.Time
+	res          LogResult
+}
+
+// NewPodLogCollector returns a collector for q; ref resolves the year of
+// yearless timestamps. A bad pattern is an invalid-argument *Error of source.
+func NewPodLogCollector(source string, q PodLogQuery, ref time.Time) (*PodLogCollector, error) {
+	c := &PodLogCollector{since: q.Since, until: q.Until, ref: ref}
+	if q.Pattern != "" {
+		re, err := regexp.Compile(q.Pattern)
+		if err != nil {
+			return nil, &Error{Source: source, Code: CodeInvalid, Err: err}
+		}
+		c.re = re
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultPodLogLimit
+	}
+	c.limit = limit
+	c.ring = make([]LogLine, 0, min(limit, 1024))
+	return c, nil
+}
+
+// StartStream marks the start of a new stream (another container): the
+// timestamp carried to lines without one is reset.
+func (c *PodLogCollector) StartStream() { c.last = time.Time{} }
+
+// Add considers one line of source.
+func (c *PodLogCollector) Add(source, text string) {
+	if len(text) > MaxPodLogLine {
+		text = text[:MaxPodLogLine]
+	}
+	c.res.Scanned++
+	t := ParseLogTime(text, c.ref)
+	eff := t
+	if t.IsZero() {
+		eff = c.last
+	} else {
+		c.last = t
+	}
+	if !c.since.IsZero() || !c.until.IsZero() {
+		if eff.IsZero() {
+			return
+		}
+		if !c.since.IsZero() && eff.Before(c.since) {
+			return
+		}
+		if !c.until.IsZero() && eff.After(c.until) {
+			return
+		}
+	}
+	if c.re != nil && !c.re.MatchString(text) {
+		return
+	}
+	c.res.Matched++
+	l := LogLine{Time: t, Source: source, Text: text}
+	if len(c.ring) < c.limit {
+		c.ring = append(c.ring, l)
+		return
+	}
+	c.ring[c.next] = l
+	c.next = (c.next + 1) % len(c.ring)
+	c.full = true
+}
+
+// Result returns the collected lines in input order.
+func (c *PodLogCollector) Result() *LogResult {
+	out := c.res
+	out.Lines = make([]LogLine, 0, len(c.ring))
+	if c.full {
+		out.Lines = append(out.Lines, c.ring[c.next:]...)
+		out.Lines = append(out.Lines, c.ring[:c.next]...)
+	} else {
+		out.Lines = append(out.Lines, c.ring...)
+	}
+	out.Truncated = out.Matched > len(out.Lines)
+	return &out
+}
