@@ -1,0 +1,352 @@
+package analysis
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// Drain mines log templates with the Drain algorithm (He et al., "Drain: An
+// Online Log Parsing Approach with Fixed Depth Tree", ICWS 2017): lines are
+// routed through a tree keyed first by token count and then by their
+// leading tokens, and at the leaf joined to the most similar cluster when
+// the share of equal tokens reaches the similarity threshold; positions
+// that differ become wildcards. Values are masked first (see Tokens).
+//
+// A Drain is not safe for concurrent use.
+type Drain struct {
+	// Depth is the tree depth as in Drain3: the root, the length layer, the
+	// leading-token layers and the leaf; Depth-3 leading tokens (at least
+	// one) route a line.
+	Depth int
+	// Similarity is the share of equal tokens needed to join a cluster.
+	Similarity float64
+	// MaxChildren bounds the children of an inner node; further tokens go
+	// to a wildcard branch.
+	MaxChildren int
+	// MaxClusters bounds memory; lines that would open a cluster beyond it
+	// are counted in the nearest cluster of their leaf, or dropped.
+	MaxClusters int
+
+	root     map[int]*drainNode
+	clusters []*Cluster
+}
+
+// Cluster is one template with the lines it has absorbed.
+type Cluster struct {
+	ID     int
+	Tokens []string
+	Count  int
+}
+
+// Template returns the cluster's template text.
+func (c *Cluster) Template() string { return strings.Join(c.Tokens, " ") }
+
+type drainNode struct {
+	children map[string]*drainNode
+	clusters []*Cluster
+}
+
+// NewDrain returns a Drain with the usual parameters: depth 4, similarity
+// 0.4, 100 children, 20,000 clusters.
+func NewDrain() *Drain {
+	return &Drain{Depth: 4, Similarity: 0.4, MaxChildren: 100, MaxClusters: 20000}
+}
+
+// Clusters returns the clusters in creation order.
+func (d *Drain) Clusters() []*Cluster { return d.clusters }
+
+// Add routes one line and returns its cluster (nil only when the line is
+// empty or the cluster limit was reached with no cluster to join).
+func (d *Drain) Add(line string) *Cluster {
+	return d.AddTokens(Tokens(line))
+}
+
+// AddTokens is Add for an already tokenised and masked line.
+func (d *Drain) AddTokens(toks []string) *Cluster {
+	if len(toks) == 0 {
+		return nil
+	}
+	if d.root == nil {
+		d.root = map[int]*drainNode{}
+	}
+	leaf := d.leaf(toks)
+	best, bestSim, bestParams := (*Cluster)(nil), -1.0, -1
+	for _, c := range leaf.clusters {
+		sim, params := similarity(c.Tokens, toks)
+		if sim > bestSim || (sim == bestSim && params > bestParams) {
+			best, bestSim, bestParams = c, sim, params
+		}
+	}
+	if best != nil && bestSim >= d.Similarity {
+		for i, t := range toks {
+			if best.Tokens[i] != t && best.Tokens[i] != Wildcard {
+				best.Tokens[i] = Wildcard
+			}
+		}
+		best.Count++
+		return best
+	}
+	if d.MaxClusters > 0 && len(d.clusters) >= d.MaxClusters {
+		if best != nil {
+			best.Count++
+		}
+		return best
+	}
+	c := &Cluster{ID: len(d.clusters) + 1, Tokens: append([]string(nil), toks...), Count: 1}
+	d.clusters = append(d.clusters, c)
+	leaf.clusters = append(leaf.clusters, c)
+	return c
+}
+
+func (d *Drain) leaf(toks []string) *drainNode {
+	n := d.root[len(toks)]
+	if n == nil {
+		n = &drainNode{}
+		d.root[len(toks)] = n
+	}
+	depth := max(d.Depth-3, 1)
+	for i := 0; i < depth && i < len(toks); i++ {
+		key := toks[i]
+		if hasDigitOrMask(key) {
+			key = Wildcard
+		}
+		if n.children == nil {
+			n.children = map[string]*drainNode{}
+		}
+		next := n.children[key]
+		if next == nil {
+			if key != Wildcard && d.MaxChildren > 0 && len(n.children) >= d.MaxChildren-1 {
+				key = Wildcard
+				next = n.children[key]
+			}
+			if next == nil {
+				next = &drainNode{}
+				n.children[key] = next
+			}
+		}
+		n = next
+	}
+	return n
+}
+
+func hasDigitOrMask(s string) bool {
+	if strings.HasPrefix(s, "<") && strings.HasSuffix(s, ">") {
+		return true
+	}
+	return strings.IndexAny(s, "0123456789") >= 0
+}
+
+// similarity returns the share of positions where the template equals the
+// line (wildcards do not count as equal) and the number of wildcards.
+func similarity(tmpl, toks []string) (float64, int) {
+	same, params := 0, 0
+	for i, t := range tmpl {
+		if t == Wildcard {
+			params++
+			continue
+		}
+		if t == toks[i] {
+			same++
+		}
+	}
+	return float64(same) / float64(len(tmpl)), params
+}
+
+// LogTemplate is a log template with its counts in a baseline window and an
+// incident window (the result of the get_log_signatures tool).
+type LogTemplate struct {
+	Template  string    `json:"template"`
+	Count     int       `json:"count"`    // lines in both windows (and undated ones)
+	Baseline  int       `json:"baseline"` // lines in the baseline window
+	Incident  int       `json:"incident"` // lines in the incident window
+	FirstSeen time.Time `json:"first_seen,omitzero"`
+	LastSeen  time.Time `json:"last_seen,omitzero"`
+	// FirstIncident is the first line of the template in the incident window.
+	FirstIncident time.Time `json:"first_incident,omitzero"`
+	Example       string    `json:"example"`           // the first line seen (unmasked)
+	Last          string    `json:"last,omitempty"`    // the last line seen, when it differs
+	Source        string    `json:"source,omitempty"`  // source of the example
+	Sources       []string  `json:"sources,omitempty"` // every source it was seen in (at most 10)
+	// New: seen in the incident window and never in a baseline that had lines.
+	New bool `json:"new,omitempty"`
+	// Surge is the incident-window rate over the baseline rate (with one
+	// line added to the baseline to avoid division by zero); 0 when either
+	// window is empty.
+	Surge float64 `json:"surge,omitempty"`
+}
+
+// Miner counts Drain templates of timestamped lines in a baseline window
+// [BaselineStart, IncidentStart) and an incident window [IncidentStart,
+// IncidentEnd]. Lines outside both windows are ignored; lines without a
+// timestamp count in the incident window.
+type Miner struct {
+	BaselineStart, IncidentStart, IncidentEnd time.Time
+
+	drain     *Drain
+	stats     map[int]*LogTemplate
+	baseLines int
+	incLines  int
+}
+
+// NewMiner returns a Miner over the given windows. A zero baselineStart
+// means there is no baseline.
+func NewMiner(baselineStart, incidentStart, incidentEnd time.Time) *Miner {
+	return &Miner{BaselineStart: baselineStart, IncidentStart: incidentStart, IncidentEnd: incidentEnd,
+		drain: NewDrain(), stats: map[int]*LogTemplate{}}
+}
+
+// Lines returns how many lines fell in the baseline and incident windows.
+func (m *Miner) Lines() (baseline, incident int) { return m.baseLines, m.incLines }
+
+// Add counts one line; it reports whether the line fell in a window.
+func (m *Miner) Add(t time.Time, source, text string) bool {
+	inBase, inInc := m.window(t)
+	if !inBase && !inInc {
+		return false
+	}
+	c := m.drain.Add(text)
+	if c == nil {
+		return false
+	}
+	s := m.stats[c.ID]
+	if s == nil {
+		s = &LogTemplate{Example: text, Source: source}
+		m.stats[c.ID] = s
+	} else if text != s.Example {
+		s.Last = text
+	}
+	s.Count++
+	if inBase {
+		s.Baseline++
+		m.baseLines++
+	} else {
+		s.Incident++
+		m.incLines++
+		if !t.IsZero() && (s.FirstIncident.IsZero() || t.Before(s.FirstIncident)) {
+			s.FirstIncident = t
+		}
+	}
+	if !t.IsZero() {
+		if s.FirstSeen.IsZero() || t.Before(s.FirstSeen) {
+			s.FirstSeen = t
+		}
+		if t.After(s.LastSeen) {
+			s.LastSeen = t
+		}
+	}
+	if source != "" && len(s.Sources) < 10 && !containsString(s.Sources, source) {
+		s.Sources = append(s.Sources, source)
+	}
+	return true
+}
+
+func (m *Miner) window(t time.Time) (base, inc bool) {
+	if t.IsZero() {
+		return false, true
+	}
+	if !m.IncidentEnd.IsZero() && t.After(m.IncidentEnd) {
+		return false, false
+	}
+	if m.IncidentStart.IsZero() || !t.Before(m.IncidentStart) {
+		return false, true
+	}
+	if !m.BaselineStart.IsZero() && !t.Before(m.BaselineStart) {
+		return true, false
+	}
+	return false, false
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Templates returns the templates, most incident lines first (then most
+// lines, then template text), with New and Surge computed.
+func (m *Miner) Templates() []LogTemplate {
+	baseDur := m.IncidentStart.Sub(m.BaselineStart).Seconds()
+	incDur := m.IncidentEnd.Sub(m.IncidentStart).Seconds()
+	out := make([]LogTemplate, 0, len(m.stats))
+	for _, c := range m.drain.Clusters() {
+		s := m.stats[c.ID]
+		if s == nil {
+			continue
+		}
+		t := *s
+		t.Template = c.Template()
+		if t.Last == t.Example {
+			t.Last = ""
+		}
+		if t.Incident > 0 && m.baseLines > 0 {
+			t.New = t.Baseline == 0
+			if baseDur > 0 && incDur > 0 {
+				t.Surge = (float64(t.Incident) / incDur) / (float64(t.Baseline+1) / baseDur)
+			}
+		}
+		out = append(out, t)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Incident != out[j].Incident {
+			return out[i].Incident > out[j].Incident
+		}
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Template < out[j].Template
+	})
+	return out
+}
+
+// Surging reports whether a template rose markedly in the incident window:
+// new with at least minLines lines, or at least factor times its baseline
+// rate with at least minLines lines.
+func (t LogTemplate) Surging(factor float64, minLines int) bool {
+	if t.Incident < minLines {
+		return false
+	}
+	return t.New || t.Surge >= factor
+}
+
+// errorWords mark a log line as error-like (matched case-insensitively).
+var errorWords = []string{"error", "exception", "fail", "fatal", "panic", "refused", "timeout", "timed out",
+	"denied", "expired", "x509", "unavailable", "killed", "crit", "traceback", "unreachable", "no such host", "out of memory"}
+
+// ErrorLike reports whether a log line reads as an error or failure.
+func ErrorLike(s string) bool {
+	l := strings.ToLower(s)
+	for _, w := range errorWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// RankTemplates orders templates by interest: surging or new in the
+// incident window first, then error-like ones, then by incident lines, so
+// that a cut keeps rare errors ahead of routine chatter.
+func RankTemplates(ts []LogTemplate) []LogTemplate {
+	rank := func(t LogTemplate) int {
+		r := 0
+		if t.Surging(3, 3) {
+			r += 2
+		}
+		if ErrorLike(t.Example) || ErrorLike(t.Template) {
+			r++
+		}
+		return r
+	}
+	sort.SliceStable(ts, func(i, j int) bool {
+		ri, rj := rank(ts[i]), rank(ts[j])
+		if ri != rj {
+			return ri > rj
+		}
+		return ts[i].Incident > ts[j].Incident
+	})
+	return ts
+}

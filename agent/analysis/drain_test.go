@@ -1,0 +1,169 @@
+package analysis
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMaskToken(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"12345", "<NUM>"},
+		{"-3.5", "<NUM>"},
+		{"250ms", "<NUM>"},
+		{"256Mi", "<NUM>"},
+		{"2h45m0s", "<NUM>"},
+		{"0xdeadbeef", "<HEX>"},
+		{"9f86d081884c7d65", "<HEX>"},
+		{"123e4567-e89b-12d3-a456-426614174000", "<UUID>"},
+		{"10.0.3.17", "<IP>"},
+		{"10.0.3.17:5432", "<IP>"},
+		{"(10.0.3.17:5432),", "(<IP>),"},
+		{"fe80::1", "<IP>"},
+		{"10.0.0.1:5432:", "<IP>:"},
+		{"postgres.shop.svc:5432", "postgres.shop.svc:<NUM>"},
+		{"2026-03-14T10:42:00Z", "<TS>"},
+		{"10:42:00", "<TS>"},
+		{"user_id=42", "user_id=<NUM>"},
+		{"status=ok", "status=ok"},
+		{"/api/v1/orders/9912", "/api/v1/orders/<NUM>"},
+		{"x509:", "x509:"},
+		{"checkout", "checkout"},
+		{"ERROR", "ERROR"},
+		{"refused", "refused"},
+		{"deadbeef", "deadbeef"}, // no digit: a word
+	}
+	for _, tt := range tests {
+		if got := MaskToken(tt.in); got != tt.want {
+			t.Errorf("MaskToken(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestTokensQuoted(t *testing.T) {
+	got := strings.Join(Tokens(`user "john smith" logged in from 10.1.1.1 after 35ms`), " ")
+	want := "user <STR> logged in from <IP> after <NUM>"
+	if got != want {
+		t.Fatalf("Tokens = %q, want %q", got, want)
+	}
+}
+
+func TestDrainClusters(t *testing.T) {
+	lines := []string{
+		"connection refused to payments:8080 after 3 retries",
+		"connection refused to payments:8080 after 5 retries",
+		"request GET /api/orders/1 served in 12ms",
+		"request GET /api/orders/2 served in 15ms",
+		"request POST /api/orders/3 served in 40ms",
+		"user alice logged in",
+		"user bob logged in",
+		"cache warmed",
+	}
+	d := NewDrain()
+	for _, l := range lines {
+		d.Add(l)
+	}
+	got := map[string]int{}
+	for _, c := range d.Clusters() {
+		got[c.Template()] = c.Count
+	}
+	want := map[string]int{
+		"connection refused to payments:<NUM> after <NUM> retries": 2,
+		"request <*> /api/orders/<NUM> served in <NUM>":            3,
+		"user <*> logged in": 2,
+		"cache warmed":       1,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("clusters = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("cluster %q = %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+}
+
+func TestDrainMaxClusters(t *testing.T) {
+	d := NewDrain()
+	d.MaxClusters = 3
+	for i := 0; i < 50; i++ {
+		d.Add(fmt.Sprintf("word%c alpha beta gamma", 'a'+i%26))
+		d.Add(fmt.Sprintf("distinct%c one two three four five", 'a'+i%26))
+	}
+	if n := len(d.Clusters()); n > 3 {
+		t.Fatalf("clusters = %d, want at most 3", n)
+	}
+}
+
+func TestMinerNewAndSurging(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	incStart := t0.Add(time.Hour)
+	m := NewMiner(t0, incStart, incStart.Add(time.Hour))
+	// Baseline: steady traffic and a rare warning.
+	for i := 0; i < 60; i++ {
+		ts := t0.Add(time.Duration(i) * time.Minute)
+		m.Add(ts, "app.log", fmt.Sprintf("GET /health 200 %dms", i%7+1))
+		if i%30 == 0 {
+			m.Add(ts, "app.log", "slow query took 1200ms")
+		}
+	}
+	// Incident: traffic, warnings surge, a new error appears.
+	for i := 0; i < 60; i++ {
+		ts := incStart.Add(time.Duration(i) * time.Minute)
+		m.Add(ts, "app.log", fmt.Sprintf("GET /health 200 %dms", i%7+1))
+		m.Add(ts, "app.log", fmt.Sprintf("slow query took %dms", 1000+i))
+		if i >= 30 {
+			m.Add(ts, "app.log", fmt.Sprintf("dial tcp 10.0.0.%d:5432: connect: connection refused", i%5+1))
+		}
+	}
+	// Outside both windows: ignored.
+	if m.Add(incStart.Add(2*time.Hour), "app.log", "late line") {
+		t.Fatal("line after the incident window was counted")
+	}
+	byTmpl := map[string]LogTemplate{}
+	for _, tp := range m.Templates() {
+		byTmpl[tp.Template] = tp
+	}
+	tests := []struct {
+		tmpl            string
+		base, inc       int
+		isNew, surging  bool
+		firstIncidentAt time.Time
+	}{
+		{"GET /health <NUM> <NUM>", 60, 60, false, false, incStart},
+		{"slow query took <NUM>", 2, 60, false, true, incStart},
+		{"dial tcp <IP>: connect: connection refused", 0, 30, true, true, incStart.Add(30 * time.Minute)},
+	}
+	for _, tt := range tests {
+		tp, ok := byTmpl[tt.tmpl]
+		if !ok {
+			t.Fatalf("template %q missing; have %v", tt.tmpl, byTmpl)
+		}
+		if tp.Baseline != tt.base || tp.Incident != tt.inc {
+			t.Errorf("%q: baseline %d incident %d, want %d %d", tt.tmpl, tp.Baseline, tp.Incident, tt.base, tt.inc)
+		}
+		if tp.New != tt.isNew || tp.Surging(3, 5) != tt.surging {
+			t.Errorf("%q: new %v surging %v (surge %.1f), want %v %v", tt.tmpl, tp.New, tp.Surging(3, 5), tp.Surge, tt.isNew, tt.surging)
+		}
+		if !tp.FirstIncident.Equal(tt.firstIncidentAt) {
+			t.Errorf("%q: first incident %v, want %v", tt.tmpl, tp.FirstIncident, tt.firstIncidentAt)
+		}
+	}
+	if got := m.Templates()[0].Template; got != "GET /health <NUM> <NUM>" && got != "slow query took <NUM>" {
+		t.Errorf("first template %q is not one of the most frequent", got)
+	}
+}
+
+func BenchmarkDrainAdd(b *testing.B) {
+	lines := []string{
+		"2026-03-14T10:42:00.123Z INFO request GET /api/orders/12345 served in 12ms status=200",
+		"2026-03-14T10:42:00.456Z ERROR dial tcp 10.0.3.17:5432: connect: connection refused",
+		"2026-03-14T10:42:01.000Z WARN slow query took 1200ms table=orders",
+	}
+	d := NewDrain()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		d.Add(lines[i%len(lines)])
+	}
+}

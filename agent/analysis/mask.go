@@ -1,0 +1,304 @@
+// Package analysis holds the pure algorithms of an investigation: Drain log
+// template mining with masking of variable values, robust statistics
+// (median, MAD, robust z-scores) for metric anomaly bands, change-point
+// detection, correlation of aligned series, and rate helpers for counters.
+// Nothing here performs I/O; every function is deterministic.
+package analysis
+
+import (
+	"strings"
+)
+
+// Placeholder tokens written by Mask in place of variable values.
+const (
+	Wildcard = "<*>"   // a value Drain found to vary
+	maskNum  = "<NUM>" // integers, decimals, sizes, durations
+	maskHex  = "<HEX>" // hex strings and 0x literals
+	maskUUID = "<UUID>"
+	maskIP   = "<IP>" // IPv4 or IPv6, with optional port
+	maskQuot = "<STR>"
+	maskTime = "<TS>" // dates and times of day
+)
+
+// Tokens splits a log line on whitespace and masks variable values in each
+// token (numbers, hex, UUIDs, IP addresses, durations, quoted values,
+// timestamps), in the manner of Coroot's logparser, so that lines differing
+// only by such values share a template. Quoted values spanning spaces become
+// one token.
+func Tokens(line string) []string {
+	var out []string
+	i := 0
+	n := len(line)
+	for i < n {
+		for i < n && isSpace(line[i]) {
+			i++
+		}
+		if i >= n {
+			break
+		}
+		// A quoted value: up to the matching quote, masked as a whole.
+		if q := line[i]; q == '"' || q == '\'' || q == '`' {
+			if j := strings.IndexByte(line[i+1:], q); j >= 0 {
+				out = append(out, maskQuot)
+				i += j + 2
+				continue
+			}
+		}
+		j := i
+		for j < n && !isSpace(line[j]) {
+			j++
+		}
+		out = append(out, MaskToken(line[i:j]))
+		i = j
+	}
+	return out
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// MaskToken masks one whitespace-free token. Leading and trailing punctuation
+// is kept (so "(10.0.0.1:5432)," becomes "(<IP>),"); key=value tokens keep
+// the key.
+func MaskToken(tok string) string {
+	if tok == "" {
+		return tok
+	}
+	// key=value and key:value with a variable value keep their key.
+	if k := strings.IndexByte(tok, '='); k > 0 && k < len(tok)-1 {
+		v := MaskToken(tok[k+1:])
+		if v == tok[k+1:] {
+			return tok
+		}
+		return tok[:k+1] + v
+	}
+	start, end := 0, len(tok)
+	for start < end && isPunct(tok[start]) {
+		start++
+	}
+	for end > start && (isPunct(tok[end-1]) || tok[end-1] == ':') {
+		end--
+	}
+	core := tok[start:end]
+	if core == "" {
+		return tok
+	}
+	m := maskCore(core)
+	if m == core {
+		return tok
+	}
+	return tok[:start] + m + tok[end:]
+}
+
+func isPunct(c byte) bool {
+	switch c {
+	case '(', ')', '[', ']', '{', '}', '<', '>', ',', ';', '"', '\'', '`', '.', '!', '?':
+		return true
+	}
+	return false
+}
+
+// maskCore classifies a token without surrounding punctuation.
+func maskCore(s string) string {
+	switch {
+	case isUUID(s):
+		return maskUUID
+	case isIP(s):
+		return maskIP
+	case isHex(s):
+		return maskHex
+	case isNumberish(s):
+		return maskNum
+	case isTimeish(s):
+		return maskTime
+	}
+	// host:port and path/segments with variable parts.
+	if k := strings.LastIndexByte(s, ':'); k > 0 && k < len(s)-1 && allDigits(s[k+1:]) {
+		host := s[:k]
+		if isIP(host) {
+			return maskIP
+		}
+		return host + ":" + maskNum
+	}
+	if strings.IndexByte(s, '/') >= 0 && strings.IndexAny(s, "0123456789") >= 0 {
+		parts := strings.Split(s, "/")
+		changed := false
+		for i, p := range parts {
+			if p == "" {
+				continue
+			}
+			if m := maskCore(p); m != p {
+				parts[i] = m
+				changed = true
+			}
+		}
+		if changed {
+			return strings.Join(parts, "/")
+		}
+	}
+	return s
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isHexDigit(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// isHex: 0x literals, or runs of at least 6 hex digits holding a digit and
+// a letter (commit SHAs, trace IDs, pod template hashes are shorter and left
+// to Drain).
+func isHex(s string) bool {
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		for i := 2; i < len(s); i++ {
+			if !isHexDigit(s[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if len(s) < 6 {
+		return false
+	}
+	digit, letter := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isHexDigit(c) {
+			return false
+		}
+		if c <= '9' {
+			digit = true
+		} else {
+			letter = true
+		}
+	}
+	return digit && (letter || len(s) >= 12)
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		switch i {
+		case 8, 13, 18, 23:
+			if s[i] != '-' {
+				return false
+			}
+		default:
+			if !isHexDigit(s[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isIP reports IPv4 (optionally with :port or /prefix) and IPv6 literals.
+func isIP(s string) bool {
+	if strings.HasPrefix(s, "[") {
+		if k := strings.Index(s, "]"); k > 0 {
+			return isIPv6(s[1:k])
+		}
+	}
+	if k := strings.IndexAny(s, ":/"); k > 0 && strings.Count(s, ":") <= 1 {
+		if isIPv4(s[:k]) && allDigits(s[k+1:]) {
+			return true
+		}
+	}
+	return isIPv4(s) || isIPv6(s)
+}
+
+func isIPv4(s string) bool {
+	parts := 0
+	cur := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' {
+			if cur == 0 || cur > 3 {
+				return false
+			}
+			parts++
+			cur = 0
+			continue
+		}
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+		cur++
+	}
+	return parts == 4
+}
+
+func isIPv6(s string) bool {
+	if !strings.Contains(s, "::") && strings.Count(s, ":") != 7 {
+		return false
+	}
+	hexd := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == ':' {
+			continue
+		}
+		if !isHexDigit(c) && c != '.' {
+			return false
+		}
+		hexd++
+	}
+	return hexd > 0
+}
+
+// isNumberish: integers, decimals, signed numbers, percentages, and numbers
+// with a unit suffix (12ms, 1.5s, 256Mi, 10KB, 3x, 2h45m0s).
+func isNumberish(s string) bool {
+	i := 0
+	if s[0] == '-' || s[0] == '+' {
+		i = 1
+	}
+	if i >= len(s) || s[i] < '0' || s[i] > '9' {
+		return false
+	}
+	digits, letters := 0, 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' || c == ',' || c == '%' || c == '_':
+		case (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == 'µ':
+			letters++
+		default:
+			return false
+		}
+	}
+	// Units are short; long alphanumeric runs are identifiers.
+	return letters <= 3 || (letters <= 6 && digits >= letters)
+}
+
+// isTimeish: dates and clock times (2024-01-02, 10:42:00, 2024-01-02T10:42:00Z).
+func isTimeish(s string) bool {
+	if len(s) < 5 || s[0] < '0' || s[0] > '9' {
+		return false
+	}
+	digits, seps := 0, 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '-' || c == ':' || c == '.' || c == 'T' || c == 'Z' || c == '+' || c == '/':
+			seps++
+		default:
+			return false
+		}
+	}
+	return digits >= 4 && seps >= 1
+}

@@ -1,0 +1,863 @@
+package analyst
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/tools"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Evidence domains a specialist can gather.
+const (
+	domKubernetes = "kubernetes state"
+	domPodLogs    = "pod logs"
+	domMetrics    = "metrics"
+	domLogs       = "host logs"
+	domChanges    = "changes"
+	domCloudWatch = "cloudwatch"
+)
+
+// gatherer collects evidence across specialists, calling each tool once.
+type gatherer struct {
+	opts Options
+	sc   Scope
+	src  *evidence.Sources
+
+	k8s        K8sEvidence
+	haveK8s    map[string]bool // tool name → gathered
+	logSets    []LogSet
+	metricSets []MetricSet
+	changes    []evidence.Change
+	done       map[string]bool // domain → gathered
+
+	calls       int   // successful calls
+	unavailable error // the first unavailable error
+	gaps        []string
+	metricNames int
+	logSources  int
+}
+
+func newGatherer(opts Options, sc Scope, src *evidence.Sources) *gatherer {
+	return &gatherer{opts: opts, sc: sc, src: src, haveK8s: map[string]bool{}, done: map[string]bool{},
+		k8s: K8sEvidence{PreviousLogs: map[string][]evidence.LogLine{}}}
+}
+
+// domainsOf lists the domains a specialist's toolkit can gather that are
+// configured and not gathered yet.
+func (g *gatherer) domainsOf(sp specialist) []string {
+	var out []string
+	want := func(d, integration string, tools ...string) {
+		if g.done[d] || !configured(g.src, integration) {
+			return
+		}
+		for _, t := range tools {
+			if sp.run.Has(t) {
+				out = append(out, d)
+				return
+			}
+		}
+	}
+	want(domKubernetes, "kubernetes", "list_pods", "get_events", "list_deployments", "list_services", "list_nodes", "get_rollout_history")
+	want(domPodLogs, "kubernetes", "get_pod_logs")
+	want(domChanges, "changes", "list_changes")
+	want(domMetrics, "prometheus", "list_metrics")
+	want(domLogs, "logs", "get_log_signatures")
+	want(domCloudWatch, "cloudwatch", "get_cloudwatch_logs", "get_cloudwatch_metrics")
+	return out
+}
+
+func (g *gatherer) gather(ctx context.Context, sp specialist, d string) error {
+	var err error
+	switch d {
+	case domKubernetes:
+		err = g.gatherKubernetes(ctx, sp)
+	case domPodLogs:
+		if !g.haveK8s["list_pods"] {
+			return nil // pods come first; a later specialist may list them
+		}
+		err = g.gatherPodLogs(ctx, sp)
+	case domChanges:
+		err = g.gatherChanges(ctx, sp)
+	case domMetrics:
+		err = g.gatherMetrics(ctx, sp)
+	case domLogs:
+		err = g.gatherHostLogs(ctx, sp)
+	case domCloudWatch:
+		err = g.gatherCloudWatch(ctx, sp)
+	}
+	if err == nil {
+		g.done[d] = true
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// call runs a tool and records the outcome; ok is false when the call
+// failed (the failure becomes a data gap).
+func (g *gatherer) call(ctx context.Context, sp specialist, name string, args any) (any, bool) {
+	if !sp.run.Has(name) {
+		return nil, false
+	}
+	out, err := sp.run.Call(ctx, name, args)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.gap(name, err)
+		}
+		return nil, false
+	}
+	g.calls++
+	return out, true
+}
+
+func (g *gatherer) gap(tool string, err error) {
+	code := evidence.CodeOf(err)
+	if code == evidence.CodeUnavailable && g.unavailable == nil {
+		g.unavailable = err
+	}
+	msg := fmt.Sprintf("%s failed: %v", tool, err)
+	if code == evidence.CodeNotConfigured {
+		msg = fmt.Sprintf("%s: %v", tool, err)
+	}
+	if !slices.Contains(g.gaps, msg) && len(g.gaps) < 30 {
+		g.gaps = append(g.gaps, msg)
+	}
+}
+
+// as converts a tool result to T: directly, through a pointer, or by a
+// JSON round trip (for results of equivalent shape).
+func as[T any](out any) (T, bool) {
+	if v, ok := out.(T); ok {
+		return v, true
+	}
+	if p, ok := out.(*T); ok && p != nil {
+		return *p, true
+	}
+	var v T
+	if out == nil {
+		return v, false
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return v, false
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, false
+	}
+	return v, true
+}
+
+func (g *gatherer) window() (since, until string) {
+	return g.sc.Window.BaselineStart.Format(time.RFC3339), g.sc.Window.End.Format(time.RFC3339)
+}
+
+func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
+	ns := g.sc.Namespace
+	since, _ := g.window()
+	if !g.haveK8s["list_pods"] {
+		if out, ok := g.call(ctx, sp, "list_pods", map[string]any{"namespace": ns}); ok {
+			g.k8s.Pods, _ = as[[]corev1.Pod](out)
+			g.haveK8s["list_pods"] = true
+		}
+	}
+	if !g.haveK8s["get_events"] {
+		if out, ok := g.call(ctx, sp, "get_events", map[string]any{"namespace": ns, "since": since}); ok {
+			g.k8s.Events, _ = as[[]corev1.Event](out)
+			g.haveK8s["get_events"] = true
+		}
+		// Node events live outside the namespace.
+		if ns != "" && g.haveK8s["get_events"] {
+			if out, ok := g.call(ctx, sp, "get_events", map[string]any{"kind": "Node", "since": since}); ok {
+				evs, _ := as[[]corev1.Event](out)
+				g.k8s.Events = append(g.k8s.Events, evs...)
+			}
+		}
+	}
+	if !g.haveK8s["list_deployments"] {
+		if out, ok := g.call(ctx, sp, "list_deployments", map[string]any{"namespace": ns}); ok {
+			g.k8s.Deployments, _ = as[[]appsv1.Deployment](out)
+			g.haveK8s["list_deployments"] = true
+		}
+	}
+	if !g.haveK8s["get_rollout_history"] && g.haveK8s["list_deployments"] && sp.run.Has("get_rollout_history") {
+		g.haveK8s["get_rollout_history"] = true
+		for _, d := range g.historyTargets() {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if out, ok := g.call(ctx, sp, "get_rollout_history", map[string]any{"namespace": d.Namespace, "deployment": d.Name}); ok {
+				rss, _ := as[[]appsv1.ReplicaSet](out)
+				g.k8s.ReplicaSets = append(g.k8s.ReplicaSets, rss...)
+			}
+		}
+	}
+	if !g.haveK8s["list_services"] {
+		if out, ok := g.call(ctx, sp, "list_services", map[string]any{"namespace": ns}); ok {
+			g.k8s.Services = serviceStates(out)
+			g.haveK8s["list_services"] = true
+		}
+	}
+	if !g.haveK8s["list_nodes"] {
+		if out, ok := g.call(ctx, sp, "list_nodes", map[string]any{}); ok {
+			g.k8s.Nodes, _ = as[[]corev1.Node](out)
+			g.haveK8s["list_nodes"] = true
+		}
+	}
+	if !g.haveK8s["list_pods"] && !g.haveK8s["get_events"] {
+		return errors.New("no kubernetes state")
+	}
+	return nil
+}
+
+// historyTargets picks deployments whose rollout history matters: the
+// service under investigation, degraded ones, and recently updated ones.
+func (g *gatherer) historyTargets() []appsv1.Deployment {
+	var out []appsv1.Deployment
+	add := func(d appsv1.Deployment) {
+		if len(out) < g.opts.MaxDeploymentsHistory && !slices.ContainsFunc(out, func(x appsv1.Deployment) bool {
+			return x.Name == d.Name && x.Namespace == d.Namespace
+		}) {
+			out = append(out, d)
+		}
+	}
+	for _, d := range g.k8s.Deployments {
+		if strings.EqualFold(d.Name, g.sc.Service) {
+			add(d)
+		}
+	}
+	for _, d := range g.k8s.Deployments {
+		if d.Status.AvailableReplicas < valueOr(d.Spec.Replicas, 1) || d.Status.UpdatedReplicas < valueOr(d.Spec.Replicas, 1) {
+			add(d)
+		}
+	}
+	for _, d := range g.k8s.Deployments {
+		for _, c := range d.Status.Conditions {
+			if !c.LastUpdateTime.IsZero() && !c.LastUpdateTime.Time.Before(g.sc.Window.BaselineStart) {
+				add(d)
+			}
+		}
+	}
+	for _, d := range g.k8s.Deployments {
+		add(d)
+	}
+	return out
+}
+
+// serviceStates reads list_services results: ServiceStatus values with the
+// Service and its ready/not-ready endpoint counts (or address lists), or
+// plain Services.
+func serviceStates(out any) []ServiceState {
+	var raw []map[string]json.RawMessage
+	b, err := json.Marshal(out)
+	if err != nil || json.Unmarshal(b, &raw) != nil {
+		return nil
+	}
+	var res []ServiceState
+	for _, m := range raw {
+		get := func(names ...string) (json.RawMessage, bool) {
+			for k, v := range m {
+				kk := strings.ToLower(strings.ReplaceAll(k, "_", ""))
+				for _, n := range names {
+					if kk == n {
+						return v, true
+					}
+				}
+			}
+			return nil, false
+		}
+		var st ServiceState
+		if v, ok := get("service"); ok {
+			_ = json.Unmarshal(v, &st.Service)
+			r, okR := get("readyendpoints", "ready")
+			n, okN := get("notreadyendpoints", "notready")
+			st.Known = okR
+			if okR {
+				st.ReadyEndpoints = countOf(r)
+			}
+			if okN {
+				st.NotReadyEndpoints = countOf(n)
+			}
+		} else {
+			b, _ := json.Marshal(m)
+			_ = json.Unmarshal(b, &st.Service)
+		}
+		res = append(res, st)
+	}
+	return res
+}
+
+func countOf(v json.RawMessage) int {
+	var n int
+	if json.Unmarshal(v, &n) == nil {
+		return n
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(v, &list) == nil {
+		return len(list)
+	}
+	return 0
+}
+
+// podPriority orders pods for log reading: troubled pods first, then the
+// service under investigation, then one pod of every other workload.
+func (g *gatherer) podsForLogs() []*corev1.Pod {
+	type cand struct {
+		p     *corev1.Pod
+		score int
+	}
+	var cs []cand
+	seenWorkload := map[string]bool{}
+	for i := range g.k8s.Pods {
+		p := &g.k8s.Pods[i]
+		if p.Status.Phase == corev1.PodPending && p.Status.StartTime == nil {
+			continue // never started: no logs
+		}
+		wl := WorkloadOfPod(p)
+		s := 0
+		for _, c := range p.Status.ContainerStatuses {
+			if c.RestartCount > 0 {
+				s += 3
+			}
+			if c.State.Waiting != nil || c.State.Terminated != nil {
+				s += 3
+			}
+			if !c.Ready {
+				s++
+			}
+		}
+		if g.sc.Service != "" && strings.EqualFold(wl, g.sc.Service) {
+			s += 4
+		}
+		if !seenWorkload[wl] {
+			s += 2
+			seenWorkload[wl] = true
+		} else if s == 0 {
+			continue
+		}
+		cs = append(cs, cand{p, s})
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].score > cs[j].score })
+	var out []*corev1.Pod
+	for _, c := range cs {
+		if len(out) >= g.opts.MaxPodLogs {
+			break
+		}
+		out = append(out, c.p)
+	}
+	return out
+}
+
+func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
+	since, until := g.window()
+	w := g.sc.Window
+	miners := map[string]*analysis.Miner{}
+	meta := map[string]LogSet{}
+	var order []string
+	for _, p := range g.podsForLogs() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		wl := WorkloadOfPod(p)
+		key := p.Namespace + "/" + wl
+		m := miners[key]
+		if m == nil {
+			m = analysis.NewMiner(w.BaselineStart, w.Start, w.End)
+			miners[key] = m
+			meta[key] = LogSet{Source: p.Name, Subject: wl, Namespace: p.Namespace, Origin: SrcLogs}
+			order = append(order, key)
+		}
+		out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": g.opts.PodLogLimit})
+		if ok {
+			if lr, _ := as[*evidence.LogResult](out); lr != nil {
+				for _, l := range lr.Lines {
+					m.Add(l.Time, p.Name, l.Text)
+				}
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil {
+				continue
+			}
+			out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "container": cs.Name, "previous": true, "limit": 50})
+			if !ok {
+				continue
+			}
+			lr, _ := as[*evidence.LogResult](out)
+			if lr == nil || len(lr.Lines) == 0 {
+				continue
+			}
+			g.k8s.PreviousLogs[p.Namespace+"/"+p.Name+"/"+cs.Name] = lr.Lines
+			for _, l := range lr.Lines {
+				t := l.Time
+				if t.IsZero() && cs.LastTerminationState.Terminated != nil {
+					t = cs.LastTerminationState.Terminated.FinishedAt.Time
+				}
+				m.Add(t, p.Name, l.Text)
+			}
+		}
+	}
+	for _, k := range order {
+		set := meta[k]
+		base, inc := miners[k].Lines()
+		if base+inc == 0 {
+			continue
+		}
+		set.Templates = miners[k].Templates()
+		set.HasBaseline = base >= 10
+		g.logSets = append(g.logSets, set)
+	}
+	return nil
+}
+
+func (g *gatherer) gatherChanges(ctx context.Context, sp specialist) error {
+	since, until := g.window()
+	out, ok := g.call(ctx, sp, "list_changes", map[string]any{"since": since, "until": until})
+	if !ok {
+		return errors.New("no changes")
+	}
+	g.changes, _ = as[[]evidence.Change](out)
+	return nil
+}
+
+func (g *gatherer) gatherHostLogs(ctx context.Context, sp specialist) error {
+	var sources []string
+	if sp.run.Has("list_log_sources") {
+		out, ok := g.call(ctx, sp, "list_log_sources", map[string]any{})
+		if !ok {
+			return errors.New("no log sources")
+		}
+		sources, _ = as[[]string](out)
+	} else {
+		sources = []string{""}
+	}
+	w := g.sc.Window
+	for i, s := range sources {
+		if i >= g.opts.MaxLogSources {
+			g.gaps = append(g.gaps, fmt.Sprintf("logs: only the first %d of %d sources were mined", g.opts.MaxLogSources, len(sources)))
+			break
+		}
+		out, ok := g.call(ctx, sp, "get_log_signatures", map[string]any{"source": s,
+			"since": w.Start.Format(time.RFC3339), "until": w.End.Format(time.RFC3339), "baseline_since": w.BaselineStart.Format(time.RFC3339)})
+		if !ok {
+			continue
+		}
+		ts, _ := as[[]analysis.LogTemplate](out)
+		base := 0
+		for _, t := range ts {
+			base += t.Baseline
+		}
+		g.logSources++
+		g.logSets = append(g.logSets, LogSet{Source: s, Subject: subjectOfSource(s), Origin: SrcLogs, Templates: ts, HasBaseline: base >= 10})
+	}
+	return nil
+}
+
+// subjectOfSource names the service a log file or group belongs to:
+// "/var/log/payments-api.log" → "payments-api", "/aws/lambda/orders" →
+// "orders".
+func subjectOfSource(s string) string {
+	b := path.Base(strings.TrimRight(s, "/"))
+	for _, ext := range []string{".jsonl", ".log", ".txt", ".out", ".err"} {
+		b = strings.TrimSuffix(b, ext)
+	}
+	return b
+}
+
+// gatherMetrics discovers series, keeps those whose names say something
+// about health (errors, latency, saturation, restarts), and reads them
+// over the baseline and incident windows.
+func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
+	since, until := g.window()
+	out, ok := g.call(ctx, sp, "list_metrics", map[string]any{"start": since, "end": until})
+	if !ok {
+		return errors.New("no metrics")
+	}
+	labels, _ := as[[]evidence.Labels](out)
+	names := map[string]int{}
+	for _, l := range labels {
+		names[l["__name__"]]++
+	}
+	type pick struct {
+		name, class, unit string
+		prio              int
+	}
+	prio := map[string]int{MetricErrors: 0, MetricRequests: 1, MetricLatency: 2, MetricRestarts: 3, MetricSaturation: 4, MetricFree: 5, MetricUp: 6}
+	var picks []pick
+	for n := range names {
+		class, unit := ClassifyMetric(n)
+		if class == "" || n == "" {
+			continue
+		}
+		// Latency from a histogram/summary: use _sum with its _count.
+		if strings.HasSuffix(n, "_count") && class == MetricLatency {
+			continue
+		}
+		if strings.HasSuffix(n, "_sum") && names[strings.TrimSuffix(n, "_sum")+"_count"] == 0 {
+			continue
+		}
+		picks = append(picks, pick{n, class, unit, prio[class]})
+	}
+	sort.Slice(picks, func(i, j int) bool {
+		if picks[i].prio != picks[j].prio {
+			return picks[i].prio < picks[j].prio
+		}
+		return picks[i].name < picks[j].name
+	})
+	if len(picks) > g.opts.MaxMetrics {
+		g.gaps = append(g.gaps, fmt.Sprintf("metrics: only %d of %d health-related metrics were analysed", g.opts.MaxMetrics, len(picks)))
+		picks = picks[:g.opts.MaxMetrics]
+	}
+	step := fmt.Sprintf("%ds", int(stepFor(g.sc.Window).Seconds()))
+	query := func(q string) []evidence.Series {
+		args := map[string]any{"query": q, "start": since, "end": until, "step": step}
+		out, ok := g.call(ctx, sp, "prometheus_query_range", args)
+		if !ok {
+			return nil
+		}
+		ss, _ := as[[]evidence.Series](out)
+		return ss
+	}
+	for _, p := range picks {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		ss := query(p.name)
+		if len(ss) == 0 {
+			continue
+		}
+		for i := range ss {
+			if ss[i].Labels == nil {
+				ss[i].Labels = evidence.Labels{}
+			}
+			if ss[i].Labels["__name__"] == "" {
+				ss[i].Labels["__name__"] = p.name
+			}
+		}
+		set := MetricSet{Name: p.name, Class: p.class, Unit: p.unit, Origin: SrcMetrics}
+		switch {
+		case strings.HasSuffix(p.name, "_sum") && p.class == MetricLatency:
+			counts := query(strings.TrimSuffix(p.name, "_sum") + "_count")
+			set.Series = meanSeries(ss, counts)
+			set.Unit = "s"
+			set.Name = strings.TrimSuffix(p.name, "_sum") + " (mean)"
+		case analysis.IsCounterName(p.name) || p.class == MetricErrors && !strings.Contains(p.name, "ratio"):
+			set.Series = analysis.RateSeries(ss)
+			if p.class == MetricRestarts {
+				set.Unit = "/s"
+			}
+		default:
+			set.Series = ss
+		}
+		if len(set.Series) > 0 {
+			g.metricNames++
+			g.metricSets = append(g.metricSets, set)
+		}
+	}
+	return nil
+}
+
+func stepFor(w Window) time.Duration {
+	s := w.End.Sub(w.BaselineStart) / 240
+	if s < 15*time.Second {
+		return 15 * time.Second
+	}
+	return s.Truncate(time.Second)
+}
+
+// meanSeries divides the rate of a _sum by the rate of its _count, series
+// matched on their labels without __name__.
+func meanSeries(sums, counts []evidence.Series) []evidence.Series {
+	key := func(l evidence.Labels) string {
+		keys := make([]string, 0, len(l))
+		for k := range l {
+			if k != "__name__" {
+				keys = append(keys, k+"="+l[k])
+			}
+		}
+		sort.Strings(keys)
+		return strings.Join(keys, ",")
+	}
+	byKey := map[string][]evidence.Point{}
+	for _, c := range counts {
+		byKey[key(c.Labels)] = analysis.Rate(c.Points)
+	}
+	var out []evidence.Series
+	for _, s := range sums {
+		cr := byKey[key(s.Labels)]
+		sr := analysis.Rate(s.Points)
+		if len(cr) == 0 {
+			continue
+		}
+		ct := map[time.Time]float64{}
+		for _, p := range cr {
+			ct[p.T] = p.V
+		}
+		ns := evidence.Series{Labels: s.Labels}
+		for _, p := range sr {
+			if c := ct[p.T]; c > 0 {
+				ns.Points = append(ns.Points, evidence.Point{T: p.T, V: p.V / c})
+			}
+		}
+		if len(ns.Points) > 0 {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// cloudWatchInteresting are CloudWatch metric names worth reading, and the
+// statistic to read them with.
+func cloudWatchStat(name string) (class, stat string) {
+	n := strings.ToLower(name)
+	switch {
+	case strings.Contains(n, "5xx"), strings.Contains(n, "error"), strings.Contains(n, "throttl"), strings.Contains(n, "fault"), strings.Contains(n, "dead"):
+		return MetricErrors, "Sum"
+	case strings.Contains(n, "latency"), strings.Contains(n, "duration"), strings.Contains(n, "responsetime"):
+		return MetricLatency, "Average"
+	case strings.HasPrefix(n, "free"), strings.Contains(n, "available"):
+		return MetricFree, "Average"
+	case strings.Contains(n, "cpu"), strings.Contains(n, "connections"), strings.Contains(n, "memory"), strings.Contains(n, "oldestmessage"),
+		strings.Contains(n, "messagesvisible"), strings.Contains(n, "iteratorage"), strings.Contains(n, "concurrent"), strings.Contains(n, "queue"):
+		return MetricSaturation, "Average"
+	}
+	return "", ""
+}
+
+func (g *gatherer) gatherCloudWatch(ctx context.Context, sp specialist) error {
+	since, until := g.window()
+	w := g.sc.Window
+	got := false
+	if sp.run.Has("get_cloudwatch_logs") {
+		var groups []string
+		if out, ok := g.call(ctx, sp, "list_cloudwatch_log_groups", map[string]any{}); ok {
+			groups, _ = as[[]string](out)
+		}
+		for i, grp := range groups {
+			if i >= g.opts.MaxLogSources || ctx.Err() != nil {
+				break
+			}
+			out, ok := g.call(ctx, sp, "get_cloudwatch_logs", map[string]any{"log_group": grp, "start": since, "end": until, "limit": 2000})
+			if !ok {
+				continue
+			}
+			lr, _ := as[*evidence.LogResult](out)
+			if lr == nil {
+				continue
+			}
+			got = true
+			m := analysis.NewMiner(w.BaselineStart, w.Start, w.End)
+			for _, l := range lr.Lines {
+				m.Add(l.Time, grp, l.Text)
+			}
+			base, _ := m.Lines()
+			g.logSets = append(g.logSets, LogSet{Source: grp, Subject: subjectOfSource(grp), Origin: SrcCloudWatch, Templates: m.Templates(), HasBaseline: base >= 10})
+		}
+	}
+	if sp.run.Has("get_cloudwatch_metrics") && sp.run.Has("list_cloudwatch_metrics") {
+		out, ok := g.call(ctx, sp, "list_cloudwatch_metrics", map[string]any{})
+		var ids []evidence.MetricID
+		if ok {
+			ids, _ = as[[]evidence.MetricID](out)
+		}
+		n := 0
+		for _, id := range ids {
+			class, stat := cloudWatchStat(id.Name)
+			if class == "" || ctx.Err() != nil {
+				continue
+			}
+			if n >= g.opts.MaxMetrics {
+				break
+			}
+			n++
+			out, ok := g.call(ctx, sp, "get_cloudwatch_metrics", map[string]any{"namespace": id.Namespace, "metric_name": id.Name,
+				"dimensions": id.Dimensions, "stat": stat, "period": 60, "start": since, "end": until})
+			if !ok {
+				continue
+			}
+			ss, _ := as[[]evidence.Series](out)
+			for i := range ss {
+				if ss[i].Labels == nil {
+					ss[i].Labels = evidence.Labels{}
+				}
+				ss[i].Labels["__name__"] = id.Name
+				for k, v := range id.Dimensions {
+					if ss[i].Labels[k] == "" {
+						ss[i].Labels[k] = v
+					}
+				}
+			}
+			got = true
+			unit := ""
+			if class == MetricLatency && !strings.Contains(strings.ToLower(id.Name), "seconds") && !strings.Contains(strings.ToLower(id.Name), "responsetime") {
+				unit = "ms"
+			} else if class == MetricLatency {
+				unit = "s"
+			}
+			g.metricNames++
+			g.metricSets = append(g.metricSets, MetricSet{Name: id.Namespace + "/" + id.Name, Class: class, Unit: unit, Origin: SrcCloudWatch, Series: ss})
+		}
+	}
+	if !got {
+		return errors.New("no cloudwatch data")
+	}
+	return nil
+}
+
+// detect runs every detector over what was gathered.
+func (g *gatherer) detect() []Finding {
+	w := g.sc.Window
+	var fs []Finding
+	fs = append(fs, DetectKubernetes(g.k8s, w)...)
+	rollouts := DetectRollouts(g.k8s.Deployments, g.k8s.ReplicaSets, w)
+	fs = append(fs, mergeRolloutChanges(DetectChanges(g.changes, w), rollouts)...)
+	fs = append(fs, DetectLogs(g.logSets, w)...)
+	fs = append(fs, DetectMetrics(g.metricSets, w)...)
+	g.attachServices(fs)
+	return dedupeFindings(fs)
+}
+
+// dedupeFindings drops findings identical in kind, object and evidence.
+func dedupeFindings(fs []Finding) []Finding {
+	seen := map[string]bool{}
+	out := fs[:0]
+	for _, f := range fs {
+		k := string(f.Kind) + "|" + f.Object + "|" + strings.Join(f.Evidence, "|")
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, f)
+	}
+	return out
+}
+
+// attachServices relates findings on workloads to the services selecting
+// them (and back), and IP targets to the services or pods owning the IP, so
+// that a caller's "connection refused to payments" meets payments' pods.
+func (g *gatherer) attachServices(fs []Finding) {
+	svcOf := map[string][]string{} // workload → services
+	ipName := map[string]string{}
+	for _, s := range g.k8s.Services {
+		sel := s.Service.Spec.Selector
+		if s.Service.Spec.ClusterIP != "" && s.Service.Spec.ClusterIP != "None" {
+			ipName[s.Service.Spec.ClusterIP] = s.Service.Name
+		}
+		if len(sel) == 0 {
+			continue
+		}
+		for i := range g.k8s.Pods {
+			p := &g.k8s.Pods[i]
+			if p.Namespace != s.Service.Namespace {
+				continue
+			}
+			match := true
+			for k, v := range sel {
+				if p.Labels[k] != v {
+					match = false
+					break
+				}
+			}
+			if match {
+				wl := WorkloadOfPod(p)
+				if !slices.Contains(svcOf[wl], s.Service.Name) {
+					svcOf[wl] = append(svcOf[wl], s.Service.Name)
+				}
+			}
+		}
+	}
+	for i := range g.k8s.Pods {
+		p := &g.k8s.Pods[i]
+		if p.Status.PodIP != "" {
+			ipName[p.Status.PodIP] = WorkloadOfPod(p)
+		}
+	}
+	for i := range fs {
+		f := &fs[i]
+		if ip := f.Subject; ipName[ip] != "" {
+			f.Subject = ipName[ip]
+		} else if h := DependencyName(f.Subject); h != f.Subject && ipName[h] != "" {
+			f.Subject = ipName[h]
+		}
+		for _, s := range svcOf[f.Subject] {
+			if s != f.Subject && !slices.Contains(f.Related, s) {
+				f.Related = append(f.Related, s)
+			}
+		}
+		// A finding about a service relates to its workloads.
+		for wl, svcs := range svcOf {
+			if slices.Contains(svcs, f.Subject) && wl != f.Subject && !slices.Contains(f.Related, wl) {
+				f.Related = append(f.Related, wl)
+			}
+		}
+	}
+}
+
+// dataGaps lists evidence that could not be consulted: integrations not
+// configured, tools no consulted agent may call, failed calls.
+func (g *gatherer) dataGaps(plan []specialist) []string {
+	var out []string
+	has := func(tool string) bool {
+		for _, sp := range plan {
+			if sp.run.Has(tool) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct{ integration, label string }{
+		{tools.IntegrationKubernetes, "kubernetes"}, {tools.IntegrationPrometheus, "metrics: prometheus"},
+		{tools.IntegrationLogs, "host logs"}, {tools.IntegrationChanges, "changes"}, {tools.IntegrationCloudWatch, "cloudwatch"},
+	} {
+		if !configured(g.src, c.integration) {
+			out = append(out, c.label+" not configured")
+		}
+	}
+	for _, t := range []struct{ tool, integration string }{
+		{"list_pods", tools.IntegrationKubernetes}, {"get_events", tools.IntegrationKubernetes}, {"get_pod_logs", tools.IntegrationKubernetes},
+		{"list_metrics", tools.IntegrationPrometheus}, {"prometheus_query_range", tools.IntegrationPrometheus},
+		{"get_log_signatures", tools.IntegrationLogs}, {"list_changes", tools.IntegrationChanges},
+		{"get_cloudwatch_logs", tools.IntegrationCloudWatch}, {"get_cloudwatch_metrics", tools.IntegrationCloudWatch},
+	} {
+		if configured(g.src, t.integration) && !has(t.tool) {
+			names := make([]string, 0, len(plan))
+			for _, sp := range plan {
+				names = append(names, sp.name)
+			}
+			out = append(out, fmt.Sprintf("%s disabled for %s", t.tool, orWord(strings.Join(names, ", "), "the agent")))
+		}
+	}
+	return append(out, g.gaps...)
+}
+
+// checked summarises what was examined.
+func (g *gatherer) checked() string {
+	var parts []string
+	add := func(n int, one, many string) {
+		if n > 0 {
+			parts = append(parts, plural(n, one, many))
+		}
+	}
+	add(len(g.k8s.Pods), "pod", "pods")
+	add(len(g.k8s.Events), "event", "events")
+	add(len(g.k8s.Deployments), "deployment", "deployments")
+	add(len(g.k8s.Nodes), "node", "nodes")
+	add(g.metricNames, "metric", "metrics")
+	add(len(g.logSets), "log source", "log sources")
+	add(len(g.changes), "change", "changes")
+	if len(parts) == 0 {
+		return "no evidence"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,944 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// ServiceState is a service with its endpoint readiness.
+type ServiceState struct {
+	Service           corev1.Service
+	ReadyEndpoints    int
+	NotReadyEndpoints int
+	// Known is false when endpoint counts were not reported.
+	Known bool
+}
+
+// K8sEvidence is the Kubernetes state an investigation gathered.
+type K8sEvidence struct {
+	Pods        []corev1.Pod
+	Events      []corev1.Event
+	Deployments []appsv1.Deployment
+	ReplicaSets []appsv1.ReplicaSet
+	Services    []ServiceState
+	Nodes       []corev1.Node
+	// PreviousLogs holds the last lines of crashed containers, keyed
+	// "namespace/pod/container".
+	PreviousLogs map[string][]evidence.LogLine
+}
+
+// Window is the incident window and the baseline before it.
+type Window struct {
+	BaselineStart time.Time
+	Start         time.Time
+	End           time.Time
+}
+
+// inWindowOrRecent reports whether t is at or after the baseline start
+// (conditions older than the baseline are background, not the incident).
+func (w Window) recent(t time.Time) bool {
+	return t.IsZero() || w.BaselineStart.IsZero() || !t.Before(w.BaselineStart)
+}
+
+var hashSuffix = regexp.MustCompile(`^(.+?)-[a-z0-9]{6,10}(-[a-z0-9]{5})?$`)
+
+// WorkloadOfPod names the workload a pod belongs to: its Deployment (from a
+// ReplicaSet owner), StatefulSet, DaemonSet or Job, else its app label, else
+// its name without generated suffixes.
+func WorkloadOfPod(p *corev1.Pod) string {
+	for _, o := range p.OwnerReferences {
+		switch o.Kind {
+		case "ReplicaSet":
+			return trimHash(o.Name)
+		case "StatefulSet", "DaemonSet", "Job", "Deployment":
+			return o.Name
+		}
+	}
+	for _, k := range []string{"app.kubernetes.io/name", "app", "k8s-app", "name"} {
+		if v := p.Labels[k]; v != "" {
+			return v
+		}
+	}
+	return workloadOfName(p.Name)
+}
+
+// trimHash removes a ReplicaSet pod-template hash ("checkout-7d9f8b6c5").
+func trimHash(rs string) string {
+	i := strings.LastIndexByte(rs, '-')
+	if i > 0 && len(rs)-i-1 >= 5 && len(rs)-i-1 <= 10 && isAlnumLower(rs[i+1:]) {
+		return rs[:i]
+	}
+	return rs
+}
+
+func isAlnumLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// workloadOfName guesses a workload from a pod name (for events about pods
+// no longer listed).
+func workloadOfName(name string) string {
+	if m := hashSuffix.FindStringSubmatch(name); m != nil {
+		return trimHash(m[1])
+	}
+	// StatefulSet ordinal.
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			return name[:i]
+		}
+	}
+	return name
+}
+
+type podIndex struct {
+	byKey map[string]*corev1.Pod
+}
+
+func newPodIndex(pods []corev1.Pod) podIndex {
+	ix := podIndex{byKey: map[string]*corev1.Pod{}}
+	for i := range pods {
+		ix.byKey[pods[i].Namespace+"/"+pods[i].Name] = &pods[i]
+	}
+	return ix
+}
+
+func (ix podIndex) workload(ns, name string) string {
+	if p := ix.byKey[ns+"/"+name]; p != nil {
+		return WorkloadOfPod(p)
+	}
+	return workloadOfName(name)
+}
+
+// DetectKubernetes runs every Kubernetes fault detector (rollouts, which
+// are changes, come from DetectRollouts).
+func DetectKubernetes(ev K8sEvidence, w Window) []Finding {
+	var out []Finding
+	out = append(out, DetectPods(ev.Pods, ev.PreviousLogs, w)...)
+	out = append(out, DetectEvents(ev.Events, ev.Pods, w)...)
+	out = append(out, DetectDeployments(ev.Deployments, ev.ReplicaSets, w)...)
+	out = append(out, DetectServices(ev.Services, ev.Pods)...)
+	out = append(out, DetectNodes(ev.Nodes, w)...)
+	return out
+}
+
+func containerSpec(p *corev1.Pod, name string) *corev1.Container {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == name {
+			return &p.Spec.Containers[i]
+		}
+	}
+	for i := range p.Spec.InitContainers {
+		if p.Spec.InitContainers[i].Name == name {
+			return &p.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+func memLimit(c *corev1.Container) string {
+	if c == nil {
+		return ""
+	}
+	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		return q.String()
+	}
+	return ""
+}
+
+func memRequest(c *corev1.Container) string {
+	if c == nil {
+		return ""
+	}
+	if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+		return q.String()
+	}
+	return ""
+}
+
+// exitMeaning explains common container exit codes.
+func exitMeaning(code int32) string {
+	switch code {
+	case 0:
+		return "exited normally"
+	case 1:
+		return "application error"
+	case 2:
+		return "misuse of shell builtins or bad arguments"
+	case 126:
+		return "command not executable"
+	case 127:
+		return "command not found"
+	case 134:
+		return "aborted (SIGABRT)"
+	case 137:
+		return "killed (SIGKILL), usually out of memory"
+	case 139:
+		return "segmentation fault (SIGSEGV)"
+	case 143:
+		return "terminated (SIGTERM)"
+	}
+	return "non-zero exit"
+}
+
+// DetectPods inspects pod and container states: OOMKilled, crash loops
+// with the last termination and the previous container's last log lines,
+// image pull errors, config errors, unschedulable and evicted pods.
+func DetectPods(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, w Window) []Finding {
+	var out []Finding
+	for i := range pods {
+		p := &pods[i]
+		wl := WorkloadOfPod(p)
+		obj := "pod " + p.Namespace + "/" + p.Name
+		base := Finding{Subject: wl, Object: obj, Namespace: p.Namespace, Source: SrcKubernetes}
+		if p.Spec.NodeName != "" {
+			base.Related = []string{p.Spec.NodeName}
+		}
+		if p.Status.Reason == "Evicted" {
+			f := base
+			f.Kind, f.Severity, f.Weight = KindEviction, SevWarning, 0.8
+			f.Time = p.Status.StartTime.Time
+			for _, c := range p.Status.Conditions {
+				if !c.LastTransitionTime.IsZero() {
+					f.Time = earliest(f.Time, c.LastTransitionTime.Time)
+				}
+			}
+			f.Summary = fmt.Sprintf("%s evicted: %s", obj, p.Status.Message)
+			f.Evidence = []string{fmt.Sprintf("%s was evicted from node %s: %s", obj, p.Spec.NodeName, quote(p.Status.Message, 200))}
+			f.setFact("node", p.Spec.NodeName)
+			f.setFact("message", p.Status.Message)
+			f.setFact("resource", pressureResource(p.Status.Message))
+			out = append(out, f)
+			continue
+		}
+		if p.Status.Phase == corev1.PodPending {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+					f := base
+					f.Kind, f.Severity, f.Weight = KindUnschedulable, SevCritical, 0.9
+					f.Time = c.LastTransitionTime.Time
+					if f.Time.IsZero() {
+						f.Time = p.CreationTimestamp.Time
+					}
+					f.Summary = fmt.Sprintf("%s cannot be scheduled: %s", obj, c.Message)
+					f.Evidence = []string{fmt.Sprintf("%s is Pending, PodScheduled=False (Unschedulable) since %s: %s", obj, ts(f.Time), quote(c.Message, 300))}
+					f.setFact("message", c.Message)
+					out = append(out, f)
+				}
+			}
+		}
+		statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
+		for _, cs := range statuses {
+			out = append(out, containerFindings(p, cs, base, prevLogs, w)...)
+		}
+	}
+	return out
+}
+
+func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, prevLogs map[string][]evidence.LogLine, w Window) []Finding {
+	var out []Finding
+	spec := containerSpec(p, cs.Name)
+	cobj := fmt.Sprintf("%s container %s", base.Object, cs.Name)
+	last := cs.LastTerminationState.Terminated
+	cur := cs.State.Terminated
+	term := last
+	if cur != nil && (term == nil || cur.FinishedAt.After(term.FinishedAt.Time)) {
+		term = cur
+	}
+	waiting := cs.State.Waiting
+	lastLines := prevLogs[p.Namespace+"/"+p.Name+"/"+cs.Name]
+
+	// OOMKilled: the last (or current) termination says so.
+	if term != nil && (term.Reason == "OOMKilled") && w.recent(term.FinishedAt.Time) {
+		f := base
+		f.Kind, f.Severity, f.Weight = KindOOMKilled, SevCritical, 0.95
+		f.Time = term.FinishedAt.Time
+		if f.Time.IsZero() {
+			f.Time = term.StartedAt.Time
+		}
+		lim := memLimit(spec)
+		f.Summary = fmt.Sprintf("%s OOMKilled (exit code %d), %s", cobj, term.ExitCode, plural(int(cs.RestartCount), "restart", "restarts"))
+		ev := fmt.Sprintf("%s last terminated with reason OOMKilled, exit code %d, at %s; restart count %d", cobj, term.ExitCode, ts(term.FinishedAt.Time), cs.RestartCount)
+		f.Evidence = []string{ev}
+		if lim != "" {
+			req := memRequest(spec)
+			s := fmt.Sprintf("container %s memory limit is %s", cs.Name, lim)
+			if req != "" {
+				s += fmt.Sprintf(" (request %s)", req)
+			}
+			f.Evidence = append(f.Evidence, s)
+		} else {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("container %s has no memory limit: the node's memory ran out", cs.Name))
+		}
+		if waiting != nil && waiting.Reason == "CrashLoopBackOff" {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s is in CrashLoopBackOff", cobj))
+		}
+		f.setFact("memory_limit", lim)
+		f.setFact("memory_request", memRequest(spec))
+		f.setFact("container", cs.Name)
+		f.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
+		if spec != nil {
+			f.setFact("image", spec.Image)
+		}
+		out = append(out, f)
+		return out
+	}
+	if waiting != nil {
+		switch waiting.Reason {
+		case "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull":
+			f := base
+			f.Kind, f.Severity, f.Weight = KindImagePull, SevCritical, 0.95
+			f.Time = containerSince(p, cs)
+			image := cs.Image
+			if spec != nil {
+				image = spec.Image
+			}
+			f.Summary = fmt.Sprintf("%s cannot pull image %s (%s)", cobj, image, waiting.Reason)
+			f.Evidence = []string{fmt.Sprintf("%s is waiting with reason %s for image %s", cobj, waiting.Reason, image)}
+			if waiting.Message != "" {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("kubelet: %s", quote(waiting.Message, 300)))
+			}
+			f.setFact("image", image)
+			f.setFact("message", waiting.Message)
+			f.setFact("container", cs.Name)
+			out = append(out, f)
+		case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+			f := base
+			f.Kind, f.Severity, f.Weight = KindConfigError, SevCritical, 0.95
+			f.Time = containerSince(p, cs)
+			f.Summary = fmt.Sprintf("%s cannot start: %s: %s", cobj, waiting.Reason, waiting.Message)
+			f.Evidence = []string{fmt.Sprintf("%s is waiting with reason %s: %s", cobj, waiting.Reason, quote(waiting.Message, 300))}
+			f.setFact("reason", waiting.Reason)
+			f.setFact("message", waiting.Message)
+			f.setFact("missing", missingRef(waiting.Message))
+			f.setFact("container", cs.Name)
+			out = append(out, f)
+		case "CrashLoopBackOff":
+			f := base
+			f.Kind, f.Severity, f.Weight = KindCrashLoop, SevCritical, 0.85
+			f.Time = containerSince(p, cs)
+			ev := fmt.Sprintf("%s is in CrashLoopBackOff, restart count %d", cobj, cs.RestartCount)
+			if term != nil {
+				f.Time = earliest(term.StartedAt.Time, f.Time)
+				ev += fmt.Sprintf("; last terminated with reason %s, exit code %d (%s) at %s", orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time))
+				f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
+				f.setFact("reason", term.Reason)
+				if term.Message != "" {
+					f.Evidence = append(f.Evidence, fmt.Sprintf("termination message: %s", quote(term.Message, 200)))
+				}
+			}
+			f.Evidence = append([]string{ev}, f.Evidence...)
+			if n := len(lastLines); n > 0 {
+				from := max(0, n-3)
+				var qs []string
+				for _, l := range lastLines[from:] {
+					qs = append(qs, quote(l.Text, 200))
+				}
+				f.Evidence = append(f.Evidence, fmt.Sprintf("last log lines of the previous container: %s", strings.Join(qs, " / ")))
+				f.setFact("last_log", lastLines[n-1].Text)
+			}
+			f.Summary = fmt.Sprintf("%s in CrashLoopBackOff (exit code %s)", cobj, orDash(f.fact("exit_code")))
+			f.setFact("container", cs.Name)
+			f.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
+			if spec != nil {
+				f.setFact("image", spec.Image)
+			}
+			out = append(out, f)
+		}
+		return out
+	}
+	// Restarted recently without a waiting state, or terminated with an
+	// error (jobs, init containers).
+	if term != nil && term.ExitCode != 0 && w.recent(term.FinishedAt.Time) && (cs.RestartCount >= 2 || cur != nil) {
+		f := base
+		f.Kind, f.Severity, f.Weight = KindCrashLoop, SevWarning, 0.6
+		f.Time = term.StartedAt.Time
+		if f.Time.IsZero() {
+			f.Time = term.FinishedAt.Time
+		}
+		f.Summary = fmt.Sprintf("%s terminated with exit code %d (%s), %s", cobj, term.ExitCode, orDash(term.Reason), plural(int(cs.RestartCount), "restart", "restarts"))
+		f.Evidence = []string{fmt.Sprintf("%s last terminated with reason %s, exit code %d (%s) at %s; restart count %d", cobj, orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time), cs.RestartCount)}
+		if n := len(lastLines); n > 0 {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the previous container: %s", quote(lastLines[n-1].Text, 200)))
+			f.setFact("last_log", lastLines[n-1].Text)
+		}
+		f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
+		f.setFact("container", cs.Name)
+		out = append(out, f)
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// containerSince estimates when a container's trouble began: the pod's
+// start, else its creation.
+func containerSince(p *corev1.Pod, cs corev1.ContainerStatus) time.Time {
+	if t := cs.LastTerminationState.Terminated; t != nil && !t.StartedAt.IsZero() {
+		return t.StartedAt.Time
+	}
+	if p.Status.StartTime != nil {
+		return p.Status.StartTime.Time
+	}
+	return p.CreationTimestamp.Time
+}
+
+var missingRefRE = regexp.MustCompile(`(?i)(secret|configmap)s? "?([\w.-]+)"? not found|couldn't find key ([\w.-]+) in (Secret|ConfigMap) ([\w./-]+)`)
+
+// missingRef extracts `secret "db-credentials"` from a config error.
+func missingRef(msg string) string {
+	m := missingRefRE.FindStringSubmatch(msg)
+	switch {
+	case m == nil:
+		return ""
+	case m[1] != "":
+		return strings.ToLower(m[1]) + " " + m[2]
+	default:
+		return fmt.Sprintf("key %s in %s %s", m[3], strings.ToLower(m[4]), m[5])
+	}
+}
+
+func pressureResource(msg string) string {
+	l := strings.ToLower(msg)
+	switch {
+	case strings.Contains(l, "memory"):
+		return "memory"
+	case strings.Contains(l, "ephemeral-storage"), strings.Contains(l, "disk"), strings.Contains(l, "nodefs"), strings.Contains(l, "imagefs"):
+		return "disk"
+	case strings.Contains(l, "pid"):
+		return "pid"
+	}
+	return ""
+}
+
+func eventTime(e *corev1.Event) (first, last time.Time) {
+	first = e.FirstTimestamp.Time
+	if first.IsZero() {
+		first = e.EventTime.Time
+	}
+	last = e.LastTimestamp.Time
+	if last.IsZero() {
+		last = first
+	}
+	return first, last
+}
+
+// DetectEvents reads Warning events (and a few Normal ones that matter):
+// scheduling failures, probe failures, mount failures, image pull errors,
+// evictions, node conditions, quota and autoscaler limits.
+func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding {
+	ix := newPodIndex(pods)
+	type key struct {
+		kind Kind
+		obj  string
+	}
+	merged := map[key]*Finding{}
+	var order []key
+	for i := range events {
+		e := &events[i]
+		first, last := eventTime(e)
+		if !w.End.IsZero() && first.After(w.End) {
+			continue
+		}
+		if !last.IsZero() && !w.recent(last) {
+			continue // stale: ended before the baseline began
+		}
+		kind, weight := classifyEvent(e)
+		if kind == "" {
+			continue
+		}
+		io := e.InvolvedObject
+		subject := io.Name
+		obj := strings.ToLower(io.Kind) + " " + io.Namespace + "/" + io.Name
+		var related []string
+		switch io.Kind {
+		case "Pod":
+			subject = ix.workload(io.Namespace, io.Name)
+			if p := ix.byKey[io.Namespace+"/"+io.Name]; p != nil && p.Spec.NodeName != "" {
+				related = append(related, p.Spec.NodeName)
+			}
+		case "ReplicaSet":
+			subject = trimHash(io.Name)
+		case "Node":
+			obj = "node " + io.Name
+		case "HorizontalPodAutoscaler":
+			subject = io.Name
+		}
+		if e.Source.Host != "" && io.Kind == "Pod" && !slices.Contains(related, e.Source.Host) {
+			related = append(related, e.Source.Host)
+		}
+		// A pod that is now Running and ready (or has completed) has got
+		// past a scheduling, pull, probe or crash problem its events tell of.
+		resolved := false
+		if io.Kind == "Pod" {
+			if p := ix.byKey[io.Namespace+"/"+io.Name]; p != nil && podHealthy(p) && (w.End.IsZero() || last.Before(w.End.Add(-5*time.Minute))) {
+				resolved = true
+				weight *= 0.3
+			}
+		}
+		k := key{kind, obj}
+		f := merged[k]
+		if f == nil {
+			f = &Finding{Kind: kind, Subject: subject, Object: obj, Namespace: io.Namespace, Time: first,
+				Source: SrcEvents, Weight: weight, Related: related}
+			f.Severity = SevWarning
+			if kind == KindNodeNotReady || kind == KindUnschedulable || kind == KindImagePull || kind == KindConfigError {
+				f.Severity = SevCritical
+			}
+			merged[k] = f
+			order = append(order, k)
+		}
+		f.Time = earliest(f.Time, first)
+		count := max(e.Count, 1)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("event %s on %s: %s (%s, first %s, last %s)", e.Reason, obj, quote(e.Message, 300), plural(int(count), "time", "times"), ts(first), ts(last)))
+		if f.Summary == "" {
+			f.Summary = fmt.Sprintf("%s on %s: %s", e.Reason, obj, truncate(e.Message, 160))
+		}
+		f.setFact("message", e.Message)
+		f.setFact("reason", e.Reason)
+		if resolved {
+			f.Severity = SevInfo
+			f.Weight = min(f.Weight, weight)
+			f.setFact("resolved", "true")
+			if !strings.HasSuffix(f.Summary, "(resolved since)") {
+				f.Summary += " (resolved since)"
+			}
+		}
+		switch kind {
+		case KindProbeFailure:
+			f.setFact("probe", probeKind(e.Message))
+		case KindEviction, KindNodePressure:
+			f.setFact("resource", pressureResource(e.Message+" "+e.Reason))
+			f.setFact("node", e.Source.Host)
+		case KindConfigError:
+			f.setFact("missing", missingRef(e.Message))
+		case KindImagePull:
+			f.setFact("image", imageFromMessage(e.Message))
+		}
+		if io.Kind == "Node" {
+			f.setFact("node", io.Name)
+		}
+	}
+	out := make([]Finding, 0, len(order))
+	for _, k := range order {
+		f := merged[k]
+		if len(f.Evidence) > 3 {
+			f.Evidence = f.Evidence[:3]
+		}
+		out = append(out, *f)
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+var imageRE = regexp.MustCompile(`image "([^"]+)"`)
+
+func imageFromMessage(msg string) string {
+	if m := imageRE.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+func probeKind(msg string) string {
+	l := strings.ToLower(msg)
+	switch {
+	case strings.HasPrefix(l, "readiness"):
+		return "readiness"
+	case strings.HasPrefix(l, "liveness"), strings.Contains(l, "failed liveness"):
+		return "liveness"
+	case strings.HasPrefix(l, "startup"):
+		return "startup"
+	}
+	return "readiness"
+}
+
+// classifyEvent maps an event to a finding kind and weight ("" to skip).
+func classifyEvent(e *corev1.Event) (Kind, float64) {
+	msg := strings.ToLower(e.Message)
+	switch e.Reason {
+	case "FailedScheduling":
+		return KindUnschedulable, 0.85
+	case "Unhealthy":
+		return KindProbeFailure, 0.75
+	case "FailedMount", "FailedAttachVolume", "FailedMapVolume":
+		if strings.Contains(msg, "secret") && strings.Contains(msg, "not found") || strings.Contains(msg, "configmap") && strings.Contains(msg, "not found") {
+			return KindConfigError, 0.85
+		}
+		return KindMountFailure, 0.85
+	case "Evicted":
+		return KindEviction, 0.8
+	case "EvictionThresholdMet", "NodeHasDiskPressure", "NodeHasInsufficientMemory", "NodeHasInsufficientPID", "FreeDiskSpaceFailed", "ImageGCFailed":
+		return KindNodePressure, 0.8
+	case "NodeNotReady":
+		return KindNodeNotReady, 0.8
+	case "OOMKilling", "OOMKilled":
+		return KindOOMKilled, 0.85
+	case "ErrImagePull", "ImagePullBackOff":
+		return KindImagePull, 0.85
+	case "ProgressDeadlineExceeded":
+		return KindRolloutStuck, 0.8
+	case "BackoffLimitExceeded", "DeadlineExceeded":
+		return KindCrashLoop, 0.6
+	case "ScalingLimited":
+		return KindHPAMax, 0.7
+	case "Killing":
+		if strings.Contains(msg, "liveness probe") || strings.Contains(msg, "startup probe") {
+			return KindProbeFailure, 0.75
+		}
+		return "", 0
+	case "Failed":
+		switch {
+		case strings.Contains(msg, "pull") || strings.Contains(msg, "image"):
+			return KindImagePull, 0.85
+		case strings.Contains(msg, "createcontainerconfigerror") || strings.Contains(msg, "not found") && (strings.Contains(msg, "secret") || strings.Contains(msg, "configmap")):
+			return KindConfigError, 0.85
+		}
+		return "", 0
+	case "BackOff":
+		if strings.Contains(msg, "pulling image") {
+			return KindImagePull, 0.8
+		}
+		if strings.Contains(msg, "restarting failed container") {
+			return KindCrashLoop, 0.7
+		}
+		return "", 0
+	case "FailedCreate":
+		if strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "forbidden") {
+			return KindQuota, 0.85
+		}
+		return "", 0
+	}
+	if e.Type == corev1.EventTypeWarning && (strings.Contains(msg, "maximum replica count") || strings.Contains(msg, "max replicas")) {
+		return KindHPAMax, 0.7
+	}
+	return "", 0
+}
+
+func revisionOf(rs *appsv1.ReplicaSet) int {
+	n, _ := strconv.Atoi(rs.Annotations["deployment.kubernetes.io/revision"])
+	return n
+}
+
+// ownedBy returns the ReplicaSets of a deployment, by revision, oldest first.
+func ownedBy(d *appsv1.Deployment, rss []appsv1.ReplicaSet) []*appsv1.ReplicaSet {
+	var out []*appsv1.ReplicaSet
+	for i := range rss {
+		rs := &rss[i]
+		if rs.Namespace != d.Namespace {
+			continue
+		}
+		owned := false
+		for _, o := range rs.OwnerReferences {
+			if o.Kind == "Deployment" && o.Name == d.Name {
+				owned = true
+			}
+		}
+		if !owned && len(rs.OwnerReferences) == 0 && trimHash(rs.Name) == d.Name {
+			owned = true
+		}
+		if owned {
+			out = append(out, rs)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := revisionOf(out[i]), revisionOf(out[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp)
+	})
+	return out
+}
+
+// DetectDeployments finds stuck or degraded rollouts: ProgressDeadlineExceeded,
+// fewer available replicas than desired, and a new ReplicaSet failing while
+// the old one still serves.
+func DetectDeployments(deps []appsv1.Deployment, rss []appsv1.ReplicaSet, w Window) []Finding {
+	var out []Finding
+	for i := range deps {
+		d := &deps[i]
+		desired := int32(1)
+		if d.Spec.Replicas != nil {
+			desired = *d.Spec.Replicas
+		}
+		if desired == 0 {
+			continue
+		}
+		obj := "deployment " + d.Namespace + "/" + d.Name
+		f := Finding{Kind: KindRolloutStuck, Subject: d.Name, Object: obj, Namespace: d.Namespace, Source: SrcKubernetes, Severity: SevWarning, Weight: 0.6}
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+				f.Weight, f.Severity = 0.85, SevCritical
+				f.Time = c.LastTransitionTime.Time
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s: Progressing=False, ProgressDeadlineExceeded since %s: %s", obj, ts(c.LastTransitionTime.Time), quote(c.Message, 200)))
+			}
+			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionFalse {
+				f.Time = earliest(f.Time, c.LastTransitionTime.Time)
+			}
+		}
+		avail := d.Status.AvailableReplicas
+		if avail < desired {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s has %d of %d replicas available (%d updated, %d unavailable)", obj, avail, desired, d.Status.UpdatedReplicas, d.Status.UnavailableReplicas))
+			if avail == 0 {
+				f.Severity = SevCritical
+			}
+		}
+		owned := ownedBy(d, rss)
+		if n := len(owned); n >= 2 {
+			nw, old := owned[n-1], owned[n-2]
+			if nw.Status.ReadyReplicas < valueOr(nw.Spec.Replicas, 0) && old.Status.ReadyReplicas > 0 {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("new ReplicaSet %s (revision %d) has %d of %d pods ready while old ReplicaSet %s (revision %d) still serves %d",
+					nw.Name, revisionOf(nw), nw.Status.ReadyReplicas, valueOr(nw.Spec.Replicas, 0), old.Name, revisionOf(old), old.Status.ReadyReplicas))
+				f.Time = earliest(f.Time, nw.CreationTimestamp.Time)
+				f.setFact("revision", strconv.Itoa(revisionOf(nw)))
+				f.setFact("previous_revision", strconv.Itoa(revisionOf(old)))
+			}
+		}
+		if len(f.Evidence) == 0 {
+			continue
+		}
+		f.Summary = fmt.Sprintf("%s degraded: %d of %d replicas available", obj, avail, desired)
+		f.setFact("desired", strconv.Itoa(int(desired)))
+		f.setFact("available", strconv.Itoa(int(avail)))
+		out = append(out, f)
+	}
+	return out
+}
+
+func valueOr(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// DetectRollouts turns recent ReplicaSet revisions into change findings: a
+// new revision created in the window, with what changed in the pod
+// template (images, memory and CPU limits, environment).
+func DetectRollouts(deps []appsv1.Deployment, rss []appsv1.ReplicaSet, w Window) []Finding {
+	var out []Finding
+	for i := range deps {
+		d := &deps[i]
+		owned := ownedBy(d, rss)
+		for j := len(owned) - 1; j >= 1; j-- {
+			nw, old := owned[j], owned[j-1]
+			created := nw.CreationTimestamp.Time
+			if created.IsZero() || !w.recent(created) || (!w.End.IsZero() && created.After(w.End)) {
+				break
+			}
+			diffs := templateDiff(&old.Spec.Template.Spec, &nw.Spec.Template.Spec)
+			f := Finding{Kind: KindDeploy, Subject: d.Name, Object: "deployment " + d.Namespace + "/" + d.Name, Namespace: d.Namespace,
+				Time: created, Severity: SevInfo, Weight: 0.8, Source: SrcKubernetes}
+			f.Summary = fmt.Sprintf("deployment %s rolled out revision %d (ReplicaSet %s)", d.Name, revisionOf(nw), nw.Name)
+			ev := fmt.Sprintf("ReplicaSet %s (revision %d) created at %s, replacing %s (revision %d)", nw.Name, revisionOf(nw), ts(created), old.Name, revisionOf(old))
+			if len(diffs) > 0 {
+				ev += ": " + strings.Join(diffs, "; ")
+				f.Summary += ": " + strings.Join(diffs, "; ")
+			}
+			f.Evidence = []string{ev}
+			f.setFact("revision", strconv.Itoa(revisionOf(nw)))
+			f.setFact("previous_revision", strconv.Itoa(revisionOf(old)))
+			f.setFact("previous_image", firstImage(&old.Spec.Template.Spec))
+			f.setFact("image", firstImage(&nw.Spec.Template.Spec))
+			f.setFact("changes", strings.Join(diffs, "; "))
+			for _, df := range diffs {
+				if strings.Contains(df, "memory limit") {
+					f.setFact("memory_limit_change", df)
+				}
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func firstImage(s *corev1.PodSpec) string {
+	if len(s.Containers) == 0 {
+		return ""
+	}
+	return s.Containers[0].Image
+}
+
+// templateDiff lists what changed between two pod templates.
+func templateDiff(a, b *corev1.PodSpec) []string {
+	var out []string
+	for _, cb := range b.Containers {
+		var ca *corev1.Container
+		for i := range a.Containers {
+			if a.Containers[i].Name == cb.Name {
+				ca = &a.Containers[i]
+			}
+		}
+		if ca == nil {
+			out = append(out, fmt.Sprintf("container %s added", cb.Name))
+			continue
+		}
+		if ca.Image != cb.Image {
+			out = append(out, fmt.Sprintf("image %s → %s", ca.Image, cb.Image))
+		}
+		for _, res := range []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceCPU} {
+			qa, oka := ca.Resources.Limits[res]
+			qb, okb := cb.Resources.Limits[res]
+			if oka != okb || (oka && qa.Cmp(qb) != 0) {
+				out = append(out, fmt.Sprintf("%s %s limit %s → %s", cb.Name, res, qstr(oka, qa.String()), qstr(okb, qb.String())))
+			}
+		}
+		envA := map[string]string{}
+		for _, e := range ca.Env {
+			envA[e.Name] = e.Value
+		}
+		for _, e := range cb.Env {
+			if v, ok := envA[e.Name]; !ok {
+				out = append(out, fmt.Sprintf("env %s added", e.Name))
+			} else if v != e.Value {
+				out = append(out, fmt.Sprintf("env %s %q → %q", e.Name, v, e.Value))
+			}
+		}
+	}
+	return out
+}
+
+func qstr(ok bool, s string) string {
+	if !ok {
+		return "none"
+	}
+	return s
+}
+
+// DetectServices finds services whose selector matches no ready endpoint.
+func DetectServices(svcs []ServiceState, pods []corev1.Pod) []Finding {
+	var out []Finding
+	for _, s := range svcs {
+		svc := s.Service
+		if len(svc.Spec.Selector) == 0 || svc.Spec.Type == corev1.ServiceTypeExternalName {
+			continue
+		}
+		ready, notReady := s.ReadyEndpoints, s.NotReadyEndpoints
+		sel := labels.SelectorFromSet(svc.Spec.Selector)
+		var workloads []string
+		for i := range pods {
+			p := &pods[i]
+			if p.Namespace != svc.Namespace || !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			if wl := WorkloadOfPod(p); !slices.Contains(workloads, wl) {
+				workloads = append(workloads, wl)
+			}
+			if !s.Known {
+				if podReady(p) {
+					ready++
+				} else {
+					notReady++
+				}
+			}
+		}
+		if ready > 0 {
+			continue
+		}
+		obj := "service " + svc.Namespace + "/" + svc.Name
+		f := Finding{Kind: KindNoEndpoints, Subject: svc.Name, Object: obj, Namespace: svc.Namespace, Source: SrcKubernetes,
+			Severity: SevCritical, Weight: 0.8, Related: workloads}
+		f.Summary = fmt.Sprintf("%s has no ready endpoints (%d not ready)", obj, notReady)
+		f.Evidence = []string{fmt.Sprintf("%s (selector %s) has 0 ready endpoints and %d not ready", obj, sel.String(), notReady)}
+		out = append(out, f)
+	}
+	return out
+}
+
+// podHealthy: Running with every container ready, or Succeeded.
+func podHealthy(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded {
+		return true
+	}
+	if p.Status.Phase != corev1.PodRunning || !podReady(p) {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if !c.Ready || c.State.Waiting != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// DetectNodes reads node conditions: NotReady (or Unknown) and memory,
+// disk and PID pressure.
+func DetectNodes(nodes []corev1.Node, w Window) []Finding {
+	var out []Finding
+	for i := range nodes {
+		n := &nodes[i]
+		obj := "node " + n.Name
+		for _, c := range n.Status.Conditions {
+			var f *Finding
+			switch {
+			case c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue:
+				f = &Finding{Kind: KindNodeNotReady, Severity: SevCritical, Weight: 0.9}
+				f.Summary = fmt.Sprintf("%s is NotReady (%s)", obj, orDash(c.Reason))
+				f.Evidence = []string{fmt.Sprintf("%s condition Ready=%s since %s, reason %s: %s", obj, c.Status, ts(c.LastTransitionTime.Time), orDash(c.Reason), quote(c.Message, 200))}
+			case (c.Type == corev1.NodeMemoryPressure || c.Type == corev1.NodeDiskPressure || c.Type == corev1.NodePIDPressure) && c.Status == corev1.ConditionTrue:
+				f = &Finding{Kind: KindNodePressure, Severity: SevCritical, Weight: 0.9}
+				res := map[corev1.NodeConditionType]string{corev1.NodeMemoryPressure: "memory", corev1.NodeDiskPressure: "disk", corev1.NodePIDPressure: "pid"}[c.Type]
+				f.setFact("resource", res)
+				f.Summary = fmt.Sprintf("%s has %s since %s", obj, c.Type, hm(c.LastTransitionTime.Time))
+				f.Evidence = []string{fmt.Sprintf("%s condition %s=True since %s, reason %s: %s", obj, c.Type, ts(c.LastTransitionTime.Time), orDash(c.Reason), quote(c.Message, 200))}
+				if res == "disk" {
+					if q, ok := n.Status.Allocatable[corev1.ResourceEphemeralStorage]; ok {
+						f.Evidence = append(f.Evidence, fmt.Sprintf("%s allocatable ephemeral-storage %s", obj, q.String()))
+					}
+				}
+			case c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionTrue:
+				f = &Finding{Kind: KindNodeNotReady, Severity: SevCritical, Weight: 0.8}
+				f.Summary = fmt.Sprintf("%s network unavailable", obj)
+				f.Evidence = []string{fmt.Sprintf("%s condition NetworkUnavailable=True since %s: %s", obj, ts(c.LastTransitionTime.Time), quote(c.Message, 200))}
+			}
+			if f == nil {
+				continue
+			}
+			f.Subject, f.Object, f.Source = n.Name, obj, SrcKubernetes
+			f.Time = c.LastTransitionTime.Time
+			f.setFact("node", n.Name)
+			if n.Spec.Unschedulable {
+				f.Evidence = append(f.Evidence, obj+" is cordoned (unschedulable)")
+			}
+			out = append(out, *f)
+		}
+	}
+	return out
+}

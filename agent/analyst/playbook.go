@@ -1,0 +1,450 @@
+package analyst
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rootcause/rootcause/finding"
+)
+
+// describe writes the root-cause description of a hypothesis: the
+// mechanism and the subject in plain words, with the standard terms for
+// the cause, and what triggered it.
+func describe(h *Hypothesis, sc Scope) string {
+	s := h.Subject
+	top := h.top()
+	var d string
+	switch h.Kind {
+	case KindOOMKilled:
+		lim := h.fact("memory_limit")
+		d = fmt.Sprintf("%s containers are OOMKilled: the process runs out of memory (exit code 137)", s)
+		if lim != "" {
+			d += fmt.Sprintf(" and is killed when it exceeds its memory limit of %s", lim)
+		} else {
+			d += " (no memory limit is set, so the node's memory ran out)"
+		}
+		if n := restartsOf(h); n > 0 {
+			d += fmt.Sprintf("; the pods restart repeatedly (%s, CrashLoopBackOff)", plural(n, "restart", "restarts"))
+		}
+	case KindImagePull:
+		img := h.fact("image")
+		d = fmt.Sprintf("%s pods cannot start because the image pull fails (ImagePullBackOff/ErrImagePull) for image %s", s, orDash(img))
+		if m := h.fact("message"); m != "" {
+			d += ": " + truncate(m, 200)
+		}
+	case KindConfigError:
+		d = fmt.Sprintf("%s pods cannot start: CreateContainerConfigError", s)
+		if m := h.fact("missing"); m != "" {
+			d += fmt.Sprintf(", the %s referenced by the pod spec is missing (not found)", m)
+		} else if m := h.fact("message"); m != "" {
+			d += ": " + truncate(m, 200)
+		}
+	case KindMountFailure:
+		d = fmt.Sprintf("%s pods are stuck because a volume mount fails (FailedMount): %s", s, truncate(h.fact("message"), 200))
+	case KindUnschedulable:
+		msg := h.fact("message")
+		d = fmt.Sprintf("%s pods are unschedulable and stay Pending (FailedScheduling): %s", s, truncate(msg, 220))
+		if why := schedulingReason(msg); why != "" {
+			d += " — " + why
+		}
+	case KindQuota:
+		d = fmt.Sprintf("%s cannot create pods: resource quota exceeded (%s)", s, truncate(h.fact("message"), 200))
+	case KindNodeNotReady:
+		d = fmt.Sprintf("node %s is NotReady, so the pods it runs fail or are evicted", s)
+		if m := h.fact("message"); m != "" {
+			d += ": " + truncate(m, 160)
+		}
+	case KindNodePressure:
+		res := h.fact("resource")
+		d = fmt.Sprintf("node %s is under %s pressure (%s): the kubelet evicts pods to reclaim it", s, orWord(res, "resource"), pressureCondition(res))
+	case KindEviction:
+		res := h.fact("resource")
+		d = fmt.Sprintf("%s pods are evicted by the kubelet", s)
+		if n := h.fact("node"); n != "" {
+			d += " on node " + n
+		}
+		if res != "" {
+			d += fmt.Sprintf(" because the node is low on %s (%s)", res, pressureCondition(res))
+		}
+		if m := h.fact("message"); m != "" {
+			d += ": " + truncate(m, 160)
+		}
+	case KindCertificate:
+		target := orWord(h.fact("target"), s)
+		d = fmt.Sprintf("the TLS certificate of %s has expired (x509: certificate has expired), so TLS handshakes from %s fail", target, orWord(h.fact("caller"), "its clients"))
+		if na := h.fact("not_after"); na != "" {
+			d += fmt.Sprintf("; the certificate was valid until %s", na)
+		}
+	case KindTLS:
+		d = fmt.Sprintf("TLS handshakes from %s to %s fail (certificate verify failed): %s", orWord(h.fact("caller"), "clients"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
+	case KindDiskFull:
+		d = fmt.Sprintf("%s ran out of disk space (no space left on device): %s", s, quote(ReadableLine(h.fact("line")), 200))
+	case KindDatabase:
+		d = fmt.Sprintf("database errors in %s: %s — %s", orWord(h.fact("caller"), s), databaseMechanism(h.fact("line")), quote(ReadableLine(h.fact("line")), 200))
+	case KindDNS:
+		d = fmt.Sprintf("DNS resolution fails for %s (no such host) in %s, so its calls cannot reach it: %s", orWord(h.fact("target"), s), orWord(h.fact("caller"), "the service"), quote(ReadableLine(h.fact("line")), 200))
+	case KindConnRefused:
+		d = fmt.Sprintf("%s is down or not accepting connections: %s gets connection refused calling %s", s, orWord(h.fact("caller"), "its caller"), orWord(h.fact("target"), s))
+		if l := h.fact("line"); l != "" {
+			d += ": " + quote(ReadableLine(l), 200)
+		}
+	case KindTimeout:
+		d = fmt.Sprintf("calls from %s to %s time out (the dependency is slow or unreachable): %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
+	case KindThrottling:
+		if h.fact("line") == "" {
+			d = fmt.Sprintf("%s is throttled (rate limited): %s", s, top.Summary)
+		} else {
+			d = fmt.Sprintf("%s is throttled (rate limited) by %s: %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
+		}
+	case KindAuth:
+		d = fmt.Sprintf("authentication or authorisation fails in %s (credentials rejected): %s", orWord(h.fact("caller"), s), quote(ReadableLine(h.fact("line")), 200))
+	case KindHPAMax:
+		d = fmt.Sprintf("the autoscaler of %s is at its maximum replica count and cannot add capacity: %s", s, truncate(h.fact("message"), 200))
+	case KindAppCrash:
+		d = fmt.Sprintf("%s crashes with an application error: %s", s, quote(ReadableLine(h.fact("line")), 220))
+	case KindCrashLoop:
+		d = fmt.Sprintf("%s containers are in CrashLoopBackOff", s)
+		if c := h.fact("exit_code"); c != "" {
+			d += fmt.Sprintf(", exiting with code %s (%s)", c, exitMeaningStr(c))
+		}
+		if l := h.fact("last_log"); l != "" {
+			d += "; last log line: " + quote(ReadableLine(l), 200)
+		}
+	case KindProbeFailure:
+		d = fmt.Sprintf("%s fails its %s probe, so its pods are taken out of service or restarted: %s", s, orWord(h.fact("probe"), "readiness"), truncate(h.fact("message"), 200))
+	case KindRolloutStuck:
+		d = fmt.Sprintf("the rollout of %s is stuck: new pods do not become ready (%s of %s replicas available)", s, orDash(h.fact("available")), orDash(h.fact("desired")))
+	case KindNoEndpoints:
+		d = fmt.Sprintf("service %s has no ready endpoints, so requests to it fail", s)
+	case KindLogErrors:
+		d = fmt.Sprintf("%s logs new or surging errors: %s", s, quote(ReadableLine(h.fact("line")), 220))
+	case KindErrorRate, KindLatency, KindSaturation, KindRestarts, KindTargetDown:
+		d = top.Summary
+	case KindDeploy, KindConfigChange, KindFeatureFlag, KindInfraChange, KindResourceChange:
+		d = describeChange(h)
+	default:
+		d = top.Summary
+	}
+	// Name the mechanism of a symptom the change hypothesis explains, and
+	// the change that triggered a cause.
+	if h.Trigger != nil {
+		d += fmt.Sprintf(". It began %s after the %s", strings.TrimPrefix(minutesAfter(h.Trigger.Time, h.Onset), "within "), changePhrase(h.Trigger))
+		if lc := h.Trigger.fact("memory_limit_change"); lc != "" && h.Kind == KindOOMKilled {
+			d += fmt.Sprintf(", which changed the memory limit (%s)", lc)
+		}
+	}
+	if dep := dependencyVictims(h); dep != "" {
+		d += ". " + dep
+	}
+	if h.class() != classChange {
+		if c := consequences(h); c != "" {
+			d += ". Observed consequences: " + c
+		}
+	}
+	return strings.TrimSpace(d) + "."
+}
+
+func changePhrase(c *Finding) string {
+	label := map[Kind]string{KindDeploy: "deploy", KindConfigChange: "config change", KindFeatureFlag: "feature flag change", KindInfraChange: "infrastructure change", KindResourceChange: "resource change"}[c.Kind]
+	s := label
+	if c.Subject != "" && c.Subject != "*" {
+		s += " of " + c.Subject
+	}
+	if r := c.fact("revision"); r != "" {
+		s += " (revision " + r + ")"
+	}
+	s += " at " + ts(c.Time)
+	if d := c.fact("description"); d != "" {
+		s += ": " + quote(d, 160)
+	} else if ch := c.fact("changes"); ch != "" {
+		s += ": " + ch
+	}
+	return s
+}
+
+func describeChange(h *Hypothesis) string {
+	c := h.Primary[0]
+	var kinds []string
+	var first *Finding
+	for _, f := range h.Support {
+		l := infoOf(f.Kind).label
+		if !containsStr(kinds, l) {
+			kinds = append(kinds, l)
+		}
+		if first == nil || f.Time.Before(first.Time) {
+			first = f
+		}
+	}
+	verb := map[Kind]string{KindDeploy: "a bad deploy (regression)", KindConfigChange: "a bad config change", KindFeatureFlag: "a feature flag change", KindInfraChange: "an infrastructure change", KindResourceChange: "a resource change"}[c.Kind]
+	d := fmt.Sprintf("%s caused the failure: the %s was followed (%s later) by %s", capitalize(verb), changePhrase(c), minutesAfter(c.Time, first.Time), strings.Join(kinds, ", "))
+	if c.Subject != "" && c.Subject != "*" {
+		d += " in " + c.Subject
+	}
+	d += " (" + first.Summary + ")"
+	if l := bestLine(h.Support); l != "" {
+		d += "; e.g. " + quote(ReadableLine(l), 200)
+	}
+	return d
+}
+
+func bestLine(fs []*Finding) string {
+	for _, f := range fs {
+		if l := f.fact("line"); l != "" {
+			return l
+		}
+		if l := f.fact("last_log"); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// dependencyVictims names callers whose errors the cause explains.
+func dependencyVictims(h *Hypothesis) string {
+	var callers []string
+	for _, f := range h.Support {
+		if c := f.fact("caller"); c != "" && c != h.Subject && infoOf(f.Kind).class == classDependency && !containsStr(callers, c) {
+			callers = append(callers, c)
+		}
+	}
+	if len(callers) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("This explains the errors of its callers (%s) calling %s", strings.Join(callers, ", "), h.Subject)
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func orWord(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func restartsOf(h *Hypothesis) int {
+	n := 0
+	for _, f := range h.Primary {
+		var r int
+		fmt.Sscan(f.fact("restarts"), &r)
+		n = max(n, r)
+	}
+	return n
+}
+
+func exitMeaningStr(code string) string {
+	var c int32
+	fmt.Sscan(code, &c)
+	return exitMeaning(c)
+}
+
+func pressureCondition(res string) string {
+	switch res {
+	case "memory":
+		return "MemoryPressure"
+	case "disk":
+		return "DiskPressure, disk pressure"
+	case "pid":
+		return "PIDPressure"
+	}
+	return "node pressure"
+}
+
+func schedulingReason(msg string) string {
+	l := strings.ToLower(msg)
+	switch {
+	case strings.Contains(l, "insufficient memory"):
+		return "insufficient memory on the nodes for the pods' memory requests"
+	case strings.Contains(l, "insufficient cpu"):
+		return "insufficient cpu on the nodes for the pods' cpu requests"
+	case strings.Contains(l, "taint"):
+		return "the nodes carry taints the pods do not tolerate"
+	case strings.Contains(l, "affinity") || strings.Contains(l, "selector"):
+		return "no node matches the pods' node affinity/selector"
+	case strings.Contains(l, "persistentvolumeclaim") || strings.Contains(l, "volume"):
+		return "a volume cannot be bound"
+	}
+	return ""
+}
+
+func databaseMechanism(line string) string {
+	l := strings.ToLower(line)
+	switch {
+	case strings.Contains(l, "too many") || strings.Contains(l, "remaining connection slots") || strings.Contains(l, "max_connections"):
+		return "the database refuses new connections (too many connections)"
+	case strings.Contains(l, "deadlock"):
+		return "transactions deadlock"
+	case strings.Contains(l, "pool") || strings.Contains(l, "obtain") || strings.Contains(l, "waiting for"):
+		return "the connection pool is exhausted"
+	case strings.Contains(l, "lock wait"):
+		return "lock wait timeouts"
+	}
+	return "the database rejects queries"
+}
+
+// recommend returns the playbook of the winning hypothesis: high is the
+// immediate mitigation, medium the fix, low the prevention.
+func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
+	s := h.Subject
+	var recs []finding.Recommendation
+	add := func(p, a string) { recs = append(recs, finding.Recommendation{Priority: p, Action: a}) }
+	hi, med, lo := finding.PriorityHigh, finding.PriorityMedium, finding.PriorityLow
+	rollback := func() {
+		if c := h.Trigger; c != nil && c.Kind == KindDeploy {
+			add(hi, rollbackAction(c))
+		}
+	}
+	switch h.Kind {
+	case KindOOMKilled:
+		lim := h.fact("memory_limit")
+		rollback()
+		if lim != "" {
+			add(hi, fmt.Sprintf("Raise the memory limit of %s (currently %s) so the pods stop being OOMKilled, e.g. to twice the current limit", s, lim))
+		} else {
+			add(hi, fmt.Sprintf("Set a memory request and limit on %s sized to its working set", s))
+		}
+		add(med, fmt.Sprintf("Profile the memory use of %s (heap dumps, allocation profiles) to find the leak or growth behind the out of memory kills", s))
+		add(lo, fmt.Sprintf("Alert on container memory working set above 90%% of the limit and on OOMKilled restarts of %s", s))
+	case KindImagePull:
+		rollback()
+		add(hi, fmt.Sprintf("Fix the image reference of %s (%s): check the tag exists in the registry and the pull secret is valid, or roll back to the last working image", s, orDash(h.fact("image"))))
+		add(med, "Verify registry credentials (imagePullSecrets) and registry reachability from the nodes")
+		add(lo, "Gate deploys on the image existing in the registry (CI pushes before the manifest is applied)")
+	case KindConfigError:
+		rollback()
+		add(hi, fmt.Sprintf("Create the missing %s in namespace %s, or fix the reference in the pod spec of %s", orWord(h.fact("missing"), "secret or configmap"), orWord(h.top().Namespace, sc.Namespace), s))
+		add(med, "Check the deploy pipeline applies secrets and configmaps before the workloads that use them")
+		add(lo, "Validate manifests against the cluster (referenced secrets/configmaps exist) before rollout")
+	case KindMountFailure:
+		add(hi, fmt.Sprintf("Fix the volume of %s: check the PVC, storage class and the referenced secret/configmap exist and the volume is attachable", s))
+		add(med, "Look for volumes still attached to another node (multi-attach) and detach them")
+		add(lo, "Alert on pods stuck in ContainerCreating")
+	case KindUnschedulable:
+		add(hi, fmt.Sprintf("Make room for %s: add nodes (or let the cluster autoscaler scale up) or lower the pods' resource requests", s))
+		add(med, "Review taints, tolerations, node selectors and affinity rules of the pending pods")
+		add(lo, "Alert on pods Pending for more than a few minutes and keep spare cluster capacity")
+	case KindQuota:
+		add(hi, fmt.Sprintf("Raise the resource quota of namespace %s or lower the requests of %s", orWord(h.top().Namespace, sc.Namespace), s))
+		add(lo, "Alert when namespace quota use passes 80%")
+	case KindNodeNotReady:
+		add(hi, fmt.Sprintf("Cordon and drain node %s so its pods reschedule on healthy nodes; replace the node if it does not recover", s))
+		add(med, fmt.Sprintf("Check kubelet, container runtime and network on %s (journalctl -u kubelet)", s))
+		add(lo, "Spread replicas across nodes (pod anti-affinity, PodDisruptionBudgets) so one node cannot take a service down")
+	case KindNodePressure, KindEviction:
+		res := h.fact("resource")
+		node := s
+		if h.Kind == KindEviction {
+			node = orWord(h.fact("node"), "the node")
+		}
+		switch res {
+		case "disk":
+			add(hi, fmt.Sprintf("Free disk space on %s (prune unused images, rotate logs, clear emptyDir volumes) to end the disk pressure", node))
+		case "memory":
+			add(hi, fmt.Sprintf("Relieve memory pressure on %s: move or limit the pods using most memory", node))
+		default:
+			add(hi, fmt.Sprintf("Relieve the %s pressure on %s and reschedule the evicted pods", orWord(res, "resource"), node))
+		}
+		add(med, "Set requests and limits (and ephemeral-storage limits) on pods so the scheduler accounts for them")
+		add(lo, "Alert on node MemoryPressure/DiskPressure conditions and on evictions")
+	case KindCertificate:
+		add(hi, fmt.Sprintf("Renew the expired TLS certificate of %s and reload the service that presents it", orWord(h.fact("target"), s)))
+		add(med, "Automate certificate renewal (e.g. cert-manager) and check the renewal job's failures")
+		add(lo, "Alert on certificates expiring within 21 days")
+	case KindTLS:
+		add(hi, fmt.Sprintf("Fix TLS between %s and %s: check the certificate chain, CA bundle and hostname", orWord(h.fact("caller"), "the client"), orWord(h.fact("target"), s)))
+		add(lo, "Monitor certificate validity and trust bundles")
+	case KindDiskFull:
+		add(hi, fmt.Sprintf("Free or extend the disk of %s (delete old data or logs, grow the volume)", s))
+		add(med, "Find what filled the disk (runaway logs, temp files, data growth)")
+		add(lo, "Alert on disk usage above 80% and on its growth rate")
+	case KindDatabase:
+		rollback()
+		add(hi, fmt.Sprintf("Relieve the database: %s (kill idle or long-running sessions, raise max_connections or the pool size with care)", databaseMechanism(h.fact("line"))))
+		add(med, fmt.Sprintf("Check connection pool settings and leaks in %s", orWord(h.fact("caller"), s)))
+		add(lo, "Alert on database connections in use and on pool wait time")
+	case KindDNS:
+		add(hi, fmt.Sprintf("Check DNS for %s: that the name exists (service created, correct namespace) and CoreDNS is healthy", orWord(h.fact("target"), s)))
+		add(med, "Fix the host name in the caller's configuration if it was changed")
+		add(lo, "Alert on DNS error rates (CoreDNS SERVFAIL/NXDOMAIN)")
+	case KindConnRefused, KindTimeout, KindThrottling:
+		rollback()
+		add(hi, fmt.Sprintf("Restore %s: check its pods, endpoints and recent changes; fail over or scale it up", s))
+		add(med, fmt.Sprintf("Add timeouts, retries with backoff and circuit breaking in %s for calls to %s", orWord(h.fact("caller"), "the caller"), s))
+		add(lo, fmt.Sprintf("Alert on the availability of %s", s))
+	case KindAuth:
+		rollback()
+		add(hi, fmt.Sprintf("Restore valid credentials for %s (rotate or re-sync the secret, check its expiry)", orWord(h.fact("caller"), s)))
+		add(lo, "Alert on credential expiry and on authentication failures")
+	case KindHPAMax:
+		add(hi, fmt.Sprintf("Raise maxReplicas of the autoscaler of %s (and check the cluster has capacity)", s))
+		add(med, fmt.Sprintf("Find what drives the load on %s", s))
+		add(lo, "Alert when an autoscaler sits at its maximum")
+	case KindSaturation, KindLatency, KindErrorRate, KindRestarts, KindTargetDown:
+		rollback()
+		add(hi, fmt.Sprintf("Mitigate on %s: scale it out or shed load, and check its recent changes", orWord(s, "the service")))
+		add(med, fmt.Sprintf("Investigate %s", h.top().Summary))
+		add(lo, "Add an alert on this signal with the baseline as the threshold")
+	case KindDeploy, KindConfigChange, KindFeatureFlag, KindInfraChange, KindResourceChange:
+		c := h.Primary[0]
+		switch c.Kind {
+		case KindDeploy:
+			add(hi, rollbackAction(c))
+		case KindFeatureFlag:
+			add(hi, fmt.Sprintf("Turn the feature flag back off (%s)", truncate(orWord(c.fact("description"), "the flag changed"), 160)))
+		case KindConfigChange:
+			add(hi, fmt.Sprintf("Revert the config change of %s (%s)", orWord(c.Subject, "the service"), truncate(orWord(c.fact("description"), "last change"), 160)))
+		default:
+			add(hi, fmt.Sprintf("Revert the change: %s", truncate(c.Summary, 200)))
+		}
+		add(med, fmt.Sprintf("Find the defect in the change (%s) from the errors it produced before re-applying it", truncate(c.Summary, 160)))
+		add(lo, "Roll changes out progressively (canary, flag percentage) with automatic rollback on error-rate alerts")
+	default:
+		rollback()
+		add(hi, fmt.Sprintf("Mitigate %s: restart or roll back %s", infoOf(h.Kind).label, orWord(s, "the service")))
+		if h.Kind == KindCrashLoop || h.Kind == KindAppCrash {
+			add(med, fmt.Sprintf("Fix the crash of %s from its last log lines and exit code", s))
+		} else {
+			add(med, fmt.Sprintf("Investigate %s", h.top().Summary))
+		}
+		add(lo, "Alert on this failure mode")
+	}
+	return recs
+}
+
+func rollbackAction(c *Finding) string {
+	svc := orWord(c.Subject, "the service")
+	prev := c.fact("previous_revision")
+	img := c.fact("previous_image")
+	switch {
+	case prev != "" && img != "":
+		return fmt.Sprintf("Roll back %s to revision %s (%s): kubectl rollout undo deployment/%s --to-revision=%s", svc, prev, img, svc, prev)
+	case prev != "":
+		return fmt.Sprintf("Roll back %s to revision %s: kubectl rollout undo deployment/%s --to-revision=%s", svc, prev, svc, prev)
+	case c.fact("revision") != "":
+		return fmt.Sprintf("Roll back the deploy of %s (revision %s) to the previous version", svc, c.fact("revision"))
+	}
+	return fmt.Sprintf("Roll back the last deploy of %s (%s)", svc, truncate(c.Summary, 120))
+}
+
+// consequences lists the kinds of supporting findings not named yet.
+func consequences(h *Hypothesis) string {
+	var labels []string
+	for _, f := range h.Support {
+		if f.Kind == h.Kind || infoOf(f.Kind).class == classChange {
+			continue
+		}
+		l := infoOf(f.Kind).label
+		if f.Subject != "" && f.Subject != h.Subject {
+			l += " (" + f.Subject + ")"
+		}
+		if !containsStr(labels, l) && len(labels) < 5 {
+			labels = append(labels, l)
+		}
+	}
+	return strings.Join(labels, ", ")
+}

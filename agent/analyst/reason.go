@@ -1,0 +1,592 @@
+package analyst
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rootcause/rootcause/finding"
+)
+
+// Scope is what the investigation is about.
+type Scope struct {
+	Message     string
+	Service     string
+	Namespace   string
+	Environment string
+	Hint        string
+	Window      Window
+}
+
+// Hypothesis is a candidate root cause: a group of findings of one kind on
+// one subject, with the findings that support it and the change that may
+// have triggered it.
+type Hypothesis struct {
+	Kind    Kind
+	Subject string
+	Primary []*Finding
+	Support []*Finding
+	Trigger *Finding
+	Onset   time.Time
+	Score   float64
+}
+
+func (h *Hypothesis) class() string { return infoOf(h.Kind).class }
+
+func (h *Hypothesis) top() *Finding {
+	best := h.Primary[0]
+	for _, f := range h.Primary[1:] {
+		if f.Weight > best.Weight || f.Weight == best.Weight && len(f.Evidence) > len(best.Evidence) {
+			best = f
+		}
+	}
+	return best
+}
+
+// fact returns the first non-empty fact among the primary findings.
+func (h *Hypothesis) fact(k string) string {
+	if v := h.top().fact(k); v != "" {
+		return v
+	}
+	for _, f := range h.Primary {
+		if v := f.fact(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// uses reports whether f is part of h.
+func (h *Hypothesis) uses(f *Finding) bool {
+	return slices.Contains(h.Primary, f) || slices.Contains(h.Support, f) || h.Trigger == f
+}
+
+// Analysis is the reasoned outcome before it becomes a result.
+type Analysis struct {
+	Hypotheses []*Hypothesis // ranked, best first
+	Findings   []Finding
+	Healthy    bool
+}
+
+const (
+	triggerNear = 30 * time.Minute // a change this close before onset is a strong suspect
+	triggerFar  = 2 * time.Hour    // beyond this, a change is not linked
+	healthyBar  = 0.25             // best score under this: no fault found
+)
+
+// Reason groups findings into hypotheses and ranks them.
+func Reason(findings []Finding, sc Scope) *Analysis {
+	a := &Analysis{Findings: findings}
+	fs := make([]*Finding, len(findings))
+	for i := range findings {
+		fs[i] = &findings[i]
+		if fs[i].Subject == "" {
+			fs[i].Subject = sc.Service
+		}
+	}
+	var changes, symptoms []*Finding
+	for _, f := range fs {
+		if infoOf(f.Kind).class == classChange {
+			changes = append(changes, f)
+		} else {
+			symptoms = append(symptoms, f)
+		}
+	}
+	// Group symptom and cause findings by kind and subject.
+	type key struct {
+		kind    Kind
+		subject string
+	}
+	groups := map[key]*Hypothesis{}
+	var hs []*Hypothesis
+	for _, f := range symptoms {
+		k := key{f.Kind, f.Subject}
+		h := groups[k]
+		if h == nil {
+			h = &Hypothesis{Kind: f.Kind, Subject: f.Subject}
+			groups[k] = h
+			hs = append(hs, h)
+		}
+		h.Primary = append(h.Primary, f)
+		h.Onset = earliest(h.Onset, f.Time)
+	}
+	// A kubelet's OOM on a workload and an OOM in its logs are one cause.
+	for _, h := range hs {
+		scoreCause(h, symptoms, changes, sc)
+	}
+	// Change hypotheses: a change followed by symptoms on what it changed.
+	for _, c := range changes {
+		if h := changeHypothesis(c, symptoms, sc); h != nil {
+			hs = append(hs, h)
+		}
+	}
+	sort.SliceStable(hs, func(i, j int) bool {
+		if hs[i].Score != hs[j].Score {
+			return hs[i].Score > hs[j].Score
+		}
+		return hs[i].Onset.Before(hs[j].Onset)
+	})
+	// A change absorbed as the trigger of a stronger cause is not its own
+	// hypothesis.
+	var kept []*Hypothesis
+	for _, h := range hs {
+		if h.class() == classChange {
+			absorbed := false
+			for _, k := range kept {
+				if k.Trigger == h.Primary[0] {
+					absorbed = true
+				}
+			}
+			if absorbed {
+				continue
+			}
+		}
+		kept = append(kept, h)
+	}
+	a.Hypotheses = kept
+	a.Healthy = len(kept) == 0 || kept[0].Score < healthyBar
+	return a
+}
+
+// relevance weighs a hypothesis by how it bears on the service and
+// namespace under investigation and on the incident window.
+func relevance(h *Hypothesis, sc Scope) float64 {
+	r := 1.0
+	if sc.Service != "" {
+		related := strings.EqualFold(h.Subject, sc.Service)
+		for _, f := range append(slices.Clone(h.Primary), h.Support...) {
+			if f.relates(sc.Service) || strings.EqualFold(f.fact("caller"), sc.Service) {
+				related = true
+			}
+		}
+		if !related {
+			r *= 0.8
+		} else {
+			r *= 1.08
+		}
+	}
+	if sc.Namespace != "" {
+		outside := true
+		for _, f := range h.Primary {
+			if f.Namespace == "" || f.Namespace == sc.Namespace {
+				outside = false
+			}
+		}
+		if outside {
+			r *= 0.8
+		}
+	}
+	if !sc.Window.BaselineStart.IsZero() && !h.Onset.IsZero() && h.Onset.Before(sc.Window.BaselineStart) {
+		r *= 0.7
+	}
+	return r
+}
+
+// supports reports whether f, a finding outside h, is evidence for h: it
+// concerns h's subject (or something h's findings relate to), and it is not
+// a stronger cause in its own right.
+func supports(h *Hypothesis, f *Finding) bool {
+	if slices.Contains(h.Primary, f) {
+		return false
+	}
+	related := f.relates(h.Subject)
+	// A caller seeing a failure with no named dependency, and another
+	// subject showing the same failure on its own side (metrics, its
+	// own logs), are two views of one failure.
+	if !related && f.Kind == h.Kind && infoOf(f.Kind).class == classDependency && f.fact("target") == "" && f.Subject != h.Subject {
+		own := true
+		for _, p := range h.Primary {
+			if p.fact("caller") != "" && p.fact("caller") != h.Subject {
+				own = false
+			}
+		}
+		related = own
+	}
+	if !related {
+		for _, p := range h.Primary {
+			if slices.Contains(p.Related, f.Subject) && f.Subject != "" {
+				related = true
+				break
+			}
+		}
+	}
+	if !related {
+		return false
+	}
+	fi, hi := infoOf(f.Kind), infoOf(h.Kind)
+	if fi.class == classCause && fi.prior > hi.prior {
+		return false
+	}
+	// Symptoms follow causes; allow for estimated onsets.
+	if !h.Onset.IsZero() && !f.Time.IsZero() && f.Time.Before(h.Onset.Add(-15*time.Minute)) && fi.class == classCause {
+		return false
+	}
+	return true
+}
+
+func scoreCause(h *Hypothesis, all, changes []*Finding, sc Scope) {
+	maxW := 0.0
+	for _, f := range h.Primary {
+		maxW = math.Max(maxW, f.Weight)
+	}
+	info := infoOf(h.Kind)
+	base := info.prior * maxW
+	// Several objects showing the same failure add a little.
+	if n := distinctObjects(h.Primary); n > 1 {
+		base += math.Min(0.05, 0.02*float64(n-1))
+	}
+	for _, f := range all {
+		if supports(h, f) {
+			h.Support = append(h.Support, f)
+		}
+	}
+	sources := map[string]bool{}
+	for _, f := range h.Primary {
+		sources[f.Source] = true
+	}
+	extra := 0
+	for _, f := range h.Support {
+		if !sources[f.Source] {
+			sources[f.Source] = true
+			extra++
+		}
+	}
+	bonus := math.Min(0.18, 0.07*float64(extra)+0.01*float64(len(h.Support)))
+	// The change that preceded the onset on the same subject.
+	if info.class != classSymptom {
+		h.Trigger = nearestChange(h, changes)
+	}
+	tb := 0.0
+	if h.Trigger != nil {
+		if h.Onset.Sub(h.Trigger.Time) <= triggerNear {
+			tb = 0.1
+		} else {
+			tb = 0.04
+		}
+	}
+	h.Score = math.Min(0.97, base*relevance(h, sc)+bonus+tb)
+}
+
+func distinctObjects(fs []*Finding) int {
+	seen := map[string]bool{}
+	for _, f := range fs {
+		seen[f.Object] = true
+	}
+	return len(seen)
+}
+
+// nearestChange finds the latest change at most triggerFar before h's onset
+// (or up to two minutes after, for clock skew) on h's subject, a subject h
+// relates to, or everything.
+func nearestChange(h *Hypothesis, changes []*Finding) *Finding {
+	var best *Finding
+	for _, c := range changes {
+		if !changeTouches(c, h) {
+			continue
+		}
+		d := h.Onset.Sub(c.Time)
+		if h.Onset.IsZero() || d < -2*time.Minute || d > triggerFar {
+			continue
+		}
+		if best == nil || c.Time.After(best.Time) {
+			best = c
+		}
+	}
+	return best
+}
+
+func changeTouches(c *Finding, h *Hypothesis) bool {
+	if c.Subject == "*" || c.Subject == h.Subject {
+		return true
+	}
+	for _, f := range h.Primary {
+		if f.relates(c.Subject) || f.fact("caller") == c.Subject {
+			return true
+		}
+	}
+	return false
+}
+
+// changeHypothesis links a change to the symptoms that followed it on the
+// same subject within triggerFar; nil when nothing followed.
+func changeHypothesis(c *Finding, symptoms []*Finding, sc Scope) *Hypothesis {
+	h := &Hypothesis{Kind: c.Kind, Subject: c.Subject, Primary: []*Finding{c}, Onset: c.Time}
+	var first time.Time
+	sources := map[string]bool{}
+	for _, f := range symptoms {
+		if !(c.Subject == "*" || f.relates(c.Subject) || f.fact("caller") == c.Subject) {
+			continue
+		}
+		d := f.Time.Sub(c.Time)
+		if f.Time.IsZero() || d < -2*time.Minute || d > triggerFar {
+			continue
+		}
+		h.Support = append(h.Support, f)
+		sources[f.Source] = true
+		first = earliest(first, f.Time)
+	}
+	if len(h.Support) == 0 {
+		return nil
+	}
+	score := infoOf(c.Kind).prior + math.Min(0.3, 0.1*float64(len(sources)))
+	switch d := first.Sub(c.Time); {
+	case d <= 15*time.Minute:
+		score += 0.15
+	case d <= triggerNear:
+		score += 0.1
+	default:
+		score += 0.03
+	}
+	if c.Subject == "*" {
+		score -= 0.1
+	}
+	maxW := 0.0
+	for _, f := range h.Support {
+		maxW = math.Max(maxW, f.Weight)
+	}
+	h.Score = math.Min(0.95, score*(0.7+0.3*maxW)*relevance(h, sc))
+	return h
+}
+
+// confidence calibrates a percentage from the winner and the runner-up.
+func confidence(a *Analysis) float64 {
+	if a.Healthy {
+		best := 0.0
+		if len(a.Hypotheses) > 0 {
+			best = a.Hypotheses[0].Score
+		}
+		return math.Round(math.Min(20, 5+best*40))
+	}
+	w := a.Hypotheses[0]
+	c := w.Score * 100
+	for _, h := range a.Hypotheses[1:] {
+		if explainedBy(h, w) {
+			continue
+		}
+		// A rival of nearly equal strength makes the winner less certain.
+		if h.Score > 0.85*w.Score {
+			c -= 10
+		}
+		break
+	}
+	return math.Round(math.Max(21, math.Min(95, c)))
+}
+
+// explainedBy reports whether every primary finding of h is part of w.
+func explainedBy(h, w *Hypothesis) bool {
+	for _, f := range h.Primary {
+		if !w.uses(f) {
+			return false
+		}
+	}
+	return true
+}
+
+// Build turns an analysis into the result.
+func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result {
+	r := &finding.Result{DataGaps: gaps}
+	conf := confidence(a)
+	if a.Healthy {
+		r.Verdict = finding.VerdictHealthy
+		what := "the system"
+		if sc.Service != "" {
+			what = sc.Service
+		}
+		r.Summary = fmt.Sprintf("No fault found in %s: %s showed nothing abnormal in the incident window.", what, checked)
+		r.RootCause = finding.RootCause{Description: fmt.Sprintf("No fault found: no failing pods, error surges, metric anomalies or risky changes point to a root cause for %s (%s).", what, checked),
+			Confidence: conf, Evidence: []string{}}
+		r.RootCause.Evidence = append(r.RootCause.Evidence, "checked: "+checked)
+		for _, h := range a.Hypotheses {
+			r.RuledOut = append(r.RuledOut, finding.RuledOut{Hypothesis: hypothesisLabel(h), Reason: fmt.Sprintf("weak or unrelated signal (score %.2f): %s", h.Score, h.top().Summary)})
+			if len(r.RuledOut) >= 5 {
+				break
+			}
+		}
+		r.Timeline = timeline(nil, a, sc)
+		if sc.Service != "" {
+			r.AffectedSystems = []string{sc.Service}
+		}
+		r.Recommendations = []finding.Recommendation{
+			{Priority: finding.PriorityLow, Action: "No action needed on the evidence gathered; if the symptom persists, widen the time window or enable the missing data sources listed in data_gaps."},
+		}
+		r.Normalize()
+		return r
+	}
+	w := a.Hypotheses[0]
+	r.RootCause = finding.RootCause{Description: describe(w, sc), Confidence: conf, Evidence: evidenceOf(w)}
+	r.Verdict = finding.VerdictIdentified
+	if conf < 55 {
+		r.Verdict = finding.VerdictInconclusive
+	}
+	r.Summary = summary(w, conf, r.Verdict)
+	r.Timeline = timeline(w, a, sc)
+	r.AffectedSystems = affected(w, sc)
+	r.Recommendations = recommend(w, sc)
+	for _, h := range a.Hypotheses[1:] {
+		var reason string
+		switch {
+		case explainedBy(h, w):
+			reason = "a consequence of the root cause, not a separate cause: " + h.top().Summary
+		case !h.Onset.IsZero() && !w.Onset.IsZero() && h.Onset.After(w.Onset.Add(time.Minute)):
+			reason = fmt.Sprintf("began at %s, after the root cause (%s), with weaker evidence (score %.2f vs %.2f)", ts(h.Onset), ts(w.Onset), h.Score, w.Score)
+		default:
+			reason = fmt.Sprintf("weaker evidence (score %.2f vs %.2f): %s", h.Score, w.Score, h.top().Summary)
+		}
+		r.RuledOut = append(r.RuledOut, finding.RuledOut{Hypothesis: hypothesisLabel(h), Reason: reason})
+		if len(r.RuledOut) >= 6 {
+			break
+		}
+	}
+	r.Normalize()
+	return r
+}
+
+func hypothesisLabel(h *Hypothesis) string {
+	if h.Subject == "" || h.Subject == "*" {
+		return infoOf(h.Kind).label
+	}
+	return fmt.Sprintf("%s: %s", h.Subject, infoOf(h.Kind).label)
+}
+
+func evidenceOf(w *Hypothesis) []string {
+	var out []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) && len(out) < 8 {
+			out = append(out, s)
+		}
+	}
+	// Up to two strings from each of the first primary findings.
+	prim := slices.Clone(w.Primary)
+	sort.SliceStable(prim, func(i, j int) bool { return prim[i].Weight > prim[j].Weight })
+	for i, f := range prim {
+		if i >= 3 {
+			break
+		}
+		for j, e := range f.Evidence {
+			if j >= 2 && i > 0 {
+				break
+			}
+			add(e)
+		}
+	}
+	if w.Trigger != nil {
+		for _, e := range w.Trigger.Evidence {
+			add(e)
+		}
+	}
+	sup := slices.Clone(w.Support)
+	sort.SliceStable(sup, func(i, j int) bool {
+		return sup[i].Weight*infoOf(sup[i].Kind).prior > sup[j].Weight*infoOf(sup[j].Kind).prior
+	})
+	for _, f := range sup {
+		if len(f.Evidence) > 0 {
+			add(f.Evidence[0])
+		}
+	}
+	return out
+}
+
+func summary(w *Hypothesis, conf float64, verdict string) string {
+	lead := "Root cause"
+	if verdict == finding.VerdictInconclusive {
+		lead = "Most likely cause (inconclusive)"
+	}
+	s := fmt.Sprintf("%s: %s", lead, hypothesisLabel(w))
+	if !w.Onset.IsZero() {
+		s += " since " + ts(w.Onset)
+	}
+	if w.Trigger != nil {
+		s += fmt.Sprintf(", %s after %s", strings.TrimPrefix(minutesAfter(w.Trigger.Time, w.Onset), "within "), w.Trigger.Summary)
+	}
+	if n := len(w.Support); n > 0 {
+		s += fmt.Sprintf("; %s", plural(n, "corroborating signal", "corroborating signals"))
+	}
+	return s + fmt.Sprintf(" (confidence %.0f%%).", conf)
+}
+
+func minutesAfter(a, b time.Time) string {
+	d := b.Sub(a).Round(time.Minute)
+	if d < time.Minute {
+		return "within a minute"
+	}
+	return fmt.Sprintf("%d min", int(d.Minutes()))
+}
+
+func timeline(w *Hypothesis, a *Analysis, sc Scope) []finding.TimelineEvent {
+	type item struct {
+		t time.Time
+		s string
+	}
+	var items []item
+	seen := map[string]bool{}
+	add := func(t time.Time, s string) {
+		if t.IsZero() || s == "" || seen[s] {
+			return
+		}
+		seen[s] = true
+		items = append(items, item{t, s})
+	}
+	// Changes in the window.
+	for i := range a.Findings {
+		f := &a.Findings[i]
+		if infoOf(f.Kind).class == classChange && (sc.Window.BaselineStart.IsZero() || !f.Time.Before(sc.Window.BaselineStart)) {
+			add(f.Time, f.Summary)
+		}
+	}
+	if w != nil {
+		for _, f := range w.Primary {
+			add(f.Time, f.Summary)
+		}
+		for _, f := range w.Support {
+			add(f.Time, f.Summary)
+		}
+	} else {
+		for i := range a.Findings {
+			if a.Findings[i].Severity >= SevWarning {
+				add(a.Findings[i].Time, a.Findings[i].Summary)
+			}
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].t.Before(items[j].t) })
+	if len(items) > 20 {
+		items = items[:20]
+	}
+	out := make([]finding.TimelineEvent, 0, len(items))
+	for _, it := range items {
+		out = append(out, finding.TimelineEvent{Timestamp: ts(it.t), Event: it.s})
+	}
+	return out
+}
+
+func affected(w *Hypothesis, sc Scope) []string {
+	var out []string
+	add := func(s string) {
+		if s != "" && s != "*" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	add(w.Subject)
+	for _, f := range w.Primary {
+		add(f.fact("caller"))
+		if f.Kind == KindNoEndpoints {
+			for _, r := range f.Related {
+				add(r)
+			}
+		}
+	}
+	add(sc.Service)
+	for _, f := range w.Support {
+		add(f.Subject)
+		add(f.fact("caller"))
+	}
+	if w.Trigger != nil {
+		add(w.Trigger.Subject)
+	}
+	if len(out) > 10 {
+		out = out[:10]
+	}
+	return out
+}

@@ -1,0 +1,233 @@
+// Package analyst is the offline analyst: the default investigation engine,
+// which needs no language model. Specialist agents gather evidence through
+// their toolkits (Kubernetes state and events, pod and host logs, metrics,
+// changes, CloudWatch, runbooks); pure detectors turn typed evidence into
+// findings (OOMKilled containers, crash loops, image pull errors, node
+// pressure, log templates new or surging in the incident window, metric
+// anomalies, changes shortly before the onset, failing dependencies); the
+// reasoner groups findings into hypotheses, ranks them by evidence strength,
+// specificity and timing, and writes the result with a calibrated
+// confidence, a merged timeline, recommendations from a playbook per cause,
+// ruled-out hypotheses and data gaps. See docs/investigations.md.
+package analyst
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Kind is the category of a finding, and of the hypothesis it supports.
+type Kind string
+
+// Finding kinds. Causes name a mechanism; symptoms are what a cause
+// produces; changes are what happened before.
+const (
+	KindOOMKilled      Kind = "oom_killed"
+	KindCrashLoop      Kind = "crash_loop"
+	KindAppCrash       Kind = "app_crash" // panics, stack traces, fatal errors
+	KindImagePull      Kind = "image_pull"
+	KindConfigError    Kind = "config_error" // CreateContainerConfigError: missing secret/configmap
+	KindMountFailure   Kind = "mount_failure"
+	KindProbeFailure   Kind = "probe_failure"
+	KindEviction       Kind = "eviction"
+	KindNodePressure   Kind = "node_pressure"
+	KindNodeNotReady   Kind = "node_not_ready"
+	KindUnschedulable  Kind = "unschedulable"
+	KindQuota          Kind = "quota_exceeded"
+	KindRolloutStuck   Kind = "rollout_stuck"
+	KindNoEndpoints    Kind = "no_endpoints"
+	KindHPAMax         Kind = "hpa_at_max"
+	KindCertificate    Kind = "certificate"
+	KindTLS            Kind = "tls_handshake"
+	KindConnRefused    Kind = "connection_refused"
+	KindTimeout        Kind = "timeout"
+	KindDNS            Kind = "dns_failure"
+	KindDatabase       Kind = "database"
+	KindDiskFull       Kind = "disk_full"
+	KindThrottling     Kind = "throttling"
+	KindAuth           Kind = "auth_failure"
+	KindLogErrors      Kind = "log_errors"
+	KindErrorRate      Kind = "error_rate"
+	KindLatency        Kind = "latency"
+	KindSaturation     Kind = "saturation"
+	KindRestarts       Kind = "restarts"
+	KindTargetDown     Kind = "target_down"
+	KindDeploy         Kind = "deploy"
+	KindConfigChange   Kind = "config_change"
+	KindFeatureFlag    Kind = "feature_flag"
+	KindInfraChange    Kind = "infra_change"
+	KindResourceChange Kind = "resource_change" // limits/requests changed in a rollout
+)
+
+// Severities of a finding.
+const (
+	SevInfo     = 1
+	SevWarning  = 2
+	SevCritical = 3
+)
+
+// Sources of evidence, for counting independent corroboration.
+const (
+	SrcKubernetes = "kubernetes"
+	SrcEvents     = "events"
+	SrcLogs       = "logs"
+	SrcMetrics    = "metrics"
+	SrcChanges    = "changes"
+	SrcCloudWatch = "cloudwatch"
+)
+
+// Finding is one observation a detector made over evidence.
+type Finding struct {
+	Kind Kind
+	// Subject is what the finding is about: a workload or service name, a
+	// node, or, for dependency failures, the dependency called.
+	Subject string
+	// Object is the concrete object, e.g. "pod shop/checkout-7d9f-x2" or
+	// "node ip-10-0-1-7".
+	Object    string
+	Namespace string
+	// Time is the onset: the first time the condition was observed.
+	Time     time.Time
+	Severity int
+	// Summary is one line for the timeline and ruled-out lists.
+	Summary string
+	// Evidence holds concrete strings: names, counts, timestamps, quoted
+	// log lines, metric values with units.
+	Evidence []string
+	// Weight is the detector's confidence in the finding, 0..1; the
+	// hypothesis prior of its kind multiplies it.
+	Weight float64
+	Source string
+	// Related names other subjects this finding bears on: the node a pod
+	// ran on, the caller of a failing dependency, services selecting pods.
+	Related []string
+	// Facts carries details for descriptions and recommendations
+	// (memory_limit, image, revision, exit_code, dependency, message...).
+	Facts map[string]string
+}
+
+func (f *Finding) fact(k string) string {
+	if f.Facts == nil {
+		return ""
+	}
+	return f.Facts[k]
+}
+
+func (f *Finding) setFact(k, v string) {
+	if v == "" {
+		return
+	}
+	if f.Facts == nil {
+		f.Facts = map[string]string{}
+	}
+	if _, ok := f.Facts[k]; !ok {
+		f.Facts[k] = v
+	}
+}
+
+func (f *Finding) relates(name string) bool {
+	return name != "" && (f.Subject == name || slices.Contains(f.Related, name))
+}
+
+// kindInfo describes how a kind of finding takes part in reasoning.
+type kindInfo struct {
+	// prior is how strongly a finding of this kind, on its own, names a
+	// root cause (0..1).
+	prior float64
+	// class: cause (a mechanism that explains symptoms), symptom (what a
+	// cause produces), dependency (a failure of something called), change.
+	class string
+	label string // human label
+}
+
+const (
+	classCause      = "cause"
+	classSymptom    = "symptom"
+	classDependency = "dependency"
+	classChange     = "change"
+)
+
+var kinds = map[Kind]kindInfo{
+	KindOOMKilled:      {0.78, classCause, "OOMKilled (out of memory)"},
+	KindImagePull:      {0.82, classCause, "image pull failure"},
+	KindConfigError:    {0.82, classCause, "container config error"},
+	KindMountFailure:   {0.74, classCause, "volume mount failure"},
+	KindUnschedulable:  {0.74, classCause, "unschedulable pods"},
+	KindQuota:          {0.72, classCause, "resource quota exceeded"},
+	KindNodeNotReady:   {0.74, classCause, "node NotReady"},
+	KindNodePressure:   {0.74, classCause, "node pressure"},
+	KindCertificate:    {0.82, classCause, "certificate expired"},
+	KindDiskFull:       {0.76, classCause, "disk full"},
+	KindDatabase:       {0.64, classCause, "database errors"},
+	KindDNS:            {0.62, classDependency, "DNS resolution failure"},
+	KindAuth:           {0.58, classCause, "authentication failure"},
+	KindThrottling:     {0.52, classDependency, "throttling"},
+	KindHPAMax:         {0.5, classCause, "autoscaler at maximum"},
+	KindEviction:       {0.56, classCause, "pod evictions"},
+	KindTLS:            {0.56, classDependency, "TLS handshake failure"},
+	KindConnRefused:    {0.5, classDependency, "connection refused"},
+	KindTimeout:        {0.44, classDependency, "timeouts"},
+	KindSaturation:     {0.44, classCause, "resource saturation"},
+	KindAppCrash:       {0.5, classSymptom, "application crash"},
+	KindCrashLoop:      {0.5, classSymptom, "CrashLoopBackOff"},
+	KindProbeFailure:   {0.42, classSymptom, "probe failures (pods not ready)"},
+	KindRolloutStuck:   {0.46, classSymptom, "rollout stuck"},
+	KindNoEndpoints:    {0.4, classSymptom, "no ready endpoints"},
+	KindTargetDown:     {0.4, classSymptom, "scrape target down"},
+	KindLogErrors:      {0.32, classSymptom, "new or surging errors"},
+	KindErrorRate:      {0.32, classSymptom, "error rate increase"},
+	KindLatency:        {0.3, classSymptom, "latency increase"},
+	KindRestarts:       {0.3, classSymptom, "container restarts"},
+	KindDeploy:         {0.36, classChange, "deploy"},
+	KindConfigChange:   {0.4, classChange, "config change"},
+	KindFeatureFlag:    {0.42, classChange, "feature flag change"},
+	KindInfraChange:    {0.36, classChange, "infrastructure change"},
+	KindResourceChange: {0.4, classChange, "resource limit change"},
+}
+
+func infoOf(k Kind) kindInfo {
+	if i, ok := kinds[k]; ok {
+		return i
+	}
+	return kindInfo{0.3, classSymptom, string(k)}
+}
+
+// ---- small formatting helpers shared by detectors ----
+
+func ts(t time.Time) string {
+	if t.IsZero() {
+		return "unknown time"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func hm(t time.Time) string { return t.UTC().Format("15:04 UTC") }
+
+func quote(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero():
+		return a
+	case b.Before(a):
+		return b
+	}
+	return a
+}
