@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -59,6 +60,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ObserveTx, if set, is told the duration of every transaction run
+	// through the services (write true for read-write ones), for metrics.
+	ObserveTx func(write bool, d time.Duration)
 }
 
 // DB is rootcause's store: one bbolt file. It implements NodeService and
@@ -83,6 +87,10 @@ type DB struct {
 	stopFlush   chan struct{}
 	flushDone   chan struct{}
 	closeOnce   sync.Once
+
+	// configGen changes after every config write (config.go), so readers
+	// can tell that no version moved without a transaction.
+	configGen atomic.Uint64
 }
 
 // Open opens (creating if needed) the bbolt file at path, applies pending
@@ -218,6 +226,10 @@ func (d *DB) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if d.opts.ObserveTx != nil {
+		start := time.Now()
+		defer func() { d.opts.ObserveTx(true, time.Since(start)) }()
+	}
 	return boltError(d.bolt.Update(fn))
 }
 
@@ -225,6 +237,10 @@ func (d *DB) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 func (d *DB) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if d.opts.ObserveTx != nil {
+		start := time.Now()
+		defer func() { d.opts.ObserveTx(false, time.Since(start)) }()
 	}
 	return boltError(d.bolt.View(fn))
 }

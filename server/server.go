@@ -1,0 +1,472 @@
+// Package server is rootcause's HTTP API: an httprouter router, bearer-token
+// (and later OIDC) authentication, per-principal rate limits, JSON helpers
+// and the one error writer that turns every error into the spec's error body.
+//
+// The same router is served twice: Handler on TCP for remote callers, and
+// LocalHandler on the unix socket <data-dir>/rootcause.sock for the CLI. Only
+// LocalHandler grants local trust (a full-admin principal); no request
+// header can, so a TCP caller can never obtain it.
+//
+// # Adding routes
+//
+// Each API area lives in its own file with one registration method, called
+// from (*Server).routes in server.go:
+//
+//	// server/config.go
+//	func (s *Server) registerConfigRoutes() {
+//		s.handle(http.MethodGet, "/api/v1/config/me/effective", db.PermTeamRead, rateRead, s.getEffectiveConfig)
+//		s.handle(http.MethodPut, "/api/v1/config/me", db.PermTeamWrite, rateWrite, s.putConfig)
+//	}
+//
+//	func (s *Server) getEffectiveConfig(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+//		p := PrincipalFrom(r.Context())
+//		team, err := requireTeam(p)
+//		if err != nil {
+//			return err
+//		}
+//		...
+//		return writeJSON(w, http.StatusOK, cfg)
+//	}
+//
+// A handler returns an error instead of writing one; handle passes it to
+// Error, which picks the status from the db error code (db.Errorf(db.ENOTFOUND,
+// ...) becomes 404). Before the handler runs, handle has authenticated the
+// caller (every route registered through handle requires a valid principal,
+// even with an empty permission: it fails closed), charged the rate-limit
+// class and checked the permission. Only /healthz and /readyz are public,
+// through handlePublic. Bodies are read with decodeJSON (1 MiB by default,
+// raise or lower it per route with withMaxBody) and written with writeJSON.
+// Team-scoped handlers call requireTeam or teamScope so that a team principal
+// can never act on another team.
+//
+// New dependencies (a config service, the investigation engine, an OIDC
+// verifier, metrics) are added as fields of Config and wired by cmd/.
+//
+// httprouter v1 does not allow a static segment and a wildcard at the same
+// position: /api/v1/admin/tokens/revoke rules out /api/v1/admin/tokens/:id,
+// while /api/v1/admin/nodes/:name/config coexists with /api/v1/admin/nodes.
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/rootcause/rootcause/db"
+	"github.com/rootcause/rootcause/metrics"
+)
+
+// Headers set on every response.
+const (
+	HeaderRequestID = "X-Request-Id"
+	HeaderVersion   = "X-Rootcause-Version"
+)
+
+// BackupFunc writes a consistent copy of the database to w and returns the
+// number of bytes written, as (*db.DB).WriteBackup does. If w implements
+// SizeSetter, the function should call SetSize with the exact size of the
+// copy before its first write (bbolt: tx.Size() inside the read
+// transaction), so the response carries Content-Length; otherwise the copy is
+// streamed chunked.
+type BackupFunc func(w io.Writer) (int64, error)
+
+// SizeSetter is implemented by the writer passed to a BackupFunc; see
+// BackupFunc.
+type SizeSetter interface {
+	SetSize(n int64)
+}
+
+// JWTVerifier verifies a bearer JWT (OIDC ID or access token) and returns the
+// principal it identifies. It returns a *db.Error with code EUNAUTHORIZED for
+// a bad token and ETOKENEXPIRED only for a validly signed expired one.
+type JWTVerifier interface {
+	Verify(ctx context.Context, raw string) (*Principal, error)
+}
+
+// RateLimits are per-minute request limits. Zero means the default, a
+// negative value turns the limit off.
+type RateLimits struct {
+	Read  int // per principal, reads (default 100)
+	Write int // per principal, writes (default 20)
+	Run   int // per principal, investigation runs (default 10)
+	// AuthFailuresPerIP limits failed authentications per client address
+	// (RemoteAddr, IPv6 by /64), default 30.
+	AuthFailuresPerIP int
+}
+
+// Default rate limits, per minute (spec section 8).
+const (
+	DefaultReadLimit        = 100
+	DefaultWriteLimit       = 20
+	DefaultRunLimit         = 10
+	DefaultAuthFailureLimit = 30
+)
+
+// Config holds the dependencies and settings of a Server.
+type Config struct {
+	Nodes  db.NodeService  // required
+	Tokens db.TokenService // required
+	// Backup streams the database for GET /api/v1/admin/backup; nil answers
+	// 503 unavailable.
+	Backup BackupFunc
+	// Ready reports whether the server can serve requests (GET /readyz). Nil
+	// checks that Nodes answers OrgName.
+	Ready func(ctx context.Context) error
+	// Investigations runs investigations for the agent API
+	// (investigations.go); nil answers 503 unavailable.
+	Investigations InvestigationRuntime
+	// SyncWait bounds a synchronous run before it answers 202; 0 means
+	// DefaultSyncWait.
+	SyncWait time.Duration
+	// JWTVerifier authenticates bearer JWTs; nil rejects them with 401.
+	JWTVerifier JWTVerifier
+	// OIDCLogin enables the console's sign-in routes /login, /callback and
+	// /logout and session cookies (oidc.go); nil leaves them unregistered.
+	OIDCLogin OIDCLogin
+	// PublicURL is the server's external base URL (https://rootcause.example.com),
+	// used for the OIDC redirect URI <PublicURL>/callback and in the A2A
+	// agent card; empty derives it from each request's Host (see oidc.go,
+	// toolservers.go).
+	PublicURL string
+
+	// Metrics receives request, rate-limit and latency observations and is
+	// served at GET /metrics (admin:read); nil turns both off (503).
+	Metrics *metrics.Metrics
+
+	Logger     *slog.Logger // nil: slog.Default()
+	RateLimits RateLimits
+	Version    string           // sent in X-Rootcause-Version; empty: "dev"
+	Now        func() time.Time // nil: time.Now
+
+	// Configs stores node configuration, its audit history and change
+	// requests (the /api/v1/config and admin config routes); nil uses Nodes
+	// when it implements db.ConfigService, as *db.DB does.
+	Configs db.ConfigService
+	// ToolServerTools lists the tools a configured tool server reports, to
+	// validate "server:tool" names in config; nil knows none.
+	ToolServerTools func(ctx context.Context, server string) ([]string, error)
+	// ToolServers serves the admin tool-server routes (toolservers.go); nil
+	// answers 503 unavailable.
+	ToolServers ToolServerAdmin
+	// Webhooks serves the delivery log, redelivery, the test ping and the
+	// signing-secret route (webhooks.go); nil answers 503 unavailable.
+	Webhooks WebhookService
+}
+
+// Server is the HTTP API. Create it with New; it is safe for concurrent use
+// once serving.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	version   string
+	now       func() time.Time
+	router    *httprouter.Router
+	routeList []Route
+	limits    *rateLimiter
+	failures  *rateLimiter
+	org       atomic.Pointer[string] // cached org root name
+	conf      *configState           // config API state (config.go)
+	// A2A JSON-RPC handler (toolservers.go), built at first use.
+	a2aOnce    sync.Once
+	a2aHandler http.Handler
+	oidc       *oidcState // console sign-in state (oidc.go); nil when off
+}
+
+// New returns a Server for cfg with every route registered. It panics if a
+// required service is missing, since that is a wiring bug.
+func New(cfg Config) *Server {
+	if cfg.Nodes == nil || cfg.Tokens == nil {
+		panic("server: Config.Nodes and Config.Tokens are required")
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, version: cfg.Version, now: cfg.Now}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.version == "" {
+		s.version = "dev"
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	rl := cfg.RateLimits
+	s.limits = newRateLimiter(s.now, maxLimiterEntries, map[rateClass]int{
+		rateRead:  orDefault(rl.Read, DefaultReadLimit),
+		rateWrite: orDefault(rl.Write, DefaultWriteLimit),
+		rateRun:   orDefault(rl.Run, DefaultRunLimit),
+	})
+	s.failures = newRateLimiter(s.now, maxLimiterEntries, map[rateClass]int{
+		rateAuthFailure: orDefault(rl.AuthFailuresPerIP, DefaultAuthFailureLimit),
+	})
+
+	s.router = httprouter.New()
+	s.router.HandleOPTIONS = false // no CORS: OPTIONS is 405 like any other unknown method
+	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Error(w, r, db.Errorf(db.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	s.router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// httprouter lists OPTIONS, which this API does not answer.
+		var allow []string
+		for _, m := range strings.Split(w.Header().Get("Allow"), ", ") {
+			if m != http.MethodOptions && m != "" {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		Error(w, r, &db.Error{Code: EMETHODNOTALLOWED, Message: "method " + r.Method + " not allowed; allowed: " + strings.Join(allow, ", ")})
+	})
+	s.router.PanicHandler = s.recoverPanic
+	s.routes()
+	return s
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// routes registers every API area. Each area owns one register method in
+// its own file.
+func (s *Server) routes() {
+	s.registerHealthRoutes()
+	s.registerOpenAPIRoutes()
+	s.registerMetricsRoutes()
+	s.registerAuthRoutes()
+	s.registerAdminRoutes()
+	s.registerConfigRoutes()
+	s.registerAdminConfigRoutes()
+	s.registerOIDCRoutes()
+	s.registerInvestigationRoutes()
+	s.registerWebhookRoutes()
+	s.registerToolServerRoutes()
+}
+
+// Handler returns the handler of the TCP API. Requests through it never get
+// local trust.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, false) })
+}
+
+// Routes returns the registered routes in registration order.
+func (s *Server) Routes() []Route {
+	return append([]Route(nil), s.routeList...)
+}
+
+// Route describes a registered route.
+type Route struct {
+	Method string
+	Path   string // httprouter pattern, e.g. /api/v1/admin/nodes/:name/config
+	// Permission is the permission the route requires; empty with Public
+	// false means any authenticated principal.
+	Permission string
+	Class      string // rate-limit class: read, write, run, or none (public)
+	Public     bool   // no authentication (health probes only)
+}
+
+// handlerFunc is the signature of route handlers: an error is written by
+// Error, so a handler writes only its successful answer.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
+
+// routeOption adjusts one route.
+type routeOption func(*routeSpec)
+
+type routeSpec struct {
+	maxBody int64
+}
+
+// withMaxBody sets the route's request body limit in bytes (default 1 MiB).
+func withMaxBody(n int64) routeOption { return func(rs *routeSpec) { rs.maxBody = n } }
+
+// DefaultMaxBody is the request body limit of a route without withMaxBody.
+const DefaultMaxBody = 1 << 20
+
+// handle registers an authenticated route. perm is the permission required
+// (db.PermTeamRead, ...); an empty perm still requires a valid principal.
+// Requests are authenticated, rate-limited in class, permission-checked,
+// body-limited, and only then passed to h.
+func (s *Server) handle(method, path, perm string, class rateClass, h handlerFunc, opts ...routeOption) {
+	if class == rateNone {
+		panic("server: authenticated route " + method + " " + path + " needs a rate class")
+	}
+	spec := routeSpec{maxBody: DefaultMaxBody}
+	for _, o := range opts {
+		o(&spec)
+	}
+	s.routeList = append(s.routeList, Route{Method: method, Path: path, Permission: perm, Class: class.String()})
+	s.router.Handle(method, path, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		info := infoFrom(r.Context())
+		if info != nil {
+			info.route = path
+		}
+		p, err := s.authenticate(r)
+		if err != nil {
+			if db.ErrorCode(err) == db.ERATELIMITED {
+				s.cfg.Metrics.RateLimited(rateAuthFailure.String())
+			}
+			Error(w, r, err)
+			return
+		}
+		if info != nil {
+			info.principal = p.ID
+		}
+		if p.Kind != KindLocal {
+			if err := s.limits.charge(w, p.ID, class); err != nil {
+				s.cfg.Metrics.RateLimited(class.String())
+				Error(w, r, err)
+				return
+			}
+		}
+		if perm != "" && !p.Has(perm) {
+			Error(w, r, db.Errorf(db.EFORBIDDEN, "this token lacks the %s permission", perm))
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		r.Body = http.MaxBytesReader(w, r.Body, spec.maxBody)
+		if err := h(w, r, ps); err != nil {
+			Error(w, r, err)
+		}
+	})
+}
+
+// handlePublic registers a route without authentication or rate limits.
+// Only health probes may use it.
+func (s *Server) handlePublic(method, path string, h handlerFunc) {
+	s.routeList = append(s.routeList, Route{Method: method, Path: path, Class: rateNone.String(), Public: true})
+	s.router.Handle(method, path, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if info := infoFrom(r.Context()); info != nil {
+			info.route = path
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 0)
+		if err := h(w, r, ps); err != nil {
+			Error(w, r, err)
+		}
+	})
+}
+
+// serve is the outer middleware of both handlers: request id, version
+// header, local-trust checks and the request log line.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, local bool) {
+	start := time.Now()
+	info := &requestInfo{id: newRequestID(), local: local, log: s.log}
+	rw := &responseWriter{ResponseWriter: w}
+	h := rw.Header()
+	h.Set(HeaderRequestID, info.id)
+	h.Set(HeaderVersion, s.version)
+	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+	defer func() {
+		status := rw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		route := info.route
+		if route == "" {
+			route = "unmatched"
+		}
+		latency := time.Since(start)
+		s.cfg.Metrics.ObserveHTTP(route, r.Method, status, latency)
+		attrs := []slog.Attr{
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Duration("latency", latency),
+			slog.String("request_id", info.id),
+			slog.String("principal", info.principal),
+			slog.Int64("bytes", rw.written),
+		}
+		if local {
+			attrs = append(attrs, slog.Bool("local", true))
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	}()
+	if local {
+		if err := checkLocalRequest(r); err != nil {
+			Error(rw, r, err)
+			return
+		}
+	}
+	s.router.ServeHTTP(rw, r)
+}
+
+// responseWriter records the status and size for the log line and tells
+// Error whether headers are already out.
+type responseWriter struct {
+	http.ResponseWriter
+	status  int
+	written int64
+}
+
+func (rw *responseWriter) WriteHeader(code int) {
+	if rw.status == 0 {
+		rw.status = code
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *responseWriter) Write(b []byte) (int, error) {
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	n, err := rw.ResponseWriter.Write(b)
+	rw.written += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (rw *responseWriter) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// Flush implements http.Flusher for streaming handlers.
+func (rw *responseWriter) Flush() {
+	if f, ok := rw.ResponseWriter.(http.Flusher); ok {
+		if rw.status == 0 {
+			rw.status = http.StatusOK
+		}
+		f.Flush()
+	}
+}
+
+// headerWritten reports whether the response status has been sent.
+func headerWritten(w http.ResponseWriter) bool {
+	for {
+		switch x := w.(type) {
+		case *responseWriter:
+			return x.status != 0
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
+// requestInfo is the per-request state shared between the middleware, the
+// route wrapper and Error.
+type requestInfo struct {
+	id        string
+	local     bool
+	route     string
+	principal string
+	log       *slog.Logger
+}
+
+type infoKey struct{}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(infoKey{}).(*requestInfo)
+	return info
+}
+
+// RequestID returns the id of the request ctx belongs to, or "".
+func RequestID(ctx context.Context) string {
+	if info := infoFrom(ctx); info != nil {
+		return info.id
+	}
+	return ""
+}
