@@ -103,6 +103,14 @@ type OutboxEntry struct {
 	State           string          `json:"state"` // pending, delivered, failed, disabled
 	LastStatus      int             `json:"last_status,omitempty"`
 	LastError       string          `json:"last_error,omitempty"`
+	// Delivery bookkeeping, kept by the OutboxService (db/outbox.go).
+	UpdatedAt   time.Time  `json:"updated_at,omitzero"`
+	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
+	// WindowStart is when the current retry window began (creation or the
+	// last manual redelivery); WindowAttempts counts attempts within it.
+	WindowStart    time.Time  `json:"window_start,omitzero"`
+	WindowAttempts int        `json:"window_attempts,omitempty"`
+	LeaseUntil     *time.Time `json:"lease_until,omitempty"` // claimed by a worker until then
 }
 
 // InvestigationService stores investigations.

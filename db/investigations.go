@@ -114,13 +114,8 @@ func (d *DB) FinishInvestigation(ctx context.Context, id string, fn func(*Invest
 			}
 		}
 		if outbox != nil {
-			ob := tx.Bucket(bucketOutbox)
 			for _, e := range outbox(&inv) {
-				seq, err := ob.NextSequence()
-				if err != nil {
-					return err
-				}
-				if err := putJSON(ob, itob(seq), e); err != nil {
+				if err := putOutboxEntry(tx, e, d.now()); err != nil { // db/outbox.go
 					return err
 				}
 			}
