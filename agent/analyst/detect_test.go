@@ -178,7 +178,9 @@ func TestDetectEvents(t *testing.T) {
 		{"secret mount", ev("FailedMount", "Pod", "checkout-7d9f8b6c5-x1abc", "MountVolume.SetUp failed for volume \"creds\" : secret \"db\" not found", now.Add(-10*time.Minute)), KindConfigError, "checkout", false},
 		{"node pressure", ev("EvictionThresholdMet", "Node", "node-1", "Attempting to reclaim ephemeral-storage", now.Add(-10*time.Minute)), KindNodePressure, "node-1", false},
 		{"quota", ev("FailedCreate", "ReplicaSet", "checkout-7d9f8b6c5", "pods \"x\" is forbidden: exceeded quota: compute", now.Add(-10*time.Minute)), KindQuota, "checkout", false},
-		{"liveness kill", ev("Killing", "Pod", "checkout-7d9f8b6c5-x1abc", "Container app failed liveness probe, will be restarted", now.Add(-10*time.Minute)), KindProbeFailure, "checkout", false},
+		{"liveness kill", ev("Killing", "Pod", "checkout-7d9f8b6c5-x1abc", "Container app failed liveness probe, will be restarted", now.Add(-10*time.Minute)), KindLivenessKill, "checkout", false},
+		{"liveness unhealthy", ev("Unhealthy", "Pod", "checkout-7d9f8b6c5-x1abc", "Liveness probe failed: Get \"http://10.0.0.1:8080/health\": context deadline exceeded", now.Add(-10*time.Minute)), KindLivenessKill, "checkout", false},
+		{"node not ready on a pod names the node", ev("NodeNotReady", "Pod", running.Name, "Node is not ready", now.Add(-10*time.Minute)), KindNodeNotReady, "node-1", true},
 		{"resolved on running pod", ev("FailedScheduling", "Pod", running.Name, "0/3 nodes are available", now.Add(-40*time.Minute)), KindUnschedulable, "checkout", true},
 	}
 	for _, tt := range tests {

@@ -103,9 +103,11 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	if g.calls == 0 && g.unavailable != nil {
 		return nil, g.unavailable
 	}
+	g.gatherClusterDNS(ctx, plan)
 	run.Step("analysing evidence", step, total)
 	step++
 	findings := g.detect()
+	findings = append(findings, e.askPeers(ctx, req, run, sc)...)
 	a := Reason(findings, sc)
 	res := Build(a, sc, g.dataGaps(plan), g.checked())
 	if !a.Healthy && len(a.Hypotheses) > 0 {
@@ -295,4 +297,69 @@ func (g *gatherer) runbooks(ctx context.Context, plan []specialist, h *Hypothesi
 		return refs
 	}
 	return nil
+}
+
+// askPeers calls the peer agents (A2A tools "a2a:<name>") in the agent's
+// toolkit with the request's message and context, and turns each answer
+// into a finding of modest weight: a peer's opinion corroborates, it does
+// not decide.
+func (e *Engine) askPeers(ctx context.Context, req *agent.Request, run agent.Run, sc Scope) []Finding {
+	var out []Finding
+	for _, t := range req.Agent.Tools {
+		if !strings.HasPrefix(t, "a2a:") || !run.Has(t) || ctx.Err() != nil {
+			continue
+		}
+		ans, err := run.Call(ctx, t, map[string]any{"message": req.Message, "context": req.Context})
+		if err != nil {
+			continue
+		}
+		if f, ok := PeerFinding(strings.TrimPrefix(t, "a2a:"), ans, sc); ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// PeerFinding reads a peer agent's answer (text, or a JSON object with
+// summary / root_cause / description / answer) into a finding.
+func PeerFinding(peer string, ans any, sc Scope) (Finding, bool) {
+	text := ""
+	switch v := ans.(type) {
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	default:
+		var m map[string]any
+		if mm, ok := as[map[string]any](ans); ok {
+			m = mm
+		}
+		if r, ok := m["result"].(map[string]any); ok {
+			m = r
+		}
+		if rc, ok := m["root_cause"].(map[string]any); ok {
+			text, _ = rc["description"].(string)
+		}
+		for _, k := range []string{"root_cause", "summary", "answer", "text", "message", "description"} {
+			if text != "" {
+				break
+			}
+			if s, ok := m[k].(string); ok {
+				text = s
+			}
+		}
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return Finding{}, false
+	}
+	kind, _ := ClassifyLine(text)
+	f := Finding{Kind: KindPeer, Subject: sc.Service, Object: "peer agent " + peer, Namespace: sc.Namespace, Time: sc.Window.Start,
+		Severity: SevInfo, Weight: 0.5, Source: SrcPeer}
+	f.Summary = fmt.Sprintf("peer agent %s reports: %s", peer, truncate(text, 160))
+	f.Evidence = []string{fmt.Sprintf("peer agent %s (A2A) answered: %s", peer, quote(text, 300))}
+	f.setFact("line", text)
+	f.setFact("peer", peer)
+	f.setFact("peer_kind", string(kind))
+	return f, true
 }

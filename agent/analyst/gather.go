@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"path"
 	"slices"
 	"sort"
@@ -381,8 +382,20 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 		out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": g.opts.PodLogLimit})
 		if ok {
 			if lr, _ := as[*evidence.LogResult](out); lr != nil {
+				// Lines without a timestamp (stack-trace continuations)
+				// belong to the line before them.
+				var last time.Time
 				for _, l := range lr.Lines {
-					m.Add(l.Time, p.Name, l.Text)
+					t := l.Time
+					if t.IsZero() {
+						t = last
+					} else {
+						last = t
+					}
+					if t.IsZero() {
+						continue
+					}
+					m.Add(t, p.Name, l.Text)
 				}
 			}
 		}
@@ -399,8 +412,14 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 				continue
 			}
 			g.k8s.PreviousLogs[p.Namespace+"/"+p.Name+"/"+cs.Name] = lr.Lines
+			var last time.Time
 			for _, l := range lr.Lines {
 				t := l.Time
+				if t.IsZero() {
+					t = last
+				} else {
+					last = t
+				}
 				if t.IsZero() && cs.LastTerminationState.Terminated != nil {
 					t = cs.LastTerminationState.Terminated.FinishedAt.Time
 				}
@@ -459,7 +478,7 @@ func (g *gatherer) gatherHostLogs(ctx context.Context, sp specialist) error {
 			base += t.Baseline
 		}
 		g.logSources++
-		g.logSets = append(g.logSets, LogSet{Source: s, Subject: subjectOfSource(s), Origin: SrcLogs, Templates: ts, HasBaseline: base >= 10})
+		g.logSets = append(g.logSets, LogSet{Source: s, Subject: subjectOfSource(s), Origin: SrcLogs, Templates: ts, HasBaseline: base >= 10, Host: true})
 	}
 	return nil
 }
@@ -493,7 +512,7 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 		name, class, unit string
 		prio              int
 	}
-	prio := map[string]int{MetricErrors: 0, MetricRequests: 1, MetricLatency: 2, MetricRestarts: 3, MetricSaturation: 4, MetricFree: 5, MetricUp: 6}
+	prio := map[string]int{MetricErrors: 0, MetricRequests: 1, MetricLatency: 2, MetricCPUThrottle: 3, MetricRestarts: 3, MetricSaturation: 4, MetricFree: 5, MetricUp: 6}
 	var picks []pick
 	for n := range names {
 		class, unit := ClassifyMetric(n)
@@ -552,6 +571,12 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 			set.Series = meanSeries(ss, counts)
 			set.Unit = "s"
 			set.Name = strings.TrimSuffix(p.name, "_sum") + " (mean)"
+		case p.class == MetricCPUThrottle && strings.Contains(p.name, "periods") && names["container_cpu_cfs_periods_total"] > 0:
+			// The share of CFS periods throttled: throttled / total.
+			total := query("container_cpu_cfs_periods_total")
+			set.Series = ratioSeries(analysis.RateSeries(ss), analysis.RateSeries(total))
+			set.Unit = "%"
+			set.Name = p.name + " / container_cpu_cfs_periods_total"
 		case analysis.IsCounterName(p.name) || p.class == MetricErrors && !strings.Contains(p.name, "ratio"):
 			set.Series = analysis.RateSeries(ss)
 			if p.class == MetricRestarts {
@@ -566,6 +591,46 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 		}
 	}
 	return nil
+}
+
+// ratioSeries divides each series by the series of the same labels
+// (without __name__) in den.
+func ratioSeries(num, den []evidence.Series) []evidence.Series {
+	key := func(l evidence.Labels) string {
+		keys := make([]string, 0, len(l))
+		for k := range l {
+			if k != "__name__" {
+				keys = append(keys, k+"="+l[k])
+			}
+		}
+		sort.Strings(keys)
+		return strings.Join(keys, ",")
+	}
+	byKey := map[string]map[time.Time]float64{}
+	for _, d := range den {
+		m := map[time.Time]float64{}
+		for _, p := range d.Points {
+			m[p.T] = p.V
+		}
+		byKey[key(d.Labels)] = m
+	}
+	var out []evidence.Series
+	for _, n := range num {
+		d := byKey[key(n.Labels)]
+		if d == nil {
+			continue
+		}
+		ns := evidence.Series{Labels: n.Labels}
+		for _, p := range n.Points {
+			if v := d[p.T]; v > 0 {
+				ns.Points = append(ns.Points, evidence.Point{T: p.T, V: min(1, p.V/v)})
+			}
+		}
+		if len(ns.Points) > 0 {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 func stepFor(w Window) time.Duration {
@@ -724,8 +789,51 @@ func (g *gatherer) detect() []Finding {
 	fs = append(fs, mergeRolloutChanges(DetectChanges(g.changes, w), rollouts)...)
 	fs = append(fs, DetectLogs(g.logSets, w)...)
 	fs = append(fs, DetectMetrics(g.metricSets, w)...)
+	if dns := DetectDNSServer(g.k8s.Pods, g.k8s.PreviousLogs, w); len(dns) > 0 {
+		// Callers failing to resolve names are the cluster DNS's victims.
+		for i := range fs {
+			if fs[i].Kind == KindDNS && !slices.Contains(fs[i].Related, dns[0].Subject) {
+				fs[i].Related = append(fs[i].Related, dns[0].Subject)
+			}
+		}
+		fs = append(fs, dns...)
+	}
+	EnrichFromPods(fs, g.k8s.Pods)
 	g.attachServices(fs)
+	attachHosts(fs)
 	return dedupeFindings(fs)
+}
+
+// attachHosts names a dependency after the host whose own log shows it
+// failing: callers' "postgresql" or "redis" becomes pg-primary-01 or
+// cache-redis-01 when that host's log reports the failure (a disk full, a
+// process killed). A host's own report outweighs a client quoting it.
+func attachHosts(fs []Finding) {
+	hostOf := map[string]string{}
+	for i := range fs {
+		f := &fs[i]
+		if h := f.fact("host"); h != "" && infoOf(f.Kind).class == classCause {
+			for _, r := range f.Related {
+				if _, ok := hostOf[r]; !ok && r != h {
+					hostOf[r] = h
+				}
+			}
+			f.Weight = min(1, f.Weight+0.05)
+		}
+	}
+	for i := range fs {
+		f := &fs[i]
+		if f.fact("host") != "" {
+			continue
+		}
+		if h := hostOf[f.Subject]; h != "" {
+			f.setFact("role", f.Subject)
+			f.Subject = h
+			if f.Facts != nil && f.Facts["dependency"] != "" {
+				f.Facts["dependency"] = h
+			}
+		}
+	}
 }
 
 // dedupeFindings drops findings identical in kind, object and evidence.
@@ -789,6 +897,12 @@ func (g *gatherer) attachServices(fs []Finding) {
 			f.Subject = ipName[ip]
 		} else if h := DependencyName(f.Subject); h != f.Subject && ipName[h] != "" {
 			f.Subject = ipName[h]
+		} else if wk := f.fact("well_known"); wk != "" && net.ParseIP(f.Subject) != nil {
+			// An address outside the cluster on a well-known port: name
+			// the dependency by what it is (10.0.12.5:6379 → redis).
+			f.setFact("address", f.Subject)
+			f.Subject = wk
+			f.Facts["dependency"] = wk
 		}
 		for _, s := range svcOf[f.Subject] {
 			if s != f.Subject && !slices.Contains(f.Related, s) {
@@ -860,4 +974,77 @@ func (g *gatherer) checked() string {
 		return "no evidence"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// dnsFailuresSeen reports whether any mined log template reports a DNS
+// resolution failure in the incident window.
+func (g *gatherer) dnsFailuresSeen() bool {
+	for _, set := range g.logSets {
+		for _, t := range set.Templates {
+			if t.Incident == 0 {
+				continue
+			}
+			if k, _ := ClassifyLine(t.Example); k == KindDNS {
+				return true
+			}
+			if k, _ := ClassifyLine(t.Last); k == KindDNS {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gatherClusterDNS reads the cluster DNS (CoreDNS/kube-dns pods in
+// kube-system, their events and the logs of their crashed containers) when
+// callers fail to resolve names: the DNS server may be the cause.
+func (g *gatherer) gatherClusterDNS(ctx context.Context, plan []specialist) {
+	if g.sc.Namespace == "kube-system" || !g.dnsFailuresSeen() {
+		return
+	}
+	for _, sp := range plan {
+		if !sp.run.Has("list_pods") {
+			continue
+		}
+		out, ok := g.call(ctx, sp, "list_pods", map[string]any{"namespace": "kube-system"})
+		if !ok {
+			return
+		}
+		pods, _ := as[[]corev1.Pod](out)
+		var dns []corev1.Pod
+		for i := range pods {
+			if isClusterDNS(&pods[i]) {
+				dns = append(dns, pods[i])
+			}
+		}
+		g.k8s.Pods = append(g.k8s.Pods, dns...)
+		if sp.run.Has("get_events") {
+			since, _ := g.window()
+			if out, ok := g.call(ctx, sp, "get_events", map[string]any{"namespace": "kube-system", "since": since}); ok {
+				evs, _ := as[[]corev1.Event](out)
+				for _, e := range evs {
+					if strings.Contains(e.InvolvedObject.Name, "dns") {
+						g.k8s.Events = append(g.k8s.Events, e)
+					}
+				}
+			}
+		}
+		if sp.run.Has("get_pod_logs") {
+			for _, p := range dns {
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil {
+						continue
+					}
+					out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "container": cs.Name, "previous": true, "limit": 50})
+					if !ok {
+						continue
+					}
+					if lr, _ := as[*evidence.LogResult](out); lr != nil && len(lr.Lines) > 0 {
+						g.k8s.PreviousLogs[p.Namespace+"/"+p.Name+"/"+cs.Name] = lr.Lines
+					}
+				}
+			}
+		}
+		return
+	}
 }

@@ -75,10 +75,16 @@ func WorkloadOfPod(p *corev1.Pod) string {
 // trimHash removes a ReplicaSet pod-template hash ("checkout-7d9f8b6c5").
 func trimHash(rs string) string {
 	i := strings.LastIndexByte(rs, '-')
-	if i > 0 && len(rs)-i-1 >= 5 && len(rs)-i-1 <= 10 && isAlnumLower(rs[i+1:]) {
+	if i > 0 && len(rs)-i-1 >= 5 && len(rs)-i-1 <= 10 && isAlnumLower(rs[i+1:]) && looksGenerated(rs[i+1:]) {
 		return rs[:i]
 	}
 	return rs
+}
+
+// looksGenerated tells a generated suffix ("7d9f8b6c5", "xk2pq") from a
+// word ("reconcile"): it has a digit or no vowel.
+func looksGenerated(s string) bool {
+	return strings.ContainsAny(s, "0123456789") || !strings.ContainsAny(s, "aeiou")
 }
 
 func isAlnumLower(s string) bool {
@@ -287,6 +293,7 @@ func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, p
 		}
 		if waiting != nil && waiting.Reason == "CrashLoopBackOff" {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s is in CrashLoopBackOff", cobj))
+			f.setFact("crashloop", "true")
 		}
 		f.setFact("memory_limit", lim)
 		f.setFact("memory_request", memRequest(spec))
@@ -443,6 +450,38 @@ func eventTime(e *corev1.Event) (first, last time.Time) {
 	return first, last
 }
 
+var oomProcRE = regexp.MustCompile(`(?i)killed process \d+ \(([^)]+)\)`)
+
+// oomWorkload names the workload a node's OOM event is about: the killed
+// process when a workload has its name, else the one workload on that node
+// with an OOMKilled container.
+func oomWorkload(msg, node string, pods []corev1.Pod) string {
+	proc := ""
+	if m := oomProcRE.FindStringSubmatch(msg); m != nil {
+		proc = strings.ToLower(m[1])
+	}
+	var onNode []string
+	for i := range pods {
+		p := &pods[i]
+		wl := WorkloadOfPod(p)
+		if proc != "" && (strings.EqualFold(wl, proc) || strings.HasPrefix(proc, wl) || strings.HasPrefix(wl, proc) && len(proc) >= 5) {
+			return wl
+		}
+		if p.Spec.NodeName != node {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" && !slices.Contains(onNode, wl) {
+				onNode = append(onNode, wl)
+			}
+		}
+	}
+	if len(onNode) == 1 {
+		return onNode[0]
+	}
+	return ""
+}
+
 // DetectEvents reads Warning events (and a few Normal ones that matter):
 // scheduling failures, probe failures, mount failures, image pull errors,
 // evictions, node conditions, quota and autoscaler limits.
@@ -481,19 +520,47 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 			subject = trimHash(io.Name)
 		case "Node":
 			obj = "node " + io.Name
+			// A container killed by the kernel OOM killer is about the
+			// workload, not the node it ran on.
+			if kind == KindOOMKilled {
+				if wl := oomWorkload(e.Message, io.Name, pods); wl != "" {
+					subject = wl
+					related = append(related, io.Name)
+					obj = "node " + io.Name + " process of " + wl
+				}
+			}
 		case "HorizontalPodAutoscaler":
 			subject = io.Name
 		}
 		if e.Source.Host != "" && io.Kind == "Pod" && !slices.Contains(related, e.Source.Host) {
 			related = append(related, e.Source.Host)
 		}
+		// "Node is not ready" on a pod is about the pod's node: the node is
+		// the subject, the workload what it affects.
+		if kind == KindNodeNotReady && io.Kind == "Pod" {
+			node := e.Source.Host
+			if p := ix.byKey[io.Namespace+"/"+io.Name]; p != nil && p.Spec.NodeName != "" {
+				node = p.Spec.NodeName
+			}
+			if node != "" {
+				related = []string{subject}
+				subject = node
+			}
+		}
 		// A pod that is now Running and ready (or has completed) has got
 		// past a scheduling, pull, probe or crash problem its events tell of.
 		resolved := false
 		if io.Kind == "Pod" {
-			if p := ix.byKey[io.Namespace+"/"+io.Name]; p != nil && podHealthy(p) && (w.End.IsZero() || last.Before(w.End.Add(-5*time.Minute))) {
+			p := ix.byKey[io.Namespace+"/"+io.Name]
+			if p != nil && podHealthy(p) && (w.End.IsZero() || last.Before(w.End.Add(-5*time.Minute))) {
 				resolved = true
 				weight *= 0.3
+			}
+			// A pod that no longer exists (a finished Job's, a replaced
+			// one) and whose events stopped is past its trouble.
+			if p == nil && len(ix.byKey) > 0 && !w.End.IsZero() && last.Before(w.End.Add(-15*time.Minute)) && kind != KindNodeNotReady && kind != KindEviction {
+				resolved = true
+				weight *= 0.4
 			}
 		}
 		k := key{kind, obj}
@@ -525,7 +592,7 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 			}
 		}
 		switch kind {
-		case KindProbeFailure:
+		case KindProbeFailure, KindLivenessKill:
 			f.setFact("probe", probeKind(e.Message))
 		case KindEviction, KindNodePressure:
 			f.setFact("resource", pressureResource(e.Message+" "+e.Reason))
@@ -587,6 +654,9 @@ func classifyEvent(e *corev1.Event) (Kind, float64) {
 	case "FailedScheduling":
 		return KindUnschedulable, 0.85
 	case "Unhealthy":
+		if strings.HasPrefix(msg, "liveness probe") || strings.HasPrefix(msg, "startup probe") {
+			return KindLivenessKill, 0.7
+		}
 		return KindProbeFailure, 0.75
 	case "FailedMount", "FailedAttachVolume", "FailedMapVolume":
 		if strings.Contains(msg, "secret") && strings.Contains(msg, "not found") || strings.Contains(msg, "configmap") && strings.Contains(msg, "not found") {
@@ -611,7 +681,7 @@ func classifyEvent(e *corev1.Event) (Kind, float64) {
 		return KindHPAMax, 0.7
 	case "Killing":
 		if strings.Contains(msg, "liveness probe") || strings.Contains(msg, "startup probe") {
-			return KindProbeFailure, 0.75
+			return KindLivenessKill, 0.85
 		}
 		return "", 0
 	case "Failed":
@@ -941,4 +1011,135 @@ func DetectNodes(nodes []corev1.Node, w Window) []Finding {
 		}
 	}
 	return out
+}
+
+// isClusterDNS reports whether a pod is part of the cluster DNS (CoreDNS or
+// kube-dns).
+func isClusterDNS(p *corev1.Pod) bool {
+	if p.Labels["k8s-app"] == "kube-dns" {
+		return true
+	}
+	wl := strings.ToLower(WorkloadOfPod(p))
+	return wl == "coredns" || wl == "kube-dns" || strings.HasPrefix(wl, "coredns-") && p.Namespace == "kube-system"
+}
+
+var dnsFatalRE = regexp.MustCompile(`(?i)\[FATAL\]|\[ERROR\]|loop .*detected|plugin/\w+:|panic|error`)
+
+// DetectDNSServer finds a failing cluster DNS: most CoreDNS/kube-dns pods
+// not ready or crash-looping, with the last log lines of their crashed
+// containers (e.g. "plugin/loop: Loop ... detected").
+func DetectDNSServer(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, w Window) []Finding {
+	var dns []*corev1.Pod
+	for i := range pods {
+		if isClusterDNS(&pods[i]) {
+			dns = append(dns, &pods[i])
+		}
+	}
+	if len(dns) == 0 {
+		return nil
+	}
+	bad := 0
+	f := Finding{Kind: KindDNSServer, Subject: WorkloadOfPod(dns[0]), Namespace: dns[0].Namespace, Source: SrcKubernetes, Severity: SevCritical, Weight: 0.9}
+	f.Object = "deployment " + dns[0].Namespace + "/" + f.Subject
+	for _, p := range dns {
+		if podHealthy(p) {
+			continue
+		}
+		bad++
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Ready {
+				continue
+			}
+			ev := fmt.Sprintf("pod %s/%s container %s not ready, restart count %d", p.Namespace, p.Name, cs.Name, cs.RestartCount)
+			if wt := cs.State.Waiting; wt != nil {
+				ev += ", waiting: " + wt.Reason
+				if wt.Reason == "CrashLoopBackOff" {
+					f.setFact("crashloop", "true")
+				}
+			}
+			t := containerSince(p, cs)
+			if lt := cs.LastTerminationState.Terminated; lt != nil {
+				ev += fmt.Sprintf("; last terminated %s, exit code %d (%s) at %s", orDash(lt.Reason), lt.ExitCode, exitMeaning(lt.ExitCode), ts(lt.FinishedAt.Time))
+			}
+			if w.recent(t) {
+				f.Time = earliest(f.Time, t)
+			}
+			if len(f.Evidence) < 3 {
+				f.Evidence = append(f.Evidence, ev)
+			}
+			lines := prevLogs[p.Namespace+"/"+p.Name+"/"+cs.Name]
+			for j := len(lines) - 1; j >= 0; j-- {
+				if dnsFatalRE.MatchString(lines[j].Text) {
+					if f.fact("last_log") == "" {
+						f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the crashed %s container: %s", cs.Name, quote(lines[j].Text, 240)))
+					}
+					f.setFact("last_log", lines[j].Text)
+					break
+				}
+			}
+		}
+	}
+	if bad == 0 || bad*2 < len(dns) {
+		return nil
+	}
+	if f.Time.IsZero() {
+		f.Time = w.Start
+	}
+	f.Summary = fmt.Sprintf("cluster DNS %s: %d of %d pods not ready (CrashLoopBackOff)", f.Subject, bad, len(dns))
+	if f.fact("crashloop") == "" {
+		f.Summary = fmt.Sprintf("cluster DNS %s: %d of %d pods not ready", f.Subject, bad, len(dns))
+	}
+	f.Related = []string{"kube-dns", "coredns"}
+	return []Finding{f}
+}
+
+// probeConfig describes a container's liveness probe timing.
+func probeConfig(c *corev1.Container) string {
+	if c == nil || c.LivenessProbe == nil {
+		return ""
+	}
+	lp := c.LivenessProbe
+	return fmt.Sprintf("initialDelaySeconds %d, periodSeconds %d, failureThreshold %d", lp.InitialDelaySeconds, max(lp.PeriodSeconds, 10), max(lp.FailureThreshold, 3))
+}
+
+// EnrichFromPods adds what the pod specs say to findings about a
+// workload: the liveness probe's timing and whether a startupProbe exists
+// for probe kills, the CPU limit for CPU throttling.
+func EnrichFromPods(fs []Finding, pods []corev1.Pod) {
+	spec := map[string]*corev1.Container{}
+	for i := range pods {
+		p := &pods[i]
+		wl := WorkloadOfPod(p)
+		if _, ok := spec[wl]; ok || len(p.Spec.Containers) == 0 {
+			continue
+		}
+		c := &p.Spec.Containers[0]
+		for j := range p.Spec.Containers {
+			if p.Spec.Containers[j].Name == wl {
+				c = &p.Spec.Containers[j]
+			}
+		}
+		spec[wl] = c
+	}
+	for i := range fs {
+		f := &fs[i]
+		c := spec[f.Subject]
+		if c == nil {
+			continue
+		}
+		switch f.Kind {
+		case KindLivenessKill:
+			f.setFact("probe_config", probeConfig(c))
+			if c.StartupProbe != nil {
+				f.setFact("startup_probe", "true")
+			}
+		case KindCPUThrottling:
+			if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+				f.setFact("cpu_limit", q.String())
+				if len(f.Evidence) < 3 {
+					f.Evidence = append(f.Evidence, fmt.Sprintf("container %s of %s has a cpu limit of %s", c.Name, f.Subject, q.String()))
+				}
+			}
+		}
+	}
 }

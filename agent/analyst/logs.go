@@ -23,6 +23,9 @@ type LogSet struct {
 	// HasBaseline is false when the source had no lines before the incident
 	// window, so New and Surge carry no meaning.
 	HasBaseline bool
+	// Host is true for a host's own log (a file or syslog of a machine),
+	// whose subject is the host, not a caller.
+	Host bool
 }
 
 // logRule classifies a log line into a finding kind.
@@ -38,12 +41,18 @@ var logRules = []logRule{
 	{KindTLS, regexp.MustCompile(`(?i)x509:|certificate verify failed|CERTIFICATE_VERIFY_FAILED|tls: handshake|TLS handshake|SSL routines|unknown authority|SSLHandshakeException|certificate signed by unknown`), 0.8, "TLS handshake failure"},
 	{KindDiskFull, regexp.MustCompile(`(?i)no space left on device|ENOSPC|disk (is )?full|disk quota exceeded|could not extend file|filesystem full`), 0.9, "disk full"},
 	{KindOOMKilled, regexp.MustCompile(`(?i)OutOfMemoryError|out of memory|Cannot allocate memory|heap out of memory|MemoryError|memory limit exceeded|oom-kill|OOM ?Killed|OOMKilled`), 0.85, "out of memory"},
-	{KindDatabase, regexp.MustCompile(`(?i)too many connections|remaining connection slots|deadlock (detected|found)|pool (is )?exhausted|connection pool|could not obtain (a )?connection|timeout waiting for (a )?connection|max_connections|QueuePool limit|HikariPool|lock wait timeout|sorry, too many clients|Too many open connections|ER_CON_COUNT_ERROR`), 0.85, "database connection/lock errors"},
+	{KindDatabase, regexp.MustCompile(`(?i)too many connections|remaining connection slots are reserved|deadlock (detected|found)|pool (is )?exhausted|exhausted (the )?connection pool|connection is not available, request timed out|could not obtain (a )?connection|timeout waiting for (a )?(idle )?connection|unable to acquire (a )?(jdbc )?connection|max_connections|QueuePool limit|lock wait timeout|sorry, too many clients|Too many open connections|ER_CON_COUNT_ERROR`), 0.85, "database connection/lock errors"},
+	// A JVM or runtime that cannot get CPU time: a symptom of CPU
+	// starvation or throttling, not of the database it mentions.
+	{KindCPUThrottling, regexp.MustCompile(`(?i)thread starvation or clock leap|starvation detected|blocked for more than \d+ ?ms|event loop (lag|blocked)`), 0.6, "CPU starvation"},
 	{KindDNS, regexp.MustCompile(`(?i)no such host|NXDOMAIN|Temporary failure in name resolution|could not resolve|Name or service not known|server misbehaving|ENOTFOUND|getaddrinfo|UnknownHostException|name resolution`), 0.85, "DNS resolution failure"},
-	{KindConnRefused, regexp.MustCompile(`(?i)connection refused|ECONNREFUSED|connect: connection refused|Connection refused|actively refused|connection reset by peer|ECONNRESET|upstream connect error|no healthy upstream|503 Service Unavailable|Service Unavailable`), 0.8, "connection refused"},
+	{KindConnRefused, regexp.MustCompile(`(?i)connection refused|ECONNREFUSED|actively refused|upstream connect error|no healthy upstream|503 Service Unavailable`), 0.8, "connection refused"},
+	{KindConnReset, regexp.MustCompile(`(?i)connection reset by peer|ECONNRESET|broken pipe|unexpected EOF`), 0.55, "connection resets"},
 	{KindTimeout, regexp.MustCompile(`(?i)i/o timeout|timed out|deadline exceeded|ETIMEDOUT|timeout (after|exceeded|while)|504 Gateway Time-?out|Read timed out|request timeout`), 0.75, "timeouts"},
-	{KindThrottling, regexp.MustCompile(`(?i)\b429\b|Too Many Requests|rate limit(ed)?|ThrottlingException|Rate exceeded|throttl`), 0.7, "throttling"},
+	{KindThrottling, regexp.MustCompile(`(?i)(?:status(?:_?code)?|code|http_status|response_code)["']?\s*[=:]\s*["']?429\b|\b429 Too Many Requests|HTTP/[\d.]+"?\s+429\b|\bHTTP 429\b|Too Many Requests|rate[ -]limit(ed|ing)?|ThrottlingException|Rate exceeded|throttl|quota exceeded`), 0.7, "throttling"},
 	{KindAuth, regexp.MustCompile(`(?i)\b401\b|Unauthorized|\b403\b|Forbidden|permission denied|AccessDenied|access denied|invalid credentials|authentication failed|password authentication failed|invalid token|token (has )?expired|InvalidClientTokenId|ExpiredToken`), 0.7, "authentication failure"},
+	// A host's service manager reporting a dead or given-up service.
+	{KindAppCrash, regexp.MustCompile(`(?i)Failed with result '|Start request repeated too quickly|Failed to start |Main process exited, code=(killed|dumped)`), 0.8, "service failed"},
 	{KindAppCrash, regexp.MustCompile(`(?i)^panic:|\bpanic:|goroutine \d+ \[running\]|Traceback \(most recent call last\)|Exception in thread|NullPointerException|segmentation fault|SIGSEGV|Unhandled (exception|rejection)|fatal error:|\bFATAL\b|uncaught exception|nil pointer dereference`), 0.75, "application crash"},
 }
 
@@ -125,19 +134,121 @@ func DependencyTarget(line string) string {
 		return m[1] + ":" + m[2]
 	}
 	for _, m := range hostPort.FindAllStringSubmatch(line, -1) {
-		// Skip clock times and level prefixes.
+		// Skip clock times, level prefixes and source references
+		// (main.go:42, Foo.java:118).
+		if isCodeRef(m[1]) {
+			continue
+		}
 		if t := try(m[1], m[2]); t != "" && !strings.EqualFold(m[1], "T") {
 			return t
 		}
 	}
 	for _, m := range towardRE.FindAllStringSubmatch(line, -1) {
-		if strings.Contains(m[1], ".") || m[2] != "" || strings.Contains(m[1], "-") {
+		if (strings.Contains(m[1], ".") || m[2] != "" || strings.Contains(m[1], "-")) && !isCodeRef(m[1]) {
 			if t := try(m[1], m[2]); t != "" {
 				return t
 			}
 		}
 	}
 	return ""
+}
+
+var codeRefRE = regexp.MustCompile(`(?i)\.(go|java|kt|scala|py|rb|js|mjs|cjs|ts|tsx|jsx|cs|cpp|cc|c|h|hpp|rs|php|swift|ex|exs|erl|clj|groovy)$`)
+
+// isCodeRef reports whether a host:port candidate is a source file and
+// line ("handler.go:212", "OrderService.java:88").
+func isCodeRef(host string) bool { return codeRefRE.MatchString(host) }
+
+// wellKnownPorts names the dependency behind a well-known port.
+var wellKnownPorts = map[string]string{
+	"6379": "redis", "6380": "redis", "26379": "redis", "5432": "postgresql", "3306": "mysql", "9092": "kafka", "27017": "mongodb",
+	"11211": "memcached", "5672": "rabbitmq", "9200": "elasticsearch", "2181": "zookeeper", "9042": "cassandra", "1433": "sqlserver",
+	"1521": "oracle", "4222": "nats", "8500": "consul", "2379": "etcd",
+}
+
+var clientNames = []struct {
+	re   *regexp.Regexp
+	name string
+}{
+	{regexp.MustCompile(`(?i)\bioredis\b|\blettuce\b|\bjedis\b|\bredis\b|RedisConnection|go-redis`), "redis"},
+	{regexp.MustCompile(`(?i)\bpq: |\bpgx\b|PSQLException|org\.postgresql|psycopg|\bpostgres(ql)?\b|\bpsql\b|SQLSTATE|\bpg_wal\b`), "postgresql"},
+	{regexp.MustCompile(`(?i)\bmysql\b|\bmariadb\b|ER_[A-Z_]+|Error 1[0-9]{3}`), "mysql"},
+	{regexp.MustCompile(`(?i)\bkafka\b|sarama|librdkafka`), "kafka"},
+	{regexp.MustCompile(`(?i)\bmongo(db)?\b|MongoNetworkError`), "mongodb"},
+	{regexp.MustCompile(`(?i)\bmemcache(d)?\b`), "memcached"},
+	{regexp.MustCompile(`(?i)\brabbitmq\b|\bamqp\b`), "rabbitmq"},
+	{regexp.MustCompile(`(?i)\belasticsearch\b|\bopensearch\b`), "elasticsearch"},
+}
+
+// WellKnownDependency names the kind of dependency a failing call talks
+// to, from the port of its target (6379 → redis) or the client library the
+// line names (ioredis, Lettuce, pq:); "" when neither says.
+func WellKnownDependency(line, target string) string {
+	if _, port, err := net.SplitHostPort(target); err == nil {
+		if n := wellKnownPorts[port]; n != "" {
+			return n
+		}
+	}
+	for _, c := range clientNames {
+		if c.re.MatchString(line) {
+			return c.name
+		}
+	}
+	return ""
+}
+
+// processNames maps a host process to the dependency it serves.
+func processDependency(proc string) string {
+	p := strings.ToLower(proc)
+	switch {
+	case strings.HasPrefix(p, "redis"):
+		return "redis"
+	case strings.HasPrefix(p, "postgres") || strings.HasPrefix(p, "postmaster"):
+		return "postgresql"
+	case strings.HasPrefix(p, "mysqld") || strings.HasPrefix(p, "mariadbd"):
+		return "mysql"
+	case strings.HasPrefix(p, "mongod"):
+		return "mongodb"
+	case strings.HasPrefix(p, "memcached"):
+		return "memcached"
+	case strings.HasPrefix(p, "rabbitmq") || p == "beam.smp":
+		return "rabbitmq"
+	}
+	return ""
+}
+
+var (
+	killedProcRE = regexp.MustCompile(`(?i)Killed process \d+ \(([^)]+)\)`)
+	syslogProcRE = regexp.MustCompile(`^\S+\s+\S+\s+([a-zA-Z][\w.-]*?)(?:\[\d+\])?:|^\S+\s+\S+\s+systemd\[\d+\]:\s+([\w.-]+?)\.service:`)
+	unitRE       = regexp.MustCompile(`([\w.-]+?)\.service:`)
+	// dbClientRE marks a database server's error quoted by its client
+	// (the Go pq driver, JDBC, psycopg, MySQL error codes).
+	dbClientRE = regexp.MustCompile(`(?i)\bpq: |PSQLException|org\.postgresql|psycopg2?\.|SQLSTATE|\bERROR \d{4} \(|Error 1[0-9]{3}:|ER_[A-Z_]{4,}|MySQLSyntaxError|SQLException`)
+	levelRE    = regexp.MustCompile(`(?i)(?:"(?:level|severity|lvl|log\.level)"\s*:\s*"|\b(?:level|lvl|severity)=["']?|\[|\s|^)(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|PANIC|SEVERE)\b`)
+)
+
+// LineLevel returns the log level a line declares ("info", "warn",
+// "error", "debug", "fatal"), or "" when it declares none.
+func LineLevel(line string) string {
+	head := line
+	if len(head) > 160 {
+		head = head[:160]
+	}
+	m := levelRE.FindStringSubmatch(head)
+	if m == nil {
+		return ""
+	}
+	switch strings.ToUpper(m[1]) {
+	case "TRACE", "DEBUG":
+		return "debug"
+	case "INFO", "NOTICE":
+		return "info"
+	case "WARN", "WARNING":
+		return "warn"
+	case "FATAL", "CRITICAL", "CRIT", "PANIC", "SEVERE":
+		return "fatal"
+	}
+	return "error"
 }
 
 // ShortHost shortens in-cluster DNS names to the service name; other names
@@ -250,13 +361,62 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			if t.Incident >= 10 {
 				w0 = min(1, w0+0.05)
 			}
+			// The level a line declares: INFO lines are not errors, and a
+			// handful of lines is weaker than a stream of them.
+			switch LineLevel(line) {
+			case "debug", "info":
+				if kind == KindLogErrors {
+					continue
+				}
+				w0 *= 0.5
+			case "warn":
+				w0 *= 0.9
+			}
+			if t.Incident < 5 && !(surging && t.New && t.Incident >= 3) {
+				w0 *= 0.75
+			}
 			subject, target := set.Subject, ""
 			var related []string
+			wellKnown := ""
 			if infoOf(kind).class == classDependency || kind == KindCertificate || kind == KindTLS || kind == KindDatabase {
 				target = DependencyTarget(line)
 				if dep := DependencyName(target); dep != "" && dep != set.Subject {
 					subject = dep
 					related = []string{set.Subject}
+					if net.ParseIP(dep) != nil {
+						wellKnown = WellKnownDependency(line, target)
+					}
+				}
+			}
+			// A database server's error quoted in a client's log (pq:,
+			// SQLSTATE, MySQL error codes) describes the database.
+			if !set.Host && subject == set.Subject && dbClientRE.MatchString(line) && kind != KindLogErrors && kind != KindAppCrash {
+				if target == "" {
+					target = DependencyTarget(line)
+				}
+				dep := DependencyName(target)
+				if dep == "" || dep == set.Subject || net.ParseIP(dep) != nil {
+					dep = orWord(WellKnownDependency(line, target), "database")
+				}
+				subject, related = dep, []string{set.Subject}
+			}
+			var process string
+			if set.Host {
+				// A host's log: the processes it names (a database, a
+				// cache) are what its callers call.
+				if m := killedProcRE.FindStringSubmatch(line); m != nil {
+					process = m[1]
+				} else if m := unitRE.FindStringSubmatch(line); m != nil {
+					process = m[1]
+				}
+				if d := processDependency(process); d != "" {
+					related = append(related, d)
+				}
+				if d := hostRole(set); d != "" && !containsStr(related, d) {
+					related = append(related, d)
+				}
+				if kind == KindOOMKilled && process != "" {
+					w0 = max(w0, 0.9)
 				}
 			}
 			k := key{kind, subject, target}
@@ -289,6 +449,14 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			f.setFact("caller", set.Subject)
 			f.setFact("dependency", DependencyName(target))
 			f.setFact("target", target)
+			f.setFact("well_known", wellKnown)
+			f.setFact("process", process)
+			if set.Host {
+				f.setFact("host", set.Subject)
+			}
+			if kind == KindThrottling {
+				f.setFact("external", externalHost(line))
+			}
 			if kind == KindCertificate {
 				f.setFact("not_after", certExpiry(line))
 			}
@@ -317,6 +485,41 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out
+}
+
+// hostRole names the dependency a host's log shows it runs (a PostgreSQL
+// server logs "LOG:", "checkpoint", "pg_wal"; Redis "redis-server").
+func hostRole(set LogSet) string {
+	for _, t := range set.Templates {
+		for _, l := range []string{t.Example, t.Template} {
+			if m := syslogProcRE.FindStringSubmatch(l); m != nil {
+				if d := processDependency(m[1] + m[2]); d != "" {
+					return d
+				}
+			}
+			if pgServerRE.MatchString(l) {
+				return "postgresql"
+			}
+		}
+	}
+	return ""
+}
+
+var pgServerRE = regexp.MustCompile(`\b(LOG|ERROR|FATAL|PANIC|HINT|STATEMENT|DETAIL):\s\s|\bpg_wal/|checkpoint (starting|complete)|autovacuum`)
+
+var externalURLRE = regexp.MustCompile(`(?i)\bhttps?://([a-z0-9][\w-]*(?:\.[\w-]+)+)`)
+
+// externalHost is the host of a URL a line names when it looks external
+// (a public domain, not a cluster service).
+func externalHost(line string) string {
+	for _, m := range externalURLRE.FindAllStringSubmatch(line, -1) {
+		h := strings.ToLower(m[1])
+		if net.ParseIP(h) != nil || strings.Contains(h, ".svc") || strings.HasSuffix(h, ".local") || strings.HasSuffix(h, ".internal") || strings.HasSuffix(h, ".cluster") {
+			continue
+		}
+		return h
+	}
+	return ""
 }
 
 func (f *Finding) addCount(n int) {

@@ -13,13 +13,14 @@ import (
 
 // Metric classes.
 const (
-	MetricErrors     = "errors"
-	MetricLatency    = "latency"
-	MetricSaturation = "saturation"
-	MetricFree       = "free" // free/available capacity: falling is bad
-	MetricRestarts   = "restarts"
-	MetricUp         = "up"
-	MetricRequests   = "requests" // request counters split by status code
+	MetricErrors      = "errors"
+	MetricLatency     = "latency"
+	MetricSaturation  = "saturation"
+	MetricFree        = "free" // free/available capacity: falling is bad
+	MetricRestarts    = "restarts"
+	MetricUp          = "up"
+	MetricRequests    = "requests"     // request counters split by status code
+	MetricCPUThrottle = "cpu_throttle" // CFS quota throttling (periods or seconds throttled)
 )
 
 // MetricSet is the series of one metric, transformed for analysis (rates
@@ -55,6 +56,14 @@ func ClassifyMetric(name string) (class, unit string) {
 	}
 	if strings.HasSuffix(n, "_bucket") {
 		return "", unit
+	}
+	// CFS throttling is a CPU-limit cause, not an error rate; the total
+	// periods are its denominator.
+	if has("cfs_throttled", "cpu_throttled", "throttled_periods", "throttled_seconds", "throttled_time") {
+		return MetricCPUThrottle, ""
+	}
+	if has("cfs_periods") {
+		return "", ""
 	}
 	switch {
 	case has("restarts"):
@@ -100,7 +109,7 @@ func statusLabel(l evidence.Labels) (string, bool) {
 
 // SubjectOfLabels names the service or workload a series is about.
 func SubjectOfLabels(l evidence.Labels) string {
-	for _, k := range []string{"service", "service_name", "app", "app_kubernetes_io_name", "deployment", "workload", "statefulset", "daemonset",
+	for _, k := range []string{"service", "service_name", "app", "application", "app_kubernetes_io_name", "deployment", "workload", "statefulset", "daemonset",
 		"FunctionName", "DBInstanceIdentifier", "DBClusterIdentifier", "LoadBalancer", "TargetGroup", "QueueName", "TableName", "CacheClusterId",
 		"ClusterName", "ServiceName", "ApiName", "destination_service_name", "job"} {
 		if v := l[k]; v != "" {
@@ -172,6 +181,7 @@ type shift struct {
 	before, peak   float64
 	score          float64
 	up             bool
+	unit           string
 	byChangePoint  bool
 	incidentPoints int
 }
@@ -231,6 +241,7 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 			if !ok || sh.up != badUp {
 				continue
 			}
+			sh.unit = ms.Unit
 			if !meaningful(sh, ms.Class) {
 				continue
 			}
@@ -288,7 +299,146 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 	for _, k := range order {
 		out = append(out, *best[k])
 	}
+	out = append(out, DetectMemoryGrowth(sets, w)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}
+
+// Growth is a steady upward trend of a series: linear segments between
+// resets (a restarted container starts low again).
+type Growth struct {
+	PerSecond float64 // mean slope of the segments, units per second
+	R2        float64 // mean fit of the segments
+	Segments  int
+	Start     time.Time
+	Peak      float64
+	PeakAt    time.Time
+}
+
+// SteadyGrowth fits lines to the segments of a series between resets (a
+// drop of more than 30%) and reports a steady rise: every long segment
+// rising with a good linear fit (R² ≥ 0.9), covering most of the points.
+func SteadyGrowth(pts []evidence.Point) (Growth, bool) {
+	var g Growth
+	if len(pts) < 10 {
+		return g, false
+	}
+	var segs [][]evidence.Point
+	cur := []evidence.Point{pts[0]}
+	for i := 1; i < len(pts); i++ {
+		if pts[i-1].V > 0 && pts[i].V < 0.7*pts[i-1].V {
+			segs = append(segs, cur)
+			cur = nil
+		}
+		cur = append(cur, pts[i])
+	}
+	segs = append(segs, cur)
+	covered, n := 0, 0
+	var slopes, r2s float64
+	for _, sg := range segs {
+		if len(sg) < 8 {
+			continue
+		}
+		slope, r2 := linearFit(sg)
+		if slope <= 0 || r2 < 0.9 {
+			return g, false
+		}
+		// The rise must be substantial over the segment (≥ 20%).
+		if first := sg[0].V; first > 0 && sg[len(sg)-1].V < 1.2*first {
+			return g, false
+		}
+		n++
+		covered += len(sg)
+		slopes += slope
+		r2s += r2
+		if g.Start.IsZero() {
+			g.Start = sg[0].T
+		}
+	}
+	if n == 0 || covered*10 < len(pts)*6 {
+		return g, false
+	}
+	for _, p := range pts {
+		if p.V > g.Peak {
+			g.Peak, g.PeakAt = p.V, p.T
+		}
+	}
+	g.PerSecond, g.R2, g.Segments = slopes/float64(n), r2s/float64(n), n
+	return g, true
+}
+
+// linearFit returns the least-squares slope (per second) and R².
+func linearFit(pts []evidence.Point) (slope, r2 float64) {
+	t0 := pts[0].T
+	var sx, sy, sxx, sxy, syy float64
+	n := float64(len(pts))
+	for _, p := range pts {
+		x := p.T.Sub(t0).Seconds()
+		sx += x
+		sy += p.V
+		sxx += x * x
+		sxy += x * p.V
+		syy += p.V * p.V
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0, 0
+	}
+	slope = (n*sxy - sx*sy) / den
+	vy := n*syy - sy*sy
+	if vy <= 0 {
+		return slope, 0
+	}
+	r := (n*sxy - sx*sy) / math.Sqrt(den*vy)
+	return slope, r * r
+}
+
+// DetectMemoryGrowth finds memory series (working set, RSS, heap) that
+// grow steadily, the signature of a leak: one finding per workload with
+// the growth rate in MiB/min.
+func DetectMemoryGrowth(sets []MetricSet, w Window) []Finding {
+	var out []Finding
+	seen := map[string]int{}
+	for _, ms := range sets {
+		n := strings.ToLower(ms.Name)
+		if ms.Class != MetricSaturation || ms.Unit != "bytes" || !(strings.Contains(n, "memory") || strings.Contains(n, "heap") || strings.Contains(n, "rss")) {
+			continue
+		}
+		for _, s := range ms.Series {
+			var pts []evidence.Point
+			for _, p := range s.Points {
+				if (w.BaselineStart.IsZero() || !p.T.Before(w.BaselineStart)) && (w.End.IsZero() || !p.T.After(w.End)) {
+					pts = append(pts, p)
+				}
+			}
+			g, ok := SteadyGrowth(pts)
+			if !ok {
+				continue
+			}
+			perMin := g.PerSecond * 60
+			if perMin < 1<<20/4 { // under 0.25 MiB/min is noise
+				continue
+			}
+			subject := SubjectOfLabels(s.Labels)
+			rate := fmt.Sprintf("%.1f MiB/min", perMin/(1<<20))
+			ev := fmt.Sprintf("%s grows steadily by ~%s (linear fit R² %.2f over %s, peak %s at %s)",
+				labelString(s.Labels), rate, g.R2, plural(g.Segments, "run", "runs between restarts"), formatValue(g.Peak, "bytes"), ts(g.PeakAt))
+			if i, ok := seen[subject]; ok {
+				if len(out[i].Evidence) < 2 {
+					out[i].Evidence = append(out[i].Evidence, ev)
+				}
+				continue
+			}
+			f := Finding{Kind: KindSaturation, Subject: subject, Object: ms.Origin + " " + ms.Name, Namespace: s.Labels["namespace"], Time: g.Start,
+				Severity: SevWarning, Weight: 0.8, Source: ms.Origin, Evidence: []string{ev}}
+			f.Summary = fmt.Sprintf("memory of %s grows steadily by ~%s (a leak)", orDash(subject), rate)
+			f.setFact("metric", ms.Name)
+			f.setFact("leak_rate", rate)
+			f.setFact("peak", formatValue(g.Peak, "bytes"))
+			seen[subject] = len(out)
+			out = append(out, f)
+		}
+	}
 	return out
 }
 
@@ -300,6 +450,8 @@ func humanMetric(name, class string) string {
 		return "latency (" + name + ")"
 	case MetricRestarts:
 		return "restarts (" + name + ")"
+	case MetricCPUThrottle:
+		return "CPU throttling (" + name + ")"
 	case MetricUp:
 		return "scrape target (" + name + ")"
 	}
@@ -333,6 +485,8 @@ func metricKind(class string, l evidence.Labels) (Kind, bool) {
 		return KindRestarts, true
 	case MetricUp:
 		return KindTargetDown, false
+	case MetricCPUThrottle:
+		return KindCPUThrottling, true
 	}
 	return "", true
 }
@@ -346,6 +500,13 @@ func meaningful(sh shift, class string) bool {
 		return peak > 0 && (before == 0 || peak >= 2*before)
 	case MetricUp:
 		return sh.peak < 0.5
+	case MetricCPUThrottle:
+		// A ratio of throttled periods must reach 10%; seconds
+		// throttled per second must at least double.
+		if peak <= 1 && strings.Contains(sh.unit, "%") {
+			return peak >= 0.1 && peak >= 1.5*before
+		}
+		return peak > 0 && (before == 0 || peak >= 2*before)
 	case MetricFree:
 		return before > 0 && peak <= 0.7*before
 	}

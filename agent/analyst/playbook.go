@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rootcause/rootcause/finding"
@@ -17,15 +18,77 @@ func describe(h *Hypothesis, sc Scope) string {
 	switch h.Kind {
 	case KindOOMKilled:
 		lim := h.fact("memory_limit")
-		d = fmt.Sprintf("%s containers are OOMKilled: the process runs out of memory (exit code 137)", s)
-		if lim != "" {
-			d += fmt.Sprintf(" and is killed when it exceeds its memory limit of %s", lim)
-		} else {
-			d += " (no memory limit is set, so the node's memory ran out)"
+		leak := leakRate(h)
+		switch {
+		case h.fact("host") != "" && h.fact("process") != "":
+			d = fmt.Sprintf("the %s process on host %s is killed by the kernel OOM killer (out of memory)", h.fact("process"), h.fact("host"))
+			if dep := processDependency(h.fact("process")); dep != "" {
+				d = fmt.Sprintf("%s is down: %s", capitalizeName(dep), d)
+			}
+			if hostGaveUp(h) {
+				d += " and systemd gave up restarting it (start request repeated too quickly)"
+			}
+		case leak != "":
+			d = fmt.Sprintf("%s has a memory leak: its working set grows steadily by ~%s until the containers are OOMKilled (out of memory, exit code 137)", s, leak)
+			if lim != "" {
+				d += fmt.Sprintf(" at the memory limit of %s", lim)
+			}
+		default:
+			d = fmt.Sprintf("%s containers are OOMKilled: the process runs out of memory (exit code 137)", s)
+			if lim != "" {
+				d += fmt.Sprintf(" and is killed when it exceeds its memory limit of %s", lim)
+			} else if h.top().Source != SrcLogs {
+				d += " (no memory limit is set, so the node's memory ran out)"
+			}
 		}
 		if n := restartsOf(h); n > 0 {
-			d += fmt.Sprintf("; the pods restart repeatedly (%s, CrashLoopBackOff)", plural(n, "restart", "restarts"))
+			if h.fact("crashloop") != "" {
+				d += fmt.Sprintf("; the pods restart repeatedly (%s, CrashLoopBackOff)", plural(n, "restart", "restarts"))
+			} else {
+				d += fmt.Sprintf("; the containers were restarted (%s)", plural(n, "restart", "restarts"))
+			}
 		}
+	case KindLivenessKill:
+		probe := orWord(h.fact("probe"), "liveness")
+		d = fmt.Sprintf("%s containers are killed by their failing %s probe and restarted (exit code 143, SIGTERM, not OOMKilled)", s, probe)
+		if c := h.fact("probe_config"); c != "" {
+			d += fmt.Sprintf(": the %s probe (%s) fails before the application is ready", probe, c)
+		} else {
+			d += ": the probe fails before the application is ready"
+		}
+		if h.fact("startup_probe") == "" {
+			d += ", and there is no startupProbe to cover a slow start"
+		}
+		if m := h.fact("message"); m != "" {
+			d += " — " + quote(truncate(m, 160), 170)
+		}
+	case KindCPUThrottling:
+		lim := h.fact("cpu_limit")
+		d = fmt.Sprintf("%s is CPU throttled (CFS quota)", s)
+		if lim != "" {
+			d += fmt.Sprintf(" at its cpu limit of %s", lim)
+		}
+		if p := h.fact("peak"); p != "" && h.fact("metric") != "" {
+			d += fmt.Sprintf(": %s reached %s (from %s)", h.fact("metric"), p, orDash(h.fact("baseline")))
+		} else if l := h.fact("line"); l != "" {
+			d += ": the runtime reports CPU starvation — " + quote(ReadableLine(l), 200)
+		}
+		if hasKind(h.Support, KindLatency) {
+			d += "; the throttling causes the latency increase"
+			if !hasKind(h.Support, KindErrorRate) {
+				d += " (requests are slow, not failing)"
+			}
+		}
+	case KindDNSServer:
+		d = fmt.Sprintf("the cluster DNS (%s) is failing: %s", s, h.top().Summary)
+		if l := h.fact("last_log"); l != "" {
+			d += "; its last log line: " + quote(ReadableLine(l), 200)
+		}
+		if callers := dnsCallers(h); callers != "" {
+			d += fmt.Sprintf(", so name resolution (DNS lookups) fails for %s", callers)
+		}
+	case KindConnReset:
+		d = fmt.Sprintf("connections from %s to %s are reset (connection reset by peer): %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
 	case KindImagePull:
 		img := h.fact("image")
 		d = fmt.Sprintf("%s pods cannot start because the image pull fails (ImagePullBackOff/ErrImagePull) for image %s", s, orDash(img))
@@ -50,6 +113,9 @@ func describe(h *Hypothesis, sc Scope) string {
 	case KindQuota:
 		d = fmt.Sprintf("%s cannot create pods: resource quota exceeded (%s)", s, truncate(h.fact("message"), 200))
 	case KindNodeNotReady:
+		if n := h.fact("node"); n != "" {
+			s = n
+		}
 		d = fmt.Sprintf("node %s is NotReady, so the pods it runs fail or are evicted", s)
 		if m := h.fact("message"); m != "" {
 			d += ": " + truncate(m, 160)
@@ -78,7 +144,11 @@ func describe(h *Hypothesis, sc Scope) string {
 	case KindTLS:
 		d = fmt.Sprintf("TLS handshakes from %s to %s fail (certificate verify failed): %s", orWord(h.fact("caller"), "clients"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
 	case KindDiskFull:
-		d = fmt.Sprintf("%s ran out of disk space (no space left on device): %s", s, quote(ReadableLine(h.fact("line")), 200))
+		what := s
+		if role := hostRoleOf(h); role != "" {
+			what = fmt.Sprintf("the %s host %s", role, s)
+		}
+		d = fmt.Sprintf("%s ran out of disk space (no space left on device, disk full): %s", what, quote(ReadableLine(h.fact("line")), 200))
 	case KindDatabase:
 		d = fmt.Sprintf("database errors in %s: %s — %s", orWord(h.fact("caller"), s), databaseMechanism(h.fact("line")), quote(ReadableLine(h.fact("line")), 200))
 	case KindDNS:
@@ -91,7 +161,9 @@ func describe(h *Hypothesis, sc Scope) string {
 	case KindTimeout:
 		d = fmt.Sprintf("calls from %s to %s time out (the dependency is slow or unreachable): %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
 	case KindThrottling:
-		if h.fact("line") == "" {
+		if ext := h.fact("external"); ext != "" && h.fact("line") != "" {
+			d = fmt.Sprintf("the external API %s rate-limits (HTTP 429, too many requests) the calls from %s: %s", ext, orWord(h.fact("caller"), "the service"), quote(ReadableLine(h.fact("line")), 200))
+		} else if h.fact("line") == "" {
 			d = fmt.Sprintf("%s is throttled (rate limited): %s", s, top.Summary)
 		} else {
 			d = fmt.Sprintf("%s is throttled (rate limited) by %s: %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
@@ -142,6 +214,82 @@ func describe(h *Hypothesis, sc Scope) string {
 		}
 	}
 	return strings.TrimSpace(d) + "."
+}
+
+func hasKind(fs []*Finding, k Kind) bool {
+	for _, f := range fs {
+		if f.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// leakRate is the steady memory growth a supporting metric measured.
+func leakRate(h *Hypothesis) string {
+	for _, f := range append(slices.Clone(h.Primary), h.Support...) {
+		if r := f.fact("leak_rate"); r != "" {
+			return r
+		}
+	}
+	return ""
+}
+
+// hostGaveUp reports whether the host's service manager stopped
+// restarting the failed process.
+func hostGaveUp(h *Hypothesis) bool {
+	for _, f := range append(slices.Clone(h.Primary), h.Support...) {
+		l := strings.ToLower(f.fact("line") + " " + f.fact("template"))
+		if strings.Contains(l, "start request repeated too quickly") || strings.Contains(l, "failed to start") {
+			return true
+		}
+	}
+	return false
+}
+
+func capitalizeName(dep string) string {
+	switch dep {
+	case "postgresql":
+		return "PostgreSQL"
+	case "mysql":
+		return "MySQL"
+	case "mongodb":
+		return "MongoDB"
+	case "rabbitmq":
+		return "RabbitMQ"
+	}
+	return capitalize(dep)
+}
+
+// hostRoleOf names what a host runs (a database) when its findings say.
+func hostRoleOf(h *Hypothesis) string {
+	for _, f := range h.Primary {
+		if f.fact("host") == "" {
+			continue
+		}
+		for _, r := range f.Related {
+			switch r {
+			case "postgresql", "mysql", "mongodb", "redis":
+				return capitalizeName(r) + " database"
+			}
+		}
+	}
+	return ""
+}
+
+// dnsCallers lists the services whose DNS lookups failed.
+func dnsCallers(h *Hypothesis) string {
+	var cs []string
+	for _, f := range h.Support {
+		if f.Kind == KindDNS {
+			for _, c := range append([]string{f.fact("caller")}, f.Related...) {
+				if c != "" && c != h.Subject && !containsStr(cs, c) && c != "kube-dns" && c != "coredns" {
+					cs = append(cs, c)
+				}
+			}
+		}
+	}
+	return strings.Join(cs, ", ")
 }
 
 func changePhrase(c *Finding) string {
@@ -203,8 +351,13 @@ func bestLine(fs []*Finding) string {
 func dependencyVictims(h *Hypothesis) string {
 	var callers []string
 	for _, f := range h.Support {
-		if c := f.fact("caller"); c != "" && c != h.Subject && infoOf(f.Kind).class == classDependency && !containsStr(callers, c) {
-			callers = append(callers, c)
+		if infoOf(f.Kind).class != classDependency || f.Kind == KindDNS {
+			continue
+		}
+		for _, c := range append([]string{f.fact("caller")}, f.Related...) {
+			if c != "" && c != h.Subject && c != f.Subject && !isNodeName(c) && !containsStr(callers, c) {
+				callers = append(callers, c)
+			}
 		}
 	}
 	if len(callers) == 0 {
@@ -303,6 +456,18 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 	case KindOOMKilled:
 		lim := h.fact("memory_limit")
 		rollback()
+		if h.fact("host") != "" && h.fact("process") != "" {
+			add(hi, fmt.Sprintf("Restart %s on %s and give the host more memory, or cap its memory use (e.g. maxmemory and an eviction policy)", h.fact("process"), h.fact("host")))
+			add(med, fmt.Sprintf("Find what grew the memory of %s and make its callers degrade gracefully when it is down", h.fact("process")))
+			add(lo, "Alert on host memory use and on the dependency's availability")
+			break
+		}
+		if leakRate(h) != "" {
+			add(hi, fmt.Sprintf("Restart %s before it reaches its memory limit (or raise the limit from %s) to buy time", s, orWord(lim, "its current value")))
+			add(med, fmt.Sprintf("Find the memory leak in %s (heap profile of an instance after an hour: unbounded caches, maps, buffers)", s))
+			add(lo, fmt.Sprintf("Alert on the growth of the memory working set of %s, not only on OOMKilled restarts", s))
+			break
+		}
 		if lim != "" {
 			add(hi, fmt.Sprintf("Raise the memory limit of %s (currently %s) so the pods stop being OOMKilled, e.g. to twice the current limit", s, lim))
 		} else {
@@ -310,6 +475,23 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		}
 		add(med, fmt.Sprintf("Profile the memory use of %s (heap dumps, allocation profiles) to find the leak or growth behind the out of memory kills", s))
 		add(lo, fmt.Sprintf("Alert on container memory working set above 90%% of the limit and on OOMKilled restarts of %s", s))
+	case KindLivenessKill:
+		rollback()
+		add(hi, fmt.Sprintf("Stop the liveness probe from killing %s while it starts: raise the liveness probe's initialDelaySeconds (or failureThreshold) above the start-up time, or add a startupProbe", s))
+		add(med, fmt.Sprintf("Make %s report live quickly (warm caches in the background, separate liveness from readiness)", s))
+		add(lo, "Alert on containers restarted by probe failures (Killing events) and on rollouts that stop progressing")
+	case KindCPUThrottling:
+		add(hi, fmt.Sprintf("Raise or remove the CPU limit of %s (currently %s) or scale it out so it stops being CFS-throttled", s, orWord(h.fact("cpu_limit"), "unknown")))
+		add(med, fmt.Sprintf("Right-size the CPU requests and limits of %s from its usage at peak, and check the autoscaler targets", s))
+		add(lo, "Alert on container_cpu_cfs_throttled_periods_total / container_cpu_cfs_periods_total above 25%")
+	case KindDNSServer:
+		rollback()
+		add(hi, fmt.Sprintf("Restore the cluster DNS: fix %s (revert its last Corefile/config change, e.g. a forward loop to /etc/resolv.conf) and restart its pods", s))
+		add(med, "Check the upstream resolvers CoreDNS forwards to and the loop plugin's report")
+		add(lo, "Alert on CoreDNS pods not ready and on DNS error rates")
+	case KindConnReset:
+		add(hi, fmt.Sprintf("Check %s for restarts, idle-timeout mismatches or load-balancer resets", s))
+		add(lo, "Retry idempotent calls on connection resets")
 	case KindImagePull:
 		rollback()
 		add(hi, fmt.Sprintf("Fix the image reference of %s (%s): check the tag exists in the registry and the pull secret is valid, or roll back to the last working image", s, orDash(h.fact("image"))))

@@ -168,7 +168,7 @@ func relevance(h *Hypothesis, sc Scope) float64 {
 			r *= 1.08
 		}
 	}
-	if sc.Namespace != "" {
+	if sc.Namespace != "" && h.Kind != KindDNSServer {
 		outside := true
 		for _, f := range h.Primary {
 			if f.Namespace == "" || f.Namespace == sc.Namespace {
@@ -220,6 +220,10 @@ func supports(h *Hypothesis, f *Finding) bool {
 	if fi.class == classCause && fi.prior > hi.prior {
 		return false
 	}
+	// Memory growing steadily before an OOM kill is how it got there.
+	if h.Kind == KindOOMKilled && f.fact("leak_rate") != "" {
+		return true
+	}
 	// Symptoms follow causes; allow for estimated onsets.
 	if !h.Onset.IsZero() && !f.Time.IsZero() && f.Time.Before(h.Onset.Add(-15*time.Minute)) && fi.class == classCause {
 		return false
@@ -266,6 +270,11 @@ func scoreCause(h *Hypothesis, all, changes []*Finding, sc Scope) {
 		} else {
 			tb = 0.04
 		}
+	}
+	// A few log lines are noise: neither timing nor corroboration
+	// makes them a root cause.
+	if !slices.ContainsFunc(h.Primary, substantial) {
+		tb, bonus = 0, bonus/2
 	}
 	h.Score = math.Min(0.97, base*relevance(h, sc)+bonus+tb)
 }
@@ -324,6 +333,11 @@ func changeHypothesis(c *Finding, symptoms []*Finding, sc Scope) *Hypothesis {
 		if f.Time.IsZero() || d < -2*time.Minute || d > triggerFar {
 			continue
 		}
+		// A deploy is not blamed on a handful of log lines or on a
+		// problem that has since resolved.
+		if !substantial(f) {
+			continue
+		}
 		h.Support = append(h.Support, f)
 		sources[f.Source] = true
 		first = earliest(first, f.Time)
@@ -343,12 +357,65 @@ func changeHypothesis(c *Finding, symptoms []*Finding, sc Scope) *Hypothesis {
 	if c.Subject == "*" {
 		score -= 0.1
 	}
+	// Log lines alone, with no state or metric symptom, are weak grounds.
+	if len(sources) == 1 && (sources[SrcLogs] || sources[SrcCloudWatch]) {
+		score *= 0.8
+	}
+	// A deploy cannot explain failures of callers it did not touch: a
+	// dependency failing for several callers is shared.
+	score *= coverage(c, h.Support)
 	maxW := 0.0
 	for _, f := range h.Support {
 		maxW = math.Max(maxW, f.Weight)
 	}
 	h.Score = math.Min(0.95, score*(0.7+0.3*maxW)*relevance(h, sc))
 	return h
+}
+
+// substantial reports whether a finding is more than noise: log findings
+// need at least five lines, event findings must not have resolved.
+func substantial(f *Finding) bool {
+	if f.fact("resolved") != "" {
+		return false
+	}
+	if f.Source == SrcLogs || f.Source == SrcCloudWatch {
+		var n int
+		fmt.Sscan(f.fact("lines"), &n)
+		return n == 0 || n >= 5
+	}
+	return true
+}
+
+// coverage is the share of the services failing on the change's
+// dependency failures that the change touched (1 when none are shared).
+func coverage(c *Finding, support []*Finding) float64 {
+	if c.Subject == "*" {
+		return 1
+	}
+	callers := map[string]bool{}
+	for _, f := range support {
+		if infoOf(f.Kind).class != classDependency {
+			continue
+		}
+		if cl := f.fact("caller"); cl != "" {
+			callers[cl] = true
+		}
+		for _, r := range f.Related {
+			if !isNodeName(r) {
+				callers[r] = true
+			}
+		}
+	}
+	if len(callers) <= 1 {
+		return 1
+	}
+	covered := 0
+	for cl := range callers {
+		if cl == c.Subject {
+			covered++
+		}
+	}
+	return max(0.35, float64(covered)/float64(len(callers)))
 }
 
 // confidence calibrates a percentage from the winner and the runner-up.
@@ -561,6 +628,12 @@ func timeline(w *Hypothesis, a *Analysis, sc Scope) []finding.TimelineEvent {
 	return out
 }
 
+// isNodeName reports whether a name looks like a cloud node's
+// (ip-10-0-1-7.ec2.internal, aks-…-vmss…, gke-…).
+func isNodeName(s string) bool {
+	return strings.HasPrefix(s, "ip-") || strings.HasPrefix(s, "aks-") || strings.HasPrefix(s, "gke-") || strings.Contains(s, ".compute.internal") || strings.HasSuffix(s, ".ec2.internal")
+}
+
 func affected(w *Hypothesis, sc Scope) []string {
 	var out []string
 	add := func(s string) {
@@ -568,9 +641,16 @@ func affected(w *Hypothesis, sc Scope) []string {
 			out = append(out, s)
 		}
 	}
-	add(w.Subject)
+	if w.Kind != KindDNS {
+		add(w.Subject)
+	}
 	for _, f := range w.Primary {
 		add(f.fact("caller"))
+		if w.Kind == KindNodeNotReady {
+			for _, r := range f.Related {
+				add(r)
+			}
+		}
 		if f.Kind == KindNoEndpoints {
 			for _, r := range f.Related {
 				add(r)
@@ -579,8 +659,19 @@ func affected(w *Hypothesis, sc Scope) []string {
 	}
 	add(sc.Service)
 	for _, f := range w.Support {
-		add(f.Subject)
+		// A name that failed to resolve is not itself broken.
+		if f.Kind != KindDNS {
+			add(f.Subject)
+		}
 		add(f.fact("caller"))
+		// Every caller of a failing dependency is affected.
+		if infoOf(f.Kind).class == classDependency {
+			for _, r := range f.Related {
+				if r != w.Subject && !isNodeName(r) && r != "coredns" && r != "kube-dns" {
+					add(r)
+				}
+			}
+		}
 	}
 	if w.Trigger != nil {
 		add(w.Trigger.Subject)

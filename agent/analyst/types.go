@@ -31,6 +31,9 @@ const (
 	KindConfigError    Kind = "config_error" // CreateContainerConfigError: missing secret/configmap
 	KindMountFailure   Kind = "mount_failure"
 	KindProbeFailure   Kind = "probe_failure"
+	KindLivenessKill   Kind = "liveness_kill"  // containers restarted by a failing liveness/startup probe
+	KindCPUThrottling  Kind = "cpu_throttling" // CFS quota throttling or CPU starvation
+	KindDNSServer      Kind = "dns_server"     // the cluster DNS (CoreDNS/kube-dns) itself fails
 	KindEviction       Kind = "eviction"
 	KindNodePressure   Kind = "node_pressure"
 	KindNodeNotReady   Kind = "node_not_ready"
@@ -42,6 +45,8 @@ const (
 	KindCertificate    Kind = "certificate"
 	KindTLS            Kind = "tls_handshake"
 	KindConnRefused    Kind = "connection_refused"
+	KindConnReset      Kind = "connection_reset"
+	KindPeer           Kind = "peer_finding" // what a peer agent (A2A) reported
 	KindTimeout        Kind = "timeout"
 	KindDNS            Kind = "dns_failure"
 	KindDatabase       Kind = "database"
@@ -76,6 +81,7 @@ const (
 	SrcMetrics    = "metrics"
 	SrcChanges    = "changes"
 	SrcCloudWatch = "cloudwatch"
+	SrcPeer       = "peer agent"
 )
 
 // Finding is one observation a detector made over evidence.
@@ -162,6 +168,11 @@ var kinds = map[Kind]kindInfo{
 	KindDiskFull:       {0.76, classCause, "disk full"},
 	KindDatabase:       {0.64, classCause, "database errors"},
 	KindDNS:            {0.62, classDependency, "DNS resolution failure"},
+	KindDNSServer:      {0.8, classCause, "cluster DNS (CoreDNS) failure"},
+	KindLivenessKill:   {0.7, classCause, "liveness probe kills"},
+	KindCPUThrottling:  {0.66, classCause, "CPU throttling"},
+	KindConnReset:      {0.34, classDependency, "connection resets"},
+	KindPeer:           {0.4, classSymptom, "peer agent finding"},
 	KindAuth:           {0.58, classCause, "authentication failure"},
 	KindThrottling:     {0.52, classDependency, "throttling"},
 	KindHPAMax:         {0.5, classCause, "autoscaler at maximum"},
