@@ -19,12 +19,12 @@ import (
 	"time"
 )
 
-//go:embed all:incident
+//go:embed all:_incident
 var incident embed.FS
 
 // Bundle returns the sample incident bundle (open it with bundle.Open).
 func Bundle() fs.FS {
-	sub, err := fs.Sub(incident, "incident")
+	sub, err := fs.Sub(incident, "_incident")
 	if err != nil {
 		panic("demo: embedded incident missing: " + err.Error())
 	}

@@ -15,7 +15,7 @@ import (
 // fails, or a result that does not meet its expect.
 func TestPublicScenarios(t *testing.T) {
 	engine := analyst.New(analyst.Options{})
-	for _, dir := range append(scenarioDirs(t), filepath.Join("..", "demo", "incident")) {
+	for _, dir := range append(scenarioDirs(t), filepath.Join("..", "demo", "_incident")) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			s, err := LoadScenario(dir)
 			if err != nil {

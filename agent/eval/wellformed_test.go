@@ -567,7 +567,7 @@ func (c *checker) viaReaders(s *Scenario) {
 func TestScenariosWellFormed(t *testing.T) {
 	titles := map[string]string{}
 	// the demo incident embedded by agent/demo is a scenario too
-	for _, dir := range append(scenarioDirs(t), filepath.Join("..", "demo", "incident")) {
+	for _, dir := range append(scenarioDirs(t), filepath.Join("..", "demo", "_incident")) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			s, err := LoadScenario(dir)
 			if err != nil {

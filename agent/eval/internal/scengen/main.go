@@ -2,7 +2,7 @@
 // the demo incident embedded by agent/demo. The data is generated from a
 // fixed seed per scenario, so a run rewrites identical files.
 //
-//	go run ./agent/eval/internal/scengen -scenarios testdata/scenarios -demo agent/demo/incident
+//	go run ./agent/eval/internal/scengen -scenarios testdata/scenarios -demo agent/demo/_incident
 package main
 
 import (
@@ -21,7 +21,7 @@ var all = []scenFunc{
 
 func main() {
 	scen := flag.String("scenarios", "testdata/scenarios", "directory of the public scenarios")
-	demo := flag.String("demo", "agent/demo/incident", "directory of the demo incident")
+	demo := flag.String("demo", "agent/demo/_incident", "directory of the demo incident")
 	flag.Parse()
 	for _, f := range all {
 		w, desc, sc := f()
