@@ -40,6 +40,9 @@ func (r *run) sessionFor(a Agent) *tools.Session {
 				data["error"] = err.Error()
 			}
 			r.rt.event(r.id, "tool_call", data)
+			if r.rt.cfg.OnToolCall != nil {
+				r.rt.cfg.OnToolCall(name, d, err)
+			}
 		},
 	}
 }

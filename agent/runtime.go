@@ -53,7 +53,14 @@ type RuntimeConfig struct {
 	Outbox func(inv *db.Investigation, cfg map[string]any) []db.OutboxEntry
 	// OnFinal is told of every investigation that reached a final state,
 	// after it is stored (to wake delivery workers, update metrics).
-	OnFinal        func(inv *db.Investigation)
+	OnFinal func(inv *db.Investigation)
+	// OnTransition, if set, is told of every status an investigation
+	// enters after it is stored: pending at submit, running when a worker
+	// takes it, and the final one (for metrics).
+	OnTransition func(inv *db.Investigation)
+	// OnToolCall, if set, is told of every tool call as it ends (for
+	// metrics).
+	OnToolCall     func(name string, d time.Duration, err error)
 	Workers        int           // default 4
 	QueueSize      int           // default 256
 	DefaultTimeout time.Duration // per run when the agent sets none; default 10m
@@ -228,6 +235,9 @@ func (rt *Runtime) Submit(ctx context.Context, req SubmitRequest) (*db.Investiga
 		return nil, err
 	}
 	rt.event(inv.ID, "status", map[string]any{"status": inv.Status})
+	if rt.cfg.OnTransition != nil {
+		rt.cfg.OnTransition(inv)
+	}
 	rt.queue <- inv.ID // never blocks: a slot was reserved
 	return inv, nil
 }
@@ -523,6 +533,9 @@ func (rt *Runtime) execute(id string) {
 		return
 	}
 	rt.event(id, "status", map[string]any{"status": db.StatusRunning})
+	if rt.cfg.OnTransition != nil {
+		rt.cfg.OnTransition(inv)
+	}
 
 	result, used, usage, agentJSON, teamCfg, runErr := rt.investigate(ctx, inv)
 
@@ -568,6 +581,9 @@ func (rt *Runtime) execute(id string) {
 
 func (rt *Runtime) final(inv *db.Investigation) {
 	rt.notify(inv.ID)
+	if rt.cfg.OnTransition != nil {
+		rt.cfg.OnTransition(inv)
+	}
 	if rt.cfg.OnFinal != nil {
 		rt.cfg.OnFinal(inv)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/rootcause/rootcause/db"
+	"github.com/rootcause/rootcause/metrics"
 	"github.com/rootcause/rootcause/server"
 )
 
@@ -47,7 +48,10 @@ llm.api_key.`,
 			if err != nil {
 				return err
 			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			logger, err := newLogger(cmd.ErrOrStderr(), s.Log)
+			if err != nil {
+				return err
+			}
 			return serve(cmd.Context(), s, buildFrom(cmd.Context()), logger)
 		},
 	}
@@ -73,7 +77,8 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 		return fmt.Errorf("a rootcause server is already running on %s (it answers on %s); stop it first", s.DataDir, sock)
 	}
 
-	store, err := db.Open(dbPath(s.DataDir), db.Options{Logger: logger})
+	met := metrics.New(b.Version) // served at GET /metrics and on metrics.addr (cmd/observability.go)
+	store, err := db.Open(dbPath(s.DataDir), db.Options{Logger: logger, ObserveTx: observeTx(met)})
 	if err != nil {
 		return err
 	}
@@ -91,9 +96,40 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 		logger.Warn("the database already has an organization; --org ignored", "org", org.Name, "requested", s.Org)
 	}
 
+	hooks, err := newNotifyWorker(s, b, store, logger, withDeliveryMetrics(met)) // webhook and chat deliveries (cmd/webhook.go)
+	if err != nil {
+		closeStore()
+		return err
+	}
+
+	toolServers := newToolServers(store, newResolver(), b.Version, logger) // tool servers and A2A peers (cmd/toolservers.go)
+	defer func() {
+		if err := toolServers.Close(); err != nil {
+			logger.Warn("stopping tool servers", "error", err)
+		}
+	}()
+
+	rt, err := newRuntime(ctx, s, store, hooks, logger, withRuntimeMetrics(met), withToolServers(toolServers)) // investigations (cmd/runtime.go)
+	if err != nil {
+		closeStore()
+		return err
+	}
+	// Recover first: pending runs are re-queued and running ones marked
+	// interrupted before any new request is accepted.
+	if err := rt.Start(ctx); err != nil {
+		closeStore()
+		return err
+	}
+
+	oidc := newOIDC(ctx, store, org.Name, logger) // OIDC sign-in from the org's oidc config (cmd/oidc.go)
 	api := server.New(server.Config{
 		Nodes:  store,
 		Tokens: store,
+
+		JWTVerifier: oidc,
+		OIDCLogin:   oidc,
+		PublicURL:   oidcPublicURL(logger),
+
 		Backup: store.WriteBackup,
 		Logger: logger,
 		RateLimits: server.RateLimits{
@@ -101,8 +137,23 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 			Write: s.RateLimit.Write,
 			Run:   s.RateLimit.Run,
 		},
-		Version: b.Version,
+		Configs: store,
+
+		Investigations: rt,
+		SyncWait:       s.SyncWait,
+
+		ToolServerTools: toolServers.ServerTools, // validates "server:tool" names
+		ToolServers:     toolServers,             // admin tool-server routes
+		Version:         b.Version,
+
+		Webhooks: hooks, // delivery log, redelivery, test ping, signing secrets
+
+		Metrics: met,
 	})
+
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go sweepChangeRequests(sweepCtx, store, logger)
 
 	tcpLn, err := net.Listen("tcp", s.Addr)
 	if err != nil {
@@ -120,6 +171,18 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 		{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)},
 		{Handler: api.LocalHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)},
 	}
+	met.QueueDepthFunc(rt.QueueDepth)
+	met.DBFile(dbPath(s.DataDir))
+	stopMetrics := func(context.Context) {}
+	if s.Metrics.Addr != "" {
+		if stopMetrics, err = serveMetrics(s.Metrics.Addr, met, logger); err != nil {
+			tcpLn.Close()
+			sockLn.Close()
+			rt.Stop(ctx)
+			closeStore()
+			return err
+		}
+	}
 	listeners := []net.Listener{tcpLn, sockLn}
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
@@ -128,6 +191,9 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 				errc <- err
 			}
 		}()
+	}
+	if err := hooks.Start(ctx); err != nil {
+		logger.Error("starting webhook deliveries", "error", err)
 	}
 	logger.Info("rootcause serving", "version", b.Version, "addr", tcpLn.Addr().String(), "socket", sock,
 		"data_dir", s.DataDir, "org", org.Name)
@@ -154,6 +220,9 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 		}()
 	}
 	wg.Wait()
+	stopMetrics(sctx)
+	rt.Stop(sctx)    // running investigations finish, or are recorded as interrupted at the deadline
+	hooks.Stop(sctx) // deliveries in flight finish or are retried after the next start
 	os.Remove(sock)
 	if err := store.Close(); err != nil {
 		return err

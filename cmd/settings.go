@@ -22,8 +22,15 @@ type Settings struct {
 	Workers   int
 	QueueSize int
 	SyncWait  time.Duration
+	// InvestigationTimeout bounds a run whose agent sets no timeout.
+	InvestigationTimeout time.Duration
+	// Retention deletes final investigations older than this; 0 keeps all.
+	Retention time.Duration
 	Webhook   WebhookSettings
+	Slack     SlackSettings
 	LLM       LLMSettings
+	Log       LogSettings     // log.format, log.level (cmd/observability.go)
+	Metrics   MetricsSettings // metrics.addr (cmd/observability.go)
 }
 
 // RateLimitSettings are per-minute request limits per principal; 0 means
@@ -38,6 +45,13 @@ type RateLimitSettings struct {
 type WebhookSettings struct {
 	// Allow lists CIDRs or host names exempt from the SSRF guard.
 	Allow []string
+}
+
+// SlackSettings configure chat notifications.
+type SlackSettings struct {
+	// APIURL is the Slack Web API base (slack.api_url), default
+	// https://slack.com/api; a Slack-compatible server's in air-gapped sites.
+	APIURL string
 }
 
 // LLMSettings configure the optional LLM engine. APIKey is a secret
@@ -65,7 +79,10 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("workers", 4)
 	v.SetDefault("queue_size", 100)
 	v.SetDefault("sync_wait", "120s")
+	v.SetDefault("investigation_timeout", "10m")
+	v.SetDefault("retention", "0")
 	v.SetDefault("webhook.allow", []string{})
+	v.SetDefault("slack.api_url", "https://slack.com/api")
 	v.SetDefault("llm.provider", "")
 	v.SetDefault("llm.base_url", "")
 	v.SetDefault("llm.model", "")
@@ -76,6 +93,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("llm.max_steps", 20)
 	v.SetDefault("llm.max_retries", 2)
 	v.SetDefault("llm.required", false)
+	setObservabilityDefaults(v)
 }
 
 func mustBind(v *viper.Viper, key string, f *pflag.Flag) {
@@ -120,11 +138,22 @@ func loadSettings(v *viper.Viper) (Settings, error) {
 	} else {
 		s.SyncWait = d
 	}
+	if d, err := cast.ToDurationE(v.Get("investigation_timeout")); err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("setting investigation_timeout: %v is not a duration such as \"10m\"", v.Get("investigation_timeout")))
+	} else {
+		s.InvestigationTimeout = d
+	}
+	if d, err := cast.ToDurationE(v.Get("retention")); err != nil || d < 0 {
+		errs = append(errs, fmt.Errorf("setting retention: %v is not a duration such as \"2160h\" (0 keeps everything)", v.Get("retention")))
+	} else {
+		s.Retention = d
+	}
 	if allow, err := cast.ToStringSliceE(v.Get("webhook.allow")); err != nil {
 		errs = append(errs, fmt.Errorf("setting webhook.allow: %w", err))
 	} else {
 		s.Webhook.Allow = allow
 	}
+	s.Slack.APIURL = str("slack.api_url")
 	s.LLM = LLMSettings{Provider: str("llm.provider"), BaseURL: str("llm.base_url"), Model: str("llm.model"), APIKey: str("llm.api_key"),
 		MaxTokens: num("llm.max_tokens", 1), MaxSteps: num("llm.max_steps", 1), MaxRetries: num("llm.max_retries", -1)}
 	if t := str("llm.temperature"); t != "" {
@@ -149,6 +178,11 @@ func loadSettings(v *viper.Viper) (Settings, error) {
 	case "", "openai", "anthropic":
 	default:
 		errs = append(errs, fmt.Errorf("setting llm.provider: %q is not openai or anthropic", s.LLM.Provider))
+	}
+	if ls, ms, err := loadObservability(v); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.Log, s.Metrics = ls, ms
 	}
 	if s.DataDir == "" {
 		errs = append(errs, fmt.Errorf("setting data_dir: must not be empty"))
