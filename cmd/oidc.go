@@ -3,9 +3,6 @@ package cmd
 import (
 	"context"
 	"log/slog"
-	"net/url"
-	"os"
-	"strings"
 
 	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/oidcauth"
@@ -31,20 +28,4 @@ func newOIDC(ctx context.Context, store *db.DB, org string, logger *slog.Logger)
 	})
 	go dyn.Warm(ctx)
 	return dyn
-}
-
-// oidcPublicURL is the server's external base URL for the OIDC redirect URI
-// (<url>/callback), from ROOTCAUSE_PUBLIC_URL; empty (or unusable, which is
-// logged) derives it from each request's Host.
-func oidcPublicURL(logger *slog.Logger) string {
-	v := strings.TrimSpace(os.Getenv("ROOTCAUSE_PUBLIC_URL"))
-	if v == "" {
-		return ""
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		logger.Error("ROOTCAUSE_PUBLIC_URL ignored: want an absolute http(s) URL such as https://rootcause.example.com", "value", v)
-		return ""
-	}
-	return v
 }

@@ -112,10 +112,12 @@ func BuildPayload(inv *db.Investigation, linkBase string) Payload {
 // cancelled them. The payload is frozen in the entry: what was decided at
 // completion is what is delivered, however often it is retried.
 //
-// Use it as agent.RuntimeConfig.Outbox:
+// linkBase is the server setting public_url: when set, the payload's link
+// is the absolute URL <public_url>/api/v1/agents/status/<id>; when empty it
+// is that path alone. Use it as agent.RuntimeConfig.Outbox:
 //
 //	Outbox: func(inv *db.Investigation, cfg map[string]any) []db.OutboxEntry {
-//		return notify.Outbox(inv, cfg, "")
+//		return notify.Outbox(inv, cfg, settings.PublicURL)
 //	}
 func Outbox(inv *db.Investigation, cfg map[string]any, linkBase string) []db.OutboxEntry {
 	if inv == nil || (inv.Status != db.StatusCompleted && inv.Status != db.StatusFailed) {

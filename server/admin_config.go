@@ -91,9 +91,7 @@ func (s *Server) getChangeRequests(w http.ResponseWriter, r *http.Request, _ htt
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, struct {
-		ChangeRequests []*db.ChangeRequest `json:"change_requests"`
-	}{crs})
+	return writeJSON(w, http.StatusOK, changeRequestList(crs))
 }
 
 func (s *Server) getChangeRequest(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
@@ -105,7 +103,7 @@ func (s *Server) getChangeRequest(w http.ResponseWriter, r *http.Request, ps htt
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, cr)
+	return writeJSON(w, http.StatusOK, viewChangeRequest(cr))
 }
 
 // checkApprover allows admin tokens and the local socket, and OIDC admins
@@ -199,5 +197,5 @@ func (s *Server) postRejectChange(w http.ResponseWriter, r *http.Request, ps htt
 		return err
 	}
 	s.audit(r, "config change rejected", slog.String("change_request_id", cr.ID), slog.String("node", cr.Node))
-	return writeJSON(w, http.StatusOK, cr)
+	return writeJSON(w, http.StatusOK, viewChangeRequest(cr))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/rootcause/rootcause/agent/tools"
 	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/mergeconf"
+	"github.com/rootcause/rootcause/notify"
 )
 
 // The team configuration API (spec 4.4, contract section 2): the caller's
@@ -265,9 +266,18 @@ func (s *Server) writeHistory(w http.ResponseWriter, r *http.Request, node strin
 	if err != nil {
 		return err
 	}
+	out := make([]*db.AuditEntry, 0, len(h))
+	for _, e := range h {
+		if e != nil && e.Diff == nil {
+			c := *e
+			c.Diff = map[string]mergeconf.Change{}
+			e = &c
+		}
+		out = append(out, e)
+	}
 	return writeJSON(w, http.StatusOK, struct {
 		History []*db.AuditEntry `json:"history"`
-	}{h})
+	}{out})
 }
 
 func (s *Server) getConfigAudit(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -291,9 +301,41 @@ func (s *Server) getPendingChanges(w http.ResponseWriter, r *http.Request, _ htt
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, struct {
-		ChangeRequests []*db.ChangeRequest `json:"change_requests"`
-	}{crs})
+	return writeJSON(w, http.StatusOK, changeRequestList(crs))
+}
+
+// changeRequests is the body of the change-request lists.
+type changeRequests struct {
+	ChangeRequests []*db.ChangeRequest `json:"change_requests"`
+}
+
+// changeRequestList returns crs as an answer whose lists are [] when empty,
+// never null (the store may return nil).
+func changeRequestList(crs []*db.ChangeRequest) changeRequests {
+	out := changeRequests{ChangeRequests: make([]*db.ChangeRequest, 0, len(crs))}
+	for _, cr := range crs {
+		out.ChangeRequests = append(out.ChangeRequests, viewChangeRequest(cr))
+	}
+	return out
+}
+
+// viewChangeRequest returns a copy of cr with approvers [] and changes {}
+// when empty, never null.
+func viewChangeRequest(cr *db.ChangeRequest) *db.ChangeRequest {
+	if cr == nil {
+		return nil
+	}
+	v := *cr
+	if v.Approvers == nil {
+		v.Approvers = []string{}
+	}
+	if v.Changes == nil {
+		v.Changes = map[string]mergeconf.Change{}
+	}
+	if v.Patch == nil {
+		v.Patch = map[string]any{}
+	}
+	return &v
 }
 
 func (s *Server) getConfigSchema(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
@@ -439,11 +481,46 @@ func (s *Server) configCheck(cp checkParams) db.ConfigCheck {
 		if _, err := mergeconf.ValidatePatch(own, cp.patch, opts); err != nil {
 			return fieldError(err)
 		}
+		if err := s.checkWebhookURL(own, newOwn); err != nil {
+			return err
+		}
 		if cp.gate && requiresApproval(mergeconf.Effective(lineage...)) && len(mergeconf.Diff(own, newOwn)) > 0 {
 			return errNeedsApproval
 		}
 		return nil
 	}
+}
+
+// webhookField is the config key of the completion webhook's URL.
+const webhookField = "webhooks.investigation_complete"
+
+// checkWebhookURL holds a webhooks.investigation_complete that a write sets
+// or changes to the delivery rules (notify.ValidateURL with the server's
+// webhook.allow): https unless the host is allowlisted, no user info, no
+// loopback, private or link-local address unless allowlisted. A URL saved
+// earlier and left alone is not re-checked here (the allowlist may have
+// changed since); it is checked again before every delivery.
+func (s *Server) checkWebhookURL(own, newOwn map[string]any) error {
+	next, ok := webhookURLOf(newOwn)
+	if !ok {
+		return nil
+	}
+	if prev, had := webhookURLOf(own); had && prev == next {
+		return nil
+	}
+	if err := notify.ValidateURL(next, s.cfg.WebhookAllow); err != nil {
+		msg := err.Error()
+		return &db.Error{Code: db.EVALIDATION, Field: webhookField, Message: webhookField + ": " + msg,
+			Details: map[string]any{"field": webhookField, "error": msg}}
+	}
+	return nil
+}
+
+// webhookURLOf returns a document's webhooks.investigation_complete.
+func webhookURLOf(doc map[string]any) (string, bool) {
+	wh, _ := doc["webhooks"].(map[string]any)
+	u, ok := wh["investigation_complete"].(string)
+	return u, ok
 }
 
 // fieldError turns a mergeconf validation error into the API's error:
@@ -507,7 +584,7 @@ func (s *Server) applyConfig(w http.ResponseWriter, r *http.Request, node *db.No
 			return err
 		}
 		s.audit(r, "config change submitted for approval", slog.String("node", node.Name), slog.String("change_request_id", cr.ID))
-		return writeJSON(w, http.StatusAccepted, cr)
+		return writeJSON(w, http.StatusAccepted, viewChangeRequest(cr))
 	}
 	if err != nil {
 		return err
@@ -522,7 +599,11 @@ func (s *Server) applyConfig(w http.ResponseWriter, r *http.Request, node *db.No
 	} else {
 		s.audit(r, "config changed", slog.String("node", node.Name), slog.String("version", strconv.FormatInt(ch.Version, 10)))
 	}
-	return writeJSON(w, http.StatusOK, configUpdated{Message: msg, Version: ch.Version, ChangedFields: ch.ChangedFields, EffectiveConfig: eff})
+	changed := ch.ChangedFields
+	if changed == nil {
+		changed = []string{}
+	}
+	return writeJSON(w, http.StatusOK, configUpdated{Message: msg, Version: ch.Version, ChangedFields: changed, EffectiveConfig: eff})
 }
 
 func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
