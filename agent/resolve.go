@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/rootcause/rootcause/agent/tools"
 	"github.com/rootcause/rootcause/db"
+	"github.com/rootcause/rootcause/mergeconf"
 )
 
 // customAgentName is the form of an agent defined under agents.<name>.
@@ -47,6 +47,11 @@ func Resolve(cfg map[string]any, cat *tools.Catalog) map[string]Agent {
 			}
 		}
 	}
+	// llm.model and llm.temperature are the team's defaults for agents
+	// that set none.
+	teamLLM := objectAt(cfg, "llm")
+	teamModel, _ := teamLLM["model"].(string)
+	teamTemp, hasTeamTemp := number(teamLLM["temperature"])
 	for _, name := range names {
 		s, _ := settings[name].(map[string]any)
 		a := Agent{Name: name, Builtin: slices.Contains(tools.BuiltinAgents, name), Enabled: true}
@@ -56,6 +61,13 @@ func Resolve(cfg map[string]any, cat *tools.Catalog) map[string]Agent {
 		a.Prompt, _ = s["prompt"].(string)
 		a.Model, _ = s["model"].(string)
 		if t, ok := number(s["temperature"]); ok {
+			a.Temperature = &t
+		}
+		if a.Model == "" {
+			a.Model = teamModel
+		}
+		if a.Temperature == nil && hasTeamTemp {
+			t := teamTemp
 			a.Temperature = &t
 		}
 		if t, ok := number(s["timeout"]); ok && t > 0 && t < math.MaxInt32 {
@@ -140,18 +152,5 @@ func stringsAt(m map[string]any, key string) []string {
 	return out
 }
 
-// number reads a JSON number decoded as float64, json.Number or int.
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
+// number reads a JSON number of a config document.
+func number(v any) (float64, bool) { return mergeconf.Number(v) }

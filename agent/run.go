@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ type run struct {
 	rt      *Runtime
 	id      string
 	env     *Environment
+	agent   string // the agent the session serves (set by sessionFor)
 	session *tools.Session
 	used    *tools.UsedTools
 
@@ -25,7 +27,10 @@ type run struct {
 
 var _ Run = (*run)(nil)
 
+// sessionFor returns the session of agent a's toolkit and binds the run to
+// a (its name selects agents.<name>.require_llm).
 func (r *run) sessionFor(a Agent) *tools.Session {
+	r.agent = a.Name
 	return &tools.Session{
 		Catalog: r.env.Catalog,
 		Env:     r.env.Env,
@@ -84,6 +89,40 @@ func (r *run) Sub(a Agent) Run {
 
 // Env exposes the evidence of this run.
 func (r *run) Env() *tools.Env { return r.env.Env }
+
+// Catalog is the catalog the run calls into, tool-server tools included
+// (the LLM engine's optional CatalogSource).
+func (r *run) Catalog() *tools.Catalog { return r.env.Catalog }
+
+// RequireLLM reports whether the team's effective config requires the LLM
+// for this run's agent: feature_flags.require_llm, llm.required or
+// agents.<name>.require_llm (the LLM engine's optional Requirement). A
+// provider failure then fails the run with llm_unavailable instead of
+// falling back to the offline analyst.
+func (r *run) RequireLLM() bool {
+	cfg := r.env.Config
+	if b, _ := objectAt(cfg, "feature_flags")["require_llm"].(bool); b {
+		return true
+	}
+	if b, _ := objectAt(cfg, "llm")["required"].(bool); b {
+		return true
+	}
+	if r.agent == "" {
+		return false
+	}
+	b, _ := objectAt(objectAt(cfg, "agents"), r.agent)["require_llm"].(bool)
+	return b
+}
+
+// LLMMaxTokens is the team's effective llm.max_tokens, 0 when unset (the
+// LLM engine's optional MaxTokensSetting).
+func (r *run) LLMMaxTokens() int {
+	n, ok := number(objectAt(r.env.Config, "llm")["max_tokens"])
+	if !ok || n < 1 || n > math.MaxInt32 {
+		return 0
+	}
+	return int(n)
+}
 
 // RecordUsage adds LLM accounting to the investigation.
 func (r *run) RecordUsage(u db.Usage) {

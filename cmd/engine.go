@@ -34,6 +34,7 @@ func buildEngine(ctx context.Context, s LLMSettings, res secretref.Resolver, log
 		Provider: s.Provider, BaseURL: s.BaseURL, Model: s.Model,
 		MaxTokens: s.MaxTokens, Temperature: s.Temperature, Timeout: s.Timeout,
 		MaxSteps: s.MaxSteps, MaxRetries: s.MaxRetries, Required: s.Required,
+		ToolResultBudget: s.ToolResultBudget,
 	}
 	var secrets []string
 	if s.APIKey != "" {

@@ -136,6 +136,7 @@ file given with --config, then built-in defaults.`,
 		newDemoCommand(v),
 		newRunCommand(v),
 		newInvestigationsCommand(v),
+		newMCPCommand(v),
 	)
 	return root
 }

@@ -2,11 +2,15 @@ package cmd
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/spf13/cast"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/rootcause/rootcause/notify"
 )
 
 const defaultDataDir = "./rootcause-data"
@@ -15,9 +19,15 @@ const defaultDataDir = "./rootcause-data"
 // are the mapstructure names; env variables are ROOTCAUSE_ with "_" for ".".
 // Settings not used yet are carried so that later parts find them here.
 type Settings struct {
-	Addr      string
-	DataDir   string
-	Org       string
+	Addr    string
+	DataDir string
+	Org     string
+	// PublicURL is the server's external base URL (public_url, env
+	// ROOTCAUSE_PUBLIC_URL), such as https://rootcause.example.com: the OIDC
+	// redirect URI is <PublicURL>/callback, and notification links are
+	// absolute under it. Empty derives the OIDC redirect from each request's
+	// Host and leaves links as paths.
+	PublicURL string
 	RateLimit RateLimitSettings
 	Workers   int
 	QueueSize int
@@ -47,6 +57,16 @@ type WebhookSettings struct {
 	Allow []string
 }
 
+// Allowlist returns Allow parsed (loadSettings has checked it; an entry
+// that does not parse exempts nothing).
+func (w WebhookSettings) Allowlist() notify.Allowlist {
+	a, err := notify.ParseAllowlist(w.Allow)
+	if err != nil {
+		return notify.Allowlist{}
+	}
+	return a
+}
+
 // SlackSettings configure chat notifications.
 type SlackSettings struct {
 	// APIURL is the Slack Web API base (slack.api_url), default
@@ -67,12 +87,15 @@ type LLMSettings struct {
 	MaxSteps    int
 	MaxRetries  int
 	Required    bool
+	// ToolResultBudget caps the bytes of one tool result sent to the model.
+	ToolResultBudget int
 }
 
 func setDefaults(v *viper.Viper) {
 	v.SetDefault("data_dir", defaultDataDir)
 	v.SetDefault("addr", "127.0.0.1:8080")
 	v.SetDefault("org", "default")
+	v.SetDefault("public_url", "")
 	v.SetDefault("rate_limit.read", 100)
 	v.SetDefault("rate_limit.write", 20)
 	v.SetDefault("rate_limit.run", 10)
@@ -93,6 +116,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("llm.max_steps", 20)
 	v.SetDefault("llm.max_retries", 2)
 	v.SetDefault("llm.required", false)
+	v.SetDefault("llm.tool_result_budget", 16384)
 	setObservabilityDefaults(v)
 }
 
@@ -128,6 +152,11 @@ func loadSettings(v *viper.Viper) (Settings, error) {
 	s.Addr = str("addr")
 	s.DataDir = str("data_dir")
 	s.Org = str("org")
+	if u, err := parsePublicURL(str("public_url")); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.PublicURL = u
+	}
 	s.RateLimit.Read = num("rate_limit.read", -1)
 	s.RateLimit.Write = num("rate_limit.write", -1)
 	s.RateLimit.Run = num("rate_limit.run", -1)
@@ -150,12 +179,15 @@ func loadSettings(v *viper.Viper) (Settings, error) {
 	}
 	if allow, err := cast.ToStringSliceE(v.Get("webhook.allow")); err != nil {
 		errs = append(errs, fmt.Errorf("setting webhook.allow: %w", err))
+	} else if _, err := notify.ParseAllowlist(allow); err != nil {
+		errs = append(errs, fmt.Errorf("setting %w", err))
 	} else {
 		s.Webhook.Allow = allow
 	}
 	s.Slack.APIURL = str("slack.api_url")
 	s.LLM = LLMSettings{Provider: str("llm.provider"), BaseURL: str("llm.base_url"), Model: str("llm.model"), APIKey: str("llm.api_key"),
-		MaxTokens: num("llm.max_tokens", 1), MaxSteps: num("llm.max_steps", 1), MaxRetries: num("llm.max_retries", -1)}
+		MaxTokens: num("llm.max_tokens", 1), MaxSteps: num("llm.max_steps", 1), MaxRetries: num("llm.max_retries", -1),
+		ToolResultBudget: num("llm.tool_result_budget", 1024)}
 	if t := str("llm.temperature"); t != "" {
 		f, err := cast.ToFloat64E(t)
 		if err != nil || f < 0 || f > 2 {
@@ -191,4 +223,20 @@ func loadSettings(v *viper.Viper) (Settings, error) {
 		return s, errs[0]
 	}
 	return s, nil
+}
+
+// parsePublicURL checks the public_url setting: empty, or an absolute http
+// or https URL with a host, without user info, query or fragment. The
+// answer has no trailing slash, so paths append to it.
+func parsePublicURL(raw string) (string, error) {
+	v := strings.TrimSpace(raw)
+	if v == "" {
+		return "", nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" ||
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", fmt.Errorf("setting public_url: %q is not an absolute http(s) URL such as https://rootcause.example.com (no user info, query or fragment)", raw)
+	}
+	return strings.TrimRight(v, "/"), nil
 }

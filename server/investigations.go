@@ -54,6 +54,20 @@ func (s *Server) runtime() (InvestigationRuntime, error) {
 	return s.cfg.Investigations, nil
 }
 
+// scopedRuntime returns the runtime and the team the request acts on (see
+// investigationScope).
+func (s *Server) scopedRuntime(r *http.Request, allowAll bool) (InvestigationRuntime, string, error) {
+	rt, err := s.runtime()
+	if err != nil {
+		return nil, "", err
+	}
+	team, err := investigationScope(r, allowAll)
+	if err != nil {
+		return nil, "", err
+	}
+	return rt, team, nil
+}
+
 // investigationScope returns the team whose investigations the caller acts
 // on: its own for a team principal; for admins the ?team= parameter, or ""
 // (every team) where allowAll.
@@ -77,11 +91,7 @@ type runRequest struct {
 }
 
 func (s *Server) postRun(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	rt, err := s.runtime()
-	if err != nil {
-		return err
-	}
-	team, err := investigationScope(r, false)
+	rt, team, err := s.scopedRuntime(r, false)
 	if err != nil {
 		return err
 	}
@@ -169,11 +179,7 @@ func acceptedView(inv *db.Investigation) map[string]any {
 }
 
 func (s *Server) getStatus(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	rt, err := s.runtime()
-	if err != nil {
-		return err
-	}
-	team, err := investigationScope(r, true)
+	rt, team, err := s.scopedRuntime(r, true)
 	if err != nil {
 		return err
 	}
@@ -238,11 +244,7 @@ func StatusView(inv *db.Investigation, now time.Time) map[string]any {
 }
 
 func (s *Server) postCancel(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	rt, err := s.runtime()
-	if err != nil {
-		return err
-	}
-	team, err := investigationScope(r, true)
+	rt, team, err := s.scopedRuntime(r, true)
 	if err != nil {
 		return err
 	}
@@ -254,11 +256,7 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request, ps httproute
 }
 
 func (s *Server) getInvestigations(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	rt, err := s.runtime()
-	if err != nil {
-		return err
-	}
-	team, err := investigationScope(r, false)
+	rt, team, err := s.scopedRuntime(r, false)
 	if err != nil {
 		return err
 	}
@@ -299,11 +297,7 @@ func (s *Server) getInvestigations(w http.ResponseWriter, r *http.Request, _ htt
 }
 
 func (s *Server) getAgents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	rt, err := s.runtime()
-	if err != nil {
-		return err
-	}
-	team, err := investigationScope(r, false)
+	rt, team, err := s.scopedRuntime(r, false)
 	if err != nil {
 		return err
 	}
@@ -347,11 +341,7 @@ func (s *Server) getAgents(w http.ResponseWriter, r *http.Request, _ httprouter.
 // happen, ending after the final status. A comment line every 15 s keeps
 // idle connections open through proxies.
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	rt, err := s.runtime()
-	if err != nil {
-		return err
-	}
-	team, err := investigationScope(r, true)
+	rt, team, err := s.scopedRuntime(r, true)
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,7 @@ import (
 
 	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/metrics"
+	"github.com/rootcause/rootcause/notify"
 )
 
 // Headers set on every response.
@@ -158,6 +159,11 @@ type Config struct {
 	// Webhooks serves the delivery log, redelivery, the test ping and the
 	// signing-secret route (webhooks.go); nil answers 503 unavailable.
 	Webhooks WebhookService
+	// WebhookAllow is the server setting webhook.allow: the hosts and CIDRs
+	// exempt from the SSRF guard. A config write that sets
+	// webhooks.investigation_complete must pass notify.ValidateURL with it
+	// (the zero value exempts nothing).
+	WebhookAllow notify.Allowlist
 }
 
 // Server is the HTTP API. Create it with New; it is safe for concurrent use
@@ -247,6 +253,7 @@ func (s *Server) routes() {
 	s.registerInvestigationRoutes()
 	s.registerWebhookRoutes()
 	s.registerToolServerRoutes()
+	s.registerMCPRoutes()
 }
 
 // Handler returns the handler of the TCP API. Requests through it never get

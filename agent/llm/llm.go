@@ -251,6 +251,15 @@ func (e *UnavailableError) Error() string {
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
+// ErrorCode is the investigation's error.code (agent.CodedError):
+// llm_unavailable.
+func (e *UnavailableError) ErrorCode() string {
+	if e.Code == "" {
+		return CodeLLMUnavailable
+	}
+	return e.Code
+}
+
 // IsUnavailable reports whether err is (or wraps) an UnavailableError.
 func IsUnavailable(err error) bool {
 	var u *UnavailableError

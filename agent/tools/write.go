@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/mergeconf"
 )
 
 // Bounds of the write tools.
@@ -246,7 +247,7 @@ func RunCommand(ctx context.Context, args []string, timeout time.Duration) (*Com
 }
 
 func evTimeout(settings map[string]any) time.Duration {
-	if t, ok := settings["timeout_seconds"].(float64); ok && t > 0 {
+	if t, ok := mergeconf.Number(settings["timeout_seconds"]); ok && t > 0 {
 		return min(time.Duration(t*float64(time.Second)), MaxCommandTimeout)
 	}
 	return DefaultCommandTimeout

@@ -30,6 +30,7 @@ import (
 
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/tools"
+	"github.com/rootcause/rootcause/mergeconf"
 	"github.com/rootcause/rootcause/secretref"
 )
 
@@ -782,20 +783,7 @@ func stringMap(v any) map[string]string {
 	return out
 }
 
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
+func number(v any) (float64, bool) { return mergeconf.Number(v) }
 
 // resolveAll resolves a name → reference map.
 func resolveAll(ctx context.Context, res secretref.Resolver, refs map[string]string, what string) (map[string]string, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/rootcause/rootcause/agent/evidence/live/kube"
 	"github.com/rootcause/rootcause/agent/evidence/live/logfiles"
 	"github.com/rootcause/rootcause/agent/evidence/live/prom"
+	"github.com/rootcause/rootcause/mergeconf"
 	"github.com/rootcause/rootcause/secretref"
 )
 
@@ -196,20 +197,5 @@ func Prometheus(ctx context.Context, s map[string]any, res secretref.Resolver) (
 }
 
 func seconds(s map[string]any, key string) (time.Duration, error) {
-	switch v := s[key].(type) {
-	case nil:
-		return 0, nil
-	case float64:
-		if v <= 0 {
-			return 0, fmt.Errorf("want a positive number of seconds")
-		}
-		return time.Duration(v * float64(time.Second)), nil
-	case int:
-		if v <= 0 {
-			return 0, fmt.Errorf("want a positive number of seconds")
-		}
-		return time.Duration(v) * time.Second, nil
-	default:
-		return 0, fmt.Errorf("want a number of seconds, got %T", v)
-	}
+	return mergeconf.Seconds(s, key)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence/live"
+	"github.com/rootcause/rootcause/mergeconf"
 )
 
 type mapResolver map[string]string
@@ -105,5 +106,25 @@ func TestNewErrors(t *testing.T) {
 	}})
 	if err != nil || s.Kubernetes != nil || s.Metrics != nil {
 		t.Errorf("disabled integrations: %+v %v", s, err)
+	}
+}
+
+// TestNumbersFromDecodedConfig: effective configs are decoded with
+// UseNumber, so numeric settings arrive as json.Number and must work.
+func TestNumbersFromDecodedConfig(t *testing.T) {
+	doc, err := mergeconf.Decode([]byte(`{"prometheus": {"url": "http://127.0.0.1:9", "timeout": 30}, "kubernetes": {"enabled": false, "timeout": 5}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := live.New(context.Background(), live.Config{Tools: doc})
+	if err != nil {
+		t.Fatalf("a json.Number timeout was refused: %v", err)
+	}
+	if s.Metrics == nil {
+		t.Fatal("prometheus source not built")
+	}
+	bad, _ := mergeconf.Decode([]byte(`{"prometheus": {"url": "http://127.0.0.1:9", "timeout": -1}}`))
+	if _, err := live.New(context.Background(), live.Config{Tools: bad}); err == nil || !strings.Contains(err.Error(), "tools.prometheus.timeout") {
+		t.Errorf("negative timeout: %v, want an error naming tools.prometheus.timeout", err)
 	}
 }

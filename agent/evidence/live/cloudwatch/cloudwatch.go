@@ -36,6 +36,7 @@ import (
 
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
+	"github.com/rootcause/rootcause/mergeconf"
 	"github.com/rootcause/rootcause/secretref"
 )
 
@@ -74,7 +75,7 @@ func New(ctx context.Context, settings map[string]any, tokens map[string]string,
 		return nil, fmt.Errorf("tools.cloudwatch.endpoint: %q must be an http(s) URL", ep)
 	}
 	timeout := 30 * time.Second
-	if t, ok := settings["timeout_seconds"].(float64); ok && t > 0 {
+	if t, ok := mergeconf.Number(settings["timeout_seconds"]); ok && t > 0 {
 		timeout = time.Duration(t * float64(time.Second))
 	}
 	opts := []func(*config.LoadOptions) error{

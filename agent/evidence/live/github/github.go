@@ -28,6 +28,7 @@ import (
 
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
+	"github.com/rootcause/rootcause/mergeconf"
 	"github.com/rootcause/rootcause/secretref"
 )
 
@@ -108,7 +109,7 @@ func New(ctx context.Context, settings map[string]any, tokens map[string]string,
 	}
 	c.Org, _ = settings["org"].(string)
 	timeout := 20 * time.Second
-	if t, ok := settings["timeout_seconds"].(float64); ok && t > 0 {
+	if t, ok := mergeconf.Number(settings["timeout_seconds"]); ok && t > 0 {
 		timeout = time.Duration(t * float64(time.Second))
 	}
 	c.HTTP = &http.Client{Timeout: timeout}
