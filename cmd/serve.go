@@ -39,7 +39,7 @@ SIGTERM or SIGINT stop accepting connections, drain in-flight requests (up
 to 30 seconds), close the database and exit 0.
 
 Settings (flag, env ROOTCAUSE_<KEY>, or --config YAML key): addr, data_dir,
-org, rate_limit.read/write/run (per minute; 0 default, -1 off), workers,
+org, public_url, rate_limit.read/write/run (per minute; 0 default, -1 off), workers,
 queue_size, sync_wait, webhook.allow, llm.provider, llm.base_url, llm.model,
 llm.api_key.`,
 		Args: cobra.NoArgs,
@@ -128,7 +128,7 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 
 		JWTVerifier: oidc,
 		OIDCLogin:   oidc,
-		PublicURL:   oidcPublicURL(logger),
+		PublicURL:   s.PublicURL, // public_url: the OIDC redirect URI and the A2A agent card
 
 		Backup: store.WriteBackup,
 		Logger: logger,
@@ -146,7 +146,8 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 		ToolServers:     toolServers,             // admin tool-server routes
 		Version:         b.Version,
 
-		Webhooks: hooks, // delivery log, redelivery, test ping, signing secrets
+		Webhooks:     hooks,                 // delivery log, redelivery, test ping, signing secrets
+		WebhookAllow: s.Webhook.Allowlist(), // webhooks.investigation_complete is checked when saved
 
 		Metrics: met,
 	})
