@@ -97,6 +97,18 @@ func TestOperatorFlow(t *testing.T) {
 	}
 
 	// The 101st read in a minute is refused with the headers.
+	// A token issued through the socket with a one-second lifetime expires:
+	// 401 token_expired, only because its secret checks out.
+	short := issue(t, dir, "--team", "search", "--ttl", "1s")
+	secrets = append(secrets, short)
+	time.Sleep(1100 * time.Millisecond)
+	if r := call(t, "GET", srv.url+"/api/v1/auth/me", bearer(short), nil); r.status != 401 || r.errorCode() != "token_expired" {
+		t.Fatalf("expired token issued online: %d %s", r.status, r.raw)
+	}
+	if r := call(t, "GET", srv.url+"/api/v1/auth/me", bearer(short[:len(short)-2]+"xx"), nil); r.status != 401 || r.errorCode() != "unauthorized" {
+		t.Fatalf("expired token with a wrong secret: %d %s, want unauthorized", r.status, r.raw)
+	}
+
 	reader := issue(t, dir, "--team", "search")
 	secrets = append(secrets, reader)
 	for i := 1; i <= 100; i++ {
@@ -147,7 +159,7 @@ func TestOperatorFlow(t *testing.T) {
 	revokedOffline := issue(t, dir, "--admin")
 	secrets = append(secrets, revokedOffline)
 	toks := mustCLI(t, dir, "token", "list", "--json")
-	if strings.Count(toks, `"token_id"`) != 7 {
+	if strings.Count(toks, `"token_id"`) != 8 { // every token issued so far, online and offline, expired and revoked included
 		t.Fatalf("offline token list:\n%s", toks)
 	}
 	var revokeID string
