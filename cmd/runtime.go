@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/rootcause/rootcause/agent"
+	"github.com/rootcause/rootcause/agent/tools"
 	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/mergeconf"
 	"github.com/rootcause/rootcause/notify"
@@ -22,6 +23,8 @@ func newRuntime(ctx context.Context, s Settings, store *db.DB, hooks *notify.Wor
 		return nil, err
 	}
 	envOpts := agent.EnvironmentOptions{Resolver: res, Logger: logger}
+	// similar_incidents ranks the team's own completed investigations.
+	envOpts.History = func(team string) tools.History { return agent.NewHistory(store, team) }
 	rc := agent.RuntimeConfig{
 		Store:  store,
 		Engine: engine,
@@ -40,7 +43,7 @@ func newRuntime(ctx context.Context, s Settings, store *db.DB, hooks *notify.Wor
 	}
 	if hooks != nil {
 		rc.Outbox = func(inv *db.Investigation, cfg map[string]any) []db.OutboxEntry {
-			return notify.Outbox(inv, cfg, "")
+			return notify.Outbox(inv, cfg, s.PublicURL)
 		}
 		rc.OnFinal = hooks.OnFinal
 	}

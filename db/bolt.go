@@ -77,6 +77,11 @@ type DB struct {
 
 	installKey []byte // HMAC key for token secrets, loaded at open
 
+	// auth caches verified token records by the keyed hash of their secret
+	// (tokens.go), so authentication is a map read; revocation empties it.
+	authOnce sync.Once
+	auth     *authCache
+
 	// lastUsed holds token last-used times not yet written to the file.
 	// Every request authenticates, so writing on each one would put a write
 	// transaction (and an fsync) on the hot path; flushing them in one

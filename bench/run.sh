@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every benchmark quoted in docs/performance.md, in the order of its
+# table. Figures are only comparable on an idle machine: check `uptime`.
+set -eu
+cd "$(dirname "$0")/.."
+uptime
+# Issue 2: authenticated /auth/me against a static handler (target >= 60 %).
+go test ./server -run '^$' -bench 'AuthMe|Static' -benchtime 3s -count 3
+go test ./db -run '^$' -bench Authenticate -benchtime 2s -count 3
+# Issue 3: effective config against /auth/me (target >= 70 %), PUT with fsync.
+go test ./server -run '^$' -bench 'BenchmarkConfigEffective' -benchtime 2s -count 2
+go test ./server -run '^$' -bench 'BenchmarkConfigPut' -benchtime 100x
+# Issue 4: run overhead with a no-op engine (target p50 < 5 ms), list at 100k.
+go test ./agent -run '^$' -bench RunOverhead -benchtime 200x -count 3
+go test ./db -run '^$' -bench ListInvestigations -benchtime 2s -count 1
+# Issue 5: peak memory scanning a 200 MB log (target < 100 MB).
+go test ./agent/evidence/bundle -run '^$' -bench Scan200MB -benchtime 1x
+# Issue 6: analyst on 200 MB of logs (target < 10 s, < 300 MB), eval, demo.
+go test ./agent/analyst -run '^$' -bench LargeLog -benchtime 1x -timeout 20m
+go build -o /tmp/rootcause-bench .
+time go run . eval testdata/scenarios/*
+time /tmp/rootcause-bench eval testdata/scenarios/* >/dev/null
+time go run . demo >/dev/null
+time /tmp/rootcause-bench demo >/dev/null
+uptime
