@@ -77,8 +77,13 @@ type principalKey struct{}
 // PrincipalFrom returns the authenticated principal of the request ctx
 // belongs to, or nil outside an authenticated route.
 func PrincipalFrom(ctx context.Context) *Principal {
-	p, _ := ctx.Value(principalKey{}).(*Principal)
-	return p
+	if p, ok := ctx.Value(principalKey{}).(*Principal); ok {
+		return p
+	}
+	if info := infoFrom(ctx); info != nil {
+		return info.authed
+	}
+	return nil
 }
 
 // WithPrincipal returns ctx carrying p, for handler unit tests.

@@ -129,10 +129,12 @@ func (l *rateLimiter) charge(w http.ResponseWriter, id string, class rateClass) 
 	if !limited {
 		return nil
 	}
+	// Keys are written in canonical form directly: every authenticated
+	// request sets these three, and Header.Set would canonicalise each.
 	h := w.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(st.limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(st.remaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(st.reset), 10))
+	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(st.limit)}
+	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(st.remaining)}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilUnix(st.reset), 10)}
 	if !st.allowed {
 		return WithRetryAfter(db.Errorf(db.ERATELIMITED, "rate limit exceeded: %d %s requests per minute", st.limit, class), st.retry)
 	}
@@ -168,9 +170,13 @@ func (l *rateLimiter) maybeSweep(now time.Time) {
 		}
 	}
 	// Still full: every bucket is in use. Drop arbitrary ones (map order is
-	// random) rather than grow without bound; those keys start afresh.
+	// random) rather than grow without bound; those keys start afresh. Free
+	// an eighth of the map at once, so the scan above runs once per max/8
+	// new keys rather than on every one (a flood of distinct keys would
+	// otherwise cost a full scan per request under the lock).
+	target := l.max - max(l.max/8, 1)
 	for k := range l.buckets {
-		if len(l.buckets) < l.max {
+		if len(l.buckets) <= target {
 			break
 		}
 		delete(l.buckets, k)

@@ -213,6 +213,9 @@ func New(cfg Config) *Server {
 
 	s.router = httprouter.New()
 	s.router.HandleOPTIONS = false // no CORS: OPTIONS is 405 like any other unknown method
+	// No cleaned-path redirects: an id holding "../" (/agents/status/..%2F..%2Fadmin%2Fbackup)
+	// is a 404, never a redirect to another route that a client follows with its token.
+	s.router.RedirectFixedPath = false
 	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		Error(w, r, db.Errorf(db.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
 	})
@@ -323,6 +326,7 @@ func (s *Server) handle(method, path, perm string, class rateClass, h handlerFun
 		}
 		if info != nil {
 			info.principal = p.ID
+			info.authed = p
 		}
 		if p.Kind != KindLocal {
 			if err := s.limits.charge(w, p.ID, class); err != nil {
@@ -335,7 +339,14 @@ func (s *Server) handle(method, path, perm string, class rateClass, h handlerFun
 			Error(w, r, db.Errorf(db.EFORBIDDEN, "this token lacks the %s permission", perm))
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		if info == nil {
+			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		}
+		if r.ContentLength > spec.maxBody {
+			// Refused up front, also on routes whose handler never reads the body.
+			Error(w, r, db.Errorf(db.ETOOLARGE, "request body exceeds %d bytes", spec.maxBody))
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, spec.maxBody)
 		if err := h(w, r, ps); err != nil {
 			Error(w, r, err)
@@ -365,8 +376,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, local bool) {
 	info := &requestInfo{id: newRequestID(), local: local, log: s.log}
 	rw := &responseWriter{ResponseWriter: w}
 	h := rw.Header()
-	h.Set(HeaderRequestID, info.id)
-	h.Set(HeaderVersion, s.version)
+	h["X-Request-Id"] = []string{info.id} // HeaderRequestID, in canonical form
+	h["X-Rootcause-Version"] = []string{s.version}
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 	defer func() {
 		status := rw.status
@@ -460,7 +471,10 @@ type requestInfo struct {
 	local     bool
 	route     string
 	principal string
-	log       *slog.Logger
+	// authed is the authenticated principal, set by handle: keeping it here
+	// saves cloning the request for a second context value.
+	authed *Principal
+	log    *slog.Logger
 }
 
 type infoKey struct{}
