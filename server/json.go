@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rootcause/rootcause/db"
 )
@@ -50,7 +52,23 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, opts ...decodeOpt
 		return err
 	}
 
-	dec := json.NewDecoder(r.Body)
+	// Read the whole (limited) body first: encoding/json would silently
+	// replace invalid UTF-8 with U+FFFD; it is refused here, so what is
+	// stored is what was sent.
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	switch trimmed := bytes.TrimSpace(body); {
+	case len(trimmed) == 0:
+		if optional {
+			return nil
+		}
+		return db.Errorf(db.EINVALID, "request body is empty; expected a JSON object")
+	case !utf8.Valid(body):
+		return db.Errorf(db.EINVALID, "request body is not valid UTF-8 (first bad byte at offset %d)", invalidUTF8Offset(body))
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
 		dec.DisallowUnknownFields()
 	}
@@ -77,6 +95,19 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, opts ...decodeOpt
 		}
 		return db.Errorf(db.EINVALID, "malformed JSON: unexpected data after the JSON value at byte offset %d", dec.InputOffset())
 	}
+}
+
+// invalidUTF8Offset returns the offset of the first byte of b that is not
+// part of a valid UTF-8 sequence.
+func invalidUTF8Offset(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // checkJSONContentType requires application/json (parameters such as

@@ -38,6 +38,7 @@ type Config struct {
 type Client struct {
 	api     v1.API
 	timeout time.Duration
+	secrets []string // resolved header values, scrubbed from errors
 }
 
 var _ evidence.Metrics = (*Client)(nil)
@@ -63,7 +64,46 @@ func New(cfg Config) (*Client, error) {
 	if t <= 0 {
 		t = DefaultTimeout
 	}
-	return &Client{api: v1.NewAPI(c), timeout: t}, nil
+	return &Client{api: v1.NewAPI(c), timeout: t, secrets: headerSecrets(cfg.Headers)}, nil
+}
+
+// headerSecrets returns the header values (and their credential part after
+// a scheme such as "Bearer ") worth scrubbing: a server or proxy that quotes
+// the request's Authorization header in an error must not carry the
+// resolved secret into tool results, events, the db or a model prompt.
+func headerSecrets(h map[string]string) []string {
+	var out []string
+	for _, v := range h {
+		for _, s := range []string{v, v[strings.IndexByte(v, ' ')+1:]} {
+			if s = strings.TrimSpace(s); len(s) >= 6 && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) }) // longest first
+	return out
+}
+
+// scrub returns err with every header secret in its text replaced.
+func (c *Client) scrub(err error) error {
+	if err == nil || len(c.secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	if !slices.ContainsFunc(c.secrets, func(s string) bool { return strings.Contains(msg, s) }) {
+		return err
+	}
+	clean := func(s string) string {
+		for _, sec := range c.secrets {
+			s = strings.ReplaceAll(s, sec, "[REDACTED]")
+		}
+		return s
+	}
+	var ee *evidence.Error
+	if errors.As(err, &ee) && ee.Err != nil {
+		return &evidence.Error{Source: ee.Source, Code: ee.Code, File: ee.File, Line: ee.Line, Err: errors.New(clean(ee.Err.Error()))}
+	}
+	return errors.New(clean(msg))
 }
 
 type headerRT struct {
@@ -85,7 +125,7 @@ func (c *Client) Query(ctx context.Context, expr string, at time.Time) ([]eviden
 	defer cancel()
 	v, _, _, err := c.api.Query(ctx, expr, at, v1.WithTimeout(c.timeout))
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, c.scrub(mapErr(err))
 	}
 	return toSeries(v)
 }
@@ -99,7 +139,7 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 	defer cancel()
 	v, _, _, err := c.api.QueryRange(ctx, expr, v1.Range{Start: start, End: end, Step: step}, v1.WithTimeout(c.timeout))
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, c.scrub(mapErr(err))
 	}
 	return toSeries(v)
 }
@@ -113,7 +153,7 @@ func (c *Client) SeriesSet(ctx context.Context, match string, start, end time.Ti
 	defer cancel()
 	sets, _, _, err := c.api.Series(ctx, []string{match}, start, end)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, c.scrub(mapErr(err))
 	}
 	out := make([]evidence.Labels, 0, len(sets))
 	for _, s := range sets {
