@@ -56,6 +56,13 @@ func BuildEnvironment(ctx context.Context, team string, cfg map[string]any, opts
 	if opts.History != nil {
 		te.History = opts.History(team)
 	}
+	// Every secret resolved for this environment is recorded so tool
+	// errors can be scrubbed of it.
+	var rec *secretref.Recorder
+	if opts.Resolver != nil {
+		rec = &secretref.Recorder{Resolver: opts.Resolver}
+		opts.Resolver = rec
+	}
 	if path, _ := cfg["evidence_bundle"].(string); path != "" {
 		b, err := bundle.OpenDir(path)
 		if err != nil {
@@ -64,6 +71,9 @@ func BuildEnvironment(ctx context.Context, team string, cfg map[string]any, opts
 		te.Sources = b.Sources(time.Time{})
 	} else {
 		te.Sources, te.SetupErrors = liveSources(ctx, cfg, opts)
+	}
+	if rec != nil {
+		te.Secrets = rec.Values()
 	}
 	env.Env = te
 	if opts.Engine != nil {

@@ -116,6 +116,13 @@ func TestInvestigationAPI(t *testing.T) {
 	if r := call(t, http.MethodPost, s.url+"/api/v1/agents/status/"+id+"/cancel", payments, nil); r.status != http.StatusConflict || r.errorCode() != "invalid_state" {
 		t.Errorf("cancel of a completed investigation: %d %s", r.status, r.raw)
 	}
+	// An admin names the team; one that does not exist is 404.
+	if r := call(t, http.MethodGet, s.url+"/api/v1/agents/investigations?team=nope", "Bearer "+admin, nil); r.status != http.StatusNotFound {
+		t.Errorf("admin list of a missing team: %d %s", r.status, r.raw)
+	}
+	if r := call(t, http.MethodGet, s.url+"/api/v1/agents/investigations?team=payments", "Bearer "+admin, nil); r.status != http.StatusOK {
+		t.Errorf("admin list of payments: %d %s", r.status, r.raw)
+	}
 	// Lists show only the caller's team.
 	l := call(t, http.MethodGet, s.url+"/api/v1/agents/investigations", search, nil)
 	if items, _ := l.body["investigations"].([]any); len(items) != 1 {

@@ -65,6 +65,16 @@ func (s *Server) scopedRuntime(r *http.Request, allowAll bool) (InvestigationRun
 	if err != nil {
 		return nil, "", err
 	}
+	// An admin names the team: it must be one, like on the config routes.
+	if p := PrincipalFrom(r.Context()); team != "" && p != nil && p.Team == "" {
+		n, err := s.cfg.Nodes.FindNode(r.Context(), team)
+		if err != nil {
+			return nil, "", err
+		}
+		if n.Kind != db.KindTeam {
+			return nil, "", &db.Error{Code: db.EINVALID, Field: "team", Message: fmt.Sprintf("team: %q is a %s, not a team", team, n.Kind)}
+		}
+	}
 	return rt, team, nil
 }
 

@@ -403,6 +403,7 @@ func (s *Server) postLogout(w http.ResponseWriter, r *http.Request, _ httprouter
 // put stores a session, first dropping expired ones and, when full, the one
 // closest to expiry.
 func (st *oidcState) put(id string, sess *session, now time.Time) {
+	id = sessionKey(id)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if len(st.sessions) >= maxSessions {
@@ -424,6 +425,7 @@ func (st *oidcState) put(id string, sess *session, now time.Time) {
 }
 
 func (st *oidcState) get(id string, now time.Time) *session {
+	id = sessionKey(id)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	sess := st.sessions[id]
@@ -438,9 +440,17 @@ func (st *oidcState) get(id string, now time.Time) *session {
 }
 
 func (st *oidcState) delete(id string) {
+	id = sessionKey(id)
 	st.mu.Lock()
 	delete(st.sessions, id)
 	st.mu.Unlock()
+}
+
+// sessionKey is the map key of a session id: its SHA-256, so that the
+// timing of a map lookup reveals nothing about stored session ids.
+func sessionKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return string(sum[:])
 }
 
 var errCSRF = db.Errorf(db.EFORBIDDEN, "a request authenticated by the session cookie must send the "+HeaderCSRF+" header equal to the rootcause_csrf cookie")

@@ -3,8 +3,10 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +100,7 @@ func (s *Session) Call(ctx context.Context, name string, args any) (any, error) 
 		env = &Env{Sources: &evidence.Sources{}}
 	}
 	out, err := t.Run(cctx, env, raw)
+	err = scrubSecrets(err, env.Secrets)
 	if err != nil && cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		err = &evidence.Error{Source: name, Code: evidence.CodeUnavailable, Err: fmt.Errorf("tool %q timed out after %s", name, timeout)}
 	}
@@ -137,4 +140,34 @@ func toRaw(args any) (json.RawMessage, error) {
 		}
 		return b, nil
 	}
+}
+
+// minSecretLen is the shortest value scrubbed: shorter ones would match
+// ordinary text and cannot be real credentials.
+const minSecretLen = 6
+
+// scrubSecrets returns err with every secret value replaced by
+// "[redacted]", keeping its evidence code and source.
+func scrubSecrets(err error, secrets []string) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	clean := msg
+	for _, s := range secrets {
+		if len(s) >= minSecretLen {
+			clean = strings.ReplaceAll(clean, s, "[redacted]")
+		}
+	}
+	if clean == msg {
+		return err
+	}
+	src, code := evidence.SourceOf(err), evidence.CodeOf(err)
+	if code == "" {
+		return errors.New(clean)
+	}
+	if src != "" {
+		clean = strings.TrimPrefix(clean, src+": ")
+	}
+	return &evidence.Error{Source: src, Code: code, Err: errors.New(clean)}
 }

@@ -74,6 +74,10 @@ type Env struct {
 	// set up (bad settings, unresolvable secrets), for the data gaps of a
 	// result.
 	SetupErrors []string
+	// Secrets are the secret values resolved to build the sources; the
+	// session scrubs them from tool errors so an upstream that echoes a
+	// credential back cannot carry it into events, answers or the db.
+	Secrets []string
 }
 
 // History finds the team's past investigations like a query.
