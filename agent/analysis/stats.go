@@ -396,11 +396,85 @@ func IsCounterName(name string) bool {
 	return false
 }
 
-// RateSeries applies Rate to every series.
+// RateSeries turns every counter series into per-second rates over a
+// window of at least four sample intervals (WindowRate with RateWindow), as
+// Prometheus' rate() over a range of 4× the scrape interval: a counter
+// sampled faster than it is scraped (repeated values) or one that moves in
+// rare steps does not alternate between zero and twice its rate.
 func RateSeries(ss []evidence.Series) []evidence.Series {
 	out := make([]evidence.Series, 0, len(ss))
 	for _, s := range ss {
-		out = append(out, evidence.Series{Labels: s.Labels, Points: Rate(s.Points)})
+		out = append(out, evidence.Series{Labels: s.Labels, Points: WindowRate(s.Points, RateWindow(s.Points))})
+	}
+	return out
+}
+
+// SampleInterval estimates the scrape interval of a counter: the median
+// time between samples whose value changed (a series queried at a finer
+// step than it was scraped repeats values), else the median spacing.
+func SampleInterval(ps []evidence.Point) time.Duration {
+	var changes, spacing []float64
+	lastChange := -1
+	for i := 1; i < len(ps); i++ {
+		spacing = append(spacing, ps[i].T.Sub(ps[i-1].T).Seconds())
+		if ps[i].V != ps[i-1].V {
+			if lastChange >= 0 {
+				changes = append(changes, ps[i].T.Sub(ps[lastChange].T).Seconds())
+			}
+			lastChange = i
+		}
+	}
+	if len(spacing) == 0 {
+		return 0
+	}
+	base := Median(spacing)
+	if len(changes) >= 3 {
+		if c := Median(changes); c > base {
+			base = c
+		}
+	}
+	return time.Duration(base * float64(time.Second))
+}
+
+// RateWindow is the window WindowRate uses for a series: four sample
+// intervals, at most ten minutes.
+func RateWindow(ps []evidence.Point) time.Duration {
+	return min(4*SampleInterval(ps), 10*time.Minute)
+}
+
+// WindowRate is the per-second rate of a counter at each sample over the
+// preceding window (resets accounted for); samples before the first full
+// window are skipped. A window no longer than the sample spacing is Rate.
+func WindowRate(ps []evidence.Point, window time.Duration) []evidence.Point {
+	if len(ps) < 2 {
+		return nil
+	}
+	if window <= 0 || ps[len(ps)-1].T.Sub(ps[0].T) < window {
+		return Rate(ps)
+	}
+	// cum[i] is the increase from ps[0] to ps[i].
+	cum := make([]float64, len(ps))
+	for i := 1; i < len(ps); i++ {
+		inc := ps[i].V - ps[i-1].V
+		if inc < 0 {
+			inc = ps[i].V
+		}
+		cum[i] = cum[i-1] + inc
+	}
+	out := make([]evidence.Point, 0, len(ps)-1)
+	j := 0
+	for i := 1; i < len(ps); i++ {
+		for j+1 < i && ps[i].T.Sub(ps[j+1].T) >= window {
+			j++
+		}
+		if ps[i].T.Sub(ps[j].T) < window {
+			continue // no full window yet
+		}
+		dt := ps[i].T.Sub(ps[j].T).Seconds()
+		if dt <= 0 {
+			continue
+		}
+		out = append(out, evidence.Point{T: ps[i].T, V: (cum[i] - cum[j]) / dt})
 	}
 	return out
 }

@@ -192,3 +192,43 @@ func TestIsCounterName(t *testing.T) {
 		}
 	}
 }
+
+func TestWindowRate(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// A counter scraped every 60 s (+6/scrape, 0.1/s) queried at a 30 s
+	// step repeats every value: consecutive-sample rates alternate 0 and
+	// 0.2/s; over four scrape intervals it is 0.1/s throughout.
+	var ps []evidence.Point
+	for i := 0; i < 40; i++ {
+		ps = append(ps, evidence.Point{T: t0.Add(time.Duration(i) * 30 * time.Second), V: float64(6 * (i / 2))})
+	}
+	tests := []struct {
+		name   string
+		points []evidence.Point
+		window time.Duration
+		want   float64
+	}{
+		{"repeated samples", ps, RateWindow(ps), 0.1},
+		{"window shorter than spacing is Rate", ps[:3], 10 * time.Second, -1},
+	}
+	if w := SampleInterval(ps); w != time.Minute {
+		t.Fatalf("SampleInterval = %v, want 1m", w)
+	}
+	for _, tc := range tests {
+		got := WindowRate(tc.points, tc.window)
+		if tc.want < 0 {
+			if len(got) != len(Rate(tc.points)) {
+				t.Errorf("%s: %v", tc.name, got)
+			}
+			continue
+		}
+		if len(got) == 0 {
+			t.Fatalf("%s: no points", tc.name)
+		}
+		for _, p := range got {
+			if math.Abs(p.V-tc.want) > 0.02 {
+				t.Errorf("%s: rate %v at %v, want %v", tc.name, p.V, p.T, tc.want)
+			}
+		}
+	}
+}

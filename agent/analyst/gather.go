@@ -365,6 +365,7 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 	w := g.sc.Window
 	miners := map[string]*analysis.Miner{}
 	meta := map[string]LogSet{}
+	running := map[string]bool{} // a pod of the workload has not completed
 	var order []string
 	for _, p := range g.podsForLogs() {
 		if ctx.Err() != nil {
@@ -378,6 +379,9 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 			miners[key] = m
 			meta[key] = LogSet{Source: p.Name, Subject: wl, Namespace: p.Namespace, Origin: SrcLogs}
 			order = append(order, key)
+		}
+		if p.Status.Phase != corev1.PodSucceeded {
+			running[key] = true
 		}
 		out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": g.opts.PodLogLimit})
 		if ok {
@@ -435,6 +439,7 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 		}
 		set.Templates = miners[k].Templates()
 		set.HasBaseline = base >= 10
+		set.Completed = !running[k]
 		g.logSets = append(g.logSets, set)
 	}
 	return nil
@@ -512,7 +517,7 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 		name, class, unit string
 		prio              int
 	}
-	prio := map[string]int{MetricErrors: 0, MetricRequests: 1, MetricLatency: 2, MetricCPUThrottle: 3, MetricRestarts: 3, MetricSaturation: 4, MetricFree: 5, MetricUp: 6}
+	prio := map[string]int{MetricHPA: 0, MetricCertExpiry: 0, MetricErrors: 0, MetricRequests: 1, MetricLatency: 2, MetricCPUThrottle: 3, MetricRestarts: 3, MetricSaturation: 4, MetricFree: 5, MetricUp: 6}
 	var picks []pick
 	for n := range names {
 		class, unit := ClassifyMetric(n)
@@ -655,13 +660,16 @@ func meanSeries(sums, counts []evidence.Series) []evidence.Series {
 		return strings.Join(keys, ",")
 	}
 	byKey := map[string][]evidence.Point{}
+	win := map[string]time.Duration{}
 	for _, c := range counts {
-		byKey[key(c.Labels)] = analysis.Rate(c.Points)
+		w := analysis.RateWindow(c.Points)
+		byKey[key(c.Labels)] = analysis.WindowRate(c.Points, w)
+		win[key(c.Labels)] = w
 	}
 	var out []evidence.Series
 	for _, s := range sums {
 		cr := byKey[key(s.Labels)]
-		sr := analysis.Rate(s.Points)
+		sr := analysis.WindowRate(s.Points, win[key(s.Labels)])
 		if len(cr) == 0 {
 			continue
 		}
@@ -799,6 +807,7 @@ func (g *gatherer) detect() []Finding {
 		fs = append(fs, dns...)
 	}
 	EnrichFromPods(fs, g.k8s.Pods)
+	attachCertRenewal(fs, g.k8s.Events)
 	g.attachServices(fs)
 	attachHosts(fs)
 	return dedupeFindings(fs)
@@ -1046,5 +1055,42 @@ func (g *gatherer) gatherClusterDNS(ctx context.Context, plan []specialist) {
 			}
 		}
 		return
+	}
+}
+
+// certManagerKinds are the objects through which cert-manager renews a
+// certificate.
+var certManagerKinds = map[string]bool{"Certificate": true, "CertificateRequest": true, "Order": true, "Challenge": true, "Issuer": true, "ClusterIssuer": true}
+
+// attachCertRenewal adds to findings about a certificate close to (or
+// past) its expiry the Warning events of its renewal (cert-manager's
+// Certificate, CertificateRequest, Order and Challenge named after it): a
+// renewal that keeps failing is why it was not renewed.
+func attachCertRenewal(fs []Finding, events []corev1.Event) {
+	for i := range fs {
+		f := &fs[i]
+		if f.Kind != KindCertExpiring && f.Kind != KindCertificate || f.fact("certificate") == "" {
+			continue
+		}
+		name := f.fact("certificate")
+		n := 0
+		for j := range events {
+			e := &events[j]
+			io := e.InvolvedObject
+			if !certManagerKinds[io.Kind] || e.Type != corev1.EventTypeWarning || !strings.HasPrefix(io.Name, name) {
+				continue
+			}
+			first, last := eventTime(e)
+			f.setFact("renewal_error", e.Message)
+			if n < 2 {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("renewal failing: event %s on %s %s/%s: %s (%s, first %s, last %s)", e.Reason, io.Kind, io.Namespace, io.Name,
+					quote(e.Message, 240), plural(int(max(e.Count, 1)), "time", "times"), ts(first), ts(last)))
+			}
+			n++
+		}
+		if n > 0 {
+			f.Weight = min(1, f.Weight+0.08)
+			f.Severity = SevCritical
+		}
 	}
 }

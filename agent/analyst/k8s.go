@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"github.com/rootcause/rootcause/agent/evidence"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -357,15 +359,22 @@ func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, p
 					qs = append(qs, quote(l.Text, 200))
 				}
 				f.Evidence = append(f.Evidence, fmt.Sprintf("last log lines of the previous container: %s", strings.Join(qs, " / ")))
-				f.setFact("last_log", lastLines[n-1].Text)
+				f.setFact("last_log", causeLine(lastLines))
 			}
 			f.Summary = fmt.Sprintf("%s in CrashLoopBackOff (exit code %s)", cobj, orDash(f.fact("exit_code")))
+			if isInitContainer(p, cs.Name) {
+				f.setFact("init_container", cs.Name)
+				f.Summary = fmt.Sprintf("%s (init container) in Init:CrashLoopBackOff (exit code %s)", cobj, orDash(f.fact("exit_code")))
+			}
 			f.setFact("container", cs.Name)
 			f.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
 			if spec != nil {
 				f.setFact("image", spec.Image)
 			}
 			out = append(out, f)
+			if c, ok := configCrash(f, cobj, true); ok {
+				out = append(out, c)
+			}
 		}
 		return out
 	}
@@ -381,12 +390,16 @@ func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, p
 		f.Summary = fmt.Sprintf("%s terminated with exit code %d (%s), %s", cobj, term.ExitCode, orDash(term.Reason), plural(int(cs.RestartCount), "restart", "restarts"))
 		f.Evidence = []string{fmt.Sprintf("%s last terminated with reason %s, exit code %d (%s) at %s; restart count %d", cobj, orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time), cs.RestartCount)}
 		if n := len(lastLines); n > 0 {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the previous container: %s", quote(lastLines[n-1].Text, 200)))
-			f.setFact("last_log", lastLines[n-1].Text)
+			line := causeLine(lastLines)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the previous container: %s", quote(line, 200)))
+			f.setFact("last_log", line)
 		}
 		f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
 		f.setFact("container", cs.Name)
 		out = append(out, f)
+		if c, ok := configCrash(f, cobj, false); ok {
+			out = append(out, c)
+		}
 	}
 	return out
 }
@@ -829,6 +842,15 @@ func DetectRollouts(deps []appsv1.Deployment, rss []appsv1.ReplicaSet, w Window)
 				Time: created, Severity: SevInfo, Weight: 0.8, Source: SrcKubernetes}
 			f.Summary = fmt.Sprintf("deployment %s rolled out revision %d (ReplicaSet %s)", d.Name, revisionOf(nw), nw.Name)
 			ev := fmt.Sprintf("ReplicaSet %s (revision %d) created at %s, replacing %s (revision %d)", nw.Name, revisionOf(nw), ts(created), old.Name, revisionOf(old))
+			if onlyRestart(old, nw, diffs) {
+				// kubectl rollout restart: the same pod template, new pods.
+				// It ships no new code; it makes the pods re-read their
+				// configuration (ConfigMaps, Secrets, volumes).
+				f.Weight = 0.6
+				f.setFact("restart", "true")
+				f.Summary = fmt.Sprintf("deployment %s restarted (rollout restart, revision %d, ReplicaSet %s; pod template unchanged)", d.Name, revisionOf(nw), nw.Name)
+				ev += ": a rollout restart (only the kubectl.kubernetes.io/restartedAt annotation changed), not a new version; the new pods re-read their ConfigMaps, Secrets and volumes"
+			}
 			if len(diffs) > 0 {
 				ev += ": " + strings.Join(diffs, "; ")
 				f.Summary += ": " + strings.Join(diffs, "; ")
@@ -934,11 +956,21 @@ func DetectServices(svcs []ServiceState, pods []corev1.Pod) []Finding {
 			continue
 		}
 		obj := "service " + svc.Namespace + "/" + svc.Name
+		var mm *Finding
+		if len(workloads) == 0 {
+			if m, ok := selectorMismatch(svc, pods); ok {
+				mm = &m
+				workloads = append(workloads, m.Related...)
+			}
+		}
 		f := Finding{Kind: KindNoEndpoints, Subject: svc.Name, Object: obj, Namespace: svc.Namespace, Source: SrcKubernetes,
 			Severity: SevCritical, Weight: 0.8, Related: workloads}
 		f.Summary = fmt.Sprintf("%s has no ready endpoints (%d not ready)", obj, notReady)
 		f.Evidence = []string{fmt.Sprintf("%s (selector %s) has 0 ready endpoints and %d not ready", obj, sel.String(), notReady)}
 		out = append(out, f)
+		if mm != nil {
+			out = append(out, *mm)
+		}
 	}
 	return out
 }
@@ -1128,6 +1160,8 @@ func EnrichFromPods(fs []Finding, pods []corev1.Pod) {
 			continue
 		}
 		switch f.Kind {
+		case KindOOMKilled:
+			f.setFact("jvm_xmx", xmxOfContainer(c))
 		case KindLivenessKill:
 			f.setFact("probe_config", probeConfig(c))
 			if c.StartupProbe != nil {
@@ -1142,4 +1176,223 @@ func EnrichFromPods(fs []Finding, pods []corev1.Pod) {
 			}
 		}
 	}
+}
+
+// selectorMismatch explains a Service that selects no pod at all while the
+// workload it is meant for runs: the pods that match part of the selector
+// (or carry the Service's name) are Running and Ready, and the selector
+// pairs their labels lack are named.
+func selectorMismatch(svc corev1.Service, pods []corev1.Pod) (Finding, bool) {
+	type cand struct {
+		matched, ready, total int
+		missing               []string
+		pod                   *corev1.Pod
+	}
+	byWl := map[string]*cand{}
+	var order []string
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace != svc.Namespace || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		wl := WorkloadOfPod(p)
+		matched := 0
+		var missing []string
+		for k, v := range svc.Spec.Selector {
+			if p.Labels[k] == v {
+				matched++
+				continue
+			}
+			if have, ok := p.Labels[k]; ok {
+				missing = append(missing, fmt.Sprintf("%s=%s (pods have %s=%s)", k, v, k, have))
+			} else {
+				missing = append(missing, fmt.Sprintf("%s=%s (pods have no %s label)", k, v, k))
+			}
+		}
+		if matched == 0 && !strings.EqualFold(wl, svc.Name) {
+			continue
+		}
+		c := byWl[wl]
+		if c == nil {
+			sort.Strings(missing)
+			c = &cand{matched: matched, missing: missing, pod: p}
+			byWl[wl] = c
+			order = append(order, wl)
+		}
+		c.total++
+		if podReady(p) {
+			c.ready++
+		}
+	}
+	best := ""
+	for _, wl := range order {
+		c := byWl[wl]
+		if best == "" || c.matched > byWl[best].matched || c.matched == byWl[best].matched && strings.EqualFold(wl, svc.Name) {
+			best = wl
+		}
+	}
+	if best == "" {
+		return Finding{}, false
+	}
+	c := byWl[best]
+	obj := "service " + svc.Namespace + "/" + svc.Name
+	sel := labels.SelectorFromSet(svc.Spec.Selector).String()
+	var have []string
+	for k, v := range c.pod.Labels {
+		if k != "pod-template-hash" {
+			have = append(have, k+"="+v)
+		}
+	}
+	sort.Strings(have)
+	f := Finding{Kind: KindSelector, Subject: svc.Name, Object: obj, Namespace: svc.Namespace, Source: SrcKubernetes, Severity: SevCritical,
+		Weight: 0.75, Related: []string{best}}
+	if c.ready > 0 {
+		f.Weight = 0.95
+	}
+	f.Time = c.pod.CreationTimestamp.Time
+	mismatch := fmt.Sprintf("Service %s selects %s but the pods of %s (%d of %d Running and Ready) are labelled %s; missing: %s",
+		svc.Name, sel, best, c.ready, c.total, strings.Join(have, ","), strings.Join(c.missing, "; "))
+	f.Summary = fmt.Sprintf("%s selector %s matches no pods; %s pods lack %s", obj, sel, best, strings.Join(c.missing, "; "))
+	f.Evidence = []string{"selector/label mismatch: " + mismatch}
+	f.setFact("mismatch", mismatch)
+	f.setFact("workload", best)
+	return f, true
+}
+
+var (
+	errDetailRE  = regexp.MustCompile(`(?i)\berr(or)?=|"err(or)?"\s*:|\bcaused by\b|\bexception\b|\b(error|failed|invalid|cannot|can't|unable)\b[^:]*:\s*\S`)
+	genericEndRE = regexp.MustCompile(`(?i)\b(exiting|shutting down|exited|terminating|stopping|bye)\b`)
+	configPathRE = regexp.MustCompile(`(?:path|file|config)=["']?(/[\w./-]+)|(/[\w./-]+\.(?:ya?ml|json|toml|conf|cfg|ini|properties|xml|hcl))\b`)
+)
+
+// causeLine picks, among the last lines of a crashed container, the line
+// that carries the cause: a configuration error, then an error line with
+// its detail (err="yaml: line 47: …", "invalid …: …"), rather than a
+// final generic "exiting" line.
+func causeLine(lines []evidence.LogLine) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	best, bestScore := len(lines)-1, 0
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-15; i-- {
+		t := lines[i].Text
+		score := 0
+		switch {
+		case configInvalidRE.MatchString(t) && errDetailRE.MatchString(t):
+			score = 4
+		case configInvalidRE.MatchString(t):
+			score = 3
+		case errDetailRE.MatchString(t) && errorWordRE.MatchString(t) && !genericEndRE.MatchString(t):
+			score = 2
+		case errorWordRE.MatchString(t):
+			score = 1
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return lines[best].Text
+}
+
+// configCrash turns a crash whose cause line is a configuration error
+// into a config_invalid finding: the application cannot parse its
+// configuration (a ConfigMap or config file) and exits.
+func configCrash(crash Finding, cobj string, loop bool) (Finding, bool) {
+	line := crash.fact("last_log")
+	if line == "" || !configInvalidRE.MatchString(line) {
+		return Finding{}, false
+	}
+	f := crash
+	f.Facts = nil
+	f.Kind, f.Severity, f.Weight = KindConfigInvalid, SevCritical, 0.9
+	f.Summary = fmt.Sprintf("%s exits on a configuration error: %s", cobj, truncate(ReadableLine(line), 160))
+	f.Evidence = []string{fmt.Sprintf("%s exits (code %s) on a configuration error: %s", cobj, orDash(crash.fact("exit_code")), quote(ReadableLine(line), 240))}
+	f.setFact("line", line)
+	f.setFact("exit_code", crash.fact("exit_code"))
+	f.setFact("container", crash.fact("container"))
+	if loop {
+		f.setFact("crashloop", "true")
+	}
+	if m := configPathRE.FindStringSubmatch(line); m != nil {
+		f.setFact("config_path", m[1]+m[2])
+	}
+	return f, true
+}
+
+const restartedAtKey = "kubectl.kubernetes.io/restartedAt"
+
+// onlyRestart reports whether a new ReplicaSet's pod template differs from
+// the previous one only by the restartedAt annotation (kubectl rollout
+// restart): a restart, not a deploy.
+func onlyRestart(old, nw *appsv1.ReplicaSet, diffs []string) bool {
+	if len(diffs) > 0 {
+		return false
+	}
+	a, b := old.Spec.Template.Annotations, nw.Spec.Template.Annotations
+	if b[restartedAtKey] == "" || a[restartedAtKey] == b[restartedAtKey] {
+		return false
+	}
+	for k, v := range b {
+		if k != restartedAtKey && a[k] != v {
+			return false
+		}
+	}
+	for k, v := range a {
+		if k != restartedAtKey && b[k] != v {
+			return false
+		}
+	}
+	la, lb := maps.Clone(old.Spec.Template.Labels), maps.Clone(nw.Spec.Template.Labels)
+	delete(la, "pod-template-hash")
+	delete(lb, "pod-template-hash")
+	if !maps.Equal(la, lb) {
+		return false
+	}
+	return equality.Semantic.DeepEqual(old.Spec.Template.Spec, nw.Spec.Template.Spec)
+}
+
+func isInitContainer(p *corev1.Pod, name string) bool {
+	for _, c := range p.Spec.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+var xmxRE = regexp.MustCompile(`-Xmx(\d+)([kKmMgGtT]?)\b`)
+
+// xmxOf returns the last -Xmx option a text sets ("-Xmx3072m") and its
+// size in bytes.
+func xmxOf(text string) (string, int64) {
+	ms := xmxRE.FindAllStringSubmatch(text, -1)
+	if len(ms) == 0 {
+		return "", 0
+	}
+	m := ms[len(ms)-1]
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	switch strings.ToLower(m[2]) {
+	case "k":
+		n <<= 10
+	case "m":
+		n <<= 20
+	case "g":
+		n <<= 30
+	case "t":
+		n <<= 40
+	}
+	return m[0], n
+}
+
+// xmxOfContainer reads the JVM heap size a container sets in its
+// arguments or in JAVA_TOOL_OPTIONS / JAVA_OPTS / _JAVA_OPTIONS.
+func xmxOfContainer(c *corev1.Container) string {
+	text := strings.Join(c.Command, " ") + " " + strings.Join(c.Args, " ")
+	for _, e := range c.Env {
+		if strings.Contains(strings.ToUpper(e.Name), "JAVA") || strings.Contains(strings.ToUpper(e.Name), "JVM") {
+			text += " " + e.Value
+		}
+	}
+	x, _ := xmxOf(text)
+	return x
 }

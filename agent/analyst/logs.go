@@ -26,6 +26,9 @@ type LogSet struct {
 	// Host is true for a host's own log (a file or syslog of a machine),
 	// whose subject is the host, not a caller.
 	Host bool
+	// Completed is true when every pod of the source has completed
+	// successfully (a finished Job): its errors were got past.
+	Completed bool
 }
 
 // logRule classifies a log line into a finding kind.
@@ -41,7 +44,7 @@ var logRules = []logRule{
 	{KindTLS, regexp.MustCompile(`(?i)x509:|certificate verify failed|CERTIFICATE_VERIFY_FAILED|tls: handshake|TLS handshake|SSL routines|unknown authority|SSLHandshakeException|certificate signed by unknown`), 0.8, "TLS handshake failure"},
 	{KindDiskFull, regexp.MustCompile(`(?i)no space left on device|ENOSPC|disk (is )?full|disk quota exceeded|could not extend file|filesystem full`), 0.9, "disk full"},
 	{KindOOMKilled, regexp.MustCompile(`(?i)OutOfMemoryError|out of memory|Cannot allocate memory|heap out of memory|MemoryError|memory limit exceeded|oom-kill|OOM ?Killed|OOMKilled`), 0.85, "out of memory"},
-	{KindDatabase, regexp.MustCompile(`(?i)too many connections|remaining connection slots are reserved|deadlock (detected|found)|pool (is )?exhausted|exhausted (the )?connection pool|connection is not available, request timed out|could not obtain (a )?connection|timeout waiting for (a )?(idle )?connection|unable to acquire (a )?(jdbc )?connection|max_connections|QueuePool limit|lock wait timeout|sorry, too many clients|Too many open connections|ER_CON_COUNT_ERROR`), 0.85, "database connection/lock errors"},
+	{KindDatabase, regexp.MustCompile(`(?i)too many connections|remaining connection slots are reserved|deadlock (detected|found)|pool (is )?exhausted|exhausted (the )?connection pool|connection is not available, request timed out|could not obtain (a )?connection|timeout waiting for (a )?(idle )?connection|unable to acquire (a )?(jdbc )?connection|max_connections|QueuePool limit|lock wait timeout|canceling statement due to lock timeout|lock timeout|could not obtain lock|LockNotAvailable|waiting for (an )?AccessExclusiveLock|sorry, too many clients|Too many open connections|ER_CON_COUNT_ERROR`), 0.85, "database connection/lock errors"},
 	// A JVM or runtime that cannot get CPU time: a symptom of CPU
 	// starvation or throttling, not of the database it mentions.
 	{KindCPUThrottling, regexp.MustCompile(`(?i)thread starvation or clock leap|starvation detected|blocked for more than \d+ ?ms|event loop (lag|blocked)`), 0.6, "CPU starvation"},
@@ -51,10 +54,19 @@ var logRules = []logRule{
 	{KindTimeout, regexp.MustCompile(`(?i)i/o timeout|timed out|deadline exceeded|ETIMEDOUT|timeout (after|exceeded|while)|504 Gateway Time-?out|Read timed out|request timeout`), 0.75, "timeouts"},
 	{KindThrottling, regexp.MustCompile(`(?i)(?:status(?:_?code)?|code|http_status|response_code)["']?\s*[=:]\s*["']?429\b|\b429 Too Many Requests|HTTP/[\d.]+"?\s+429\b|\bHTTP 429\b|Too Many Requests|rate[ -]limit(ed|ing)?|ThrottlingException|Rate exceeded|throttl|quota exceeded`), 0.7, "throttling"},
 	{KindAuth, regexp.MustCompile(`(?i)\b401\b|Unauthorized|\b403\b|Forbidden|permission denied|AccessDenied|access denied|invalid credentials|authentication failed|password authentication failed|invalid token|token (has )?expired|InvalidClientTokenId|ExpiredToken`), 0.7, "authentication failure"},
+	// A consumer whose poll loop is too slow: the group coordinator
+	// evicts it and the group rebalances.
+	{KindConsumerStall, regexp.MustCompile(`(?i)max\.poll\.interval\.ms|poll timeout has expired|CommitFailedException|Offset commit (cannot be completed|failed) since the consumer|group (is )?rebalancing|Attempt to heartbeat failed since group is rebalancing|revoking previously assigned partitions`), 0.8, "consumer poll loop too slow"},
+	// A configuration file the application cannot parse.
+	{KindConfigInvalid, configInvalidRE, 0.85, "configuration error"},
 	// A host's service manager reporting a dead or given-up service.
 	{KindAppCrash, regexp.MustCompile(`(?i)Failed with result '|Start request repeated too quickly|Failed to start |Main process exited, code=(killed|dumped)`), 0.8, "service failed"},
 	{KindAppCrash, regexp.MustCompile(`(?i)^panic:|\bpanic:|goroutine \d+ \[running\]|Traceback \(most recent call last\)|Exception in thread|NullPointerException|segmentation fault|SIGSEGV|Unhandled (exception|rejection)|fatal error:|\bFATAL\b|uncaught exception|nil pointer dereference`), 0.75, "application crash"},
 }
+
+// configInvalidRE matches an application refusing its configuration: a
+// YAML/JSON/TOML parse error, an invalid or unparsable config file.
+var configInvalidRE = regexp.MustCompile(`(?i)yaml: (line \d+|unmarshal errors)|mapping values are not allowed|did not find expected (key|node)|could not find expected ':'|json: cannot unmarshal|invalid character '.' looking for|toml: (line|expected)|failed to (parse|load|read|decode) (the )?(config|configuration|rules|settings|properties)\b[^"]*|(config|configuration) (file )?(is )?(invalid|malformed)|invalid (config|configuration)\b|(error|unable to|could not) (parsing|parse|load|loading) (the )?(config|configuration)|ScannerError|ParserError: while parsing|JsonParseException|malformed (yaml|json|config)`)
 
 var certWordRE = regexp.MustCompile(`(?i)cert|x509|tls|ssl`)
 
@@ -375,6 +387,9 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			if t.Incident < 5 && !(surging && t.New && t.Incident >= 3) {
 				w0 *= 0.75
 			}
+			if set.Completed {
+				w0 *= 0.4
+			}
 			subject, target := set.Subject, ""
 			var related []string
 			wellKnown := ""
@@ -451,6 +466,9 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			f.setFact("target", target)
 			f.setFact("well_known", wellKnown)
 			f.setFact("process", process)
+			if set.Completed {
+				f.setFact("resolved", "true")
+			}
 			if set.Host {
 				f.setFact("host", set.Subject)
 			}

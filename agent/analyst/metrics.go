@@ -21,6 +21,8 @@ const (
 	MetricUp          = "up"
 	MetricRequests    = "requests"     // request counters split by status code
 	MetricCPUThrottle = "cpu_throttle" // CFS quota throttling (periods or seconds throttled)
+	MetricHPA         = "hpa"          // autoscaler replicas, limits and conditions (kube-state-metrics)
+	MetricCertExpiry  = "cert_expiry"  // certificate expiry timestamps or seconds left
 )
 
 // MetricSet is the series of one metric, transformed for analysis (rates
@@ -56,6 +58,12 @@ func ClassifyMetric(name string) (class, unit string) {
 	}
 	if strings.HasSuffix(n, "_bucket") {
 		return "", unit
+	}
+	if isHPAMetric(n) {
+		return MetricHPA, ""
+	}
+	if isCertExpiryMetric(n) {
+		return MetricCertExpiry, ""
 	}
 	// CFS throttling is a CPU-limit cause, not an error rate; the total
 	// periods are its denominator.
@@ -110,6 +118,7 @@ func statusLabel(l evidence.Labels) (string, bool) {
 // SubjectOfLabels names the service or workload a series is about.
 func SubjectOfLabels(l evidence.Labels) string {
 	for _, k := range []string{"service", "service_name", "app", "application", "app_kubernetes_io_name", "deployment", "workload", "statefulset", "daemonset",
+		"horizontalpodautoscaler", "consumergroup", "consumer_group",
 		"FunctionName", "DBInstanceIdentifier", "DBClusterIdentifier", "LoadBalancer", "TargetGroup", "QueueName", "TableName", "CacheClusterId",
 		"ClusterName", "ServiceName", "ApiName", "destination_service_name", "job"} {
 		if v := l[k]; v != "" {
@@ -228,11 +237,16 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 	best := map[key]*Finding{}
 	var order []key
 	for _, ms := range sets {
-		var totals map[string]map[time.Time]float64
+		var totals reqTotals
+		series := ms.Series
 		if ms.Class == MetricRequests {
+			// Server errors are judged per service over all its series
+			// (versions, pods, handlers): a new version's series has no
+			// baseline of its own, and the share is of all its requests.
 			totals = requestTotals(ms.Series)
+			series = serverErrorSeries(ms.Series)
 		}
-		for _, s := range ms.Series {
+		for _, s := range series {
 			kind, badUp := metricKind(ms.Class, s.Labels)
 			if kind == "" {
 				continue
@@ -250,8 +264,13 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 			if totals != nil {
 				// Server errors matter as a share of the traffic: a few
 				// stray 5xx on a busy service are noise.
-				tot := totals[SubjectOfLabels(s.Labels)][sh.peakAt]
+				tot := totals.at(SubjectOfLabels(s.Labels), sh.peakAt)
 				if tot <= 0 || sh.peak/tot < minErrorShare {
+					continue
+				}
+				// The share must also step up from the baseline's share:
+				// a steady trickle of errors is not an incident.
+				if base := totals.at(SubjectOfLabels(s.Labels), w.BaselineStart.Add(w.Start.Sub(w.BaselineStart)/2)); base > 0 && sh.before/base >= minErrorShare && sh.peak/tot < 5*sh.before/base {
 					continue
 				}
 				share = fmt.Sprintf(", %.0f%% of requests", 100*sh.peak/tot)
@@ -300,6 +319,9 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 		out = append(out, *best[k])
 	}
 	out = append(out, DetectMemoryGrowth(sets, w)...)
+	out = append(out, DetectHPA(sets, w)...)
+	out = append(out, DetectCertExpiry(sets, w)...)
+	out = append(out, DetectBacklog(sets, w)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out
 }
@@ -520,19 +542,114 @@ func meaningful(sh shift, class string) bool {
 // of server errors to count.
 const minErrorShare = 0.05
 
-// requestTotals sums request rates per subject and time across status codes.
-func requestTotals(ss []evidence.Series) map[string]map[time.Time]float64 {
-	out := map[string]map[time.Time]float64{}
+// serverErrorSeries sums the 5xx series of each subject into one series
+// (labels common to its parts, code "5xx" when several codes are summed).
+func serverErrorSeries(ss []evidence.Series) []evidence.Series {
+	type agg struct {
+		labels evidence.Labels
+		sum    map[time.Time]float64
+		codes  map[string]bool
+	}
+	bySub := map[string]*agg{}
+	var order []string
 	for _, s := range ss {
-		sub := SubjectOfLabels(s.Labels)
-		m := out[sub]
-		if m == nil {
-			m = map[time.Time]float64{}
-			out[sub] = m
+		code, ok := statusLabel(s.Labels)
+		if !ok || !IsServerError(code) {
+			continue
 		}
+		sub := SubjectOfLabels(s.Labels)
+		a := bySub[sub]
+		if a == nil {
+			a = &agg{labels: evidence.Labels{}, sum: map[time.Time]float64{}, codes: map[string]bool{}}
+			for k, v := range s.Labels {
+				a.labels[k] = v
+			}
+			bySub[sub] = a
+			order = append(order, sub)
+		} else {
+			for k, v := range a.labels {
+				if s.Labels[k] != v {
+					delete(a.labels, k)
+				}
+			}
+		}
+		a.codes[code] = true
 		for _, p := range s.Points {
-			m[p.T] += p.V
+			a.sum[p.T] += p.V
 		}
 	}
+	var out []evidence.Series
+	for _, sub := range order {
+		a := bySub[sub]
+		if _, ok := statusLabel(a.labels); !ok {
+			a.labels["code"] = "5xx"
+		}
+		if sub != "" && SubjectOfLabels(a.labels) != sub {
+			a.labels["service"] = sub
+		}
+		s := evidence.Series{Labels: a.labels}
+		for t, v := range a.sum {
+			s.Points = append(s.Points, evidence.Point{T: t, V: v})
+		}
+		sort.Slice(s.Points, func(i, j int) bool { return s.Points[i].T.Before(s.Points[j].T) })
+		out = append(out, s)
+	}
 	return out
+}
+
+// reqTotals holds the request series of each subject, across status codes.
+type reqTotals map[string][]evidence.Series
+
+// requestTotals groups request-rate series by subject.
+func requestTotals(ss []evidence.Series) reqTotals {
+	out := reqTotals{}
+	for _, s := range ss {
+		sub := SubjectOfLabels(s.Labels)
+		out[sub] = append(out[sub], s)
+	}
+	return out
+}
+
+// at is the subject's total request rate at t: every series' value at its
+// sample nearest to t (series scraped at different offsets do not share
+// timestamps), within two sample spacings.
+func (r reqTotals) at(subject string, t time.Time) float64 {
+	total := 0.0
+	for _, s := range r[subject] {
+		if v, ok := valueNear(s.Points, t); ok {
+			total += v
+		}
+	}
+	return total
+}
+
+// valueNear returns the value of the sample nearest to t, if one lies
+// within two sample spacings of it.
+func valueNear(ps []evidence.Point, t time.Time) (float64, bool) {
+	if len(ps) == 0 {
+		return 0, false
+	}
+	i := sort.Search(len(ps), func(i int) bool { return !ps[i].T.Before(t) })
+	best := -1
+	var bd time.Duration
+	for _, j := range []int{i - 1, i} {
+		if j < 0 || j >= len(ps) {
+			continue
+		}
+		d := ps[j].T.Sub(t)
+		if d < 0 {
+			d = -d
+		}
+		if best < 0 || d < bd {
+			best, bd = j, d
+		}
+	}
+	tol := time.Minute
+	if len(ps) > 1 {
+		tol = max(tol, 2*ps[len(ps)-1].T.Sub(ps[0].T)/time.Duration(len(ps)-1))
+	}
+	if bd > tol {
+		return 0, false
+	}
+	return ps[best].V, true
 }

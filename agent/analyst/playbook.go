@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rootcause/rootcause/finding"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // describe writes the root-cause description of a hypothesis: the
@@ -28,6 +29,8 @@ func describe(h *Hypothesis, sc Scope) string {
 			if hostGaveUp(h) {
 				d += " and systemd gave up restarting it (start request repeated too quickly)"
 			}
+		case jvmHeapOverLimit(h) != "":
+			d = fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): %s, so the JVM grows past the limit and the kernel kills it (no Java OutOfMemoryError)", s, jvmHeapOverLimit(h))
 		case leak != "":
 			d = fmt.Sprintf("%s has a memory leak: its working set grows steadily by ~%s until the containers are OOMKilled (out of memory, exit code 137)", s, leak)
 			if lim != "" {
@@ -159,7 +162,14 @@ func describe(h *Hypothesis, sc Scope) string {
 			d += ": " + quote(ReadableLine(l), 200)
 		}
 	case KindTimeout:
-		d = fmt.Sprintf("calls from %s to %s time out (the dependency is slow or unreachable): %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
+		target := h.fact("target")
+		if target == "" || DependencyName(target) == h.fact("caller") {
+			target = dependencyKindOf(h)
+		}
+		d = fmt.Sprintf("calls from %s to %s time out (the dependency is slow or unreachable): %s", orWord(h.fact("caller"), "the service"), target, quote(ReadableLine(h.fact("line")), 200))
+		if ic := initCrash(h); ic != "" {
+			d += fmt.Sprintf("; the init container %s cannot connect and crash-loops (Init:CrashLoopBackOff), so the new pods never start", ic)
+		}
 	case KindThrottling:
 		if ext := h.fact("external"); ext != "" && h.fact("line") != "" {
 			d = fmt.Sprintf("the external API %s rate-limits (HTTP 429, too many requests) the calls from %s: %s", ext, orWord(h.fact("caller"), "the service"), quote(ReadableLine(h.fact("line")), 200))
@@ -171,7 +181,17 @@ func describe(h *Hypothesis, sc Scope) string {
 	case KindAuth:
 		d = fmt.Sprintf("authentication or authorisation fails in %s (credentials rejected): %s", orWord(h.fact("caller"), s), quote(ReadableLine(h.fact("line")), 200))
 	case KindHPAMax:
-		d = fmt.Sprintf("the autoscaler of %s is at its maximum replica count and cannot add capacity: %s", s, truncate(h.fact("message"), 200))
+		d = describeHPA(h)
+	case KindBacklog:
+		d = describeBacklog(h)
+	case KindConsumerStall:
+		d = fmt.Sprintf("the consumers of %s fall behind: their poll loop is too slow (poll timeouts, max.poll.interval.ms exceeded, the group rebalances): %s", s, quote(ReadableLine(h.fact("line")), 220))
+	case KindCertExpiring:
+		d = describeCertExpiring(h)
+	case KindSelector:
+		d = fmt.Sprintf("selector/label mismatch: service %s selects no pods (no ready endpoints), so requests to it fail: %s", s, h.fact("mismatch"))
+	case KindConfigInvalid:
+		d = describeConfigInvalid(h)
 	case KindAppCrash:
 		d = fmt.Sprintf("%s crashes with an application error: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindCrashLoop:
@@ -200,7 +220,7 @@ func describe(h *Hypothesis, sc Scope) string {
 	// Name the mechanism of a symptom the change hypothesis explains, and
 	// the change that triggered a cause.
 	if h.Trigger != nil {
-		d += fmt.Sprintf(". It began %s after the %s", strings.TrimPrefix(minutesAfter(h.Trigger.Time, h.Onset), "within "), changePhrase(h.Trigger))
+		d += fmt.Sprintf(". Triggered by the %s (%s before the onset)", changePhrase(h.Trigger), strings.TrimPrefix(minutesAfter(h.Trigger.Time, h.Onset), "within "))
 		if lc := h.Trigger.fact("memory_limit_change"); lc != "" && h.Kind == KindOOMKilled {
 			d += fmt.Sprintf(", which changed the memory limit (%s)", lc)
 		}
@@ -294,6 +314,9 @@ func dnsCallers(h *Hypothesis) string {
 
 func changePhrase(c *Finding) string {
 	label := map[Kind]string{KindDeploy: "deploy", KindConfigChange: "config change", KindFeatureFlag: "feature flag change", KindInfraChange: "infrastructure change", KindResourceChange: "resource change"}[c.Kind]
+	if c.fact("restart") != "" {
+		label = "rollout restart (pod template unchanged: the new pods re-read their ConfigMaps and Secrets)"
+	}
 	s := label
 	if c.Subject != "" && c.Subject != "*" {
 		s += " of " + c.Subject
@@ -434,8 +457,8 @@ func databaseMechanism(line string) string {
 		return "transactions deadlock"
 	case strings.Contains(l, "pool") || strings.Contains(l, "obtain") || strings.Contains(l, "waiting for"):
 		return "the connection pool is exhausted"
-	case strings.Contains(l, "lock wait"):
-		return "lock wait timeouts"
+	case strings.Contains(l, "lock wait") || strings.Contains(l, "lock timeout") || strings.Contains(l, "obtain lock") || strings.Contains(l, "locknotavailable") || strings.Contains(l, "accessexclusivelock"):
+		return "a table lock held by a migration or schema change (DDL) blocks queries until they fail with a lock timeout"
 	}
 	return "the database rejects queries"
 }
@@ -460,6 +483,12 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 			add(hi, fmt.Sprintf("Restart %s on %s and give the host more memory, or cap its memory use (e.g. maxmemory and an eviction policy)", h.fact("process"), h.fact("host")))
 			add(med, fmt.Sprintf("Find what grew the memory of %s and make its callers degrade gracefully when it is down", h.fact("process")))
 			add(lo, "Alert on host memory use and on the dependency's availability")
+			break
+		}
+		if x := jvmHeapOverLimit(h); x != "" {
+			add(hi, fmt.Sprintf("Set the JVM heap of %s below its container memory limit (%s): -Xmx at most ~75%% of the limit, or -XX:MaxRAMPercentage=75 instead of a fixed -Xmx; or raise the limit above the heap plus off-heap memory", s, x))
+			add(med, "Size JVM heaps from the container limit (MaxRAMPercentage) rather than fixed -Xmx values in config")
+			add(lo, "Validate in CI that -Xmx stays below the container memory limit")
 			break
 		}
 		if leakRate(h) != "" {
@@ -563,9 +592,32 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(hi, fmt.Sprintf("Restore valid credentials for %s (rotate or re-sync the secret, check its expiry)", orWord(h.fact("caller"), s)))
 		add(lo, "Alert on credential expiry and on authentication failures")
 	case KindHPAMax:
-		add(hi, fmt.Sprintf("Raise maxReplicas of the autoscaler of %s (and check the cluster has capacity)", s))
-		add(med, fmt.Sprintf("Find what drives the load on %s", s))
-		add(lo, "Alert when an autoscaler sits at its maximum")
+		add(hi, fmt.Sprintf("Add capacity to %s now: raise maxReplicas of its HPA (currently %s) and check the nodes can fit the extra pods; raise its CPU limit if the pods are throttled", s, orWord(h.fact("max_replicas"), "its current value")))
+		add(med, fmt.Sprintf("Find what drives the load on %s (a traffic surge, a retry storm, a client change) and shed or rate-limit it if it is abnormal", s))
+		add(lo, "Alert when an autoscaler sits at maxReplicas (ScalingLimited) and capacity-plan maxReplicas against peak traffic")
+	case KindBacklog, KindConsumerStall:
+		rollback()
+		add(hi, fmt.Sprintf("Let the consumers of %s catch up: roll back the change that slowed them, or scale the consumers out (up to the partition count)", s))
+		add(med, "Make per-record processing fast again (no synchronous remote call per record, batch or async it); tune max.poll.records / max.poll.interval.ms so polls stay within the interval")
+		add(lo, "Alert on consumer lag growth (lag slope) per consumer group, not only on its absolute value")
+	case KindCertExpiring:
+		add(hi, fmt.Sprintf("Renew the certificate %s before %s: fix the renewal (%s) or issue and install a certificate manually", orWord(h.fact("certificate"), s), orWord(h.fact("not_after"), "it expires"), truncate(orWord(h.fact("renewal_error"), "check cert-manager's Certificate, Order and Challenge status"), 160)))
+		add(med, "Check cert-manager's Challenge/Order/CertificateRequest events and logs (kubectl describe challenge) and the DNS or HTTP solver's credentials and permissions")
+		add(lo, "Alert on certificates expiring within 21 days and on failing renewals (certmanager_certificate_ready_status)")
+	case KindSelector:
+		rollback()
+		add(hi, fmt.Sprintf("Make service %s select its pods again: restore the pod labels its selector needs, or update the selector to the new labels (%s)", s, truncate(h.fact("mismatch"), 160)))
+		add(med, "Keep Service selectors and pod template labels in the same chart and change them together")
+		add(lo, "Alert on Services with no ready endpoints (kube_endpoint_address_available == 0) and check selectors in CI")
+	case KindConfigInvalid:
+		if c := h.Trigger; c != nil && c.Kind == KindConfigChange {
+			add(hi, fmt.Sprintf("Revert the config change (%s) so the pods can start again", truncate(orWord(c.fact("description"), c.Summary), 160)))
+		} else {
+			rollback()
+		}
+		add(hi, fmt.Sprintf("Fix the configuration of %s: %s", s, truncate(h.fact("line"), 200)))
+		add(med, "Validate configuration files (YAML/JSON schema) in CI before they reach the ConfigMap, and keep the last good version to roll back to")
+		add(lo, "Alert on crash-looping pods right after config changes or restarts")
 	case KindSaturation, KindLatency, KindErrorRate, KindRestarts, KindTargetDown:
 		rollback()
 		add(hi, fmt.Sprintf("Mitigate on %s: scale it out or shed load, and check its recent changes", orWord(s, "the service")))
@@ -629,4 +681,142 @@ func consequences(h *Hypothesis) string {
 		}
 	}
 	return strings.Join(labels, ", ")
+}
+
+func describeHPA(h *Hypothesis) string {
+	s := h.Subject
+	d := fmt.Sprintf("capacity: the HPA of %s is at its maximum of %s replicas (maxReplicas", s, orWord(h.fact("max_replicas"), "its"))
+	if h.fact("scaling_limited") != "" {
+		d += ", ScalingLimited"
+	}
+	d += ") and cannot add more"
+	if lf := h.fact("load_factor"); lf != "" {
+		d += fmt.Sprintf(" while the load rose ~%s", lf)
+	} else if m := h.fact("message"); m != "" {
+		d += ": " + truncate(m, 160)
+	}
+	if from := h.fact("from_replicas"); from != "" && from != h.fact("max_replicas") {
+		d += fmt.Sprintf(" (it scaled from %s to %s replicas)", from, h.fact("max_replicas"))
+	}
+	for _, f := range h.Support {
+		if f.Kind == KindCPUThrottling || f.Kind == KindSaturation && strings.Contains(strings.ToLower(f.fact("metric")), "cpu") {
+			d += "; the pods are CPU-saturated"
+			if lim := f.fact("cpu_limit"); lim != "" {
+				d += fmt.Sprintf(" (throttled at their cpu limit of %s)", lim)
+			}
+			break
+		}
+	}
+	if hasKind(h.Support, KindLatency) {
+		d += ", so requests queue and latency rises"
+	}
+	return d
+}
+
+func describeBacklog(h *Hypothesis) string {
+	what := orWord(h.fact("what"), "backlog")
+	on := h.Subject
+	if t := h.fact("topic"); t != "" {
+		on += " on topic " + t
+	}
+	subj := "group " + on
+	if what != "consumer lag" {
+		subj = on
+	}
+	d := fmt.Sprintf("the %s of %s grows steadily from %s to %s: the consumers fall behind (backlog)", what, subj, orDash(h.fact("baseline")), orDash(h.fact("peak")))
+	for _, f := range h.Support {
+		if f.Kind == KindConsumerStall {
+			d += fmt.Sprintf("; the consumer's poll loop is too slow (poll timeout, max.poll.interval.ms exceeded, rebalancing): %s", quote(ReadableLine(f.fact("line")), 200))
+			break
+		}
+	}
+	return d
+}
+
+func describeCertExpiring(h *Hypothesis) string {
+	name := orWord(h.fact("certificate"), h.Subject)
+	d := fmt.Sprintf("the TLS certificate %s", name)
+	if hs := h.fact("hosts"); hs != "" {
+		d += " (served at " + hs + ")"
+	}
+	d += fmt.Sprintf(" expires in %s, at %s", orDash(h.fact("expires_in")), orDash(h.fact("not_after")))
+	if e := h.fact("renewal_error"); e != "" {
+		d += "; its renewal is failing: " + quote(truncate(e, 200), 210)
+	} else {
+		d += "; it has not been renewed"
+	}
+	d += ". Nothing is down yet, but TLS handshakes will fail (certificate expired) when it expires"
+	return d
+}
+
+func describeConfigInvalid(h *Hypothesis) string {
+	s := h.Subject
+	where := "its config file"
+	if p := h.fact("config_path"); p != "" {
+		where = "config file " + p
+	}
+	d := fmt.Sprintf("configuration error in %s of %s (ConfigMap/config file): the application cannot parse it and exits", where, s)
+	if c := h.fact("exit_code"); c != "" {
+		d += fmt.Sprintf(" (exit code %s)", c)
+	}
+	if h.fact("crashloop") != "" {
+		d += ", so its pods are in CrashLoopBackOff"
+	}
+	if l := h.fact("line"); l != "" {
+		d += ": " + quote(ReadableLine(l), 220)
+	}
+	return d
+}
+
+// dependencyKindOf names what a caller's failing calls go to when the lines
+// name no address: the client library or database they mention.
+func dependencyKindOf(h *Hypothesis) string {
+	for _, f := range append(slices.Clone(h.Primary), h.Support...) {
+		for _, l := range []string{f.fact("line"), f.fact("template"), f.fact("last_log")} {
+			if d := WellKnownDependency(l, ""); d != "" {
+				return "its " + d + " database"
+			}
+		}
+	}
+	for _, f := range h.Support {
+		if strings.Contains(strings.ToLower(f.fact("init_container")+f.fact("container")), "migrat") {
+			return "its database"
+		}
+	}
+	return "its dependency"
+}
+
+// initCrash names the init container whose crash loop supports h.
+func initCrash(h *Hypothesis) string {
+	for _, f := range h.Support {
+		if c := f.fact("init_container"); c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// jvmHeapOverLimit describes a JVM heap (-Xmx, from the pod spec or the
+// change that set it) at least as large as the container memory limit, ""
+// when there is none.
+func jvmHeapOverLimit(h *Hypothesis) string {
+	lim := h.fact("memory_limit")
+	if lim == "" {
+		return ""
+	}
+	q, err := resource.ParseQuantity(lim)
+	if err != nil || q.Value() <= 0 {
+		return ""
+	}
+	xs := h.fact("jvm_xmx")
+	if h.Trigger != nil {
+		if x, _ := xmxOf(h.Trigger.fact("description") + " " + h.Trigger.fact("changes")); x != "" {
+			xs = x
+		}
+	}
+	x, n := xmxOf(xs)
+	if x == "" || float64(n) < 0.9*float64(q.Value()) {
+		return ""
+	}
+	return fmt.Sprintf("the JVM heap %s exceeds the container memory limit %s", x, lim)
 }

@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -75,6 +76,10 @@ const (
 	triggerNear = 30 * time.Minute // a change this close before onset is a strong suspect
 	triggerFar  = 2 * time.Hour    // beyond this, a change is not linked
 	healthyBar  = 0.25             // best score under this: no fault found
+	// changeBlameFar: a change is blamed on its own (a generic bad
+	// change) only for symptoms that begin within this time after it; a
+	// specific mechanism may still name an older change as its trigger.
+	changeBlameFar = 45 * time.Minute
 )
 
 // Reason groups findings into hypotheses and ranks them.
@@ -123,6 +128,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 			hs = append(hs, h)
 		}
 	}
+	absorbChanges(hs)
 	sort.SliceStable(hs, func(i, j int) bool {
 		if hs[i].Score != hs[j].Score {
 			return hs[i].Score > hs[j].Score
@@ -287,11 +293,15 @@ func distinctObjects(fs []*Finding) int {
 	return len(seen)
 }
 
-// nearestChange finds the latest change at most triggerFar before h's onset
-// (or up to two minutes after, for clock skew) on h's subject, a subject h
-// relates to, or everything.
+// nearestChange finds the change that triggered h: at most triggerFar
+// before h's onset (or up to two minutes after, for clock skew) on h's
+// subject, a subject h relates to, or everything. The kind of change that
+// produces h's mechanism comes first (a config change for a config error,
+// a network change for a connection timeout), then any change that ships
+// something over a plain restart, then the latest.
 func nearestChange(h *Hypothesis, changes []*Finding) *Finding {
 	var best *Finding
+	bestRank := -1
 	for _, c := range changes {
 		if !changeTouches(c, h) {
 			continue
@@ -300,15 +310,44 @@ func nearestChange(h *Hypothesis, changes []*Finding) *Finding {
 		if h.Onset.IsZero() || d < -2*time.Minute || d > triggerFar {
 			continue
 		}
-		if best == nil || c.Time.After(best.Time) {
-			best = c
+		rank := 1
+		if c.fact("restart") != "" {
+			rank = 0
+		}
+		if fitsMechanism(h, c) {
+			rank = 2
+		}
+		if rank > bestRank || rank == bestRank && c.Time.After(best.Time) {
+			best, bestRank = c, rank
 		}
 	}
 	return best
 }
 
+// fitsMechanism reports whether a change is of the kind that produces h's
+// mechanism.
+func fitsMechanism(h *Hypothesis, c *Finding) bool {
+	desc := strings.ToLower(c.fact("description") + " " + c.Summary)
+	switch h.Kind {
+	case KindConfigInvalid, KindConfigError:
+		return c.Kind == KindConfigChange || strings.Contains(desc, "configmap") || strings.Contains(desc, "secret")
+	case KindTimeout, KindConnRefused, KindConnReset, KindDNS:
+		return c.Kind == KindInfraChange && networkChangeRE.MatchString(desc)
+	case KindOOMKilled:
+		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap")
+	}
+	return false
+}
+
+var networkChangeRE = regexp.MustCompile(`(?i)networkpolic|network polic|firewall|security group|egress|ingress rule|\bacl\b|\bcidr\b|calico|cilium|route table|peering`)
+
 func changeTouches(c *Finding, h *Hypothesis) bool {
 	if c.Subject == "*" || c.Subject == h.Subject {
+		return true
+	}
+	// A network change (a NetworkPolicy, a firewall rule) can cut any
+	// connection made shortly after it, whoever it names.
+	if fitsMechanism(h, c) && c.Kind == KindInfraChange && !h.Onset.IsZero() && h.Onset.Sub(c.Time) <= triggerNear {
 		return true
 	}
 	for _, f := range h.Primary {
@@ -330,7 +369,7 @@ func changeHypothesis(c *Finding, symptoms []*Finding, sc Scope) *Hypothesis {
 			continue
 		}
 		d := f.Time.Sub(c.Time)
-		if f.Time.IsZero() || d < -2*time.Minute || d > triggerFar {
+		if f.Time.IsZero() || d < -2*time.Minute || d > changeBlameFar {
 			continue
 		}
 		// A deploy is not blamed on a handful of log lines or on a
@@ -345,7 +384,11 @@ func changeHypothesis(c *Finding, symptoms []*Finding, sc Scope) *Hypothesis {
 	if len(h.Support) == 0 {
 		return nil
 	}
-	score := infoOf(c.Kind).prior + math.Min(0.3, 0.1*float64(len(sources)))
+	prior := infoOf(c.Kind).prior
+	if c.fact("restart") != "" {
+		prior = 0.2 // a restart ships nothing new
+	}
+	score := prior + math.Min(0.3, 0.1*float64(len(sources)))
 	switch d := first.Sub(c.Time); {
 	case d <= 15*time.Minute:
 		score += 0.15
@@ -438,6 +481,12 @@ func confidence(a *Analysis) float64 {
 			c -= 10
 		}
 		break
+	}
+	// A change blamed without a mechanism that explains how it fails is
+	// a correlation in time: it stays below the confidence of a
+	// diagnosed mechanism.
+	if w.class() == classChange {
+		c = math.Min(c, 60)
 	}
 	return math.Round(math.Max(21, math.Min(95, c)))
 }
@@ -680,4 +729,55 @@ func affected(w *Hypothesis, sc Scope) []string {
 		out = out[:10]
 	}
 	return out
+}
+
+// absorbChanges lets a specific mechanism take the place of a generic
+// "bad change" hypothesis whose symptoms it explains: the change becomes
+// the mechanism's trigger (it is then absorbed), or, when the mechanism
+// was triggered by another change that fits it better (a NetworkPolicy
+// before connection timeouts), the generic one is demoted below it. A
+// generic deploy hypothesis wins only when no mechanism explains its
+// symptoms.
+func absorbChanges(hs []*Hypothesis) {
+	for _, c := range hs {
+		if c.class() != classChange || len(c.Support) == 0 {
+			continue
+		}
+		var best *Hypothesis
+		for _, k := range hs {
+			cl := k.class()
+			if k == c || k.Trigger == nil || cl == classChange || cl == classSymptom || k.Score < 0.45 {
+				continue
+			}
+			if k.Trigger != c.Primary[0] && !(fitsMechanism(k, k.Trigger) && k.Trigger.Time.Before(c.Primary[0].Time)) {
+				continue
+			}
+			if !explainsSupport(k, c) {
+				continue
+			}
+			if best == nil || k.Score > best.Score {
+				best = k
+			}
+		}
+		if best == nil || best.Score >= c.Score {
+			continue
+		}
+		best.Score = math.Min(0.95, c.Score+0.01)
+		if best.Trigger != c.Primary[0] {
+			c.Score = math.Min(c.Score, best.Score*0.8)
+		}
+	}
+}
+
+// explainsSupport reports whether k accounts for most of the symptoms a
+// change hypothesis rests on: they are k's own findings, or symptoms on the
+// subject k is about.
+func explainsSupport(k, c *Hypothesis) bool {
+	n := 0
+	for _, f := range c.Support {
+		if k.uses(f) || f.Subject == k.Subject || f.relates(k.Subject) || f.fact("caller") != "" && f.fact("caller") == k.fact("caller") {
+			n++
+		}
+	}
+	return n*2 >= len(c.Support)+1 || n == len(c.Support)
 }

@@ -42,6 +42,11 @@ const (
 	KindRolloutStuck   Kind = "rollout_stuck"
 	KindNoEndpoints    Kind = "no_endpoints"
 	KindHPAMax         Kind = "hpa_at_max"
+	KindBacklog        Kind = "backlog"           // a consumer lag or queue depth growing
+	KindConsumerStall  Kind = "consumer_stall"    // a consumer's poll loop too slow: poll timeouts, rebalances
+	KindCertExpiring   Kind = "cert_expiring"     // a certificate close to its expiry
+	KindSelector       Kind = "selector_mismatch" // a Service selector matching no pod labels
+	KindConfigInvalid  Kind = "config_invalid"    // a config file the application cannot parse
 	KindCertificate    Kind = "certificate"
 	KindTLS            Kind = "tls_handshake"
 	KindConnRefused    Kind = "connection_refused"
@@ -175,7 +180,12 @@ var kinds = map[Kind]kindInfo{
 	KindPeer:           {0.4, classSymptom, "peer agent finding"},
 	KindAuth:           {0.58, classCause, "authentication failure"},
 	KindThrottling:     {0.52, classDependency, "throttling"},
-	KindHPAMax:         {0.5, classCause, "autoscaler at maximum"},
+	KindHPAMax:         {0.76, classCause, "autoscaler at maximum replicas (capacity)"},
+	KindBacklog:        {0.68, classCause, "consumer lag / backlog growing"},
+	KindConsumerStall:  {0.42, classSymptom, "consumer poll loop too slow (rebalancing)"},
+	KindCertExpiring:   {0.7, classCause, "certificate expiring soon"},
+	KindSelector:       {0.84, classCause, "Service selector/label mismatch"},
+	KindConfigInvalid:  {0.8, classCause, "configuration error (invalid config file)"},
 	KindEviction:       {0.56, classCause, "pod evictions"},
 	KindTLS:            {0.56, classDependency, "TLS handshake failure"},
 	KindConnRefused:    {0.5, classDependency, "connection refused"},

@@ -1,0 +1,408 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func hasEvidence(f Finding, sub string) bool {
+	for _, e := range f.Evidence {
+		if strings.Contains(e, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDetectHPA(t *testing.T) {
+	hpaLabels := func(name string) evidence.Labels {
+		return evidence.Labels{"namespace": "social", "horizontalpodautoscaler": "feed"}
+	}
+	ramp := func(i int, t time.Time) float64 { return min(12, 4+float64(max(0, i-70))/4) }
+	tests := []struct {
+		name    string
+		current func(i int, t time.Time) float64
+		max     float64
+		want    bool
+		weight  float64
+	}{
+		{"scaled up to its maximum", ramp, 12, true, 0.92},
+		{"below its maximum", ramp, 20, false, 0},
+		{"at its maximum all along", func(int, time.Time) float64 { return 12 }, 12, true, 0.6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sets := []MetricSet{
+				{Name: "kube_horizontalpodautoscaler_status_current_replicas", Class: MetricHPA, Origin: SrcMetrics,
+					Series: []evidence.Series{series(hpaLabels("feed"), tc.current)}},
+				{Name: "kube_horizontalpodautoscaler_spec_max_replicas", Class: MetricHPA, Origin: SrcMetrics,
+					Series: []evidence.Series{series(hpaLabels("feed"), func(int, time.Time) float64 { return tc.max })}},
+				{Name: "http_requests_total", Class: MetricRequests, Origin: SrcMetrics,
+					Series: []evidence.Series{series(evidence.Labels{"job": "feed", "code": "200"}, func(i int, t time.Time) float64 {
+						if t.Before(win.Start) {
+							return 100
+						}
+						return 900
+					})}},
+			}
+			fs := DetectHPA(sets, win)
+			if !tc.want {
+				if len(fs) != 0 {
+					t.Fatalf("unexpected %v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Kind != KindHPAMax || fs[0].Subject != "feed" || fs[0].Weight != tc.weight {
+				t.Fatalf("got %+v", fs)
+			}
+			if fs[0].fact("max_replicas") != "12" || !hasEvidence(fs[0], "maxReplicas 12") {
+				t.Errorf("facts %v evidence %v", fs[0].Facts, fs[0].Evidence)
+			}
+			if tc.weight > 0.9 && fs[0].fact("load_factor") != "9×" {
+				t.Errorf("load factor %q, want 9×", fs[0].fact("load_factor"))
+			}
+		})
+	}
+}
+
+func TestDetectCertExpiry(t *testing.T) {
+	tests := []struct {
+		name   string
+		metric string
+		value  float64
+		kind   Kind
+	}{
+		{"expires in two days (timestamp)", "certmanager_certificate_expiration_timestamp_seconds", float64(now.Add(50 * time.Hour).Unix()), KindCertExpiring},
+		{"expired (timestamp)", "probe_ssl_earliest_cert_expiry", float64(now.Add(-time.Hour).Unix()), KindCertificate},
+		{"expires in a month", "x509_cert_not_after", float64(now.Add(30 * 24 * time.Hour).Unix()), ""},
+		{"seconds left", "ssl_certificate_expiry_seconds", 3 * 24 * 3600, KindCertExpiring},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if c, _ := ClassifyMetric(tc.metric); c != MetricCertExpiry {
+				t.Fatalf("%s classified %q", tc.metric, c)
+			}
+			sets := []MetricSet{{Name: tc.metric, Class: MetricCertExpiry, Origin: SrcMetrics, Series: []evidence.Series{
+				series(evidence.Labels{"name": "public-api-tls", "namespace": "edge", "service": "unrelated"}, func(int, time.Time) float64 { return tc.value })}}}
+			fs := DetectCertExpiry(sets, win)
+			if tc.kind == "" {
+				if len(fs) != 0 {
+					t.Fatalf("unexpected %v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Kind != tc.kind || fs[0].Subject != "public-api-tls" {
+				t.Fatalf("got %+v", fs)
+			}
+			if tc.kind == KindCertExpiring {
+				fs[0].setFact("renewal_error", "Error presenting challenge: 403")
+				d := describe(&Hypothesis{Kind: fs[0].Kind, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}, Scope{})
+				if !strings.Contains(d, "expires in") || !strings.Contains(d, "renewal is failing") {
+					t.Errorf("description %q", d)
+				}
+			}
+		})
+	}
+}
+
+func TestAttachCertRenewal(t *testing.T) {
+	fs := []Finding{{Kind: KindCertExpiring, Subject: "public-api-tls", Weight: 0.8, Facts: map[string]string{"certificate": "public-api-tls"}}}
+	evs := []corev1.Event{
+		{InvolvedObject: corev1.ObjectReference{Kind: "Challenge", Namespace: "edge", Name: "public-api-tls-1-22-33"}, Type: "Warning", Reason: "PresentError",
+			Message: "Error presenting challenge: googleapi: Error 403: Forbidden", Count: 11, FirstTimestamp: mt(now.Add(-time.Hour))},
+		{InvolvedObject: corev1.ObjectReference{Kind: "Challenge", Namespace: "edge", Name: "other-tls-1"}, Type: "Warning", Reason: "PresentError", Message: "other"},
+	}
+	attachCertRenewal(fs, evs)
+	if !strings.Contains(fs[0].fact("renewal_error"), "403") || len(fs[0].Evidence) != 1 || fs[0].Weight <= 0.8 {
+		t.Fatalf("got %+v", fs[0])
+	}
+}
+
+func TestDetectBacklog(t *testing.T) {
+	lag := func(part string, f func(i int, t time.Time) float64) evidence.Series {
+		return series(evidence.Labels{"consumergroup": "tracker", "topic": "events", "partition": part, "job": "kafka-exporter"}, f)
+	}
+	growing := func(i int, t time.Time) float64 {
+		if t.Before(win.Start.Add(10 * time.Minute)) {
+			return 100
+		}
+		return 100 + 500*t.Sub(win.Start.Add(10*time.Minute)).Minutes()
+	}
+	tests := []struct {
+		name   string
+		metric string
+		labels evidence.Labels
+		f      func(i int, t time.Time) float64
+		want   bool
+	}{
+		{"consumer lag grows", "kafka_consumergroup_lag", nil, growing, true},
+		{"flat lag", "kafka_consumergroup_lag", nil, func(int, time.Time) float64 { return 100 }, false},
+		{"lag that recovered", "kafka_consumergroup_lag", nil, func(i int, t time.Time) float64 {
+			if t.After(win.Start.Add(20*time.Minute)) && t.Before(win.Start.Add(30*time.Minute)) {
+				return 50000
+			}
+			return 100
+		}, false},
+		{"dead-letter queue filling is a symptom", "sqs_approximate_number_of_messages_visible", evidence.Labels{"queue": "orders-dlq"}, growing, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := lag("0", tc.f)
+			if tc.labels != nil {
+				s = series(tc.labels, tc.f)
+			}
+			fs := DetectBacklog([]MetricSet{{Name: tc.metric, Class: MetricSaturation, Origin: SrcMetrics, Series: []evidence.Series{s, lag("1", func(int, time.Time) float64 { return 0 })}}}, win)
+			if !tc.want {
+				if len(fs) != 0 {
+					t.Fatalf("unexpected %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Kind != KindBacklog || fs[0].Subject != "tracker" || fs[0].fact("topic") != "events" {
+				t.Fatalf("got %+v", fs)
+			}
+			if !fs[0].Time.After(win.Start) {
+				t.Errorf("onset %v", fs[0].Time)
+			}
+		})
+	}
+}
+
+func TestSelectorMismatch(t *testing.T) {
+	svc := ServiceState{Known: true, Service: corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bff", Namespace: "shop"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "bff", "tier": "web"}}}}
+	ready := func(name string, labels map[string]string) corev1.Pod {
+		return pod(name, func(p *corev1.Pod) {
+			p.Labels = labels
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: strings.TrimSuffix(name, "-a")}}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		})
+	}
+	tests := []struct {
+		name string
+		pods []corev1.Pod
+		want string // "" for no mismatch finding
+	}{
+		{"label dropped", []corev1.Pod{ready("bff-7d9f8b6c5-a", map[string]string{"app": "bff", "app.kubernetes.io/name": "bff"})}, "tier=web (pods have no tier label)"},
+		{"label value changed", []corev1.Pod{ready("bff-7d9f8b6c5-a", map[string]string{"app": "bff", "tier": "frontend"})}, "tier=web (pods have tier=frontend)"},
+		{"no such pods at all", []corev1.Pod{ready("other-7d9f8b6c5-a", map[string]string{"app": "other"})}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := DetectServices([]ServiceState{svc}, tc.pods)
+			var m *Finding
+			for i := range fs {
+				if fs[i].Kind == KindSelector {
+					m = &fs[i]
+				}
+			}
+			if tc.want == "" {
+				if m != nil {
+					t.Fatalf("unexpected %+v", m)
+				}
+				return
+			}
+			if m == nil || !strings.Contains(m.fact("mismatch"), tc.want) || m.Weight < 0.9 {
+				t.Fatalf("got %+v", fs)
+			}
+		})
+	}
+}
+
+func TestOnlyRestart(t *testing.T) {
+	rs := func(image, restarted string) *appsv1.ReplicaSet {
+		r := &appsv1.ReplicaSet{}
+		r.Spec.Template.Labels = map[string]string{"app": "x", "pod-template-hash": image + restarted}
+		if restarted != "" {
+			r.Spec.Template.Annotations = map[string]string{restartedAtKey: restarted}
+		}
+		r.Spec.Template.Spec.Containers = []corev1.Container{{Name: "x", Image: image}}
+		return r
+	}
+	tests := []struct {
+		name     string
+		old, nw  *appsv1.ReplicaSet
+		expected bool
+	}{
+		{"rollout restart", rs("x:1", ""), rs("x:1", "2026-06-03T08:04:11Z"), true},
+		{"second restart", rs("x:1", "2026-06-02T08:00:00Z"), rs("x:1", "2026-06-03T08:04:11Z"), true},
+		{"new image", rs("x:1", ""), rs("x:2", "2026-06-03T08:04:11Z"), false},
+		{"no restart annotation", rs("x:1", ""), rs("x:1", ""), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			diffs := templateDiff(&tc.old.Spec.Template.Spec, &tc.nw.Spec.Template.Spec)
+			if got := onlyRestart(tc.old, tc.nw, diffs); got != tc.expected {
+				t.Errorf("onlyRestart = %v, want %v", got, tc.expected)
+			}
+		})
+	}
+}
+
+func TestCauseLineAndConfigCrash(t *testing.T) {
+	lines := func(ss ...string) []evidence.LogLine {
+		var out []evidence.LogLine
+		for _, s := range ss {
+			out = append(out, evidence.LogLine{Text: s})
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		lines  []evidence.LogLine
+		want   string
+		config bool
+	}{
+		{"yaml error before the exit line", lines(`level=info msg="loading rules" path=/etc/app/rules.yaml`,
+			`level=error msg="failed to parse rules file" path=/etc/app/rules.yaml err="yaml: line 47: mapping values are not allowed in this context"`,
+			`level=fatal msg="invalid configuration, exiting" exit_code=1`), "yaml: line 47", true},
+		{"error with detail over a generic exit", lines(`ERROR cannot open database: invalid DSN: missing host`, `INFO shutting down`), "invalid DSN", false},
+		{"only a last line", lines(`starting`, `bye`), "bye", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := causeLine(tc.lines)
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("causeLine = %q, want it to contain %q", got, tc.want)
+			}
+			crash := Finding{Kind: KindCrashLoop, Subject: "app", Facts: map[string]string{"last_log": got, "exit_code": "1"}}
+			f, ok := configCrash(crash, "pod shop/app-1 container app", true)
+			if ok != tc.config {
+				t.Fatalf("configCrash ok = %v, want %v", ok, tc.config)
+			}
+			if ok && (f.Kind != KindConfigInvalid || f.fact("config_path") != "/etc/app/rules.yaml") {
+				t.Errorf("got %+v", f)
+			}
+		})
+	}
+}
+
+func TestClassifyLineMechanisms(t *testing.T) {
+	tests := []struct {
+		line string
+		kind Kind
+	}{
+		{`err="yaml: line 47: mapping values are not allowed in this context"`, KindConfigInvalid},
+		{`json: cannot unmarshal string into Go struct field Config.port of type int`, KindConfigInvalid},
+		{`consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than the configured max.poll.interval.ms`, KindConsumerStall},
+		{`error request failed err=canceling statement due to lock timeout`, KindDatabase},
+		{`upstream request timeout after 30s`, KindTimeout},
+	}
+	for _, tc := range tests {
+		if k, _ := ClassifyLine(tc.line); k != tc.kind {
+			t.Errorf("ClassifyLine(%q) = %q, want %q", tc.line, k, tc.kind)
+		}
+	}
+	if m := databaseMechanism("canceling statement due to lock timeout"); !strings.Contains(m, "table lock held by a migration") {
+		t.Errorf("lock mechanism %q", m)
+	}
+}
+
+func TestJVMHeapOverLimit(t *testing.T) {
+	tests := []struct {
+		name, xmx, limit, trigger string
+		want                      bool
+	}{
+		{"heap above the limit (pod spec)", "-Xmx3072m", "2Gi", "", true},
+		{"heap above the limit (config change)", "", "2Gi", "JAVA_TOOL_OPTIONS -Xmx1280m -> -Xmx3g", true},
+		{"heap well below the limit", "-Xmx1280m", "2Gi", "", false},
+		{"no limit", "-Xmx3072m", "", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &Finding{Kind: KindOOMKilled, Subject: "claims", Facts: map[string]string{}}
+			f.setFact("jvm_xmx", tc.xmx)
+			f.setFact("memory_limit", tc.limit)
+			h := &Hypothesis{Kind: KindOOMKilled, Subject: "claims", Primary: []*Finding{f}}
+			if tc.trigger != "" {
+				h.Trigger = &Finding{Kind: KindConfigChange, Facts: map[string]string{"description": tc.trigger}}
+			}
+			got := jvmHeapOverLimit(h)
+			if (got != "") != tc.want {
+				t.Fatalf("jvmHeapOverLimit = %q, want %v", got, tc.want)
+			}
+			if tc.want && !strings.Contains(describe(h, Scope{}), "exceeds the container memory limit") {
+				t.Errorf("description %q", describe(h, Scope{}))
+			}
+		})
+	}
+	c := &corev1.Container{Env: []corev1.EnvVar{{Name: "JAVA_TOOL_OPTIONS", Value: "-XX:+UseG1GC -Xmx3072m"}}}
+	if x := xmxOfContainer(c); x != "-Xmx3072m" {
+		t.Errorf("xmxOfContainer = %q", x)
+	}
+}
+
+func TestSpecificMechanismAbsorbsDeploy(t *testing.T) {
+	start := win.Start
+	deploy := Finding{Kind: KindDeploy, Subject: "tracker", Time: start.Add(5 * time.Minute), Weight: 0.9, Source: SrcChanges, Summary: "deploy of tracker 2.7.0",
+		Facts: map[string]string{"description": "tracker 2.7.0"}}
+	netpol := Finding{Kind: KindInfraChange, Subject: "data", Time: start.Add(2 * time.Minute), Weight: 0.9, Source: SrcChanges, Summary: "NetworkPolicy default-deny",
+		Facts: map[string]string{"description": "NetworkPolicy: default-deny ingress for namespace data"}}
+	tests := []struct {
+		name     string
+		findings []Finding
+		winner   Kind
+		trigger  Kind
+	}{
+		{"backlog takes the deploy as its trigger", []Finding{deploy,
+			{Kind: KindBacklog, Subject: "tracker", Time: start.Add(12 * time.Minute), Weight: 0.8, Source: SrcMetrics, Related: []string{"tracker"}},
+			{Kind: KindLogErrors, Subject: "tracker", Time: start.Add(13 * time.Minute), Weight: 0.9, Source: SrcLogs, Facts: map[string]string{"lines": "40"}},
+			{Kind: KindRolloutStuck, Subject: "tracker", Time: start.Add(6 * time.Minute), Weight: 0.85, Source: SrcKubernetes},
+		}, KindBacklog, KindDeploy},
+		{"timeouts after a NetworkPolicy change beat an unrelated deploy", []Finding{deploy, netpol,
+			{Kind: KindTimeout, Subject: "tracker", Time: start.Add(8 * time.Minute), Weight: 0.85, Source: SrcLogs, Facts: map[string]string{"lines": "12", "caller": "tracker"}},
+			{Kind: KindCrashLoop, Subject: "tracker", Time: start.Add(7 * time.Minute), Weight: 0.85, Source: SrcKubernetes},
+			{Kind: KindRolloutStuck, Subject: "tracker", Time: start.Add(6 * time.Minute), Weight: 0.85, Source: SrcKubernetes},
+		}, KindTimeout, KindInfraChange},
+		{"a deploy with only generic symptoms stays a deploy", []Finding{deploy,
+			{Kind: KindErrorRate, Subject: "tracker", Time: start.Add(7 * time.Minute), Weight: 0.9, Source: SrcMetrics},
+			{Kind: KindLogErrors, Subject: "tracker", Time: start.Add(7 * time.Minute), Weight: 0.9, Source: SrcLogs, Facts: map[string]string{"lines": "40"}},
+		}, KindDeploy, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Reason(tc.findings, Scope{Service: "tracker", Window: win})
+			w := a.Hypotheses[0]
+			if w.Kind != tc.winner {
+				t.Fatalf("winner %s (%.2f), want %s", w.Kind, w.Score, tc.winner)
+			}
+			if tc.trigger != "" && (w.Trigger == nil || w.Trigger.Kind != tc.trigger) {
+				t.Errorf("trigger %+v, want %s", w.Trigger, tc.trigger)
+			}
+			if c := confidence(a); tc.trigger == "" && c > 60 {
+				t.Errorf("generic deploy confidence %.0f, want ≤ 60", c)
+			}
+		})
+	}
+}
+
+func TestServerErrorShare(t *testing.T) {
+	// Two status series scraped at different offsets, a steady 0.05%
+	// of 500s: no error-rate finding.
+	mk := func(code string, rate float64, offset time.Duration) evidence.Series {
+		s := evidence.Series{Labels: evidence.Labels{"__name__": "http_requests_total", "job": "wishlist", "code": code}}
+		for t := win.BaselineStart.Add(offset); !t.After(win.End); t = t.Add(30 * time.Second) {
+			s.Points = append(s.Points, evidence.Point{T: t, V: rate})
+		}
+		return s
+	}
+	noisy := mk("500", 0.05, 7*time.Second)
+	for i := range noisy.Points {
+		if i%7 == 0 && noisy.Points[i].T.After(win.Start) {
+			noisy.Points[i].V = 0.2
+		}
+	}
+	fs := DetectMetrics([]MetricSet{{Name: "http_requests_total", Class: MetricRequests, Unit: "/s", Origin: SrcMetrics,
+		Series: []evidence.Series{mk("200", 100, 0), noisy}}}, win)
+	for _, f := range fs {
+		if f.Kind == KindErrorRate {
+			t.Fatalf("a steady trickle of 500s became %+v", f)
+		}
+	}
+}
