@@ -118,6 +118,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 		return nil, err
 	}
 	res.Notes = append(res.Notes, notes...)
+	res.Notes = append(res.Notes, e.consultToolServers(ctx, req, run)...)
 	res.Notes = append(res.Notes, fmt.Sprintf("offline analyst: %d findings from %s", len(findings), g.checked()))
 	run.Step("done", total, total)
 	return res, nil
