@@ -177,7 +177,7 @@ func newConfigApproveCommand(v *viper.Viper) *cobra.Command {
 	var cf clientFlags
 	c := &cobra.Command{
 		Use:   "approve ID",
-		Short: "Approve and apply a change request (approvers and admin tokens)",
+		Short: "Approve and apply a change request (approvers, admin tokens or the local socket)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return configCall(cmd, v, &cf, "POST", "/api/v1/admin/change-requests/"+url.PathEscape(args[0])+"/approve", nil)
@@ -192,7 +192,7 @@ func newConfigRejectCommand(v *viper.Viper) *cobra.Command {
 	var reason string
 	c := &cobra.Command{
 		Use:   "reject ID --reason R",
-		Short: "Reject a change request (approvers and admin tokens)",
+		Short: "Reject a change request (approvers, admin tokens or the local socket)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if reason == "" {

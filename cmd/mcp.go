@@ -34,8 +34,9 @@ ROOTCAUSE_URL with ROOTCAUSE_TOKEN (or --url/--token) for a remote server, or,
 without them, the local server answering on <data-dir>/rootcause.sock (which
 acts as an admin, so give --team). A team token acts on its own team.
 
-Nothing but MCP messages is written to stdout; errors go to stderr. A server
-started by an HTTP client can use POST /api/v1/mcp instead (see
+Nothing but MCP messages is written to stdout; errors go to stderr. It exits
+when stdin closes. Clients that speak MCP over streamable HTTP can call the
+server's POST /api/v1/mcp instead, with no local process (see
 docs/tool-servers.md).`,
 		Example: `  # Claude Desktop / an IDE: command "rootcause", args ["mcp"], env
   ROOTCAUSE_URL=https://rootcause.internal ROOTCAUSE_TOKEN=rct_... rootcause mcp`,

@@ -128,7 +128,7 @@ them, the local server answering on <data-dir>/rootcause.sock.`,
 	f.Var(ctxv, "context", "context key=value (service, environment, namespace, severity, related_alert, time_window, hint); repeatable")
 	f.BoolVar(&async, "async", false, "print the investigation id and return without waiting")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of a report")
-	f.StringVar(&team, "team", "", "team to investigate for (admin tokens only)")
+	f.StringVar(&team, "team", "", "team to investigate for (admin tokens and the local socket)")
 	return cmd
 }
 
@@ -193,8 +193,13 @@ func newInvestigationsCommand(v *viper.Viper) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "investigations",
 		Short: "List, show and cancel investigations on a server",
-		Long: `Investigations reads a team's investigations on a rootcause server
-(ROOTCAUSE_URL with ROOTCAUSE_TOKEN, or the local socket).`,
+		Long: `Investigations reads a team's investigations on a rootcause server and
+cancels them: ROOTCAUSE_URL with ROOTCAUSE_TOKEN (or --url/--token), or, when
+ROOTCAUSE_URL is unset, the local server's socket under --data-dir (which acts
+as an admin, so pass --team). A team token acts on its own team.
+
+Statuses are pending, running, completed, failed and cancelled; a run cut
+short by a restart is failed with error code interrupted.`,
 	}
 	cmd.AddCommand(newInvestigationsListCommand(v), newInvestigationsShowCommand(v), newInvestigationsCancelCommand(v))
 	return cmd
@@ -267,7 +272,7 @@ func newInvestigationsListCommand(v *viper.Viper) *cobra.Command {
 	f.IntVar(&limit, "limit", 20, "how many (at most 100)")
 	f.IntVar(&offset, "offset", 0, "how many to skip")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
-	f.StringVar(&team, "team", "", "team (admin tokens only)")
+	f.StringVar(&team, "team", "", "team (admin tokens and the local socket)")
 	return cmd
 }
 
@@ -305,7 +310,7 @@ func newInvestigationsShowCommand(v *viper.Viper) *cobra.Command {
 	}
 	cf.bind(cmd, v)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status JSON")
-	cmd.Flags().StringVar(&team, "team", "", "team (admin tokens only)")
+	cmd.Flags().StringVar(&team, "team", "", "team (admin tokens and the local socket)")
 	return cmd
 }
 
@@ -330,6 +335,6 @@ func newInvestigationsCancelCommand(v *viper.Viper) *cobra.Command {
 		},
 	}
 	cf.bind(cmd, v)
-	cmd.Flags().StringVar(&team, "team", "", "team (admin tokens only)")
+	cmd.Flags().StringVar(&team, "team", "", "team (admin tokens and the local socket)")
 	return cmd
 }

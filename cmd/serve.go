@@ -38,10 +38,21 @@ It refuses to start when another server already answers on the socket.
 SIGTERM or SIGINT stop accepting connections, drain in-flight requests (up
 to 30 seconds), close the database and exit 0.
 
-Settings (flag, env ROOTCAUSE_<KEY>, or --config YAML key): addr, data_dir,
-org, public_url, rate_limit.read/write/run (per minute; 0 default, -1 off), workers,
-queue_size, sync_wait, webhook.allow, llm.provider, llm.base_url, llm.model,
-llm.api_key.`,
+Settings come from flags, then ROOTCAUSE_<KEY> environment variables (upper
+case, "." as "_": rate_limit.run is ROOTCAUSE_RATE_LIMIT_RUN), then the --config
+YAML file, then defaults:
+
+  addr, data_dir, org, public_url
+  rate_limit.read, rate_limit.write, rate_limit.run   per minute (0 default, -1 off)
+  workers, queue_size, sync_wait, investigation_timeout, retention
+  webhook.allow, slack.api_url
+  llm.provider, llm.base_url, llm.model, llm.api_key (a secret reference),
+  llm.max_tokens, llm.temperature, llm.timeout, llm.max_steps, llm.max_retries,
+  llm.required, llm.tool_result_budget
+  log.format, log.level, metrics.addr
+
+packaging/rootcause.example.yaml lists each with its default and meaning
+(docs/operations.md). A bad value stops serve at start-up with the key named.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := loadSettings(v)
