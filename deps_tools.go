@@ -21,7 +21,6 @@ import (
 	_ "github.com/google/go-cmp/cmp"
 	_ "github.com/julienschmidt/httprouter"
 	_ "github.com/modelcontextprotocol/go-sdk/mcp"
-	_ "github.com/oauth2-proxy/mockoidc"
 	_ "github.com/prometheus/client_golang/api"
 	_ "github.com/prometheus/client_golang/api/prometheus/v1"
 	_ "github.com/prometheus/client_golang/prometheus"

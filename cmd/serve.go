@@ -52,12 +52,23 @@ YAML file, then defaults:
   log.format, log.level, metrics.addr
 
 packaging/rootcause.example.yaml lists each with its default and meaning
-(docs/operations.md). A bad value stops serve at start-up with the key named.`,
+(docs/operations.md). A bad value stops serve at start-up with the key named;
+--check validates the settings (including the LLM settings and the secret
+reference of llm.api_key) and exits without serving.`,
+		Example: `  rootcause serve --addr 127.0.0.1:8080 --data-dir /var/lib/rootcause
+  rootcause serve --config /etc/rootcause/rootcause.yaml --check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := loadSettings(v)
 			if err != nil {
 				return err
+			}
+			if check, _ := cmd.Flags().GetBool("check"); check {
+				if _, err := buildEngine(cmd.Context(), s.LLM, newResolver(), nil); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "settings OK")
+				return nil
 			}
 			logger, err := newLogger(cmd.ErrOrStderr(), s.Log)
 			if err != nil {
@@ -71,6 +82,7 @@ packaging/rootcause.example.yaml lists each with its default and meaning
 	f.String("org", "default", "name of the organization root created on an empty database (env ROOTCAUSE_ORG)")
 	mustBind(v, "addr", f.Lookup("addr"))
 	mustBind(v, "org", f.Lookup("org"))
+	f.Bool("check", false, "validate the settings (flags, environment, --config file) and exit without serving")
 	return c
 }
 

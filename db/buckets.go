@@ -22,17 +22,22 @@ var (
 	bucketTokens = []byte("tokens")
 	// bucketTokensByHash: HMAC-SHA256(install key, secret) -> token id.
 	bucketTokensByHash = []byte("tokens_by_hash")
-	// bucketInvestigations: investigation id (or u64be seq) -> JSON investigation.
+	// bucketInvestigations: investigation id -> JSON Investigation.
 	bucketInvestigations = []byte("investigations")
-	// bucketInvestigationsByTeam: team ‖ 0x00 ‖ u64be created-unix-nanos ‖ id -> empty.
+	// bucketInvestigationsByTeam: team ‖ 0x00 ‖ u64be created-unix-nanos ‖ id
+	// -> the investigation's status (so lists filter and count without
+	// decoding records; see investigations.go).
 	bucketInvestigationsByTeam = []byte("investigations_by_team")
 	// bucketInvestigationEvents: investigation id ‖ 0x00 ‖ u64be seq -> JSON event.
 	bucketInvestigationEvents = []byte("investigation_events")
-	// bucketOutbox: u64be seq -> JSON outgoing webhook message.
+	// bucketOutbox: u64be seq -> JSON OutboxEntry (a webhook or chat delivery).
 	bucketOutbox = []byte("outbox")
-	// bucketDeliveries: u64be seq (or message id ‖ attempt) -> JSON delivery attempt.
+	// bucketDeliveries: the delivery log and the outbox's indexes, each under
+	// a one-byte key prefix (attempts, id index, due queue, team index,
+	// targets disabled by 410); see outbox.go.
 	bucketDeliveries = []byte("deliveries")
-	// bucketWebhookSecrets: key id -> JSON webhook signing key reference.
+	// bucketWebhookSecrets: team name -> JSON signing keys, sealed with a key
+	// derived from the install key (see outbox.go).
 	bucketWebhookSecrets = []byte("webhook_secrets")
 )
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -130,6 +131,7 @@ func (s *Server) postWebhookSecret(w http.ResponseWriter, r *http.Request, ps ht
 	if err != nil {
 		return err
 	}
+	s.audit(r, "webhook signing secret created", slog.String("team", ps.ByName("team")), slog.Duration("overlap", overlap))
 	w.Header().Set("Cache-Control", "no-store")
 	return writeJSON(w, http.StatusCreated, sec)
 }
