@@ -19,9 +19,12 @@ func (r catRun) Step(string, int, int)   {}
 func (r catRun) Env() *tools.Env         { return r.Session.Env }
 func (r catRun) Catalog() *tools.Catalog { return r.Session.Catalog }
 func (r catRun) Sub(a agent.Agent) agent.Run {
-	s := *r.Session
-	s.Toolkit = a.Tools
-	return catRun{&s}
+	used := r.Session.Used
+	if used == nil {
+		used = &tools.UsedTools{}
+		r.Session.Used = used
+	}
+	return catRun{&tools.Session{Catalog: r.Session.Catalog, Env: r.Session.Env, Toolkit: a.Tools, Used: used}}
 }
 
 func TestConsultToolServers(t *testing.T) {
