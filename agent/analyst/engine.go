@@ -108,6 +108,12 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	step++
 	findings := g.detect()
 	findings = append(findings, e.askPeers(ctx, req, run, sc)...)
+	sc.Known = g.knownNames()
+	for _, f := range findings {
+		if f.Kind == KindPeer {
+			sc.Known[f.Subject] = true
+		}
+	}
 	a := Reason(findings, sc)
 	res := Build(a, sc, g.dataGaps(plan), g.checked())
 	if !a.Healthy && len(a.Hypotheses) > 0 {

@@ -85,7 +85,7 @@ func (g *gatherer) gather(ctx context.Context, sp specialist, d string) error {
 		err = g.gatherKubernetes(ctx, sp)
 	case domPodLogs:
 		if !g.haveK8s["list_pods"] {
-			return nil // pods come first; a later specialist may list them
+			return nil // pods come first; a later specialist may list them (not done)
 		}
 		err = g.gatherPodLogs(ctx, sp)
 	case domChanges:
@@ -97,7 +97,10 @@ func (g *gatherer) gather(ctx context.Context, sp specialist, d string) error {
 	case domCloudWatch:
 		err = g.gatherCloudWatch(ctx, sp)
 	}
-	if err == nil {
+	// Kubernetes state is complete only once pods were listed (or this
+	// specialist could try): a specialist that only reads events and
+	// deployments leaves the pods to the next one.
+	if err == nil && (d != domKubernetes || g.haveK8s["list_pods"] || sp.run.Has("list_pods")) {
 		g.done[d] = true
 	}
 	if ctx.Err() != nil {
@@ -517,7 +520,7 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 		name, class, unit string
 		prio              int
 	}
-	prio := map[string]int{MetricHPA: 0, MetricCertExpiry: 0, MetricErrors: 0, MetricRequests: 1, MetricLatency: 2, MetricCPUThrottle: 3, MetricRestarts: 3, MetricSaturation: 4, MetricFree: 5, MetricUp: 6}
+	prio := map[string]int{MetricHPA: 0, MetricCertExpiry: 0, MetricErrors: 0, MetricRequests: 1, MetricLatency: 2, MetricCPUThrottle: 3, MetricRestarts: 3, MetricSaturation: 4, MetricFree: 5, MetricUp: 6, MetricState: 7, MetricCache: 1}
 	var picks []pick
 	for n := range names {
 		class, unit := ClassifyMetric(n)
@@ -1093,4 +1096,47 @@ func attachCertRenewal(fs []Finding, events []corev1.Event) {
 			f.Severity = SevCritical
 		}
 	}
+}
+
+// knownNames lists the names of everything the evidence shows: workloads,
+// pods, services, deployments, nodes, log sources and their subjects,
+// change subjects and metric subjects.
+func (g *gatherer) knownNames() map[string]bool {
+	k := map[string]bool{}
+	add := func(s string) {
+		if s != "" {
+			k[s] = true
+		}
+	}
+	for i := range g.k8s.Pods {
+		add(g.k8s.Pods[i].Name)
+		add(WorkloadOfPod(&g.k8s.Pods[i]))
+		add(g.k8s.Pods[i].Spec.NodeName)
+	}
+	for _, d := range g.k8s.Deployments {
+		add(d.Name)
+	}
+	for _, s := range g.k8s.Services {
+		add(s.Service.Name)
+	}
+	for _, n := range g.k8s.Nodes {
+		add(n.Name)
+	}
+	for _, e := range g.k8s.Events {
+		add(e.InvolvedObject.Name)
+		add(e.Source.Host)
+	}
+	for _, l := range g.logSets {
+		add(l.Source)
+		add(l.Subject)
+	}
+	for _, c := range g.changes {
+		add(c.Service)
+	}
+	for _, ms := range g.metricSets {
+		for _, s := range ms.Series {
+			add(SubjectOfLabels(s.Labels))
+		}
+	}
+	return k
 }

@@ -328,6 +328,15 @@ func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, p
 			out = append(out, f)
 		case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
 			f := base
+			if sf, ok := startFailure(base, cobj, waiting.Reason, waiting.Message, 0, containerSince(p, cs)); ok {
+				sf.setFact("container", cs.Name)
+				sf.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
+				if spec != nil {
+					sf.setFact("image", spec.Image)
+				}
+				out = append(out, sf)
+				break
+			}
 			f.Kind, f.Severity, f.Weight = KindConfigError, SevCritical, 0.95
 			f.Time = containerSince(p, cs)
 			f.Summary = fmt.Sprintf("%s cannot start: %s: %s", cobj, waiting.Reason, waiting.Message)
@@ -343,7 +352,9 @@ func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, p
 			f.Time = containerSince(p, cs)
 			ev := fmt.Sprintf("%s is in CrashLoopBackOff, restart count %d", cobj, cs.RestartCount)
 			if term != nil {
-				f.Time = earliest(term.StartedAt.Time, f.Time)
+				if validStart(p, term.StartedAt.Time) {
+					f.Time = earliest(term.StartedAt.Time, f.Time)
+				}
 				ev += fmt.Sprintf("; last terminated with reason %s, exit code %d (%s) at %s", orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time))
 				f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
 				f.setFact("reason", term.Reason)
@@ -375,6 +386,11 @@ func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, p
 			if c, ok := configCrash(f, cobj, true); ok {
 				out = append(out, c)
 			}
+			if term != nil {
+				if sf, ok := startFailure(f, cobj, term.Reason, term.Message, term.ExitCode, term.FinishedAt.Time); ok {
+					out = append(out, sf)
+				}
+			}
 		}
 		return out
 	}
@@ -400,8 +416,93 @@ func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, p
 		if c, ok := configCrash(f, cobj, false); ok {
 			out = append(out, c)
 		}
+		if sf, ok := startFailure(f, cobj, term.Reason, term.Message, term.ExitCode, term.FinishedAt.Time); ok {
+			out = append(out, sf)
+		}
 	}
 	return out
+}
+
+// validStart reports whether a termination's startedAt is real: the
+// kubelet reports 1970-01-01 for a container that never started.
+func validStart(p *corev1.Pod, t time.Time) bool {
+	return !t.IsZero() && t.Year() > 1971 && !t.Before(p.CreationTimestamp.Time.Add(-time.Minute))
+}
+
+var startFailureMsgRE = regexp.MustCompile(`(?i)executable file not found|exec format error|no such file or directory|permission denied|oci runtime (create|exec) failed|runc create failed|unable to start container process|failed to create (containerd )?(task|shim)|exec: "[^"]*": `)
+
+// IsStartFailure reports whether a container termination or waiting state
+// says its command or entrypoint cannot be started at all (a bad image or
+// command), as opposed to an application that starts and exits.
+func IsStartFailure(reason, msg string, code int32) bool {
+	switch reason {
+	case "StartError", "ContainerCannotRun", "RunContainerError":
+		return msg != "" || code == 126 || code == 127 || code == 128
+	}
+	if msg != "" && startFailureMsgRE.MatchString(msg) && (code == 126 || code == 127 || code == 128 || strings.Contains(strings.ToLower(msg), "runc") || strings.Contains(strings.ToLower(msg), "oci runtime")) {
+		return true
+	}
+	return false
+}
+
+// startFailure derives a start_failure finding from a crashing container
+// whose command/entrypoint cannot be executed.
+func startFailure(crash Finding, cobj, reason, msg string, code int32, at time.Time) (Finding, bool) {
+	if !IsStartFailure(reason, msg, code) {
+		return Finding{}, false
+	}
+	f := crash
+	f.Kind, f.Severity, f.Weight = KindStartFailure, SevCritical, 0.95
+	f.Facts = maps.Clone(crash.Facts)
+	if f.Time.IsZero() || f.Time.Year() <= 1971 {
+		f.Time = at
+	}
+	mech := startMechanism(msg)
+	f.Summary = fmt.Sprintf("%s cannot start its command/entrypoint (%s): %s", cobj, orDash(reason), truncate(msg, 160))
+	ev := fmt.Sprintf("%s terminated with reason %s", cobj, orDash(reason))
+	if code != 0 {
+		ev += fmt.Sprintf(", exit code %d (%s)", code, exitMeaning(code))
+	}
+	ev += ": " + quote(msg, 300)
+	f.Evidence = append([]string{ev}, crash.Evidence...)
+	f.setFact("reason", reason)
+	if f.Facts != nil {
+		f.Facts["start_message"] = msg
+	} else {
+		f.setFact("start_message", msg)
+	}
+	f.setFact("start_mechanism", mech)
+	if code != 0 {
+		f.setFact("exit_code", strconv.Itoa(int(code)))
+	}
+	return f, true
+}
+
+var execNameRE = regexp.MustCompile(`exec: "([^"]+)"`)
+
+// startMechanism says in plain words why the runtime could not start the
+// process.
+func startMechanism(msg string) string {
+	l := strings.ToLower(msg)
+	name := ""
+	if m := execNameRE.FindStringSubmatch(msg); m != nil {
+		name = m[1]
+	}
+	what := "the command"
+	if name != "" {
+		what = fmt.Sprintf("the command %q", name)
+	}
+	switch {
+	case strings.Contains(l, "executable file not found"):
+		return what + " does not exist in the image (executable file not found in $PATH)"
+	case strings.Contains(l, "exec format error"):
+		return what + " is built for another CPU architecture (exec format error)"
+	case strings.Contains(l, "no such file or directory"):
+		return what + " or its interpreter does not exist in the image (no such file or directory)"
+	case strings.Contains(l, "permission denied"):
+		return what + " is not executable (permission denied)"
+	}
+	return "the OCI runtime cannot start the container process"
 }
 
 func orDash(s string) string {
@@ -414,7 +515,7 @@ func orDash(s string) string {
 // containerSince estimates when a container's trouble began: the pod's
 // start, else its creation.
 func containerSince(p *corev1.Pod, cs corev1.ContainerStatus) time.Time {
-	if t := cs.LastTerminationState.Terminated; t != nil && !t.StartedAt.IsZero() {
+	if t := cs.LastTerminationState.Terminated; t != nil && validStart(p, t.StartedAt.Time) {
 		return t.StartedAt.Time
 	}
 	if p.Status.StartTime != nil {
@@ -596,6 +697,12 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 		}
 		f.setFact("message", e.Message)
 		f.setFact("reason", e.Reason)
+		var seen int
+		fmt.Sscan(f.fact("count"), &seen)
+		if f.Facts == nil {
+			f.Facts = map[string]string{}
+		}
+		f.Facts["count"] = strconv.Itoa(seen + int(count))
 		if resolved {
 			f.Severity = SevInfo
 			f.Weight = min(f.Weight, weight)
@@ -701,6 +808,8 @@ func classifyEvent(e *corev1.Event) (Kind, float64) {
 		switch {
 		case strings.Contains(msg, "pull") || strings.Contains(msg, "image"):
 			return KindImagePull, 0.85
+		case IsStartFailure("", e.Message, 128) && (strings.Contains(msg, "exec") || strings.Contains(msg, "runc") || strings.Contains(msg, "oci runtime")):
+			return KindStartFailure, 0.85
 		case strings.Contains(msg, "createcontainerconfigerror") || strings.Contains(msg, "not found") && (strings.Contains(msg, "secret") || strings.Contains(msg, "configmap")):
 			return KindConfigError, 0.85
 		}

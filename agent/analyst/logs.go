@@ -44,7 +44,7 @@ var logRules = []logRule{
 	{KindTLS, regexp.MustCompile(`(?i)x509:|certificate verify failed|CERTIFICATE_VERIFY_FAILED|tls: handshake|TLS handshake|SSL routines|unknown authority|SSLHandshakeException|certificate signed by unknown`), 0.8, "TLS handshake failure"},
 	{KindDiskFull, regexp.MustCompile(`(?i)no space left on device|ENOSPC|disk (is )?full|disk quota exceeded|could not extend file|filesystem full`), 0.9, "disk full"},
 	{KindOOMKilled, regexp.MustCompile(`(?i)OutOfMemoryError|out of memory|Cannot allocate memory|heap out of memory|MemoryError|memory limit exceeded|oom-kill|OOM ?Killed|OOMKilled`), 0.85, "out of memory"},
-	{KindDatabase, regexp.MustCompile(`(?i)too many connections|remaining connection slots are reserved|deadlock (detected|found)|pool (is )?exhausted|exhausted (the )?connection pool|connection is not available, request timed out|could not obtain (a )?connection|timeout waiting for (a )?(idle )?connection|unable to acquire (a )?(jdbc )?connection|max_connections|QueuePool limit|lock wait timeout|canceling statement due to lock timeout|lock timeout|could not obtain lock|LockNotAvailable|waiting for (an )?AccessExclusiveLock|sorry, too many clients|Too many open connections|ER_CON_COUNT_ERROR`), 0.85, "database connection/lock errors"},
+	{KindDatabase, regexp.MustCompile(`(?i)too many connections|remaining connection slots are reserved|deadlock (detected|found)|pool (is )?exhausted|exhausted (the )?connection pool|connection is not available, request timed out|could not obtain (a )?connection|timeout waiting for (a )?(idle )?connection|unable to acquire (a )?(jdbc )?connection|max_connections|QueuePool limit|lock wait timeout|canceling statement due to lock timeout|lock timeout|could not obtain lock|LockNotAvailable|waiting for (an )?AccessExclusiveLock|sorry, too many clients|too many clients already|Too many open connections|ER_CON_COUNT_ERROR|query_wait_timeout|client_wait_timeout|no more connections allowed|max_client_conn|pool_size limit reached`), 0.85, "database connection/lock errors"},
 	// A JVM or runtime that cannot get CPU time: a symptom of CPU
 	// starvation or throttling, not of the database it mentions.
 	{KindCPUThrottling, regexp.MustCompile(`(?i)thread starvation or clock leap|starvation detected|blocked for more than \d+ ?ms|event loop (lag|blocked)`), 0.6, "CPU starvation"},
@@ -475,6 +475,14 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			if kind == KindThrottling {
 				f.setFact("external", externalHost(line))
 			}
+			if kind == KindAuth {
+				if c := CredentialProblem(line); c != "" {
+					f.setFact("credential", c)
+					f.setFact("external", orWord(externalHost(line), providerTag(line)))
+					f.setFact("status", authStatus(line))
+					f.Weight = max(f.Weight, min(1, w0+0.1))
+				}
+			}
 			if kind == KindCertificate {
 				f.setFact("not_after", certExpiry(line))
 			}
@@ -603,4 +611,44 @@ func ReadableLine(line string) string {
 		return line
 	}
 	return strings.Join(parts, " ")
+}
+
+var (
+	credExpiredRE = regexp.MustCompile(`(?i)(api[ _-]?key|token|credential|secret|password|key)[^.;]{0,40}\bexpired|expired[ _-]?(api[ _-]?key|token|credential|key)|ExpiredToken|token (has )?expired|key (has )?expired`)
+	credInvalidRE = regexp.MustCompile(`(?i)invalid[ _-]?(api[ _-]?key|token|credentials?|key)|(api[ _-]?key|token|credentials?) (is )?(invalid|revoked|not valid)|unauthori[sz]ed|authentication failed|InvalidClientTokenId|\b401\b|\b403\b`)
+	providerRE    = regexp.MustCompile(`(?i)\b(?:provider|vendor|upstream|api|partner)[=:]\s*"?([a-z][\w.-]+)`)
+	bracketTagRE  = regexp.MustCompile(`\[([a-z][\w-]{2,})\]`)
+	authStatusRE  = regexp.MustCompile(`(?i)(?:status(?:_?code)?|code|http)[=: ]+"?(40[13])\b|\b(40[13]) (Unauthorized|Forbidden)`)
+)
+
+// CredentialProblem reports what is wrong with a credential a rejected
+// call used: "expired" (an API key or token past its expiry), "invalid"
+// (unauthorized, invalid or revoked), or "" when the line does not say.
+func CredentialProblem(line string) string {
+	switch {
+	case credExpiredRE.MatchString(line):
+		return "expired"
+	case credInvalidRE.MatchString(line):
+		return "invalid"
+	}
+	return ""
+}
+
+// providerTag names the external provider a line is about when it gives
+// no URL: provider=X, or a leading [x] tag.
+func providerTag(line string) string {
+	if m := providerRE.FindStringSubmatch(line); m != nil {
+		return m[1]
+	}
+	if m := bracketTagRE.FindStringSubmatch(line); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+func authStatus(line string) string {
+	if m := authStatusRE.FindStringSubmatch(line); m != nil {
+		return orWord(m[1], m[2])
+	}
+	return ""
 }

@@ -23,7 +23,46 @@ const (
 	MetricCPUThrottle = "cpu_throttle" // CFS quota throttling (periods or seconds throttled)
 	MetricHPA         = "hpa"          // autoscaler replicas, limits and conditions (kube-state-metrics)
 	MetricCertExpiry  = "cert_expiry"  // certificate expiry timestamps or seconds left
+	// MetricState is a kube-state-metrics status gauge (a Job active, a
+	// pod phase, a deployment's replica counts): a state, not an anomaly.
+	MetricState = "state"
+	// MetricCache is a cache server's memory, eviction and hit/miss
+	// counters (redis_exporter, memcached_exporter).
+	MetricCache = "cache"
 )
+
+// IsCacheMetric reports whether a metric describes a cache's memory use
+// against its maxmemory, its evictions, or its hits and misses.
+func IsCacheMetric(name string) bool {
+	n := strings.ToLower(name)
+	if !strings.HasPrefix(n, "redis_") && !strings.HasPrefix(n, "memcached_") {
+		return false
+	}
+	for _, w := range []string{"memory_used_bytes", "memory_max_bytes", "evicted_keys", "keyspace_hits", "keyspace_misses",
+		"evictions", "limit_maxbytes", "current_bytes", "get_hits", "get_misses", "commands_get_hits", "commands_get_misses"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsStateMetric reports whether a metric is a kube-state-metrics status
+// gauge: Job and CronJob activity, pod phases, workload replica counts,
+// info and creation gauges. A Job becoming active is normal; these
+// describe states, and are never anomalies of their own.
+func IsStateMetric(name string) bool {
+	n := strings.ToLower(name)
+	if !strings.HasPrefix(n, "kube_") || strings.Contains(n, "restarts") || isHPAMetric(n) {
+		return false
+	}
+	for _, p := range []string{"kube_job_", "kube_cronjob_", "kube_pod_status_phase", "kube_deployment_status_", "kube_statefulset_status_", "kube_daemonset_status_", "kube_replicaset_status_", "kube_persistentvolumeclaim_status_phase", "kube_namespace_status_"} {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(n, "_info") || strings.HasSuffix(n, "_created") || strings.Contains(n, "_metadata_")
+}
 
 // MetricSet is the series of one metric, transformed for analysis (rates
 // for counters), with its class.
@@ -64,6 +103,12 @@ func ClassifyMetric(name string) (class, unit string) {
 	}
 	if isCertExpiryMetric(n) {
 		return MetricCertExpiry, ""
+	}
+	if IsStateMetric(n) {
+		return MetricState, ""
+	}
+	if IsCacheMetric(n) {
+		return MetricCache, unit
 	}
 	// CFS throttling is a CPU-limit cause, not an error rate; the total
 	// periods are its denominator.
@@ -120,13 +165,16 @@ func SubjectOfLabels(l evidence.Labels) string {
 	for _, k := range []string{"service", "service_name", "app", "application", "app_kubernetes_io_name", "deployment", "workload", "statefulset", "daemonset",
 		"horizontalpodautoscaler", "consumergroup", "consumer_group",
 		"FunctionName", "DBInstanceIdentifier", "DBClusterIdentifier", "LoadBalancer", "TargetGroup", "QueueName", "TableName", "CacheClusterId",
-		"ClusterName", "ServiceName", "ApiName", "destination_service_name", "job"} {
+		"ClusterName", "ServiceName", "ApiName", "destination_service_name", "cronjob", "job"} {
 		if v := l[k]; v != "" {
 			return v
 		}
 	}
 	if c := l["container"]; c != "" && c != "POD" {
 		return c
+	}
+	if j := l["job_name"]; j != "" {
+		return workloadOfName(j)
 	}
 	if p := l["pod"]; p != "" {
 		return workloadOfName(p)
@@ -165,6 +213,9 @@ func formatValue(v float64, unit string) string {
 			return fmt.Sprintf("%.0f%%", v*100)
 		}
 		return fmt.Sprintf("%.0f%%", v)
+	}
+	if a := math.Abs(v); a >= 1e4 && a < 1e12 {
+		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.4g", v)
 }
@@ -322,6 +373,9 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 	out = append(out, DetectHPA(sets, w)...)
 	out = append(out, DetectCertExpiry(sets, w)...)
 	out = append(out, DetectBacklog(sets, w)...)
+	out = append(out, DetectJobOverlap(sets, w)...)
+	out = append(out, DetectLoadSurge(sets, w)...)
+	out = append(out, DetectCacheSaturation(sets, w)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out
 }

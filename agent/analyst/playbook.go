@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rootcause/rootcause/finding"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -31,6 +32,13 @@ func describe(h *Hypothesis, sc Scope) string {
 			}
 		case jvmHeapOverLimit(h) != "":
 			d = fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): %s, so the JVM grows past the limit and the kernel kills it (no Java OutOfMemoryError)", s, jvmHeapOverLimit(h))
+		case loadSurgeOf(h) != nil && (h.Trigger == nil || !fitsMechanism(h, h.Trigger)):
+			ls := loadSurgeOf(h)
+			d = fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): a load surge (~%s× %s, %s → %s in total from %s) drives their memory past the limit", s, ls.fact("ratio"), loadWord(ls.fact("metric")), ls.fact("baseline"), ls.fact("peak"), hm(ls.Time))
+			if lim != "" {
+				d += fmt.Sprintf(" of %s", lim)
+			}
+			d += "; memory rose together with the load, not as a steady leak"
 		case leak != "":
 			d = fmt.Sprintf("%s has a memory leak: its working set grows steadily by ~%s until the containers are OOMKilled (out of memory, exit code 137)", s, leak)
 			if lim != "" {
@@ -105,6 +113,39 @@ func describe(h *Hypothesis, sc Scope) string {
 		} else if m := h.fact("message"); m != "" {
 			d += ": " + truncate(m, 200)
 		}
+	case KindStartFailure:
+		msg := orWord(h.fact("start_message"), h.fact("message"))
+		d = fmt.Sprintf("%s containers cannot start: the container's command/entrypoint cannot be executed", s)
+		if m := orWord(h.fact("start_mechanism"), startMechanism(msg)); m != "" {
+			d += " — " + m
+		}
+		if r := h.fact("reason"); r != "" {
+			d += fmt.Sprintf(" (%s", r)
+			if c := h.fact("exit_code"); c != "" {
+				d += ", exit code " + c
+			}
+			d += ")"
+		}
+		d += ": " + quote(truncate(msg, 220), 230) + "; a bad image or command, so the new pods crash-loop"
+	case KindCacheFull:
+		d = fmt.Sprintf("the cache %s is at maxmemory and in an eviction storm", s)
+		var parts []string
+		if u := h.fact("used_pct"); u != "" {
+			parts = append(parts, "used memory at "+u+" of maxmemory")
+		}
+		if e := h.fact("evictions"); e != "" {
+			parts = append(parts, "evicting ~"+e)
+		}
+		if r := h.fact("hit_ratio"); r != "" {
+			parts = append(parts, "hit ratio "+r)
+		}
+		if len(parts) > 0 {
+			d += " (" + strings.Join(parts, ", ") + ")"
+		}
+		d += ": keys are evicted before they are read again, so cache misses fall through to the backing store and slow the reads of its callers"
+		if db := h.dbLoad; db != nil {
+			d += fmt.Sprintf("; the database load rises with them (%s)", db.Summary)
+		}
 	case KindMountFailure:
 		d = fmt.Sprintf("%s pods are stuck because a volume mount fails (FailedMount): %s", s, truncate(h.fact("message"), 200))
 	case KindUnschedulable:
@@ -154,6 +195,7 @@ func describe(h *Hypothesis, sc Scope) string {
 		d = fmt.Sprintf("%s ran out of disk space (no space left on device, disk full): %s", what, quote(ReadableLine(h.fact("line")), 200))
 	case KindDatabase:
 		d = fmt.Sprintf("database errors in %s: %s — %s", orWord(h.fact("caller"), s), databaseMechanism(h.fact("line")), quote(ReadableLine(h.fact("line")), 200))
+		d += jobOverlapPhrase(h)
 	case KindDNS:
 		d = fmt.Sprintf("DNS resolution fails for %s (no such host) in %s, so its calls cannot reach it: %s", orWord(h.fact("target"), s), orWord(h.fact("caller"), "the service"), quote(ReadableLine(h.fact("line")), 200))
 	case KindConnRefused:
@@ -179,6 +221,22 @@ func describe(h *Hypothesis, sc Scope) string {
 			d = fmt.Sprintf("%s is throttled (rate limited) by %s: %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
 		}
 	case KindAuth:
+		if cred := h.fact("credential"); cred != "" {
+			state := "expired"
+			if cred != "expired" {
+				state = "is invalid or revoked"
+			}
+			what := "the external service"
+			if ext := h.fact("external"); ext != "" {
+				what = "the external " + ext + " API"
+			}
+			status := "HTTP 401/403 (unauthorized)"
+			if st := h.fact("status"); st != "" {
+				status = "HTTP " + st + " (unauthorized)"
+			}
+			d = fmt.Sprintf("the credential (API key/token) that %s uses for %s %s: every call is rejected with %s, authentication fails — %s", orWord(h.fact("caller"), s), what, state, status, quote(ReadableLine(h.fact("line")), 200))
+			break
+		}
 		d = fmt.Sprintf("authentication or authorisation fails in %s (credentials rejected): %s", orWord(h.fact("caller"), s), quote(ReadableLine(h.fact("line")), 200))
 	case KindHPAMax:
 		d = describeHPA(h)
@@ -212,6 +270,7 @@ func describe(h *Hypothesis, sc Scope) string {
 		d = fmt.Sprintf("%s logs new or surging errors: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindErrorRate, KindLatency, KindSaturation, KindRestarts, KindTargetDown:
 		d = top.Summary
+		d += jobOverlapPhrase(h)
 	case KindDeploy, KindConfigChange, KindFeatureFlag, KindInfraChange, KindResourceChange:
 		d = describeChange(h)
 	default:
@@ -352,8 +411,8 @@ func describeChange(h *Hypothesis) string {
 		d += " in " + c.Subject
 	}
 	d += " (" + first.Summary + ")"
-	if l := bestLine(h.Support); l != "" {
-		d += "; e.g. " + quote(ReadableLine(l), 200)
+	if m := symptomMechanism(h.Support); m != "" {
+		d += "; the failure: " + m
 	}
 	return d
 }
@@ -451,6 +510,8 @@ func schedulingReason(msg string) string {
 func databaseMechanism(line string) string {
 	l := strings.ToLower(line)
 	switch {
+	case strings.Contains(l, "query_wait_timeout") || strings.Contains(l, "client_wait_timeout") || strings.Contains(l, "no more connections allowed") || strings.Contains(l, "max_client_conn"):
+		return "the connection pool (pgbouncer) is exhausted: every server connection is in use, so queries wait for a connection until they time out (query_wait_timeout)"
 	case strings.Contains(l, "too many") || strings.Contains(l, "remaining connection slots") || strings.Contains(l, "max_connections"):
 		return "the database refuses new connections (too many connections)"
 	case strings.Contains(l, "deadlock"):
@@ -531,6 +592,16 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(hi, fmt.Sprintf("Create the missing %s in namespace %s, or fix the reference in the pod spec of %s", orWord(h.fact("missing"), "secret or configmap"), orWord(h.top().Namespace, sc.Namespace), s))
 		add(med, "Check the deploy pipeline applies secrets and configmaps before the workloads that use them")
 		add(lo, "Validate manifests against the cluster (referenced secrets/configmaps exist) before rollout")
+	case KindCacheFull:
+		rollback()
+		add(hi, fmt.Sprintf("Relieve the cache %s now: raise its maxmemory (or scale it out), or revert the change that made its entries larger or more numerous", s))
+		add(med, "Find what fills the cache (key sizes and counts by prefix: redis-cli --bigkeys / MEMORY USAGE) and set TTLs or smaller payloads; protect the database from miss storms (request coalescing)")
+		add(lo, "Alert on cache memory above 90% of maxmemory, on evicted keys per second and on the hit ratio")
+	case KindStartFailure:
+		rollback()
+		add(hi, fmt.Sprintf("Roll %s back to the last image that starts, or fix its command/entrypoint so it names an executable that exists in the image (%s)", s, orDash(h.fact("image"))))
+		add(med, "Check the image's base (distroless/scratch images have no shell or tools), its architecture against the nodes', and the executable bit of the entrypoint")
+		add(lo, "Smoke-test new images in CI by starting them with the deployment's command and args before rollout")
 	case KindMountFailure:
 		add(hi, fmt.Sprintf("Fix the volume of %s: check the PVC, storage class and the referenced secret/configmap exist and the volume is attachable", s))
 		add(med, "Look for volumes still attached to another node (multi-attach) and detach them")
@@ -589,6 +660,10 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(lo, fmt.Sprintf("Alert on the availability of %s", s))
 	case KindAuth:
 		rollback()
+		if h.fact("credential") != "" {
+			add(hi, fmt.Sprintf("Issue a new API key/token for %s in the provider's console, update the secret %s reads it from and restart or reload it; then replay the failed work (dead-letter queue)", orWord(h.fact("external"), "the external service"), orWord(h.fact("caller"), s)))
+			add(med, "Track the expiry dates of third-party credentials and rotate them before they expire (secret manager rotation, calendar reminders)")
+		}
 		add(hi, fmt.Sprintf("Restore valid credentials for %s (rotate or re-sync the secret, check its expiry)", orWord(h.fact("caller"), s)))
 		add(lo, "Alert on credential expiry and on authentication failures")
 	case KindHPAMax:
@@ -819,4 +894,83 @@ func jvmHeapOverLimit(h *Hypothesis) string {
 		return ""
 	}
 	return fmt.Sprintf("the JVM heap %s exceeds the container memory limit %s", x, lim)
+}
+
+// jobOverlapPhrase names the overlapping CronJob runs that hold a shared
+// pool's connections, when the reasoner joined them to h.
+func jobOverlapPhrase(h *Hypothesis) string {
+	for _, f := range h.Support {
+		if f.Kind == KindJobOverlap {
+			return fmt.Sprintf("; overlapping runs of CronJob %s (up to %s active at once) hold the shared pool's connections, so the pool is exhausted and other clients' queries wait and time out", f.Subject, orWord(f.fact("active_peak"), "several"))
+		}
+	}
+	return ""
+}
+
+// loadSurgeOf is the load surge on h's subject that began before (or as)
+// h began: the demand that drove it.
+func loadSurgeOf(h *Hypothesis) *Finding {
+	for _, f := range h.Support {
+		if f.Kind == KindLoadSurge && (f.Subject == h.Subject || f.relates(h.Subject)) && (h.Onset.IsZero() || !f.Time.After(h.Onset.Add(5*time.Minute))) {
+			return f
+		}
+	}
+	return nil
+}
+
+// loadWord names what a load metric counts.
+func loadWord(metric string) string {
+	m := strings.ToLower(metric)
+	switch {
+	case strings.Contains(m, "connection") || strings.Contains(m, "conns") || strings.Contains(m, "websocket") || strings.Contains(m, "_ws_"):
+		return "connections (" + metric + ")"
+	case strings.Contains(m, "session"):
+		return "sessions (" + metric + ")"
+	case strings.Contains(m, "client"):
+		return "clients (" + metric + ")"
+	case strings.Contains(m, "consum") || strings.Contains(m, "message") || strings.Contains(m, "record"):
+		return "messages consumed (" + metric + ")"
+	}
+	return "request traffic (" + metric + ")"
+}
+
+// symptomMechanism names the concrete failure mechanism of the strongest
+// symptom a change hypothesis rests on, so a description blaming a change
+// still says how things fail: a container that cannot start, the last
+// termination reason and exit code with the log line that carries the
+// cause, an event's message, or an error line.
+func symptomMechanism(fs []*Finding) string {
+	ranked := slices.Clone(fs)
+	slices.SortStableFunc(ranked, func(a, b *Finding) int {
+		sa, sb := infoOf(a.Kind).prior*a.Weight, infoOf(b.Kind).prior*b.Weight
+		switch {
+		case sa > sb:
+			return -1
+		case sa < sb:
+			return 1
+		}
+		return 0
+	})
+	for _, f := range ranked {
+		switch {
+		case f.fact("start_message") != "":
+			return fmt.Sprintf("the container's command/entrypoint cannot start — %s: %s", startMechanism(f.fact("start_message")), quote(truncate(f.fact("start_message"), 200), 210))
+		case f.Kind == KindCrashLoop && f.fact("exit_code") != "":
+			m := fmt.Sprintf("the containers exit with code %s (%s)", f.fact("exit_code"), exitMeaningStr(f.fact("exit_code")))
+			if r := f.fact("reason"); r != "" && r != "Error" {
+				m += ", reason " + r
+			}
+			if l := f.fact("last_log"); l != "" {
+				m += "; last log line: " + quote(ReadableLine(l), 200)
+			}
+			return m
+		case f.fact("line") != "":
+			return quote(ReadableLine(f.fact("line")), 200)
+		case f.fact("last_log") != "":
+			return quote(ReadableLine(f.fact("last_log")), 200)
+		case f.Source == SrcEvents && f.fact("message") != "" && f.fact("resolved") == "":
+			return fmt.Sprintf("%s: %s", orWord(f.fact("reason"), "event"), quote(truncate(f.fact("message"), 200), 210))
+		}
+	}
+	return ""
 }

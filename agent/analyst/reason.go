@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"math"
+	"net"
 	"regexp"
 	"slices"
 	"sort"
@@ -20,6 +21,50 @@ type Scope struct {
 	Environment string
 	Hint        string
 	Window      Window
+	// Known holds the names of the objects the evidence shows (workloads,
+	// services, nodes, log sources, change and metric subjects); when set,
+	// affected_systems holds only these and host-like names.
+	Known map[string]bool
+}
+
+// wellKnownDeps are dependency names the analyst derives from ports and
+// client libraries: real systems even without an object of that name.
+var wellKnownDeps = map[string]bool{"postgresql": true, "mysql": true, "redis": true, "kafka": true, "mongodb": true, "memcached": true,
+	"rabbitmq": true, "elasticsearch": true, "coredns": true, "kube-dns": true}
+
+var (
+	pgLineRE    = regexp.MustCompile(`(?i)remaining connection slots|SQLSTATE|\bpq:|PSQLException|postgres|too many clients already|pgbouncer|query_wait_timeout`)
+	mysqlLineRE = regexp.MustCompile(`(?i)mysql|ER_CON_COUNT_ERROR|Too many connections|\bERROR 1040\b`)
+)
+
+// dbEngineOf names the database engine an error line comes from.
+func dbEngineOf(line string) string {
+	switch {
+	case pgLineRE.MatchString(line):
+		return "postgresql"
+	case mysqlLineRE.MatchString(line):
+		return "mysql"
+	}
+	return "database"
+}
+
+// isSystemName reports whether a name can be listed as an affected system:
+// a known object, a host-like name (dotted, with a port, a node), or a
+// well-known dependency. Words lifted from error text are not systems.
+func isSystemName(s string, sc Scope) bool {
+	if len(sc.Known) == 0 || sc.Known[s] || strings.EqualFold(s, sc.Service) {
+		return true
+	}
+	if strings.ContainsAny(s, ".:") || isNodeName(s) || wellKnownDeps[s] || net.ParseIP(s) != nil {
+		return true
+	}
+	for k := range sc.Known {
+		// A pod or Job name carries its workload's name.
+		if strings.HasPrefix(k, s+"-") || strings.HasPrefix(s, k+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 // Hypothesis is a candidate root cause: a group of findings of one kind on
@@ -33,6 +78,9 @@ type Hypothesis struct {
 	Trigger *Finding
 	Onset   time.Time
 	Score   float64
+	// dbLoad is the backing database's load rising behind a saturated
+	// cache, when the metrics show it.
+	dbLoad *Finding
 }
 
 func (h *Hypothesis) class() string { return infoOf(h.Kind).class }
@@ -91,6 +139,12 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 		if fs[i].Subject == "" {
 			fs[i].Subject = sc.Service
 		}
+		// A database "dependency" that is a word lifted from the error text
+		// ("reserved for non-replication superuser connections") is the
+		// database itself.
+		if f := fs[i]; f.Kind == KindDatabase && f.fact("dependency") == f.Subject && !isSystemName(f.Subject, sc) {
+			f.Subject = orWord(WellKnownDependency(f.fact("line"), ""), dbEngineOf(f.fact("line")))
+		}
 	}
 	var changes, symptoms []*Finding
 	for _, f := range fs {
@@ -122,6 +176,8 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 	for _, h := range hs {
 		scoreCause(h, symptoms, changes, sc)
 	}
+	joinJobOverlaps(hs, symptoms, changes)
+	joinCacheVictims(hs, symptoms, sc)
 	// Change hypotheses: a change followed by symptoms on what it changed.
 	for _, c := range changes {
 		if h := changeHypothesis(c, symptoms, sc); h != nil {
@@ -333,11 +389,17 @@ func fitsMechanism(h *Hypothesis, c *Finding) bool {
 		return c.Kind == KindConfigChange || strings.Contains(desc, "configmap") || strings.Contains(desc, "secret")
 	case KindTimeout, KindConnRefused, KindConnReset, KindDNS:
 		return c.Kind == KindInfraChange && networkChangeRE.MatchString(desc)
+	case KindStartFailure, KindImagePull:
+		return c.Kind == KindDeploy || c.fact("image") != "" || strings.Contains(desc, "image")
+	case KindCacheFull:
+		return cacheChangeRE.MatchString(desc)
 	case KindOOMKilled:
 		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap")
 	}
 	return false
 }
+
+var cacheChangeRE = regexp.MustCompile(`(?i)\bcache|payload|\bttl\b|maxmemory|eviction|redis|memcached`)
 
 var networkChangeRE = regexp.MustCompile(`(?i)networkpolic|network polic|firewall|security group|egress|ingress rule|\bacl\b|\bcidr\b|calico|cilium|route table|peering`)
 
@@ -348,6 +410,11 @@ func changeTouches(c *Finding, h *Hypothesis) bool {
 	// A network change (a NetworkPolicy, a firewall rule) can cut any
 	// connection made shortly after it, whoever it names.
 	if fitsMechanism(h, c) && c.Kind == KindInfraChange && !h.Onset.IsZero() && h.Onset.Sub(c.Time) <= triggerNear {
+		return true
+	}
+	// A change that says it alters what goes into a cache (payloads,
+	// TTLs, maxmemory) can fill it, whichever service made it.
+	if h.Kind == KindCacheFull && fitsMechanism(h, c) && !h.Onset.IsZero() && h.Onset.Sub(c.Time) <= triggerNear {
 		return true
 	}
 	for _, f := range h.Primary {
@@ -420,6 +487,15 @@ func changeHypothesis(c *Finding, symptoms []*Finding, sc Scope) *Hypothesis {
 func substantial(f *Finding) bool {
 	if f.fact("resolved") != "" {
 		return false
+	}
+	// A probe failing once or twice while a pod starts (a rollout's
+	// readiness blip) is not a failure: it must persist.
+	if f.Source == SrcEvents && (f.Kind == KindProbeFailure || f.Kind == KindLivenessKill) {
+		var n int
+		fmt.Sscan(f.fact("count"), &n)
+		if n > 0 && n < 3 {
+			return false
+		}
 	}
 	if f.Source == SrcLogs || f.Source == SrcCloudWatch {
 		var n int
@@ -686,7 +762,7 @@ func isNodeName(s string) bool {
 func affected(w *Hypothesis, sc Scope) []string {
 	var out []string
 	add := func(s string) {
-		if s != "" && s != "*" && !slices.Contains(out, s) {
+		if s != "" && s != "*" && !slices.Contains(out, s) && isSystemName(s, sc) {
 			out = append(out, s)
 		}
 	}
@@ -780,4 +856,86 @@ func explainsSupport(k, c *Hypothesis) bool {
 		}
 	}
 	return n*2 >= len(c.Support)+1 || n == len(c.Support)
+}
+
+var poolWordsRE = regexp.MustCompile(`(?i)pool|connection|too many clients|query_wait_timeout|client_wait_timeout|max_connections|connection slots|pgbouncer`)
+
+// exhaustsPool reports whether h is a shared connection resource running
+// out: a database pool or connection-limit error, or a pool/connection
+// metric saturating.
+func exhaustsPool(h *Hypothesis) bool {
+	switch h.Kind {
+	case KindDatabase, KindSaturation, KindTimeout:
+	default:
+		return false
+	}
+	for _, f := range h.Primary {
+		if poolWordsRE.MatchString(f.fact("line") + " " + f.fact("template") + " " + f.fact("metric")) {
+			return true
+		}
+	}
+	return false
+}
+
+// joinJobOverlaps joins overlapping runs of a CronJob to a shared
+// connection resource running out at the same time: the runs hold the
+// connections the service's queries then wait for. The change that made
+// the runs overlap (a schedule change of the CronJob) becomes the trigger.
+func joinJobOverlaps(hs []*Hypothesis, symptoms, changes []*Finding) {
+	for _, h := range hs {
+		if !exhaustsPool(h) || h.Onset.IsZero() {
+			continue
+		}
+		for _, o := range symptoms {
+			if o.Kind != KindJobOverlap || o.Time.After(h.Onset.Add(10*time.Minute)) || h.Onset.Sub(o.Time) > triggerFar {
+				continue
+			}
+			if !slices.Contains(h.Support, o) {
+				h.Support = append(h.Support, o)
+				h.Score = math.Min(0.97, h.Score+0.06)
+			}
+			if o.Related == nil || !slices.Contains(o.Related, h.Subject) {
+				o.Related = append(o.Related, h.Subject)
+			}
+			for _, c := range changes {
+				d := h.Onset.Sub(c.Time)
+				if d < -2*time.Minute || d > triggerFar {
+					continue
+				}
+				if c.Subject == o.Subject || strings.Contains(strings.ToLower(c.fact("description")), strings.ToLower(o.Subject)) {
+					if h.Trigger == nil || !fitsMechanism(h, h.Trigger) {
+						h.Trigger = c
+					}
+				}
+			}
+		}
+	}
+}
+
+var dbMetricRE = regexp.MustCompile(`(?i)^pg_|postgres|mysql|database|_db_|rds|xact|queries`)
+
+// joinCacheVictims adds to a saturated cache the symptoms that followed
+// it: latency or errors of the service under investigation, and the
+// backing database's load rising (misses fall through to it).
+func joinCacheVictims(hs []*Hypothesis, symptoms []*Finding, sc Scope) {
+	for _, h := range hs {
+		if h.Kind != KindCacheFull || h.Onset.IsZero() {
+			continue
+		}
+		for _, f := range symptoms {
+			if slices.Contains(h.Support, f) || slices.Contains(h.Primary, f) || f.Time.Before(h.Onset.Add(-5*time.Minute)) || f.Time.After(h.Onset.Add(triggerNear)) {
+				continue
+			}
+			victim := (f.Kind == KindLatency || f.Kind == KindErrorRate) && sc.Service != "" && f.Subject == sc.Service
+			db := f.Kind == KindSaturation && dbMetricRE.MatchString(f.fact("metric"))
+			if !victim && !db {
+				continue
+			}
+			h.Support = append(h.Support, f)
+			if db {
+				h.dbLoad = f
+			}
+			h.Score = math.Min(0.97, h.Score+0.03)
+		}
+	}
 }

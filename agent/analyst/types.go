@@ -28,7 +28,8 @@ const (
 	KindCrashLoop      Kind = "crash_loop"
 	KindAppCrash       Kind = "app_crash" // panics, stack traces, fatal errors
 	KindImagePull      Kind = "image_pull"
-	KindConfigError    Kind = "config_error" // CreateContainerConfigError: missing secret/configmap
+	KindConfigError    Kind = "config_error"  // CreateContainerConfigError: missing secret/configmap
+	KindStartFailure   Kind = "start_failure" // the container's command/entrypoint cannot be started (StartError)
 	KindMountFailure   Kind = "mount_failure"
 	KindProbeFailure   Kind = "probe_failure"
 	KindLivenessKill   Kind = "liveness_kill"  // containers restarted by a failing liveness/startup probe
@@ -43,6 +44,9 @@ const (
 	KindNoEndpoints    Kind = "no_endpoints"
 	KindHPAMax         Kind = "hpa_at_max"
 	KindBacklog        Kind = "backlog"           // a consumer lag or queue depth growing
+	KindJobOverlap     Kind = "cronjob_overlap"   // several runs of one CronJob active at once
+	KindCacheFull      Kind = "cache_saturation"  // a cache at maxmemory evicting keys, its hit ratio falling
+	KindLoadSurge      Kind = "load_surge"        // a service's load (requests, connections, sessions) rose several times
 	KindConsumerStall  Kind = "consumer_stall"    // a consumer's poll loop too slow: poll timeouts, rebalances
 	KindCertExpiring   Kind = "cert_expiring"     // a certificate close to its expiry
 	KindSelector       Kind = "selector_mismatch" // a Service selector matching no pod labels
@@ -164,6 +168,7 @@ var kinds = map[Kind]kindInfo{
 	KindOOMKilled:      {0.78, classCause, "OOMKilled (out of memory)"},
 	KindImagePull:      {0.82, classCause, "image pull failure"},
 	KindConfigError:    {0.82, classCause, "container config error"},
+	KindStartFailure:   {0.84, classCause, "container cannot start (bad command/entrypoint or image)"},
 	KindMountFailure:   {0.74, classCause, "volume mount failure"},
 	KindUnschedulable:  {0.74, classCause, "unschedulable pods"},
 	KindQuota:          {0.72, classCause, "resource quota exceeded"},
@@ -183,6 +188,9 @@ var kinds = map[Kind]kindInfo{
 	KindHPAMax:         {0.76, classCause, "autoscaler at maximum replicas (capacity)"},
 	KindBacklog:        {0.68, classCause, "consumer lag / backlog growing"},
 	KindConsumerStall:  {0.42, classSymptom, "consumer poll loop too slow (rebalancing)"},
+	KindJobOverlap:     {0.34, classSymptom, "overlapping CronJob runs"},
+	KindLoadSurge:      {0.3, classSymptom, "load surge"},
+	KindCacheFull:      {0.78, classCause, "cache at maxmemory (eviction storm, hit ratio falling)"},
 	KindCertExpiring:   {0.7, classCause, "certificate expiring soon"},
 	KindSelector:       {0.84, classCause, "Service selector/label mismatch"},
 	KindConfigInvalid:  {0.8, classCause, "configuration error (invalid config file)"},
