@@ -359,6 +359,9 @@ func readPatch(r *http.Request) (map[string]any, error) {
 		}
 		return nil, err
 	}
+	if err := checkJSONBody(buf); err != nil {
+		return nil, err
+	}
 	patch, err := mergeconf.Decode(buf)
 	if err != nil {
 		var syn *json.SyntaxError

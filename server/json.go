@@ -65,8 +65,9 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, opts ...decodeOpt
 			return nil
 		}
 		return db.Errorf(db.EINVALID, "request body is empty; expected a JSON object")
-	case !utf8.Valid(body):
-		return db.Errorf(db.EINVALID, "request body is not valid UTF-8 (first bad byte at offset %d)", invalidUTF8Offset(body))
+	}
+	if err := checkJSONBody(body); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
@@ -95,6 +96,53 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, opts ...decodeOpt
 		}
 		return db.Errorf(db.EINVALID, "malformed JSON: unexpected data after the JSON value at byte offset %d", dec.InputOffset())
 	}
+}
+
+// MaxJSONDepth is the deepest nesting of objects and arrays a request body
+// may have. No request needs more, and a limit keeps recursive merge and
+// validation of hostile bodies cheap.
+const MaxJSONDepth = 64
+
+// checkJSONBody refuses a body that is not valid UTF-8 (encoding/json would
+// silently replace the bad bytes, so what is stored would differ from what
+// was sent) or that nests deeper than MaxJSONDepth.
+func checkJSONBody(body []byte) error {
+	if !utf8.Valid(body) {
+		return db.Errorf(db.EINVALID, "request body is not valid UTF-8 (first bad byte at offset %d)", invalidUTF8Offset(body))
+	}
+	if off := depthExceeded(body, MaxJSONDepth); off >= 0 {
+		return db.Errorf(db.EINVALID, "malformed JSON: nesting deeper than %d levels at byte offset %d", MaxJSONDepth, off)
+	}
+	return nil
+}
+
+// depthExceeded returns the offset at which b's nesting of objects and
+// arrays first exceeds max, or -1. Brackets inside strings do not count.
+func depthExceeded(b []byte, max int) int {
+	depth, inString, escaped := 0, false, false
+	for i, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			if depth > max {
+				return i
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return -1
 }
 
 // invalidUTF8Offset returns the offset of the first byte of b that is not

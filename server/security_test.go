@@ -573,7 +573,9 @@ func TestSecurityHostileBodies(t *testing.T) {
 			}
 			start := time.Now()
 			r := sh.raw(rt.Method, path, tok, "application/json", []byte(body))
-			if el := time.Since(start); el > 5*time.Second {
+			// A hang detector only (performance lives in benchmarks): a
+			// body must be answered, however hostile, well within a minute.
+			if el := time.Since(start); el > 30*time.Second {
 				t.Errorf("%s %s %s: took %v", rt.Method, rt.Path, name, el)
 			}
 			if r.status == 503 && r.errorCode(t) == db.EUNAVAILABLE && sec.body == bodyIgnored {
