@@ -148,6 +148,10 @@ func similarity(tmpl, toks []string) (float64, int) {
 		}
 		if t == toks[i] {
 			same++
+		} else if isStatusCode(t) && isStatusCode(toks[i]) {
+			// An unmasked HTTP status (kept by Tokens) separates lines:
+			// 429s are not 200s.
+			return 0, params
 		}
 	}
 	return float64(same) / float64(len(tmpl)), params
@@ -168,6 +172,10 @@ type LogTemplate struct {
 	Last          string    `json:"last,omitempty"`    // the last line seen, when it differs
 	Source        string    `json:"source,omitempty"`  // source of the example
 	Sources       []string  `json:"sources,omitempty"` // every source it was seen in (at most 10)
+	// Onset is the change point of the template's rate: the minute from
+	// which it runs at several times its earlier rate (zero when its rate
+	// never jumps within the windows, or jumps at its first line).
+	Onset time.Time `json:"onset,omitzero"`
 	// New: seen in the incident window and never in a baseline that had lines.
 	New bool `json:"new,omitempty"`
 	// Surge is the incident-window rate over the baseline rate (with one
@@ -185,6 +193,7 @@ type Miner struct {
 
 	drain     *Drain
 	stats     map[int]*LogTemplate
+	minutes   map[int]map[int64]int // lines per minute, per cluster
 	baseLines int
 	incLines  int
 }
@@ -193,7 +202,7 @@ type Miner struct {
 // means there is no baseline.
 func NewMiner(baselineStart, incidentStart, incidentEnd time.Time) *Miner {
 	return &Miner{BaselineStart: baselineStart, IncidentStart: incidentStart, IncidentEnd: incidentEnd,
-		drain: NewDrain(), stats: map[int]*LogTemplate{}}
+		drain: NewDrain(), stats: map[int]*LogTemplate{}, minutes: map[int]map[int64]int{}}
 }
 
 // Lines returns how many lines fell in the baseline and incident windows.
@@ -228,6 +237,12 @@ func (m *Miner) Add(t time.Time, source, text string) bool {
 		}
 	}
 	if !t.IsZero() {
+		mm := m.minutes[c.ID]
+		if mm == nil {
+			mm = map[int64]int{}
+			m.minutes[c.ID] = mm
+		}
+		mm[t.Unix()/60]++
 		if s.FirstSeen.IsZero() || t.Before(s.FirstSeen) {
 			s.FirstSeen = t
 		}
@@ -279,6 +294,7 @@ func (m *Miner) Templates() []LogTemplate {
 		}
 		t := *s
 		t.Template = c.Template()
+		t.Onset = m.changePoint(m.minutes[c.ID], t.FirstSeen)
 		if t.Last == t.Example {
 			t.Last = ""
 		}
@@ -349,4 +365,65 @@ func RankTemplates(ts []LogTemplate) []LogTemplate {
 		return ts[i].Incident > ts[j].Incident
 	})
 	return ts
+}
+
+// changePoint finds the minute from which a template's rate jumps: the
+// split of its per-minute counts (over both windows, from the first
+// window start or its first line) that maximises the rate after over the
+// rate before, when the rate after is at least 3× the rate before and
+// carries at least 5 lines and 3 minutes. Zero when there is no such
+// jump after the template's first minute.
+func (m *Miner) changePoint(mm map[int64]int, first time.Time) time.Time {
+	if len(mm) < 3 || first.IsZero() {
+		return time.Time{}
+	}
+	start := m.BaselineStart
+	if start.IsZero() {
+		start = m.IncidentStart
+	}
+	if start.IsZero() || first.Before(start) {
+		start = first
+	}
+	lo := start.Unix() / 60
+	var hi int64
+	for k := range mm {
+		hi = max(hi, k)
+	}
+	if !m.IncidentEnd.IsZero() {
+		hi = max(hi, m.IncidentEnd.Unix()/60)
+	}
+	n := int(hi - lo + 1)
+	if n < 6 || n > 7*24*60 {
+		return time.Time{}
+	}
+	counts := make([]int, n)
+	total := 0
+	for k, v := range mm {
+		if i := int(k - lo); i >= 0 && i < n {
+			counts[i] += v
+			total += v
+		}
+	}
+	firstIdx := int(first.Unix()/60 - lo)
+	best, bestRatio := -1, 0.0
+	before := 0
+	for k := 1; k < n-2; k++ {
+		before += counts[k-1]
+		after := total - before
+		if k <= firstIdx || after < 5 {
+			continue
+		}
+		rb := (float64(before) + 0.5) / float64(k)
+		ra := float64(after) / float64(n-k)
+		if r := ra / rb; r >= 3 && r > bestRatio*1.2 {
+			best, bestRatio = k, r
+		}
+	}
+	if best < 0 {
+		return time.Time{}
+	}
+	for best < n-1 && counts[best] == 0 {
+		best++ // the jump begins with its first line
+	}
+	return time.Unix((lo+int64(best))*60, 0).UTC()
 }

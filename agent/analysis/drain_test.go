@@ -167,3 +167,34 @@ func BenchmarkDrainAdd(b *testing.B) {
 		d.Add(lines[i%len(lines)])
 	}
 }
+
+func TestStatusCodesSeparateTemplates(t *testing.T) {
+	d := NewDrain()
+	a := d.Add(`2026-05-11T13:35:00.000Z "GET /v1/orders HTTP/1.1" 200 - 0 4034 66 59 "10.0.0.1" "okhttp" "id1" "orders"`)
+	b := d.Add(`2026-05-11T13:35:01.000Z "GET /v1/orders HTTP/1.1" 429 RL 0 1332 0 - "10.0.0.2" "okhttp" "id2" "orders"`)
+	c := d.Add(`2026-05-11T13:35:02.000Z "GET /v1/search HTTP/1.1" 200 - 0 4034 61 50 "10.0.0.3" "okhttp" "id3" "search"`)
+	if a == b || a != c {
+		t.Errorf("200 and 429 lines: clusters %d %d %d, want 200s together and 429s apart", a.ID, b.ID, c.ID)
+	}
+	if got := MaskToken("status=503"); got != "status=503" {
+		t.Errorf("MaskToken(status=503) = %q", got)
+	}
+}
+
+func TestTemplateOnsetIsChangePoint(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	m := NewMiner(t0, t0.Add(30*time.Minute), t0.Add(60*time.Minute))
+	// One line every 10 minutes, then 20 a minute from 10:40.
+	for i := 0; i < 40; i += 10 {
+		m.Add(t0.Add(time.Duration(i)*time.Minute), "p", "request rejected: over limit")
+	}
+	for i := 40; i < 60; i++ {
+		for j := 0; j < 20; j++ {
+			m.Add(t0.Add(time.Duration(i)*time.Minute+time.Duration(j)*time.Second), "p", "request rejected: over limit")
+		}
+	}
+	ts := m.Templates()
+	if len(ts) != 1 || !ts[0].Onset.Equal(t0.Add(40*time.Minute)) {
+		t.Fatalf("onset %v, want 10:40", ts[0].Onset)
+	}
+}

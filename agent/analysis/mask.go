@@ -29,6 +29,7 @@ func Tokens(line string) []string {
 	var out []string
 	i := 0
 	n := len(line)
+	request := false // the token before was a quoted HTTP request line
 	for i < n {
 		for i < n && isSpace(line[i]) {
 			i++
@@ -40,6 +41,7 @@ func Tokens(line string) []string {
 		if q := line[i]; q == '"' || q == '\'' || q == '`' {
 			if j := strings.IndexByte(line[i+1:], q); j >= 0 {
 				out = append(out, maskQuot)
+				request = strings.Contains(line[i+1:i+1+j], " HTTP/")
 				i += j + 2
 				continue
 			}
@@ -48,7 +50,14 @@ func Tokens(line string) []string {
 		for j < n && !isSpace(line[j]) {
 			j++
 		}
-		out = append(out, MaskToken(line[i:j]))
+		// The status code after an access log's request line ("GET /x
+		// HTTP/1.1" 429) tells lines apart: a 429 or 503 is not a 200.
+		if tok := line[i:j]; request && isStatusCode(tok) {
+			out = append(out, tok)
+		} else {
+			out = append(out, MaskToken(tok))
+		}
+		request = false
 		i = j
 	}
 	return out
@@ -65,6 +74,10 @@ func MaskToken(tok string) string {
 	}
 	// key=value and key:value with a variable value keep their key.
 	if k := strings.IndexByte(tok, '='); k > 0 && k < len(tok)-1 {
+		// An HTTP status (status=429) is what a line is about.
+		if statusKeys[strings.ToLower(strings.Trim(tok[:k], `"'`))] && isStatusCode(strings.Trim(tok[k+1:], `"',`)) {
+			return tok
+		}
 		v := MaskToken(tok[k+1:])
 		if v == tok[k+1:] {
 			return tok
@@ -301,4 +314,11 @@ func isTimeish(s string) bool {
 		}
 	}
 	return digits >= 4 && seps >= 1
+}
+
+var statusKeys = map[string]bool{"status": true, "code": true, "status_code": true, "statuscode": true, "http_status": true, "response_code": true, "http.status_code": true}
+
+// isStatusCode reports whether tok is an HTTP status code (100–599).
+func isStatusCode(tok string) bool {
+	return len(tok) == 3 && tok[0] >= '1' && tok[0] <= '5' && allDigits(tok)
 }

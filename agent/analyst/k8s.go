@@ -785,8 +785,12 @@ func classifyEvent(e *corev1.Event) (Kind, float64) {
 		return KindMountFailure, 0.85
 	case "Evicted":
 		return KindEviction, 0.8
-	case "EvictionThresholdMet", "NodeHasDiskPressure", "NodeHasInsufficientMemory", "NodeHasInsufficientPID", "FreeDiskSpaceFailed", "ImageGCFailed":
+	case "EvictionThresholdMet", "NodeHasDiskPressure", "NodeHasInsufficientMemory", "NodeHasInsufficientPID":
 		return KindNodePressure, 0.8
+	case "FreeDiskSpaceFailed", "ImageGCFailed":
+		// The kubelet could not reclaim image space: a warning, not
+		// pressure. Pressure needs a condition, a taint or evictions.
+		return KindNodePressure, 0.3
 	case "NodeNotReady":
 		return KindNodeNotReady, 0.8
 	case "OOMKilling", "OOMKilled":

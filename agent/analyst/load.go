@@ -107,7 +107,7 @@ var loadMetricRE = regexp.MustCompile(`(?i)connections|conns\b|_conns_|sessions|
 
 // A database's own connection count rises when its queries slow down: a
 // consequence, not the load that caused it.
-var notLoadRE = regexp.MustCompile(`(?i)error|fail|5xx|latency|duration|seconds|pool|idle|waiting|max|limit|refused|rejected|dropped|bytes|database|^pg_|^mysql_|^mongodb_`)
+var notLoadRE = regexp.MustCompile(`(?i)error|fail|5xx|latency|duration|seconds|pool|idle|in_?use|sql_stats|waiting|max|limit|refused|rejected|dropped|bytes|database|^pg_|^mysql_|^mongodb_`)
 
 // IsLoadMetric reports whether a metric measures how much work a service
 // is given: requests, active connections or sessions, messages consumed.

@@ -337,6 +337,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 		target  string
 	}
 	merged := map[key]*Finding{}
+	evScore := map[string]int{}
 	var order []key
 	for _, set := range sets {
 		for _, t := range set.Templates {
@@ -440,6 +441,11 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			if onset.IsZero() {
 				onset = t.FirstSeen
 			}
+			// A template that ran at a low rate before and jumps later
+			// began at its change point, not at its first line.
+			if t.Onset.After(onset) {
+				onset = t.Onset
+			}
 			if f == nil {
 				f = &Finding{Kind: kind, Subject: subject, Namespace: set.Namespace, Source: set.Origin, Time: onset,
 					Severity: SevWarning, Weight: w0, Related: related}
@@ -455,8 +461,22 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 					}
 				}
 			}
-			if kind != KindLogErrors || len(f.Evidence) < 2 {
-				f.Evidence = append(f.Evidence, templateEvidence(set, t, line))
+			// The line that names the failure (a "Caused by:", an
+			// exception with its message, "panic:") represents it, not
+			// the header of a multi-line error ("threw exception").
+			score := RootCauseScore(line)
+			ev := templateEvidence(set, t, line)
+			switch {
+			case kind != KindLogErrors || len(f.Evidence) < 2:
+				f.Evidence = append(f.Evidence, ev)
+				evScore[ev] = score
+			case score > evScore[f.Evidence[len(f.Evidence)-1]]:
+				f.Evidence[len(f.Evidence)-1] = ev
+				evScore[ev] = score
+			}
+			if old, ok := f.Facts["line"]; ok && score > RootCauseScore(old) {
+				f.Facts["line"] = line
+				f.Facts["template"] = t.Template
 			}
 			f.setFact("line", line)
 			f.setFact("template", t.Template)
@@ -492,6 +512,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 	out := make([]Finding, 0, len(order))
 	for _, k := range order {
 		f := merged[k]
+		sort.SliceStable(f.Evidence, func(i, j int) bool { return evScore[f.Evidence[i]] > evScore[f.Evidence[j]] })
 		if len(f.Evidence) > 3 {
 			f.Evidence = f.Evidence[:3]
 		}
@@ -651,4 +672,33 @@ func authStatus(line string) string {
 		return orWord(m[1], m[2])
 	}
 	return ""
+}
+
+var (
+	causedByRE   = regexp.MustCompile(`(?i)^\s*Caused by:`)
+	exceptionRE  = regexp.MustCompile(`(^|[\s.:])[A-Z]\w*(Exception|Error|Fault)\b:\s*\S`)
+	panicLineRE  = regexp.MustCompile(`^\s*(panic:|fatal error:)`)
+	dbErrorRE    = regexp.MustCompile(`\b(ERROR|FATAL):\s+\S|SQLSTATE|\b42[0-9A-Z]{3}\b`)
+	headerLineRE = regexp.MustCompile(`(?i)threw exception|with root cause|Traceback \(most recent call last\)|^\s*Exception in thread|^\s+at [\w$.]+\(|^\s*File "[^"]+", line \d+|^goroutine \d+ \[|^\s*\.\.\. \d+ (more|common frames)`)
+)
+
+// RootCauseScore ranks how well a log line names the failure of a
+// multi-line error: the "Caused by:" line, an exception class with its
+// message, a Python traceback's last line, "panic:" rank above the
+// header of the error ("Servlet.service() ... threw exception",
+// "Traceback (most recent call last)") and its stack frames.
+func RootCauseScore(line string) int {
+	switch {
+	case causedByRE.MatchString(line):
+		return 4
+	case panicLineRE.MatchString(line):
+		return 3
+	case headerLineRE.MatchString(line):
+		return -1
+	case exceptionRE.MatchString(line):
+		return 3
+	case dbErrorRE.MatchString(line):
+		return 2
+	}
+	return 0
 }

@@ -134,6 +134,8 @@ func ClassifyMetric(name string) (class, unit string) {
 		return MetricRequests, "/s"
 	case has("avail", "free", "remaining", "headroom"):
 		return MetricFree, unit
+	case has("pg_stat_activity", "threads_connected"):
+		return MetricSaturation, ""
 	case has("cpu", "memory", "heap", "connections", "conns", "pool", "in_use", "inuse", "active", "queue", "lag", "backlog",
 		"pending", "threads", "goroutines", "disk", "filesystem", "open_fds", "saturation", "utilization", "usage", "working_set", "load"):
 		if has("limit", "capacity", "max_", "_max", "spec_") {
@@ -375,6 +377,7 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 	out = append(out, DetectBacklog(sets, w)...)
 	out = append(out, DetectJobOverlap(sets, w)...)
 	out = append(out, DetectLoadSurge(sets, w)...)
+	out = append(out, DetectConnLeak(sets, w)...)
 	out = append(out, DetectCacheSaturation(sets, w)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out

@@ -209,6 +209,9 @@ func describe(h *Hypothesis, sc Scope) string {
 			target = dependencyKindOf(h)
 		}
 		d = fmt.Sprintf("calls from %s to %s time out (the dependency is slow or unreachable): %s", orWord(h.fact("caller"), "the service"), target, quote(ReadableLine(h.fact("line")), 200))
+		if c := h.Trigger; c != nil && fitsMechanism(h, c) {
+			d = fmt.Sprintf("egress from %s is blocked by a network change (%s): its connections to %s time out (i/o timeout, no connection refused — packets are dropped, not rejected)", orWord(h.fact("caller"), s), networkChangeWord(c), timeoutTargets(h, target))
+		}
 		if ic := initCrash(h); ic != "" {
 			d += fmt.Sprintf("; the init container %s cannot connect and crash-loops (Init:CrashLoopBackOff), so the new pods never start", ic)
 		}
@@ -217,6 +220,10 @@ func describe(h *Hypothesis, sc Scope) string {
 			d = fmt.Sprintf("the external API %s rate-limits (HTTP 429, too many requests) the calls from %s: %s", ext, orWord(h.fact("caller"), "the service"), quote(ReadableLine(h.fact("line")), 200))
 		} else if h.fact("line") == "" {
 			d = fmt.Sprintf("%s is throttled (rate limited): %s", s, top.Summary)
+		} else if c := h.Trigger; c != nil && c.Kind == KindConfigChange && (h.fact("target") == "" || h.fact("target") == h.fact("caller") || h.fact("caller") == "") {
+			// The service answers 429 itself, right after its own config
+			// change: its rate limiter is misconfigured.
+			d = fmt.Sprintf("rate-limit misconfiguration in %s (config change %s): its own rate limiter answers 429 (too many requests) to every client — %s", orWord(h.fact("caller"), s), orWord(c.fact("revision"), ts(c.Time)), quote(ReadableLine(h.fact("line")), 200))
 		} else {
 			d = fmt.Sprintf("%s is throttled (rate limited) by %s: %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
 		}
@@ -266,6 +273,8 @@ func describe(h *Hypothesis, sc Scope) string {
 		d = fmt.Sprintf("the rollout of %s is stuck: new pods do not become ready (%s of %s replicas available)", s, orDash(h.fact("available")), orDash(h.fact("desired")))
 	case KindNoEndpoints:
 		d = fmt.Sprintf("service %s has no ready endpoints, so requests to it fail", s)
+	case KindConnLeak:
+		d = describeConnLeak(h)
 	case KindLogErrors:
 		d = fmt.Sprintf("%s logs new or surging errors: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindErrorRate, KindLatency, KindSaturation, KindRestarts, KindTargetDown:
@@ -644,6 +653,11 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(hi, fmt.Sprintf("Free or extend the disk of %s (delete old data or logs, grow the volume)", s))
 		add(med, "Find what filled the disk (runaway logs, temp files, data growth)")
 		add(lo, "Alert on disk usage above 80% and on its growth rate")
+	case KindConnLeak:
+		rollback()
+		add(hi, fmt.Sprintf("Release the leaked connections now: restart %s (or terminate its sessions idle in transaction, e.g. pg_terminate_backend) and set idle_in_transaction_session_timeout / a pool leak-detection threshold", s))
+		add(med, fmt.Sprintf("Fix the leak in %s: close connections and commit or roll back transactions on every path (errors, aborted streams, early returns)", s))
+		add(lo, "Alert on connections idle in transaction and on pool connections in use growing without load")
 	case KindDatabase:
 		rollback()
 		add(hi, fmt.Sprintf("Relieve the database: %s (kill idle or long-running sessions, raise max_connections or the pool size with care)", databaseMechanism(h.fact("line"))))
@@ -973,4 +987,58 @@ func symptomMechanism(fs []*Finding) string {
 		}
 	}
 	return ""
+}
+
+// describeConnLeak tells a connection leak: held connections climbing
+// with flat load, and what the database does when they run out.
+func describeConnLeak(h *Hypothesis) string {
+	top := h.top()
+	what := "database connections in use"
+	if top.fact("idle_in_transaction") != "" {
+		what = "database connections idle in transaction"
+	}
+	d := fmt.Sprintf("connection leak in %s: %s climb steadily from %s to %s since %s", h.Subject, what, top.fact("low"), top.fact("peak"), orWord(top.fact("since"), "the onset"))
+	if r := top.fact("request_ratio"); r != "" {
+		d += fmt.Sprintf(" while the request rate stays flat (×%s), so it is not a load surge", r)
+	}
+	d += ": connections are taken and not released (a transaction left open, a connection not closed on an error path) until the pool or the database's max_connections runs out"
+	for _, f := range h.Support {
+		if f.Kind == KindDatabase {
+			if l := f.fact("line"); l != "" {
+				d += " — " + quote(ReadableLine(l), 200)
+				break
+			}
+		}
+	}
+	return d
+}
+
+// networkChangeWord names what a network change changed: a NetworkPolicy,
+// a security group, a firewall rule, egress rules.
+func networkChangeWord(c *Finding) string {
+	desc := strings.ToLower(c.fact("description") + " " + c.Summary)
+	for _, w := range []struct{ re, word string }{{"networkpolic", "NetworkPolicy"}, {"network polic", "network policy"}, {"security group", "security group"}, {"firewall", "firewall rule"}, {"egress", "egress rule"}, {"acl", "network ACL"}} {
+		if strings.Contains(desc, w.re) {
+			return w.word
+		}
+	}
+	return "network rule"
+}
+
+// timeoutTargets lists the destinations the timeouts of h (and those it
+// is supported by from the same caller) reach.
+func timeoutTargets(h *Hypothesis, def string) string {
+	var ts []string
+	for _, f := range append(slices.Clone(h.Primary), h.Support...) {
+		if f.Kind != KindTimeout {
+			continue
+		}
+		if d := orWord(f.fact("well_known"), f.fact("dependency")); d != "" && d != h.fact("caller") && !containsStr(ts, d) {
+			ts = append(ts, d)
+		}
+	}
+	if len(ts) == 0 {
+		return def
+	}
+	return strings.Join(ts, ", ")
 }

@@ -388,7 +388,7 @@ func fitsMechanism(h *Hypothesis, c *Finding) bool {
 	case KindConfigInvalid, KindConfigError:
 		return c.Kind == KindConfigChange || strings.Contains(desc, "configmap") || strings.Contains(desc, "secret")
 	case KindTimeout, KindConnRefused, KindConnReset, KindDNS:
-		return c.Kind == KindInfraChange && networkChangeRE.MatchString(desc)
+		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && networkChangeRE.MatchString(desc)
 	case KindStartFailure, KindImagePull:
 		return c.Kind == KindDeploy || c.fact("image") != "" || strings.Contains(desc, "image")
 	case KindCacheFull:
@@ -409,7 +409,7 @@ func changeTouches(c *Finding, h *Hypothesis) bool {
 	}
 	// A network change (a NetworkPolicy, a firewall rule) can cut any
 	// connection made shortly after it, whoever it names.
-	if fitsMechanism(h, c) && c.Kind == KindInfraChange && !h.Onset.IsZero() && h.Onset.Sub(c.Time) <= triggerNear {
+	if fitsMechanism(h, c) && (c.Kind == KindInfraChange || c.Kind == KindConfigChange) && !h.Onset.IsZero() && h.Onset.Sub(c.Time) <= triggerNear {
 		return true
 	}
 	// A change that says it alters what goes into a cache (payloads,
@@ -419,6 +419,10 @@ func changeTouches(c *Finding, h *Hypothesis) bool {
 	}
 	for _, f := range h.Primary {
 		if f.relates(c.Subject) || f.fact("caller") == c.Subject {
+			return true
+		}
+		// A change applied to a namespace applies to what runs in it.
+		if f.Namespace != "" && f.Namespace == c.Subject {
 			return true
 		}
 	}

@@ -46,6 +46,7 @@ const (
 	KindBacklog        Kind = "backlog"           // a consumer lag or queue depth growing
 	KindJobOverlap     Kind = "cronjob_overlap"   // several runs of one CronJob active at once
 	KindCacheFull      Kind = "cache_saturation"  // a cache at maxmemory evicting keys, its hit ratio falling
+	KindConnLeak       Kind = "connection_leak"   // connections held (idle in transaction, pool in use) climb steadily with flat load
 	KindLoadSurge      Kind = "load_surge"        // a service's load (requests, connections, sessions) rose several times
 	KindConsumerStall  Kind = "consumer_stall"    // a consumer's poll loop too slow: poll timeouts, rebalances
 	KindCertExpiring   Kind = "cert_expiring"     // a certificate close to its expiry
@@ -190,6 +191,7 @@ var kinds = map[Kind]kindInfo{
 	KindConsumerStall:  {0.42, classSymptom, "consumer poll loop too slow (rebalancing)"},
 	KindJobOverlap:     {0.34, classSymptom, "overlapping CronJob runs"},
 	KindLoadSurge:      {0.3, classSymptom, "load surge"},
+	KindConnLeak:       {0.8, classCause, "connection leak (connections held and never released)"},
 	KindCacheFull:      {0.78, classCause, "cache at maxmemory (eviction storm, hit ratio falling)"},
 	KindCertExpiring:   {0.7, classCause, "certificate expiring soon"},
 	KindSelector:       {0.84, classCause, "Service selector/label mismatch"},
