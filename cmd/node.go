@@ -77,28 +77,21 @@ org root or a group.`,
 }
 
 func addNode(ctx context.Context, v *viper.Viper, n db.Node) (*nodeJSON, error) {
-	dataDir := v.GetString("data_dir")
-	c, err := localClient(dataDir, buildFrom(ctx).Version)
+	var out nodeJSON
+	err := onlineOrOffline(ctx, v, false,
+		func(c *socketClient) error {
+			return c.do(ctx, "POST", "/api/v1/admin/nodes", map[string]string{"name": n.Name, "parent": n.Parent, "kind": n.Kind}, &out)
+		},
+		func(d *db.DB) error {
+			created, err := d.CreateNode(ctx, n)
+			if err == nil {
+				out = nodeToJSON(created)
+			}
+			return err
+		})
 	if err != nil {
 		return nil, err
 	}
-	if c != nil {
-		var out nodeJSON
-		if err := c.do(ctx, "POST", "/api/v1/admin/nodes", map[string]string{"name": n.Name, "parent": n.Parent, "kind": n.Kind}, &out); err != nil {
-			return nil, err
-		}
-		return &out, nil
-	}
-	d, err := openOffline(dataDir, db.Options{})
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	created, err := d.CreateNode(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	out := nodeToJSON(created)
 	return &out, nil
 }
 
@@ -134,32 +127,25 @@ func newNodeListCommand(v *viper.Viper) *cobra.Command {
 }
 
 func listNodes(ctx context.Context, v *viper.Viper) ([]nodeJSON, error) {
-	dataDir := v.GetString("data_dir")
-	c, err := localClient(dataDir, buildFrom(ctx).Version)
-	if err != nil {
-		return nil, err
+	var out []nodeJSON
+	err := onlineOrOffline(ctx, v, true,
+		func(c *socketClient) error {
+			var body struct {
+				Nodes []nodeJSON `json:"nodes"`
+			}
+			err := c.do(ctx, "GET", "/api/v1/admin/nodes", nil, &body)
+			out = body.Nodes
+			return err
+		},
+		func(d *db.DB) error {
+			nodes, err := d.ListNodes(ctx)
+			for _, n := range nodes {
+				out = append(out, nodeToJSON(n))
+			}
+			return err
+		})
+	if out == nil {
+		out = []nodeJSON{}
 	}
-	if c != nil {
-		var out struct {
-			Nodes []nodeJSON `json:"nodes"`
-		}
-		if err := c.do(ctx, "GET", "/api/v1/admin/nodes", nil, &out); err != nil {
-			return nil, err
-		}
-		return out.Nodes, nil
-	}
-	d, err := openOffline(dataDir, db.Options{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	nodes, err := d.ListNodes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]nodeJSON, 0, len(nodes))
-	for _, n := range nodes {
-		out = append(out, nodeToJSON(n))
-	}
-	return out, nil
+	return out, err
 }

@@ -175,6 +175,27 @@ func requireDB(dataDir string) (string, error) {
 	return p, nil
 }
 
+// onlineOrOffline runs online through the local server's socket when a
+// server answers on the data directory's socket, else offline directly on
+// the database file (read-only when readOnly), which bbolt's lock makes
+// impossible while a server runs.
+func onlineOrOffline(ctx context.Context, v *viper.Viper, readOnly bool, online func(*socketClient) error, offline func(*db.DB) error) error {
+	dataDir := v.GetString("data_dir")
+	c, err := localClient(dataDir, buildFrom(ctx).Version)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		return online(c)
+	}
+	d, err := openOffline(dataDir, db.Options{ReadOnly: readOnly})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return offline(d)
+}
+
 // openOffline opens the database file directly for a client command whose
 // server is not running.
 func openOffline(dataDir string, opts db.Options) (*db.DB, error) {

@@ -214,34 +214,27 @@ and revoked times. Secrets are never stored, so they are never shown.
 }
 
 func listTokens(ctx context.Context, v *viper.Viper) ([]tokenJSON, error) {
-	dataDir := v.GetString("data_dir")
-	c, err := localClient(dataDir, buildFrom(ctx).Version)
-	if err != nil {
-		return nil, err
+	var out []tokenJSON
+	err := onlineOrOffline(ctx, v, true,
+		func(c *socketClient) error {
+			var body struct {
+				Tokens []tokenJSON `json:"tokens"`
+			}
+			err := c.do(ctx, "GET", "/api/v1/admin/tokens", nil, &body)
+			out = body.Tokens
+			return err
+		},
+		func(d *db.DB) error {
+			toks, err := d.ListTokens(ctx)
+			for _, t := range toks {
+				out = append(out, tokenToJSON(t))
+			}
+			return err
+		})
+	if out == nil {
+		out = []tokenJSON{}
 	}
-	if c != nil {
-		var out struct {
-			Tokens []tokenJSON `json:"tokens"`
-		}
-		if err := c.do(ctx, "GET", "/api/v1/admin/tokens", nil, &out); err != nil {
-			return nil, err
-		}
-		return out.Tokens, nil
-	}
-	d, err := openOffline(dataDir, db.Options{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	toks, err := d.ListTokens(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]tokenJSON, 0, len(toks))
-	for _, t := range toks {
-		out = append(out, tokenToJSON(t))
-	}
-	return out, nil
+	return out, err
 }
 
 func newTokenRevokeCommand(v *viper.Viper) *cobra.Command {
