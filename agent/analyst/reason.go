@@ -267,6 +267,16 @@ func supports(h *Hypothesis, f *Finding) bool {
 		}
 		related = own
 	}
+	// Slow statements seen from the client and the database's own log,
+	// and the database's CPU they drive, are one failure.
+	if !related && h.Kind == KindSlowQuery && (f.Kind == KindSlowQuery || f.Kind == KindSaturation && databaseLike(f)) {
+		related = true
+	}
+	// A node's clock off and tokens rejected as not yet valid elsewhere
+	// are one failure.
+	if !related && h.Kind == KindClockSkew && f.Kind == KindClockSkew {
+		related = true
+	}
 	if !related {
 		for _, p := range h.Primary {
 			if slices.Contains(p.Related, f.Subject) && f.Subject != "" {
@@ -746,6 +756,16 @@ func timeline(w *Hypothesis, a *Analysis, sc Scope) []finding.TimelineEvent {
 			}
 		}
 	}
+	// A thin timeline: add what the service under investigation and the
+	// cause's subject showed.
+	if w != nil && len(items) < 2 {
+		for i := range a.Findings {
+			f := &a.Findings[i]
+			if f.Severity >= SevWarning && (f.relates(w.Subject) || sc.Service != "" && f.relates(sc.Service)) {
+				add(f.Time, f.Summary)
+			}
+		}
+	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].t.Before(items[j].t) })
 	if len(items) > 20 {
 		items = items[:20]
@@ -942,4 +962,12 @@ func joinCacheVictims(hs []*Hypothesis, symptoms []*Finding, sc Scope) {
 			h.Score = math.Min(0.97, h.Score+0.03)
 		}
 	}
+}
+
+var databaseLikeRE = regexp.MustCompile(`(?i)(^|[-_.])(db|database|postgres(ql)?|pg|mysql|mariadb|rds|aurora|sql)([-_.]|\d|$)|AWS/RDS`)
+
+// databaseLike reports whether a finding is about a database (its subject
+// or metric names one).
+func databaseLike(f *Finding) bool {
+	return databaseLikeRE.MatchString(f.Subject) || databaseLikeRE.MatchString(f.fact("metric")) || strings.Contains(f.Summary, "AWS/RDS")
 }

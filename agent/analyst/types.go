@@ -74,6 +74,11 @@ const (
 	KindFeatureFlag    Kind = "feature_flag"
 	KindInfraChange    Kind = "infra_change"
 	KindResourceChange Kind = "resource_change" // limits/requests changed in a rollout
+	KindFDExhaustion   Kind = "fd_exhaustion"   // too many open files: the process hit its file-descriptor limit
+	KindWorkerPool     Kind = "worker_pool"     // all workers of an HTTP server busy (gunicorn, puma, php-fpm, thread pools)
+	KindSlowQuery      Kind = "slow_query"      // database statements slow: seq scans, statement timeouts
+	KindClockSkew      Kind = "clock_skew"      // a node's clock off (NTP unsynchronised): tokens "used before issued"
+	KindScaledToZero   Kind = "scaled_to_zero"  // a Deployment scaled to 0 replicas
 )
 
 // Severities of a finding.
@@ -198,6 +203,11 @@ var kinds = map[Kind]kindInfo{
 	KindConfigInvalid:  {0.8, classCause, "configuration error (invalid config file)"},
 	KindEviction:       {0.56, classCause, "pod evictions"},
 	KindTLS:            {0.56, classDependency, "TLS handshake failure"},
+	KindFDExhaustion:   {0.8, classCause, "file descriptor exhaustion (too many open files)"},
+	KindWorkerPool:     {0.74, classCause, "worker pool exhausted (all workers busy)"},
+	KindSlowQuery:      {0.72, classCause, "slow queries (sequential scans, statement timeouts)"},
+	KindClockSkew:      {0.8, classCause, "clock skew (NTP unsynchronised)"},
+	KindScaledToZero:   {0.84, classCause, "deployment scaled to 0 replicas"},
 	KindConnRefused:    {0.5, classDependency, "connection refused"},
 	KindTimeout:        {0.44, classDependency, "timeouts"},
 	KindSaturation:     {0.44, classCause, "resource saturation"},
