@@ -37,6 +37,24 @@ type Result struct {
 	Notes []string `json:"notes,omitempty"`
 	// Runbooks cites runbook sections that apply.
 	Runbooks []RunbookRef `json:"runbooks,omitempty"`
+	// Candidates ranks the hypotheses the engine weighed, best first (at most
+	// ten). The first is the root cause; the rest are the runners-up, so a
+	// reader sees what else was considered and a top-3 score can be measured.
+	Candidates []Candidate `json:"candidates,omitempty"`
+}
+
+// Candidate is one ranked hypothesis: what is blamed (Subject: a service,
+// workload, pod, node, database, dependency host...), by which mechanism
+// (Kind, for example "oom_killed", "cpu_saturation", "latency_shift"), how
+// strongly (Score, 0 to 100, comparable only within one result) and since
+// when (FirstSeen, RFC 3339, empty when unknown).
+type Candidate struct {
+	Subject   string  `json:"subject"`
+	Kind      string  `json:"kind"`
+	Score     float64 `json:"score"`
+	FirstSeen string  `json:"first_seen,omitempty"`
+	// Evidence is a one-line reason for this candidate's place, optional.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // Verdicts.
@@ -96,6 +114,19 @@ func (r *Result) Validate() error {
 		}
 		if strings.TrimSpace(e.Event) == "" {
 			return fmt.Errorf("timeline[%d].event: must not be empty", i)
+		}
+	}
+	for i, c := range r.Candidates {
+		if strings.TrimSpace(c.Subject) == "" {
+			return fmt.Errorf("candidates[%d].subject: must not be empty", i)
+		}
+		if c.Score < 0 || c.Score > 100 || c.Score != c.Score {
+			return fmt.Errorf("candidates[%d].score: must be between 0 and 100", i)
+		}
+		if c.FirstSeen != "" {
+			if _, err := time.Parse(time.RFC3339, c.FirstSeen); err != nil {
+				return fmt.Errorf("candidates[%d].first_seen: must be an RFC 3339 timestamp", i)
+			}
 		}
 	}
 	for i, rec := range r.Recommendations {

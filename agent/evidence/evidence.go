@@ -28,6 +28,7 @@ type Sources struct {
 	CloudWatch CloudWatch
 	Code       Code
 	Knowledge  Knowledge
+	Traces     Traces
 }
 
 // Clock returns the investigation's current time.
