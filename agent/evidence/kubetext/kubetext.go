@@ -1,0 +1,103 @@
+// Package kubetext reads kubectl output as a terminal shows it: a line
+// "$ kubectl ..." followed by that command's output, repeated. It turns
+// describe pages, get tables (plain and -o wide), event tables, logs and
+// top rows into typed Kubernetes objects, events, log lines and usage
+// samples holding only what the text shows; what a text form does not show
+// stays unset (never guessed). Output of get -o yaml|json inside a
+// transcript is decoded as structured objects.
+//
+// The command line gives the kind, namespace and container (-n NS,
+// --namespace=NS, -A, -c C, --previous/-p, "kind/name" and "kind name",
+// the usual short names). Relative ages ("5m", "3h12m", "2d3h") are
+// measured back from the capture time given to Parse.
+//
+// Parsing is bounded: lines longer than MaxLine are cut, and no more than
+// MaxObjects objects, MaxEvents events and MaxLogLines log lines are kept;
+// what is dropped is reported in Result.Skipped.
+package kubetext
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Limits of one Parse call.
+const (
+	MaxLine     = 64 << 10 // bytes of one line; longer lines are cut
+	MaxObjects  = 20000    // objects kept
+	MaxEvents   = 50000    // events kept
+	MaxLogLines = 200000   // log lines kept, over all logs
+)
+
+// SourceAnnotation is set on every object Parse returns; its value names the
+// text form it came from ("describe", "get", "get-wide"), so a reader can
+// prefer a structured copy of the same object and knows the object is
+// partial. Objects decoded from -o yaml|json carry no such annotation.
+const SourceAnnotation = "rootcause.dev/kubectl-text"
+
+// Result is what a transcript holds.
+type Result struct {
+	// Objects are typed objects (*corev1.Pod, *appsv1.Deployment,
+	// *appsv1.ReplicaSet, *appsv1.StatefulSet, *appsv1.DaemonSet,
+	// *batchv1.Job, *batchv1.CronJob, *corev1.Node, *corev1.Service,
+	// *corev1.PersistentVolumeClaim, *corev1.PersistentVolume,
+	// *networkingv1.Ingress, *autoscalingv2.HorizontalPodAutoscaler, and
+	// anything decoded from -o yaml|json) with TypeMeta set. Namespace
+	// comes from the command line or the text. Objects that several
+	// commands show are merged: a describe page completes a table row.
+	Objects []runtime.Object
+	// Events come from describe "Events:" sections, kubectl get events
+	// and kubectl events tables. InvolvedObject is set from the object the
+	// section belongs to or the table's OBJECT column; times from the
+	// relative ages.
+	Events []corev1.Event
+	// Logs are the outputs of kubectl logs, one per command.
+	Logs []Log
+	// Usage are the rows of kubectl top pod|node.
+	Usage []Usage
+	// Skipped lists what was not understood and why.
+	Skipped []Skip
+}
+
+// Log is the output of one kubectl logs command.
+type Log struct {
+	Namespace string // from -n; empty when the command did not say
+	Pod       string
+	Container string // from -c; empty when the command did not say
+	Previous  bool   // --previous / -p
+	Line      int    // line number of the command in the transcript
+	Lines     []string
+}
+
+// Usage is one row of kubectl top: a pod (or a pod's container with
+// --containers) or a node. Percentages are -1 when not shown.
+type Usage struct {
+	Kind          string // "Pod" or "Node"
+	Namespace     string
+	Name          string
+	Container     string
+	CPU           resource.Quantity
+	Memory        resource.Quantity
+	CPUPercent    int
+	MemoryPercent int
+	Time          time.Time // the capture time
+}
+
+// Skip is one command (or part of one) that was not understood.
+type Skip struct {
+	Line    int    // 1-based line of the command (or of the part skipped)
+	Command string // the command line, without "$ "
+	Reason  string
+}
+
+// Parse reads a terminal transcript. Text before the first "$ kubectl"
+// line, and commands other than kubectl, are skipped and reported.
+// capturedAt anchors relative ages; the zero time leaves times unset.
+func Parse(data []byte, capturedAt time.Time) *Result {
+	p := newParser(capturedAt)
+	p.run(data)
+	return p.result()
+}
