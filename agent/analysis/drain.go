@@ -182,6 +182,9 @@ type LogTemplate struct {
 	// line added to the baseline to avoid division by zero); 0 when either
 	// window is empty.
 	Surge float64 `json:"surge,omitempty"`
+	// PerMinute counts the template's dated lines per unix minute, for
+	// callers that compare rates bin by bin (not serialised).
+	PerMinute map[int64]int `json:"-"`
 }
 
 // Miner counts Drain templates of timestamped lines in a baseline window
@@ -295,6 +298,7 @@ func (m *Miner) Templates() []LogTemplate {
 		t := *s
 		t.Template = c.Template()
 		t.Onset = m.changePoint(m.minutes[c.ID], t.FirstSeen)
+		t.PerMinute = m.minutes[c.ID]
 		if t.Last == t.Example {
 			t.Last = ""
 		}

@@ -1,0 +1,468 @@
+// Package localize names the service (or node) most likely at the origin of
+// an incident asked about at another service, from metrics, logs and traces
+// of every service. It is a pure algorithm: no I/O, deterministic output.
+//
+// Each signal (a metric series, a log template's counts per bin, a
+// service's exclusive span latency or error rate per bin) is compared with
+// its own reference — the bins before the symptom began — through robust
+// z-scores (median and MAD, as BARO does with median and IQR), with floors
+// per unit so that a move that is tiny in absolute terms (0.002 → 0.006
+// cores) does not count as a deviation. For every signal the episode of
+// deviation that is still under way at the end of the window is found, and
+// its onset compared with the onset of the symptom (the asked service's own
+// latency and error signals): a cause deviates from the symptom's onset on,
+// not before it (the tail of an earlier incident) and not only after it.
+// Among signals that began together, a caller whose latency or errors are
+// explained by a callee that deviated at the same time gives way to the
+// callee (the deepest service whose own behaviour changed), using the call
+// graph from traces or from mesh metrics (source → destination labels).
+// Node-level signals are candidates of their own: a node, not a pod on it.
+//
+// The package knows no system, service name or benchmark: the constants are
+// statistical conventions (a robust z of 3) and unit floors.
+package localize
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// Level says what a candidate is.
+type Level string
+
+// Candidate levels.
+const (
+	LevelService Level = "service"
+	LevelNode    Level = "node"
+)
+
+// Signal is the kind of evidence a series carries.
+type Signal string
+
+// Signals.
+const (
+	SignalLatency  Signal = "latency"
+	SignalErrors   Signal = "errors"
+	SignalCPU      Signal = "cpu"
+	SignalMemory   Signal = "memory"
+	SignalNetwork  Signal = "network"
+	SignalTraffic  Signal = "traffic"
+	SignalLogs     Signal = "logs"
+	SignalTraceLat Signal = "trace_latency" // exclusive (self) span time
+	SignalTraceErr Signal = "trace_errors"  // span errors
+	SignalTraceOps Signal = "trace_calls"   // calls per root trace of an operation
+	SignalOther    Signal = "other"
+)
+
+// propagates reports whether a deviation of this signal in a callee shows
+// up in its callers (latency and errors do; a callee's CPU does not).
+func (s Signal) propagates() bool {
+	switch s {
+	case SignalLatency, SignalErrors, SignalTraceErr:
+		return true
+	}
+	return false
+}
+
+// Direction is which way a series moving means trouble.
+type Direction int
+
+// Directions.
+const (
+	Both Direction = iota
+	Up
+	Down
+)
+
+// Series is one metric series of a service (or one of its pods), of a
+// node, or of a call edge into a service (Caller set).
+type Series struct {
+	Service string // the service the series belongs to ("" for a node series)
+	Pod     string
+	Node    string // the node of a node-level series
+	Caller  string // for an edge series: the calling service; Service is the callee
+	Metric  string
+	Signal  Signal
+	Unit    string // "s", "%", "cores", "bytes", "bytes/s", "/s", "" (plain)
+	Bad     Direction
+	// Outbound marks a measure of the service's calls to others (client
+	// latency and errors): it shows its callees more than itself.
+	Outbound bool
+	Points   []evidence.Point
+}
+
+// Subject is the series' candidate: its node for node series, else its
+// service.
+func (s *Series) subject() (string, Level) {
+	if s.Service == "" && s.Node != "" {
+		return s.Node, LevelNode
+	}
+	return s.Service, LevelService
+}
+
+// LogTemplate is one log template of a service with its line counts per
+// minute (unix minute → lines).
+type LogTemplate struct {
+	Service  string
+	Template string
+	Example  string
+	Error    bool // the template reads as an error
+	Counts   map[int64]int
+}
+
+// Edge is a call from one service to another.
+type Edge struct{ Caller, Callee string }
+
+// Window bounds the analysis: a baseline [BaselineStart, Start) and the
+// incident window [Start, End]. Step is the bin width (0: one minute).
+type Window struct {
+	BaselineStart, Start, End time.Time
+	Step                      time.Duration
+}
+
+// Input is everything localization reads.
+type Input struct {
+	Window
+	// Entry is the service asked about (may be empty).
+	Entry   string
+	Metrics []Series
+	Logs    []LogTemplate
+	// Edges is the call graph (from traces, mesh metrics or both).
+	Edges []Edge
+}
+
+// Candidate is one ranked suspect.
+type Candidate struct {
+	Subject string
+	Level   Level
+	Signal  Signal
+	// Score is 0-100: how strongly and how timely the subject's own
+	// behaviour changed.
+	Score float64
+	Onset time.Time
+	// Explanation is one line, direction-correct ("CPU of checkoutservice
+	// rose from 0.07 to 0.99 cores at 04:45").
+	Explanation string
+	Evidence    []string
+	// Preexisting: the subject was already deviating before the symptom
+	// began (an earlier incident's tail, or a slow build-up).
+	Preexisting bool
+	// Signals lists the distinct signal kinds that deviated.
+	Signals []Signal
+}
+
+// Result is the ranking with what it was measured against.
+type Result struct {
+	Candidates []Candidate
+	// SymptomOnset is when the entry service's own signals began to
+	// deviate (or, without one, the latest onset among services).
+	SymptomOnset time.Time
+	// EntryMoved is true when the entry service's own latency or error
+	// signals deviated in the incident window; EntryEvidence says how.
+	EntryMoved    bool
+	EntryEvidence string
+}
+
+// Robust-z threshold for a deviated bin (the usual 3 robust deviations).
+const zThreshold = 3
+
+// episode is one series' deviation still under way at the window's end.
+type episode struct {
+	s        *Series
+	onset    time.Time
+	peak     float64 // peak robust z in the direction of trouble
+	ref      float64 // reference median
+	peakVal  float64 // value at the peak
+	last     float64 // last value
+	active   bool
+	dir      int // +1 rose, -1 fell
+	subject  string
+	level    Level
+	signal   Signal
+	factor   float64
+	note     string
+	explain  string
+	fromLogs bool
+	template string
+	lines    int
+	isNew    bool
+}
+
+// Rank localizes: it returns candidates best first.
+func Rank(in Input) Result {
+	w := in.Window
+	if w.Step <= 0 {
+		w.Step = time.Minute
+	}
+	if w.BaselineStart.IsZero() || !w.BaselineStart.Before(w.Start) {
+		w.BaselineStart = w.Start.Add(-3 * w.End.Sub(w.Start))
+	}
+	g := newGrid(w)
+	var res Result
+	// Pass 1: the symptom's onset from the entry's own signals, against
+	// the baseline window.
+	var entryEps []*episode
+	for i := range in.Metrics {
+		s := &in.Metrics[i]
+		if in.Entry == "" || !strings.EqualFold(s.Service, in.Entry) || s.Caller != "" || !s.Signal.propagates() {
+			continue
+		}
+		if ep := g.episodeOf(s, g.index(w.Start)); ep != nil && ep.active {
+			entryEps = append(entryEps, ep)
+		}
+	}
+	var ts time.Time
+	for _, ep := range entryEps {
+		if ts.IsZero() || ep.onset.Before(ts) {
+			ts = ep.onset
+		}
+	}
+	if len(entryEps) > 0 {
+		best := entryEps[0]
+		for _, ep := range entryEps[1:] {
+			if ep.peak > best.peak {
+				best = ep
+			}
+		}
+		res.EntryMoved = true
+		res.EntryEvidence = describe(best)
+	}
+	if ts.IsZero() {
+		// No entry signal: the latest onset among services' latency and
+		// error episodes under way at the end.
+		for i := range in.Metrics {
+			s := &in.Metrics[i]
+			if !s.Signal.propagates() {
+				continue
+			}
+			if ep := g.episodeOf(s, g.index(w.Start)); ep != nil && ep.active && ep.onset.After(ts) {
+				ts = ep.onset
+			}
+		}
+	}
+	if ts.IsZero() {
+		ts = w.Start
+	}
+	res.SymptomOnset = ts
+	// Pass 2: every signal against its reference before the symptom.
+	tol := 2 * w.Step
+	refEnd := g.index(ts.Add(-tol))
+	var eps []*episode
+	for i := range in.Metrics {
+		s := &in.Metrics[i]
+		ep := g.episodeOf(s, refEnd)
+		if ep == nil {
+			continue
+		}
+		ep.subject, ep.level = s.subject()
+		if ep.subject == "" {
+			continue
+		}
+		eps = append(eps, ep)
+	}
+	eps = append(eps, g.logEpisodes(in.Logs, refEnd)...)
+	for _, ep := range eps {
+		ep.factor, ep.note = timing(ep, ts, tol)
+		if ep.s != nil && ep.s.Outbound {
+			ep.factor *= 0.5
+		}
+	}
+	explainCallers(eps, in.Edges, in.Entry, ts, tol)
+	res.Candidates = combine(eps)
+	return res
+}
+
+// timing weighs an episode by its onset against the symptom's.
+func timing(ep *episode, ts time.Time, tol time.Duration) (float64, string) {
+	switch {
+	case !ep.active:
+		return 0.2, "over before the end of the window"
+	case ep.onset.Before(ts.Add(-tol)):
+		return 0.5, fmt.Sprintf("already deviating since %s, before the symptom began at %s", hm(ep.onset), hm(ts))
+	case ep.onset.After(ts.Add(tol)):
+		return 0.6, fmt.Sprintf("began at %s, after the symptom (%s)", hm(ep.onset), hm(ts))
+	}
+	return 1, ""
+}
+
+// explainCallers lowers a caller's propagating signals (latency, errors)
+// when a service it calls, directly or not, shows a propagating deviation
+// that began with the symptom: the deepest service whose own behaviour
+// changed is the suspect. Without a call graph the entry service is taken
+// to call every other service.
+func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, tol time.Duration) {
+	callees := map[string][]string{}
+	for _, e := range edges {
+		if e.Caller != "" && e.Callee != "" && e.Caller != e.Callee {
+			callees[e.Caller] = append(callees[e.Caller], e.Callee)
+		}
+	}
+	deviating := map[string]bool{}
+	for _, ep := range eps {
+		if ep.level == LevelService && ep.factor >= 1 && ep.signal.propagates() && ep.peak >= zThreshold && !ep.s.Outbound {
+			deviating[ep.subject] = true
+		}
+	}
+	below := func(svc string) string {
+		seen := map[string]bool{svc: true}
+		queue := []string{svc}
+		for len(queue) > 0 {
+			c := queue[0]
+			queue = queue[1:]
+			for _, n := range callees[c] {
+				if seen[n] {
+					continue
+				}
+				seen[n] = true
+				if deviating[n] {
+					return n
+				}
+				queue = append(queue, n)
+			}
+		}
+		if len(edges) == 0 && strings.EqualFold(svc, entry) {
+			var names []string
+			for n := range deviating {
+				if !strings.EqualFold(n, entry) {
+					names = append(names, n)
+				}
+			}
+			sort.Strings(names)
+			if len(names) > 0 {
+				return names[0]
+			}
+		}
+		return ""
+	}
+	memo := map[string]string{}
+	for _, ep := range eps {
+		if ep.level != LevelService || !ep.signal.propagates() || ep.fromLogs {
+			continue
+		}
+		b, ok := memo[ep.subject]
+		if !ok {
+			b = below(ep.subject)
+			memo[ep.subject] = b
+		}
+		if b != "" {
+			ep.factor *= 0.3
+			if ep.note == "" {
+				ep.note = "explained by " + b + ", which it calls"
+			} else {
+				ep.note += "; explained by " + b + ", which it calls"
+			}
+		}
+	}
+}
+
+// combine groups episodes by subject into candidates.
+func combine(eps []*episode) []Candidate {
+	type agg struct {
+		c    Candidate
+		best *episode
+		sc   float64
+		sigs map[Signal]float64
+	}
+	by := map[string]*agg{}
+	var order []string
+	for _, ep := range eps {
+		if ep.peak < zThreshold {
+			continue
+		}
+		key := string(ep.level) + "/" + ep.subject
+		a := by[key]
+		if a == nil {
+			a = &agg{c: Candidate{Subject: ep.subject, Level: ep.level}, sigs: map[Signal]float64{}}
+			by[key] = a
+			order = append(order, key)
+		}
+		s := magnitude(ep.peak) * ep.factor
+		sig := family(ep.signal)
+		if s > a.sigs[sig] {
+			a.sigs[sig] = s
+		}
+		if a.best == nil || s > a.sc {
+			a.best, a.sc = ep, s
+		}
+	}
+	var out []Candidate
+	for _, k := range order {
+		a := by[k]
+		ep := a.best
+		// Independent kinds of evidence that also deviated add a little.
+		bonus := 0.0
+		for sig, s := range a.sigs {
+			if sig != family(ep.signal) && s >= 0.3*a.sc {
+				bonus += 0.1 * s
+			}
+			a.c.Signals = append(a.c.Signals, sig)
+		}
+		sort.Slice(a.c.Signals, func(i, j int) bool { return a.c.Signals[i] < a.c.Signals[j] })
+		a.c.Score = math.Round(math.Min(100, 100*(a.sc+bonus))*10) / 10
+		a.c.Signal = ep.signal
+		a.c.Onset = ep.onset
+		a.c.Preexisting = ep.active && ep.factor > 0 && strings.HasPrefix(ep.note, "already")
+		a.c.Explanation = a.c.Subject + ": " + describe(ep)
+		if ep.note != "" {
+			a.c.Explanation += " (" + ep.note + ")"
+		}
+		// Evidence: the best episode of each signal kind, strongest first.
+		var mine []*episode
+		for _, e := range eps {
+			if e.subject == ep.subject && e.level == ep.level && e.peak >= zThreshold {
+				mine = append(mine, e)
+			}
+		}
+		sort.SliceStable(mine, func(i, j int) bool {
+			return magnitude(mine[i].peak)*mine[i].factor > magnitude(mine[j].peak)*mine[j].factor
+		})
+		seen := map[string]bool{}
+		for _, e := range mine {
+			d := describe(e)
+			if seen[d] || len(a.c.Evidence) >= 5 {
+				continue
+			}
+			seen[d] = true
+			a.c.Evidence = append(a.c.Evidence, d)
+		}
+		out = append(out, a.c)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		if !out[i].Onset.Equal(out[j].Onset) {
+			return out[i].Onset.Before(out[j].Onset)
+		}
+		return out[i].Subject < out[j].Subject
+	})
+	return out
+}
+
+// family groups signals for corroboration: two latency metrics of one
+// service are one kind of evidence.
+func family(s Signal) Signal {
+	switch s {
+	case SignalTraceLat:
+		return SignalLatency
+	case SignalTraceErr, SignalTraceOps:
+		return SignalErrors
+	}
+	return s
+}
+
+// magnitude maps a robust z to 0..1, monotonically: 3 → 0.2, 30 → 0.5,
+// 1000 and above → 1.
+func magnitude(z float64) float64 {
+	if z <= 0 {
+		return 0
+	}
+	return math.Min(1, math.Log10(1+z)/3)
+}
+
+func hm(t time.Time) string { return t.UTC().Format("15:04") }

@@ -1,0 +1,351 @@
+package localize
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// grid is the bin layout of a window.
+type grid struct {
+	w     Window
+	start time.Time
+	n     int
+}
+
+func newGrid(w Window) *grid {
+	start := w.BaselineStart.Truncate(w.Step)
+	n := int(w.End.Sub(start)/w.Step) + 1
+	if n < 1 {
+		n = 1
+	}
+	return &grid{w: w, start: start, n: n}
+}
+
+// index is the bin of t, clamped to the grid.
+func (g *grid) index(t time.Time) int {
+	i := int(t.Sub(g.start) / g.w.Step)
+	return min(max(i, 0), g.n-1)
+}
+
+func (g *grid) at(i int) time.Time { return g.start.Add(time.Duration(i) * g.w.Step) }
+
+// bin averages a series' points per bin; empty bins are NaN.
+func (g *grid) bin(ps []evidence.Point) []float64 {
+	sum := make([]float64, g.n)
+	cnt := make([]int, g.n)
+	for _, p := range ps {
+		if p.T.Before(g.start) || p.T.After(g.w.End) || math.IsNaN(p.V) || math.IsInf(p.V, 0) {
+			continue
+		}
+		i := int(p.T.Sub(g.start) / g.w.Step)
+		if i < 0 || i >= g.n {
+			continue
+		}
+		sum[i] += p.V
+		cnt[i]++
+	}
+	out := make([]float64, g.n)
+	for i := range out {
+		if cnt[i] == 0 {
+			out[i] = math.NaN()
+		} else {
+			out[i] = sum[i] / float64(cnt[i])
+		}
+	}
+	return out
+}
+
+// floor is the smallest scale of a series' noise: a move smaller than a
+// few floors is not a deviation however quiet the series was. Absolute
+// floors per unit (a millisecond, a percentage point, 0.02 cores, a MiB,
+// a KiB/s, 0.1/s), and 5% of the reference level.
+func floor(unit string, level float64) float64 {
+	rel := 0.05 * math.Abs(level)
+	abs := 1e-9
+	switch unit {
+	case "s":
+		abs = 0.001
+	case "%":
+		abs = 1
+	case "cores":
+		abs = 0.02
+	case "bytes":
+		abs = 1 << 20
+		rel = 0.02 * math.Abs(level)
+	case "bytes/s":
+		abs = 1024
+	case "/s":
+		abs = 0.1
+	}
+	return math.Max(abs, rel)
+}
+
+// episodeOf compares a series with its reference (bins before refEnd) and
+// returns its latest episode of deviation in the incident window, or nil
+// when it has no usable reference or never deviates there.
+func (g *grid) episodeOf(s *Series, refEnd int) *episode {
+	vals := g.bin(s.Points)
+	var ref []float64
+	for _, v := range vals[:refEnd] {
+		if !math.IsNaN(v) {
+			ref = append(ref, v)
+		}
+	}
+	if len(ref) < 3 {
+		return nil
+	}
+	med := analysis.Median(ref)
+	scale := math.Max(1.4826*analysis.MAD(ref), floor(s.Unit, med))
+	z := make([]float64, len(vals))
+	for i, v := range vals {
+		z[i] = (v - med) / scale // NaN stays NaN
+	}
+	first := g.index(g.w.Start)
+	dev := func(i, sign int) bool {
+		if math.IsNaN(z[i]) {
+			return false
+		}
+		d := z[i] * float64(sign)
+		switch s.Bad {
+		case Up:
+			d = z[i]
+		case Down:
+			d = -z[i]
+		}
+		return d >= zThreshold
+	}
+	// The last deviated bin in the incident window.
+	last, sign := -1, 0
+	for i := len(z) - 1; i >= first && last < 0; i-- {
+		for _, sg := range []int{1, -1} {
+			if dev(i, sg) {
+				last, sign = i, sg
+				break
+			}
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	if s.Bad == Up {
+		sign = 1
+	} else if s.Bad == Down {
+		sign = -1
+	}
+	after := 0
+	for i := last + 1; i < len(z); i++ {
+		if !math.IsNaN(z[i]) {
+			after++
+		}
+	}
+	on := last
+	for i := last - 1; i >= 0; i-- {
+		if math.IsNaN(z[i]) {
+			continue
+		}
+		if !dev(i, sign) {
+			break
+		}
+		on = i
+	}
+	ep := &episode{s: s, onset: g.at(on), ref: med, active: after <= 1, dir: sign, signal: s.Signal}
+	for i := on; i <= last; i++ {
+		if math.IsNaN(z[i]) {
+			continue
+		}
+		if d := z[i] * float64(sign); d > ep.peak {
+			ep.peak, ep.peakVal = d, vals[i]
+		}
+	}
+	for i := len(vals) - 1; i >= 0; i-- {
+		if !math.IsNaN(vals[i]) {
+			ep.last = vals[i]
+			break
+		}
+	}
+	return ep
+}
+
+// logEpisodes turns per-service template counts into episodes: a template
+// whose count since the symptom (bins from refEnd) departs from what its
+// rate in the service's own earlier bins predicts. Error templates count
+// when they rise (new ones above all); other templates count in either
+// direction at half weight (a code path taken more, or no longer taken).
+// Rates are per bin in which the service logged at all, so a log that was
+// only kept around incidents is compared over the time it covers.
+func (g *grid) logEpisodes(ts []LogTemplate, refEnd int) []*episode {
+	covered := map[string]map[int]bool{}
+	for _, t := range ts {
+		c := covered[t.Service]
+		if c == nil {
+			c = map[int]bool{}
+			covered[t.Service] = c
+		}
+		for m, n := range t.Counts {
+			if n > 0 {
+				if i, ok := g.minuteIndex(m); ok {
+					c[i] = true
+				}
+			}
+		}
+	}
+	var out []*episode
+	for i := range ts {
+		t := &ts[i]
+		if t.Service == "" {
+			continue
+		}
+		refBins, incBins := 0, 0
+		for b := range covered[t.Service] {
+			if b < refEnd {
+				refBins++
+			} else {
+				incBins++
+			}
+		}
+		if incBins == 0 {
+			continue
+		}
+		refCount, incCount, firstInc := 0, 0, -1
+		for m, n := range t.Counts {
+			b, ok := g.minuteIndex(m)
+			if !ok {
+				continue
+			}
+			if b < refEnd {
+				refCount += n
+			} else {
+				incCount += n
+				if n > 0 && (firstInc < 0 || b < firstInc) {
+					firstInc = b
+				}
+			}
+		}
+		expected := 0.0
+		if refBins > 0 {
+			expected = float64(refCount) / float64(refBins) * float64(incBins)
+		}
+		z := (float64(incCount) - expected) / math.Sqrt(expected+1)
+		weight := 1.0
+		if !t.Error {
+			weight = 0.5
+		}
+		if refBins == 0 {
+			weight *= 0.5 // nothing earlier to compare with
+		}
+		ep := &episode{fromLogs: true, subject: t.Service, level: LevelService, signal: SignalLogs, active: true,
+			template: t.Template, lines: incCount, ref: expected, isNew: refCount == 0 && refBins > 0}
+		switch {
+		case z >= zThreshold && firstInc >= 0:
+			ep.dir, ep.peak, ep.onset = 1, z*weight, g.at(firstInc)
+		case !t.Error && refBins > 0 && -z >= zThreshold:
+			ep.dir, ep.peak, ep.onset = -1, -z*weight, g.at(refEnd)
+		default:
+			continue
+		}
+		ep.s = &Series{Service: t.Service, Metric: "log template", Signal: SignalLogs}
+		if ep.template == "" {
+			ep.template = t.Example
+		}
+		out = append(out, ep)
+	}
+	return out
+}
+
+func (g *grid) minuteIndex(minute int64) (int, bool) {
+	t := time.Unix(minute*60, 0)
+	if t.Before(g.start) || t.After(g.w.End) {
+		return 0, false
+	}
+	return g.index(t), true
+}
+
+// describe writes one direction-correct line about an episode.
+func describe(ep *episode) string {
+	if ep.fromLogs {
+		tmpl := ep.template
+		if len(tmpl) > 160 {
+			tmpl = tmpl[:160] + "…"
+		}
+		switch {
+		case ep.dir < 0:
+			return fmt.Sprintf("%s logged a template %d times where ~%.0f were expected from its earlier rate (fell): %q", ep.subject, ep.lines, ep.ref, tmpl)
+		case ep.isNew:
+			return fmt.Sprintf("%s logged %s of a template new since %s (none before): %q", ep.subject, plural(ep.lines, "line"), hm(ep.onset), tmpl)
+		}
+		return fmt.Sprintf("%s logged %s of a template since %s where ~%.0f were expected from its earlier rate: %q", ep.subject, plural(ep.lines, "line"), hm(ep.onset), ep.ref, tmpl)
+	}
+	s := ep.s
+	verb := "rose"
+	if ep.dir < 0 {
+		verb = "fell"
+	}
+	what := s.Metric
+	switch {
+	case s.Caller != "":
+		what = fmt.Sprintf("%s of calls from %s to %s", s.Metric, s.Caller, s.Service)
+	case s.Pod != "":
+		what = fmt.Sprintf("%s of pod %s", s.Metric, s.Pod)
+	case s.Service == "" && s.Node != "":
+		what = fmt.Sprintf("%s of node %s", s.Metric, s.Node)
+	case s.Service != "":
+		what = fmt.Sprintf("%s of %s", s.Metric, s.Service)
+	}
+	return fmt.Sprintf("%s %s from %s to %s at %s", what, verb, value(ep.ref, s.Unit), value(ep.peakVal, s.Unit), hm(ep.onset))
+}
+
+// value formats a number in its unit.
+func value(v float64, unit string) string {
+	switch unit {
+	case "s":
+		if math.Abs(v) < 1 {
+			return trimNum(v*1000, 1) + " ms"
+		}
+		return trimNum(v, 2) + " s"
+	case "%":
+		return trimNum(v, 1) + "%"
+	case "cores":
+		return trimNum(v, 3) + " cores"
+	case "bytes":
+		return trimNum(v/(1<<20), 1) + " MiB"
+	case "bytes/s":
+		return trimNum(v/1024, 1) + " KiB/s"
+	case "/s":
+		return trimNum(v, 2) + "/s"
+	}
+	return trimNum(v, 3)
+}
+
+func trimNum(v float64, prec int) string {
+	s := fmt.Sprintf("%.*f", prec, v)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
