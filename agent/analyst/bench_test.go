@@ -15,6 +15,8 @@ import (
 
 	"github.com/rootcause/rootcause/agent"
 	"github.com/rootcause/rootcause/agent/analyst"
+	"github.com/rootcause/rootcause/agent/demo"
+	"github.com/rootcause/rootcause/agent/eval"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/tools"
 )
@@ -121,5 +123,53 @@ func writeLog(b *testing.B, file string, now time.Time, size int64) {
 	}
 	if err := f.Close(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkEvalPublic investigates every public scenario under
+// testdata/scenarios once per iteration, as `rootcause eval
+// testdata/scenarios/*` does (target: under 1 s per pass).
+func BenchmarkEvalPublic(b *testing.B) {
+	dirs, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "*", "scenario.json"))
+	if len(dirs) == 0 {
+		b.Skip("no scenarios")
+	}
+	var scens []*eval.Scenario
+	for _, f := range dirs {
+		s, err := eval.LoadScenario(filepath.Dir(f))
+		if err != nil {
+			b.Fatal(err)
+		}
+		scens = append(scens, s)
+	}
+	eng := analyst.New(analyst.Options{})
+	b.ResetTimer()
+	for b.Loop() {
+		for _, s := range scens {
+			out, err := eval.Run(context.Background(), s, eng, eval.Options{})
+			if err != nil || out.Error != "" {
+				b.Fatalf("%s: %v %s", s.Name, err, out.Error)
+			}
+		}
+	}
+}
+
+// BenchmarkDemo investigates the sample incident built into the binary, as
+// `rootcause demo` does (target: under 300 ms).
+func BenchmarkDemo(b *testing.B) {
+	bun, err := bundle.Open(demo.Bundle(), demo.Name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ask := demo.Request()
+	s := &eval.Scenario{Name: demo.Name, Dir: demo.Name, Bundle: bun, Now: demo.Now(), Title: ask.Message,
+		Request: eval.Request{AgentName: ask.AgentName, Message: ask.Message, Context: ask.Context}}
+	eng := analyst.New(analyst.Options{})
+	b.ResetTimer()
+	for b.Loop() {
+		out, err := eval.Run(context.Background(), s, eng, eval.Options{})
+		if err != nil || out.Error != "" {
+			b.Fatalf("%v %s", err, out.Error)
+		}
 	}
 }

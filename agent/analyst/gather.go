@@ -991,15 +991,10 @@ func (g *gatherer) checked() string {
 // dnsFailuresSeen reports whether any mined log template reports a DNS
 // resolution failure in the incident window.
 func (g *gatherer) dnsFailuresSeen() bool {
-	for _, set := range g.logSets {
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
-			}
-			if k, _ := ClassifyLine(t.Example); k == KindDNS {
-				return true
-			}
-			if k, _ := ClassifyLine(t.Last); k == KindDNS {
+	for si := range g.logSets {
+		set := &g.logSets[si]
+		for ti, t := range set.Templates {
+			if t.Incident > 0 && set.classified(ti).kind == KindDNS {
 				return true
 			}
 		}

@@ -29,6 +29,37 @@ type LogSet struct {
 	// Completed is true when every pod of the source has completed
 	// successfully (a finished Job): its errors were got past.
 	Completed bool
+	// classes memoises the classification of each template, in Templates
+	// order: every template is classified once per investigation.
+	classes []lineClass
+}
+
+// lineClass is what ClassifyLine said about a template: the kind, whether
+// it reads as an error, and the line that said so (its example or its last
+// line).
+type lineClass struct {
+	kind  Kind
+	isErr bool
+	line  string
+}
+
+// classified returns the classification of template i, computing every
+// template's once.
+func (s *LogSet) classified(i int) lineClass {
+	if s.classes == nil {
+		s.classes = make([]lineClass, len(s.Templates))
+		for j, t := range s.Templates {
+			c := lineClass{line: t.Example}
+			c.kind, c.isErr = ClassifyLine(t.Example)
+			if c.kind == "" && t.Last != "" && t.Last != t.Example {
+				if k, e := ClassifyLine(t.Last); k != "" {
+					c = lineClass{kind: k, isErr: e, line: t.Last}
+				}
+			}
+			s.classes[j] = c
+		}
+	}
+	return s.classes[i]
 }
 
 // logRule classifies a log line into a finding kind.
@@ -88,23 +119,40 @@ var certWordRE = regexp.MustCompile(`(?i)cert|x509|tls|ssl`)
 
 var errorWordRE = regexp.MustCompile(`(?i)\b(error|err|exception|fail(ed|ure)?|fatal|critical|crit|panic|severe|level=error|"level":"error")\b`)
 
+// ruleMatchers holds each log rule's expression with its keyword
+// prefilter, in logRules order.
+var ruleMatchers = func() []matcher {
+	ms := make([]matcher, len(logRules))
+	for i, r := range logRules {
+		ms[i] = newMatcher(r.re)
+	}
+	return ms
+}()
+
+var (
+	errorWordM = newMatcher(errorWordRE)
+	certWordM  = newMatcher(certWordRE)
+)
+
 // ClassifyLine returns the kind a log line points to ("" for none), and
 // whether the line reads as an error.
 func ClassifyLine(line string) (Kind, bool) {
-	for _, r := range logRules {
-		if r.re.MatchString(line) {
-			// A certificate rule needs x509/TLS/cert words: "expired" alone
-			// (an expired session) is not a certificate.
-			if r.kind == KindCertificate && !regexp.MustCompile(`(?i)cert|x509|tls|ssl`).MatchString(line) {
-				continue
-			}
-			if r.kind == KindAuth && !errorWordRE.MatchString(line) && !strings.Contains(strings.ToLower(line), "denied") {
-				continue
-			}
-			return r.kind, true
+	lower := lowerASCII(line)
+	for i, r := range logRules {
+		if !ruleMatchers[i].match(line, lower) {
+			continue
 		}
+		// A certificate rule needs x509/TLS/cert words: "expired" alone
+		// (an expired session) is not a certificate.
+		if r.kind == KindCertificate && !certWordM.match(line, lower) {
+			continue
+		}
+		if r.kind == KindAuth && !errorWordM.match(line, lower) && !strings.Contains(strings.ToLower(line), "denied") {
+			continue
+		}
+		return r.kind, true
 	}
-	return "", errorWordRE.MatchString(line)
+	return "", errorWordM.match(line, lower)
 }
 
 var (
@@ -355,19 +403,14 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 	merged := map[key]*Finding{}
 	evScore := map[string]int{}
 	var order []key
-	for _, set := range sets {
-		for _, t := range set.Templates {
+	for si := range sets {
+		set := &sets[si]
+		for ti, t := range set.Templates {
 			if t.Incident == 0 {
 				continue
 			}
-			line := t.Example
-			kind, isErr := ClassifyLine(line)
-			if kind == "" && t.Last != "" {
-				kind, isErr = ClassifyLine(t.Last)
-				if kind != "" {
-					line = t.Last
-				}
-			}
+			c := set.classified(ti)
+			line, kind, isErr := c.line, c.kind, c.isErr
 			surging := set.HasBaseline && t.Surging(3, 3)
 			steady := set.HasBaseline && t.Baseline > 0 && !surging
 			if kind == "" {
@@ -444,7 +487,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 				if d := processDependency(process); d != "" {
 					related = append(related, d)
 				}
-				if d := hostRole(set); d != "" && !containsStr(related, d) {
+				if d := hostRole(*set); d != "" && !containsStr(related, d) {
 					related = append(related, d)
 				}
 				if kind == KindOOMKilled && process != "" {
@@ -481,7 +524,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			// exception with its message, "panic:") represents it, not
 			// the header of a multi-line error ("threw exception").
 			score := RootCauseScore(line)
-			ev := templateEvidence(set, t, line)
+			ev := templateEvidence(*set, t, line)
 			switch {
 			case kind != KindLogErrors || len(f.Evidence) < 2:
 				f.Evidence = append(f.Evidence, ev)
