@@ -107,6 +107,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	run.Step("analysing evidence", step, total)
 	step++
 	findings := g.detect()
+	findings = g.localize(ctx, plan, findings)
 	findings = append(findings, e.askPeers(ctx, req, run, sc)...)
 	sc.Known = g.knownNames()
 	for _, f := range findings {

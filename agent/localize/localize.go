@@ -268,7 +268,9 @@ func Rank(in Input) Result {
 	eps = append(eps, g.logEpisodes(in.Logs, refEnd)...)
 	for _, ep := range eps {
 		ep.factor, ep.note = timing(ep, ts, tol)
-		if ep.s != nil && ep.s.Outbound {
+		// Client-side measures show the callees; a change of load is
+		// where a symptom is felt more often than where it starts.
+		if ep.s != nil && ep.s.Outbound || ep.signal == SignalTraffic {
 			ep.factor *= 0.5
 		}
 	}

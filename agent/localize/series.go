@@ -175,8 +175,9 @@ func (g *grid) episodeOf(s *Series, refEnd int) *episode {
 // logEpisodes turns per-service template counts into episodes: a template
 // whose count since the symptom (bins from refEnd) departs from what its
 // rate in the service's own earlier bins predicts. Error templates count
-// when they rise (new ones above all); other templates count in either
-// direction at half weight (a code path taken more, or no longer taken).
+// when they rise (new ones above all); other templates count, at half
+// weight, when they fall away (a code path no longer taken): a routine
+// template rising says more about load or fresh pods than about a fault.
 // Rates are per bin in which the service logged at all, so a log that was
 // only kept around incidents is compared over the time it covers.
 func (g *grid) logEpisodes(ts []LogTemplate, refEnd int) []*episode {
@@ -242,7 +243,7 @@ func (g *grid) logEpisodes(ts []LogTemplate, refEnd int) []*episode {
 		ep := &episode{fromLogs: true, subject: t.Service, level: LevelService, signal: SignalLogs, active: true,
 			template: t.Template, lines: incCount, ref: expected, isNew: refCount == 0 && refBins > 0}
 		switch {
-		case z >= zThreshold && firstInc >= 0:
+		case z >= zThreshold && firstInc >= 0 && t.Error:
 			ep.dir, ep.peak, ep.onset = 1, z*weight, g.at(firstInc)
 		case !t.Error && refBins > 0 && -z >= zThreshold:
 			ep.dir, ep.peak, ep.onset = -1, -z*weight, g.at(refEnd)

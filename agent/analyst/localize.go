@@ -1,0 +1,368 @@
+package analyst
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/localize"
+)
+
+// KindLocalized is a fault localized to a service (or node) other than, or
+// including, the one asked about: the subject whose own signals began to
+// deviate when the symptom did (see package localize).
+const KindLocalized Kind = "localized_fault"
+
+func init() {
+	kinds[KindLocalized] = kindInfo{0.5, classCause, "fault localized to this service (its own signals changed first)"}
+}
+
+// Bounds on what localization reads.
+const (
+	locMaxMetricNames = 40
+	locMaxCandidates  = 5
+)
+
+// localize ranks every service and node by when and how much its own
+// signals deviated (metrics through prometheus_query_range, the pod log
+// templates already mined, the call graph from mesh metrics) and returns
+// findings for the strongest candidates, plus one for the asked service's
+// own latency or errors when they moved (so the verdict is never
+// "healthy" then). It runs only when the question names a service. A
+// subject for which a detector already found a specific mechanism (an OOM
+// kill, a bad certificate, a failing probe...) gets no localization
+// finding: the mechanism says more than where.
+func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Finding) []Finding {
+	sc := g.sc
+	if sc.Service == "" || ctx.Err() != nil {
+		return found
+	}
+	specific := map[string]bool{}
+	for _, f := range found {
+		i := infoOf(f.Kind)
+		if i.class != classSymptom && i.class != classChange && i.prior >= 0.5 {
+			specific[strings.ToLower(f.Subject)] = true
+		}
+		// A caller whose calls to a dependency fail is where the failure
+		// is seen, not where it starts.
+		if i.class == classDependency && f.fact("caller") != "" && !strings.EqualFold(f.fact("caller"), f.Subject) {
+			specific[strings.ToLower(f.fact("caller"))] = true
+		}
+	}
+	in := localize.Input{Entry: sc.Service, Window: localize.Window{BaselineStart: sc.Window.BaselineStart, Start: sc.Window.Start, End: sc.Window.End}}
+	in.Metrics, in.Step = g.localizeMetrics(ctx, plan)
+	in.Logs = g.localizeLogs()
+	seenEdge := map[localize.Edge]bool{}
+	for _, s := range in.Metrics {
+		if s.Caller != "" && s.Service != "" {
+			e := localize.Edge{Caller: s.Caller, Callee: s.Service}
+			if !seenEdge[e] {
+				seenEdge[e] = true
+				in.Edges = append(in.Edges, e)
+			}
+		}
+	}
+	if len(in.Metrics) == 0 && len(in.Logs) == 0 {
+		return found
+	}
+	res := localize.Rank(in)
+	out := found
+	for i, c := range res.Candidates {
+		if i >= locMaxCandidates || c.Score < 20 {
+			break
+		}
+		// The asked service itself is what the other detectors examine
+		// already; localization speaks when the origin is elsewhere.
+		if specific[strings.ToLower(c.Subject)] || strings.EqualFold(c.Subject, sc.Service) {
+			continue
+		}
+		f := Finding{Kind: KindLocalized, Subject: c.Subject, Namespace: sc.Namespace, Time: c.Onset,
+			Severity: SevWarning, Weight: math.Min(1, c.Score/100), Source: locSource(c.Signal)}
+		if c.Level == localize.LevelNode {
+			f.Object = "node " + c.Subject
+		} else {
+			f.Object = "service " + c.Subject
+		}
+		f.Summary = c.Explanation
+		f.Evidence = append(f.Evidence, c.Evidence...)
+		if i == 0 && len(res.Candidates) > 1 {
+			f.Evidence = append(f.Evidence, "next suspects: "+nextSuspects(res.Candidates[1:]))
+		}
+		if !strings.EqualFold(c.Subject, sc.Service) {
+			f.Related = []string{sc.Service}
+			f.setFact("caller", sc.Service)
+		}
+		f.setFact("signal", string(c.Signal))
+		f.setFact("score", fmt.Sprintf("%.0f", c.Score))
+		out = append(out, f)
+	}
+	if res.EntryMoved {
+		out = append(out, Finding{Kind: KindLatency, Subject: sc.Service, Object: "service " + sc.Service, Namespace: sc.Namespace,
+			Time: res.SymptomOnset, Severity: SevWarning, Weight: 0.8, Source: SrcMetrics,
+			Summary: res.EntryEvidence, Evidence: []string{res.EntryEvidence}})
+	}
+	return out
+}
+
+func nextSuspects(cs []localize.Candidate) string {
+	var parts []string
+	for i, c := range cs {
+		if i >= 3 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s, score %.0f)", c.Subject, c.Signal, c.Score))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func locSource(s localize.Signal) string {
+	if s == localize.SignalLogs {
+		return SrcLogs
+	}
+	return SrcMetrics
+}
+
+// localizeLogs turns the pod log templates already mined per workload into
+// localization input.
+func (g *gatherer) localizeLogs() []localize.LogTemplate {
+	var out []localize.LogTemplate
+	for _, set := range g.logSets {
+		if set.Host || set.Origin != SrcLogs || set.Subject == "" {
+			continue
+		}
+		for _, t := range set.Templates {
+			if len(t.PerMinute) == 0 {
+				continue
+			}
+			out = append(out, localize.LogTemplate{Service: set.Subject, Template: t.Template, Example: t.Example,
+				Error: analysis.ErrorLike(t.Template) || analysis.ErrorLike(t.Example), Counts: t.PerMinute})
+		}
+	}
+	return out
+}
+
+// locMetric says how a metric name is read for localization.
+type locMetric struct {
+	signal  localize.Signal
+	unit    string
+	bad     localize.Direction
+	counter bool
+}
+
+// classifyLocMetric reads a metric name: latency, errors and success,
+// CPU, memory, network and traffic, in the naming conventions of
+// Prometheus exporters, cAdvisor, Istio, Linkerd and OpenTelemetry.
+// Histogram buckets and scrape internals are skipped.
+func classifyLocMetric(name string) (locMetric, bool) {
+	n := strings.ToLower(name)
+	if strings.HasSuffix(n, "_bucket") || strings.HasSuffix(n, "_created") || strings.HasPrefix(n, "scrape_") || strings.HasPrefix(n, "go_") || strings.HasPrefix(n, "process_") {
+		return locMetric{}, false
+	}
+	counter := strings.HasSuffix(n, "_total") || strings.HasSuffix(n, "_count")
+	has := func(ws ...string) bool {
+		for _, w := range ws {
+			if strings.Contains(n, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("success"):
+		return locMetric{localize.SignalErrors, pctOr(n, ""), localize.Down, false}, true
+	case has("error", "fail", "5xx", "exception"):
+		u := pctOr(n, "")
+		if counter {
+			u = "/s"
+		}
+		return locMetric{localize.SignalErrors, u, localize.Up, counter}, true
+	case has("latency", "duration", "response_time"):
+		if strings.HasSuffix(n, "_count") || strings.HasSuffix(n, "_sum") {
+			return locMetric{}, false
+		}
+		u := "s"
+		if has("millisecond", "_ms") {
+			u = "ms"
+		}
+		return locMetric{localize.SignalLatency, u, localize.Up, false}, true
+	case has("cpu"):
+		if has("throttl", "period") {
+			return locMetric{}, false
+		}
+		if strings.HasSuffix(n, "_seconds_total") {
+			return locMetric{localize.SignalCPU, "cores", localize.Up, true}, true
+		}
+		return locMetric{localize.SignalCPU, pctOr(n, ""), localize.Up, counter}, true
+	case has("memory"):
+		u := pctOr(n, "")
+		if has("bytes") {
+			u = "bytes"
+		}
+		return locMetric{localize.SignalMemory, u, localize.Up, false}, true
+	case has("network", "receive_bytes", "transmit_bytes"):
+		u := ""
+		if has("bytes") {
+			u = "bytes/s"
+		}
+		return locMetric{localize.SignalNetwork, u, localize.Both, counter}, true
+	case has("requests_total", "request_total", "_ops", "requests_count", "calls_total"):
+		return locMetric{localize.SignalTraffic, "/s", localize.Both, counter}, true
+	}
+	return locMetric{}, false
+}
+
+func pctOr(n, other string) string {
+	if strings.Contains(n, "percent") || strings.Contains(n, "ratio") && !strings.Contains(n, "bytes") {
+		if strings.Contains(n, "ratio") {
+			return ""
+		}
+		return "%"
+	}
+	return other
+}
+
+// Label names that carry the owner of a series.
+var (
+	locServiceLabels = []string{"service", "app", "app_kubernetes_io_name", "deployment", "workload", "job_name"}
+	locCalleeLabels  = []string{"destination_workload", "destination_app", "destination_service_name", "dst_deployment", "server_service_name"}
+	locCallerLabels  = []string{"source_workload", "source_app", "deployment", "client_service_name"}
+	locNodeLabels    = []string{"node", "kubernetes_node", "nodename"}
+)
+
+// localizeMetrics reads the metrics localization weighs, once per name,
+// through the toolkit of the first specialist that can query them.
+func (g *gatherer) localizeMetrics(ctx context.Context, plan []specialist) ([]localize.Series, time.Duration) {
+	var sp *specialist
+	for i := range plan {
+		if plan[i].run.Has("prometheus_query_range") && plan[i].run.Has("list_metrics") {
+			sp = &plan[i]
+			break
+		}
+	}
+	if sp == nil || !configured(g.src, "prometheus") {
+		return nil, 0
+	}
+	since, until := g.window()
+	out, ok := g.call(ctx, *sp, "list_metrics", map[string]any{"start": since, "end": until})
+	if !ok {
+		return nil, 0
+	}
+	labels, _ := as[[]evidence.Labels](out)
+	names := map[string]locMetric{}
+	for _, l := range labels {
+		n := l["__name__"]
+		if _, seen := names[n]; seen || n == "" {
+			continue
+		}
+		if m, ok := classifyLocMetric(n); ok && g.inScope(l) {
+			names[n] = m
+		}
+	}
+	order := make([]string, 0, len(names))
+	for n := range names {
+		order = append(order, n)
+	}
+	// Most telling signals first when the cap bites.
+	rank := map[localize.Signal]int{localize.SignalLatency: 0, localize.SignalErrors: 0, localize.SignalCPU: 1, localize.SignalMemory: 2, localize.SignalNetwork: 2, localize.SignalTraffic: 3}
+	sort.Slice(order, func(i, j int) bool {
+		ri, rj := rank[names[order[i]].signal], rank[names[order[j]].signal]
+		if ri != rj {
+			return ri < rj
+		}
+		return order[i] < order[j]
+	})
+	if len(order) > locMaxMetricNames {
+		order = order[:locMaxMetricNames]
+	}
+	total := g.sc.Window.End.Sub(g.sc.Window.BaselineStart)
+	step := max(time.Minute, (total / 360).Truncate(time.Second))
+	var series []localize.Series
+	var intervals []float64
+	for _, n := range order {
+		if ctx.Err() != nil {
+			break
+		}
+		out, ok := g.call(ctx, *sp, "prometheus_query_range", map[string]any{"query": n, "start": since, "end": until, "step": fmt.Sprintf("%ds", int(step.Seconds()))})
+		if !ok {
+			continue
+		}
+		ss, _ := as[[]evidence.Series](out)
+		m := names[n]
+		if m.counter {
+			ss = analysis.RateSeries(ss)
+		}
+		for _, s := range ss {
+			if !g.inScope(s.Labels) || len(s.Points) == 0 {
+				continue
+			}
+			ls := localize.Series{Metric: n, Signal: m.signal, Unit: m.unit, Bad: m.bad, Points: s.Points,
+				Outbound: strings.Contains(strings.ToLower(n), "client")}
+			if ls.Unit == "ms" {
+				pts := make([]evidence.Point, len(s.Points))
+				for i, p := range s.Points {
+					pts[i] = evidence.Point{T: p.T, V: p.V / 1000}
+				}
+				ls.Points, ls.Unit = pts, "s"
+			}
+			callee := locLabel(s.Labels, locCalleeLabels)
+			switch {
+			case callee != "":
+				ls.Service = callee
+				ls.Caller = locLabel(s.Labels, locCallerLabels)
+				if ls.Caller == callee {
+					ls.Caller = ""
+				}
+			default:
+				ls.Service = locLabel(s.Labels, locServiceLabels)
+				ls.Pod = s.Labels["pod"]
+				if ls.Service == "" && ls.Pod != "" {
+					ls.Service = workloadOfName(ls.Pod)
+				}
+				if ls.Service == "" && ls.Pod == "" {
+					ls.Node = locLabel(s.Labels, locNodeLabels)
+				}
+			}
+			if ls.Service == "" && ls.Node == "" {
+				continue
+			}
+			if iv := analysis.SampleInterval(s.Points); iv > 0 {
+				intervals = append(intervals, iv.Seconds())
+			}
+			series = append(series, ls)
+		}
+	}
+	binStep := step
+	if len(intervals) > 0 {
+		if iv := time.Duration(analysis.Median(intervals) * float64(time.Second)); iv > binStep {
+			binStep = iv.Round(time.Second)
+		}
+	}
+	return series, binStep
+}
+
+func locLabel(l evidence.Labels, keys []string) string {
+	for _, k := range keys {
+		if v := l[k]; v != "" && v != "unknown" {
+			return v
+		}
+	}
+	return ""
+}
+
+// inScope keeps series of the asked namespace (and those without one).
+func (g *gatherer) inScope(l evidence.Labels) bool {
+	if g.sc.Namespace == "" {
+		return true
+	}
+	for _, k := range []string{"namespace", "destination_workload_namespace", "kubernetes_namespace"} {
+		if v := l[k]; v != "" {
+			return v == g.sc.Namespace
+		}
+	}
+	return true
+}
