@@ -51,7 +51,7 @@ type gatherer struct {
 
 func newGatherer(opts Options, sc Scope, src *evidence.Sources) *gatherer {
 	return &gatherer{opts: opts, sc: sc, src: src, haveK8s: map[string]bool{}, done: map[string]bool{},
-		k8s: K8sEvidence{PreviousLogs: map[string][]evidence.LogLine{}}}
+		k8s: K8sEvidence{PreviousLogs: map[string][]evidence.LogLine{}, CurrentLogs: map[string]bool{}}}
 }
 
 // domainsOf lists the domains a specialist's toolkit can gather that are
@@ -389,49 +389,31 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 		out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": g.opts.PodLogLimit})
 		if ok {
 			if lr, _ := as[*evidence.LogResult](out); lr != nil {
-				// Lines without a timestamp (stack-trace continuations)
-				// belong to the line before them.
-				var last time.Time
-				for _, l := range lr.Lines {
-					t := l.Time
-					if t.IsZero() {
-						t = last
-					} else {
-						last = t
-					}
-					if t.IsZero() {
-						continue
-					}
-					m.Add(t, p.Name, l.Text)
-				}
+				addLines(m, p.Name, lr.Lines, podLogTime(p, w))
 			}
 		}
 		for _, cs := range p.Status.ContainerStatuses {
-			if cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil {
+			if cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil && cs.State.Terminated == nil {
 				continue
 			}
-			out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "container": cs.Name, "previous": true, "limit": 50})
-			if !ok {
-				continue
+			key := p.Namespace + "/" + p.Name + "/" + cs.Name
+			var lines []evidence.LogLine
+			if cs.RestartCount > 0 || cs.LastTerminationState.Terminated != nil {
+				lines = g.containerLog(ctx, sp, p, cs.Name, true)
 			}
-			lr, _ := as[*evidence.LogResult](out)
-			if lr == nil || len(lr.Lines) == 0 {
-				continue
-			}
-			g.k8s.PreviousLogs[p.Namespace+"/"+p.Name+"/"+cs.Name] = lr.Lines
-			var last time.Time
-			for _, l := range lr.Lines {
-				t := l.Time
-				if t.IsZero() {
-					t = last
-				} else {
-					last = t
+			if len(lines) == 0 {
+				// No log of a previous instance (kubectl cluster-info dump
+				// and many captures hold only the current one): the
+				// current container's log is the crash's log.
+				if lines = g.containerLog(ctx, sp, p, cs.Name, false); len(lines) == 0 {
+					continue
 				}
-				if t.IsZero() && cs.LastTerminationState.Terminated != nil {
-					t = cs.LastTerminationState.Terminated.FinishedAt.Time
-				}
-				m.Add(t, p.Name, l.Text)
+				g.k8s.CurrentLogs[key] = true
+				g.k8s.PreviousLogs[key] = lines
+				continue // already mined with the pod's log
 			}
+			g.k8s.PreviousLogs[key] = lines
+			addLines(m, p.Name, lines, terminatedAt(cs))
 		}
 	}
 	for _, k := range order {
@@ -446,6 +428,87 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 		g.logSets = append(g.logSets, set)
 	}
 	return nil
+}
+
+// containerLog reads the last lines of one container's log: its previous
+// instance's, or its current one's.
+func (g *gatherer) containerLog(ctx context.Context, sp specialist, p *corev1.Pod, container string, previous bool) []evidence.LogLine {
+	args := map[string]any{"namespace": p.Namespace, "pod": p.Name, "container": container, "limit": 50}
+	if previous {
+		args["previous"] = true
+	}
+	if !sp.run.Has("get_pod_logs") {
+		return nil
+	}
+	out, err := sp.run.Call(ctx, "get_pod_logs", args)
+	if err != nil {
+		// A container with no earlier instance has no previous log:
+		// that is not a gap in the evidence.
+		if ctx.Err() == nil && !(previous && evidence.CodeOf(err) == evidence.CodeNotFound) {
+			g.gap("get_pod_logs", err)
+		}
+		return nil
+	}
+	g.calls++
+	lr, _ := as[*evidence.LogResult](out)
+	if lr == nil {
+		return nil
+	}
+	return lr.Lines
+}
+
+// addLines feeds log lines to a miner. A line without a timestamp (a
+// stack-trace continuation) takes the time of the line before it; lines
+// of a log that prints no timestamps take the time the container last
+// ran (fallback).
+func addLines(m *analysis.Miner, source string, lines []evidence.LogLine, fallback time.Time) {
+	last := time.Time{}
+	for _, l := range lines {
+		t := l.Time
+		if t.IsZero() {
+			t = last
+		} else {
+			last = t
+		}
+		if t.IsZero() {
+			t = fallback
+		}
+		if t.IsZero() {
+			continue
+		}
+		m.Add(t, source, l.Text)
+	}
+}
+
+// terminatedAt is when a container's last instance ended (zero if never).
+func terminatedAt(cs corev1.ContainerStatus) time.Time {
+	var t time.Time
+	if x := cs.LastTerminationState.Terminated; x != nil {
+		t = x.FinishedAt.Time
+	}
+	if x := cs.State.Terminated; x != nil && x.FinishedAt.After(t) {
+		t = x.FinishedAt.Time
+	}
+	return t
+}
+
+// podLogTime is the time given to a pod's log lines that carry none: when
+// its containers last ran (the latest start or end of a container), else
+// the end of the window (the log is read now).
+func podLogTime(p *corev1.Pod, w Window) time.Time {
+	var t time.Time
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if r := cs.State.Running; r != nil && r.StartedAt.After(t) {
+			t = r.StartedAt.Time
+		}
+		if x := terminatedAt(cs); x.After(t) {
+			t = x
+		}
+	}
+	if t.IsZero() || t.After(w.End) {
+		t = w.End
+	}
+	return t
 }
 
 func (g *gatherer) gatherChanges(ctx context.Context, sp specialist) error {

@@ -37,6 +37,9 @@ type K8sEvidence struct {
 	// PreviousLogs holds the last lines of crashed containers, keyed
 	// "namespace/pod/container".
 	PreviousLogs map[string][]evidence.LogLine
+	// CurrentLogs marks the PreviousLogs entries read from the current
+	// container because no previous instance's log existed.
+	CurrentLogs map[string]bool
 }
 
 // Window is the incident window and the baseline before it.
@@ -369,7 +372,7 @@ func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, p
 				for _, l := range lastLines[from:] {
 					qs = append(qs, quote(l.Text, 200))
 				}
-				f.Evidence = append(f.Evidence, fmt.Sprintf("last log lines of the previous container: %s", strings.Join(qs, " / ")))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("last log lines of the crashed container: %s", strings.Join(qs, " / ")))
 				f.setFact("last_log", causeLine(lastLines))
 			}
 			f.Summary = fmt.Sprintf("%s in CrashLoopBackOff (exit code %s)", cobj, orDash(f.fact("exit_code")))
@@ -407,7 +410,7 @@ func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, p
 		f.Evidence = []string{fmt.Sprintf("%s last terminated with reason %s, exit code %d (%s) at %s; restart count %d", cobj, orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time), cs.RestartCount)}
 		if n := len(lastLines); n > 0 {
 			line := causeLine(lastLines)
-			f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the previous container: %s", quote(line, 200)))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the crashed container: %s", quote(line, 200)))
 			f.setFact("last_log", line)
 		}
 		f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))

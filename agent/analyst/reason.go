@@ -621,6 +621,7 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		r.Normalize()
 		return r
 	}
+	r.Candidates = candidates(a, sc)
 	w := a.Hypotheses[0]
 	r.RootCause = finding.RootCause{Description: describe(w, sc), Confidence: conf, Evidence: evidenceOf(w)}
 	r.Verdict = finding.VerdictIdentified
@@ -648,6 +649,48 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 	}
 	r.Normalize()
 	return r
+}
+
+// maxCandidates bounds the ranked hypotheses a result lists.
+const maxCandidates = 10
+
+// candidates lists the ranked hypotheses, best first: the root cause, then
+// the runners-up, one entry per subject and kind.
+func candidates(a *Analysis, sc Scope) []finding.Candidate {
+	var out []finding.Candidate
+	seen := map[string]bool{}
+	for _, h := range a.Hypotheses {
+		subj := candidateSubject(h, sc)
+		key := subj + "\x00" + string(h.Kind)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		c := finding.Candidate{Subject: subj, Kind: string(h.Kind), Score: math.Round(h.Score*1000) / 10, Evidence: truncate(h.top().Summary, 200)}
+		if !h.Onset.IsZero() {
+			c.FirstSeen = ts(h.Onset)
+		}
+		out = append(out, c)
+		if len(out) >= maxCandidates {
+			break
+		}
+	}
+	return out
+}
+
+// candidateSubject names what a hypothesis blames: its subject, else the
+// object its strongest finding is about, else the service asked about.
+func candidateSubject(h *Hypothesis, sc Scope) string {
+	if h.Subject != "" && h.Subject != "*" {
+		return h.Subject
+	}
+	if o := h.top().Object; o != "" {
+		return o
+	}
+	if h.top().Namespace != "" {
+		return "namespace " + h.top().Namespace
+	}
+	return orWord(sc.Service, "the system")
 }
 
 func hypothesisLabel(h *Hypothesis) string {
