@@ -863,6 +863,7 @@ func (g *gatherer) detect() []Finding {
 	fs = append(fs, mergeRolloutChanges(DetectChanges(g.changes, w), rollouts)...)
 	fs = append(fs, DetectLogs(g.logSets, w)...)
 	fs = append(fs, DetectMetrics(g.metricSets, w)...)
+	fs = append(fs, detectMechanisms(g.gathered(), fs)...)
 	if dns := DetectDNSServer(g.k8s.Pods, g.k8s.PreviousLogs, w); len(dns) > 0 {
 		// Callers failing to resolve names are the cluster DNS's victims.
 		for i := range fs {
@@ -877,6 +878,11 @@ func (g *gatherer) detect() []Finding {
 	g.attachServices(fs)
 	attachHosts(fs)
 	return dedupeFindings(fs)
+}
+
+// gathered is the evidence as mechanisms see it.
+func (g *gatherer) gathered() *Gathered {
+	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Window: g.sc.Window, Scope: g.sc}
 }
 
 // attachHosts names a dependency after the host whose own log shows it

@@ -74,14 +74,14 @@ var logRules = []logRule{
 	{KindCertificate, regexp.MustCompile(`(?i)certificate has expired|certificate expired|cert(ificate)? (is )?expir|x509: certificate has expired|not ?after|CERT_HAS_EXPIRED|expired certificate|certificate is not yet valid`), 0.95, "certificate expired"},
 	{KindTLS, regexp.MustCompile(`(?i)x509:|certificate verify failed|CERTIFICATE_VERIFY_FAILED|tls: handshake|TLS handshake|SSL routines|unknown authority|SSLHandshakeException|certificate signed by unknown`), 0.8, "TLS handshake failure"},
 	// A process at its file-descriptor limit: sockets and files fail.
-	{KindFDExhaustion, fdExhaustRE, 0.9, "too many open files"},
+	lineRule(fdExhaustion),
 	// A clock off its reference: tokens rejected as not yet valid, the
 	// time daemon unable to synchronise.
-	{KindClockSkew, clockSkewRE, 0.9, "clock skew"},
+	lineRule(clockSkew),
 	// Every worker of an HTTP server busy: requests queue.
-	{KindWorkerPool, workerPoolRE, 0.85, "worker pool exhausted"},
+	lineRule(workerPool),
 	// Slow database statements: seq scans, statement timeouts.
-	{KindSlowQuery, slowQueryRE, 0.85, "slow queries"},
+	lineRule(slowQuery),
 	{KindDiskFull, regexp.MustCompile(`(?i)no space left on device|ENOSPC|disk (is )?full|disk quota exceeded|could not extend file|filesystem full`), 0.9, "disk full"},
 	{KindOOMKilled, regexp.MustCompile(`(?i)OutOfMemoryError|out of memory|Cannot allocate memory|heap out of memory|MemoryError|memory limit exceeded|oom-kill|OOM ?Killed|OOMKilled`), 0.85, "out of memory"},
 	{KindDatabase, regexp.MustCompile(`(?i)too many connections|remaining connection slots are reserved|deadlock (detected|found)|pool (is )?exhausted|exhausted (the )?connection pool|connection is not available, request timed out|could not obtain (a )?connection|timeout waiting for (a )?(idle )?connection|unable to acquire (a )?(jdbc )?connection|max_connections|QueuePool limit|lock wait timeout|canceling statement due to lock timeout|lock timeout|could not obtain lock|LockNotAvailable|waiting for (an )?AccessExclusiveLock|sorry, too many clients|too many clients already|Too many open connections|ER_CON_COUNT_ERROR|query_wait_timeout|client_wait_timeout|no more connections allowed|max_client_conn|pool_size limit reached`), 0.85, "database connection/lock errors"},
@@ -107,13 +107,6 @@ var logRules = []logRule{
 // configInvalidRE matches an application refusing its configuration: a
 // YAML/JSON/TOML parse error, an invalid or unparsable config file.
 var configInvalidRE = regexp.MustCompile(`(?i)yaml: (line \d+|unmarshal errors)|mapping values are not allowed|did not find expected (key|node)|could not find expected ':'|json: cannot unmarshal|invalid character '.' looking for|toml: (line|expected)|failed to (parse|load|read|decode) (the )?(config|configuration|rules|settings|properties)\b[^"]*|(config|configuration) (file )?(is )?(invalid|malformed)|invalid (config|configuration)\b|(error|unable to|could not) (parsing|parse|load|loading) (the )?(config|configuration)|ScannerError|ParserError: while parsing|JsonParseException|malformed (yaml|json|config)`)
-
-var (
-	fdExhaustRE  = regexp.MustCompile(`(?i)too many open files|\bEMFILE\b|\bENFILE\b|file descriptor limit|out of file descriptors|file table overflow`)
-	clockSkewRE  = regexp.MustCompile(`(?i)used before issued|(token|jwt|assertion)[^"]{0,30}not (yet )?valid|not valid yet|\bnbf\b[^"]{0,30}(future|not|fail|invalid)|\biat\b[^"]{0,30}(future|invalid|fail)|issued in the future|clock skew|clock (is )?(wrong|off|drift)|System clock wrong by|no selectable sources|Can't synchroni[sz]e|No suitable source for synchroni[sz]ation|time (is )?(not|un)synchroni[sz]ed|NTP (is )?(unsynchroni[sz]ed|not synchroni[sz]ed)`)
-	workerPoolRE = regexp.MustCompile(`(?i)WORKER TIMEOUT|all \d+ (sync |async )?workers (are )?busy|no (idle|free|available) workers?|max_children|thread ?pool (is )?(exhausted|full|saturated)|worker pool (is )?(exhausted|full|saturated)|workers? (are )?all busy|request queue (is )?full|listen queue (overflow|full)|RejectedExecutionException|puma.{0,30}(backlog|all threads busy)|no free worker`)
-	slowQueryRE  = regexp.MustCompile(`(?i)duration: \d{4,}(\.\d+)? ms\s+(statement|execute|bind|parse)|canceling statement due to statement timeout|statement timeout|Query_time: [1-9]|\bSeq Scan on\b|sequential scan`)
-)
 
 var certWordRE = regexp.MustCompile(`(?i)cert|x509|tls|ssl`)
 

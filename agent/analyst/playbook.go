@@ -17,6 +17,20 @@ func describe(h *Hypothesis, sc Scope) string {
 	s := h.Subject
 	top := h.top()
 	var d string
+	m := mechanismOf(h.Kind)
+	switch {
+	case m != nil:
+		d = m.describe(h, sc)
+	default:
+		d = describeFallback(h, sc, s, top)
+	}
+	return describeTail(h, d)
+}
+
+// describeFallback describes the kinds not yet moved into their own
+// mechanism file.
+func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
+	var d string
 	switch h.Kind {
 	case KindOOMKilled:
 		lim := h.fact("memory_limit")
@@ -275,29 +289,6 @@ func describe(h *Hypothesis, sc Scope) string {
 		d = fmt.Sprintf("service %s has no ready endpoints, so requests to it fail", s)
 	case KindConnLeak:
 		d = describeConnLeak(h)
-	case KindFDExhaustion:
-		d = fmt.Sprintf("%s exhausts its file descriptors (too many open files, EMFILE): a file-descriptor leak keeps sockets/files open until the process hits its open-files limit (nofile rlimit), so accepts and outbound connections fail", s)
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 200)
-		}
-	case KindWorkerPool:
-		d = fmt.Sprintf("the worker pool of %s is exhausted: all workers are busy (slow requests hold them), so new requests queue in the backlog and time out — a capacity/saturation problem of the HTTP server, not of CPU", s)
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 200)
-		}
-	case KindSlowQuery:
-		d = fmt.Sprintf("slow queries on the database behind %s: statements run for seconds (sequential scans / full table scans, likely a missing index) and hit the statement timeout", s)
-		if cpu := cpuSaturationOf(h); cpu != "" {
-			d += "; " + cpu
-		}
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 200)
-		}
-	case KindClockSkew:
-		d = fmt.Sprintf("clock skew on %s: the clock is not synchronised (NTP/chrony has no usable source), so time-based validation fails (tokens rejected as used before issued / not yet valid)", s)
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 200)
-		}
 	case KindLogErrors:
 		d = fmt.Sprintf("%s logs new or surging errors: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindErrorRate, KindLatency, KindSaturation, KindRestarts, KindTargetDown:
@@ -308,6 +299,13 @@ func describe(h *Hypothesis, sc Scope) string {
 	default:
 		d = top.Summary
 	}
+	return d
+}
+
+// describeTail adds what every description says after the mechanism's
+// own words: the change that triggered it, the dependency's victims, the
+// consequences observed.
+func describeTail(h *Hypothesis, d string) string {
 	// Name the mechanism of a symptom the change hypothesis explains, and
 	// the change that triggered a cause.
 	if h.Trigger != nil {
@@ -568,6 +566,11 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 			add(hi, rollbackAction(c))
 		}
 	}
+	if m := mechanismOf(h.Kind); m != nil {
+		r := &recommender{h: h}
+		m.recommend(h, sc, r)
+		return r.recs
+	}
 	switch h.Kind {
 	case KindOOMKilled:
 		lim := h.fact("memory_limit")
@@ -735,25 +738,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(hi, fmt.Sprintf("Mitigate on %s: scale it out or shed load, and check its recent changes", orWord(s, "the service")))
 		add(med, fmt.Sprintf("Investigate %s", h.top().Summary))
 		add(lo, "Add an alert on this signal with the baseline as the threshold")
-	case KindFDExhaustion:
-		rollback()
-		add(hi, fmt.Sprintf("Restart %s to release the leaked file descriptors, and raise its open-files limit (nofile) as a stopgap", s))
-		add(med, "Find the descriptor leak (unclosed response bodies, sockets, files) from process_open_fds growth and lsof")
-		add(lo, "Alert on process_open_fds / process_max_fds above 80%")
-	case KindWorkerPool:
-		rollback()
-		add(hi, fmt.Sprintf("Add workers/replicas to %s and put a timeout on the slow endpoint so it cannot hold every worker", s))
-		add(med, "Move slow requests off the synchronous workers (async workers, a separate pool or a background job) and rate-limit their callers")
-		add(lo, "Alert on busy workers / request backlog, not only on CPU")
-	case KindSlowQuery:
-		rollback()
-		add(hi, "Add the missing index for the slow statements (EXPLAIN shows the sequential scan) or cancel the offending queries")
-		add(med, "Run ANALYZE after large data imports or backfills and review query plans in pg_stat_statements")
-		add(lo, "Alert on statement duration and sequential scans on large tables")
-	case KindClockSkew:
-		add(hi, "Fix time synchronisation on the affected node (reachable NTP sources for chrony/ntpd) and step the clock; cordon and drain the node meanwhile")
-		add(med, "Allow a small clock-skew leeway in token validation (iat/nbf)")
-		add(lo, "Alert on node_timex_sync_status == 0 and |node_timex_offset_seconds| > 1")
 	case KindDeploy, KindConfigChange, KindFeatureFlag, KindInfraChange, KindResourceChange:
 		c := h.Primary[0]
 		switch c.Kind {
@@ -1083,15 +1067,4 @@ func timeoutTargets(h *Hypothesis, def string) string {
 		return def
 	}
 	return strings.Join(ts, ", ")
-}
-
-// cpuSaturationOf names a CPU saturation the slow queries drive, from the
-// hypothesis's supporting findings.
-func cpuSaturationOf(h *Hypothesis) string {
-	for _, f := range h.Support {
-		if f.Kind == KindSaturation && strings.Contains(strings.ToLower(f.Summary), "cpu") {
-			return "they drive the database CPU up (" + f.Summary + ")"
-		}
-	}
-	return ""
 }

@@ -267,14 +267,8 @@ func supports(h *Hypothesis, f *Finding) bool {
 		}
 		related = own
 	}
-	// Slow statements seen from the client and the database's own log,
-	// and the database's CPU they drive, are one failure.
-	if !related && h.Kind == KindSlowQuery && (f.Kind == KindSlowQuery || f.Kind == KindSaturation && databaseLike(f)) {
-		related = true
-	}
-	// A node's clock off and tokens rejected as not yet valid elsewhere
-	// are one failure.
-	if !related && h.Kind == KindClockSkew && f.Kind == KindClockSkew {
+	// The mechanism may know other subjects that bear on it.
+	if m := mechanismOf(h.Kind); !related && m != nil && m.related != nil && m.related(h, f) {
 		related = true
 	}
 	if !related {
@@ -393,6 +387,9 @@ func nearestChange(h *Hypothesis, changes []*Finding) *Finding {
 // fitsMechanism reports whether a change is of the kind that produces h's
 // mechanism.
 func fitsMechanism(h *Hypothesis, c *Finding) bool {
+	if m := mechanismOf(h.Kind); m != nil {
+		return m.fitsChange != nil && m.fitsChange(h, c)
+	}
 	desc := strings.ToLower(c.fact("description") + " " + c.Summary)
 	switch h.Kind {
 	case KindConfigInvalid, KindConfigError:

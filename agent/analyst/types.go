@@ -171,42 +171,44 @@ const (
 )
 
 var kinds = map[Kind]kindInfo{
-	KindOOMKilled:      {0.78, classCause, "OOMKilled (out of memory)"},
-	KindImagePull:      {0.82, classCause, "image pull failure"},
-	KindConfigError:    {0.82, classCause, "container config error"},
-	KindStartFailure:   {0.84, classCause, "container cannot start (bad command/entrypoint or image)"},
-	KindMountFailure:   {0.74, classCause, "volume mount failure"},
-	KindUnschedulable:  {0.74, classCause, "unschedulable pods"},
-	KindQuota:          {0.72, classCause, "resource quota exceeded"},
-	KindNodeNotReady:   {0.74, classCause, "node NotReady"},
-	KindNodePressure:   {0.74, classCause, "node pressure"},
-	KindCertificate:    {0.82, classCause, "certificate expired"},
-	KindDiskFull:       {0.76, classCause, "disk full"},
-	KindDatabase:       {0.64, classCause, "database errors"},
-	KindDNS:            {0.62, classDependency, "DNS resolution failure"},
-	KindDNSServer:      {0.8, classCause, "cluster DNS (CoreDNS) failure"},
-	KindLivenessKill:   {0.7, classCause, "liveness probe kills"},
-	KindCPUThrottling:  {0.66, classCause, "CPU throttling"},
-	KindConnReset:      {0.34, classDependency, "connection resets"},
-	KindPeer:           {0.4, classSymptom, "peer agent finding"},
-	KindAuth:           {0.58, classCause, "authentication failure"},
-	KindThrottling:     {0.52, classDependency, "throttling"},
-	KindHPAMax:         {0.76, classCause, "autoscaler at maximum replicas (capacity)"},
-	KindBacklog:        {0.68, classCause, "consumer lag / backlog growing"},
-	KindConsumerStall:  {0.42, classSymptom, "consumer poll loop too slow (rebalancing)"},
-	KindJobOverlap:     {0.34, classSymptom, "overlapping CronJob runs"},
-	KindLoadSurge:      {0.3, classSymptom, "load surge"},
-	KindConnLeak:       {0.8, classCause, "connection leak (connections held and never released)"},
-	KindCacheFull:      {0.78, classCause, "cache at maxmemory (eviction storm, hit ratio falling)"},
-	KindCertExpiring:   {0.7, classCause, "certificate expiring soon"},
-	KindSelector:       {0.84, classCause, "Service selector/label mismatch"},
-	KindConfigInvalid:  {0.8, classCause, "configuration error (invalid config file)"},
-	KindEviction:       {0.56, classCause, "pod evictions"},
-	KindTLS:            {0.56, classDependency, "TLS handshake failure"},
-	KindFDExhaustion:   {0.8, classCause, "file descriptor exhaustion (too many open files)"},
-	KindWorkerPool:     {0.74, classCause, "worker pool exhausted (all workers busy)"},
-	KindSlowQuery:      {0.72, classCause, "slow queries (sequential scans, statement timeouts)"},
-	KindClockSkew:      {0.8, classCause, "clock skew (NTP unsynchronised)"},
+	KindOOMKilled:     {0.78, classCause, "OOMKilled (out of memory)"},
+	KindImagePull:     {0.82, classCause, "image pull failure"},
+	KindConfigError:   {0.82, classCause, "container config error"},
+	KindStartFailure:  {0.84, classCause, "container cannot start (bad command/entrypoint or image)"},
+	KindMountFailure:  {0.74, classCause, "volume mount failure"},
+	KindUnschedulable: {0.74, classCause, "unschedulable pods"},
+	KindQuota:         {0.72, classCause, "resource quota exceeded"},
+	KindNodeNotReady:  {0.74, classCause, "node NotReady"},
+	KindNodePressure:  {0.74, classCause, "node pressure"},
+	KindCertificate:   {0.82, classCause, "certificate expired"},
+	KindDiskFull:      {0.76, classCause, "disk full"},
+	KindDatabase:      {0.64, classCause, "database errors"},
+	KindDNS:           {0.62, classDependency, "DNS resolution failure"},
+	KindDNSServer:     {0.8, classCause, "cluster DNS (CoreDNS) failure"},
+	KindLivenessKill:  {0.7, classCause, "liveness probe kills"},
+	KindCPUThrottling: {0.66, classCause, "CPU throttling"},
+	KindConnReset:     {0.34, classDependency, "connection resets"},
+	KindPeer:          {0.4, classSymptom, "peer agent finding"},
+	KindAuth:          {0.58, classCause, "authentication failure"},
+	KindThrottling:    {0.52, classDependency, "throttling"},
+	KindHPAMax:        {0.76, classCause, "autoscaler at maximum replicas (capacity)"},
+	KindBacklog:       {0.68, classCause, "consumer lag / backlog growing"},
+	KindConsumerStall: {0.42, classSymptom, "consumer poll loop too slow (rebalancing)"},
+	KindJobOverlap:    {0.34, classSymptom, "overlapping CronJob runs"},
+	KindLoadSurge:     {0.3, classSymptom, "load surge"},
+	KindConnLeak:      {0.8, classCause, "connection leak (connections held and never released)"},
+	KindCacheFull:     {0.78, classCause, "cache at maxmemory (eviction storm, hit ratio falling)"},
+	KindCertExpiring:  {0.7, classCause, "certificate expiring soon"},
+	KindSelector:      {0.84, classCause, "Service selector/label mismatch"},
+	KindConfigInvalid: {0.8, classCause, "configuration error (invalid config file)"},
+	KindEviction:      {0.56, classCause, "pod evictions"},
+	KindTLS:           {0.56, classDependency, "TLS handshake failure"},
+	// Mechanisms with their own home (mechanisms.go) take their class
+	// and label from there; their priors stay here, tuned with the rest.
+	KindFDExhaustion:   {prior: 0.8},
+	KindWorkerPool:     {prior: 0.74},
+	KindSlowQuery:      {prior: 0.72},
+	KindClockSkew:      {prior: 0.8},
 	KindScaledToZero:   {0.84, classCause, "deployment scaled to 0 replicas"},
 	KindConnRefused:    {0.5, classDependency, "connection refused"},
 	KindTimeout:        {0.44, classDependency, "timeouts"},
@@ -229,6 +231,11 @@ var kinds = map[Kind]kindInfo{
 }
 
 func infoOf(k Kind) kindInfo {
+	if m := mechanismOf(k); m != nil {
+		i := kinds[k]
+		i.class, i.label = m.class, m.label
+		return i
+	}
 	if i, ok := kinds[k]; ok {
 		return i
 	}

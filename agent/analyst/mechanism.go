@@ -1,0 +1,125 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/finding"
+)
+
+// A mechanism is one cause the analyst knows, in one home: its kind, class
+// and label, the log lines that show it, what it detects over the gathered
+// evidence, which other findings and changes belong to it, how it is
+// explained and what to do about it. Each lives in its own file with its
+// table tests (fdexhaustion.go and fdexhaustion_test.go, clockskew.go...);
+// mechanisms.go lists them. The engine iterates over the list and never
+// learns their names: gathering, the object graph, onset and scoring,
+// choosing the root and calibration stay general (reason.go, gather.go).
+//
+// Adding a cause means adding a file that declares a mechanism and one
+// line in the list (and its prior in the kinds table, where priors are
+// tuned against each other). Every hook but kind, class, label, describe
+// and recommend is optional.
+type mechanism struct {
+	kind  Kind
+	class string // classCause, classSymptom, classDependency
+	label string // human label of the kind
+
+	// lines classifies log lines into this kind, with the weight of a
+	// finding from them; its place among the other log rules is set by
+	// logRules (precedence matters: the first matching rule wins).
+	lines      *regexp.Regexp
+	lineWeight float64
+
+	// detect derives findings from the gathered evidence, after the
+	// general detectors ran (found holds their findings). It reads what
+	// was gathered and never calls a tool.
+	detect func(ev *Gathered, found []Finding) []Finding
+
+	// related reports whether f, a finding outside h, concerns h even
+	// though it names another subject (the database's own log behind a
+	// client's slow statements; a clock off on another node).
+	related func(h *Hypothesis, f *Finding) bool
+
+	// fitsChange reports whether a change is of the kind that produces
+	// this mechanism (a config change for a config error): such a change
+	// is preferred as the trigger.
+	fitsChange func(h *Hypothesis, c *Finding) bool
+
+	// describe explains the root cause in one paragraph; recommend adds
+	// actions, high priority first.
+	describe  func(h *Hypothesis, sc Scope) string
+	recommend func(h *Hypothesis, sc Scope, r *recommender)
+}
+
+// Gathered is the evidence an investigation gathered, as mechanisms see
+// it.
+type Gathered struct {
+	K8s     K8sEvidence
+	Logs    []LogSet
+	Metrics []MetricSet
+	Changes []evidence.Change
+	Window  Window
+	Scope   Scope
+}
+
+// recommender collects recommendations.
+type recommender struct {
+	h    *Hypothesis
+	recs []finding.Recommendation
+}
+
+func (r *recommender) add(priority, action string) {
+	r.recs = append(r.recs, finding.Recommendation{Priority: priority, Action: action})
+}
+
+func (r *recommender) high(format string, a ...any) {
+	r.add(finding.PriorityHigh, fmt.Sprintf(format, a...))
+}
+func (r *recommender) med(format string, a ...any) {
+	r.add(finding.PriorityMedium, fmt.Sprintf(format, a...))
+}
+func (r *recommender) low(format string, a ...any) {
+	r.add(finding.PriorityLow, fmt.Sprintf(format, a...))
+}
+
+// rollback recommends rolling back the deploy that triggered the cause,
+// if one did.
+func (r *recommender) rollback() {
+	if c := r.h.Trigger; c != nil && c.Kind == KindDeploy {
+		r.add(finding.PriorityHigh, rollbackAction(c))
+	}
+}
+
+// mechanismIndex maps a kind to its mechanism.
+var mechanismIndex = func() map[Kind]*mechanism {
+	m := map[Kind]*mechanism{}
+	for _, x := range mechanisms {
+		if m[x.kind] != nil {
+			panic("analyst: two mechanisms for kind " + string(x.kind))
+		}
+		m[x.kind] = x
+	}
+	return m
+}()
+
+// mechanismOf returns the mechanism of kind k, nil when k is still
+// described by the playbook's switches.
+func mechanismOf(k Kind) *mechanism { return mechanismIndex[k] }
+
+// lineRule is a mechanism's log rule, for the ordered logRules list.
+func lineRule(m *mechanism) logRule {
+	return logRule{kind: m.kind, re: m.lines, weight: m.lineWeight, label: m.label}
+}
+
+// detectMechanisms runs every mechanism's detector over the evidence.
+func detectMechanisms(ev *Gathered, found []Finding) []Finding {
+	var out []Finding
+	for _, m := range mechanisms {
+		if m.detect != nil {
+			out = append(out, m.detect(ev, found)...)
+		}
+	}
+	return out
+}

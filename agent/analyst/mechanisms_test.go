@@ -1,0 +1,75 @@
+package analyst
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lineCase is one log line and the kind it must be classified as ("" for
+// a near miss that must not be classified as the mechanism's kind).
+type lineCase struct {
+	line string
+	want Kind
+}
+
+// testLines checks a mechanism's log rule on lines as real programs print
+// them, and its near misses.
+func testLines(t *testing.T, m *mechanism, cases []lineCase) {
+	t.Helper()
+	for _, c := range cases {
+		got, _ := ClassifyLine(c.line)
+		if c.want == "" {
+			if got == m.kind {
+				t.Errorf("ClassifyLine(%q) = %s, want another kind", c.line, got)
+			}
+			continue
+		}
+		if got != c.want {
+			t.Errorf("ClassifyLine(%q) = %q, want %q", c.line, got, c.want)
+		}
+	}
+}
+
+// TestMechanismsComplete checks every mechanism in the list: a kind with
+// a prior, a class and a label, a description and recommendations, and its
+// own test file named after its own file.
+func TestMechanismsComplete(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, m := range mechanisms {
+		if m.kind == "" || m.label == "" || m.class == "" || m.describe == nil || m.recommend == nil {
+			t.Errorf("mechanism %q: kind, class, label, describe and recommend are required", m.kind)
+			continue
+		}
+		if kinds[m.kind].prior <= 0 && m.kind != "" {
+			t.Errorf("mechanism %q has no prior in the kinds table", m.kind)
+		}
+		if m.lines != nil && m.lineWeight <= 0 {
+			t.Errorf("mechanism %q has log lines but no line weight", m.kind)
+		}
+		if m.lines != nil && !inLogRules(m) {
+			t.Errorf("mechanism %q has log lines but no place in logRules", m.kind)
+		}
+		h := &Hypothesis{Kind: m.kind, Subject: "svc", Onset: t0, Primary: []*Finding{{Kind: m.kind, Subject: "svc", Time: t0, Weight: 0.9}}}
+		if d := describe(h, Scope{}); !strings.Contains(d, "svc") && !strings.Contains(d, infoOf(m.kind).label) {
+			t.Errorf("mechanism %q: description %q names neither its subject nor its label", m.kind, d)
+		}
+		if recs := recommend(h, Scope{}); len(recs) == 0 {
+			t.Errorf("mechanism %q recommends nothing", m.kind)
+		}
+		file := strings.ReplaceAll(string(m.kind), "_", "")
+		if _, err := os.Stat(file + "_test.go"); err != nil {
+			t.Errorf("mechanism %q has no table test %s_test.go", m.kind, file)
+		}
+	}
+}
+
+func inLogRules(m *mechanism) bool {
+	for _, r := range logRules {
+		if r.kind == m.kind && r.re == m.lines {
+			return true
+		}
+	}
+	return false
+}
