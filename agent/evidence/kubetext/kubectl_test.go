@@ -75,7 +75,7 @@ var transcriptCommands = []struct {
 	{"kubectl describe pv pv-checkout-data", 0},
 	{"kubectl describe svc checkout -n shop", 0},
 	{"kubectl describe ingress shop -n shop", 0},
-	{"kubectl describe hpa checkout -n shop", 23},
+	{"kubectl describe hpa checkout -n shop", 0},
 	{"kubectl events -n shop", 26},
 	{"kubectl logs checkout-6d8f9c7b5-x2x9k -n shop -c app --previous", 0},
 	{"kubectl logs -n shop worker-0", 0},

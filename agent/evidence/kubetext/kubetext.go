@@ -30,6 +30,7 @@ const (
 	MaxObjects  = 20000    // objects kept
 	MaxEvents   = 50000    // events kept
 	MaxLogLines = 200000   // log lines kept, over all logs
+	MaxSkips    = 1000     // skipped commands reported
 )
 
 // SourceAnnotation is set on every object Parse returns; its value names the

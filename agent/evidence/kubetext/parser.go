@@ -1,14 +1,279 @@
 package kubetext
 
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
 
-type parser struct {
-	ref time.Time
-	res Result
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// block is one command and the lines of its output.
+type block struct {
+	cmd   *command
+	text  string // the command line, when it is not kubectl
+	line  int    // 1-based line of the command
+	lines []string
 }
 
-func newParser(ref time.Time) *parser { return &parser{ref: ref} }
+type objKey struct{ kind, ns, name string }
 
-func (p *parser) run(data []byte) {}
+type parser struct {
+	ref       time.Time
+	res       Result
+	objs      map[objKey]int // index in res.Objects
+	form      map[objKey]string
+	events    map[eventKey]int
+	logLines  int
+	truncated bool
+}
+
+func newParser(ref time.Time) *parser {
+	return &parser{ref: ref, objs: map[objKey]int{}, form: map[objKey]string{}, events: map[eventKey]int{}}
+}
 
 func (p *parser) result() *Result { return &p.res }
+
+func (p *parser) skip(line int, cmd, reason string) {
+	if len(p.res.Skipped) >= MaxSkips {
+		return
+	}
+	p.res.Skipped = append(p.res.Skipped, Skip{Line: line, Command: cmd, Reason: reason})
+}
+
+// splitLines cuts data into lines, dropping "\r" and cutting lines longer
+// than MaxLine.
+func splitLines(data []byte) []string {
+	n := bytes.Count(data, []byte{'\n'}) + 1
+	out := make([]string, 0, n)
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		var l []byte
+		if i < 0 {
+			l, data = data, nil
+		} else {
+			l, data = data[:i], data[i+1:]
+		}
+		l = bytes.TrimRight(l, "\r")
+		if len(l) > MaxLine {
+			l = l[:MaxLine]
+		}
+		out = append(out, strings.ToValidUTF8(strings.ReplaceAll(string(l), "\t", "    "), "\uFFFD"))
+	}
+	return out
+}
+
+// commandLine returns the command of a prompt line: "$ kubectl ..." (a
+// prompt without spaces before the "$", as "user@host:~$ ", is allowed).
+func commandLine(l string) (string, bool) {
+	i := strings.Index(l, "$ ")
+	if i < 0 || strings.ContainsAny(l[:i], " \t") {
+		return "", false
+	}
+	return strings.TrimSpace(l[i+2:]), true
+}
+
+func (p *parser) run(data []byte) {
+	lines := splitLines(data)
+	var blocks []*block
+	var pre bool
+	for i, l := range lines {
+		if text, ok := commandLine(l); ok {
+			b := &block{text: text, line: i + 1}
+			b.cmd, _ = parseCommand(text, i+1)
+			blocks = append(blocks, b)
+			continue
+		}
+		if len(blocks) == 0 {
+			if strings.TrimSpace(l) != "" && !pre {
+				pre = true
+				p.skip(i+1, "", "text before the first \"$ kubectl\" line")
+			}
+			continue
+		}
+		b := blocks[len(blocks)-1]
+		b.lines = append(b.lines, l)
+	}
+	for _, b := range blocks {
+		p.block(b)
+	}
+}
+
+func (p *parser) block(b *block) {
+	c := b.cmd
+	if c == nil {
+		if b.text != "" {
+			p.skip(b.line, b.text, "not a kubectl command")
+		}
+		return
+	}
+	out := b.lines
+	// Trailing blank lines carry nothing.
+	for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
+		out = out[:len(out)-1]
+	}
+	if len(out) == 0 {
+		return
+	}
+	if msg := kubectlError(out); msg != "" {
+		p.skip(b.line, c.text, "kubectl answered an error: "+msg)
+		return
+	}
+	switch c.verb {
+	case "describe":
+		p.describe(c, out, b.line+1)
+	case "get":
+		p.get(c, out, b.line+1)
+	case "events":
+		p.eventsTable(c, out, b.line+1)
+	case "logs", "log":
+		p.logs(c, out, b.line)
+	case "top":
+		p.top(c, out, b.line+1)
+	default:
+		p.skip(b.line, c.text, fmt.Sprintf("kubectl %s output is not read", c.verb))
+	}
+}
+
+// kubectlError returns the error a command printed instead of output.
+func kubectlError(out []string) string {
+	first := strings.TrimSpace(out[0])
+	for _, pfx := range []string{"Error from server", "error:", "Error:", "The connection to the server", "Unable to connect", "No resources found"} {
+		if strings.HasPrefix(first, pfx) && len(out) <= 3 {
+			return first
+		}
+	}
+	return ""
+}
+
+// ns returns the namespace of a command: -n, else "" (the context's
+// namespace, which the transcript does not show).
+func (c *command) ns() string { return c.namespace }
+
+// add records an object, merging it with one already seen. Structured
+// objects (form "") replace text ones; text ones only fill what is unset.
+func (p *parser) add(kind, ns, name, form string, obj runtime.Object) {
+	if name == "" {
+		return
+	}
+	k := objKey{kind, ns, name}
+	if form != "" {
+		if m, ok := obj.(metav1.Object); ok {
+			a := m.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			a[SourceAnnotation] = form
+			m.SetAnnotations(a)
+		}
+	}
+	if i, ok := p.objs[k]; ok {
+		old := p.form[k]
+		switch {
+		case formRank[form] > formRank[old]:
+			// The richer form is the base; a text form fills what it lacks.
+			if form != "" {
+				obj = merge(obj, p.res.Objects[i])
+			}
+			p.res.Objects[i], p.form[k] = obj, form
+		case form == old && form == "":
+			p.res.Objects[i] = obj
+		case old != "":
+			p.res.Objects[i] = merge(p.res.Objects[i], obj)
+		}
+		return
+	}
+	if len(p.res.Objects) >= MaxObjects {
+		if !p.truncated {
+			p.truncated = true
+			p.skip(0, "", fmt.Sprintf("more than %d objects: the rest are dropped", MaxObjects))
+		}
+		return
+	}
+	p.objs[k] = len(p.res.Objects)
+	p.form[k] = form
+	p.res.Objects = append(p.res.Objects, obj)
+}
+
+// formRank orders the forms an object may come from: a structured copy
+// wins over describe, which wins over a table row.
+var formRank = map[string]int{"": 3, "describe": 2, "get-wide": 1, "get": 0}
+
+// merge fills the fields of a that are unset from b (both text forms of
+// one object), through their JSON forms.
+func merge(a, b runtime.Object) runtime.Object {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	if err1 != nil || err2 != nil {
+		return a
+	}
+	var ma, mb map[string]any
+	if json.Unmarshal(ja, &ma) != nil || json.Unmarshal(jb, &mb) != nil {
+		return a
+	}
+	fill(ma, mb)
+	out := a.DeepCopyObject()
+	j, err := json.Marshal(ma)
+	if err != nil {
+		return a
+	}
+	if err := json.Unmarshal(j, out); err != nil {
+		return a
+	}
+	return out
+}
+
+func fill(a, b map[string]any) {
+	for k, vb := range b {
+		va, ok := a[k]
+		if !ok || va == nil || va == "" {
+			a[k] = vb
+			continue
+		}
+		if ma, ok := va.(map[string]any); ok {
+			if mb, ok := vb.(map[string]any); ok {
+				fill(ma, mb)
+			}
+		}
+	}
+}
+
+type eventKey struct {
+	kind, name, reason, message string
+	count                       int32
+}
+
+// addEvent records an event, up to MaxEvents; the same event seen twice
+// (a describe section and an events table) is kept once.
+func (p *parser) addEvent(e corev1.Event) {
+	k := eventKey{e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message, e.Count}
+	if i, ok := p.events[k]; ok {
+		o := &p.res.Events[i]
+		if o.InvolvedObject.Namespace == "" || e.InvolvedObject.Namespace == "" || o.InvolvedObject.Namespace == e.InvolvedObject.Namespace {
+			if o.InvolvedObject.Namespace == "" {
+				o.InvolvedObject.Namespace, o.Namespace = e.InvolvedObject.Namespace, e.Namespace
+			}
+			if o.Source.Component == "" {
+				o.Source = e.Source
+			}
+			return
+		}
+	}
+	if len(p.res.Events) >= MaxEvents {
+		if !p.truncated {
+			p.truncated = true
+			p.skip(0, "", fmt.Sprintf("more than %d events: the rest are dropped", MaxEvents))
+		}
+		return
+	}
+	e.TypeMeta = metav1.TypeMeta{Kind: "Event", APIVersion: "v1"}
+	if e.Name == "" {
+		e.Name = fmt.Sprintf("%s.text%d", e.InvolvedObject.Name, len(p.res.Events)+1)
+	}
+	p.events[k] = len(p.res.Events)
+	p.res.Events = append(p.res.Events, e)
+}

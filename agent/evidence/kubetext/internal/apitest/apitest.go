@@ -86,11 +86,20 @@ type Server struct {
 	srv     *httptest.Server
 }
 
-// Start loads dir and serves it on 127.0.0.1 until Close. Every timestamp
-// in the fixtures (RFC 3339 strings) is moved by shift.
-func Start(dir string, shift time.Duration) (*Server, error) {
+// Load reads the objects of dir without serving them. Every timestamp in
+// the fixtures (RFC 3339 strings) is moved by shift.
+func Load(dir string, shift time.Duration) (*Server, error) {
 	s := &Server{dir: dir, objects: map[string][]map[string]any{}}
 	if err := s.load(shift); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start loads dir (as Load) and serves it on 127.0.0.1 until Close.
+func Start(dir string, shift time.Duration) (*Server, error) {
+	s, err := Load(dir, shift)
+	if err != nil {
 		return nil, err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")

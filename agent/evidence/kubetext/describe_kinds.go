@@ -1,0 +1,137 @@
+package kubetext
+
+import (
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// apiVersions of the kinds read from text.
+var apiVersions = map[string]string{
+	"Pod": "v1", "Node": "v1", "Service": "v1", "PersistentVolumeClaim": "v1", "PersistentVolume": "v1",
+	"Namespace": "v1", "Endpoints": "v1", "ConfigMap": "v1", "Secret": "v1", "Event": "v1",
+	"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1",
+	"Job": "batch/v1", "CronJob": "batch/v1", "Ingress": "networking.k8s.io/v1",
+	"HorizontalPodAutoscaler": "autoscaling/v2", "StorageClass": "storage.k8s.io/v1",
+}
+
+// clusterScoped kinds have no namespace.
+var clusterScoped = map[string]bool{"Node": true, "PersistentVolume": true, "Namespace": true, "StorageClass": true}
+
+// describers map a kind to the function reading its describe page.
+var describers map[string]func(p *parser, root *dnode, meta metav1.ObjectMeta) (runtime.Object, bool)
+
+func (p *parser) describe(c *command, out []string, first int) {
+	ts := c.targets()
+	kind := ""
+	if len(ts) > 0 {
+		kind = ts[0].kind
+		for _, t := range ts[1:] {
+			if t.kind != kind {
+				kind = ""
+			}
+		}
+	}
+	if kind == "" {
+		p.skip(first-1, c.text, "describe of an unknown or mixed resource kind")
+		return
+	}
+	fn := describers[kind]
+	if fn == nil {
+		p.skip(first-1, c.text, "describe "+strings.ToLower(kind)+" is not read")
+		return
+	}
+	pages, starts := splitPages(out)
+	if len(pages) == 0 {
+		p.skip(first-1, c.text, "no \"Name:\" line in the describe output")
+		return
+	}
+	for i, pg := range pages {
+		root := parseDescribe(pg, first+starts[i])
+		meta := p.objectMeta(root, kind, c)
+		obj, ok := fn(p, root, meta)
+		if !ok {
+			p.skip(first+starts[i], c.text, "describe page not understood")
+			continue
+		}
+		p.describeEvents(root, kind, meta)
+		p.add(kind, meta.Namespace, meta.Name, "describe", obj)
+	}
+}
+
+// objectMeta reads the fields every describe page starts with.
+func (p *parser) objectMeta(root *dnode, kind string, c *command) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: root.get("Name")}
+	if !clusterScoped[kind] {
+		m.Namespace = root.get("Namespace")
+		if m.Namespace == "" {
+			m.Namespace = c.ns()
+		}
+	}
+	m.Labels = labelMap(root.child("Labels").values())
+	m.Annotations = annotationMap(root.child("Annotations").values())
+	if t, ok := parseDescribeTime(root.get("CreationTimestamp")); ok {
+		m.CreationTimestamp = t
+	}
+	if cb := root.get("Controlled By"); cb != "" {
+		if k, n, ok := strings.Cut(cb, "/"); ok {
+			t := true
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersions[k], Kind: k, Name: n, Controller: &t}}
+		}
+	}
+	return m
+}
+
+// describeEvents reads the "Events:" table of a page.
+func (p *parser) describeEvents(root *dnode, kind string, meta metav1.ObjectMeta) {
+	ev := root.child("Events")
+	t := ev.table(MaxEvents)
+	if t == nil || t.col("Reason") < 0 {
+		return
+	}
+	for i, row := range t.rows {
+		e := corev1.Event{
+			ObjectMeta: metav1.ObjectMeta{Namespace: eventNamespace(meta.Namespace)},
+			InvolvedObject: corev1.ObjectReference{Kind: kind, APIVersion: apiVersions[kind], Namespace: meta.Namespace,
+				Name: meta.Name, UID: meta.UID},
+			Type:    t.get(row, "Type"),
+			Reason:  t.get(row, "Reason"),
+			Message: t.get(row, "Message"),
+		}
+		from := t.get(row, "From")
+		if comp, host, ok := strings.Cut(from, ", "); ok {
+			e.Source = corev1.EventSource{Component: comp, Host: host}
+		} else if !unset(from) {
+			e.Source = corev1.EventSource{Component: from}
+		}
+		if last, firstAge, n, ok := eventAge(t.get(row, "Age", "Last Seen")); ok {
+			e.LastTimestamp, e.FirstTimestamp, e.Count = p.before(last), p.before(firstAge), n
+		} else {
+			e.Count = 1
+		}
+		if e.Reason == "" {
+			p.skip(t.lines[i], "", "event row without a reason")
+			continue
+		}
+		p.addEvent(e)
+	}
+}
+
+// eventNamespace is where an object's events live: its namespace, or
+// "default" for cluster-scoped objects.
+func eventNamespace(ns string) string {
+	if ns == "" {
+		return "default"
+	}
+	return ns
+}
+
+func atoi32(s string) (int32, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	return int32(n), err == nil
+}
+
+func ptr[T any](v T) *T { return &v }

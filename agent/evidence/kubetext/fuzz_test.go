@@ -1,0 +1,90 @@
+package kubetext_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
+)
+
+// The fuzz targets feed hostile input to every reader: the whole
+// transcript, and the output of each command form behind a fixed command
+// line. Each run must return (no panic, no hang) with bounded results.
+// Seeds are the kubectl goldens; `go test` runs the seeds and the corpus,
+// `go test -fuzz FuzzParse` explores.
+
+func seeds(f *testing.F) [][]byte {
+	f.Helper()
+	files, _ := filepath.Glob("testdata/transcripts/*/cluster.txt")
+	files = append(files, "testdata/tables.txt")
+	var out [][]byte
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+var fuzzRef = time.Date(2026, 3, 14, 10, 45, 0, 0, time.UTC)
+
+func checkBounded(t *testing.T, data []byte) {
+	t.Helper()
+	res := kubetext.Parse(data, fuzzRef)
+	if len(res.Objects) > kubetext.MaxObjects || len(res.Events) > kubetext.MaxEvents || len(res.Skipped) > kubetext.MaxSkips {
+		t.Fatalf("unbounded result: %d objects, %d events, %d skipped", len(res.Objects), len(res.Events), len(res.Skipped))
+	}
+	n := 0
+	for _, l := range res.Logs {
+		n += len(l.Lines)
+		for _, line := range l.Lines {
+			if len(line) > kubetext.MaxLine*4 {
+				t.Fatalf("line of %d bytes kept", len(line))
+			}
+		}
+	}
+	if n > kubetext.MaxLogLines {
+		t.Fatalf("%d log lines kept", n)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range seeds(f) {
+		f.Add(s)
+	}
+	f.Add([]byte("$ kubectl get pods\nNAME  READY\nx  1/1\n$ kubectl logs x\n$ kubectl\n$ \n$"))
+	f.Fuzz(func(t *testing.T, data []byte) { checkBounded(t, data) })
+}
+
+// commandForms are the command lines each form-specific target puts in
+// front of the fuzzed output.
+var commandForms = []string{
+	"kubectl describe pod p -n ns", "kubectl describe deploy d -n ns", "kubectl describe rs r -n ns",
+	"kubectl describe sts s -n ns", "kubectl describe ds d -n ns", "kubectl describe job j -n ns",
+	"kubectl describe cj c -n ns", "kubectl describe node n", "kubectl describe pvc c -n ns",
+	"kubectl describe pv v", "kubectl describe svc s -n ns", "kubectl describe ing i -n ns",
+	"kubectl describe hpa h -n ns", "kubectl get pods -o wide -A", "kubectl get deploy,rs,sts,ds,svc,pvc,pv,ing,hpa,ep,no,job,cj -A",
+	"kubectl get events -A", "kubectl events -n ns", "kubectl logs p -c c -p -n ns", "kubectl top pod -A --containers",
+	"kubectl top node", "kubectl get pods -o yaml -n ns", "kubectl get pods -o json -n ns",
+}
+
+func FuzzForms(f *testing.F) {
+	for _, s := range seeds(f) {
+		// each golden section behind every command form
+		for _, sec := range strings.Split(string(s), "\n$ ") {
+			_, body, _ := strings.Cut(sec, "\n")
+			for i := range commandForms {
+				f.Add(uint8(i), []byte(body))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, form uint8, body []byte) {
+		cmd := commandForms[int(form)%len(commandForms)]
+		checkBounded(t, append([]byte("$ "+cmd+"\n"), body...))
+	})
+}

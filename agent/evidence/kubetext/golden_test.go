@@ -1,0 +1,418 @@
+package kubetext_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
+	"github.com/rootcause/rootcause/agent/evidence/kubetext/internal/apitest"
+)
+
+// The transcript goldens were printed by real kubectl (see kubectl_test.go)
+// from the objects in testdata/cluster. Parsing them must give back those
+// objects: every field the parser sets equals the source object's (nothing
+// guessed), and the fields that matter for diagnosis are all there.
+
+var decoder = serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+
+// fixtures returns the source objects moved to a capture time, by kind.
+func fixtures(t *testing.T, capturedAt time.Time) map[string][]map[string]any {
+	t.Helper()
+	s, err := apitest.Load("testdata/cluster", capturedAt.Sub(anchor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]map[string]any{}
+	for _, r := range apitest.Resources {
+		if _, ok := out[r.Kind]; !ok {
+			out[r.Kind] = s.Objects(r.Kind)
+		}
+	}
+	return out
+}
+
+func find(objs []map[string]any, ns, name string) map[string]any {
+	for _, o := range objs {
+		m, _ := o["metadata"].(map[string]any)
+		if m["name"] == name && (ns == "" || m["namespace"] == ns) {
+			return o
+		}
+	}
+	return nil
+}
+
+// flatten turns a JSON value into path -> scalar. List items are keyed by
+// their "name" (or "type", "key", "mountPath", "ip") when they have one, so
+// that order does not matter.
+func flatten(prefix string, v any, out map[string]any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			flatten(prefix+"."+k, e, out)
+		}
+	case []any:
+		for i, e := range x {
+			key := fmt.Sprint(i)
+			if m, ok := e.(map[string]any); ok {
+				for _, id := range []string{"name", "type", "mountPath", "key", "ip"} {
+					if s, ok := m[id].(string); ok && s != "" {
+						key = id + "=" + s
+						break
+					}
+				}
+			} else if s, ok := e.(string); ok {
+				key = s
+			}
+			flatten(prefix+"["+key+"]", e, out)
+		}
+	case nil:
+	default:
+		out[prefix] = x
+	}
+}
+
+func toJSONMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// canonical decodes a fixture object into its typed form and back, so that
+// quantities and times print alike on both sides.
+func canonical(t *testing.T, o map[string]any) map[string]any {
+	t.Helper()
+	b, _ := json.Marshal(o)
+	obj, _, err := decoder.Decode(b, nil, nil)
+	if err != nil {
+		return o
+	}
+	return toJSONMap(t, obj)
+}
+
+// tolerance is how far a time derived from a relative age may be off: the
+// age is printed rounded (kubectl's HumanDuration), and kubectl ran a few
+// seconds after the capture time.
+func tolerance(age time.Duration) time.Duration {
+	switch {
+	case age < 10*time.Minute:
+		return 5 * time.Second
+	case age < 8*time.Hour:
+		return time.Minute + 5*time.Second
+	case age < 8*24*time.Hour:
+		return time.Hour + 5*time.Second
+	default:
+		return 24*time.Hour + 5*time.Second
+	}
+}
+
+func sameValue(a, b any, capturedAt time.Time) bool {
+	if fmt.Sprint(a) == fmt.Sprint(b) {
+		return true
+	}
+	sa, ok1 := a.(string)
+	sb, ok2 := b.(string)
+	if ok1 && ok2 {
+		ta, err1 := time.Parse(time.RFC3339, sa)
+		tb, err2 := time.Parse(time.RFC3339, sb)
+		if err1 == nil && err2 == nil {
+			d := ta.Sub(tb).Abs()
+			return d <= tolerance(capturedAt.Sub(tb))
+		}
+		qa, err1 := resource.ParseQuantity(sa)
+		qb, err2 := resource.ParseQuantity(sb)
+		if err1 == nil && err2 == nil {
+			return qa.Cmp(qb) == 0
+		}
+	}
+	return false
+}
+
+// ignored are paths a text form fills that the source does not hold in
+// the same shape: the text-form annotation, and "Optional: false" that
+// kubectl prints for an unset optional flag.
+func ignored(path string, v any) bool {
+	return strings.Contains(path, kubetext.SourceAnnotation) ||
+		(strings.HasSuffix(path, ".optional") && v == false) ||
+		(strings.HasSuffix(path, ".controller") && v == true) ||
+		strings.HasSuffix(path, ".started") && v == true
+}
+
+// checkSound reports every field of got that differs from want.
+func checkSound(t *testing.T, what string, got, want map[string]any, capturedAt time.Time) {
+	t.Helper()
+	fg, fw := map[string]any{}, map[string]any{}
+	flatten("", got, fg)
+	flatten("", want, fw)
+	for p, v := range fg {
+		if ignored(p, v) {
+			continue
+		}
+		if s, ok := v.(string); ok && s == "" {
+			continue
+		}
+		// A zero count or false flag may be a field the text does not
+		// show (Go structs cannot tell): checked only where required.
+		if (v == false || v == 0.0) && !isRequired(what, p) {
+			continue
+		}
+		w, ok := fw[p]
+		if !ok {
+			t.Errorf("%s: %s = %v, not in the source object", what, p, v)
+			continue
+		}
+		if !sameValue(v, w, capturedAt) {
+			t.Errorf("%s: %s = %v, want %v", what, p, v, w)
+		}
+	}
+}
+
+// required lists, per kind, fields every kubectl version shows and the
+// parser must read (flattened paths, prefix match).
+var required = map[string][]string{
+	"Pod/checkout-6d8f9c7b5-x2x9k": {
+		".status.phase", ".spec.nodeName", ".status.podIP", ".status.startTime",
+		".status.containerStatuses[name=app].state.waiting.reason",
+		".status.containerStatuses[name=app].lastState.terminated.exitCode",
+		".status.containerStatuses[name=app].lastState.terminated.reason",
+		".status.containerStatuses[name=app].restartCount",
+		".status.containerStatuses[name=app].ready",
+		".status.containerStatuses[name=proxy].state.running.startedAt",
+		".spec.containers[name=app].image",
+		".spec.containers[name=app].resources.limits.memory",
+		".spec.containers[name=app].resources.requests.cpu",
+		".spec.containers[name=app].env[name=DATABASE_URL].valueFrom.secretKeyRef.name",
+		".spec.containers[name=app].env[name=FEATURE_FLAGS].valueFrom.configMapKeyRef.key",
+		".spec.containers[name=app].env[name=LOG_LEVEL].value",
+		".spec.containers[name=app].envFrom[0].configMapRef.name",
+		".spec.containers[name=app].volumeMounts[name=config].readOnly",
+		".spec.volumes[name=data].persistentVolumeClaim.claimName",
+		".spec.volumes[name=config].configMap.name",
+		".status.conditions[type=Ready].status",
+		".spec.nodeSelector.kubernetes.io/os",
+		".spec.tolerations[key=node.kubernetes.io/not-ready].tolerationSeconds",
+		".status.qosClass", ".metadata.labels.app", ".metadata.ownerReferences[name=checkout-6d8f9c7b5].kind",
+	},
+	"Pod/worker-0": {
+		".status.containerStatuses[name=worker].lastState.terminated.reason",
+		".status.containerStatuses[name=worker].lastState.terminated.exitCode",
+		".status.containerStatuses[name=worker].restartCount",
+	},
+	"Pod/report-28511430-7xk2p": {".status.phase", ".status.conditions[type=PodScheduled].status", ".spec.volumes[name=scratch].persistentVolumeClaim.claimName"},
+	"Deployment/checkout": {".spec.replicas", ".status.updatedReplicas", ".status.availableReplicas", ".status.unavailableReplicas",
+		".spec.selector.matchLabels.app", ".status.conditions[type=Progressing].reason", ".spec.template.spec.containers[name=app].image",
+		".spec.strategy.rollingUpdate.maxSurge"},
+	"ReplicaSet/checkout-6d8f9c7b5":   {".spec.replicas", ".status.replicas", ".spec.template.spec.containers[name=app].image"},
+	"StatefulSet/worker":              {".spec.replicas", ".status.replicas"},
+	"Job/report-28511430":             {".spec.parallelism", ".spec.completions", ".status.active", ".status.startTime"},
+	"CronJob/report":                  {".spec.schedule", ".spec.suspend", ".status.lastScheduleTime", ".status.active[name=report-28511430]"},
+	"Node/node-1":                     {".spec.taints[key=node.kubernetes.io/memory-pressure].effect", ".status.conditions[type=MemoryPressure].status", ".status.conditions[type=Ready].reason", ".status.capacity.memory", ".status.allocatable.cpu", ".status.nodeInfo.kubeletVersion", ".status.addresses[type=InternalIP].address"},
+	"PersistentVolumeClaim/report-scratch": {".status.phase", ".spec.storageClassName"},
+	"PersistentVolumeClaim/checkout-data":  {".status.phase", ".spec.volumeName", ".status.capacity.storage", ".status.accessModes"},
+	"PersistentVolume/pv-checkout-data":    {".status.phase", ".spec.claimRef.name", ".spec.capacity.storage", ".spec.persistentVolumeReclaimPolicy"},
+	"Service/checkout":                     {".spec.selector.app", ".spec.type", ".spec.clusterIP", ".spec.ports[name=http].port", ".spec.ports[name=http].targetPort"},
+	"Ingress/shop":                         {".spec.rules[0].host", ".spec.rules[0].http.paths[0].backend.service.name", ".spec.tls[0].secretName"},
+	"HorizontalPodAutoscaler/checkout":     {".spec.maxReplicas", ".spec.minReplicas", ".spec.scaleTargetRef.name", ".status.currentMetrics[type=Resource].resource.current.averageUtilization", ".status.conditions[type=ScalingActive].status"},
+}
+
+func isRequired(what, path string) bool {
+	for _, r := range required[what] {
+		if strings.HasPrefix(path, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func checkRequired(t *testing.T, what string, got map[string]any) {
+	t.Helper()
+	fg := map[string]any{}
+	flatten("", got, fg)
+	for _, r := range required[what] {
+		found := false
+		for p := range fg {
+			if strings.HasPrefix(p, r) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: %s not read", what, r)
+		}
+	}
+}
+
+func readCapturedAt(t *testing.T, dir string) time.Time {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "bundle.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		CapturedAt time.Time `json:"captured_at"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.CapturedAt
+}
+
+// checkTranscript parses a transcript of the cluster fixtures and checks
+// the result against them.
+func checkTranscript(t *testing.T, text []byte, capturedAt time.Time, wantEventsTable bool) {
+	t.Helper()
+	fix := fixtures(t, capturedAt)
+	res := kubetext.Parse(text, capturedAt)
+	for _, s := range res.Skipped {
+		t.Errorf("skipped line %d %q: %s", s.Line, s.Command, s.Reason)
+	}
+	seen := map[string]bool{}
+	for _, o := range res.Objects {
+		got := toJSONMap(t, o)
+		kind, _ := got["kind"].(string)
+		meta, _ := got["metadata"].(map[string]any)
+		name, _ := meta["name"].(string)
+		ns, _ := meta["namespace"].(string)
+		what := kind + "/" + name
+		seen[what] = true
+		src := find(fix[kind], ns, name)
+		if src == nil {
+			t.Errorf("%s: not in the source objects", what)
+			continue
+		}
+		checkSound(t, what, got, canonical(t, src), capturedAt)
+		checkRequired(t, what, got)
+	}
+	for what := range required {
+		if !seen[what] {
+			t.Errorf("%s: not read", what)
+		}
+	}
+	// Events: each one read matches a source event; all source events of
+	// the described objects are read.
+	for _, e := range res.Events {
+		what := "event " + e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name + " " + e.Reason
+		var src map[string]any
+		for _, o := range fix["Event"] {
+			io, _ := o["involvedObject"].(map[string]any)
+			if io["kind"] == e.InvolvedObject.Kind && io["name"] == e.InvolvedObject.Name && o["reason"] == e.Reason {
+				src = o
+			}
+		}
+		if src == nil {
+			t.Errorf("%s: not in the source events", what)
+			continue
+		}
+		got := toJSONMap(t, e)
+		delete(got, "metadata")
+		checkSound(t, what, got, canonical(t, src), capturedAt)
+		if e.LastTimestamp.IsZero() || e.FirstTimestamp.IsZero() || e.Count == 0 {
+			t.Errorf("%s: times or count not read: %+v", what, e)
+		}
+	}
+	if len(res.Events) != len(fix["Event"]) {
+		t.Errorf("read %d events, want %d", len(res.Events), len(fix["Event"]))
+	}
+	// Logs: the lines kubectl printed are the fixture's.
+	wantLogs := map[string]int{"checkout-6d8f9c7b5-x2x9k/app/true": 3, "worker-0//false": 2}
+	for _, l := range res.Logs {
+		k := fmt.Sprintf("%s/%s/%v", l.Pod, l.Container, l.Previous)
+		if l.Namespace != "shop" || wantLogs[k] != len(l.Lines) {
+			t.Errorf("log %s in %q: %d lines, want %d", k, l.Namespace, len(l.Lines), wantLogs[k])
+		}
+		delete(wantLogs, k)
+	}
+	if len(wantLogs) > 0 {
+		t.Errorf("logs not read: %v", wantLogs)
+	}
+	checkUsage(t, res.Usage, fix)
+}
+
+// checkUsage compares kubectl top rows with the metrics served.
+func checkUsage(t *testing.T, usage []kubetext.Usage, fix map[string][]map[string]any) {
+	t.Helper()
+	if len(usage) == 0 {
+		t.Error("no kubectl top rows read")
+	}
+	for _, u := range usage {
+		var cpu, mem resource.Quantity
+		switch u.Kind {
+		case "Node":
+			m := find(fix["NodeMetrics"], "", u.Name)
+			if m == nil {
+				t.Errorf("top node %s: no such node", u.Name)
+				continue
+			}
+			us := m["usage"].(map[string]any)
+			cpu, mem = resource.MustParse(us["cpu"].(string)), resource.MustParse(us["memory"].(string))
+			if u.CPUPercent < 0 || u.MemoryPercent < 0 {
+				t.Errorf("top node %s: percentages not read", u.Name)
+			}
+		case "Pod":
+			m := find(fix["PodMetrics"], u.Namespace, u.Name)
+			if m == nil {
+				t.Errorf("top pod %s/%s: no such pod", u.Namespace, u.Name)
+				continue
+			}
+			for _, c := range m["containers"].([]any) {
+				cm := c.(map[string]any)
+				if u.Container != "" && cm["name"] != u.Container {
+					continue
+				}
+				us := cm["usage"].(map[string]any)
+				cpu.Add(resource.MustParse(us["cpu"].(string)))
+				mem.Add(resource.MustParse(us["memory"].(string)))
+			}
+		}
+		if u.CPU.MilliValue() != cpu.MilliValue() || u.Memory.Value()>>20 != mem.Value()>>20 {
+			t.Errorf("top %s %s/%s: cpu %s memory %s, want %s %s", u.Kind, u.Name, u.Container, u.CPU.String(), u.Memory.String(), cpu.String(), mem.String())
+		}
+	}
+}
+
+// TestTranscriptGoldens parses every committed kubectl golden.
+func TestTranscriptGoldens(t *testing.T) {
+	dirs, _ := filepath.Glob("testdata/transcripts/kubectl-*")
+	if len(dirs) < 2 {
+		t.Fatalf("want goldens of at least two kubectl versions, have %v", dirs)
+	}
+	slices.Sort(dirs)
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			text, err := os.ReadFile(filepath.Join(dir, "cluster.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTranscript(t, text, readCapturedAt(t, dir), true)
+		})
+	}
+}
+
+// TestKubectlMatchesGoldens runs the transcript commands with the kubectl
+// installed and checks that what it prints today parses to the same
+// objects: a change of kubectl's output shows here.
+func TestKubectlMatchesGoldens(t *testing.T) {
+	kubectl := kubectlPath(t)
+	_, minor := kubectlMinor(t, kubectl)
+	text, now := runTranscript(t, kubectl, "testdata/cluster", commandsFor(minor))
+	checkTranscript(t, text, now, minor >= 26)
+}
+
+var _ runtime.Object = (*corev1.Pod)(nil)

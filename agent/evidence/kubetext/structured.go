@@ -1,0 +1,88 @@
+package kubetext
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// decoder decodes the built-in kinds of Kubernetes, YAML or JSON, into
+// their typed Go structs.
+var decoder = serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+
+// structured decodes get -o yaml|json output: one object, a List, or
+// several YAML documents.
+func (p *parser) structured(c *command, out []string, first int) {
+	data := []byte(strings.Join(out, "\n"))
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	n := 0
+	for n < MaxObjects {
+		var raw runtime.RawExtension
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			p.skip(first-1, c.text, "output not decoded: "+err.Error())
+			return
+		}
+		n++
+		if len(bytes.TrimSpace(raw.Raw)) == 0 {
+			continue
+		}
+		p.decodeObject(c, raw.Raw, first, 0)
+	}
+}
+
+func (p *parser) decodeObject(c *command, raw []byte, first, depth int) {
+	var u unstructured.Unstructured
+	if err := u.UnmarshalJSON(raw); err != nil {
+		p.skip(first-1, c.text, "object not decoded: "+err.Error())
+		return
+	}
+	if u.IsList() && depth == 0 {
+		l, err := u.ToList()
+		if err != nil {
+			p.skip(first-1, c.text, "list not decoded: "+err.Error())
+			return
+		}
+		itemKind := strings.TrimSuffix(u.GetKind(), "List")
+		for i := range l.Items {
+			it := &l.Items[i]
+			if it.GetKind() == "" {
+				it.SetKind(itemKind)
+				it.SetAPIVersion(u.GetAPIVersion())
+			}
+			b, err := it.MarshalJSON()
+			if err == nil {
+				p.decodeObject(c, b, first, depth+1)
+			}
+		}
+		return
+	}
+	obj, _, err := decoder.Decode(raw, nil, nil)
+	if err != nil {
+		p.skip(first-1, c.text, "object of kind "+u.GetKind()+" not read: "+err.Error())
+		return
+	}
+	kind := u.GetKind()
+	if kind == "Event" {
+		p.structuredEvent(obj)
+		return
+	}
+	ns := u.GetNamespace()
+	if ns == "" && !clusterScoped[kind] {
+		ns = c.ns()
+		if m, ok := obj.(interface{ SetNamespace(string) }); ok && ns != "" {
+			m.SetNamespace(ns)
+		}
+	}
+	p.add(kind, ns, u.GetName(), "", obj)
+}

@@ -1,0 +1,249 @@
+package kubetext_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
+)
+
+// testdata/tables.txt holds kubectl get tables. kubectl prints the columns
+// the API server sends (server-side printing), so they cannot come from the
+// loopback API server: they follow kube-apiserver's column definitions.
+
+func object[T runtime.Object](t *testing.T, res *kubetext.Result, ns, name string) T {
+	t.Helper()
+	for _, o := range res.Objects {
+		if v, ok := o.(T); ok {
+			m := o.(metav1.Object)
+			if m.GetName() == name && m.GetNamespace() == ns {
+				return v
+			}
+		}
+	}
+	var zero T
+	t.Fatalf("%T %s/%s not read", zero, ns, name)
+	return zero
+}
+
+func TestGetTables(t *testing.T) {
+	data, err := os.ReadFile("testdata/tables.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := time.Date(2026, 3, 14, 10, 45, 0, 0, time.UTC)
+	res := kubetext.Parse(data, ref)
+
+	crash := object[*corev1.Pod](t, res, "shop", "checkout-6d8f9c7b5-x2x9k")
+	if len(crash.Status.ContainerStatuses) != 1 {
+		t.Fatalf("crashlooping pod statuses: %+v", crash.Status.ContainerStatuses)
+	}
+	cs := crash.Status.ContainerStatuses[0]
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || cs.RestartCount != 7 || cs.Ready || cs.Name != "" {
+		t.Errorf("crashlooping container: %+v", cs)
+	}
+	if ft := cs.LastTerminationState.Terminated; ft == nil || !ft.FinishedAt.Time.Equal(ref.Add(-2*time.Minute)) {
+		t.Errorf("last restart time: %+v", cs.LastTerminationState)
+	}
+	if crash.Status.Phase != "" {
+		t.Errorf("phase %q: a table row showing CrashLoopBackOff does not show the phase", crash.Status.Phase)
+	}
+	if crash.Spec.NodeName != "node-1" || crash.Status.PodIP != "10.244.1.17" || !crash.CreationTimestamp.Time.Equal(ref.Add(-25*time.Minute)) {
+		t.Errorf("crashlooping pod: node %q ip %q created %v", crash.Spec.NodeName, crash.Status.PodIP, crash.CreationTimestamp)
+	}
+	if crash.Annotations[kubetext.SourceAnnotation] != "get-wide" {
+		t.Errorf("source annotation: %v", crash.Annotations)
+	}
+	if p := object[*corev1.Pod](t, res, "shop", "report-28511430-7xk2p"); p.Status.Phase != corev1.PodPending || p.Spec.NodeName != "" || p.Status.PodIP != "" {
+		t.Errorf("pending pod: %+v", p.Status)
+	}
+	if p := object[*corev1.Pod](t, res, "shop", "notify-84f6d7c9bd-zbddt"); p.Status.ContainerStatuses[0].State.Waiting.Reason != "CreateContainerConfigError" ||
+		!p.CreationTimestamp.Time.Equal(ref.Add(-(3*time.Hour + 12*time.Minute))) {
+		t.Errorf("config error pod: %+v %v", p.Status.ContainerStatuses, p.CreationTimestamp)
+	}
+	if p := object[*corev1.Pod](t, res, "shop", "web-7d9c5b7f9-q8x2n"); len(p.Status.ContainerStatuses) != 0 || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("two-container pod: statuses %+v (which container restarted is not shown)", p.Status.ContainerStatuses)
+	}
+	if p := object[*corev1.Pod](t, res, "shop", "batch-import-k2m9z"); p.Status.ContainerStatuses[0].State.Terminated.Reason != "OOMKilled" {
+		t.Errorf("OOMKilled pod: %+v", p.Status.ContainerStatuses)
+	}
+	if p := object[*corev1.Pod](t, res, "shop", "old-api-6f7d8-zz9x1"); p.Status.Reason != "Evicted" || p.Status.Phase != corev1.PodFailed {
+		t.Errorf("evicted pod: %+v", p.Status)
+	}
+
+	if d := object[*appsv1.Deployment](t, res, "kube-system", "coredns"); *d.Spec.Replicas != 2 || d.Status.ReadyReplicas != 2 {
+		t.Errorf("coredns: %+v", d.Status)
+	}
+	if d := object[*appsv1.Deployment](t, res, "shop", "checkout"); d.Status.UpdatedReplicas != 1 || d.Status.AvailableReplicas != 3 {
+		t.Errorf("checkout deployment: %+v", d.Status)
+	}
+	n2 := object[*corev1.Node](t, res, "", "node-2")
+	if !n2.Spec.Unschedulable || len(n2.Status.Conditions) != 1 || n2.Status.Conditions[0].Status != corev1.ConditionFalse {
+		t.Errorf("node-2: %+v %+v", n2.Spec, n2.Status.Conditions)
+	}
+	if n1 := object[*corev1.Node](t, res, "", "node-1"); n1.Status.NodeInfo.KubeletVersion != "v1.30.2" || n1.Status.Addresses[0].Address != "10.0.0.11" {
+		t.Errorf("node-1: %+v", n1.Status)
+	}
+	gw := object[*corev1.Service](t, res, "shop", "gateway")
+	if gw.Spec.Type != corev1.ServiceTypeLoadBalancer || len(gw.Spec.Ports) != 2 || gw.Spec.Ports[1].NodePort != 30443 || gw.Status.LoadBalancer.Ingress[0].IP != "203.0.113.9" {
+		t.Errorf("gateway service: %+v %+v", gw.Spec, gw.Status)
+	}
+	pvc := object[*corev1.PersistentVolumeClaim](t, res, "shop", "report-scratch")
+	if pvc.Status.Phase != corev1.ClaimPending || *pvc.Spec.StorageClassName != "fast-ssd" || pvc.Spec.VolumeName != "" {
+		t.Errorf("pending claim: %+v %+v", pvc.Spec, pvc.Status)
+	}
+	hpa := object[*autoscalingv2.HorizontalPodAutoscaler](t, res, "shop", "checkout")
+	if hpa.Spec.MaxReplicas != 10 || hpa.Status.CurrentReplicas != 10 || *hpa.Status.CurrentMetrics[0].Resource.Current.AverageUtilization != 91 ||
+		*hpa.Spec.Metrics[0].Resource.Target.AverageUtilization != 70 || hpa.Spec.Metrics[0].Resource.Name != "cpu" {
+		t.Errorf("hpa at max: %+v %+v", hpa.Spec, hpa.Status)
+	}
+	if s := object[*autoscalingv2.HorizontalPodAutoscaler](t, res, "shop", "search"); len(s.Status.CurrentMetrics) != 0 || len(s.Spec.Metrics) != 1 {
+		t.Errorf("hpa without metrics: %+v", s.Status)
+	}
+	if j := object[*batchv1.Job](t, res, "shop", "report-28511400"); len(j.Status.Conditions) != 1 || j.Status.Conditions[0].Type != batchv1.JobFailed {
+		t.Errorf("failed job: %+v", j.Status)
+	}
+	if ep := object[*corev1.Endpoints](t, res, "shop", "gateway"); len(ep.Subsets) != 0 {
+		t.Errorf("endpoints <none>: %+v", ep.Subsets)
+	}
+
+	if len(res.Events) != 5 {
+		t.Fatalf("events: %d, want 5: %+v", len(res.Events), res.Events)
+	}
+	pf := res.Events[1]
+	if pf.InvolvedObject.Kind != "PersistentVolumeClaim" || pf.InvolvedObject.Name != "report-scratch" || pf.Namespace != "shop" ||
+		pf.Reason != "ProvisioningFailed" || !pf.LastTimestamp.Time.Equal(ref.Add(-61*time.Second)) || pf.Count != 1 {
+		t.Errorf("ProvisioningFailed event: %+v", pf)
+	}
+	nn := res.Events[3]
+	if nn.InvolvedObject.Kind != "Node" || nn.InvolvedObject.Namespace != "" || nn.Namespace != "default" || nn.Type != "Warning" {
+		t.Errorf("node event: %+v", nn)
+	}
+	old := res.Events[4]
+	if old.InvolvedObject.Kind != "Pod" || old.InvolvedObject.Name != "api-5d8f9c7b5-k2x9k" || old.Count != 96 || old.Source.Host != "node-3" ||
+		!old.FirstTimestamp.Time.Equal(ref.Add(-24*time.Minute)) || old.InvolvedObject.FieldPath != "spec.containers{api}" {
+		t.Errorf("old-format event: %+v", old)
+	}
+
+	// The filtered table, the version and the secrets are reported, not guessed.
+	var reasons []string
+	for _, s := range res.Skipped {
+		reasons = append(reasons, s.Command+": "+s.Reason)
+	}
+	all := strings.Join(reasons, "\n")
+	for _, want := range []string{"grep checkout: no NAME column", "kubectl version output is not read", "get secrets -n shop: get secret tables are not read"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("skipped: want %q in\n%s", want, all)
+		}
+	}
+}
+
+func TestCommandLines(t *testing.T) {
+	ref := time.Date(2026, 3, 14, 10, 45, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		cmd        string
+		ns, pod, c string
+		prev       bool
+		skipped    bool
+	}{
+		{"kubectl logs web-1 -n shop", "shop", "web-1", "", false, false},
+		{"kubectl logs -nshop web-1 -c app --previous", "shop", "web-1", "app", true, false},
+		{"kubectl logs --namespace=shop pod/web-1 --container=app -p", "shop", "web-1", "app", true, false},
+		{"kubectl logs web-1 app --tail 100 --previous=true", "", "web-1", "app", true, false},
+		{"kubectl --context prod logs web-1 -n 'shop'", "shop", "web-1", "", false, false},
+		{"user@host:~$ kubectl logs web-1 2>&1", "", "web-1", "", false, false},
+		{"kubectl logs deploy/web", "", "", "", false, true},
+		{"kubectl logs -l app=web", "", "", "", false, true},
+	} {
+		text := "$ " + tc.cmd + "\nline one\nline two\n"
+		if strings.Contains(tc.cmd, "~$") {
+			text = tc.cmd + "\nline one\nline two\n"
+		}
+		res := kubetext.Parse([]byte(text), ref)
+		if tc.skipped {
+			if len(res.Logs) != 0 || len(res.Skipped) != 1 {
+				t.Errorf("%s: want skipped, got %+v %+v", tc.cmd, res.Logs, res.Skipped)
+			}
+			continue
+		}
+		if len(res.Logs) != 1 {
+			t.Errorf("%s: logs %+v skipped %+v", tc.cmd, res.Logs, res.Skipped)
+			continue
+		}
+		l := res.Logs[0]
+		if l.Namespace != tc.ns || l.Pod != tc.pod || l.Container != tc.c || l.Previous != tc.prev || len(l.Lines) != 2 {
+			t.Errorf("%s: %+v", tc.cmd, l)
+		}
+	}
+}
+
+func TestDescribeForms(t *testing.T) {
+	ref := time.Date(2026, 3, 14, 10, 45, 0, 0, time.UTC)
+	// kind/name and kind name forms, aliases, -A, multiple objects.
+	text := `$ kubectl describe deploy/api -n shop
+Name:                   api
+Namespace:              shop
+Selector:               app=api
+Replicas:               2 desired | 2 updated | 2 total | 0 available | 2 unavailable
+StrategyType:           RollingUpdate
+Events:                 <none>
+$ kubectl describe no
+Name:               n1
+Taints:             node.kubernetes.io/not-ready:NoSchedule
+                    node.kubernetes.io/unreachable:NoExecute
+Unschedulable:      false
+Events:             <none>
+
+
+Name:               n2
+Taints:             <none>
+Events:             <none>
+$ kubectl describe pods,svc -n shop
+Name: x
+$ date
+Sat Mar 14 10:45:00 UTC 2026
+`
+	res := kubetext.Parse([]byte(text), ref)
+	d := object[*appsv1.Deployment](t, res, "shop", "api")
+	if *d.Spec.Replicas != 2 || d.Status.UnavailableReplicas != 2 || d.Status.AvailableReplicas != 0 || d.Spec.Selector.MatchLabels["app"] != "api" {
+		t.Errorf("deployment: %+v %+v", d.Spec, d.Status)
+	}
+	n1 := object[*corev1.Node](t, res, "", "n1")
+	if len(n1.Spec.Taints) != 2 || n1.Spec.Taints[1].Key != "node.kubernetes.io/unreachable" || n1.Spec.Taints[1].Effect != corev1.TaintEffectNoExecute {
+		t.Errorf("taints: %+v", n1.Spec.Taints)
+	}
+	object[*corev1.Node](t, res, "", "n2")
+	if len(res.Skipped) != 2 {
+		t.Errorf("skipped: %+v", res.Skipped)
+	}
+}
+
+func TestAgesAndUnknownTime(t *testing.T) {
+	text := "$ kubectl events -n shop\nLAST SEEN           TYPE      REASON    OBJECT      MESSAGE\n3h12m (x4 over 2d3h)   Warning   BackOff   Pod/web-1   back-off\n<unknown>           Normal    Pulled    Pod/web-1   pulled\n"
+	ref := time.Date(2026, 3, 14, 10, 45, 0, 0, time.UTC)
+	res := kubetext.Parse([]byte(text), ref)
+	if len(res.Events) != 2 {
+		t.Fatalf("events: %+v %+v", res.Events, res.Skipped)
+	}
+	e := res.Events[0]
+	if !e.LastTimestamp.Time.Equal(ref.Add(-(3*time.Hour + 12*time.Minute))) || !e.FirstTimestamp.Time.Equal(ref.Add(-51*time.Hour)) || e.Count != 4 {
+		t.Errorf("aged event: %+v", e)
+	}
+	if !res.Events[1].LastTimestamp.IsZero() {
+		t.Errorf("an <unknown> age must stay unknown: %v", res.Events[1].LastTimestamp)
+	}
+	// Without a capture time, relative ages stay unknown.
+	res = kubetext.Parse([]byte(text), time.Time{})
+	if !res.Events[0].LastTimestamp.IsZero() {
+		t.Errorf("no capture time: %v", res.Events[0].LastTimestamp)
+	}
+}
