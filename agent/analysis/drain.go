@@ -131,7 +131,8 @@ func (d *Drain) leaf(toks []string) *drainNode {
 }
 
 func hasDigitOrMask(s string) bool {
-	if strings.HasPrefix(s, "<") && strings.HasSuffix(s, ">") {
+	if strings.Contains(s, Wildcard) || strings.Contains(s, "<NUM>") || strings.Contains(s, "<IP>") || strings.Contains(s, "<HEX>") ||
+		strings.Contains(s, "<UUID>") || strings.Contains(s, "<STR>") || strings.Contains(s, "<TS>") {
 		return true
 	}
 	return strings.IndexAny(s, "0123456789") >= 0
@@ -430,4 +431,17 @@ func (m *Miner) changePoint(mm map[int64]int, first time.Time) time.Time {
 		best++ // the jump begins with its first line
 	}
 	return time.Unix((lo+int64(best))*60, 0).UTC()
+}
+
+// Group mines a batch of lines and returns each line's template group
+// (a cluster id).
+func Group(lines []string) []int {
+	d := NewDrain()
+	out := make([]int, len(lines))
+	for i, l := range lines {
+		if c := d.Add(l); c != nil {
+			out[i] = c.ID
+		}
+	}
+	return out
 }

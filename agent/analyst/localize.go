@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/localize"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // KindLocalized is a fault localized to a service (or node) other than, or
@@ -26,6 +28,9 @@ func init() {
 const (
 	locMaxMetricNames = 40
 	locMaxCandidates  = 5
+	// locMaxLogWorkloads bounds the workloads whose logs localization
+	// reads beyond those the log gatherer read.
+	locMaxLogWorkloads = 100
 )
 
 // localize ranks every service and node by when and how much its own
@@ -56,7 +61,7 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 	}
 	in := localize.Input{Entry: sc.Service, Window: localize.Window{BaselineStart: sc.Window.BaselineStart, Start: sc.Window.Start, End: sc.Window.End}}
 	in.Metrics, in.Step = g.localizeMetrics(ctx, plan)
-	in.Logs = g.localizeLogs()
+	in.Logs = g.localizeLogs(ctx, plan)
 	seenEdge := map[localize.Edge]bool{}
 	for _, s := range in.Metrics {
 		if s.Caller != "" && s.Service != "" {
@@ -127,11 +132,68 @@ func locSource(s localize.Signal) string {
 	return SrcMetrics
 }
 
-// localizeLogs turns the pod log templates already mined per workload into
-// localization input.
-func (g *gatherer) localizeLogs() []localize.LogTemplate {
+// localizeLogs turns the pod log templates already mined per workload
+// into localization input, first reading the logs of the workloads the
+// log gatherer left out (it reads a bounded number of pods, most suspect
+// first; localization needs every service's own logs).
+func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist) []localize.LogTemplate {
+	sets := slices.Clone(g.logSets)
+	have := map[string]bool{}
+	for _, set := range sets {
+		have[set.Namespace+"/"+set.Subject] = true
+	}
+	var sp *specialist
+	for i := range plan {
+		if plan[i].run.Has("get_pod_logs") {
+			sp = &plan[i]
+			break
+		}
+	}
+	if sp != nil && g.haveK8s["list_pods"] {
+		w := g.sc.Window
+		since, until := g.window()
+		miners := map[string]*analysis.Miner{}
+		var order []string
+		for i := range g.k8s.Pods {
+			p := &g.k8s.Pods[i]
+			key := p.Namespace + "/" + WorkloadOfPod(p)
+			if have[key] || ctx.Err() != nil || len(order) >= locMaxLogWorkloads || p.Status.StartTime == nil && p.Status.Phase == corev1.PodPending {
+				continue
+			}
+			if g.sc.Namespace != "" && p.Namespace != g.sc.Namespace {
+				continue
+			}
+			m := miners[key]
+			if m == nil {
+				m = analysis.NewMiner(w.BaselineStart, w.Start, w.End)
+				miners[key] = m
+				order = append(order, key)
+			}
+			out, ok := g.call(ctx, *sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": g.opts.PodLogLimit})
+			if !ok {
+				continue
+			}
+			lr, _ := as[*evidence.LogResult](out)
+			if lr == nil {
+				continue
+			}
+			var last time.Time
+			for _, l := range lr.Lines {
+				if !l.Time.IsZero() {
+					last = l.Time
+				}
+				if !last.IsZero() {
+					m.Add(last, p.Name, l.Text)
+				}
+			}
+		}
+		for _, k := range order {
+			ns, wl, _ := strings.Cut(k, "/")
+			sets = append(sets, LogSet{Subject: wl, Namespace: ns, Origin: SrcLogs, Templates: miners[k].Templates()})
+		}
+	}
 	var out []localize.LogTemplate
-	for _, set := range g.logSets {
+	for _, set := range sets {
 		if set.Host || set.Origin != SrcLogs || set.Subject == "" {
 			continue
 		}

@@ -233,17 +233,19 @@ func Rank(in Input) Result {
 		res.EntryEvidence = describe(best)
 	}
 	if ts.IsZero() {
-		// No entry signal: the latest onset among services' latency and
-		// error episodes under way at the end.
+		// No entry signal: the minute around which most latency and error
+		// episodes under way at the end began (the incident's onset).
+		var onsets []time.Time
 		for i := range in.Metrics {
 			s := &in.Metrics[i]
-			if !s.Signal.propagates() {
+			if !s.Signal.propagates() || s.Outbound {
 				continue
 			}
-			if ep := g.episodeOf(s, g.index(w.Start)); ep != nil && ep.active && ep.onset.After(ts) {
-				ts = ep.onset
+			if ep := g.episodeOf(s, g.index(w.Start)); ep != nil && ep.active {
+				onsets = append(onsets, ep.onset)
 			}
 		}
+		ts = densest(onsets, 2*w.Step)
 	}
 	if ts.IsZero() {
 		ts = w.Start
@@ -268,15 +270,35 @@ func Rank(in Input) Result {
 	eps = append(eps, g.logEpisodes(in.Logs, refEnd)...)
 	for _, ep := range eps {
 		ep.factor, ep.note = timing(ep, ts, tol)
-		// Client-side measures show the callees; a change of load is
-		// where a symptom is felt more often than where it starts.
-		if ep.s != nil && ep.s.Outbound || ep.signal == SignalTraffic {
+		// Client-side measures show the callees; a change of load or
+		// throughput is where a symptom is felt more often than where it
+		// starts.
+		if ep.s != nil && ep.s.Outbound || ep.signal == SignalTraffic || ep.signal == SignalNetwork {
 			ep.factor *= 0.5
 		}
 	}
 	explainCallers(eps, in.Edges, in.Entry, ts, tol)
 	res.Candidates = combine(eps)
 	return res
+}
+
+// densest returns the onset with the most other onsets within tol of
+// it (the earliest of equals); zero for none.
+func densest(ts []time.Time, tol time.Duration) time.Time {
+	var best time.Time
+	bestN := 0
+	for _, a := range ts {
+		n := 0
+		for _, b := range ts {
+			if d := a.Sub(b); d <= tol && d >= -tol {
+				n++
+			}
+		}
+		if n > bestN || n == bestN && a.Before(best) {
+			best, bestN = a, n
+		}
+	}
+	return best
 }
 
 // timing weighs an episode by its onset against the symptom's.
@@ -293,10 +315,12 @@ func timing(ep *episode, ts time.Time, tol time.Duration) (float64, string) {
 }
 
 // explainCallers lowers a caller's propagating signals (latency, errors)
-// when a service it calls, directly or not, shows a propagating deviation
-// that began with the symptom: the deepest service whose own behaviour
-// changed is the suspect. Without a call graph the entry service is taken
-// to call every other service.
+// when a service it calls, directly or not, deviated from the symptom's
+// onset on at least half as strongly, in any of its own signals (a
+// callee's CPU starvation shows as its callers' latency): the deepest
+// service whose own behaviour changed is the suspect. Without a call
+// graph the entry service is taken to call every other service, and its
+// nodes.
 func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, tol time.Duration) {
 	callees := map[string][]string{}
 	for _, e := range edges {
@@ -304,13 +328,16 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 			callees[e.Caller] = append(callees[e.Caller], e.Callee)
 		}
 	}
-	deviating := map[string]bool{}
+	// The strongest timely own-behaviour deviation of each subject.
+	strength := map[string]float64{}
 	for _, ep := range eps {
-		if ep.level == LevelService && ep.factor >= 1 && ep.signal.propagates() && ep.peak >= zThreshold && !ep.s.Outbound {
-			deviating[ep.subject] = true
+		if ep.factor < 1 || ep.peak < zThreshold || ep.signal == SignalTraffic || ep.s != nil && ep.s.Outbound {
+			continue
 		}
+		m := magnitude(ep.peak)
+		strength[string(ep.level)+"/"+ep.subject] = max(strength[string(ep.level)+"/"+ep.subject], m)
 	}
-	below := func(svc string) string {
+	below := func(svc string, need float64) string {
 		seen := map[string]bool{svc: true}
 		queue := []string{svc}
 		for len(queue) > 0 {
@@ -321,37 +348,29 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 					continue
 				}
 				seen[n] = true
-				if deviating[n] {
+				if strength[string(LevelService)+"/"+n] >= need {
 					return n
 				}
 				queue = append(queue, n)
 			}
 		}
 		if len(edges) == 0 && strings.EqualFold(svc, entry) {
-			var names []string
-			for n := range deviating {
-				if !strings.EqualFold(n, entry) {
-					names = append(names, n)
+			best, bestM := "", 0.0
+			for _, k := range sortedKeys(strength) {
+				_, name, _ := strings.Cut(k, "/")
+				if m := strength[k]; !strings.EqualFold(name, entry) && m >= need && m > bestM {
+					best, bestM = name, m
 				}
 			}
-			sort.Strings(names)
-			if len(names) > 0 {
-				return names[0]
-			}
+			return best
 		}
 		return ""
 	}
-	memo := map[string]string{}
 	for _, ep := range eps {
 		if ep.level != LevelService || !ep.signal.propagates() || ep.fromLogs {
 			continue
 		}
-		b, ok := memo[ep.subject]
-		if !ok {
-			b = below(ep.subject)
-			memo[ep.subject] = b
-		}
-		if b != "" {
+		if b := below(ep.subject, 0.5*magnitude(ep.peak)); b != "" {
 			ep.factor *= 0.3
 			if ep.note == "" {
 				ep.note = "explained by " + b + ", which it calls"

@@ -1,0 +1,212 @@
+package localize
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+var (
+	t0  = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC) // baseline start
+	win = Window{BaselineStart: t0, Start: t0.Add(30 * time.Minute), End: t0.Add(40 * time.Minute), Step: time.Minute}
+	// The symptom begins 3 minutes before the end of the window.
+	onset = t0.Add(37 * time.Minute)
+)
+
+// wave returns a series of 41 one-minute points: level plus a small
+// deterministic wobble, and the value of f(minute) where f returns ok.
+func wave(level, wobble float64, f func(m int) (float64, bool)) []evidence.Point {
+	var ps []evidence.Point
+	for m := 0; m <= 40; m++ {
+		v := level + wobble*math.Sin(float64(m)*1.7)
+		if f != nil {
+			if x, ok := f(m); ok {
+				v = x
+			}
+		}
+		ps = append(ps, evidence.Point{T: t0.Add(time.Duration(m)*time.Minute + 7*time.Second), V: v})
+	}
+	return ps
+}
+
+// from returns f: value v from minute a to b (inclusive).
+func from(a, b int, v float64) func(int) (float64, bool) {
+	return func(m int) (float64, bool) { return v, m >= a && m <= b }
+}
+
+func entryLatency(svc string) Series {
+	return Series{Service: svc, Metric: "latency_p90", Signal: SignalLatency, Unit: "s", Bad: Up,
+		Points: wave(0.2, 0.01, from(37, 40, 1.5))}
+}
+
+func TestRank(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        Input
+		first     string
+		level     Level
+		notIn     string // a subject that must not rank first
+		wantWords []string
+	}{
+		{
+			name: "onset beats loudness: an earlier incident's tail loses to the service that changed with the symptom",
+			in: Input{Window: win, Entry: "frontend", Metrics: []Series{
+				entryLatency("frontend"),
+				// cart: a huge CPU episode from minute 29 still elevated.
+				{Service: "cart", Metric: "cpu", Signal: SignalCPU, Unit: "cores", Bad: Up, Points: wave(0.1, 0.005, from(29, 40, 1.9))},
+				// checkout: a moderate CPU rise from the symptom's minute.
+				{Service: "checkout", Metric: "cpu", Signal: SignalCPU, Unit: "cores", Bad: Up, Points: wave(0.1, 0.005, from(37, 40, 0.6))},
+			}},
+			first: "checkout", notIn: "cart",
+		},
+		{
+			name: "unit floor: 0.002 to 0.006 cores does not beat new exceptions",
+			in: Input{Window: win, Entry: "ui", Metrics: []Series{
+				entryLatency("ui"),
+				{Service: "idle", Metric: "cpu", Signal: SignalCPU, Unit: "cores", Bad: Up, Points: wave(0.002, 0.00001, from(37, 40, 0.006))},
+			}, Logs: []LogTemplate{
+				{Service: "travel", Template: "INFO query trips", Counts: minutes(map[int]int{20: 30, 21: 31, 22: 29, 37: 30, 38: 29, 39: 31})},
+				{Service: "travel", Template: "ERROR java.lang.RuntimeException: <*>", Error: true, Counts: minutes(map[int]int{37: 5, 38: 4, 39: 3})},
+			}},
+			first: "travel", notIn: "idle", wantWords: []string{"new since", "none before"},
+		},
+		{
+			name: "the deepest service whose own latency changed: callers give way",
+			in: Input{Window: win, Entry: "frontend", Edges: []Edge{{"frontend", "checkout"}, {"checkout", "payment"}}, Metrics: []Series{
+				entryLatency("frontend"),
+				{Service: "checkout", Metric: "latency_p90", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.1, 0.005, from(37, 40, 1.4))},
+				{Service: "payment", Caller: "checkout", Metric: "edge latency", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.004, 0.0002, from(37, 40, 0.8))},
+			}},
+			first: "payment", notIn: "checkout", wantWords: []string{"calls from checkout to payment rose"},
+		},
+		{
+			name: "without a call graph the entry gives way to any service that changed",
+			in: Input{Window: win, Entry: "frontend", Metrics: []Series{
+				entryLatency("frontend"),
+				{Service: "catalog", Metric: "latency_p90", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.02, 0.001, from(37, 40, 0.3))},
+			}},
+			first: "catalog", notIn: "frontend",
+		},
+		{
+			name: "node signals name the node",
+			in: Input{Window: win, Entry: "frontend", Metrics: []Series{
+				entryLatency("frontend"),
+				{Node: "node-3", Metric: "node cpu", Signal: SignalCPU, Unit: "%", Bad: Up, Points: wave(12, 0.5, from(37, 40, 95))},
+			}},
+			first: "node-3", level: LevelNode, wantWords: []string{"node node-3 rose from 12% to 95%"},
+		},
+		{
+			name: "a fall is worded as a fall",
+			in: Input{Window: win, Entry: "frontend", Metrics: []Series{
+				entryLatency("frontend"),
+				{Service: "cart", Metric: "success rate", Signal: SignalErrors, Unit: "%", Bad: Down, Points: wave(64, 0.2, from(37, 40, 2))},
+			}},
+			first: "cart", wantWords: []string{"fell from 64% to 2%"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Rank(tt.in)
+			if len(res.Candidates) == 0 {
+				t.Fatalf("no candidates")
+			}
+			c := res.Candidates[0]
+			if c.Subject != tt.first {
+				t.Fatalf("first = %s (%s), want %s; all: %+v", c.Subject, c.Explanation, tt.first, res.Candidates)
+			}
+			if tt.level != "" && c.Level != tt.level {
+				t.Errorf("level = %s, want %s", c.Level, tt.level)
+			}
+			if c.Score <= 0 || c.Score > 100 {
+				t.Errorf("score %v out of 0-100", c.Score)
+			}
+			if !strings.HasPrefix(c.Explanation, c.Subject+": ") {
+				t.Errorf("explanation does not lead with its subject: %q", c.Explanation)
+			}
+			for _, w := range tt.wantWords {
+				if !strings.Contains(c.Explanation, w) {
+					t.Errorf("explanation %q lacks %q", c.Explanation, w)
+				}
+			}
+			if tt.notIn != "" {
+				for _, o := range res.Candidates {
+					if o.Subject == tt.notIn && o.Score >= c.Score {
+						t.Errorf("%s scored %v, not below %s's %v", o.Subject, o.Score, c.Subject, c.Score)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestSymptomOnsetAndEntryMoved(t *testing.T) {
+	res := Rank(Input{Window: win, Entry: "frontend", Metrics: []Series{entryLatency("frontend")}})
+	if !res.EntryMoved {
+		t.Fatalf("entry latency rose but EntryMoved is false")
+	}
+	if !res.SymptomOnset.Equal(onset) {
+		t.Errorf("symptom onset %s, want %s", res.SymptomOnset, onset)
+	}
+	if !strings.Contains(res.EntryEvidence, "to 1.5 s at 10:37") {
+		t.Errorf("entry evidence %q", res.EntryEvidence)
+	}
+	quiet := Rank(Input{Window: win, Entry: "frontend", Metrics: []Series{{Service: "frontend", Metric: "latency", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.2, 0.01, nil)}}})
+	if quiet.EntryMoved || len(quiet.Candidates) != 0 {
+		t.Errorf("a quiet entry moved: %+v", quiet)
+	}
+}
+
+func TestEarlierEpisodeIsMarked(t *testing.T) {
+	res := Rank(Input{Window: win, Entry: "frontend", Metrics: []Series{
+		entryLatency("frontend"),
+		{Service: "cart", Metric: "cpu", Signal: SignalCPU, Unit: "cores", Bad: Up, Points: wave(0.1, 0.005, from(29, 40, 1.9))},
+	}})
+	for _, c := range res.Candidates {
+		if c.Subject == "cart" {
+			if !c.Preexisting || !strings.Contains(c.Explanation, "before the symptom") {
+				t.Errorf("cart's earlier episode not marked: %+v", c)
+			}
+			return
+		}
+	}
+	t.Fatalf("cart missing: %+v", res.Candidates)
+}
+
+func TestNoInput(t *testing.T) {
+	res := Rank(Input{Window: win})
+	if len(res.Candidates) != 0 || res.EntryMoved {
+		t.Fatalf("empty input ranked: %+v", res)
+	}
+	// A series with too little reference is not judged.
+	res = Rank(Input{Window: win, Metrics: []Series{{Service: "a", Metric: "x", Signal: SignalCPU, Bad: Up,
+		Points: []evidence.Point{{T: win.End.Add(-time.Minute), V: 5}, {T: win.End, V: 9}}}}})
+	if len(res.Candidates) != 0 {
+		t.Fatalf("series without reference ranked: %+v", res.Candidates)
+	}
+}
+
+func minutes(byMinute map[int]int) map[int64]int {
+	out := map[int64]int{}
+	for m, n := range byMinute {
+		out[t0.Add(time.Duration(m)*time.Minute).Unix()/60] = n
+	}
+	return out
+}
+
+func TestValueWording(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		unit string
+		want string
+	}{
+		{0.0046, "s", "4.6 ms"}, {2.5, "s", "2.5 s"}, {64, "%", "64%"}, {0.006, "cores", "0.006 cores"},
+		{3 << 20, "bytes", "3 MiB"}, {2048, "bytes/s", "2 KiB/s"}, {1.5, "/s", "1.5/s"}, {7, "", "7"},
+	} {
+		if got := value(tc.v, tc.unit); got != tc.want {
+			t.Errorf("value(%v, %q) = %q, want %q", tc.v, tc.unit, got, tc.want)
+		}
+	}
+}
