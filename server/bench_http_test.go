@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/db"
+	"github.com/rootcause/rootcause/logwriter"
+)
+
+// The benchmarks in this file measure over real TCP connections on
+// 127.0.0.1 (keep-alive, 8 concurrent clients), as a load generator
+// outside the process would, and report a ratio measured in one run: each
+// iteration sends one batch to a bare net/http handler and one batch to the
+// product route, alternately, so load from other processes affects both
+// sides alike. The server log goes to a real file, as the product's stderr
+// does: "sync_log" writes each request line with its own write call (the
+// handler straight on the file), "async_log" through logwriter.
+
+// loopbackServer serves h on 127.0.0.1 and returns its base URL.
+func loopbackServer(b *testing.B, h http.Handler) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// fileLogger returns a text logger writing to a file in b's temp dir,
+// directly or through a logwriter.Writer closed at cleanup.
+func fileLogger(b *testing.B, async bool) *slog.Logger {
+	b.Helper()
+	f, err := os.Create(filepath.Join(b.TempDir(), "server.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out io.Writer = f
+	if async {
+		w := logwriter.New(f)
+		b.Cleanup(func() { w.Close(); f.Close() })
+		out = w
+	} else {
+		b.Cleanup(func() { f.Close() })
+	}
+	return slog.New(slog.NewTextHandler(out, nil))
+}
+
+const (
+	ratioClients = 8
+	ratioBatch   = 64 // requests per side per iteration
+)
+
+// ratioLoad sends n GET requests to url from ratioClients goroutines and
+// returns the elapsed time.
+func ratioLoad(b *testing.B, client *http.Client, url, token string, n int, want int) time.Duration {
+	var wg sync.WaitGroup
+	per := n / ratioClients
+	start := time.Now()
+	for range ratioClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				if token != "" {
+					req.Header.Set("Authorization", "Bearer "+token)
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					b.Errorf("%s: status %d", url, resp.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// runRatio alternates batches between the bare URL and the product URL and
+// reports both per-request times and ratio = bare time ÷ product time
+// (the product's throughput as a fraction of the bare handler's).
+func runRatio(b *testing.B, bareURL, url, token string) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ratioClients * 2}}
+	defer client.CloseIdleConnections()
+	ratioLoad(b, client, bareURL, "", ratioBatch, http.StatusOK) // warm connections
+	ratioLoad(b, client, url, token, ratioBatch, http.StatusOK)
+	var bare, prod time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		bare += ratioLoad(b, client, bareURL, "", ratioBatch, http.StatusOK)
+		prod += ratioLoad(b, client, url, token, ratioBatch, http.StatusOK)
+	}
+	b.StopTimer()
+	n := float64(b.N * ratioBatch)
+	b.ReportMetric(float64(bare.Nanoseconds())/n, "bare-ns/req")
+	b.ReportMetric(float64(prod.Nanoseconds())/n, "route-ns/req")
+	b.ReportMetric(float64(bare)/float64(prod), "ratio")
+}
+
+// bareJSON is a bare net/http handler answering body as JSON, the baseline.
+func bareJSON(body []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body)
+	})
+}
+
+// BenchmarkHTTPAuthMeRatio is authenticated GET /api/v1/auth/me through the
+// full server (target: ratio ≥ 0.75 with the asynchronous log) against a
+// bare handler answering the same body.
+//
+//	go test ./server -run '^$' -bench HTTPAuthMeRatio -benchtime 400x -count 3
+func BenchmarkHTTPAuthMeRatio(b *testing.B) {
+	for _, mode := range []string{"sync_log", "async_log"} {
+		b.Run(mode, func(b *testing.B) {
+			store, err := db.Open(filepath.Join(b.TempDir(), db.FileName), db.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { store.Close() })
+			if _, err := store.EnsureOrg(context.Background(), "acme"); err != nil {
+				b.Fatal(err)
+			}
+			tok, _, err := store.IssueToken(context.Background(), db.IssueTokenRequest{Kind: db.TokenAdmin})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := New(Config{Nodes: store, Tokens: store, Logger: fileLogger(b, mode == "async_log"),
+				RateLimits: RateLimits{Read: 1 << 30}})
+			url := loopbackServer(b, s.Handler()) + "/api/v1/auth/me"
+			resp, err := http.DefaultClient.Do(func() *http.Request {
+				r, _ := http.NewRequest(http.MethodGet, url, nil)
+				r.Header.Set("Authorization", "Bearer "+tok)
+				return r
+			}())
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			bare := loopbackServer(b, bareJSON(body))
+			runRatio(b, bare, url, tok)
+		})
+	}
+}
