@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/rootcause/rootcause/db"
+	"github.com/rootcause/rootcause/logwriter"
 	"github.com/rootcause/rootcause/metrics"
 	"github.com/rootcause/rootcause/server"
 )
@@ -70,7 +71,11 @@ reference of llm.api_key) and exits without serving.`,
 				fmt.Fprintln(cmd.OutOrStdout(), "settings OK")
 				return nil
 			}
-			logger, err := newLogger(cmd.ErrOrStderr(), s.Log)
+			// The log is written asynchronously (one write call per batch of
+			// lines, never per request); Close writes out the rest at exit.
+			logOut := logwriter.New(cmd.ErrOrStderr())
+			defer logOut.Close()
+			logger, err := newLogger(logOut, s.Log)
 			if err != nil {
 				return err
 			}
