@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/rootcause/rootcause/agent/evidence/live"
 	"github.com/rootcause/rootcause/agent/knowledge"
 	"github.com/rootcause/rootcause/agent/tools"
+	"github.com/rootcause/rootcause/mergeconf"
+	"github.com/rootcause/rootcause/outbound"
 	"github.com/rootcause/rootcause/secretref"
 )
 
@@ -30,6 +31,15 @@ type EnvironmentOptions struct {
 	// with the team's model); nil, or a nil result, uses the runtime default.
 	Engine func(cfg map[string]any) Engine
 	Logger *slog.Logger
+	// Outbound is the guard of every integration whose address a team can
+	// set; nil exempts nothing.
+	Outbound *outbound.Guard
+	// Scope says for which node secrets resolve (set per team by the
+	// caller); nil resolves every reference (offline commands).
+	Scope *secretref.Scope
+	// OwnTools is the tools object of the team node's own config (see
+	// live.Config.OwnTools).
+	OwnTools map[string]any
 }
 
 // BuildEnvironment builds what a team's investigations reach, from its
@@ -66,9 +76,18 @@ func BuildEnvironment(ctx context.Context, team string, cfg map[string]any, opts
 	if path, _ := cfg["evidence_bundle"].(string); path != "" {
 		b, err := bundle.OpenDir(path)
 		if err != nil {
-			return nil, fmt.Errorf("evidence_bundle: %w", err)
+			// The bundle was valid when an admin saved it; it has gone
+			// away since. The run fails as data_source_unavailable; the
+			// team is not told the server path.
+			if opts.Logger != nil {
+				opts.Logger.Warn("the evidence bundle of a team cannot be opened", "team", team, "path", path, "err", err)
+			}
+			env.Unavailable = &evidence.Error{Source: "evidence_bundle", Code: evidence.CodeUnavailable,
+				Err: fmt.Errorf("the evidence bundle configured for team %s can no longer be opened; an admin must fix or remove its evidence_bundle setting", team)}
+			te.Sources = &evidence.Sources{}
+		} else {
+			te.Sources = b.Sources(time.Time{})
 		}
-		te.Sources = b.Sources(time.Time{})
 	} else {
 		te.Sources, te.SetupErrors = liveSources(ctx, cfg, opts)
 	}
@@ -82,27 +101,39 @@ func BuildEnvironment(ctx context.Context, team string, cfg map[string]any, opts
 	return env, nil
 }
 
+// BuildTeamEnvironment is BuildEnvironment for a team of the server, from
+// the own config documents of its lineage (org root first, the team
+// last). Secrets resolve for this node: the Vault prefixes granted along
+// the lineage (secret_scopes), the team's own references, and the
+// integrations whose address the team wrote itself (contract section 3).
+func BuildTeamEnvironment(ctx context.Context, team string, lineage []map[string]any, opts EnvironmentOptions) (*Environment, error) {
+	if len(lineage) == 0 {
+		return nil, fmt.Errorf("team %s has no config lineage", team)
+	}
+	sc, err := secretref.ScopeFor(team, lineage)
+	if err != nil {
+		return nil, err
+	}
+	opts.Scope = sc
+	opts.OwnTools, _ = lineage[len(lineage)-1]["tools"].(map[string]any)
+	return BuildEnvironment(ctx, team, mergeconf.Effective(lineage...), opts)
+}
+
 func liveSources(ctx context.Context, cfg map[string]any, opts EnvironmentOptions) (*evidence.Sources, []string) {
 	var gaps []string
+	// tokens_vault_path holds references; each integration resolves the
+	// one it uses through its own scoped resolver (live.Config.Tokens).
 	tokens := map[string]string{}
-	if refs, ok := cfg["tokens_vault_path"].(map[string]any); ok && opts.Resolver != nil {
-		names := make([]string, 0, len(refs))
-		for n := range refs {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			ref, _ := refs[name].(string)
-			v, err := opts.Resolver.Resolve(ctx, ref)
-			if err != nil {
-				gaps = append(gaps, fmt.Sprintf("credential %s (tokens_vault_path.%s) could not be resolved: %v", name, name, err))
-				continue
+	if refs, ok := cfg["tokens_vault_path"].(map[string]any); ok {
+		for name, v := range refs {
+			if ref, ok := v.(string); ok {
+				tokens[name] = ref
 			}
-			tokens[name] = v
 		}
 	}
 	toolsCfg, _ := cfg["tools"].(map[string]any)
-	s, err := live.New(ctx, live.Config{Tools: toolsCfg, Resolver: opts.Resolver, Tokens: tokens})
+	s, err := live.New(ctx, live.Config{Tools: toolsCfg, Resolver: opts.Resolver, Tokens: tokens,
+		Outbound: opts.Outbound, Scope: opts.Scope, OwnTools: opts.OwnTools})
 	if err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			if line != "" {

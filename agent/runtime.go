@@ -39,6 +39,10 @@ type Environment struct {
 	// example the LLM engine with a per-team model); nil uses the default.
 	Engine Engine
 	Close  func()
+	// Unavailable, when set, is why the team's evidence cannot be read at
+	// all (its evidence bundle has gone away): runs are accepted and fail
+	// with data_source_unavailable and this message.
+	Unavailable error
 }
 
 // RuntimeConfig configures a Runtime.
@@ -212,8 +216,10 @@ func (rt *Runtime) Submit(ctx context.Context, req SubmitRequest) (*db.Investiga
 	if err != nil {
 		return nil, err
 	}
-	if err := requireDataSource(a, agents, env); err != nil {
-		return nil, err
+	if env.Unavailable == nil {
+		if err := requireDataSource(a, agents, env); err != nil {
+			return nil, err
+		}
 	}
 	// Reserve a queue slot before storing, so a full queue stores nothing.
 	if rt.slots.Add(1) > int64(rt.cfg.QueueSize) {
@@ -338,6 +344,8 @@ func Configured(env *tools.Env, integration string) bool {
 		return s.CloudWatch != nil
 	case tools.IntegrationGitHub:
 		return s.Code != nil
+	case tools.IntegrationTraces:
+		return s.Traces != nil
 	case tools.IntegrationKnowledge:
 		return false // runbooks support findings; alone they are no evidence
 	case tools.IntegrationHistory:
@@ -599,6 +607,9 @@ func (rt *Runtime) investigate(ctx context.Context, inv *db.Investigation) (res 
 	teamCfg = env.Config
 	if env.Close != nil {
 		defer env.Close()
+	}
+	if env.Unavailable != nil {
+		return nil, nil, nil, nil, teamCfg, env.Unavailable
 	}
 	agents := Resolve(env.Config, env.Catalog)
 	a, err := Lookup(agents, inv.Agent)

@@ -22,18 +22,18 @@ func newRuntime(ctx context.Context, s Settings, store *db.DB, hooks *notify.Wor
 	if err != nil {
 		return nil, err
 	}
-	envOpts := agent.EnvironmentOptions{Resolver: res, Logger: logger}
+	envOpts := agent.EnvironmentOptions{Resolver: res, Logger: logger, Outbound: s.Outbound.Guard()}
 	// similar_incidents ranks the team's own completed investigations.
 	envOpts.History = func(team string) tools.History { return agent.NewHistory(store, team) }
 	rc := agent.RuntimeConfig{
 		Store:  store,
 		Engine: engine,
 		Environment: func(ctx context.Context, team string) (*agent.Environment, error) {
-			cfg, err := teamEffectiveConfig(ctx, store, team)
+			lineage, err := teamLineage(ctx, store, team)
 			if err != nil {
 				return nil, err
 			}
-			return agent.BuildEnvironment(ctx, team, cfg, envOpts)
+			return agent.BuildTeamEnvironment(ctx, team, lineage, envOpts)
 		},
 		Workers:        s.Workers,
 		QueueSize:      s.QueueSize,
@@ -56,6 +56,16 @@ func newRuntime(ctx context.Context, s Settings, store *db.DB, hooks *notify.Wor
 // teamEffectiveConfig merges the config of team's lineage, root first. A
 // node that is not a team is EINVALID: investigations belong to teams.
 func teamEffectiveConfig(ctx context.Context, store db.ConfigService, team string) (map[string]any, error) {
+	docs, err := teamLineage(ctx, store, team)
+	if err != nil {
+		return nil, err
+	}
+	return mergeconf.Effective(docs...), nil
+}
+
+// teamLineage returns the own config of each node from the org root down
+// to team.
+func teamLineage(ctx context.Context, store db.ConfigService, team string) ([]map[string]any, error) {
 	lineage, err := store.ConfigLineage(ctx, team, true)
 	if err != nil {
 		return nil, err
@@ -67,5 +77,5 @@ func teamEffectiveConfig(ctx context.Context, store db.ConfigService, team strin
 	for _, n := range lineage {
 		docs = append(docs, n.Own)
 	}
-	return mergeconf.Effective(docs...), nil
+	return docs, nil
 }

@@ -46,7 +46,7 @@ YAML file, then defaults:
   addr, data_dir, org, public_url
   rate_limit.read, rate_limit.write, rate_limit.run   per minute (0 default, -1 off)
   workers, queue_size, sync_wait, investigation_timeout, retention
-  webhook.allow, slack.api_url
+  outbound.allow (alias webhook.allow), trusted_proxies, slack.api_url
   llm.provider, llm.base_url, llm.model, llm.api_key (a secret reference),
   llm.max_tokens, llm.temperature, llm.timeout, llm.max_steps, llm.max_retries,
   llm.required, llm.tool_result_budget
@@ -55,7 +55,8 @@ YAML file, then defaults:
 packaging/rootcause.example.yaml lists each with its default and meaning
 (docs/operations.md). A bad value stops serve at start-up with the key named;
 --check validates the settings (including the LLM settings and the secret
-reference of llm.api_key) and exits without serving.`,
+reference of llm.api_key), lists the outbound-guard exemptions in force and
+exits without serving.`,
 		Example: `  rootcause serve --addr 127.0.0.1:8080 --data-dir /var/lib/rootcause
   rootcause serve --config /etc/rootcause/rootcause.yaml --check`,
 		Args: cobra.NoArgs,
@@ -68,6 +69,7 @@ reference of llm.api_key) and exits without serving.`,
 				if _, err := buildEngine(cmd.Context(), s.LLM, newResolver(), nil); err != nil {
 					return err
 				}
+				printOutboundExemptions(cmd.OutOrStdout(), s)
 				fmt.Fprintln(cmd.OutOrStdout(), "settings OK")
 				return nil
 			}
@@ -174,8 +176,10 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 		ToolServers:     toolServers,             // admin tool-server routes
 		Version:         b.Version,
 
-		Webhooks:     hooks,                 // delivery log, redelivery, test ping, signing secrets
-		WebhookAllow: s.Webhook.Allowlist(), // webhooks.investigation_complete is checked when saved
+		Webhooks:       hooks,                 // delivery log, redelivery, test ping, signing secrets
+		WebhookAllow:   s.Webhook.Allowlist(), // webhooks.investigation_complete is checked when saved
+		Outbound:       s.Outbound.Guard(),    // every team-settable address (outbound.allow)
+		TrustedProxies: trustedProxies(s),     // X-Forwarded-For is read only from these peers
 
 		Metrics: met,
 	})

@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"fmt"
+	"io"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -11,7 +13,22 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/rootcause/rootcause/notify"
+	"github.com/rootcause/rootcause/outbound"
 )
+
+// parseProxyCIDR parses one trusted_proxies entry: a CIDR or a single
+// address.
+func parseProxyCIDR(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an IP address", s)
+}
 
 const defaultDataDir = "./rootcause-data"
 
@@ -37,10 +54,17 @@ type Settings struct {
 	// Retention deletes final investigations older than this; 0 keeps all.
 	Retention time.Duration
 	Webhook   WebhookSettings
-	Slack     SlackSettings
-	LLM       LLMSettings
-	Log       LogSettings     // log.format, log.level (cmd/observability.go)
-	Metrics   MetricsSettings // metrics.addr (cmd/observability.go)
+	// Outbound.Allow (outbound.allow) lists the CIDRs and host names exempt
+	// from the outbound guard; webhook.allow is an alias whose entries are
+	// added to it.
+	Outbound OutboundSettings
+	// TrustedProxies (trusted_proxies) lists the CIDRs of reverse proxies
+	// whose X-Forwarded-For names the client address.
+	TrustedProxies []string
+	Slack          SlackSettings
+	LLM            LLMSettings
+	Log            LogSettings     // log.format, log.level (cmd/observability.go)
+	Metrics        MetricsSettings // metrics.addr (cmd/observability.go)
 }
 
 // RateLimitSettings are per-minute request limits per principal; 0 means
@@ -53,18 +77,34 @@ type RateLimitSettings struct {
 
 // WebhookSettings configure webhook delivery.
 type WebhookSettings struct {
-	// Allow lists CIDRs or host names exempt from the SSRF guard.
+	// Allow (webhook.allow) is the older name of outbound.allow; loadSettings
+	// folds it into Outbound.Allow and keeps the union here as well.
 	Allow []string
 }
 
-// Allowlist returns Allow parsed (loadSettings has checked it; an entry
-// that does not parse exempts nothing).
+// Allowlist returns the outbound guard's exemptions (outbound.allow and its
+// alias webhook.allow; loadSettings has checked them, and an entry that
+// does not parse exempts nothing).
 func (w WebhookSettings) Allowlist() notify.Allowlist {
 	a, err := notify.ParseAllowlist(w.Allow)
 	if err != nil {
 		return notify.Allowlist{}
 	}
 	return a
+}
+
+// OutboundSettings configure the outbound guard.
+type OutboundSettings struct {
+	Allow []string
+}
+
+// Guard returns the outbound guard of these settings.
+func (o OutboundSettings) Guard() *outbound.Guard {
+	a, err := outbound.ParseAllowlist(o.Allow)
+	if err != nil {
+		return outbound.New(outbound.Allowlist{})
+	}
+	return outbound.New(a)
 }
 
 // SlackSettings configure chat notifications.
@@ -105,6 +145,8 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("investigation_timeout", "10m")
 	v.SetDefault("retention", "0")
 	v.SetDefault("webhook.allow", []string{})
+	v.SetDefault("outbound.allow", []string{})
+	v.SetDefault("trusted_proxies", []string{})
 	v.SetDefault("slack.api_url", "https://slack.com/api")
 	v.SetDefault("llm.provider", "")
 	v.SetDefault("llm.base_url", "")
@@ -180,9 +222,28 @@ func loadSettings(v *viper.Viper) (Settings, error) {
 	if allow, err := cast.ToStringSliceE(v.Get("webhook.allow")); err != nil {
 		errs = append(errs, fmt.Errorf("setting webhook.allow: %w", err))
 	} else if _, err := notify.ParseAllowlist(allow); err != nil {
-		errs = append(errs, fmt.Errorf("setting %w", err))
+		errs = append(errs, fmt.Errorf("setting webhook.allow: %w", err))
 	} else {
 		s.Webhook.Allow = allow
+	}
+	if allow, err := cast.ToStringSliceE(v.Get("outbound.allow")); err != nil {
+		errs = append(errs, fmt.Errorf("setting outbound.allow: %w", err))
+	} else if _, err := outbound.ParseAllowlist(allow); err != nil {
+		errs = append(errs, fmt.Errorf("setting outbound.allow: %w", err))
+	} else {
+		// One list: outbound.allow plus its alias webhook.allow.
+		s.Outbound.Allow = append(append([]string{}, allow...), s.Webhook.Allow...)
+		s.Webhook.Allow = s.Outbound.Allow
+	}
+	if cidrs, err := cast.ToStringSliceE(v.Get("trusted_proxies")); err != nil {
+		errs = append(errs, fmt.Errorf("setting trusted_proxies: %w", err))
+	} else {
+		for _, c := range cidrs {
+			if _, err := parseProxyCIDR(c); err != nil {
+				errs = append(errs, fmt.Errorf("setting trusted_proxies: %w", err))
+			}
+		}
+		s.TrustedProxies = cidrs
 	}
 	s.Slack.APIURL = str("slack.api_url")
 	s.LLM = LLMSettings{Provider: str("llm.provider"), BaseURL: str("llm.base_url"), Model: str("llm.model"), APIKey: str("llm.api_key"),
@@ -239,4 +300,32 @@ func parsePublicURL(raw string) (string, error) {
 		return "", fmt.Errorf("setting public_url: %q is not an absolute http(s) URL such as https://rootcause.example.com (no user info, query or fragment)", raw)
 	}
 	return strings.TrimRight(v, "/"), nil
+}
+
+// trustedProxies returns the trusted_proxies setting parsed (loadSettings
+// has checked every entry).
+func trustedProxies(s Settings) []netip.Prefix {
+	var out []netip.Prefix
+	for _, c := range s.TrustedProxies {
+		if p, err := parseProxyCIDR(c); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// printOutboundExemptions writes, for serve --check, what bypasses the
+// outbound guard: the outbound.allow entries, and the destinations only
+// admins set, which are not guarded (docs/security.md).
+func printOutboundExemptions(w io.Writer, s Settings) {
+	entries := s.Outbound.Guard().Allow().Entries()
+	if len(entries) == 0 {
+		fmt.Fprintln(w, "outbound guard: no exemptions (outbound.allow is empty)")
+	} else {
+		fmt.Fprintf(w, "outbound guard: exempt by outbound.allow: %s\n", strings.Join(entries, ", "))
+	}
+	fmt.Fprintln(w, "outbound guard: not guarded (admin-set): tool_servers URLs, a2a_peers URLs, tools.cloudwatch.endpoint, llm.base_url, slack.api_url, VAULT_ADDR, the OIDC issuer")
+	if len(s.TrustedProxies) > 0 {
+		fmt.Fprintf(w, "trusted proxies (X-Forwarded-For read from): %s\n", strings.Join(s.TrustedProxies, ", "))
+	}
 }

@@ -117,7 +117,7 @@ func createWebhookSecret(ctx context.Context, v *viper.Viper, team string, overl
 func newNotifyWorker(s Settings, b Build, store *db.DB, logger *slog.Logger, opts ...func(*notify.Config)) (*notify.Worker, error) {
 	allow, err := notify.ParseAllowlist(s.Webhook.Allow)
 	if err != nil {
-		return nil, fmt.Errorf("setting %w", err)
+		return nil, fmt.Errorf("setting outbound.allow: %w", err)
 	}
 	if s.Slack.APIURL != "" {
 		if u, err := url.Parse(s.Slack.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

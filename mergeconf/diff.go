@@ -103,3 +103,9 @@ func SplitPath(path string) []string {
 	}
 	return append(keys, cur.String())
 }
+
+// WalkChanges calls fn for each changed leaf between two documents with its
+// path as segments, in no particular order (see Diff).
+func WalkChanges(old, new map[string]any, fn func(keys []string, c Change)) {
+	diffInto(nil, old, new, fn)
+}

@@ -63,6 +63,41 @@ type Options struct {
 	ToolServer func(name string) (exists, enabled bool)
 	// PeerAgent reports whether a peer agent is defined (and enabled).
 	PeerAgent func(name string) bool
+	// Before is the node's own document before the write (ValidatePatch
+	// sets it). Tool, tool-server and peer names already in it at the same
+	// place are not judged again: what was valid when saved must not block
+	// an unrelated change because a tool server is slow or gone today.
+	Before map[string]any
+}
+
+// AdminOnly reports whether the setting at the dotted key path is one only
+// admins may write (x-admin-only on the path in schema.json).
+func AdminOnly(keys ...string) bool {
+	c, err := compiled()
+	if err != nil {
+		return true
+	}
+	return c.lookup(keys).adminOnly
+}
+
+// had reports whether the list at keys in opts.Before already held name.
+func (o Options) had(name string, keys ...string) bool {
+	var v any = o.Before
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		v = m[k]
+	}
+	switch x := v.(type) {
+	case []any:
+		return slices.Contains(x, any(name))
+	case map[string]any:
+		_, ok := x[name]
+		return ok
+	}
+	return false
 }
 
 // KnownSet returns a lookup function over names, for Options.KnownTool and
@@ -121,6 +156,9 @@ func ValidatePatch(own, patch map[string]any, opts Options) (map[string]any, err
 	}
 	if e := checkImmutable(c, patch); e != nil {
 		return nil, e
+	}
+	if opts.Before == nil {
+		opts.Before = own
 	}
 	next := MergePatch(own, patch)
 	if e := checkChanges(c, own, next, opts, true); e != nil {
@@ -308,7 +346,7 @@ func checkSemantics(c *compiledSchema, doc map[string]any, opts Options) *FieldE
 		for _, list := range []string{"disable_default_tools", "enable_extra_tools"} {
 			items, _ := a[list].([]any)
 			for _, it := range items {
-				if t, _ := it.(string); !knownTool(t) {
+				if t, _ := it.(string); !knownTool(t) && !opts.had(t, "agents", name, list) {
 					return fieldErr(CodeValidation, []string{"agents", name, list}, "unknown tool %q", t)
 				}
 			}
@@ -323,7 +361,7 @@ func checkSemantics(c *compiledSchema, doc map[string]any, opts Options) *FieldE
 			}
 			continue
 		}
-		if !knownTool(k) {
+		if !knownTool(k) && !opts.had(k, "tools") {
 			return fieldErr(CodeValidation, []string{"tools", k}, "unknown integration or tool %q", k)
 		}
 	}
@@ -331,6 +369,9 @@ func checkSemantics(c *compiledSchema, doc map[string]any, opts Options) *FieldE
 	servers, _ := doc["mcp_servers"].([]any)
 	for _, it := range servers {
 		name, _ := it.(string)
+		if opts.had(name, "mcp_servers") {
+			continue
+		}
 		exists, enabled := false, false
 		if opts.ToolServer != nil {
 			exists, enabled = opts.ToolServer(name)
@@ -346,7 +387,7 @@ func checkSemantics(c *compiledSchema, doc map[string]any, opts Options) *FieldE
 	peers, _ := doc["a2a_agents"].([]any)
 	for _, it := range peers {
 		name, _ := it.(string)
-		if opts.PeerAgent == nil || !opts.PeerAgent(name) {
+		if (opts.PeerAgent == nil || !opts.PeerAgent(name)) && !opts.had(name, "a2a_agents") {
 			return fieldErr(CodeValidation, []string{"a2a_agents"}, "peer agent %q is not defined in a2a_peers", name)
 		}
 	}

@@ -543,7 +543,7 @@ func TestRefusedURLFailsWithoutTraffic(t *testing.T) {
 	f.finish("payments", webhookCfg(strings.Replace(rc.srv.URL, "http://", "https://", 1)), false)
 	f.w.Wake()
 	e := f.waitState("payments", f.entries("payments")[0].ID, db.DeliveryFailed)
-	if !strings.Contains(e.LastError, "SSRF") || len(rc.deliveries()) != 0 {
+	if !strings.Contains(e.LastError, "refused by the outbound guard") || len(rc.deliveries()) != 0 {
 		t.Fatalf("entry: %+v, %d requests", e, len(rc.deliveries()))
 	}
 }

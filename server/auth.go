@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -127,24 +128,77 @@ func teamScope(p *Principal, requested string) (string, error) {
 var errBadToken = db.Errorf(db.EUNAUTHORIZED, "invalid or expired token")
 
 // authenticate returns the principal of r: local trust on the socket, else
-// the bearer token or JWT. Failed attempts are charged to the client
-// address, and an address over its limit is refused before any check.
+// the bearer token or JWT. The credential is always verified: a valid one
+// is never refused by the failure limiter, however many failures its
+// address has (behind a reverse proxy every client may share one). A
+// failed attempt is charged to the client address (clientIP), and once
+// the address is over its limit its failures are answered 429.
 func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 	if info := infoFrom(r.Context()); info != nil && info.local {
 		return localPrincipal(), nil
 	}
-	ip := clientKey(r.RemoteAddr)
-	if err := s.failures.check(ip, rateAuthFailure); err != nil {
-		return nil, err
+	if len(r.Header.Values("Authorization")) > 1 {
+		return nil, db.Errorf(db.EINVALID, "the request has more than one Authorization header; send exactly one")
 	}
 	p, err := s.verifyBearer(r)
 	if err != nil {
 		if c := db.ErrorCode(err); c == db.EUNAUTHORIZED || c == db.ETOKENEXPIRED {
-			s.failures.take(ip, rateAuthFailure)
+			return nil, s.failures.fail(s.clientIP(r), rateAuthFailure, err)
 		}
 		return nil, err
 	}
 	return p, nil
+}
+
+// clientIP is the rate-limit key of the client of r: its peer address,
+// or, when the peer is one of the trusted_proxies, the right-most address
+// of X-Forwarded-For that is not itself a trusted proxy. Without trusted
+// proxies the forwarded header (which any client can write) is ignored.
+func (s *Server) clientIP(r *http.Request) string {
+	peer := peerAddr(r.RemoteAddr)
+	if !peer.IsValid() || !s.trustedProxy(peer) {
+		return clientKey(r.RemoteAddr)
+	}
+	hops := r.Header.Values("X-Forwarded-For")
+	var list []string
+	for _, h := range hops {
+		for _, part := range strings.Split(h, ",") {
+			list = append(list, strings.TrimSpace(part))
+		}
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.Trim(list[i], "[]"))
+		if err != nil {
+			break // a malformed hop: stop at the last address we can trust
+		}
+		a = a.Unmap()
+		if s.trustedProxy(a) {
+			continue
+		}
+		return clientKey(net.JoinHostPort(a.String(), "0"))
+	}
+	return clientKey(r.RemoteAddr)
+}
+
+func (s *Server) trustedProxy(a netip.Addr) bool {
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func peerAddr(remote string) netip.Addr {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap()
 }
 
 func (s *Server) verifyBearer(r *http.Request) (*Principal, error) {

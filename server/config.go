@@ -437,6 +437,7 @@ func (s *Server) serverTools(ctx context.Context, patch map[string]any) map[stri
 
 // checkParams describe a write to validate.
 type checkParams struct {
+	node        string // the node written
 	level       string
 	admin       bool
 	patch       map[string]any
@@ -485,6 +486,9 @@ func (s *Server) configCheck(cp checkParams) db.ConfigCheck {
 			return fieldError(err)
 		}
 		if err := s.checkWebhookURL(own, newOwn); err != nil {
+			return err
+		}
+		if err := s.guardChecks(cp, lineage, own, newOwn); err != nil {
 			return err
 		}
 		if cp.gate && requiresApproval(mergeconf.Effective(lineage...)) && len(mergeconf.Diff(own, newOwn)) > 0 {
@@ -575,6 +579,7 @@ func (s *Server) applyConfig(w http.ResponseWriter, r *http.Request, node *db.No
 	}
 	cp.patch = patch
 	cp.level = levelOf(node.Kind)
+	cp.node = node.Name
 	cp.serverTools = s.serverTools(ctx, patch)
 	ch, err := store.PatchNodeConfig(ctx, node.Name, patch, actorOf(p), s.configCheck(cp))
 	if errors.Is(err, errNeedsApproval) {

@@ -106,7 +106,7 @@ func (s *Server) postRun(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return err
 	}
 	var req runRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := decodeJSON(w, r, &req, strictFields); err != nil {
 		return err
 	}
 	if req.AgentName == nil {

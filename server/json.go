@@ -105,13 +105,17 @@ const MaxJSONDepth = 64
 
 // checkJSONBody refuses a body that is not valid UTF-8 (encoding/json would
 // silently replace the bad bytes, so what is stored would differ from what
-// was sent) or that nests deeper than MaxJSONDepth.
+// was sent), that nests deeper than MaxJSONDepth, or that is ambiguous
+// (duplicate keys, lone surrogate escapes: checkJSONAmbiguity).
 func checkJSONBody(body []byte) error {
 	if !utf8.Valid(body) {
 		return db.Errorf(db.EINVALID, "request body is not valid UTF-8 (first bad byte at offset %d)", invalidUTF8Offset(body))
 	}
 	if off := depthExceeded(body, MaxJSONDepth); off >= 0 {
 		return db.Errorf(db.EINVALID, "malformed JSON: nesting deeper than %d levels at byte offset %d", MaxJSONDepth, off)
+	}
+	if err := checkJSONAmbiguity(body); err != nil {
+		return db.Errorf(db.EINVALID, "%s", err)
 	}
 	return nil
 }
@@ -158,16 +162,23 @@ func invalidUTF8Offset(b []byte) int {
 	return len(b)
 }
 
-// checkJSONContentType requires application/json (parameters such as
-// charset=utf-8 allowed).
+// checkJSONContentType requires application/json, in UTF-8: a charset
+// parameter other than utf-8 is refused (JSON is UTF-8, RFC 8259), as is a
+// request with more than one Content-Type header.
 func checkJSONContentType(r *http.Request) error {
+	if len(r.Header.Values("Content-Type")) > 1 {
+		return db.Errorf(db.EINVALID, "the request has more than one Content-Type header")
+	}
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return &db.Error{Code: EUNSUPPORTEDMEDIA, Message: "Content-Type must be application/json"}
 	}
-	mt, _, err := mime.ParseMediaType(ct)
+	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
 		return &db.Error{Code: EUNSUPPORTEDMEDIA, Message: fmt.Sprintf("Content-Type must be application/json, not %q", ct)}
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		return db.Errorf(db.EINVALID, "charset %q is not supported: JSON bodies are UTF-8 (charset=utf-8 or none)", cs)
 	}
 	return nil
 }

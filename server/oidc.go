@@ -129,7 +129,7 @@ type session struct {
 }
 
 // handleLogin registers a public sign-in route: no authentication, no
-// rate-limit class, the per-address failure limit checked first.
+// rate-limit class, failures charged to the per-address failure limit.
 func (s *Server) handleLogin(method, path string, h handlerFunc) {
 	s.routeList = append(s.routeList, Route{Method: method, Path: path, Class: rateNone.String(), Public: true})
 	s.router.Handle(method, path, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -137,14 +137,12 @@ func (s *Server) handleLogin(method, path string, h handlerFunc) {
 			info.route = path
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		if err := s.failures.check(clientKey(r.RemoteAddr), rateAuthFailure); err != nil {
-			Error(w, r, err)
-			return
-		}
 		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 		if err := h(w, r, ps); err != nil {
+			// Only failures are charged (and, over the limit, answered
+			// 429): a valid sign-in is never refused for its address.
 			if c := db.ErrorCode(err); c == db.EUNAUTHORIZED || c == db.ETOKENEXPIRED || c == db.EFORBIDDEN || c == db.EINVALID {
-				s.failures.take(clientKey(r.RemoteAddr), rateAuthFailure)
+				err = s.failures.fail(s.clientIP(r), rateAuthFailure, err)
 			}
 			Error(w, r, err)
 		}

@@ -141,18 +141,16 @@ func (l *rateLimiter) charge(w http.ResponseWriter, id string, class rateClass) 
 	return nil
 }
 
-// check returns 429 when key has no token left in class, without taking one.
-func (l *rateLimiter) check(key string, class rateClass) error {
-	st, limited := l.use(key, class, false)
+// fail charges one failure to key in class. When the key had no token
+// left, the failure is answered 429 rate_limited with Retry-After instead
+// of err; otherwise err is returned as is. Only failures reach it: a
+// request whose credential is valid is never charged nor refused.
+func (l *rateLimiter) fail(key string, class rateClass, err error) error {
+	st, limited := l.use(key, class, true)
 	if limited && !st.allowed {
 		return WithRetryAfter(db.Errorf(db.ERATELIMITED, "too many failed authentication attempts from this address"), st.retry)
 	}
-	return nil
-}
-
-// take takes one token of key in class if there is one.
-func (l *rateLimiter) take(key string, class rateClass) {
-	l.use(key, class, true)
+	return err
 }
 
 // maybeSweep drops idle buckets once per sweepEvery, and makes room when the

@@ -52,6 +52,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,7 @@ import (
 	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/metrics"
 	"github.com/rootcause/rootcause/notify"
+	"github.com/rootcause/rootcause/outbound"
 )
 
 // Headers set on every response.
@@ -164,6 +166,14 @@ type Config struct {
 	// webhooks.investigation_complete must pass notify.ValidateURL with it
 	// (the zero value exempts nothing).
 	WebhookAllow notify.Allowlist
+	// Outbound is the guard of every address a team can set in its config
+	// (tools.<integration>.url, .domain, ...), checked when a write sets or
+	// changes one; nil builds one from WebhookAllow.
+	Outbound *outbound.Guard
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client address (server setting trusted_proxies); a request from
+	// any other peer is judged by its peer address.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the HTTP API. Create it with New; it is safe for concurrent use

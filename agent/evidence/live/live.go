@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -19,6 +20,7 @@ import (
 	"github.com/rootcause/rootcause/agent/evidence/live/logfiles"
 	"github.com/rootcause/rootcause/agent/evidence/live/prom"
 	"github.com/rootcause/rootcause/mergeconf"
+	"github.com/rootcause/rootcause/outbound"
 	"github.com/rootcause/rootcause/secretref"
 )
 
@@ -30,10 +32,22 @@ type Config struct {
 	// Resolver resolves secret references in settings (header values,
 	// api_key...). Values are resolved here, at the moment of use.
 	Resolver secretref.Resolver
-	// Tokens are the credentials named in the team's tokens_vault_path,
-	// resolved by name ("github", "aws", ...), for integrations that use
-	// them when their own settings give none.
+	// Tokens are the references named in the team's tokens_vault_path, by
+	// name ("github", "aws", ...), for integrations that use them when
+	// their own settings give none. Integrations resolve them through
+	// their scoped resolver, like their own settings.
 	Tokens map[string]string
+	// Outbound is the guard every integration whose address a team can set
+	// connects through; nil exempts nothing.
+	Outbound *outbound.Guard
+	// Scope says for which node secrets are resolved (the team's granted
+	// Vault prefixes and its own references); nil resolves as Resolver
+	// does (offline commands run by the operator).
+	Scope *secretref.Scope
+	// OwnTools is the tools object of the team node's own config: an
+	// integration whose address is written there is handed only secrets
+	// within the team's scopes.
+	OwnTools map[string]any
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// AdminSettings: settings that point at the server's own files or
@@ -55,22 +69,22 @@ func New(ctx context.Context, cfg Config) (*evidence.Sources, error) {
 	} else if k != nil {
 		s.Kubernetes = k
 	}
-	if m, err := Prometheus(ctx, Settings(cfg.Tools, "prometheus"), cfg.Resolver); err != nil {
+	if m, err := Prometheus(ctx, Settings(cfg.Tools, "prometheus"), cfg.resolver("prometheus"), cfg.Outbound); err != nil {
 		errs = append(errs, err)
 	} else if m != nil {
 		s.Metrics = m
 	}
-	if l, err := logfiles.New(ctx, Settings(cfg.Tools, "logs"), cfg.Tokens, cfg.Resolver); err != nil {
+	if l, err := logfiles.New(ctx, Settings(cfg.Tools, "logs"), cfg.Tokens, cfg.resolver("logs")); err != nil {
 		errs = append(errs, fmt.Errorf("tools.logs: %w", err))
 	} else if l != nil {
 		s.Logs = l
 	}
-	if c, err := cloudwatch.New(ctx, Settings(cfg.Tools, "cloudwatch"), cfg.Tokens, cfg.Resolver); err != nil {
+	if c, err := cloudwatch.New(ctx, Settings(cfg.Tools, "cloudwatch"), cfg.Tokens, cfg.resolver("cloudwatch")); err != nil {
 		errs = append(errs, fmt.Errorf("tools.cloudwatch: %w", err))
 	} else if c != nil {
 		s.CloudWatch = c
 	}
-	gh, err := github.New(ctx, Settings(cfg.Tools, "github"), cfg.Tokens, cfg.Resolver)
+	gh, err := github.New(ctx, Settings(cfg.Tools, "github"), cfg.Tokens, cfg.resolver("github"), cfg.Outbound)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("tools.github: %w", err))
 		gh = nil
@@ -93,6 +107,20 @@ func New(ctx context.Context, cfg Config) (*evidence.Sources, error) {
 		return s, errors.Join(errs...)
 	}
 	return s, nil
+}
+
+// resolver returns the resolver integration name uses: scoped to the node,
+// and to the team's own secrets when its address is written at the team's
+// level.
+func (cfg Config) resolver(name string) secretref.Resolver {
+	own := Settings(cfg.OwnTools, name)
+	teamAddress := false
+	for _, k := range outbound.AddressKeys {
+		if _, ok := own[k]; ok {
+			teamAddress = true
+		}
+	}
+	return cfg.Scope.Resolver(cfg.Resolver, teamAddress)
 }
 
 // Settings returns tools.<name> as an object, or nil.
@@ -154,7 +182,7 @@ func Kubernetes(s map[string]any) (evidence.Kubernetes, error) {
 
 // Prometheus builds the Metrics source of tools.prometheus settings
 // {enabled, url, headers (name → secret reference), timeout (seconds)}.
-func Prometheus(ctx context.Context, s map[string]any, res secretref.Resolver) (evidence.Metrics, error) {
+func Prometheus(ctx context.Context, s map[string]any, res secretref.Resolver, guard *outbound.Guard) (evidence.Metrics, error) {
 	if !enabled(s) {
 		return nil, nil
 	}
@@ -165,9 +193,16 @@ func Prometheus(ctx context.Context, s map[string]any, res secretref.Resolver) (
 	if u == "" {
 		return nil, fmt.Errorf("tools.prometheus.url is required")
 	}
-	cfg := prom.Config{URL: u, Headers: map[string]string{}}
+	if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+		return nil, fmt.Errorf("tools.prometheus.url: %q is not an http(s) URL", u)
+	}
+	cfg := prom.Config{URL: u, Headers: map[string]string{}, Guard: guard}
 	if cfg.Timeout, err = seconds(s, "timeout"); err != nil {
 		return nil, fmt.Errorf("tools.prometheus.timeout: %w", err)
+	}
+	// The guard judges the address before any secret is resolved for it.
+	if err := guard.CheckURL(u); err != nil {
+		return nil, fmt.Errorf("tools.prometheus.url: %w", err)
 	}
 	if hs, ok := s["headers"]; ok && hs != nil {
 		m, ok := hs.(map[string]any)

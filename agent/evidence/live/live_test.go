@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/rootcause/rootcause/agent/evidence/live"
 	"github.com/rootcause/rootcause/mergeconf"
+	"github.com/rootcause/rootcause/outbound"
+	"github.com/rootcause/rootcause/secretref"
 )
 
 type mapResolver map[string]string
@@ -64,7 +67,7 @@ current-context: ctx1
 		"kubernetes": map[string]any{"kubeconfig": kc, "context": "ctx1", "default_namespace": "shop"},
 		"prometheus": map[string]any{"url": srv.URL, "headers": map[string]any{"Authorization": "env:PROM_AUTH"}, "timeout": float64(5)},
 	}
-	s, err := live.New(context.Background(), live.Config{Tools: tools, Resolver: mapResolver{"env:PROM_AUTH": "Bearer s3cret"}})
+	s, err := live.New(context.Background(), live.Config{Tools: tools, Resolver: mapResolver{"env:PROM_AUTH": "Bearer s3cret"}, Outbound: outbound.New(outbound.MustAllowlist("127.0.0.1"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +81,9 @@ current-context: ctx1
 		t.Errorf("resolved header not sent: %q", gotAuth)
 	}
 }
+
+// loopback lets tests reach their own servers on 127.0.0.1.
+var loopback = outbound.New(outbound.MustAllowlist("127.0.0.1"))
 
 func TestNewErrors(t *testing.T) {
 	cases := []struct {
@@ -94,7 +100,7 @@ func TestNewErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := live.New(context.Background(), live.Config{Tools: tc.tools, Resolver: mapResolver{}})
+			_, err := live.New(context.Background(), live.Config{Tools: tc.tools, Resolver: mapResolver{}, Outbound: loopback})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one mentioning %q", err, tc.want)
 			}
@@ -116,7 +122,7 @@ func TestNumbersFromDecodedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := live.New(context.Background(), live.Config{Tools: doc})
+	s, err := live.New(context.Background(), live.Config{Tools: doc, Outbound: loopback})
 	if err != nil {
 		t.Fatalf("a json.Number timeout was refused: %v", err)
 	}
@@ -126,5 +132,62 @@ func TestNumbersFromDecodedConfig(t *testing.T) {
 	bad, _ := mergeconf.Decode([]byte(`{"prometheus": {"url": "http://127.0.0.1:9", "timeout": -1}}`))
 	if _, err := live.New(context.Background(), live.Config{Tools: bad}); err == nil || !strings.Contains(err.Error(), "tools.prometheus.timeout") {
 		t.Errorf("negative timeout: %v, want an error naming tools.prometheus.timeout", err)
+	}
+}
+
+// A secret an admin set above the team is never sent to an address the
+// team wrote at its own level; the same secret goes to the admin's address.
+func TestInheritedSecretNeverFollowsATeamAddress(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+	}))
+	defer srv.Close()
+	res := mapResolver{"env:ORG_PROM": "Bearer org-secret", "vault:secret/teams/a/prom#t": "Bearer team-a"}
+	tools := map[string]any{"prometheus": map[string]any{"url": srv.URL, "headers": map[string]any{"Authorization": "env:ORG_PROM"}}}
+	scope := &secretref.Scope{Node: "a", Prefixes: []string{"secret/teams/a/"}, Own: map[string]bool{}}
+
+	// The URL is the team's own (written at its level): the inherited
+	// header is refused and nothing is sent.
+	own := map[string]any{"prometheus": map[string]any{"url": srv.URL}}
+	s, err := live.New(context.Background(), live.Config{Tools: tools, Resolver: res, Outbound: loopback, Scope: scope, OwnTools: own})
+	if err == nil || !errors.Is(err, secretref.ErrOutOfScope) || s.Metrics != nil {
+		t.Fatalf("team URL with an inherited secret: %v, metrics %v", err, s.Metrics)
+	}
+	// The team's own secret, within its scope, goes to its own URL.
+	teamTools := map[string]any{"prometheus": map[string]any{"url": srv.URL, "headers": map[string]any{"Authorization": "vault:secret/teams/a/prom#t"}}}
+	s, err = live.New(context.Background(), live.Config{Tools: teamTools, Resolver: res, Outbound: loopback, Scope: scope, OwnTools: teamTools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Metrics.Query(context.Background(), "up", time.Now())
+	// Another team's secret is refused even at an admin's address.
+	other := map[string]any{"prometheus": map[string]any{"headers": map[string]any{"Authorization": "vault:secret/teams/b/slack#t"}}}
+	scopeOwn := &secretref.Scope{Node: "a", Prefixes: scope.Prefixes, Own: map[string]bool{"vault:secret/teams/b/slack#t": true}}
+	merged := map[string]any{"prometheus": map[string]any{"url": srv.URL, "headers": map[string]any{"Authorization": "vault:secret/teams/b/slack#t"}}}
+	if _, err := live.New(context.Background(), live.Config{Tools: merged, Resolver: mapResolver{"vault:secret/teams/b/slack#t": "xoxb-b"}, Outbound: loopback, Scope: scopeOwn, OwnTools: other}); !errors.Is(err, secretref.ErrOutOfScope) {
+		t.Fatalf("another team's vault path: %v", err)
+	}
+	// The admin's URL and the admin's secret: sent.
+	s, err = live.New(context.Background(), live.Config{Tools: tools, Resolver: res, Outbound: loopback, Scope: scope, OwnTools: nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Metrics.Query(context.Background(), "up", time.Now())
+	if len(got) != 2 || got[0] != "Bearer team-a" || got[1] != "Bearer org-secret" {
+		t.Fatalf("headers received: %q", got)
+	}
+}
+
+// Without an allowlist, the Prometheus integration refuses internal URLs
+// before resolving a secret or connecting.
+func TestPrometheusURLGuarded(t *testing.T) {
+	for _, u := range []string{"http://127.0.0.1:9090", "http://169.254.169.254/", "http://2130706433/", "http://localhost:9090"} {
+		_, err := live.New(context.Background(), live.Config{Tools: map[string]any{"prometheus": map[string]any{"url": u, "headers": map[string]any{"A": "env:X"}}}, Resolver: mapResolver{}})
+		if !outbound.IsRefused(err) || strings.Contains(err.Error(), "env:X") {
+			t.Errorf("%s: %v, want the guard's refusal only", u, err)
+		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/mergeconf"
+	"github.com/rootcause/rootcause/outbound"
 	"github.com/rootcause/rootcause/secretref"
 )
 
@@ -56,7 +57,10 @@ var _ evidence.Code = (*Client)(nil)
 // api_key or tokens["github"]. It returns (nil, nil) when settings is nil
 // or enabled is false: use c.Code() for Sources.Code, never c itself, so
 // an absent client is a nil interface.
-func New(ctx context.Context, settings map[string]any, tokens map[string]string, res secretref.Resolver) (*Client, error) {
+//
+// Every request goes through guard (nil exempts nothing): the domain is a
+// setting a team may choose.
+func New(ctx context.Context, settings map[string]any, tokens map[string]string, res secretref.Resolver, guard *outbound.Guard) (*Client, error) {
 	if settings == nil {
 		return nil, nil
 	}
@@ -77,6 +81,9 @@ func New(ctx context.Context, settings map[string]any, tokens map[string]string,
 			}
 			c.Base = "https://" + d + "/api/v3"
 		}
+	}
+	if err := guard.CheckURL(c.Base); err != nil {
+		return nil, fmt.Errorf("tools.github.domain: %w", err)
 	}
 	ref, _ := settings["api_key"].(string)
 	if ref == "" {
@@ -112,7 +119,7 @@ func New(ctx context.Context, settings map[string]any, tokens map[string]string,
 	if t, ok := mergeconf.Number(settings["timeout_seconds"]); ok && t > 0 {
 		timeout = time.Duration(t * float64(time.Second))
 	}
-	c.HTTP = &http.Client{Timeout: timeout}
+	c.HTTP = guard.Client(timeout)
 	return c, nil
 }
 
@@ -148,7 +155,7 @@ func (c *Client) get(ctx context.Context, path string, accept string, v any) (ht
 	}
 	hc := c.HTTP
 	if hc == nil {
-		hc = &http.Client{Timeout: 20 * time.Second}
+		hc = (*outbound.Guard)(nil).Client(20 * time.Second)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

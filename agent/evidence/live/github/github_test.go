@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/outbound"
 	"github.com/rootcause/rootcause/secretref"
 )
 
@@ -83,7 +84,7 @@ func fakeGitHub(t *testing.T) (*httptest.Server, *[]string) {
 
 func newClient(t *testing.T, base string, repos ...any) *Client {
 	res := secretref.NewResolver(secretref.ResolverOptions{LookupEnv: func(n string) (string, bool) { return "ghp_test\n", n == "GH" }})
-	c, err := New(context.Background(), map[string]any{"domain": base + "/api/v3", "repositories": repos}, map[string]string{"github": "env:GH"}, res)
+	c, err := New(context.Background(), map[string]any{"domain": base + "/api/v3", "repositories": repos}, map[string]string{"github": "env:GH"}, res, outbound.New(outbound.MustAllowlist("127.0.0.1")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,15 +167,21 @@ func TestNewDomains(t *testing.T) {
 		{"http://127.0.0.1:9/api/v3/", "http://127.0.0.1:9/api/v3"},
 	}
 	for _, tt := range tests {
-		c, err := New(context.Background(), map[string]any{"domain": tt.domain}, nil, nil)
+		c, err := New(context.Background(), map[string]any{"domain": tt.domain}, nil, nil, outbound.New(outbound.MustAllowlist("127.0.0.1")))
 		if err != nil || c.Base != tt.want {
-			t.Errorf("%q: base %q, %v", tt.domain, c.Base, err)
+			t.Errorf("%q: base %v, %v", tt.domain, c, err)
 		}
 	}
-	if _, err := New(context.Background(), map[string]any{"domain": "evil.com/x?"}, nil, nil); err == nil {
+	// Without the allowlist, internal domains are the guard's refusal.
+	for _, d := range []string{"http://127.0.0.1:9/api/v3/", "localhost", "169.254.169.254", "2130706433", "10.1.2.3"} {
+		if _, err := New(context.Background(), map[string]any{"domain": d}, nil, nil, nil); !outbound.IsRefused(err) {
+			t.Errorf("domain %q: %v, want the outbound guard's refusal", d, err)
+		}
+	}
+	if _, err := New(context.Background(), map[string]any{"domain": "evil.com/x?"}, nil, nil, nil); err == nil {
 		t.Error("bad domain accepted")
 	}
-	if c, _ := New(context.Background(), map[string]any{"enabled": false}, nil, nil); c != nil {
+	if c, _ := New(context.Background(), map[string]any{"enabled": false}, nil, nil, nil); c != nil {
 		t.Error("disabled github gives a client")
 	}
 }

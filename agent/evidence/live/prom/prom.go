@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/outbound"
 )
 
 // DefaultTimeout bounds one request when Config.Timeout is 0.
@@ -30,8 +31,9 @@ type Config struct {
 	// values already resolved from secret references by the caller.
 	Headers map[string]string
 	Timeout time.Duration
-	// Transport, if set, replaces the default HTTP transport (tests).
-	Transport http.RoundTripper
+	// Guard is the outbound guard every connection goes through (a nil
+	// guard exempts nothing: loopback and private addresses are refused).
+	Guard *outbound.Guard
 }
 
 // Client implements evidence.Metrics against one Prometheus.
@@ -49,10 +51,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, evidence.Errorf("prometheus", evidence.CodeInvalid, "tools.prometheus.url %q is not an http(s) URL", cfg.URL)
 	}
-	rt := cfg.Transport
-	if rt == nil {
-		rt = api.DefaultRoundTripper
-	}
+	rt := cfg.Guard.Transport()
 	if len(cfg.Headers) > 0 {
 		rt = headerRT{next: rt, headers: cfg.Headers}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/evidence/evidencetest"
 	"github.com/rootcause/rootcause/agent/evidence/live/prom"
+	"github.com/rootcause/rootcause/outbound"
 )
 
 // startPrometheus backfills the test bundle's OpenMetrics into a TSDB with
@@ -91,7 +92,7 @@ func at(hms string) time.Time {
 
 func TestLivePrometheusMatchesBundle(t *testing.T) {
 	url := startPrometheus(t)
-	live, err := prom.New(prom.Config{URL: url, Headers: map[string]string{"X-Test": "1"}, Timeout: 10 * time.Second})
+	live, err := prom.New(prom.Config{URL: url, Headers: map[string]string{"X-Test": "1"}, Timeout: 10 * time.Second, Guard: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +143,9 @@ func TestLivePrometheusMatchesBundle(t *testing.T) {
 	}
 }
 
+// loopback lets the tests reach their own servers on 127.0.0.1.
+var loopback = outbound.New(outbound.MustAllowlist("127.0.0.1"))
+
 func TestLivePrometheusUnavailable(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -149,7 +153,7 @@ func TestLivePrometheusUnavailable(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	c, err := prom.New(prom.Config{URL: "http://" + addr, Timeout: 2 * time.Second})
+	c, err := prom.New(prom.Config{URL: "http://" + addr, Timeout: 2 * time.Second, Guard: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
