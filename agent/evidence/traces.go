@@ -2,6 +2,8 @@ package evidence
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -80,4 +82,88 @@ type Traces interface {
 	// memory stays bounded whatever the number of spans. Localization and
 	// the service graph are built from this.
 	ScanSpans(ctx context.Context, start, end time.Time, fn func(*Span) error) error
+}
+
+// Trace query limits: the default when TraceQuery.Limit is 0, and the most
+// any backend returns.
+const (
+	DefaultTraceLimit = 20
+	MaxTraceLimit     = 1000
+)
+
+// Check validates q and applies the default and maximum limit; source names
+// the backend in errors.
+func (q *TraceQuery) Check(source string) error {
+	switch {
+	case q.Limit < 0:
+		return Errorf(source, CodeInvalid, "limit must not be negative")
+	case q.MinDuration < 0:
+		return Errorf(source, CodeInvalid, "min_duration must not be negative")
+	case !q.Start.IsZero() && !q.End.IsZero() && !q.Start.Before(q.End):
+		return Errorf(source, CodeInvalid, "start %s is not before end %s", q.Start.Format(time.RFC3339), q.End.Format(time.RFC3339))
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultTraceLimit
+	}
+	q.Limit = min(q.Limit, MaxTraceLimit)
+	return nil
+}
+
+// Matches reports whether span s satisfies every set field of q except the
+// time bounds (which bound the trace's start).
+func (q *TraceQuery) Matches(s *Span) bool {
+	return (q.Service == "" || s.Service == q.Service) &&
+		(q.Operation == "" || s.Name == q.Operation) &&
+		s.Duration() >= q.MinDuration && (!q.ErrorOnly || s.Error)
+}
+
+// SortSpans orders spans by start, then span id.
+func SortSpans(spans []Span) {
+	slices.SortFunc(spans, func(a, b Span) int {
+		if c := a.Start.Compare(b.Start); c != 0 {
+			return c
+		}
+		return strings.Compare(a.SpanID, b.SpanID)
+	})
+}
+
+// Summarize describes one whole trace (spans of one trace id). The root is
+// the earliest span without a parent; a trace without one is Truncated and
+// named by its earliest span.
+func Summarize(spans []Span) TraceSummary {
+	if len(spans) == 0 {
+		return TraceSummary{}
+	}
+	sum := TraceSummary{TraceID: spans[0].TraceID, Start: spans[0].Start, Spans: len(spans)}
+	end := spans[0].End
+	var root, first *Span
+	for i := range spans {
+		s := &spans[i]
+		if s.Start.Before(sum.Start) {
+			sum.Start = s.Start
+		}
+		if s.End.After(end) {
+			end = s.End
+		}
+		if s.Error {
+			sum.Errors++
+		}
+		if s.Service != "" && !slices.Contains(sum.Services, s.Service) {
+			sum.Services = append(sum.Services, s.Service)
+		}
+		if s.ParentSpanID == "" && (root == nil || s.Start.Before(root.Start)) {
+			root = s
+		}
+		if first == nil || s.Start.Before(first.Start) {
+			first = s
+		}
+	}
+	slices.Sort(sum.Services)
+	if root == nil {
+		sum.Truncated = true
+		root = first
+	}
+	sum.Root = root.Service + ": " + root.Name
+	sum.Duration = end.Sub(sum.Start)
+	return sum
 }

@@ -19,14 +19,14 @@ var catalogTable = []string{
 	"find_change_points", "correlate_series", "list_log_sources", "search_logs", "get_log_context", "get_log_signatures",
 	"list_changes", "list_cloudwatch_log_groups", "get_cloudwatch_logs", "cloudwatch_insights_query", "list_cloudwatch_metrics",
 	"get_cloudwatch_metrics", "list_repositories", "search_github_code", "read_file", "list_recent_commits", "list_pull_requests",
-	"search_runbooks", "similar_incidents", "shell", "docker_exec", "db_write", "restart_deployment", "scale_deployment",
+	"search_runbooks", "similar_incidents", "find_traces", "get_trace", "service_graph", "shell", "docker_exec", "db_write", "restart_deployment", "scale_deployment",
 }
 
 func TestCatalogSpecs(t *testing.T) {
 	c := tools.Builtin()
 	integrations := []string{tools.IntegrationKubernetes, tools.IntegrationPrometheus, tools.IntegrationLogs, tools.IntegrationChanges,
 		tools.IntegrationCloudWatch, tools.IntegrationGitHub, tools.IntegrationKnowledge, tools.IntegrationShell,
-		tools.IntegrationDocker, tools.IntegrationDatabase, tools.IntegrationHistory}
+		tools.IntegrationDocker, tools.IntegrationDatabase, tools.IntegrationHistory, tools.IntegrationTraces}
 	if len(c.Names()) == 0 {
 		t.Fatal("empty catalog")
 	}
@@ -107,7 +107,7 @@ func TestCatalogToolkitSizes(t *testing.T) {
 	if len(c.Names()) != len(catalogTable) {
 		t.Errorf("catalog has %d tools, the table %d", len(c.Names()), len(catalogTable))
 	}
-	want := map[string]int{tools.AgentPlanner: 0, tools.AgentK8s: 9, tools.AgentAWS: 8, tools.AgentMetrics: 22, tools.AgentCoding: 15}
+	want := map[string]int{tools.AgentPlanner: 0, tools.AgentK8s: 9, tools.AgentAWS: 8, tools.AgentMetrics: 25, tools.AgentCoding: 15}
 	for agent, n := range want {
 		if got := c.DefaultToolkit(agent); len(got) != n {
 			t.Errorf("%s: %d tools %v, want %d (spec 2.6)", agent, len(got), got, n)

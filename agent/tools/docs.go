@@ -21,11 +21,16 @@ var integrationDocs = []struct{ name, about string }{
 	{IntegrationCloudWatch, "AWS CloudWatch logs (filter, Insights) and metrics through aws-sdk-go-v2, or a bundle's CloudWatch exports."},
 	{IntegrationGitHub, "GitHub or GitHub Enterprise: code search, files, commits, pull requests; a bundle's `repos/`."},
 	{IntegrationKnowledge, "Ranked (BM25) search over the team's `knowledge_source` runbooks and a bundle's `runbooks/`."},
+	{IntegrationTraces, "Distributed traces: Jaeger's query API (`tools.jaeger`), Grafana Tempo's HTTP API (`tools.tempo`), or a bundle's `traces/` (OTLP/JSON lines)."},
 	{IntegrationHistory, "The team's own completed investigations, stored by the appliance."},
 	{IntegrationShell, "Write tool: commands on the server's host."},
 	{IntegrationDocker, "Write tool: commands inside containers."},
 	{IntegrationDatabase, "Write tool: statements on a database."},
 }
+
+// integrationConfigKeys are the tools.<key> settings objects of
+// integrations that several backends serve.
+var integrationConfigKeys = map[string][]string{IntegrationTraces: {"jaeger", "tempo"}}
 
 // RenderDocs renders the catalog as the Markdown of docs/tools.md: for each
 // integration its tools (description, read-only or write, default agents,
@@ -102,14 +107,24 @@ func RenderDocs(cat *Catalog) []byte {
 		if a := about[in]; a != "" {
 			w("%s\n\n", a)
 		}
-		if rows, ok := settings[in]; ok {
-			w("Settings (`tools.%s`, see [configuration](configuration.md#tools)):\n\n", in)
+		keys, found := []string{in}, false
+		if alt, ok := integrationConfigKeys[in]; ok {
+			keys = alt
+		}
+		for _, key := range keys {
+			rows, ok := settings[key]
+			if !ok {
+				continue
+			}
+			found = true
+			w("Settings (`tools.%s`, see [configuration](configuration.md#tools)):\n\n", key)
 			w("| key | type | who |\n|---|---|---|\n")
 			for _, r := range rows {
 				w("| `%s` | %s | %s |\n", r[0], r[1], r[2])
 			}
 			w("\n")
-		} else {
+		}
+		if !found {
 			w("No settings.\n\n")
 		}
 		for _, s := range byInt[in] {

@@ -40,6 +40,7 @@ const (
 	IntegrationDocker     = "docker"   // write tools in containers
 	IntegrationDatabase   = "database" // write tools on a database
 	IntegrationHistory    = "history"  // the team's past investigations
+	IntegrationTraces     = "traces"   // tools.jaeger or tools.tempo
 )
 
 // Spec describes a tool.
@@ -140,6 +141,7 @@ func Builtin() *Catalog {
 		codeTools(),
 		knowledgeTools(),
 		analysisTools(),
+		traceTools(),
 		writeTools(),
 	)
 }

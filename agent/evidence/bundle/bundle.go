@@ -96,6 +96,9 @@ func (b *Bundle) Sources(now time.Time) *evidence.Sources {
 	if k := b.knowledge(); k != nil {
 		s.Knowledge = k
 	}
+	if t := b.traces(); t != nil {
+		s.Traces = t
+	}
 	if now.IsZero() {
 		now = time.Now().UTC()
 	}
