@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/finding"
@@ -93,16 +94,17 @@ func (r *recommender) rollback() {
 }
 
 // mechanismIndex maps a kind to its mechanism.
-var mechanismIndex = func() map[Kind]*mechanism {
-	m := map[Kind]*mechanism{}
+// (Filled in init: mechanisms' functions refer back to the index.)
+var mechanismIndex = map[Kind]*mechanism{}
+
+func init() {
 	for _, x := range mechanisms {
-		if m[x.kind] != nil {
+		if mechanismIndex[x.kind] != nil {
 			panic("analyst: two mechanisms for kind " + string(x.kind))
 		}
-		m[x.kind] = x
+		mechanismIndex[x.kind] = x
 	}
-	return m
-}()
+}
 
 // mechanismOf returns the mechanism of kind k, nil when k is still
 // described by the playbook's switches.
@@ -119,6 +121,52 @@ func detectMechanisms(ev *Gathered, found []Finding) []Finding {
 	for _, m := range mechanisms {
 		if m.detect != nil {
 			out = append(out, m.detect(ev, found)...)
+		}
+	}
+	return out
+}
+
+// crashLogCauses finds, in the log of each crashed container (a crash
+// loop or a container that exited with an error), the first of the last
+// lines that m's log rule matches, and turns it into a finding of m's kind
+// on the crash's subject: the crash is the symptom, the line its cause.
+// facts adds what the line (and the lines after it) say.
+func crashLogCauses(ev *Gathered, found []Finding, kind Kind, facts func(f *Finding, lines []evidence.LogLine, i int)) []Finding {
+	m := mechanismOf(kind)
+	var out []Finding
+	seen := map[string]bool{}
+	for _, c := range found {
+		if c.Kind != KindCrashLoop || c.fact("container") == "" {
+			continue
+		}
+		pod := strings.TrimPrefix(c.Object, "pod ")
+		key := pod + "/" + c.fact("container")
+		lines := ev.K8s.PreviousLogs[key]
+		if seen[key] || len(lines) == 0 {
+			continue
+		}
+		seen[key] = true
+		from := max(0, len(lines)-50)
+		for i := from; i < len(lines); i++ {
+			if !m.lines.MatchString(lines[i].Text) {
+				continue
+			}
+			f := Finding{Kind: m.kind, Subject: c.Subject, Object: c.Object, Namespace: c.Namespace, Time: c.Time, Severity: SevCritical,
+				Weight: m.lineWeight, Source: SrcKubernetes, Related: c.Related}
+			f.Evidence = []string{fmt.Sprintf("%s container %s logs before exiting: %s", c.Object, c.fact("container"), quote(ReadableLine(lines[i].Text), 240))}
+			f.Evidence = append(f.Evidence, c.Evidence...)
+			f.setFact("line", lines[i].Text)
+			f.setFact("container", c.fact("container"))
+			f.setFact("exit_code", c.fact("exit_code"))
+			if strings.Contains(c.Summary, "CrashLoopBackOff") || c.fact("restarts") != "" {
+				f.setFact("crashloop", "true")
+			}
+			if facts != nil {
+				facts(&f, lines, i)
+			}
+			f.Summary = fmt.Sprintf("%s container %s exits: %s", c.Object, c.fact("container"), truncate(ReadableLine(lines[i].Text), 160))
+			out = append(out, f)
+			break
 		}
 	}
 	return out

@@ -9,4 +9,6 @@ var mechanisms = []*mechanism{
 	clockSkew,
 	workerPool,
 	slowQuery,
+	jobFailed,
+	missingEnv,
 }

@@ -241,7 +241,10 @@ func relevance(h *Hypothesis, sc Scope) float64 {
 			r *= 0.8
 		}
 	}
-	if !sc.Window.BaselineStart.IsZero() && !h.Onset.IsZero() && h.Onset.Before(sc.Window.BaselineStart) {
+	// A condition older than the baseline is background, unless it is
+	// the current state of its object (a Job that failed and was never
+	// re-run successfully).
+	if !sc.Window.BaselineStart.IsZero() && !h.Onset.IsZero() && h.Onset.Before(sc.Window.BaselineStart) && h.top().fact("current") == "" {
 		r *= 0.7
 	}
 	return r

@@ -209,6 +209,8 @@ var kinds = map[Kind]kindInfo{
 	KindWorkerPool:     {prior: 0.74},
 	KindSlowQuery:      {prior: 0.72},
 	KindClockSkew:      {prior: 0.8},
+	KindJobFailed:      {prior: 0.8},
+	KindMissingEnv:     {prior: 0.84},
 	KindScaledToZero:   {0.84, classCause, "deployment scaled to 0 replicas"},
 	KindConnRefused:    {0.5, classDependency, "connection refused"},
 	KindTimeout:        {0.44, classDependency, "timeouts"},

@@ -1,0 +1,254 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// KindJobFailed is a Job that gave up: its pods failed until it hit its
+// backoff limit or its deadline.
+const KindJobFailed Kind = "job_failed"
+
+// A failed Job: its pods ended in Error and the job controller stopped
+// retrying (BackoffLimitExceeded) or ran out of time (DeadlineExceeded).
+// A failed Job is the current state of that Job however long ago it ran,
+// until a later run of the same CronJob succeeds (then it is history). The
+// chain goes one hop further, to the failing pod's log: the line that says
+// why (an authentication failure, a migration error) is the root.
+var jobFailed = &mechanism{
+	kind:  KindJobFailed,
+	class: classCause,
+	label: "Job failed (backoff limit or deadline reached)",
+	detect: func(ev *Gathered, _ []Finding) []Finding {
+		return detectFailedJobs(ev.K8s)
+	},
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return c.Kind == KindDeploy || c.Kind == KindConfigChange || strings.Contains(strings.ToLower(c.fact("description")), "secret")
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("the Job %s", orWord(h.fact("job"), h.Subject))
+		if cj := h.fact("cronjob"); cj != "" {
+			d += fmt.Sprintf(" of CronJob %s", cj)
+		}
+		d += " failed"
+		if r := h.fact("reason"); r != "" {
+			d += fmt.Sprintf(" (%s: %s)", r, jobReasonWords(r))
+		}
+		if p := h.fact("pod"); p != "" {
+			d += fmt.Sprintf(": its pod %s", p)
+			if c := h.fact("exit_code"); c != "" {
+				d += fmt.Sprintf(" exited with code %s (%s)", c, exitMeaningStr(c))
+			} else {
+				d += " failed"
+			}
+		}
+		if l := h.fact("line"); l != "" {
+			d += "; its log says why: " + quote(ReadableLine(l), 240)
+			if k := Kind(h.fact("line_kind")); k != "" {
+				d += fmt.Sprintf(" (%s)", infoOf(k).label)
+			}
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		what := orWord(h.fact("cronjob"), h.fact("job"))
+		switch Kind(h.fact("line_kind")) {
+		case KindAuth:
+			r.high("Fix the credentials the Job %s uses (the Secret it reads, the password or token after a rotation), then re-run it: kubectl create job --from=cronjob/%s %s-manual", what, what, what)
+		case KindDNS, KindConnRefused, KindTimeout:
+			r.high("Make the dependency the Job %s calls reachable (name, Service, network policy), then re-run it", what)
+		default:
+			r.high("Fix the failure the log of %s names (%s), then re-run the Job", h.fact("pod"), truncate(orWord(h.fact("line"), "see the pod's log"), 160))
+		}
+		r.med("Check whether the Job's work is idempotent before re-running it (a half-applied migration, a partial backup)")
+		r.low("Alert on failed Jobs (kube_job_status_failed > 0) and on CronJobs whose last successful run is too old")
+	},
+}
+
+// jobReasonWords says what a Job failure reason means.
+func jobReasonWords(r string) string {
+	switch r {
+	case "BackoffLimitExceeded":
+		return "its pods failed as many times as its backoffLimit allows, so it stopped retrying"
+	case "DeadlineExceeded":
+		return "it ran longer than its activeDeadlineSeconds and was stopped"
+	}
+	return "the job controller marked it failed"
+}
+
+var cronJobSuffixRE = regexp.MustCompile(`^(.+)-\d{6,}$`)
+
+// cronJobOf names the CronJob a Job was created by, from its name
+// (<cronjob>-<scheduled minute>), or "".
+func cronJobOf(job string) string {
+	if m := cronJobSuffixRE.FindStringSubmatch(job); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// jobOfPod names the Job that owns a pod ("" for none).
+func jobOfPod(p *corev1.Pod) string {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "Job" {
+			return o.Name
+		}
+	}
+	if j := p.Labels["job-name"]; j != "" {
+		return j
+	}
+	return p.Labels["batch.kubernetes.io/job-name"]
+}
+
+// detectFailedJobs finds Jobs whose pods failed and that no later run of
+// the same CronJob superseded, with the failing pod's log line.
+func detectFailedJobs(k K8sEvidence) []Finding {
+	type job struct {
+		ns, name  string
+		created   time.Time
+		failed    []*corev1.Pod
+		succeeded bool
+		reason    string
+		message   string
+		at        time.Time
+	}
+	jobs := map[string]*job{}
+	get := func(ns, name string) *job {
+		key := ns + "/" + name
+		if jobs[key] == nil {
+			jobs[key] = &job{ns: ns, name: name}
+		}
+		return jobs[key]
+	}
+	for i := range k.Pods {
+		p := &k.Pods[i]
+		name := jobOfPod(p)
+		if name == "" {
+			continue
+		}
+		j := get(p.Namespace, name)
+		j.created = earliest(j.created, p.CreationTimestamp.Time)
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded:
+			j.succeeded = true
+		case p.Status.Phase == corev1.PodFailed || podExitedWithError(p):
+			j.failed = append(j.failed, p)
+		}
+	}
+	for i := range k.Events {
+		e := &k.Events[i]
+		if e.InvolvedObject.Kind != "Job" {
+			continue
+		}
+		switch e.Reason {
+		case "BackoffLimitExceeded", "DeadlineExceeded":
+			j := get(orWord(e.InvolvedObject.Namespace, e.Namespace), e.InvolvedObject.Name)
+			first, _ := eventTime(e)
+			j.reason, j.message, j.at = e.Reason, e.Message, first
+		case "Completed", "SuccessfulCompletions":
+			get(orWord(e.InvolvedObject.Namespace, e.Namespace), e.InvolvedObject.Name).succeeded = true
+		}
+	}
+	// The latest successful run of each CronJob supersedes older failures.
+	lastOK := map[string]time.Time{}
+	for _, j := range jobs {
+		if cj := cronJobOf(j.name); cj != "" && j.succeeded && j.created.After(lastOK[j.ns+"/"+cj]) {
+			lastOK[j.ns+"/"+cj] = j.created
+		}
+	}
+	keys := make([]string, 0, len(jobs))
+	for key := range jobs {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	var out []Finding
+	for _, key := range keys {
+		j := jobs[key]
+		if j.succeeded || len(j.failed) == 0 && j.reason == "" {
+			continue
+		}
+		cj := cronJobOf(j.name)
+		if cj != "" && !lastOK[j.ns+"/"+cj].IsZero() && lastOK[j.ns+"/"+cj].After(j.created) {
+			continue // a later run succeeded
+		}
+		subject := orWord(cj, j.name)
+		f := Finding{Kind: KindJobFailed, Subject: subject, Object: "job " + j.ns + "/" + j.name, Namespace: j.ns, Source: SrcKubernetes,
+			Severity: SevCritical, Weight: 0.8, Time: j.at}
+		f.setFact("job", j.name)
+		f.setFact("cronjob", cj)
+		f.setFact("reason", j.reason)
+		f.setFact("current", "true")
+		ev := fmt.Sprintf("Job %s/%s failed", j.ns, j.name)
+		if j.reason != "" {
+			ev += fmt.Sprintf(" with reason %s: %s", j.reason, quote(j.message, 160))
+			f.Weight = 0.9
+		}
+		if n := len(j.failed); n > 0 {
+			ev += fmt.Sprintf("; %s failed", plural(n, "pod", "pods"))
+		}
+		f.Evidence = []string{ev}
+		// The latest failed pod and its log.
+		sort.SliceStable(j.failed, func(a, b int) bool { return j.failed[a].CreationTimestamp.After(j.failed[b].CreationTimestamp.Time) })
+		for _, p := range j.failed {
+			f.setFact("pod", p.Name)
+			for _, cs := range p.Status.ContainerStatuses {
+				term := cs.State.Terminated
+				if term == nil {
+					term = cs.LastTerminationState.Terminated
+				}
+				if term == nil || term.ExitCode == 0 {
+					continue
+				}
+				f.Time = earliest(f.Time, term.FinishedAt.Time)
+				f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
+				f.setFact("container", cs.Name)
+				f.Evidence = append(f.Evidence, fmt.Sprintf("pod %s/%s container %s terminated with reason %s, exit code %d (%s) at %s", p.Namespace, p.Name, cs.Name, orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time)))
+				if lines := k.PreviousLogs[p.Namespace+"/"+p.Name+"/"+cs.Name]; len(lines) > 0 {
+					line := causeLine(lines)
+					f.setFact("line", line)
+					f.setFact("last_log", line)
+					if kind, _ := ClassifyLine(line); kind != "" {
+						f.setFact("line_kind", string(kind))
+						f.Weight = 0.95
+					}
+					f.Evidence = append(f.Evidence, fmt.Sprintf("log of pod %s container %s: %s", p.Name, cs.Name, quote(ReadableLine(line), 240)))
+				}
+				break
+			}
+			if f.fact("exit_code") != "" {
+				break
+			}
+		}
+		if f.Time.IsZero() {
+			f.Time = j.created
+		}
+		f.Summary = fmt.Sprintf("Job %s/%s failed (%s)", j.ns, j.name, orWord(j.reason, "pods failed"))
+		if l := f.fact("line"); l != "" {
+			f.Summary += ": " + truncate(ReadableLine(l), 140)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// podExitedWithError reports whether a pod's containers all stopped and
+// one failed (a Job pod with restartPolicy Never).
+func podExitedWithError(p *corev1.Pod) bool {
+	failed := false
+	for _, cs := range p.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil {
+			return false
+		}
+		if t.ExitCode != 0 {
+			failed = true
+		}
+	}
+	return failed
+}

@@ -1,0 +1,76 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func jobPod(job, name string, created time.Time, phase corev1.PodPhase, exit int32) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ops", CreationTimestamp: metav1.NewTime(created),
+		Labels:          map[string]string{"job-name": job},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Name: job, APIVersion: "batch/v1"}}},
+		Status: corev1.PodStatus{Phase: phase}}
+	if phase == corev1.PodFailed || phase == corev1.PodSucceeded {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "backup", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: exit, Reason: map[bool]string{true: "Error", false: "Completed"}[exit != 0],
+			StartedAt: metav1.NewTime(created.Add(2 * time.Second)), FinishedAt: metav1.NewTime(created.Add(4 * time.Second))}}}}
+	}
+	return p
+}
+
+func TestFailedJobs(t *testing.T) {
+	t0 := time.Date(2026, 9, 22, 2, 0, 0, 0, time.UTC)
+	authLine := `pg_dump: error: connection to server at "orders-db.shop.svc.cluster.local" (10.100.62.14), port 5432 failed: FATAL:  password authentication failed for user "backup"`
+	backoff := corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Job", Name: "nightly-backup-29834040", Namespace: "ops"},
+		Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", Type: "Warning",
+		FirstTimestamp: metav1.NewTime(t0.Add(41 * time.Second))}
+	cases := []struct {
+		name     string
+		pods     []corev1.Pod
+		events   []corev1.Event
+		logs     map[string][]evidence.LogLine
+		want     int
+		subject  string
+		lineKind Kind
+	}{
+		{name: "backoff limit with the failing pod's log",
+			pods:   []corev1.Pod{jobPod("nightly-backup-29834040", "nightly-backup-29834040-t6zvw", t0, corev1.PodFailed, 1)},
+			events: []corev1.Event{backoff},
+			logs:   map[string][]evidence.LogLine{"ops/nightly-backup-29834040-t6zvw/backup": {{Text: authLine}}},
+			want:   1, subject: "nightly-backup", lineKind: KindAuth},
+		{name: "event only (pods already deleted)", events: []corev1.Event{backoff}, want: 1, subject: "nightly-backup"},
+		{name: "a later run of the CronJob succeeded: history",
+			pods: []corev1.Pod{jobPod("nightly-backup-29834040", "nightly-backup-29834040-t6zvw", t0, corev1.PodFailed, 1),
+				jobPod("nightly-backup-29835480", "nightly-backup-29835480-x2k9p", t0.Add(24*time.Hour), corev1.PodSucceeded, 0)},
+			events: []corev1.Event{backoff}},
+		{name: "a retry within the Job succeeded",
+			pods: []corev1.Pod{jobPod("db-migrate", "db-migrate-abcde", t0, corev1.PodFailed, 1),
+				jobPod("db-migrate", "db-migrate-fghij", t0.Add(time.Minute), corev1.PodSucceeded, 0)}},
+		{name: "a running Job is not failed", pods: []corev1.Pod{jobPod("db-migrate", "db-migrate-abcde", t0, corev1.PodRunning, 0)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectFailedJobs(K8sEvidence{Pods: c.pods, Events: c.events, PreviousLogs: c.logs})
+			if len(fs) != c.want {
+				t.Fatalf("%d findings %+v, want %d", len(fs), fs, c.want)
+			}
+			if c.want == 0 {
+				return
+			}
+			f := fs[0]
+			if f.Kind != KindJobFailed || f.Subject != c.subject || Kind(f.fact("line_kind")) != c.lineKind {
+				t.Errorf("finding %s on %s (line kind %q), want job_failed on %s (%q)", f.Kind, f.Subject, f.fact("line_kind"), c.subject, c.lineKind)
+			}
+			h := &Hypothesis{Kind: f.Kind, Subject: f.Subject, Primary: []*Finding{&f}, Onset: f.Time}
+			d := describe(h, Scope{})
+			if !strings.Contains(d, "nightly-backup-29834040") || c.lineKind != "" && !strings.Contains(d, "password authentication failed") {
+				t.Errorf("description %q does not name the Job and its log's cause", d)
+			}
+		})
+	}
+}
