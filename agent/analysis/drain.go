@@ -433,8 +433,8 @@ func (m *Miner) changePoint(mm map[int64]int, first time.Time) time.Time {
 	return time.Unix((lo+int64(best))*60, 0).UTC()
 }
 
-// Group mines a batch of lines and returns each line's template group
-// (a cluster id).
+// Group mines a batch of lines with Drain and returns each line's
+// template group (a cluster id).
 func Group(lines []string) []int {
 	d := NewDrain()
 	out := make([]int, len(lines))

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/analysis/tracegraph"
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/localize"
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +64,16 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 	in := localize.Input{Entry: sc.Service, Window: localize.Window{BaselineStart: sc.Window.BaselineStart, Start: sc.Window.Start, End: sc.Window.End}}
 	in.Metrics, in.Step = g.localizeMetrics(ctx, plan)
 	in.Logs = g.localizeLogs(ctx, plan)
+	if in.Step <= 0 {
+		in.Step = time.Minute
+	}
+	traceSeries, traceEdges := g.localizeTraces(ctx, in.Window)
+	in.Metrics = append(in.Metrics, traceSeries...)
+	in.Edges = append(in.Edges, traceEdges...)
 	seenEdge := map[localize.Edge]bool{}
+	for _, e := range in.Edges {
+		seenEdge[e] = true
+	}
 	for _, s := range in.Metrics {
 		if s.Caller != "" && s.Service != "" {
 			e := localize.Edge{Caller: s.Caller, Callee: s.Service}
@@ -206,6 +217,88 @@ func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist) []locali
 		}
 	}
 	return out
+}
+
+// errorHandlerSpan matches spans of a framework's error path (Spring's
+// BasicErrorController.error, an "error" handler): where a tracer records no
+// status, a request that failed still shows as such a span.
+var errorHandlerSpan = regexp.MustCompile(`(?i)(^|[.:/ ])error$|errorcontroller|errorhandler|exceptionhandler`)
+
+// localizeTraces builds the service call graph of every bin of the window
+// from the spans (one scan) and returns, per service, its exclusive (self)
+// time p90 and its share of error spans per bin, per call edge the calls
+// per trace (a caller that stopped or started calling a service: the
+// caller's own behaviour), the entry service's latency, and the edges.
+func (g *gatherer) localizeTraces(ctx context.Context, w localize.Window) ([]localize.Series, []localize.Edge) {
+	if g.src == nil || g.src.Traces == nil || ctx.Err() != nil {
+		return nil, nil
+	}
+	var wins []tracegraph.Window
+	for t := w.BaselineStart.Truncate(w.Step); t.Before(w.End); t = t.Add(w.Step) {
+		wins = append(wins, tracegraph.Window{Start: t, End: t.Add(w.Step)})
+	}
+	if len(wins) == 0 || len(wins) > 2000 {
+		return nil, nil
+	}
+	b := tracegraph.NewBuilder(wins...)
+	err := g.src.Traces.ScanSpans(ctx, wins[0].Start, w.End, func(s *evidence.Span) error {
+		if !s.Error && errorHandlerSpan.MatchString(s.Name) {
+			c := *s
+			c.Error = true
+			b.Add(&c)
+			return nil
+		}
+		b.Add(s)
+		return nil
+	})
+	if err != nil {
+		g.gap("traces", err)
+		return nil, nil
+	}
+	type key struct{ svc, metric, caller string }
+	series := map[key]*localize.Series{}
+	var order []key
+	add := func(k key, sig localize.Signal, unit string, bad localize.Direction, t time.Time, v float64) {
+		s := series[k]
+		if s == nil {
+			s = &localize.Series{Service: k.svc, Caller: k.caller, Metric: k.metric, Signal: sig, Unit: unit, Bad: bad}
+			series[k] = s
+			order = append(order, k)
+		}
+		s.Points = append(s.Points, evidence.Point{T: t, V: v})
+	}
+	edgeSeen := map[localize.Edge]bool{}
+	var edges []localize.Edge
+	for _, gr := range b.Graphs() {
+		t := gr.Window.Start
+		for _, st := range gr.Services {
+			if st.Requests == 0 {
+				continue
+			}
+			add(key{st.Service, "span self time p90", ""}, localize.SignalTraceLat, "s", localize.Up, t, st.SelfTime.P90.Seconds())
+			add(key{st.Service, "error spans per request", ""}, localize.SignalTraceErr, "ratio", localize.Up, t, float64(st.ErrorSpans)/float64(st.Requests))
+			if strings.EqualFold(st.Service, g.sc.Service) {
+				add(key{st.Service, "request duration p90 (traces)", ""}, localize.SignalLatency, "s", localize.Up, t, st.Duration.P90.Seconds())
+			}
+		}
+		for _, e := range gr.Edges {
+			if e.Caller == "" || e.Callee == "" || e.Caller == e.Callee {
+				continue
+			}
+			if le := (localize.Edge{Caller: e.Caller, Callee: e.Callee}); !edgeSeen[le] {
+				edgeSeen[le] = true
+				edges = append(edges, le)
+			}
+			if gr.Traces > 0 {
+				add(key{e.Caller, "calls to " + e.Callee + " per trace", ""}, localize.SignalTraceOps, "", localize.Both, t, float64(e.Calls)/float64(gr.Traces))
+			}
+		}
+	}
+	out := make([]localize.Series, 0, len(order))
+	for _, k := range order {
+		out = append(out, *series[k])
+	}
+	return out, edges
 }
 
 // locMetric says how a metric name is read for localization.

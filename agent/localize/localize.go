@@ -175,10 +175,11 @@ const zThreshold = 3
 type episode struct {
 	s        *Series
 	onset    time.Time
-	peak     float64 // peak robust z in the direction of trouble
-	ref      float64 // reference median
-	peakVal  float64 // value at the peak
-	last     float64 // last value
+	lastAt   time.Time // the last deviated bin
+	peak     float64   // peak robust z in the direction of trouble
+	ref      float64   // reference median
+	peakVal  float64   // value at the peak
+	last     float64   // last value
 	active   bool
 	dir      int // +1 rose, -1 fell
 	subject  string
@@ -269,6 +270,11 @@ func Rank(in Input) Result {
 	}
 	eps = append(eps, g.logEpisodes(in.Logs, refEnd)...)
 	for _, ep := range eps {
+		if !ep.fromLogs {
+			// Under way when the symptom began: sporadic signals (errors)
+			// need not deviate in every bin to the end.
+			ep.active = !ep.lastAt.Before(ts.Add(-tol))
+		}
 		ep.factor, ep.note = timing(ep, ts, tol)
 		// Client-side measures show the callees; a change of load or
 		// throughput is where a symptom is felt more often than where it
@@ -282,20 +288,31 @@ func Rank(in Input) Result {
 	return res
 }
 
-// densest returns the onset with the most other onsets within tol of
-// it (the earliest of equals); zero for none.
+// densest returns the start of the most recent burst of onsets: the
+// latest onset with at least half as many onsets within tol of it as the
+// densest one has (an alert is asked about when it fires: a burst a few
+// minutes earlier is the tail of something else). Zero for none.
 func densest(ts []time.Time, tol time.Duration) time.Time {
-	var best time.Time
-	bestN := 0
-	for _, a := range ts {
-		n := 0
+	density := make([]int, len(ts))
+	top := 0
+	for i, a := range ts {
 		for _, b := range ts {
 			if d := a.Sub(b); d <= tol && d >= -tol {
-				n++
+				density[i]++
 			}
 		}
-		if n > bestN || n == bestN && a.Before(best) {
-			best, bestN = a, n
+		top = max(top, density[i])
+	}
+	var best time.Time
+	for i, a := range ts {
+		if 2*density[i] >= top && density[i] >= min(2, top) && a.After(best) {
+			best = a
+		}
+	}
+	// The burst's first onset.
+	for _, a := range ts {
+		if a.Before(best) && best.Sub(a) <= tol {
+			best = a
 		}
 	}
 	return best

@@ -64,7 +64,7 @@ func (g *grid) bin(ps []evidence.Point) []float64 {
 // floor is the smallest scale of a series' noise: a move smaller than a
 // few floors is not a deviation however quiet the series was. Absolute
 // floors per unit (a millisecond, a percentage point, 0.02 cores, a MiB,
-// a KiB/s, 0.1/s), and 5% of the reference level.
+// a KiB/s, 0.1/s, a ratio of 0.01), and 5% of the reference level.
 func floor(unit string, level float64) float64 {
 	rel := 0.05 * math.Abs(level)
 	abs := 1e-9
@@ -82,6 +82,8 @@ func floor(unit string, level float64) float64 {
 		abs = 1024
 	case "/s":
 		abs = 0.1
+	case "ratio":
+		abs = 0.01 // one request in a hundred
 	}
 	return math.Max(abs, rel)
 }
@@ -154,7 +156,7 @@ func (g *grid) episodeOf(s *Series, refEnd int) *episode {
 		}
 		on = i
 	}
-	ep := &episode{s: s, onset: g.at(on), ref: med, active: after <= 1, dir: sign, signal: s.Signal}
+	ep := &episode{s: s, onset: g.at(on), lastAt: g.at(last), ref: med, active: after <= 1, dir: sign, signal: s.Signal}
 	for i := on; i <= last; i++ {
 		if math.IsNaN(z[i]) {
 			continue
@@ -319,6 +321,8 @@ func value(v float64, unit string) string {
 		return trimNum(v/1024, 1) + " KiB/s"
 	case "/s":
 		return trimNum(v, 2) + "/s"
+	case "ratio":
+		return trimNum(100*v, 1) + "%"
 	}
 	return trimNum(v, 3)
 }
