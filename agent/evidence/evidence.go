@@ -56,6 +56,13 @@ type Kubernetes interface {
 	// and pod readiness (cluster-info dump does not write endpoints).
 	Endpoints(ctx context.Context, namespace string) ([]corev1.Endpoints, error)
 	Nodes(ctx context.Context) ([]corev1.Node, error)
+	// Objects lists the objects of kind (a KubeKinds name: "Job",
+	// "PersistentVolumeClaim"...) in namespace (empty: all; ignored for
+	// cluster-scoped kinds) that match labelSelector, in namespace/name
+	// order. Each is a pointer to the kind's Go type (see KubeKinds); it is
+	// shared, so callers must not modify it. Secrets carry key names only,
+	// never values. List, Get and GetObject are typed helpers over it.
+	Objects(ctx context.Context, kind, namespace, labelSelector string) ([]KubeObject, error)
 }
 
 // PodLogQuery selects log lines of one pod.

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,5 +49,45 @@ func TestPodLogCollector(t *testing.T) {
 	}
 	if _, err := NewPodLogCollector("kubernetes", PodLogQuery{Pattern: "("}, time.Time{}); CodeOf(err) != CodeInvalid {
 		t.Errorf("bad pattern: %v", err)
+	}
+}
+
+func TestPodLogCollectorUntimedLines(t *testing.T) {
+	since := time.Date(2026, 5, 20, 9, 0, 0, 0, time.UTC)
+	until := since.Add(30 * time.Minute)
+	cases := []struct {
+		name  string
+		lines []string
+		limit int
+		want  []string
+	}{
+		{"no timestamp at all", []string{"starting", "DEPLOY_ENV is undefined"}, 0, []string{"starting", "DEPLOY_ENV is undefined"}},
+		{"first timestamp in the window", []string{"boot", "2026-05-20T09:10:00Z ready"}, 0, []string{"boot", "2026-05-20T09:10:00Z ready"}},
+		{"first timestamp before the window", []string{"boot", "2026-05-20T08:10:00Z ready", "2026-05-20T09:10:00Z tick"}, 0, []string{"2026-05-20T09:10:00Z tick"}},
+		{"first timestamp after the window", []string{"boot", "2026-05-20T10:10:00Z late"}, 0, []string{"boot"}},
+		{"limit keeps the last", []string{"a", "b", "c", "d", "e"}, 2, []string{"d", "e"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewPodLogCollector("kubernetes", PodLogQuery{Since: since, Until: until, Limit: tc.limit}, since)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.StartStream()
+			for _, l := range tc.lines {
+				c.Add("p/c", l)
+			}
+			res := c.Result()
+			var got []string
+			for _, l := range res.Lines {
+				got = append(got, l.Text)
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("lines %q, want %q", got, tc.want)
+			}
+			if tc.limit > 0 && (res.Matched != len(tc.lines) || !res.Truncated) {
+				t.Errorf("matched %d truncated %v", res.Matched, res.Truncated)
+			}
+		})
 	}
 }

@@ -3,56 +3,158 @@ package bundle
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/rootcause/rootcause/agent/evidence"
 )
 
-// kubeDir is the bundle folder written by
-// `kubectl cluster-info dump --all-namespaces --output-directory=kubernetes`.
+// kubeDir is the bundle folder of Kubernetes evidence: the tree written by
+// `kubectl cluster-info dump --all-namespaces --output-directory=kubernetes`
+// and any other `kubectl get -o json|yaml` output (contract 6.1).
 const kubeDir = "kubernetes"
 
 // kubernetes returns the bundle's Kubernetes source, or nil when the bundle has none.
 func (b *Bundle) kubernetes() evidence.Kubernetes {
-	if !exists(b.FS, kubeDir) {
+	if !exists(b.FS, kubeDir) && len(rootTexts(b.FS)) == 0 {
 		return nil
 	}
+	return b.kube()
+}
+
+// kube returns a new reader of the bundle's Kubernetes part.
+func (b *Bundle) kube() *kubeBundle {
 	return &kubeBundle{fsys: b.FS, ref: b.CapturedAt, files: map[string]*kubeFile{}}
 }
 
-// kubeBundle serves a cluster-info dump. Each JSON file is parsed once, on
-// first use, and kept; a malformed file fails only the calls that need it.
+// kubeBundle serves the Kubernetes part of a bundle lazily: opening it
+// lists the files (no decoding); a file is decoded on the first question
+// that needs it and kept. Files named after a kind's resource (pods.json,
+// deployments.yaml, as cluster-info dump and capture write them) are
+// decoded only for that kind; other files are decoded together on the first
+// question of any kind. A malformed file named after a kind fails the calls
+// of that kind; another malformed file is skipped (bundle check lists it).
 type kubeBundle struct {
 	fsys fs.FS
 	ref  time.Time // resolves yearless log timestamps
+
+	idxOnce sync.Once
+	idx     kubeIndex
+
+	genOnce sync.Once
+	gen     map[string][]evidence.KubeObject // generic files' objects by kind
+
+	textOnce sync.Once
+	text     *textData
 
 	mu    sync.Mutex
 	files map[string]*kubeFile
 }
 
+// kubeIndex is the list of the Kubernetes files of a bundle.
+type kubeIndex struct {
+	nsDirs  []string            // namespace folders (holding files named after a kind)
+	hinted  map[string][]string // "Kind/namespace" (namespace "*": any) → files
+	generic []string            // other *.json, *.yaml, *.yml files
+	unread  []string            // files named after a kind not read (replication-controllers.json)
+	text    []string            // *.txt terminal transcripts (not pod logs)
+	err     error               // the kubernetes/ folder could not be listed
+}
+
 type kubeFile struct {
-	once sync.Once
-	val  any // []T of the file's kind
-	err  error
+	once    sync.Once
+	objs    map[string][]evidence.KubeObject // by kind
+	skipped []evidence.KubeItem
+	err     error
 }
 
 var _ evidence.Kubernetes = (*kubeBundle)(nil)
+
+// dumpOnly are cluster-info dump files of kinds rootcause does not read.
+var dumpOnly = map[string]bool{"replication-controllers.json": true}
+
+func isKubeData(name string) bool {
+	return strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
+}
+
+// isPodLog reports the files of a pod's logs in a cluster-info dump.
+func isPodLog(name string) bool {
+	return name == "logs.txt" || strings.HasPrefix(name, "logs-") && strings.HasSuffix(name, "-previous.txt")
+}
+
+func (k *kubeBundle) index() *kubeIndex {
+	k.idxOnce.Do(func() {
+		x := &k.idx
+		x.hinted = map[string][]string{}
+		nsSeen := map[string]bool{}
+		if !exists(k.fsys, kubeDir) {
+			return // transcripts at the bundle root only
+		}
+		x.err = fs.WalkDir(k.fsys, kubeDir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if p == kubeDir {
+					return err
+				}
+				return nil // unreadable parts are skipped
+			}
+			if d.IsDir() || !d.Type().IsRegular() {
+				return nil
+			}
+			rel := strings.TrimPrefix(p, kubeDir+"/")
+			dir, base := path.Split(rel)
+			dir = strings.TrimSuffix(dir, "/")
+			switch {
+			case strings.HasSuffix(base, ".txt"):
+				if !isPodLog(base) {
+					x.text = append(x.text, p)
+				}
+				return nil
+			case !isKubeData(base):
+				return nil
+			}
+			if dumpOnly[base] {
+				x.unread = append(x.unread, p)
+				if !strings.Contains(dir, "/") && dir != "" {
+					nsSeen[dir] = true
+				}
+				return nil
+			}
+			res := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(base, ".json"), ".yaml"), ".yml")
+			ki, ok := evidence.LookupKind(res)
+			if !ok || ki.Resource != res {
+				x.generic = append(x.generic, p)
+				return nil
+			}
+			ns := "*"
+			if ki.Namespaced && dir != "" && !strings.Contains(dir, "/") && validName(dir) {
+				ns = dir
+				nsSeen[dir] = true
+			}
+			key := ki.Kind + "/" + ns
+			x.hinted[key] = append(x.hinted[key], p)
+			return nil
+		})
+		for ns := range nsSeen {
+			x.nsDirs = append(x.nsDirs, ns)
+		}
+		slices.Sort(x.nsDirs)
+	})
+	return &k.idx
+}
 
 func (k *kubeBundle) file(name string) *kubeFile {
 	k.mu.Lock()
@@ -65,187 +167,197 @@ func (k *kubeBundle) file(name string) *kubeFile {
 	return f
 }
 
-// listFile returns the items of one list file, decoded by conv. A missing
-// file is an empty list (an older kubectl may not write every kind).
-func listFile[T any](k *kubeBundle, name string, conv func([]byte) (T, error)) ([]T, error) {
+// load decodes one file once. hint is the kind its name gives ("" for a
+// generic file); folderNS the namespace its folder gives.
+func (k *kubeBundle) load(name, hint string) *kubeFile {
 	f := k.file(name)
 	f.once.Do(func() {
+		f.objs = map[string][]evidence.KubeObject{}
 		data, err := fs.ReadFile(k.fsys, name)
-		if errors.Is(err, fs.ErrNotExist) {
-			f.val = []T(nil)
-			return
-		}
 		if err != nil {
 			f.err = &evidence.Error{Source: "kubernetes", Code: evidence.CodeUnavailable, File: name, Err: err}
 			return
 		}
-		f.val, f.err = decodeList(name, data, conv)
-	})
-	if f.err != nil {
-		return nil, f.err
-	}
-	return slices.Clone(f.val.([]T)), nil
-}
-
-// decodeList reads a kubectl List (typed, like PodList, or "kind: List")
-// and converts its items, reporting the line of any bad data.
-func decodeList[T any](name string, data []byte, conv func([]byte) (T, error)) ([]T, error) {
-	bad := func(off int64, err error) error {
-		return &evidence.Error{Source: "kubernetes", Code: evidence.CodeMalformed, File: name, Line: lineAt(data, off), Err: err}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	syntax := func(err error) error {
-		// The streaming decoder's offsets are not always absolute; a full
-		// parse gives the absolute position of the first syntax error.
-		var whole any
-		var se *json.SyntaxError
-		if errors.As(json.Unmarshal(data, &whole), &se) {
-			return bad(se.Offset, se)
+		folderNS := ""
+		if d := path.Dir(strings.TrimPrefix(name, kubeDir+"/")); d != "." && !strings.Contains(d, "/") && validName(d) {
+			folderNS = d
 		}
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return bad(int64(len(data)), fmt.Errorf("unexpected end of JSON"))
-		}
-		return bad(dec.InputOffset(), err)
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, syntax(err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, bad(0, fmt.Errorf("want a Kubernetes List object, found %v", tok))
-	}
-	var out []T
-	sawItems := false
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, syntax(err)
-		}
-		key, _ := tok.(string)
-		if key != "items" {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, syntax(err)
+		f.err = evidence.DecodeKubeFile(name, data, hint, func(it evidence.KubeItem) {
+			if it.Object == nil {
+				f.skipped = append(f.skipped, it)
+				return
 			}
-			continue
-		}
-		sawItems = true
-		tok, err = dec.Token()
-		if err != nil {
-			return nil, syntax(err)
-		}
-		if tok == nil { // "items": null
-			continue
-		}
-		if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return nil, bad(dec.InputOffset(), fmt.Errorf("items: want an array"))
-		}
-		for dec.More() {
-			start := dec.InputOffset()
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return nil, syntax(err)
-			}
-			// InputOffset was before any separator; skip it to the item.
-			start += int64(len(data[start:]) - len(bytes.TrimLeft(data[start:], " \t\r\n,")))
-			v, err := conv(raw)
-			if err != nil {
-				var te *json.UnmarshalTypeError
-				if errors.As(err, &te) {
-					return nil, bad(start+te.Offset, err)
+			ki, _ := evidence.LookupKind(it.Kind)
+			if ki.Namespaced && it.Object.GetNamespace() == "" {
+				if folderNS == "" {
+					it.Skip = ki.Kind + " without metadata.namespace, outside a namespace folder"
+					it.Object = nil
+					f.skipped = append(f.skipped, it)
+					return
 				}
-				return nil, bad(start, err)
+				it.Object.SetNamespace(folderNS)
 			}
-			out = append(out, v)
+			if !ki.Namespaced {
+				it.Object.SetNamespace("")
+			}
+			f.objs[ki.Kind] = append(f.objs[ki.Kind], it.Object)
+		})
+	})
+	return f
+}
+
+// generic returns the objects of every file not named after a kind.
+func (k *kubeBundle) generic(ctx context.Context) map[string][]evidence.KubeObject {
+	k.genOnce.Do(func() {
+		k.gen = map[string][]evidence.KubeObject{}
+		for _, name := range k.index().generic {
+			f := k.load(name, "")
+			for kind, objs := range f.objs {
+				k.gen[kind] = append(k.gen[kind], objs...)
+			}
 		}
-		if _, err := dec.Token(); err != nil {
-			return nil, syntax(err)
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, syntax(err)
-	}
-	if !sawItems {
-		return nil, bad(0, fmt.Errorf("not a Kubernetes List: no items"))
-	}
-	return out, nil
+	})
+	return k.gen
 }
 
-func lineAt(data []byte, off int64) int {
-	if off > int64(len(data)) {
-		off = int64(len(data))
+// Objects lists one kind from the files that may hold it. An object found
+// in several files is served once: the copy with the highest
+// resourceVersion, else the first in file order.
+func (k *kubeBundle) Objects(ctx context.Context, kind, namespace, labelSelector string) ([]evidence.KubeObject, error) {
+	ki, ok := evidence.LookupKind(kind)
+	if !ok {
+		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "unknown kind %q (kinds read: %s)", kind, strings.Join(evidence.KindNames(), ", "))
 	}
-	if off < 0 {
-		off = 0
-	}
-	return bytes.Count(data[:off], []byte{'\n'}) + 1
-}
-
-func jsonConv[T any](raw []byte) (T, error) {
-	var v T
-	err := json.Unmarshal(raw, &v)
-	return v, err
-}
-
-// eventConv decodes a core/v1 or an events.k8s.io/v1 event into core/v1.
-func eventConv(raw []byte) (corev1.Event, error) {
-	var tm metav1.TypeMeta
-	if err := json.Unmarshal(raw, &tm); err != nil {
-		return corev1.Event{}, err
-	}
-	if strings.HasPrefix(tm.APIVersion, "events.k8s.io/") {
-		var ev eventsv1.Event
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return corev1.Event{}, err
-		}
-		return evidence.EventFromV1(&ev), nil
-	}
-	var e corev1.Event
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return corev1.Event{}, err
-	}
-	evidence.NormalizeEvent(&e)
-	return e, nil
-}
-
-// Namespaces are the folders of the dump.
-func (k *kubeBundle) Namespaces(ctx context.Context) ([]string, error) {
-	ents, err := fs.ReadDir(k.fsys, kubeDir)
+	sel, err := labels.Parse(labelSelector)
 	if err != nil {
-		return nil, &evidence.Error{Source: "kubernetes", Code: evidence.CodeUnavailable, File: kubeDir, Err: err}
+		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "label selector %q: %v", labelSelector, err)
 	}
-	var out []string
-	for _, e := range ents {
-		if e.IsDir() {
-			out = append(out, e.Name())
+	if !ki.Namespaced {
+		namespace = ""
+	}
+	if namespace != "" && !validName(namespace) {
+		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "invalid namespace %q", namespace)
+	}
+	x := k.index()
+	if x.err != nil {
+		return nil, &evidence.Error{Source: "kubernetes", Code: evidence.CodeUnavailable, File: kubeDir, Err: x.err}
+	}
+	var files []string
+	if namespace == "" {
+		for _, ns := range append([]string{"*"}, x.nsDirs...) {
+			files = append(files, x.hinted[ki.Kind+"/"+ns]...)
 		}
+	} else {
+		files = append(slices.Clone(x.hinted[ki.Kind+"/"+namespace]), x.hinted[ki.Kind+"/*"]...)
 	}
-	slices.Sort(out)
-	return out, nil
-}
-
-// perNamespace gathers one kind over namespace ns (empty: all).
-func perNamespace[T any](ctx context.Context, k *kubeBundle, ns, file string, conv func([]byte) (T, error)) ([]T, error) {
-	nss := []string{ns}
-	if ns == "" {
-		var err error
-		if nss, err = k.Namespaces(ctx); err != nil {
-			return nil, err
-		}
-	} else if !validName(ns) {
-		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "invalid namespace %q", ns)
-	}
-	var out []T
-	for _, n := range nss {
+	var all []evidence.KubeObject
+	for _, name := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		items, err := listFile(k, path.Join(kubeDir, n, file), conv)
-		if err != nil {
-			return nil, err
+		f := k.load(name, ki.Kind)
+		if f.err != nil {
+			return nil, f.err
 		}
-		out = append(out, items...)
+		all = append(all, f.objs[ki.Kind]...)
 	}
+	all = append(all, k.generic(ctx)[ki.Kind]...)
+	all = append(all, k.textObjects(ctx, ki.Kind)...)
+	out := make([]evidence.KubeObject, 0, len(all))
+	seen := map[string]int{}
+	for _, o := range all {
+		if namespace != "" && o.GetNamespace() != namespace || !sel.Matches(labels.Set(o.GetLabels())) {
+			continue
+		}
+		key := o.GetNamespace() + "/" + o.GetName()
+		if i, dup := seen[key]; dup {
+			if newer(o, out[i]) {
+				out[i] = o
+			}
+			continue
+		}
+		seen[key] = len(out)
+		out = append(out, o)
+	}
+	slices.SortStableFunc(out, func(a, b evidence.KubeObject) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
+	return out, nil
+}
+
+// HoldsKind reports whether the bundle holds any evidence of kind: a file
+// named after it (an empty list counts: the kind was captured) or an object
+// of it in another file.
+func (k *kubeBundle) HoldsKind(ctx context.Context, kind string) bool {
+	ki, ok := evidence.LookupKind(kind)
+	if !ok {
+		return false
+	}
+	for key, files := range k.index().hinted {
+		if strings.HasPrefix(key, ki.Kind+"/") && len(files) > 0 {
+			return true
+		}
+	}
+	objs, err := k.Objects(ctx, ki.Kind, "", "")
+	return err == nil && len(objs) > 0
+}
+
+// newer reports whether a has a higher numeric resourceVersion than b.
+func newer(a, b evidence.KubeObject) bool {
+	ra, errA := strconv.ParseUint(a.GetResourceVersion(), 10, 64)
+	rb, errB := strconv.ParseUint(b.GetResourceVersion(), 10, 64)
+	return errA == nil && errB == nil && ra > rb
+}
+
+// typed converts objects to values of their Go type.
+func typed[T any](objs []evidence.KubeObject, err error) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := any(o).(*T); ok {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
+}
+
+// Namespaces are the namespace folders of the dump, the Namespace objects
+// and the namespaces of every object read from files not named after a kind.
+func (k *kubeBundle) Namespaces(ctx context.Context) ([]string, error) {
+	x := k.index()
+	if x.err != nil {
+		return nil, &evidence.Error{Source: "kubernetes", Code: evidence.CodeUnavailable, File: kubeDir, Err: x.err}
+	}
+	set := map[string]bool{}
+	for _, ns := range x.nsDirs {
+		set[ns] = true
+	}
+	nss, err := k.Objects(ctx, "Namespace", "", "")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nss {
+		set[n.GetName()] = true
+	}
+	for _, src := range []map[string][]evidence.KubeObject{k.generic(ctx), k.texts(ctx).objs} {
+		for kind, objs := range src {
+			if kind == "Event" {
+				continue
+			}
+			for _, o := range objs {
+				if o.GetNamespace() != "" {
+					set[o.GetNamespace()] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for ns := range set {
+		out = append(out, ns)
+	}
+	slices.Sort(out)
 	return out, nil
 }
 
@@ -262,68 +374,46 @@ func validName(s string) bool {
 	return true
 }
 
-func podMeta(p *corev1.Pod) *metav1.ObjectMeta { return &p.ObjectMeta }
-
 // Pods lists pods, filtered by a label selector.
 func (k *kubeBundle) Pods(ctx context.Context, namespace, labelSelector string) ([]corev1.Pod, error) {
-	sel, err := labels.Parse(labelSelector)
-	if err != nil {
-		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "label selector %q: %v", labelSelector, err)
-	}
-	pods, err := perNamespace(ctx, k, namespace, "pods.json", jsonConv[corev1.Pod])
-	if err != nil {
-		return nil, err
-	}
-	out := pods[:0:0]
-	for _, p := range pods {
-		if sel.Matches(labels.Set(p.Labels)) {
-			out = append(out, p)
-		}
-	}
-	evidence.SortByNamespaceName(out, podMeta)
-	return out, nil
+	return typed[corev1.Pod](k.Objects(ctx, "Pod", namespace, labelSelector))
 }
 
 // Events lists events normalised to core/v1, in timeline order per namespace.
 func (k *kubeBundle) Events(ctx context.Context, namespace string) ([]corev1.Event, error) {
-	evs, err := perNamespace(ctx, k, namespace, "events.json", eventConv)
-	if err != nil {
-		return nil, err
-	}
+	evs, err := typed[corev1.Event](k.Objects(ctx, "Event", namespace, ""))
 	evidence.SortEvents(evs)
-	return evs, nil
+	return evs, err
 }
 
 // Deployments lists deployments.
 func (k *kubeBundle) Deployments(ctx context.Context, namespace string) ([]appsv1.Deployment, error) {
-	out, err := perNamespace(ctx, k, namespace, "deployments.json", jsonConv[appsv1.Deployment])
-	evidence.SortByNamespaceName(out, func(d *appsv1.Deployment) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[appsv1.Deployment](k.Objects(ctx, "Deployment", namespace, ""))
 }
 
 // ReplicaSets lists replica sets.
 func (k *kubeBundle) ReplicaSets(ctx context.Context, namespace string) ([]appsv1.ReplicaSet, error) {
-	out, err := perNamespace(ctx, k, namespace, "replicasets.json", jsonConv[appsv1.ReplicaSet])
-	evidence.SortByNamespaceName(out, func(d *appsv1.ReplicaSet) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[appsv1.ReplicaSet](k.Objects(ctx, "ReplicaSet", namespace, ""))
 }
 
 // DaemonSets lists daemon sets.
 func (k *kubeBundle) DaemonSets(ctx context.Context, namespace string) ([]appsv1.DaemonSet, error) {
-	out, err := perNamespace(ctx, k, namespace, "daemonsets.json", jsonConv[appsv1.DaemonSet])
-	evidence.SortByNamespaceName(out, func(d *appsv1.DaemonSet) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[appsv1.DaemonSet](k.Objects(ctx, "DaemonSet", namespace, ""))
 }
 
 // Services lists services.
 func (k *kubeBundle) Services(ctx context.Context, namespace string) ([]corev1.Service, error) {
-	out, err := perNamespace(ctx, k, namespace, "services.json", jsonConv[corev1.Service])
-	evidence.SortByNamespaceName(out, func(d *corev1.Service) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[corev1.Service](k.Objects(ctx, "Service", namespace, ""))
 }
 
-// Endpoints derives endpoints from service selectors and pod readiness.
+// Endpoints serves the Endpoints objects the bundle holds and, for services
+// without one, derives them from service selectors and pod readiness
+// (cluster-info dump does not write endpoints).
 func (k *kubeBundle) Endpoints(ctx context.Context, namespace string) ([]corev1.Endpoints, error) {
+	held, err := typed[corev1.Endpoints](k.Objects(ctx, "Endpoints", namespace, ""))
+	if err != nil {
+		return nil, err
+	}
 	svcs, err := k.Services(ctx, namespace)
 	if err != nil {
 		return nil, err
@@ -332,18 +422,30 @@ func (k *kubeBundle) Endpoints(ctx context.Context, namespace string) ([]corev1.
 	if err != nil {
 		return nil, err
 	}
-	return evidence.DeriveEndpoints(svcs, pods), nil
+	have := map[string]bool{}
+	for _, e := range held {
+		have[e.Namespace+"/"+e.Name] = true
+	}
+	out := held
+	for _, e := range evidence.DeriveEndpoints(svcs, pods) {
+		if !have[e.Namespace+"/"+e.Name] {
+			out = append(out, e)
+		}
+	}
+	evidence.SortByNamespaceName(out, func(e *corev1.Endpoints) *metav1.ObjectMeta { return &e.ObjectMeta })
+	return out, nil
 }
 
 // Nodes lists nodes.
 func (k *kubeBundle) Nodes(ctx context.Context) ([]corev1.Node, error) {
-	out, err := listFile(k, path.Join(kubeDir, "nodes.json"), jsonConv[corev1.Node])
-	evidence.SortByNamespaceName(out, func(d *corev1.Node) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[corev1.Node](k.Objects(ctx, "Node", "", ""))
 }
 
-// PodLogs reads <ns>/<pod>/logs.txt (kubectl's per-container sections) or,
-// for Previous, <ns>/<pod>/logs-<container>-previous.txt.
+// PodLogs reads what `kubectl logs` returns: <ns>/<pod>/logs.txt
+// (kubectl's per-container sections, the current instance's output: for a
+// container waiting in CrashLoopBackOff, its last run) or, for Previous,
+// <ns>/<pod>/logs-<container>-previous.txt. A pod without such files is
+// served from the `kubectl logs` outputs of terminal transcripts.
 func (k *kubeBundle) PodLogs(ctx context.Context, q evidence.PodLogQuery) (*evidence.LogResult, error) {
 	if q.Namespace == "" || q.Pod == "" {
 		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "pod logs need a namespace and a pod")
@@ -366,7 +468,8 @@ func (k *kubeBundle) PodLogs(ctx context.Context, q evidence.PodLogQuery) (*evid
 		}
 	}
 	dir := path.Join(kubeDir, q.Namespace, q.Pod)
-	if pod == nil && !exists(k.fsys, dir) {
+	hasFiles := k.hasPodLogFiles(q.Namespace, q.Pod)
+	if pod == nil && !hasFiles && len(k.textLogs(ctx, q.Namespace, q.Pod, "", false))+len(k.textLogs(ctx, q.Namespace, q.Pod, "", true)) == 0 {
 		return nil, evidence.Errorf("kubernetes", evidence.CodeNotFound, "pod %s/%s not found", q.Namespace, q.Pod)
 	}
 	var containers []string
@@ -377,7 +480,7 @@ func (k *kubeBundle) PodLogs(ctx context.Context, q evidence.PodLogQuery) (*evid
 		for _, c := range pod.Spec.Containers {
 			containers = append(containers, c.Name)
 		}
-		if q.Container != "" && !slices.Contains(containers, q.Container) {
+		if q.Container != "" && len(containers) > 0 && !slices.Contains(containers, q.Container) {
 			return nil, evidence.Errorf("kubernetes", evidence.CodeNotFound, "container %q not found in pod %s/%s (containers: %s)",
 				q.Container, q.Namespace, q.Pod, strings.Join(containers, ", "))
 		}
@@ -399,16 +502,37 @@ func (k *kubeBundle) PodLogs(ctx context.Context, q evidence.PodLogQuery) (*evid
 			}
 			found++
 		}
+		if found == 0 && !hasFiles {
+			found = k.scanTextLogs(ctx, q, firstOr(containers), col)
+		}
 		if found == 0 {
 			return nil, evidence.Errorf("kubernetes", evidence.CodeNotFound, "no previous terminated container logs for pod %s/%s%s", q.Namespace, q.Pod, containerSuffix(q.Container))
 		}
 		return col.Result(), nil
 	}
 	err = k.scanLogFile(ctx, path.Join(dir, "logs.txt"), q.Pod, q.Container, firstOr(containers), col)
+	if errors.Is(err, fs.ErrNotExist) && !hasFiles {
+		k.scanTextLogs(ctx, q, firstOr(containers), col)
+		err = nil
+	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	return col.Result(), nil
+}
+
+// scanTextLogs feeds the transcript logs of q's pod to col and returns how
+// many outputs it read.
+func (k *kubeBundle) scanTextLogs(ctx context.Context, q evidence.PodLogQuery, defaultContainer string, col *evidence.PodLogCollector) int {
+	logs := k.textLogs(ctx, q.Namespace, q.Pod, q.Container, q.Previous)
+	for _, l := range logs {
+		c := cmpOr(l.Container, cmpOr(q.Container, defaultContainer))
+		col.StartStream()
+		for _, line := range l.Lines {
+			col.Add(q.Pod+"/"+c, line)
+		}
+	}
+	return len(logs)
 }
 
 func containerSuffix(c string) string {

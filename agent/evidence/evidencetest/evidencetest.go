@@ -116,7 +116,14 @@ func RunKubernetes(t *testing.T, k evidence.Kubernetes, w KubeWant) {
 	}
 	eq(t, "Endpoints", w.Endpoints, gotEP)
 
-	for _, lw := range w.Logs {
+	runLogs(t, k, w.Logs)
+}
+
+// runLogs checks each log query's answer.
+func runLogs(t *testing.T, k evidence.Kubernetes, logs []LogWant) {
+	t.Helper()
+	ctx := context.Background()
+	for _, lw := range logs {
 		name := fmt.Sprintf("PodLogs(%s/%s container=%q previous=%v pattern=%q)", lw.Query.Namespace, lw.Query.Pod, lw.Query.Container, lw.Query.Previous, lw.Query.Pattern)
 		res, err := k.PodLogs(ctx, lw.Query)
 		if lw.Code != "" {

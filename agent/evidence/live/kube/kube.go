@@ -4,12 +4,15 @@ package kube
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -162,114 +165,154 @@ func (c *Client) Namespaces(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// Pods lists pods.
-func (c *Client) Pods(ctx context.Context, namespace, labelSelector string) ([]corev1.Pod, error) {
+// apiFallbacks are older API versions tried when a cluster does not serve
+// a kind's current one (clusters before Kubernetes 1.21 to 1.25).
+var apiFallbacks = map[string][]string{
+	"HorizontalPodAutoscaler": {"autoscaling/v1"},
+	"CronJob":                 {"batch/v1beta1"},
+	"PodDisruptionBudget":     {"policy/v1beta1"},
+	"EndpointSlice":           {"discovery.k8s.io/v1beta1"},
+}
+
+// Objects lists one kind through the API server's JSON list answers,
+// decoded by the same decoder as bundle files. A kind the cluster does not
+// serve is an empty list. Secrets are decoded without their values: the
+// decoder skips them as it reads the answer, and nothing keeps them.
+func (c *Client) Objects(ctx context.Context, kind, namespace, labelSelector string) ([]evidence.KubeObject, error) {
+	ki, ok := evidence.LookupKind(kind)
+	if !ok {
+		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "unknown kind %q (kinds read: %s)", kind, strings.Join(evidence.KindNames(), ", "))
+	}
 	if _, err := labels.Parse(labelSelector); err != nil {
 		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "label selector %q: %v", labelSelector, err)
 	}
-	out, err := listAll(ctx, "listing pods", metav1.ListOptions{LabelSelector: labelSelector}, func(ctx context.Context, o metav1.ListOptions) ([]corev1.Pod, string, error) {
-		l, err := c.cs.CoreV1().Pods(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
+	if !ki.Namespaced {
+		namespace = ""
+	}
+	versions := append([]string{ki.APIVersion()}, apiFallbacks[ki.Kind]...)
+	out := []evidence.KubeObject{}
+	for i, gv := range versions {
+		objs, err := c.list(ctx, ki, gv, namespace, labelSelector)
+		if apierrors.IsNotFound(err) {
+			if i < len(versions)-1 {
+				continue
+			}
+			break // not served: nothing of that kind
 		}
-		return l.Items, l.Continue, nil
+		if err != nil {
+			return nil, mapErr(err, "listing "+ki.Resource)
+		}
+		out = append(out, objs...)
+		break
+	}
+	slices.SortStableFunc(out, func(a, b evidence.KubeObject) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 	})
-	evidence.SortByNamespaceName(out, func(p *corev1.Pod) *metav1.ObjectMeta { return &p.ObjectMeta })
-	return out, err
+	return out, nil
+}
+
+// list pages through one list call of group/version gv.
+func (c *Client) list(ctx context.Context, ki evidence.KindInfo, gv, namespace, labelSelector string) ([]evidence.KubeObject, error) {
+	p := "/api/" + gv
+	if strings.Contains(gv, "/") {
+		p = "/apis/" + gv
+	}
+	if namespace != "" {
+		p += "/namespaces/" + namespace
+	}
+	p += "/" + ki.Resource
+	var out []evidence.KubeObject
+	cont := ""
+	for {
+		req := c.cs.CoreV1().RESTClient().Get().AbsPath(p).Param("limit", strconv.Itoa(PageSize)).SetHeader("Accept", "application/json")
+		if labelSelector != "" {
+			req = req.Param("labelSelector", labelSelector)
+		}
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		data, err := req.DoRaw(ctx)
+		if err != nil {
+			return nil, err
+		}
+		err = evidence.DecodeKubeFile(p, data, ki.Kind, func(it evidence.KubeItem) {
+			if it.Object != nil && it.Kind == ki.Kind {
+				out = append(out, it.Object)
+			}
+		})
+		if err != nil {
+			return nil, evidence.Errorf("kubernetes", evidence.CodeMalformed, "listing %s: %v", ki.Resource, err)
+		}
+		var meta struct {
+			Metadata struct {
+				Continue string `json:"continue"`
+			} `json:"metadata"`
+		}
+		_ = json.Unmarshal(data, &meta)
+		cont = meta.Metadata.Continue
+		if cont == "" || len(out) >= MaxItems {
+			break
+		}
+	}
+	if len(out) > MaxItems {
+		out = out[:MaxItems]
+	}
+	return out, nil
+}
+
+func typed[T any](objs []evidence.KubeObject, err error) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := any(o).(*T); ok {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
+}
+
+// Pods lists pods.
+func (c *Client) Pods(ctx context.Context, namespace, labelSelector string) ([]corev1.Pod, error) {
+	return typed[corev1.Pod](c.Objects(ctx, "Pod", namespace, labelSelector))
 }
 
 // Events lists core/v1 events, normalised and in timeline order.
 func (c *Client) Events(ctx context.Context, namespace string) ([]corev1.Event, error) {
-	out, err := listAll(ctx, "listing events", metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) ([]corev1.Event, string, error) {
-		l, err := c.cs.CoreV1().Events(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
-	})
-	for i := range out {
-		evidence.NormalizeEvent(&out[i])
-	}
+	out, err := typed[corev1.Event](c.Objects(ctx, "Event", namespace, ""))
 	evidence.SortEvents(out)
 	return out, err
 }
 
 // Deployments lists deployments.
 func (c *Client) Deployments(ctx context.Context, namespace string) ([]appsv1.Deployment, error) {
-	out, err := listAll(ctx, "listing deployments", metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) ([]appsv1.Deployment, string, error) {
-		l, err := c.cs.AppsV1().Deployments(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
-	})
-	evidence.SortByNamespaceName(out, func(d *appsv1.Deployment) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[appsv1.Deployment](c.Objects(ctx, "Deployment", namespace, ""))
 }
 
 // ReplicaSets lists replica sets.
 func (c *Client) ReplicaSets(ctx context.Context, namespace string) ([]appsv1.ReplicaSet, error) {
-	out, err := listAll(ctx, "listing replica sets", metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) ([]appsv1.ReplicaSet, string, error) {
-		l, err := c.cs.AppsV1().ReplicaSets(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
-	})
-	evidence.SortByNamespaceName(out, func(d *appsv1.ReplicaSet) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[appsv1.ReplicaSet](c.Objects(ctx, "ReplicaSet", namespace, ""))
 }
 
 // DaemonSets lists daemon sets.
 func (c *Client) DaemonSets(ctx context.Context, namespace string) ([]appsv1.DaemonSet, error) {
-	out, err := listAll(ctx, "listing daemon sets", metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) ([]appsv1.DaemonSet, string, error) {
-		l, err := c.cs.AppsV1().DaemonSets(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
-	})
-	evidence.SortByNamespaceName(out, func(d *appsv1.DaemonSet) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[appsv1.DaemonSet](c.Objects(ctx, "DaemonSet", namespace, ""))
 }
 
 // Services lists services.
 func (c *Client) Services(ctx context.Context, namespace string) ([]corev1.Service, error) {
-	out, err := listAll(ctx, "listing services", metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) ([]corev1.Service, string, error) {
-		l, err := c.cs.CoreV1().Services(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
-	})
-	evidence.SortByNamespaceName(out, func(d *corev1.Service) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[corev1.Service](c.Objects(ctx, "Service", namespace, ""))
 }
 
 // Endpoints lists endpoints as the cluster publishes them.
 func (c *Client) Endpoints(ctx context.Context, namespace string) ([]corev1.Endpoints, error) {
-	out, err := listAll(ctx, "listing endpoints", metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) ([]corev1.Endpoints, string, error) {
-		l, err := c.cs.CoreV1().Endpoints(namespace).List(ctx, o) //nolint:staticcheck // Endpoints is what evidence.Kubernetes serves
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
-	})
-	evidence.SortByNamespaceName(out, func(d *corev1.Endpoints) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[corev1.Endpoints](c.Objects(ctx, "Endpoints", namespace, ""))
 }
 
 // Nodes lists nodes.
 func (c *Client) Nodes(ctx context.Context) ([]corev1.Node, error) {
-	out, err := listAll(ctx, "listing nodes", metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) ([]corev1.Node, string, error) {
-		l, err := c.cs.CoreV1().Nodes().List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
-	})
-	evidence.SortByNamespaceName(out, func(d *corev1.Node) *metav1.ObjectMeta { return &d.ObjectMeta })
-	return out, err
+	return typed[corev1.Node](c.Objects(ctx, "Node", "", ""))
 }
 
 // PodLogs streams the logs of one or all containers of a pod through the

@@ -1,0 +1,147 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
+)
+
+// This file serves terminal transcripts (contract 6.1): *.txt files at the
+// bundle root or under kubernetes/ holding "$ kubectl ..." commands and
+// their output, read by package kubetext. Their objects and events come
+// after the structured files', so a structured copy of the same object
+// wins; their `kubectl logs` outputs serve PodLogs for pods whose logs the
+// bundle holds no file of.
+
+// textData is what the transcripts of a bundle hold.
+type textData struct {
+	objs    map[string][]evidence.KubeObject // by kind
+	logs    []textLog
+	skipped []textSkip
+}
+
+type textLog struct {
+	file string
+	kubetext.Log
+}
+
+type textSkip struct {
+	file string
+	kubetext.Skip
+}
+
+// rootTexts lists the *.txt files at the bundle root.
+func rootTexts(fsys fs.FS) []string {
+	ents, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".txt") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func (k *kubeBundle) texts(ctx context.Context) *textData {
+	k.textOnce.Do(func() {
+		t := &textData{objs: map[string][]evidence.KubeObject{}}
+		k.text = t
+		files := append(rootTexts(k.fsys), k.index().text...)
+		for _, name := range files {
+			if ctx.Err() != nil {
+				return
+			}
+			data, err := fs.ReadFile(k.fsys, name)
+			if err != nil {
+				t.skipped = append(t.skipped, textSkip{file: name, Skip: kubetext.Skip{Reason: err.Error()}})
+				continue
+			}
+			if !strings.Contains(string(data), "kubectl") {
+				continue // not a transcript
+			}
+			res := kubetext.Parse(data, k.ref)
+			for _, o := range res.Objects {
+				obj, ok := o.(evidence.KubeObject)
+				if !ok {
+					continue
+				}
+				kind := evidence.KindOf(obj)
+				if kind == "" {
+					t.skipped = append(t.skipped, textSkip{file: name, Skip: kubetext.Skip{Reason: fmt.Sprintf("%T %s is not a kind read", o, obj.GetName())}})
+					continue
+				}
+				obj.SetManagedFields(nil)
+				if s, ok := obj.(*corev1.Secret); ok {
+					evidence.RedactSecret(s)
+				}
+				t.objs[kind] = append(t.objs[kind], obj)
+			}
+			for i := range res.Events {
+				e := res.Events[i]
+				if e.Name == "" {
+					// text forms show no event names: name them by what they say
+					h := fnv.New64a()
+					fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s", name, i, e.InvolvedObject.Name, e.Reason, e.Message)
+					e.Name = fmt.Sprintf("%s.%x", cmpOr(e.InvolvedObject.Name, "event"), h.Sum64())
+				}
+				if e.Namespace == "" {
+					e.Namespace = e.InvolvedObject.Namespace
+				}
+				evidence.NormalizeEvent(&e)
+				t.objs["Event"] = append(t.objs["Event"], &e)
+			}
+			for _, l := range res.Logs {
+				t.logs = append(t.logs, textLog{file: name, Log: l})
+			}
+			for _, s := range res.Skipped {
+				t.skipped = append(t.skipped, textSkip{file: name, Skip: s})
+			}
+		}
+	})
+	if k.text == nil {
+		return &textData{}
+	}
+	return k.text
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// textObjects are the objects of terminal transcripts.
+func (k *kubeBundle) textObjects(ctx context.Context, kind string) []evidence.KubeObject {
+	return k.texts(ctx).objs[kind]
+}
+
+// textLogs returns the transcript logs of a pod (a command without -n
+// matches the pod in any namespace), for one container or all.
+func (k *kubeBundle) textLogs(ctx context.Context, ns, pod, container string, previous bool) []textLog {
+	var out []textLog
+	for _, l := range k.texts(ctx).logs {
+		if l.Pod != pod || l.Previous != previous || l.Namespace != "" && l.Namespace != ns ||
+			container != "" && l.Container != "" && l.Container != container {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// hasPodLogFiles reports whether the bundle holds log files of a pod.
+func (k *kubeBundle) hasPodLogFiles(ns, pod string) bool {
+	return exists(k.fsys, path.Join(kubeDir, ns, pod))
+}
