@@ -70,6 +70,8 @@ var transcriptCommands = []struct {
 	{"kubectl describe sts worker -n shop", 0},
 	{"kubectl -n shop describe job report-28511430", 0},
 	{"kubectl describe cronjob report -n shop", 0},
+	{"kubectl describe ds node-exporter -n monitoring", 0},
+	{"kubectl describe pod node-exporter-7x9kq -n monitoring", 0},
 	{"kubectl describe node node-1", 0},
 	{"kubectl describe pvc -n shop", 0},
 	{"kubectl describe pv pv-checkout-data", 0},

@@ -247,3 +247,77 @@ func TestAgesAndUnknownTime(t *testing.T) {
 		t.Errorf("no capture time: %v", res.Events[0].LastTimestamp)
 	}
 }
+
+func TestGetAll(t *testing.T) {
+	text := `$ kubectl get all -n shop
+NAME                           READY   STATUS    RESTARTS   AGE
+pod/checkout-5c4b8d9f7-aaaaa   1/1     Running   0          22d
+
+NAME               TYPE        CLUSTER-IP    EXTERNAL-IP   PORT(S)   AGE
+service/checkout   ClusterIP   10.96.12.34   <none>        80/TCP    40d
+
+NAME                       READY   UP-TO-DATE   AVAILABLE   AGE
+deployment.apps/checkout   3/3     3            3           40d
+
+NAME                                 DESIRED   CURRENT   READY   AGE
+replicaset.apps/checkout-5c4b8d9f7   3         3         3       22d
+
+NAME                                           REFERENCE             TARGETS        MINPODS   MAXPODS   REPLICAS   AGE
+horizontalpodautoscaler.autoscaling/checkout   Deployment/checkout   cpu: 12%/70%   3         10        3          40d
+`
+	res := kubetext.Parse([]byte(text), time.Date(2026, 3, 14, 10, 45, 0, 0, time.UTC))
+	if len(res.Objects) != 5 || len(res.Skipped) != 0 {
+		t.Fatalf("objects %d, skipped %+v", len(res.Objects), res.Skipped)
+	}
+	if p := object[*corev1.Pod](t, res, "shop", "checkout-5c4b8d9f7-aaaaa"); p.Status.Phase != corev1.PodRunning {
+		t.Errorf("pod: %+v", p.Status)
+	}
+	if rs := object[*appsv1.ReplicaSet](t, res, "shop", "checkout-5c4b8d9f7"); rs.Status.ReadyReplicas != 3 {
+		t.Errorf("replicaset: %+v", rs.Status)
+	}
+	object[*corev1.Service](t, res, "shop", "checkout")
+	object[*appsv1.Deployment](t, res, "shop", "checkout")
+	object[*autoscalingv2.HorizontalPodAutoscaler](t, res, "shop", "checkout")
+}
+
+// A describe page and a table row of the same pod merge: the page wins,
+// the row fills what the page lacks; a -o yaml copy replaces both.
+func TestMergeForms(t *testing.T) {
+	text := `$ kubectl get pods -n shop -o wide
+NAME    READY   STATUS             RESTARTS   AGE   IP          NODE     NOMINATED NODE   READINESS GATES
+web-1   0/1     CrashLoopBackOff   4          10m   10.0.0.5    node-1   <none>           <none>
+$ kubectl describe pod web-1 -n shop
+Name:         web-1
+Namespace:    shop
+Status:       Running
+Containers:
+  app:
+    Image:          web:1
+    State:          Waiting
+      Reason:       CrashLoopBackOff
+    Ready:          False
+    Restart Count:  4
+Events:       <none>
+`
+	ref := time.Date(2026, 3, 14, 10, 45, 0, 0, time.UTC)
+	res := kubetext.Parse([]byte(text), ref)
+	p := object[*corev1.Pod](t, res, "shop", "web-1")
+	if p.Annotations[kubetext.SourceAnnotation] != "describe" || p.Status.ContainerStatuses[0].Name != "app" ||
+		p.Status.PodIP != "10.0.0.5" || !p.CreationTimestamp.Time.Equal(ref.Add(-10*time.Minute)) || len(res.Objects) != 1 {
+		t.Errorf("merged pod: %+v %+v", p.ObjectMeta, p.Status)
+	}
+	text += `$ kubectl get pod web-1 -n shop -o yaml
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  namespace: shop
+status:
+  phase: Running
+`
+	res = kubetext.Parse([]byte(text), ref)
+	p = object[*corev1.Pod](t, res, "shop", "web-1")
+	if _, ok := p.Annotations[kubetext.SourceAnnotation]; ok || len(p.Status.ContainerStatuses) != 0 || len(res.Objects) != 1 {
+		t.Errorf("structured copy must win: %+v", p)
+	}
+}
