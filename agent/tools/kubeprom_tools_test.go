@@ -108,7 +108,7 @@ func TestKubernetesToolErrors(t *testing.T) {
 		{"prometheus_query", `{}`, evidence.CodeInvalid, `"query": is required`},
 		{"prometheus_query_range", `{"query": "up", "step": "1ms"}`, evidence.CodeInvalid, `"step"`},
 		{"prometheus_query_range", `{"query": "up", "start": "2026-03-14T10:00:00Z", "end": "2026-03-14T09:00:00Z"}`, evidence.CodeInvalid, `"start"`},
-		{"prometheus_query", `{"query": "a and b"}`, evidence.CodeInvalid, "unsupported"},
+		{"prometheus_query", `{"query": "sum(a"}`, evidence.CodeInvalid, `query "sum(a" at 2026-03-14T10:42:00Z: 1:6: parse error: unclosed left parenthesis`},
 	}
 	for _, tc := range cases {
 		_, err := s.Call(ctx, tc.tool, json.RawMessage(tc.args))

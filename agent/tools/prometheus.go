@@ -12,9 +12,10 @@ func prometheusTools() []Tool {
 	return []Tool{
 		{Spec: Spec{Name: "prometheus_query", Integration: IntegrationPrometheus, ReadOnly: true, Agents: agents,
 			Description: "Evaluate a PromQL expression at one instant (default now) and return each resulting series' labels and value, " +
-				"e.g. sum by (service) (rate(http_requests_total{code=~\"5..\"}[5m])). At most 100 series. On incident bundles a " +
-				"documented PromQL subset applies (selectors, rate/irate/increase/delta, *_over_time, histogram_quantile, " +
-				"sum/avg/min/max/count/topk by, arithmetic and comparisons).",
+				"e.g. sum by (service) (rate(http_requests_total{code=~\"5..\"}[5m])). At most 100 series. All of PromQL, on a live " +
+				"Prometheus and on incident bundles alike (bundles run Prometheus's own engine over their samples): functions, " +
+				"aggregations, and/or/unless, group_left/group_right, subqueries, offset and @. A metric the source lacks answers " +
+				"no series.",
 			Parameters: objectSchema(`{
 				"query": {"type": "string", "description": "PromQL expression"},
 				"time": {"type": "string", "description": "RFC 3339 time or duration back from now (e.g. 15m); default now"}}`, "query")},

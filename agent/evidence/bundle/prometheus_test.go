@@ -3,6 +3,7 @@ package bundle_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -99,16 +100,14 @@ func TestBundleSeriesSet(t *testing.T) {
 func TestBundlePromQLErrors(t *testing.T) {
 	m := openShop(t).Metrics
 	cases := []struct{ expr, want string }{
-		{`http_requests_total and up`, `set operator "and"`},
-		{`quantile_over_time(0.9, x[5m])`, "function quantile_over_time()"},
-		{`rate(http_requests_total[5m:1m])`, "subqueries"},
-		{`a / on(x) group_left b`, "group_left"},
-		{`sum(`, "parsing"},
-		{`rate(http_requests_total)`, "range vector"},
-		{`{code=~".*"}`, "selector needs"},
-		{`x{a=~"("}`, "regular expression"},
-		{`quantile(0.9, x)`, "aggregation quantile()"},
-		{`x @ 100`, "@ modifier"},
+		{`sum(`, `query "sum(" at 2026-03-14T09:30:00Z: 1:5: parse error: unclosed left parenthesis`},
+		{`rate(http_requests_total)`, "expected type range vector in call to function \"rate\", got instant vector"},
+		{`{code=~".*"}`, "vector selector must contain at least one non-empty matcher"},
+		{`x{a=~"("}`, "error parsing regexp"},
+		{`no_such_function(x)`, `unknown function with name "no_such_function"`},
+		{`http_requests_total + on (service) http_requests_total`, "many-to-many matching not allowed"},
+		{`topk("a", http_requests_total)`, "expected type scalar in aggregation parameter, got string"},
+		{`"just a string"`, "returned a string"},
 	}
 	for _, tc := range cases {
 		_, err := m.Query(context.Background(), tc.expr, at("09:30:00"))
@@ -117,8 +116,142 @@ func TestBundlePromQLErrors(t *testing.T) {
 			t.Errorf("Query(%q): %v, want invalid mentioning %q", tc.expr, err, tc.want)
 		}
 	}
-	if _, err := m.QueryRange(context.Background(), "up", at("09:00:00"), at("10:00:00"), time.Millisecond); evidence.CodeOf(err) != evidence.CodeInvalid {
-		t.Errorf("too many points: %v", err)
+	rangeCases := []struct {
+		expr       string
+		start, end time.Time
+		step       time.Duration
+		want       string
+	}{
+		{"up", at("09:00:00"), at("10:00:00"), time.Millisecond, "3600001 points per series exceed the limit of 11000"},
+		{"up", at("09:00:00"), at("10:00:00"), 0, "step must be positive"},
+		{"up", at("10:00:00"), at("09:00:00"), time.Minute, "end is before start"},
+		{"http_requests_total[5m]", at("09:00:00"), at("10:00:00"), time.Minute,
+			`query_range "http_requests_total[5m]" from 2026-03-14T09:00:00Z to 2026-03-14T10:00:00Z step 1m0s: invalid expression type "range vector" for range query, must be Scalar or instant Vector`},
+	}
+	for _, tc := range rangeCases {
+		_, err := m.QueryRange(context.Background(), tc.expr, tc.start, tc.end, tc.step)
+		if evidence.CodeOf(err) != evidence.CodeInvalid || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("QueryRange(%q, step %s): %v, want invalid mentioning %q", tc.expr, tc.step, err, tc.want)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Query(ctx, "up", at("09:30:00")); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled query: %v", err)
+	}
+}
+
+// TestBundlePromQLMissingMetric: a metric the bundle lacks is an empty
+// answer, not an error, as on a live Prometheus.
+func TestBundlePromQLMissingMetric(t *testing.T) {
+	m := openShop(t).Metrics
+	for _, expr := range []string{`no_such_metric`, `rate(no_such_metric[5m])`, `sum by (service) (no_such_metric)`} {
+		got, err := m.Query(context.Background(), expr, at("09:30:00"))
+		if err != nil || len(got) != 0 {
+			t.Errorf("Query(%q) = %v, %v; want no series and no error", expr, got, err)
+		}
+		got, err = m.QueryRange(context.Background(), expr, at("09:00:00"), at("09:30:00"), time.Minute)
+		if err != nil || len(got) != 0 {
+			t.Errorf("QueryRange(%q) = %v, %v; want no series and no error", expr, got, err)
+		}
+	}
+}
+
+// beyondOM is data for what Prometheus 2.42 cannot be asked: m is a gauge
+// sampled each minute from 1700000000 (values 1 3 2 5 100 4 6 7 8 9 10),
+// c_total a counter growing 1/s whose first sample, at 1700000060, is 60.
+const beyondOM = `# TYPE m gauge
+m{k="x"} 1 1700000000
+m{k="x"} 3 1700000060
+m{k="x"} 2 1700000120
+m{k="x"} 5 1700000180
+m{k="x"} 100 1700000240
+m{k="x"} 4 1700000300
+m{k="x"} 6 1700000360
+m{k="x"} 7 1700000420
+m{k="x"} 8 1700000480
+m{k="x"} 9 1700000540
+m{k="x"} 10 1700000600
+m{k="y"} 2 1700000540
+m{k="y"} 2 1700000600
+# TYPE c counter
+c_total 60 1700000060
+c_total 120 1700000120
+c_total 180 1700000180
+c_total 240 1700000240
+c_total 300 1700000300
+c_total 360 1700000360
+c_total 420 1700000420
+c_total 480 1700000480
+c_total 540 1700000540
+c_total 600 1700000600
+# TYPE target_info gauge
+target_info{instance="i1",job="j",env="prod"} 1 1700000600
+# TYPE app_up gauge
+app_up{instance="i1",job="j"} 1 1700000600
+# EOF
+`
+
+// TestBundlePromQLBeyond242 checks, against values worked out by hand, the
+// functions and behaviours of the bundle's engine that the Prometheus of the
+// conformance suite (2.42) lacks or answers differently (docs/bundles.md).
+func TestBundlePromQLBeyond242(t *testing.T) {
+	b, err := bundle.Open(fstest.MapFS{"prometheus/m.om": {Data: []byte(beyondOM)}}, "beyond")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := b.Sources(time.Time{}).Metrics
+	end := time.Unix(1700000600, 0).UTC()
+	one := func(v float64, kv ...string) []evidence.Series { return []evidence.Series{series(v, end, kv...)} }
+	q := func(expr string) evidencetest.MetricQuery { return evidencetest.MetricQuery{Expr: expr, At: end} }
+	evidencetest.RunMetrics(t, m, []evidencetest.MetricWant{
+		// windows are left-open: (end-5m, end] holds the samples from 360 s
+		{MetricQuery: q(`first_over_time(m{k="x"}[5m])`), Want: one(6, "__name__", "m", "k", "x")},
+		{MetricQuery: q(`ts_of_first_over_time(m{k="x"}[5m])`), Want: one(1700000360, "k", "x")},
+		{MetricQuery: q(`count_over_time(m{k="x"}[10m])`), Want: one(10, "k", "x")},
+		{MetricQuery: q(`ts_of_max_over_time(m{k="x"}[10m])`), Want: one(1700000240, "k", "x")},
+		{MetricQuery: q(`ts_of_min_over_time(m{k="x"}[10m])`), Want: one(1700000120, "k", "x")},
+		{MetricQuery: q(`ts_of_last_over_time(m{k="x"}[10m])`), Want: one(1700000600, "k", "x")},
+		// 3 2 5 100 4 6 7 8 9 10: median 6.5, deviations' median 2.5
+		{MetricQuery: q(`mad_over_time(m{k="x"}[10m])`), Want: one(2.5, "k", "x")},
+		{MetricQuery: q(`count(limitk(1, m))`), Want: one(1)},
+		{MetricQuery: q(`count(limit_ratio(1, m))`), Want: one(2)},
+		{MetricQuery: q(`max_of(2, 3) + min_of(2, 3)`), Want: one(5)},
+		{MetricQuery: q(`count_over_time(m{k="x"}[4m+6m])`), Want: one(10, "k", "x")},
+		{MetricQuery: q(`info(app_up)`), Want: one(1, "__name__", "app_up", "instance", "i1", "job", "j", "env", "prod")},
+		// fill(0) stands in for the side that has no match
+		{MetricQuery: q(`m{k="y"} + fill(0) m{k="x"}`), Want: []evidence.Series{series(10, end, "k", "x"), series(2, end, "k", "y")}},
+		{MetricQuery: q(`m + fill(0) app_up`), Want: []evidence.Series{
+			series(10, end, "k", "x"), series(2, end, "k", "y"), series(1, end, "instance", "i1", "job", "j")}},
+		// the trapezoids between the samples at 540 s and 600 s: 2 × 60
+		{MetricQuery: q(`integral(m{k="y"}[10m])`), Want: one(120, "k", "y")},
+		// OpenMetrics files carry no start timestamps, nor native histograms
+		{MetricQuery: q(`start_timestamp(c_total)`), Want: nil},
+		{MetricQuery: q(`histogram_avg(m) or histogram_stddev(m) or histogram_stdvar(m)`), Want: nil},
+		// atan2 drops the metric name, as the arithmetic operators do
+		{MetricQuery: q(`m{k="y"} atan2 0`), Eps: 1e-12, Want: one(math.Pi/2, "k", "y")},
+		// a counter that starts inside the window: extrapolated by half a
+		// scrape interval to the left, never below zero (540 over 540 s,
+		// plus 30 s of 1/s); Prometheus 2 extrapolated 60 s
+		{MetricQuery: q(`increase(c_total[15m])`), Eps: 1e-12, Want: one(570)},
+		{MetricQuery: evidencetest.MetricQuery{Expr: `step() + range()`, Start: end.Add(-2 * time.Minute), End: end, Step: time.Minute}, Want: []evidence.Series{
+			{Labels: evidence.Labels{}, Points: []evidence.Point{{T: end.Add(-2 * time.Minute), V: 180}, {T: end.Add(-time.Minute), V: 180}, {T: end, V: 180}}}}},
+	})
+	// sort_by_label and sort_desc keep their order in an instant answer
+	for _, tc := range []struct{ expr, want string }{
+		{`sort_by_label(m, "k")`, "x y"},
+		{`sort_by_label_desc(m, "k")`, "y x"},
+		{`sort_desc(m)`, "x y"},
+		{`sort(m)`, "y x"},
+	} {
+		got, err := m.Query(context.Background(), tc.expr, end)
+		var ks []string
+		for _, s := range got {
+			ks = append(ks, s.Labels["k"])
+		}
+		if err != nil || strings.Join(ks, " ") != tc.want {
+			t.Errorf("%s: order %v, %v; want %s", tc.expr, ks, err, tc.want)
+		}
 	}
 }
 
