@@ -15,6 +15,8 @@ go test ./agent -run '^$' -bench RunOverhead -benchtime 200x -count 3
 go test ./db -run '^$' -bench ListInvestigations -benchtime 2s -count 1
 # Issue 5: peak memory scanning a 200 MB log (target < 100 MB).
 go test ./agent/evidence/bundle -run '^$' -bench Scan200MB -benchtime 1x
+# PromQL on a 50 MB bundle: load, instant and range queries (no numeric target).
+go test ./agent/evidence/bundle -run '^$' -bench PromBundle50MB -benchtime 3x -count 2
 # Issue 6: analyst on 200 MB of logs (target < 10 s, < 300 MB), eval, demo.
 go test ./agent/analyst -run '^$' -bench LargeLog -benchtime 1x -timeout 20m
 go build -o /tmp/rootcause-bench .

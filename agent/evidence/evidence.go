@@ -92,8 +92,9 @@ type LogResult struct {
 	Truncated bool      `json:"truncated"` // Matched > len(Lines)
 }
 
-// Metrics reads time series (Prometheus). Expressions are PromQL; bundle
-// backends support the subset documented in docs/tools.md.
+// Metrics reads time series (Prometheus). Expressions are PromQL, all of it
+// on live and bundle backends alike (bundles run Prometheus's engine, see
+// docs/bundles.md).
 type Metrics interface {
 	Query(ctx context.Context, expr string, at time.Time) ([]Series, error)
 	QueryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]Series, error)

@@ -362,7 +362,7 @@ func (p *promBundle) Query(ctx context.Context, expr string, at time.Time) ([]ev
 	if res.Err != nil {
 		return nil, engineErr(ctx, asked, res.Err)
 	}
-	return toSeries(res.Value, keepsOrder(q.Statement()))
+	return toSeries(asked, res.Value, keepsOrder(q.Statement()))
 }
 
 // QueryRange evaluates expr at start, start+step, ... up to end, as the
@@ -391,7 +391,7 @@ func (p *promBundle) QueryRange(ctx context.Context, expr string, start, end tim
 	if res.Err != nil {
 		return nil, engineErr(ctx, asked, res.Err)
 	}
-	return toSeries(res.Value, false)
+	return toSeries(asked, res.Value, false)
 }
 
 // SeriesSet lists the series matching a selector with samples in [start, end].
@@ -465,7 +465,7 @@ func keepsOrder(st parser.Statement) bool {
 }
 
 // toSeries converts the engine's result.
-func toSeries(v parser.Value, keepOrder bool) ([]evidence.Series, error) {
+func toSeries(asked string, v parser.Value, keepOrder bool) ([]evidence.Series, error) {
 	var out []evidence.Series
 	switch v := v.(type) {
 	case promql.Vector:
@@ -491,9 +491,9 @@ func toSeries(v parser.Value, keepOrder bool) ([]evidence.Series, error) {
 	case promql.Scalar:
 		return []evidence.Series{{Labels: evidence.Labels{}, Points: []evidence.Point{{T: time.UnixMilli(v.T).UTC(), V: v.V}}}}, nil
 	case promql.String:
-		return nil, evidence.Errorf("prometheus", evidence.CodeInvalid, "the query returned a string, not series")
+		return nil, evidence.Errorf("prometheus", evidence.CodeInvalid, "%s: the query returned a string, not series", asked)
 	default:
-		return nil, evidence.Errorf("prometheus", evidence.CodeInvalid, "unexpected result type %T", v)
+		return nil, evidence.Errorf("prometheus", evidence.CodeInvalid, "%s: unexpected result type %T", asked, v)
 	}
 	if !keepOrder {
 		sortLabelSets(out, func(s evidence.Series) evidence.Labels { return s.Labels })

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -309,5 +311,48 @@ func TestBundleOpenMetricsMalformed(t *testing.T) {
 				t.Errorf("the rest of the bundle: %v %v", nodes, err)
 			}
 		})
+	}
+}
+
+// TestBundlePromQLConcurrent runs instant and range queries from many
+// goroutines at once, from the first load on, as localization and the
+// analyst do, and expects each to answer as it does alone.
+func TestBundlePromQLConcurrent(t *testing.T) {
+	exprs := []string{
+		`sum by (service) (rate(http_requests_total[5m]))`,
+		`histogram_quantile(0.9, sum by (le, service) (rate(http_request_duration_seconds_bucket[5m])))`,
+		`max_over_time(container_memory_working_set_bytes[10m]) / on () group_left max(container_memory_working_set_bytes)`,
+	}
+	ctx := context.Background()
+	want := map[string][]evidence.Series{}
+	alone := openShop(t).Metrics
+	for _, e := range exprs {
+		got, err := alone.QueryRange(ctx, e, at("09:00:30"), at("10:40:30"), time.Minute)
+		if err != nil || len(got) == 0 {
+			t.Fatalf("%s: %v %v", e, got, err)
+		}
+		want[e] = got
+	}
+	m := openShop(t).Metrics // not loaded yet
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := exprs[i%len(exprs)]
+			got, err := m.QueryRange(ctx, e, at("09:00:30"), at("10:40:30"), time.Minute)
+			if err != nil || !reflect.DeepEqual(got, want[e]) {
+				errs <- fmt.Sprintf("%s: %d series, %v", e, len(got), err)
+			}
+			if _, err := m.Query(ctx, e, at("10:00:30")); err != nil {
+				errs <- fmt.Sprintf("%s: %v", e, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
