@@ -613,6 +613,40 @@ func TestBundlePromQLConformance(t *testing.T) {
 	}
 	run(confInstant, true)
 	run(confMatrix, false)
+	// list_metrics: the series API over the same windows
+	for _, tc := range []struct{ match, start, end string }{
+		{`up`, "08:00:00", "10:00:00"},
+		{`{__name__=~"node_.*", instance!="b"}`, "08:30:00", "09:00:00"},
+		{`http_requests_total{instance="c"}`, "08:00:00", "08:20:00"},
+		{`http_requests_total{instance="c"}`, "08:00:00", "08:30:00"},
+		{`{job="api"}`, "09:00:00", "09:30:00"},
+	} {
+		start, end := confAt(tc.start), confAt(tc.end)
+		got, err := bm.SeriesSet(ctx, tc.match, start, end)
+		want, _, _, wantErr := live.Series(ctx, []string{tc.match}, start, end)
+		if err != nil || wantErr != nil {
+			t.Errorf("SeriesSet(%s): %v / %v", tc.match, err, wantErr)
+			continue
+		}
+		asSeries := func(ls []evidence.Labels) []evidence.Series {
+			out := []evidence.Series{}
+			for _, l := range ls {
+				out = append(out, evidence.Series{Labels: l})
+			}
+			return out
+		}
+		var wl []evidence.Labels
+		for _, ls := range want {
+			l := evidence.Labels{}
+			for k, v := range ls {
+				l[string(k)] = string(v)
+			}
+			wl = append(wl, l)
+		}
+		if msg := diffAnswers(asSeries(wl), asSeries(got), 0); msg != "" {
+			t.Errorf("SeriesSet(%s, %s, %s) differs from prometheus: %s", tc.match, tc.start, tc.end, msg)
+		}
+	}
 	// A query that selects nothing everywhere proves nothing: only those
 	// marked Empty may answer nothing at some times, and every query must
 	// answer something somewhere, except the ones about absence.
