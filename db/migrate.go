@@ -24,6 +24,7 @@ type Migration struct {
 // Migration N (1-based) is migrations[N-1]; append only, never reorder.
 var migrations = []Migration{
 	migration0001CreateBuckets,
+	migration0002A2ATasks,
 }
 
 // ErrNewerSchema is returned when the database records a migration this

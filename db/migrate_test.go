@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,7 +92,7 @@ func TestMigrateExistingFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer d.Close()
-		backup := path + ".pre-migrate-0002.bak"
+		backup := fmt.Sprintf("%s.pre-migrate-%04d.bak", path, n)
 		if err := Verify(backup); err != nil {
 			t.Fatalf("backup not usable: %v", err)
 		}
@@ -101,7 +102,7 @@ func TestMigrateExistingFile(t *testing.T) {
 			return nil
 		})
 		if string(marker) != "1" {
-			t.Fatal("migration 0002 did not run")
+			t.Fatal("the test migration did not run")
 		}
 		if string(d.installKey) != string(key) {
 			t.Fatal("install key changed across migration")

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent"
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/tools"
 	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/finding"
 	"github.com/rootcause/rootcause/outbound"
@@ -390,4 +392,196 @@ func mustPrefixes(cidrs ...string) []netip.Prefix {
 		out = append(out, netip.MustParsePrefix(c))
 	}
 	return out
+}
+
+// rpc posts one JSON-RPC request to the A2A endpoint as token.
+func rpc(t *testing.T, base, token, method, params string) (int, map[string]any, http.Header) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
+	r, _ := http.NewRequest("POST", base+"/api/v1/a2a", strings.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+token)
+	r.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m, resp.Header
+}
+
+func a2aSend(text string) string {
+	return `{"message":{"kind":"message","messageId":"m-` + strconv.FormatInt(time.Now().UnixNano(), 36) + `","role":"user","parts":[{"kind":"text","text":` + strconv.Quote(text) + `}]},"configuration":{"blocking":false}}`
+}
+
+// rpcError returns the JSON-RPC error object of an answer, without data
+// (which carries the request id).
+func rpcError(m map[string]any) string {
+	e, _ := m["error"].(map[string]any)
+	if e == nil {
+		return ""
+	}
+	return fmt.Sprintf("%v %v", e["code"], e["message"])
+}
+
+// Item 2: another team's A2A task is indistinguishable from a missing
+// one, for tasks/get, tasks/cancel and a follow-up message/send, and none
+// of them touches it. Tasks survive a restart; one cut off by it reads as
+// failed.
+func TestAttackA2ATaskOwnership(t *testing.T) {
+	h := newHarness(t, withOutbound())
+	h.contract = nil
+	release := make(chan struct{})
+	var once sync.Once
+	rel := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(rel)
+	rt := startRuntime(t, h, engineFunc(func(ctx context.Context, req *agent.Request, run agent.Run) (*finding.Result, error) {
+		if strings.Contains(req.Message, "slow") {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return &finding.Result{Summary: "SEARCH-SECRET-ANSWER " + req.Message, RootCause: finding.RootCause{Description: "disk full", Confidence: 80}}, nil
+	}), func(ctx context.Context, team string) (*agent.Environment, error) {
+		return probeEnvironment(), nil
+	})
+	h.srv.cfg.Investigations = rt
+
+	// Team search starts a long task.
+	st, m, hdr := rpc(t, h.url, h.tokens["search-write"], "message/send", a2aSend("search is slow"))
+	task, _ := m["result"].(map[string]any)
+	taskID, _ := task["id"].(string)
+	if st != 200 || taskID == "" || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
+		t.Fatalf("search's message/send: %d %v (Content-Type %q)", st, m, hdr.Get("Content-Type"))
+	}
+	// Payments, with search's task id and with an unknown one.
+	ghost := "0198c7d0-0000-7000-8000-000000000000"
+	for _, method := range []string{"tasks/get", "tasks/cancel"} {
+		_, theirs, _ := rpc(t, h.url, h.tokens["payments-write"], method, `{"id":"`+taskID+`"}`)
+		_, missing, _ := rpc(t, h.url, h.tokens["payments-write"], method, `{"id":"`+ghost+`"}`)
+		if rpcError(theirs) == "" || rpcError(theirs) != rpcError(missing) {
+			t.Errorf("%s of another team's task: %v; of a missing one: %v", method, theirs, missing)
+		}
+		if strings.Contains(fmt.Sprint(theirs), "SEARCH") || strings.Contains(fmt.Sprint(theirs), "slow") {
+			t.Errorf("%s leaked search's task: %v", method, theirs)
+		}
+	}
+	cont := `{"message":{"kind":"message","messageId":"m-x","taskId":"` + taskID + `","role":"user","parts":[{"kind":"text","text":"and now?"}]}}`
+	_, theirs, _ := rpc(t, h.url, h.tokens["payments-write"], "message/send", cont)
+	if !strings.HasPrefix(rpcError(theirs), "-32001") {
+		t.Errorf("message/send on another team's task: %v", theirs)
+	}
+	// Search's investigation is still running, untouched.
+	invs, _, err := h.db.ListInvestigations(context.Background(), db.InvestigationFilter{Team: "search", Limit: 10})
+	if err != nil || len(invs) != 1 || invs[0].Status != db.StatusRunning && invs[0].Status != db.StatusPending {
+		t.Fatalf("search's investigation after payments' cancel: %+v %v", invs, err)
+	}
+
+	// A restart while it runs: a new server on the same database.
+	cfg2 := h.srv.cfg
+	srv2 := New(cfg2)
+	ts2 := httptest.NewServer(srv2.Handler())
+	defer ts2.Close()
+	_, m, _ = rpc(t, ts2.URL, h.tokens["search-write"], "tasks/get", `{"id":"`+taskID+`"}`)
+	if state := fmt.Sprint(m["result"].(map[string]any)["status"].(map[string]any)["state"]); state != "failed" {
+		t.Errorf("a task cut off by a restart reads %q, want failed", state)
+	}
+	_, theirs, _ = rpc(t, ts2.URL, h.tokens["payments-write"], "tasks/get", `{"id":"`+taskID+`"}`)
+	if !strings.HasPrefix(rpcError(theirs), "-32001") {
+		t.Errorf("after a restart, another team's task: %v", theirs)
+	}
+
+	// A completed task is read back by its team, and by its team only,
+	// from a server started later.
+	rel()
+	st, m, _ = rpc(t, h.url, h.tokens["search-write"], "message/send", `{"message":{"kind":"message","messageId":"m-done","role":"user","parts":[{"kind":"text","text":"quick question"}]}}`)
+	done, _ := m["result"].(map[string]any)
+	doneID, _ := done["id"].(string)
+	if st != 200 || doneID == "" {
+		t.Fatalf("blocking message/send: %d %v", st, m)
+	}
+	srv3 := New(cfg2)
+	ts3 := httptest.NewServer(srv3.Handler())
+	defer ts3.Close()
+	_, m, _ = rpc(t, ts3.URL, h.tokens["search-write"], "tasks/get", `{"id":"`+doneID+`"}`)
+	if !strings.Contains(fmt.Sprint(m), "SEARCH-SECRET-ANSWER") || fmt.Sprint(m["result"].(map[string]any)["status"].(map[string]any)["state"]) != "completed" {
+		t.Errorf("completed task after a restart: %v", m)
+	}
+	_, theirs, _ = rpc(t, ts3.URL, h.tokens["payments-write"], "tasks/get", `{"id":"`+doneID+`"}`)
+	if strings.Contains(fmt.Sprint(theirs), "SEARCH-SECRET-ANSWER") || !strings.HasPrefix(rpcError(theirs), "-32001") {
+		t.Errorf("another team read a completed task: %v", theirs)
+	}
+}
+
+func probeEnvironment() *agent.Environment {
+	probe := tools.Tool{Spec: tools.Spec{Name: "probe", Parameters: json.RawMessage(`{"type":"object"}`), ReadOnly: true, Agents: []string{tools.AgentK8s, tools.AgentPlanner}},
+		Run: func(context.Context, *tools.Env, json.RawMessage) (any, error) { return "ok", nil }}
+	return &agent.Environment{Config: map[string]any{}, Catalog: tools.Builtin().With([]tools.Tool{probe}), Env: &tools.Env{Sources: &evidence.Sources{}}}
+}
+
+// Item 6: the protocol endpoints answer transport errors with the API's
+// error body and request_id, and bad JSON with a JSON-RPC parse error that
+// carries the request id; answers are labelled application/json.
+func TestAttackProtocolErrorForms(t *testing.T) {
+	h := newHarness(t, withOutbound())
+	h.contract = nil
+	realRuntime(t, h, mapSecrets{}, nil)
+	post := func(path, ct, accept, body string) (int, http.Header, map[string]any) {
+		r, _ := http.NewRequest("POST", h.url+path, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+h.tokens["payments-write"])
+		if ct != "" {
+			r.Header.Set("Content-Type", ct)
+		}
+		if accept != "" {
+			r.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, resp.Header, m
+	}
+	apiError := func(what string, st int, hdr http.Header, m map[string]any, status int) {
+		t.Helper()
+		e, _ := m["error"].(map[string]any)
+		if st != status || e == nil || e["request_id"] == nil || e["request_id"] == "" || hdr.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %q %v, want %d with the API's error body", what, st, hdr.Get("Content-Type"), m, status)
+		}
+	}
+	rpcParse := func(what string, st int, m map[string]any) {
+		t.Helper()
+		e, _ := m["error"].(map[string]any)
+		data, _ := e["data"].(map[string]any)
+		if st != 400 || m["jsonrpc"] != "2.0" || e["code"] != float64(-32700) || data["request_id"] == nil {
+			t.Errorf("%s: %d %v, want 400 and a JSON-RPC parse error with data.request_id", what, st, m)
+		}
+	}
+	const both = "application/json, text/event-stream"
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, path := range []string{"/api/v1/mcp", "/api/v1/a2a"} {
+		st, hdr, m := post(path, "text/plain", both, init)
+		apiError(path+" text/plain", st, hdr, m, 415)
+		st, hdr, m = post(path, "application/json; charset=latin1", both, init)
+		apiError(path+" latin1", st, hdr, m, 400)
+		st, _, m = post(path, "application/json", both, `{"jsonrpc":"2.0","id":1,"id":2,"method":"initialize"}`)
+		rpcParse(path+" duplicate key", st, m)
+		st, _, m = post(path, "application/json", both, `{"jsonrpc":"2.0","id":1,"method":"\ud800"}`)
+		rpcParse(path+" lone surrogate", st, m)
+	}
+	st, hdr, m := post("/api/v1/mcp", "application/json", "text/html", init)
+	apiError("mcp without the Accept it needs", st, hdr, m, 400)
+	st, hdr, m = post("/api/v1/mcp", "application/json", both, init)
+	if st != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
+		t.Errorf("mcp initialize: %d %q %v", st, hdr.Get("Content-Type"), m)
+	}
+	st, hdr, m = post("/api/v1/a2a", "application/json", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"nope"}}`)
+	if st != 200 || hdr.Get("Content-Type") != "application/json" || rpcError(m) == "" {
+		t.Errorf("a2a tasks/get: %d %q %v", st, hdr.Get("Content-Type"), m)
+	}
 }

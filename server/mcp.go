@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -172,10 +174,20 @@ func (s *Server) registerMCPRoutes() {
 // caller's credentials. The tools act as the authenticated principal.
 func (s *Server) postMCP(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := PrincipalFrom(r.Context())
+	// Transport errors (Content-Type, size) are the API's error body;
+	// a body that breaks the JSON rules is a JSON-RPC parse error.
+	body, ok, err := readJSONRPCBody(w, r)
+	if err != nil || !ok {
+		return err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
 	srv := NewMCPServer(&mcpLocal{s: s, p: p}, s.cfg.Version)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: mcpMaxRequestBytes})
-	h.ServeHTTP(w, r)
+	pw := &plainErrors{w: w, r: r}
+	h.ServeHTTP(pw, r)
+	pw.finish()
 	return nil
 }
 

@@ -170,6 +170,9 @@ type Config struct {
 	// (tools.<integration>.url, .domain, ...), checked when a write sets or
 	// changes one; nil builds one from WebhookAllow.
 	Outbound *outbound.Guard
+	// A2ATasks keeps A2A tasks per team across restarts; nil uses Nodes
+	// when it implements A2ATaskStore, as *db.DB does, else memory.
+	A2ATasks A2ATaskStore
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client address (server setting trusted_proxies); a request from
 	// any other peer is judged by its peer address.

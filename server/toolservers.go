@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -145,9 +147,17 @@ func (s *Server) postA2A(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	if err != nil {
 		return err
 	}
-	s.a2aOnce.Do(func() { s.a2aHandler = a2a.NewHandler(&a2aService{s: s}, s.log) })
+	// Tasks are kept per team in the database: another team's task id is
+	// "task not found", and nothing is done to it.
+	s.a2aOnce.Do(func() { s.a2aHandler = a2a.NewStoredHandler(&a2aService{s: s}, teamTasks{s.a2aTasks()}, s.log) })
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-	s.a2aHandler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), a2aTeamKey{}, team)))
+	body, ok, err := readJSONRPCBody(w, r)
+	if err != nil || !ok {
+		return err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	s.a2aHandler.ServeHTTP(jsonContentType{w}, r.WithContext(context.WithValue(r.Context(), a2aTeamKey{}, team)))
 	return nil
 }
 
@@ -222,6 +232,9 @@ func (a *a2aService) Cancel(ctx context.Context, taskID string) error {
 		return err
 	}
 	t := v.(a2aTask)
+	if team, _ := ctx.Value(a2aTeamKey{}).(string); team != t.team {
+		return a2a.ErrTaskNotFound // another team's task: as if missing
+	}
 	_, err = rt.Cancel(ctx, t.team, t.id)
 	return err
 }

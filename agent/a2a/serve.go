@@ -78,10 +78,21 @@ func NewHandler(svc Service, logger *slog.Logger) http.Handler {
 }
 
 type executor struct {
-	svc Service
+	svc  Service
+	live *taskStore // nil: no record of running tasks
 }
 
-func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) (err error) {
+	if e.live != nil {
+		// Running until its final state is saved (taskStore.Save), or
+		// until Execute fails without one.
+		e.live.begin(rc.TaskID)
+		defer func() {
+			if err != nil {
+				e.live.end(rc.TaskID)
+			}
+		}()
+	}
 	if rc.StoredTask == nil {
 		if err := q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateSubmitted, nil)); err != nil {
 			return err
