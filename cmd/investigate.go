@@ -88,6 +88,9 @@ or from --now.`,
 			if err != nil {
 				return err
 			}
+			if err := b.RequireEvidence(cmd.Context()); err != nil {
+				return err
+			}
 			var clock time.Time
 			if now != "" {
 				if clock, err = time.Parse(time.RFC3339, now); err != nil {

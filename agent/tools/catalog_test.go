@@ -15,7 +15,7 @@ import (
 // catalogTable is the tool catalog table of docs/architecture.md.
 var catalogTable = []string{
 	"list_namespaces", "list_pods", "describe_pod", "get_pod_logs", "get_events", "list_deployments", "get_rollout_history",
-	"list_services", "list_nodes", "prometheus_query", "prometheus_query_range", "list_metrics", "detect_anomalies",
+	"list_services", "list_nodes", "list_resources", "describe_resource", "prometheus_query", "prometheus_query_range", "list_metrics", "detect_anomalies",
 	"find_change_points", "correlate_series", "list_log_sources", "search_logs", "get_log_context", "get_log_signatures",
 	"list_changes", "list_cloudwatch_log_groups", "get_cloudwatch_logs", "cloudwatch_insights_query", "list_cloudwatch_metrics",
 	"get_cloudwatch_metrics", "list_repositories", "search_github_code", "read_file", "list_recent_commits", "list_pull_requests",

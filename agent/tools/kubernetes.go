@@ -15,10 +15,12 @@ import (
 	"github.com/rootcause/rootcause/agent/evidence"
 )
 
-// PodDescription is describe_pod's result: the pod and the events about it.
+// PodDescription is describe_pod's result: the pod, the events about it,
+// and the objects it refers to (see describe_resource).
 type PodDescription struct {
-	Pod    corev1.Pod     `json:"pod"`
-	Events []corev1.Event `json:"events"`
+	Pod     corev1.Pod      `json:"pod"`
+	Events  []corev1.Event  `json:"events"`
+	Related []RelatedObject `json:"related"`
 }
 
 // ServiceStatus is one service of list_services with its endpoints: the
@@ -52,7 +54,7 @@ const nsProp = `"namespace": {"type": "string", "description": "Kubernetes names
 
 func kubernetesTools() []Tool {
 	k8s, metrics, coding, inv := AgentK8s, AgentMetrics, AgentCoding, AgentInvestigation
-	return []Tool{
+	return append([]Tool{
 		{Spec: Spec{Name: "list_namespaces", Integration: IntegrationKubernetes, ReadOnly: true, Agents: []string{k8s, inv},
 			Description: "List the names of the cluster's Kubernetes namespaces. Start here to find where a service runs.",
 			Parameters:  objectSchema(`{}`)},
@@ -66,7 +68,9 @@ func kubernetesTools() []Tool {
 			Run: runListPods},
 		{Spec: Spec{Name: "describe_pod", Integration: IntegrationKubernetes, ReadOnly: true, Agents: []string{k8s, metrics, inv},
 			Description: "Describe one pod like kubectl describe: the pod object (spec, status, container states, restarts, " +
-				"last termination) and the events about it (scheduling, image pulls, probe failures, OOM kills, back-offs).",
+				"last termination), the events about it (scheduling, image pulls, probe failures, OOM kills, back-offs) and the " +
+				"objects it refers to (owner chain, PVC → PV → StorageClass, ConfigMaps, Secrets, ServiceAccount, nodes its " +
+				"nodeSelector excludes, services), each found, missing or unknown.",
 			Parameters: objectSchema(`{`+nsProp+`,
 				"name": {"type": "string", "description": "pod name"}}`, "name")},
 			Run: runDescribePod},
@@ -127,7 +131,7 @@ func kubernetesTools() []Tool {
 				"name": {"type": "string", "description": "deployment name"},
 				"replicas": {"type": "integer", "minimum": 0, "maximum": 1000, "description": "desired replicas"}}`, "name", "replicas")},
 			Run: runScaleDeployment},
-	}
+	}, kindTools()...)
 }
 
 func kubeSource(env *Env) (evidence.Kubernetes, error) {
@@ -232,6 +236,11 @@ func runDescribePod(ctx context.Context, env *Env, raw json.RawMessage) (any, er
 	}
 	if len(d.Events) > MaxListItems {
 		d.Events = d.Events[len(d.Events)-MaxListItems:]
+	}
+	if rd, err := Describe(ctx, k, "Pod", ns, a.Name); err == nil {
+		d.Related = rd.Related
+	} else {
+		d.Related = []RelatedObject{}
 	}
 	return d, nil
 }

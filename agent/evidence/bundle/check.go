@@ -1,0 +1,263 @@
+package bundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
+)
+
+// CheckItem is one file (or one part of a file) of a bundle check.
+type CheckItem struct {
+	File string `json:"file"`
+	Line int    `json:"line,omitempty"`
+	// What was read ("3 Pod, 1 Service") or why it was skipped.
+	What string `json:"what"`
+}
+
+// CheckReport is what `rootcause bundle check` prints: every file of the
+// bundle, read or skipped, and the bad data found.
+type CheckReport struct {
+	Bundle  string      `json:"bundle"`
+	Read    []CheckItem `json:"read"`
+	Skipped []CheckItem `json:"skipped"`
+	Errors  []CheckItem `json:"errors"`
+}
+
+// Empty reports whether nothing of the bundle could be read.
+func (r *CheckReport) Empty() bool { return len(r.Read) == 0 }
+
+// Forms lists what a bundle may hold, for messages about empty bundles.
+const Forms = "kubernetes/ (a cluster-info dump or any kubectl get -o json|yaml output), *.txt kubectl terminal transcripts " +
+	"(at the root or under kubernetes/), prometheus/*.om, logs/*.log, changes.json, cloudwatch/, traces/*.jsonl, repos/, runbooks/"
+
+// ErrEmpty is returned (wrapped) by RequireEvidence for a bundle that holds
+// nothing rootcause reads.
+var ErrEmpty = errors.New("no evidence rootcause reads")
+
+// RequireEvidence fails when the bundle holds no evidence at all, naming
+// what was looked for: investigating it would report a false all-clear. It
+// is cheap: files are listed, and only Kubernetes files not named after a
+// kind are decoded.
+func (b *Bundle) RequireEvidence(ctx context.Context) error {
+	s := b.Sources(b.CapturedAt)
+	if s.Metrics != nil || s.Logs != nil || s.Changes != nil || s.CloudWatch != nil || s.Code != nil || s.Knowledge != nil || s.Traces != nil {
+		return nil
+	}
+	if s.Kubernetes != nil && b.kube().holdsAny(ctx) {
+		return nil
+	}
+	return fmt.Errorf("bundle %s: %w: looked for %s; `rootcause bundle check %s` lists what it holds",
+		b.Name, ErrEmpty, Forms, b.Name)
+}
+
+// holdsAny reports whether the Kubernetes part holds anything readable.
+func (k *kubeBundle) holdsAny(ctx context.Context) bool {
+	x := k.index()
+	if len(x.hinted) > 0 {
+		return true
+	}
+	for _, objs := range k.generic(ctx) {
+		if len(objs) > 0 {
+			return true
+		}
+	}
+	t := k.texts(ctx)
+	if len(t.objs) > 0 || len(t.logs) > 0 {
+		return true
+	}
+	found := false
+	_ = fs.WalkDir(k.fsys, kubeDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && isPodLog(d.Name()) {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found
+}
+
+// Check reads every file of the bundle and reports what was read, what was
+// skipped and why, and bad data, with file and line.
+func Check(ctx context.Context, b *Bundle) (*CheckReport, error) {
+	r := &CheckReport{Bundle: b.Name, Read: []CheckItem{}, Skipped: []CheckItem{}, Errors: []CheckItem{}}
+	read := func(f, what string) { r.Read = append(r.Read, CheckItem{File: f, What: what}) }
+	skip := func(f string, line int, why string) {
+		r.Skipped = append(r.Skipped, CheckItem{File: f, Line: line, What: why})
+	}
+	bad := func(f string, err error) {
+		it := CheckItem{File: f, What: err.Error()}
+		var e *evidence.Error
+		if errors.As(err, &e) {
+			it.Line = e.Line
+			if e.File != "" {
+				it.File = e.File
+			}
+			it.What = e.Err.Error()
+		}
+		r.Errors = append(r.Errors, it)
+	}
+	s := b.Sources(b.CapturedAt)
+	err := fs.WalkDir(b.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			bad(p, err)
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if p == "." {
+			return nil
+		}
+		top, _, _ := strings.Cut(p, "/")
+		if d.IsDir() {
+			switch {
+			case top == "repos" && strings.Count(p, "/") == 1:
+				read(p+"/", "source repository (code tools)")
+				return fs.SkipDir
+			case p == top && !slices.Contains([]string{kubeDir, "prometheus", "logs", "cloudwatch", "repos", "runbooks", "traces"}, top):
+				skip(p+"/", 0, "not a bundle part (looked for "+Forms+")")
+				return fs.SkipDir
+			}
+			return nil
+		}
+		name := d.Name()
+		switch {
+		case p == "bundle.json":
+			if b.CapturedAt.IsZero() {
+				read(p, "bundle metadata (no captured_at)")
+			} else {
+				read(p, "captured at "+b.CapturedAt.Format(time.RFC3339))
+			}
+		case p == "scenario.json":
+			read(p, "scenario (eval)")
+		case p == "changes.json":
+			if _, err := s.Changes.List(ctx, time.Time{}, time.Time{}, ""); err != nil {
+				bad(p, err)
+			} else {
+				read(p, "changes")
+			}
+		case top == kubeDir && isKubeData(name):
+			checkKubeFile(b.FS, p, r)
+		case top == kubeDir && isPodLog(name):
+			read(p, "pod logs ("+strings.TrimSuffix(name, ".txt")+")")
+		case strings.HasSuffix(name, ".txt") && (top == kubeDir || p == name):
+			checkTranscript(b, p, r)
+		case top == "prometheus" && strings.HasSuffix(name, ".om"):
+			read(p, "OpenMetrics samples")
+		case top == "logs" && strings.HasSuffix(name, ".log"):
+			read(p, "log source "+strings.TrimSuffix(strings.TrimPrefix(p, "logs/"), ".log"))
+		case top == "cloudwatch" && (strings.HasPrefix(p, "cloudwatch/logs/") && strings.HasSuffix(name, ".jsonl") || p == "cloudwatch/metrics.json"):
+			read(p, "CloudWatch data")
+		case top == "repos" && (strings.HasSuffix(name, ".commits.json") || strings.HasSuffix(name, ".pulls.json")):
+			read(p, "repository history")
+		case top == "runbooks":
+			read(p, "runbook")
+		case top == "traces" && strings.HasSuffix(name, ".jsonl") && s.Traces != nil:
+			read(p, "OTLP traces")
+		case top == kubeDir:
+			skip(p, 0, "not a form read under kubernetes/ (want .json, .yaml, .yml, or a .txt transcript)")
+		default:
+			skip(p, 0, "not a bundle part (looked for "+Forms+")")
+		}
+		return nil
+	})
+	return r, err
+}
+
+func checkKubeFile(fsys fs.FS, p string, r *CheckReport) {
+	if dumpOnly[path.Base(p)] {
+		r.Skipped = append(r.Skipped, CheckItem{File: p, What: "ReplicationController: a kind rootcause does not read"})
+		return
+	}
+	data, err := fs.ReadFile(fsys, p)
+	if err != nil {
+		r.Errors = append(r.Errors, CheckItem{File: p, What: err.Error()})
+		return
+	}
+	hint := ""
+	base := path.Base(p)
+	res := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(base, ".json"), ".yaml"), ".yml")
+	if ki, ok := evidence.LookupKind(res); ok && ki.Resource == res {
+		hint = ki.Kind
+	}
+	counts := map[string]int{}
+	err = evidence.DecodeKubeFile(p, data, hint, func(it evidence.KubeItem) {
+		if it.Object == nil {
+			what := it.Skip
+			if it.Name != "" {
+				what = it.Name + ": " + what
+			}
+			r.Skipped = append(r.Skipped, CheckItem{File: p, Line: it.Line, What: what})
+			return
+		}
+		counts[it.Kind]++
+	})
+	if len(counts) > 0 {
+		r.Read = append(r.Read, CheckItem{File: p, What: countKinds(counts)})
+	} else if err == nil {
+		r.Skipped = append(r.Skipped, CheckItem{File: p, What: "no Kubernetes object read"})
+	}
+	if err != nil {
+		var e *evidence.Error
+		it := CheckItem{File: p, What: err.Error()}
+		if errors.As(err, &e) {
+			it.Line, it.What = e.Line, e.Err.Error()
+		}
+		r.Errors = append(r.Errors, it)
+	}
+}
+
+func countKinds(counts map[string]int) string {
+	var parts []string
+	for _, k := range evidence.KindNames() {
+		if n := counts[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func checkTranscript(b *Bundle, p string, r *CheckReport) {
+	data, err := fs.ReadFile(b.FS, p)
+	if err != nil {
+		r.Errors = append(r.Errors, CheckItem{File: p, What: err.Error()})
+		return
+	}
+	if !strings.Contains(string(data), "kubectl") {
+		r.Skipped = append(r.Skipped, CheckItem{File: p, What: "not a kubectl terminal transcript (no \"$ kubectl\" line)"})
+		return
+	}
+	res := kubetext.Parse(data, b.CapturedAt)
+	counts := map[string]int{}
+	for _, o := range res.Objects {
+		if obj, ok := o.(evidence.KubeObject); ok && evidence.KindOf(obj) != "" {
+			counts[evidence.KindOf(obj)]++
+		}
+	}
+	counts["Event"] += len(res.Events)
+	what := countKinds(counts)
+	if len(res.Logs) > 0 {
+		what = strings.TrimPrefix(what+fmt.Sprintf(", %d kubectl logs outputs", len(res.Logs)), ", ")
+	}
+	if what != "" {
+		r.Read = append(r.Read, CheckItem{File: p, What: "transcript: " + what})
+	}
+	for _, s := range res.Skipped {
+		why := s.Reason
+		if s.Command != "" {
+			why = s.Command + ": " + why
+		}
+		r.Skipped = append(r.Skipped, CheckItem{File: p, Line: s.Line, What: why})
+	}
+	if what == "" && len(res.Skipped) == 0 {
+		r.Skipped = append(r.Skipped, CheckItem{File: p, What: "no kubectl command read"})
+	}
+}
