@@ -81,6 +81,9 @@ type Hypothesis struct {
 	// dbLoad is the backing database's load rising behind a saturated
 	// cache, when the metrics show it.
 	dbLoad *Finding
+	// elsewhere is set when the hypothesis concerns none of the question's
+	// subjects and was demoted below one that does.
+	elsewhere bool
 }
 
 func (h *Hypothesis) class() string { return infoOf(h.Kind).class }
@@ -185,6 +188,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 		}
 	}
 	absorbChanges(hs)
+	subjectFirst(hs, sc)
 	sort.SliceStable(hs, func(i, j int) bool {
 		if hs[i].Score != hs[j].Score {
 			return hs[i].Score > hs[j].Score
@@ -209,7 +213,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 		kept = append(kept, h)
 	}
 	a.Hypotheses = kept
-	a.Healthy = len(kept) == 0 || kept[0].Score < healthyBar
+	a.Healthy = len(kept) == 0 || kept[0].Score < healthyBar || subjectHealthy(kept, sc)
 	return a
 }
 
@@ -598,18 +602,28 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 	if a.Healthy {
 		r.Verdict = finding.VerdictHealthy
 		what := "the system"
-		if sc.Service != "" {
-			what = sc.Service
+		if subj := sc.Subjects(); len(subj) > 0 {
+			what = strings.Join(subj, ", ")
 		}
 		r.Summary = fmt.Sprintf("No fault found in %s: %s showed nothing abnormal in the incident window.", what, checked)
 		r.RootCause = finding.RootCause{Description: fmt.Sprintf("No fault found: no failing pods, error surges, metric anomalies or risky changes point to a root cause for %s (%s).", what, checked),
 			Confidence: conf, Evidence: []string{}}
 		r.RootCause.Evidence = append(r.RootCause.Evidence, "checked: "+checked)
+		var nearby []string
 		for _, h := range a.Hypotheses {
-			r.RuledOut = append(r.RuledOut, finding.RuledOut{Hypothesis: hypothesisLabel(h), Reason: fmt.Sprintf("weak or unrelated signal (score %.2f): %s", h.Score, h.top().Summary)})
+			reason := fmt.Sprintf("weak or unrelated signal (score %.2f): %s", h.Score, h.top().Summary)
+			if h.elsewhere {
+				reason = fmt.Sprintf("a failure elsewhere that does not bear on %s (score %.2f): %s", what, h.Score, h.top().Summary)
+				nearby = append(nearby, hypothesisLabel(h))
+			}
+			r.RuledOut = append(r.RuledOut, finding.RuledOut{Hypothesis: hypothesisLabel(h), Reason: reason})
 			if len(r.RuledOut) >= 5 {
 				break
 			}
+		}
+		if len(nearby) > 0 {
+			r.Summary = fmt.Sprintf("No fault found in %s: %s showed nothing abnormal for it. Other failures nearby, unrelated to %s: %s.", what, checked, what, strings.Join(nearby, "; "))
+			r.RootCause.Description = fmt.Sprintf("No fault found in %s: nothing in the evidence (%s) bears on it. Other failures nearby do not involve %s: %s.", what, checked, what, strings.Join(nearby, "; "))
 		}
 		r.Timeline = timeline(nil, a, sc)
 		if sc.Service != "" {
@@ -637,6 +651,8 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		switch {
 		case explainedBy(h, w):
 			reason = "a consequence of the root cause, not a separate cause: " + h.top().Summary
+		case h.elsewhere:
+			reason = fmt.Sprintf("a failure elsewhere that does not bear on %s (what the question is about): %s", strings.Join(sc.Subjects(), ", "), h.top().Summary)
 		case !h.Onset.IsZero() && !w.Onset.IsZero() && h.Onset.After(w.Onset.Add(time.Minute)):
 			reason = fmt.Sprintf("began at %s, after the root cause (%s), with weaker evidence (score %.2f vs %.2f)", ts(h.Onset), ts(w.Onset), h.Score, w.Score)
 		default:

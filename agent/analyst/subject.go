@@ -1,0 +1,149 @@
+package analyst
+
+import (
+	"math"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// The subject of a question comes first. When the question or its context
+// names a resource (the service, a workload, a pod, a Job), its own
+// failures, and the failures of what it calls, lead; a louder failure
+// elsewhere in the namespace is another finding nearby, not the answer.
+
+var nameTokenRE = regexp.MustCompile(`[a-z0-9][a-z0-9.-]*[a-z0-9]`)
+
+// Subjects lists what the question is about: the context's service, and
+// the names of known objects the message, hint or alert mention.
+func (sc Scope) Subjects() []string {
+	var out []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	add(strings.ToLower(sc.Service))
+	text := strings.ToLower(sc.Message + " " + sc.Hint)
+	for _, tok := range nameTokenRE.FindAllString(text, -1) {
+		// A name with a dash or a dot, or any name the evidence knows as
+		// an object (not ordinary words that happen to match).
+		if sc.Known[tok] && (strings.ContainsAny(tok, "-.") || len(tok) >= 4) {
+			add(tok)
+		}
+	}
+	return out
+}
+
+// bearsOn reports whether h concerns one of names: its subject, the
+// object or caller of one of its findings, or the change that triggered
+// it.
+func bearsOn(h *Hypothesis, names []string) bool {
+	for _, n := range names {
+		if strings.EqualFold(h.Subject, n) {
+			return true
+		}
+		for _, f := range append(slices.Clone(h.Primary), h.Support...) {
+			if f.relates(n) || strings.EqualFold(f.fact("caller"), n) || strings.Contains(f.Object, "/"+n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// neutral kinds are never demoted for not naming the subject, and do not
+// demote others: localization ranks services against the subject on its
+// own, and a node, the cluster DNS or a change applied to everything can
+// break the subject without naming it.
+func neutral(h *Hypothesis) bool {
+	switch h.Kind {
+	case KindLocalized, KindNodeNotReady, KindNodePressure, KindDNSServer:
+		return true
+	}
+	return h.Subject == "*" || h.Subject == ""
+}
+
+// elsewhereState reports whether h is the state of another known object in
+// the cluster (its pods failing, its rollout stuck): the loud failures a
+// question about something else must not be answered with. Failures read
+// from logs or metrics may name a host or address the subject depends on
+// without saying so, and are not judged by name.
+func elsewhereState(h *Hypothesis, sc Scope) bool {
+	if !sc.Known[h.Subject] {
+		return false
+	}
+	for _, f := range h.Primary {
+		if f.Source != SrcKubernetes && f.Source != SrcEvents {
+			return false
+		}
+	}
+	return true
+}
+
+// subjectFirst demotes hypotheses that do not bear on the question's
+// subjects below the best one that does, when that one names a mechanism
+// (a cause or a failing dependency, not a bare symptom). What the subject
+// calls (the dependencies its related hypotheses name) counts as the
+// subject too. Demoted hypotheses are marked elsewhere.
+func subjectFirst(hs []*Hypothesis, sc Scope) {
+	subjects := sc.Subjects()
+	if len(subjects) == 0 {
+		return
+	}
+	names := slices.Clone(subjects)
+	for _, h := range hs {
+		if !neutral(h) && bearsOn(h, subjects) && h.class() != classChange && !slices.Contains(names, h.Subject) {
+			names = append(names, h.Subject)
+		}
+	}
+	best := 0.0
+	for _, h := range hs {
+		if neutral(h) || !bearsOn(h, names) {
+			continue
+		}
+		// An address nothing in the evidence owns may be anything,
+		// the louder failure included.
+		if net.ParseIP(DependencyName(h.Subject)) != nil {
+			return
+		}
+		if c := h.class(); (c == classCause || c == classDependency) && slices.ContainsFunc(h.Primary, substantial) {
+			best = math.Max(best, h.Score)
+		}
+	}
+	if best < healthyBar {
+		return
+	}
+	for _, h := range hs {
+		if neutral(h) || !elsewhereState(h, sc) || bearsOn(h, names) || h.Score < best {
+			continue
+		}
+		h.Score = best * 0.95
+		h.elsewhere = true
+	}
+}
+
+// subjectHealthy reports whether the question's subject, a known object,
+// shows nothing at all while the strongest hypothesis concerns something
+// else: the answer is then that the subject is healthy, and the other
+// failures are findings nearby.
+func subjectHealthy(hs []*Hypothesis, sc Scope) bool {
+	subjects := sc.Subjects()
+	known := false
+	for _, s := range subjects {
+		known = known || sc.Known[s]
+	}
+	if !known || len(hs) == 0 || neutral(hs[0]) || !elsewhereState(hs[0], sc) || hs[0].Score < healthyBar {
+		return false
+	}
+	for _, h := range hs {
+		if neutral(h) || bearsOn(h, subjects) {
+			return false
+		}
+	}
+	for _, h := range hs {
+		h.elsewhere = true
+	}
+	return true
+}
