@@ -116,3 +116,43 @@ func TestUnwrap(t *testing.T) {
 		t.Error("Unwrap of nothing: no error")
 	}
 }
+
+// decodeStd is the reference decoder: encoding/json into Request.
+func decodeStd(data []byte) ([]evidence.Span, error) {
+	var req Request
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, err
+	}
+	var out []evidence.Span
+	err := req.Spans(func(s *evidence.Span) error { out = append(out, *s); return nil })
+	return out, err
+}
+
+// FuzzDecode checks the single-pass decoder against encoding/json: whatever
+// the reference reads, Decode reads the same spans from.
+func FuzzDecode(f *testing.F) {
+	data, err := os.ReadFile("testdata/variants.jsonl")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		f.Add(l)
+	}
+	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b173","name":"a\u00e9\"\\\/\ud83d\ude00","startTimeUnixNano":1,"endTimeUnixNano":"2","status":{"message":"m\n"}}]}],"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"late"}}]}}]}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"resourceSpans":null,"other":[1,2.5e3,{"x":[true,false,null]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got []evidence.Span
+		gerr := Decode(data, func(s *evidence.Span) error { got = append(got, *s); return nil })
+		want, werr := decodeStd(data)
+		if werr != nil {
+			return // the fast reader may be more lenient; it must not panic
+		}
+		if gerr != nil {
+			t.Fatalf("Decode failed where encoding/json did not: %v\n%s", gerr, data)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("Decode differs from encoding/json (-want +got):\n%s\n%s", d, data)
+		}
+	})
+}
