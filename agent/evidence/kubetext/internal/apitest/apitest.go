@@ -93,6 +93,7 @@ func Load(dir string, shift time.Duration) (*Server, error) {
 	if err := s.load(shift); err != nil {
 		return nil, err
 	}
+	s.deriveEndpoints()
 	return s, nil
 }
 
@@ -320,6 +321,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.list(w, r, res, ns)
 	case len(p) == 2:
 		if o := s.get(res, ns, p[1]); o != nil {
+			if wantsTable(r.Header.Get("Accept")) {
+				if t, ok := table(res.Kind, []any{as(o, res)}, time.Now()); ok {
+					writeJSON(w, 200, t)
+					return
+				}
+			}
 			writeJSON(w, 200, as(o, res))
 			return
 		}
@@ -480,6 +487,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, res *Resource, ns 
 			continue
 		}
 		items = append(items, as(o, res))
+	}
+	if wantsTable(r.Header.Get("Accept")) {
+		if t, ok := table(res.Kind, items, time.Now()); ok {
+			writeJSON(w, 200, t)
+			return
+		}
 	}
 	writeJSON(w, 200, map[string]any{"kind": res.Kind + "List", "apiVersion": res.groupVersion(), "metadata": map[string]any{"resourceVersion": "1"}, "items": items})
 }
