@@ -63,6 +63,11 @@ type Options struct {
 	// ObserveTx, if set, is told the duration of every transaction run
 	// through the services (write true for read-write ones), for metrics.
 	ObserveTx func(write bool, d time.Duration)
+	// ConfigHistoryKeep is how many of each node's newest config versions
+	// keep their full document readable (full_config in the history);
+	// older snapshot records are deleted, their audit entries (who, when,
+	// diff) are kept. 0 keeps every version's document.
+	ConfigHistoryKeep int
 }
 
 // DB is rootcause's store: one bbolt file. It implements NodeService and
@@ -96,7 +101,33 @@ type DB struct {
 	// configGen changes after every config write (config.go), so readers
 	// can tell that no version moved without a transaction.
 	configGen atomic.Uint64
+
+	// writers counts group writes in progress (groupUpdate).
+	writers atomic.Int64
+	// commits counts committed write transactions (Commits); lastCommit is
+	// the id of the last one counted, so a batch counts once.
+	commits    atomic.Uint64
+	lastCommit atomic.Int64
 }
+
+// Commits returns the number of write transactions the services have
+// committed since Open: each is one durable commit (bbolt syncs the pages,
+// then the meta page), so it counts the fsync points of the write path.
+func (d *DB) Commits() uint64 { return d.commits.Load() }
+
+// countCommit registers tx to be counted once when it commits.
+func (d *DB) countCommit(tx *bolt.Tx) {
+	id := int64(tx.ID())
+	tx.OnCommit(func() {
+		if d.lastCommit.Swap(id) != id {
+			d.commits.Add(1)
+		}
+	})
+}
+
+// MaxBatchDelay is how long a write that meets another in progress waits
+// for more writers to share its commit (bbolt's DB.MaxBatchDelay).
+const MaxBatchDelay = time.Millisecond
 
 // Open opens (creating if needed) the bbolt file at path, applies pending
 // migrations (after a backup copy when the file already holds data) and
@@ -127,6 +158,7 @@ func Open(path string, opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
+	bdb.MaxBatchDelay = MaxBatchDelay
 	d := &DB{
 		bolt:        bdb,
 		path:        path,
@@ -235,7 +267,35 @@ func (d *DB) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 		start := time.Now()
 		defer func() { d.opts.ObserveTx(true, time.Since(start)) }()
 	}
-	return boltError(d.bolt.Update(fn))
+	return boltError(d.bolt.Update(func(tx *bolt.Tx) error {
+		d.countCommit(tx)
+		return fn(tx)
+	}))
+}
+
+// groupUpdate is update for writes that may share a commit: a write that
+// finds none in progress commits at once, as update does; one that meets
+// another joins bbolt's Batch, so writers that meet share one commit (and
+// one fsync) instead of queueing for one each. fn may run more than once
+// (bbolt re-runs a batch without a function that failed), so it must only
+// change the transaction and its own results.
+func (d *DB) groupUpdate(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d.opts.ObserveTx != nil {
+		start := time.Now()
+		defer func() { d.opts.ObserveTx(true, time.Since(start)) }()
+	}
+	counted := func(tx *bolt.Tx) error {
+		d.countCommit(tx)
+		return fn(tx)
+	}
+	defer d.writers.Add(-1)
+	if d.writers.Add(1) > 1 {
+		return boltError(d.bolt.Batch(counted))
+	}
+	return boltError(d.bolt.Update(counted))
 }
 
 // view runs fn in a read transaction, translating errors like update.

@@ -162,7 +162,7 @@ type ConfigService interface {
 
 // auditPrefix is node ‖ 0x00, the key prefix of node's audit entries.
 func auditPrefix(node string) []byte {
-	p := make([]byte, 0, len(node)+1)
+	p := make([]byte, 0, len(node)+9) // room for the u64be suffix
 	p = append(p, node...)
 	return append(p, 0)
 }
@@ -269,8 +269,8 @@ func (d *DB) ConfigLineage(ctx context.Context, node string, withDocs bool) ([]N
 // applyPatchTx runs a patch on node inside tx: it reads the lineage,
 // merges, runs check and, when something changed, stores the document,
 // bumps the version and appends an "applied" audit entry (entry's
-// ChangedAt, Diff, Version and FullConfig are filled in here; the caller
-// sets the rest).
+// ChangedAt, Diff and Version are filled in here; the caller sets the rest;
+// the new document is stored as the version's snapshot record).
 func (d *DB) applyPatchTx(tx *bolt.Tx, node string, patch map[string]any, check ConfigCheck, entry *AuditEntry) (*ConfigChange, error) {
 	nodes, err := lineageTx(tx, node)
 	if err != nil {
@@ -300,6 +300,18 @@ func (d *DB) applyPatchTx(tx *bolt.Tx, node string, patch map[string]any, check 
 	if err != nil {
 		return nil, &Error{Code: EINTERNAL, Err: fmt.Errorf("encoding config: %w", err)}
 	}
+	// The document of the current version, before it is replaced: the base
+	// of the new version's snapshot patch.
+	prev := tx.Bucket(bucketConfigs).Get([]byte(node))
+	if prev == nil {
+		prev = []byte("{}") // an absent document is {}
+	}
+	if err := putSnapshot(tx, node, self.Version+1, prev, buf); err != nil {
+		return nil, err
+	}
+	if err := pruneSnapshots(tx, node, self.Version+1, d.opts.ConfigHistoryKeep); err != nil {
+		return nil, err
+	}
 	if err := tx.Bucket(bucketConfigs).Put([]byte(node), buf); err != nil {
 		return nil, err
 	}
@@ -311,7 +323,7 @@ func (d *DB) applyPatchTx(tx *bolt.Tx, node string, patch map[string]any, check 
 	entry.Event = EventApplied
 	entry.ChangedAt = d.now().UTC()
 	entry.Diff = diff
-	entry.FullConfig = buf
+	entry.FullConfig = nil // stored as a snapshot record (confighistory.go)
 	if err := appendAudit(tx, node, entry); err != nil {
 		return nil, err
 	}
@@ -368,12 +380,35 @@ func (d *DB) ConfigHistory(ctx context.Context, node string, opts HistoryOptions
 			if e.Diff == nil {
 				e.Diff = map[string]mergeconf.Change{}
 			}
-			if opts.IncludeFull {
-				e.FullConfig = cloneBytes(e.FullConfig)
-			} else {
-				e.FullConfig = nil
-			}
+			e.FullConfig = nil
 			out = append(out, &e)
+		}
+		if !opts.IncludeFull {
+			return nil
+		}
+		// Full documents only for applied entries, read from the snapshot
+		// records in one forward pass over the versions asked for.
+		lo, hi := int64(-1), int64(-1)
+		for _, e := range out {
+			if e.Event != EventApplied {
+				continue
+			}
+			if lo < 0 || e.Version < lo {
+				lo = e.Version
+			}
+			hi = max(hi, e.Version)
+		}
+		if lo < 0 {
+			return nil
+		}
+		docs, err := configVersions(tx, node, lo, hi)
+		if err != nil {
+			return err
+		}
+		for _, e := range out {
+			if e.Event == EventApplied {
+				e.FullConfig = docs[e.Version]
+			}
 		}
 		return nil
 	})

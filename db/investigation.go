@@ -113,6 +113,19 @@ type OutboxEntry struct {
 	LeaseUntil     *time.Time `json:"lease_until,omitempty"` // claimed by a worker until then
 }
 
+// InvestigationWrite is one write of an investigation, stored in one
+// transaction: Update changes the record (nil: unchanged; an error aborts
+// the whole write and is returned unchanged), then the entries Outbox
+// returns for the updated record are queued and the events Events returns
+// are appended in order. The functions may run more than once (writes that
+// meet share a commit and a failed one is retried alone), so they must not
+// have effects beyond their results.
+type InvestigationWrite struct {
+	Update func(*Investigation) error
+	Outbox func(*Investigation) []OutboxEntry
+	Events func(*Investigation) []InvestigationEvent
+}
+
 // InvestigationService stores investigations.
 //
 // GetInvestigation returns ENOTFOUND for an unknown id.
@@ -122,10 +135,15 @@ type OutboxEntry struct {
 // deliveries. UpdateInvestigation returns the updated record; fn may return
 // an error to abort without writing.
 type InvestigationService interface {
-	CreateInvestigation(ctx context.Context, inv *Investigation) error
+	// CreateInvestigation stores inv and, in the same transaction, events
+	// (their sequence numbers assigned in order).
+	CreateInvestigation(ctx context.Context, inv *Investigation, events ...InvestigationEvent) error
 	GetInvestigation(ctx context.Context, id string) (*Investigation, error)
 	UpdateInvestigation(ctx context.Context, id string, fn func(*Investigation) error) (*Investigation, error)
 	FinishInvestigation(ctx context.Context, id string, fn func(*Investigation) error, outbox func(*Investigation) []OutboxEntry) (*Investigation, error)
+	// WriteInvestigation is the general write: the update, its outbox
+	// entries and its events in one transaction (see InvestigationWrite).
+	WriteInvestigation(ctx context.Context, id string, w InvestigationWrite) (*Investigation, error)
 	ListInvestigations(ctx context.Context, f InvestigationFilter) (list []*Investigation, total int, err error)
 	AppendInvestigationEvent(ctx context.Context, id string, ev InvestigationEvent) (uint64, error)
 	InvestigationEvents(ctx context.Context, id string, afterSeq uint64) ([]InvestigationEvent, error)

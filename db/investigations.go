@@ -16,6 +16,68 @@ import (
 // scan that filters by status and counts exactly without decoding records,
 // and restart recovery finds unfinished work without reading every record.
 // Events are keyed id ‖ 0x00 ‖ u64be seq in bucketInvestigationEvents.
+//
+// bucketInvestigationCounts keeps, per team and status, the number of index
+// entries, changed in the same transaction as the index: a list's exact
+// total is one or a few reads whatever the team's size.
+
+// bucketInvestigationCounts: team ‖ 0x00 ‖ status -> u64be count of the
+// team's investigations in that status. Created by migration 0004.
+var bucketInvestigationCounts = []byte("investigation_counts")
+
+func countKey(team, status string) []byte {
+	k := make([]byte, 0, len(team)+1+len(status))
+	k = append(k, team...)
+	k = append(k, 0)
+	return append(k, status...)
+}
+
+// addCount adds delta to team's count of investigations in status.
+func addCount(tx *bolt.Tx, team, status string, delta int64) error {
+	b := tx.Bucket(bucketInvestigationCounts)
+	if b == nil {
+		return &Error{Code: EINTERNAL, Message: "investigation_counts bucket missing: run the migrations"}
+	}
+	k := countKey(team, status)
+	n := int64(btoi(b.Get(k))) + delta
+	if n <= 0 {
+		return b.Delete(k)
+	}
+	return b.Put(k, itob(uint64(n)))
+}
+
+// teamCount returns how many of team's investigations are in status (any
+// status when empty).
+func teamCount(tx *bolt.Tx, team, status string) int {
+	b := tx.Bucket(bucketInvestigationCounts)
+	if b == nil {
+		return 0
+	}
+	if status != "" {
+		return int(btoi(b.Get(countKey(team, status))))
+	}
+	prefix := countKey(team, "")
+	n := 0
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		n += int(btoi(v))
+	}
+	return n
+}
+
+// putIndex stores inv's index entry with status and moves the team's
+// counts from old (empty: a new entry).
+func putIndex(tx *bolt.Tx, inv *Investigation, old string) error {
+	if err := tx.Bucket(bucketInvestigationsByTeam).Put(teamIndexKey(inv.Team, inv.CreatedAt, inv.ID), []byte(inv.Status)); err != nil {
+		return err
+	}
+	if old != "" {
+		if err := addCount(tx, inv.Team, old, -1); err != nil {
+			return err
+		}
+	}
+	return addCount(tx, inv.Team, inv.Status, 1)
+}
 
 var _ InvestigationService = (*DB)(nil)
 
@@ -41,13 +103,13 @@ func invNotFound(id string) error {
 	return Errorf(ENOTFOUND, "investigation %q not found", id)
 }
 
-// CreateInvestigation stores a new investigation and indexes it under its
-// team. A duplicate id is ECONFLICT.
-func (d *DB) CreateInvestigation(ctx context.Context, inv *Investigation) error {
+// CreateInvestigation stores a new investigation, indexes it under its
+// team and appends events, in one transaction. A duplicate id is ECONFLICT.
+func (d *DB) CreateInvestigation(ctx context.Context, inv *Investigation, events ...InvestigationEvent) error {
 	if inv.ID == "" || inv.Team == "" {
 		return Errorf(EINVALID, "investigation id and team are required")
 	}
-	return d.update(ctx, func(tx *bolt.Tx) error {
+	return d.groupUpdate(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketInvestigations)
 		if b.Get([]byte(inv.ID)) != nil {
 			return Errorf(ECONFLICT, "investigation %s already exists", inv.ID)
@@ -55,7 +117,15 @@ func (d *DB) CreateInvestigation(ctx context.Context, inv *Investigation) error 
 		if err := putJSON(b, []byte(inv.ID), inv); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketInvestigationsByTeam).Put(teamIndexKey(inv.Team, inv.CreatedAt, inv.ID), []byte(inv.Status))
+		if err := putIndex(tx, inv, ""); err != nil {
+			return err
+		}
+		for _, ev := range events {
+			if _, err := appendEvent(tx, inv.ID, ev); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -87,8 +157,13 @@ func (d *DB) UpdateInvestigation(ctx context.Context, id string, fn func(*Invest
 // FinishInvestigation applies fn and writes the outbox entries computed from
 // the updated record in the same transaction.
 func (d *DB) FinishInvestigation(ctx context.Context, id string, fn func(*Investigation) error, outbox func(*Investigation) []OutboxEntry) (*Investigation, error) {
+	return d.WriteInvestigation(ctx, id, InvestigationWrite{Update: fn, Outbox: outbox})
+}
+
+// WriteInvestigation applies w in one transaction; see InvestigationWrite.
+func (d *DB) WriteInvestigation(ctx context.Context, id string, w InvestigationWrite) (*Investigation, error) {
 	var out Investigation
-	err := d.update(ctx, func(tx *bolt.Tx) error {
+	err := d.groupUpdate(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketInvestigations)
 		var inv Investigation
 		ok, err := getJSON(b, []byte(id), &inv)
@@ -98,24 +173,33 @@ func (d *DB) FinishInvestigation(ctx context.Context, id string, fn func(*Invest
 		if !ok {
 			return invNotFound(id)
 		}
-		oldStatus := inv.Status
-		if err := fn(&inv); err != nil {
-			return err
-		}
-		if inv.ID != id {
-			return fmt.Errorf("investigation id changed from %s to %s", id, inv.ID)
-		}
-		if err := putJSON(b, []byte(id), &inv); err != nil {
-			return err
-		}
-		if inv.Status != oldStatus {
-			if err := tx.Bucket(bucketInvestigationsByTeam).Put(teamIndexKey(inv.Team, inv.CreatedAt, inv.ID), []byte(inv.Status)); err != nil {
+		if w.Update != nil {
+			oldStatus := inv.Status
+			if err := w.Update(&inv); err != nil {
 				return err
 			}
+			if inv.ID != id {
+				return fmt.Errorf("investigation id changed from %s to %s", id, inv.ID)
+			}
+			if err := putJSON(b, []byte(id), &inv); err != nil {
+				return err
+			}
+			if inv.Status != oldStatus {
+				if err := putIndex(tx, &inv, oldStatus); err != nil {
+					return err
+				}
+			}
 		}
-		if outbox != nil {
-			for _, e := range outbox(&inv) {
+		if w.Outbox != nil {
+			for _, e := range w.Outbox(&inv) {
 				if err := putOutboxEntry(tx, e, d.now()); err != nil { // db/outbox.go
+					return err
+				}
+			}
+		}
+		if w.Events != nil {
+			for _, ev := range w.Events(&inv) {
+				if _, err := appendEvent(tx, id, ev); err != nil {
 					return err
 				}
 			}
@@ -130,7 +214,7 @@ func (d *DB) FinishInvestigation(ctx context.Context, id string, fn func(*Invest
 }
 
 // ListInvestigations returns a team's investigations newest first, with the
-// exact total that match the filter.
+// exact total that match the filter (from the counts, never a walk).
 func (d *DB) ListInvestigations(ctx context.Context, f InvestigationFilter) ([]*Investigation, int, error) {
 	if f.Team == "" {
 		return nil, 0, Errorf(EINVALID, "team is required to list investigations")
@@ -144,6 +228,7 @@ func (d *DB) ListInvestigations(ctx context.Context, f InvestigationFilter) ([]*
 	var list []*Investigation
 	total := 0
 	err := d.view(ctx, func(tx *bolt.Tx) error {
+		total = teamCount(tx, f.Team, f.Status)
 		idx := tx.Bucket(bucketInvestigationsByTeam).Cursor()
 		recs := tx.Bucket(bucketInvestigations)
 		prefix := append([]byte(f.Team), 0)
@@ -155,12 +240,13 @@ func (d *DB) ListInvestigations(ctx context.Context, f InvestigationFilter) ([]*
 		} else {
 			k, v = idx.Prev()
 		}
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = idx.Prev() {
+		skip := f.Offset
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(list) < f.Limit; k, v = idx.Prev() {
 			if f.Status != "" && string(v) != f.Status {
 				continue
 			}
-			total++
-			if total <= f.Offset || len(list) >= f.Limit {
+			if skip > 0 {
+				skip--
 				continue
 			}
 			id := k[len(prefix)+8:]
@@ -185,22 +271,29 @@ func (d *DB) ListInvestigations(ctx context.Context, f InvestigationFilter) ([]*
 // event log and returns it.
 func (d *DB) AppendInvestigationEvent(ctx context.Context, id string, ev InvestigationEvent) (uint64, error) {
 	var seq uint64
-	err := d.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketInvestigationEvents)
-		c := b.Cursor()
-		prefix := append([]byte(id), 0)
-		seq = 1
-		if k, _ := c.Seek(append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 8)...)); k != nil {
-			if pk, _ := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
-				seq = btoi(pk[len(prefix):]) + 1
-			}
-		} else if lk, _ := c.Last(); lk != nil && bytes.HasPrefix(lk, prefix) {
-			seq = btoi(lk[len(prefix):]) + 1
-		}
-		ev.Seq = seq
-		return putJSON(b, eventKey(id, seq), ev)
+	err := d.groupUpdate(ctx, func(tx *bolt.Tx) error {
+		var err error
+		seq, err = appendEvent(tx, id, ev)
+		return err
 	})
 	return seq, err
+}
+
+// appendEvent stores ev as the next event of id inside tx.
+func appendEvent(tx *bolt.Tx, id string, ev InvestigationEvent) (uint64, error) {
+	b := tx.Bucket(bucketInvestigationEvents)
+	c := b.Cursor()
+	prefix := append([]byte(id), 0)
+	seq := uint64(1)
+	if k, _ := c.Seek(append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 8)...)); k != nil {
+		if pk, _ := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
+			seq = btoi(pk[len(prefix):]) + 1
+		}
+	} else if lk, _ := c.Last(); lk != nil && bytes.HasPrefix(lk, prefix) {
+		seq = btoi(lk[len(prefix):]) + 1
+	}
+	ev.Seq = seq
+	return seq, putJSON(b, eventKey(id, seq), ev)
 }
 
 // InvestigationEvents returns id's events with a sequence above after.
@@ -267,7 +360,10 @@ func (d *DB) DeleteInvestigationsBefore(ctx context.Context, t time.Time) (int, 
 		idx := tx.Bucket(bucketInvestigationsByTeam)
 		recs := tx.Bucket(bucketInvestigations)
 		evs := tx.Bucket(bucketInvestigationEvents)
-		var dead [][]byte
+		var (
+			dead       [][]byte
+			deadStatus []string
+		)
 		err := idx.ForEach(func(k, v []byte) error {
 			if !IsFinal(string(v)) {
 				return nil
@@ -278,16 +374,20 @@ func (d *DB) DeleteInvestigationsBefore(ctx context.Context, t time.Time) (int, 
 			}
 			if int64(btoi(k[i+1:i+9])) < t.UnixNano() {
 				dead = append(dead, bytes.Clone(k))
+				deadStatus = append(deadStatus, string(v))
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, k := range dead {
+		for j, k := range dead {
 			i := bytes.IndexByte(k, 0)
 			id := k[i+9:]
 			if err := idx.Delete(k); err != nil {
+				return err
+			}
+			if err := addCount(tx, string(k[:i]), deadStatus[j], -1); err != nil {
 				return err
 			}
 			if err := recs.Delete(id); err != nil {

@@ -25,6 +25,8 @@ type Migration struct {
 var migrations = []Migration{
 	migration0001CreateBuckets,
 	migration0002A2ATasks,
+	migration0003ConfigHistory,
+	migration0004InvestigationCounts,
 }
 
 // ErrNewerSchema is returned when the database records a migration this
