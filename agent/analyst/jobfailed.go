@@ -26,7 +26,7 @@ var jobFailed = &mechanism{
 	class: classCause,
 	label: "Job failed (backoff limit or deadline reached)",
 	detect: func(ev *Gathered, _ []Finding) []Finding {
-		return detectFailedJobs(ev.K8s)
+		return detectFailedJobs(ev.K8s, ev.Logs)
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return c.Kind == KindDeploy || c.Kind == KindConfigChange || strings.Contains(strings.ToLower(c.fact("description")), "secret")
@@ -108,7 +108,7 @@ func jobOfPod(p *corev1.Pod) string {
 
 // detectFailedJobs finds Jobs whose pods failed and that no later run of
 // the same CronJob superseded, with the failing pod's log line.
-func detectFailedJobs(k K8sEvidence) []Finding {
+func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 	type job struct {
 		ns, name  string
 		created   time.Time
@@ -126,9 +126,24 @@ func detectFailedJobs(k K8sEvidence) []Finding {
 		}
 		return jobs[key]
 	}
+	var jobNames []string
+	for i := range k.Events {
+		if e := &k.Events[i]; e.InvolvedObject.Kind == "Job" {
+			jobNames = append(jobNames, e.InvolvedObject.Name)
+		}
+	}
 	for i := range k.Pods {
 		p := &k.Pods[i]
 		name := jobOfPod(p)
+		if name == "" {
+			// A pod listed without its owner (a table of kubectl get pods):
+			// the Job's pods are named <job>-<5 characters>.
+			for _, j := range jobNames {
+				if rest, ok := strings.CutPrefix(p.Name, j+"-"); ok && len(rest) == 5 && isAlnumLower(rest) {
+					name = j
+				}
+			}
+		}
 		if name == "" {
 			continue
 		}
@@ -197,33 +212,39 @@ func detectFailedJobs(k K8sEvidence) []Finding {
 		sort.SliceStable(j.failed, func(a, b int) bool { return j.failed[a].CreationTimestamp.After(j.failed[b].CreationTimestamp.Time) })
 		for _, p := range j.failed {
 			f.setFact("pod", p.Name)
+			var lines []string
 			for _, cs := range p.Status.ContainerStatuses {
 				term := cs.State.Terminated
 				if term == nil {
 					term = cs.LastTerminationState.Terminated
 				}
-				if term == nil || term.ExitCode == 0 {
+				if term == nil || !failedTermination(term) {
 					continue
 				}
 				f.Time = earliest(f.Time, term.FinishedAt.Time)
-				f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
+				if term.ExitCode != 0 {
+					f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
+				}
 				f.setFact("container", cs.Name)
 				f.Evidence = append(f.Evidence, fmt.Sprintf("pod %s/%s container %s terminated with reason %s, exit code %d (%s) at %s", p.Namespace, p.Name, cs.Name, orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time)))
-				if lines := k.PreviousLogs[p.Namespace+"/"+p.Name+"/"+cs.Name]; len(lines) > 0 {
-					line := causeLine(lines)
-					f.setFact("line", line)
-					f.setFact("last_log", line)
-					if kind, _ := ClassifyLine(line); kind != "" {
-						f.setFact("line_kind", string(kind))
-						f.Weight = 0.95
-					}
-					f.Evidence = append(f.Evidence, fmt.Sprintf("log of pod %s container %s: %s", p.Name, cs.Name, quote(ReadableLine(line), 240)))
+				for _, l := range k.PreviousLogs[p.Namespace+"/"+p.Name+"/"+cs.Name] {
+					lines = append(lines, l.Text)
 				}
 				break
 			}
-			if f.fact("exit_code") != "" {
-				break
+			if len(lines) == 0 {
+				lines = podLogLines(logs, p.Name)
 			}
+			if line := bestCauseLine(lines); line != "" {
+				f.setFact("line", line)
+				f.setFact("last_log", line)
+				if kind, _ := ClassifyLine(line); kind != "" {
+					f.setFact("line_kind", string(kind))
+				}
+				f.Weight = 0.95
+				f.Evidence = append(f.Evidence, fmt.Sprintf("log of pod %s: %s", p.Name, quote(ReadableLine(line), 240)))
+			}
+			break
 		}
 		if f.Time.IsZero() {
 			f.Time = j.created
@@ -246,9 +267,51 @@ func podExitedWithError(p *corev1.Pod) bool {
 		if t == nil {
 			return false
 		}
-		if t.ExitCode != 0 {
+		if failedTermination(t) {
 			failed = true
 		}
 	}
 	return failed
+}
+
+// podLogLines returns the mined lines of a pod's log (one example per
+// template), when its log was read with its workload's.
+func podLogLines(logs []LogSet, pod string) []string {
+	var out []string
+	for _, set := range logs {
+		if set.Source != pod && set.Subject != pod {
+			continue
+		}
+		for _, t := range set.Templates {
+			out = append(out, t.Example)
+		}
+	}
+	return out
+}
+
+// bestCauseLine picks the line of a failed run's log that says why it
+// failed: a "Caused by:" or an exception with its message before a
+// generic error line, a line naming a known failure before one that only
+// reads as an error; the last of equals.
+func bestCauseLine(lines []string) string {
+	best, bestScore := "", 0
+	for _, l := range lines {
+		score := 2 * RootCauseScore(l)
+		if k, isErr := ClassifyLine(l); k != "" {
+			score += 3
+		} else if isErr {
+			score++
+		}
+		if score > 0 && score >= bestScore {
+			best, bestScore = l, score
+		}
+	}
+	return best
+}
+
+// failedTermination reports whether a container ended in failure: a
+// non-zero exit code, or a failure reason when the code is not known (a
+// kubectl table shows only "Error").
+func failedTermination(t *corev1.ContainerStateTerminated) bool {
+	return t.ExitCode != 0 || t.Reason != "" && t.Reason != "Completed"
 }

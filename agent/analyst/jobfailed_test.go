@@ -55,7 +55,7 @@ func TestFailedJobs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := detectFailedJobs(K8sEvidence{Pods: c.pods, Events: c.events, PreviousLogs: c.logs})
+			fs := detectFailedJobs(K8sEvidence{Pods: c.pods, Events: c.events, PreviousLogs: c.logs}, nil)
 			if len(fs) != c.want {
 				t.Fatalf("%d findings %+v, want %d", len(fs), fs, c.want)
 			}

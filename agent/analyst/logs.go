@@ -234,7 +234,7 @@ func isCodeRef(host string) bool { return codeRefRE.MatchString(host) }
 var wellKnownPorts = map[string]string{
 	"6379": "redis", "6380": "redis", "26379": "redis", "5432": "postgresql", "3306": "mysql", "9092": "kafka", "27017": "mongodb",
 	"11211": "memcached", "5672": "rabbitmq", "9200": "elasticsearch", "2181": "zookeeper", "9042": "cassandra", "1433": "sqlserver",
-	"1521": "oracle", "4222": "nats", "8500": "consul", "2379": "etcd",
+	"1521": "oracle", "4222": "nats", "8500": "consul", "2379": "etcd", "25": "smtp", "465": "smtp", "587": "smtp",
 }
 
 var clientNames = []struct {

@@ -65,17 +65,24 @@ func neutral(h *Hypothesis) bool {
 	return h.Subject == "*" || h.Subject == ""
 }
 
-// elsewhereState reports whether h is the state of another known object in
-// the cluster (its pods failing, its rollout stuck): the loud failures a
-// question about something else must not be answered with. Failures read
-// from logs or metrics may name a host or address the subject depends on
-// without saying so, and are not judged by name.
+// elsewhereState reports whether h is what another known object in the
+// cluster shows about itself (its pods failing, its rollout stuck, its
+// own log's errors, a change to it): the loud failures a question about
+// something else must not be answered with. A failure another caller logs
+// about a dependency may concern one the subject calls without saying so,
+// and metric findings carry no caller: neither is judged by name.
 func elsewhereState(h *Hypothesis, sc Scope) bool {
 	if !sc.Known[h.Subject] {
 		return false
 	}
 	for _, f := range h.Primary {
-		if f.Source != SrcKubernetes && f.Source != SrcEvents {
+		switch f.Source {
+		case SrcKubernetes, SrcEvents, SrcChanges:
+		case SrcLogs:
+			if c := f.fact("caller"); c == "" || !strings.EqualFold(c, h.Subject) {
+				return false
+			}
+		default:
 			return false
 		}
 	}
