@@ -19,6 +19,7 @@ type run struct {
 	agent   string // the agent the session serves (set by sessionFor)
 	session *tools.Session
 	used    *tools.UsedTools
+	log     *eventLog // buffered progress and tool-call events (eventlog.go)
 
 	mu       sync.Mutex
 	usageAcc *db.Usage
@@ -44,7 +45,7 @@ func (r *run) sessionFor(a Agent) *tools.Session {
 			if err != nil {
 				data["error"] = err.Error()
 			}
-			r.rt.event(r.id, "tool_call", data)
+			r.log.add("tool_call", data, nil)
 			if r.rt.cfg.OnToolCall != nil {
 				r.rt.cfg.OnToolCall(name, d, err)
 			}
@@ -60,29 +61,20 @@ func (r *run) Call(ctx context.Context, name string, args any) (any, error) {
 // Has reports whether the agent may call name.
 func (r *run) Has(name string) bool { return r.session.Has(name) }
 
-// Step records progress on the investigation.
+// Step records progress on the investigation (stored within
+// EventFlushInterval, or with the final record).
 func (r *run) Step(current string, completed, total int) {
 	if total < completed {
 		total = completed
 	}
 	p := &db.Progress{CurrentStep: current, StepsCompleted: completed, StepsTotal: total}
-	_, err := r.rt.cfg.Store.UpdateInvestigation(context.Background(), r.id, func(i *db.Investigation) error {
-		if i.Status != db.StatusRunning {
-			return errSkip
-		}
-		i.Progress = p
-		return nil
-	})
-	if err != nil && err != errSkip {
-		r.rt.cfg.Logger.Warn("recording progress", "investigation_id", r.id, "err", err)
-	}
-	r.rt.event(r.id, "step", p)
+	r.log.add("step", p, p)
 }
 
 // Sub returns a Run limited to another agent's toolkit, recording into the
 // same investigation.
 func (r *run) Sub(a Agent) Run {
-	sub := &run{rt: r.rt, id: r.id, env: r.env, used: r.used}
+	sub := &run{rt: r.rt, id: r.id, env: r.env, used: r.used, log: r.log}
 	sub.session = sub.sessionFor(a)
 	return &subRun{run: sub, parent: r}
 }

@@ -95,6 +95,7 @@ type Runtime struct {
 type activeRun struct {
 	cancel    context.CancelCauseFunc
 	cancelled atomic.Bool
+	log       *eventLog // the run's buffered progress and tool-call events
 }
 
 var (
@@ -143,16 +144,19 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		switch inv.Status {
 		case db.StatusRunning:
 			now := rt.cfg.Now()
-			_, err := rt.cfg.Store.FinishInvestigation(ctx, inv.ID, func(i *db.Investigation) error {
-				if i.Status != db.StatusRunning {
-					return errSkip
-				}
-				i.Status = db.StatusFailed
-				i.FailedAt = &now
-				i.Progress = nil
-				i.Error = &db.RunError{Code: db.EINTERRUPTED, Message: "the server stopped while this investigation was running"}
-				return nil
-			}, nil)
+			_, err := rt.cfg.Store.WriteInvestigation(ctx, inv.ID, db.InvestigationWrite{
+				Update: func(i *db.Investigation) error {
+					if i.Status != db.StatusRunning {
+						return errSkip
+					}
+					i.Status = db.StatusFailed
+					i.FailedAt = &now
+					i.Progress = nil
+					i.Error = &db.RunError{Code: db.EINTERRUPTED, Message: "the server stopped while this investigation was running"}
+					return nil
+				},
+				Events: rt.statusEvent,
+			})
 			if err != nil && !errors.Is(err, errSkip) {
 				return fmt.Errorf("marking investigation %s interrupted: %w", inv.ID, err)
 			}
@@ -236,11 +240,11 @@ func (rt *Runtime) Submit(ctx context.Context, req SubmitRequest) (*db.Investiga
 		RequestedBy: req.RequestedBy,
 		CreatedAt:   rt.cfg.Now(),
 	}
-	if err := rt.cfg.Store.CreateInvestigation(ctx, inv); err != nil {
+	if err := rt.cfg.Store.CreateInvestigation(ctx, inv, rt.statusEvent(inv)...); err != nil {
 		rt.slots.Add(-1)
 		return nil, err
 	}
-	rt.event(inv.ID, "status", map[string]any{"status": inv.Status})
+	rt.notify(inv.ID)
 	if rt.cfg.OnTransition != nil {
 		rt.cfg.OnTransition(inv)
 	}
@@ -386,30 +390,31 @@ func (rt *Runtime) Cancel(ctx context.Context, team, id string) (*db.Investigati
 		return nil, err
 	}
 	now := rt.cfg.Now()
-	var final bool
-	inv, err := rt.cfg.Store.FinishInvestigation(ctx, id, func(i *db.Investigation) error {
+	rt.mu.Lock()
+	ar := rt.running[id]
+	rt.mu.Unlock()
+	// The run's buffered events go in before the final status event, in
+	// the same transaction as the final record.
+	var log *eventLog
+	if ar != nil {
+		log = ar.log
+	}
+	inv, err := log.final(ctx, db.InvestigationWrite{Update: func(i *db.Investigation) error {
 		if db.IsFinal(i.Status) {
-			final = true
 			return db.Errorf(db.EINVALIDSTATE, "investigation %s is already %s and cannot be cancelled", id, i.Status)
 		}
 		i.Status = db.StatusCancelled
 		i.CancelledAt = &now
 		i.Progress = nil
 		return nil
-	}, nil)
+	}}, rt, id)
 	if err != nil {
-		if final {
-			return nil, err
-		}
 		return nil, err
 	}
-	rt.mu.Lock()
-	if ar := rt.running[id]; ar != nil {
+	if ar != nil {
 		ar.cancelled.Store(true)
 		ar.cancel(errUserCancel)
 	}
-	rt.mu.Unlock()
-	rt.event(id, "status", map[string]any{"status": inv.Status})
 	rt.final(inv)
 	return inv, nil
 }
@@ -512,7 +517,7 @@ func (rt *Runtime) execute(id string) {
 	log := rt.cfg.Logger.With("investigation_id", id)
 	ctx, cancel := context.WithCancelCause(rt.baseCtx)
 	defer cancel(nil)
-	ar := &activeRun{cancel: cancel}
+	ar := &activeRun{cancel: cancel, log: &eventLog{rt: rt, id: id}}
 
 	// Claim: pending -> running, registered so Cancel reaches it.
 	now := rt.cfg.Now()
@@ -524,14 +529,17 @@ func (rt *Runtime) execute(id string) {
 		delete(rt.running, id)
 		rt.mu.Unlock()
 	}()
-	inv, err := rt.cfg.Store.UpdateInvestigation(ctx, id, func(i *db.Investigation) error {
-		if i.Status != db.StatusPending {
-			return errSkip
-		}
-		i.Status = db.StatusRunning
-		i.StartedAt = &now
-		i.Progress = &db.Progress{CurrentStep: "starting", StepsTotal: 1}
-		return nil
+	inv, err := rt.cfg.Store.WriteInvestigation(ctx, id, db.InvestigationWrite{
+		Update: func(i *db.Investigation) error {
+			if i.Status != db.StatusPending {
+				return errSkip
+			}
+			i.Status = db.StatusRunning
+			i.StartedAt = &now
+			i.Progress = &db.Progress{CurrentStep: "starting", StepsTotal: 1}
+			return nil
+		},
+		Events: rt.statusEvent,
 	})
 	if errors.Is(err, errSkip) {
 		return // cancelled while queued
@@ -540,12 +548,12 @@ func (rt *Runtime) execute(id string) {
 		log.Error("starting investigation", "err", err)
 		return
 	}
-	rt.event(id, "status", map[string]any{"status": db.StatusRunning})
+	rt.notify(id)
 	if rt.cfg.OnTransition != nil {
 		rt.cfg.OnTransition(inv)
 	}
 
-	result, used, usage, agentJSON, teamCfg, runErr := rt.investigate(ctx, inv)
+	result, used, usage, agentJSON, teamCfg, runErr := rt.investigate(ctx, inv, ar.log)
 
 	if ar.cancelled.Load() {
 		return // Cancel already wrote the final record
@@ -555,7 +563,7 @@ func (rt *Runtime) execute(id string) {
 	if rt.cfg.Outbox != nil && teamCfg != nil {
 		outbox = func(i *db.Investigation) []db.OutboxEntry { return rt.cfg.Outbox(i, teamCfg) }
 	}
-	fin, err := rt.cfg.Store.FinishInvestigation(context.WithoutCancel(ctx), id, func(i *db.Investigation) error {
+	fin, err := ar.log.final(context.WithoutCancel(ctx), db.InvestigationWrite{Outbox: outbox, Update: func(i *db.Investigation) error {
 		if i.Status != db.StatusRunning {
 			return errSkip
 		}
@@ -575,7 +583,7 @@ func (rt *Runtime) execute(id string) {
 		i.CompletedAt = &end
 		i.Result = result
 		return nil
-	}, outbox)
+	}}, rt, id)
 	if errors.Is(err, errSkip) {
 		return
 	}
@@ -583,7 +591,6 @@ func (rt *Runtime) execute(id string) {
 		log.Error("finishing investigation", "err", err)
 		return
 	}
-	rt.event(id, "status", map[string]any{"status": fin.Status})
 	rt.final(fin)
 }
 
@@ -599,7 +606,7 @@ func (rt *Runtime) final(inv *db.Investigation) {
 
 // investigate resolves the agent from the team's config as it is now and
 // runs the engine under the agent's timeout.
-func (rt *Runtime) investigate(ctx context.Context, inv *db.Investigation) (res *finding.Result, used []string, usage *db.Usage, agentJSON json.RawMessage, teamCfg map[string]any, err error) {
+func (rt *Runtime) investigate(ctx context.Context, inv *db.Investigation, log *eventLog) (res *finding.Result, used []string, usage *db.Usage, agentJSON json.RawMessage, teamCfg map[string]any, err error) {
 	env, err := rt.cfg.Environment(ctx, inv.Team)
 	if err != nil {
 		return nil, nil, nil, nil, nil, err
@@ -624,7 +631,7 @@ func (rt *Runtime) investigate(ctx context.Context, inv *db.Investigation) (res 
 	tctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer cancel()
 
-	r := &run{rt: rt, id: inv.ID, env: env, used: &tools.UsedTools{}}
+	r := &run{rt: rt, id: inv.ID, env: env, used: &tools.UsedTools{}, log: log}
 	r.session = r.sessionFor(a)
 	engine := env.Engine
 	if engine == nil {
@@ -694,17 +701,11 @@ func runError(err, cause error) *db.RunError {
 	return &db.RunError{Code: "investigation_failed", Message: err.Error()}
 }
 
-// event stores an event for id and wakes watchers. Failures are logged:
-// the event log is a convenience, the record is the truth.
-func (rt *Runtime) event(id, typ string, data any) {
-	raw, _ := json.Marshal(data)
-	_, err := rt.cfg.Store.AppendInvestigationEvent(context.Background(), id, db.InvestigationEvent{
-		Time: rt.cfg.Now(), Type: typ, Data: raw,
-	})
-	if err != nil {
-		rt.cfg.Logger.Warn("recording investigation event", "investigation_id", id, "err", err)
-	}
-	rt.notify(id)
+// statusEvent returns the status event of inv's (new) status, to store
+// in the same transaction as the record (InvestigationWrite.Events).
+func (rt *Runtime) statusEvent(inv *db.Investigation) []db.InvestigationEvent {
+	raw, _ := json.Marshal(map[string]any{"status": inv.Status})
+	return []db.InvestigationEvent{{Time: rt.cfg.Now(), Type: "status", Data: raw}}
 }
 
 func (rt *Runtime) retentionLoop() {

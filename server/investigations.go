@@ -350,6 +350,12 @@ func (s *Server) getAgents(w http.ResponseWriter, r *http.Request, _ httprouter.
 // stored event after Last-Event-ID (or ?after=), then new ones as they
 // happen, ending after the final status. A comment line every 15 s keeps
 // idle connections open through proxies.
+//
+// The stream never ends before the final status event: the runtime stores
+// a final record and its status event in one transaction, and a stream
+// that finds the record final reads the events once more after that read;
+// should the log still lack the final status (a record finished by an
+// older version), the stream sends it from the record, without an id.
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	rt, team, err := s.scopedRuntime(r, true)
 	if err != nil {
@@ -378,13 +384,13 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, ps httprouter
 	w.WriteHeader(http.StatusOK)
 	heartbeat := time.NewTicker(15 * time.Second)
 	defer heartbeat.Stop()
-	for {
-		changed := rt.Changed(id)
+	// send writes the events after the cursor and reports whether one of
+	// them is a final status.
+	send := func() (final bool, ok bool) {
 		evs, err := rt.Events(r.Context(), id, after)
 		if err != nil {
-			return nil // headers are sent; end the stream
+			return false, false // headers are sent; end the stream
 		}
-		final := false
 		for _, ev := range evs {
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, ev.Data)
 			after = ev.Seq
@@ -397,14 +403,26 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, ps httprouter
 				}
 			}
 		}
-		if err := rc.Flush(); err != nil {
-			return nil
-		}
-		if final {
+		return final, rc.Flush() == nil
+	}
+	for {
+		changed := rt.Changed(id)
+		final, ok := send()
+		if final || !ok {
 			return nil
 		}
 		inv, err := rt.Get(r.Context(), team, id)
-		if err != nil || (db.IsFinal(inv.Status) && len(evs) == 0) {
+		if err != nil {
+			return nil
+		}
+		if db.IsFinal(inv.Status) {
+			// Final since the read above: its status event is stored too.
+			if final, ok := send(); final || !ok {
+				return nil
+			}
+			data, _ := json.Marshal(map[string]string{"status": inv.Status})
+			fmt.Fprintf(w, "event: status\ndata: %s\n\n", data)
+			_ = rc.Flush()
 			return nil
 		}
 		select {
