@@ -45,7 +45,8 @@ YAML file, then defaults:
 
   addr, data_dir, org, public_url
   rate_limit.read, rate_limit.write, rate_limit.run   per minute (0 default, -1 off)
-  workers, queue_size, sync_wait, investigation_timeout, retention
+  workers, queue_size, sync_wait, investigation_timeout, retention,
+  config_history_keep
   outbound.allow (alias webhook.allow), trusted_proxies, slack.api_url
   llm.provider, llm.base_url, llm.model, llm.api_key (a secret reference),
   llm.max_tokens, llm.temperature, llm.timeout, llm.max_steps, llm.max_retries,
@@ -108,7 +109,7 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 	}
 
 	met := metrics.New(b.Version) // served at GET /metrics and on metrics.addr (cmd/observability.go)
-	store, err := db.Open(dbPath(s.DataDir), db.Options{Logger: logger, ObserveTx: observeTx(met)})
+	store, err := db.Open(dbPath(s.DataDir), db.Options{Logger: logger, ObserveTx: observeTx(met), ConfigHistoryKeep: s.ConfigHistoryKeep})
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,10 @@ type Settings struct {
 	InvestigationTimeout time.Duration
 	// Retention deletes final investigations older than this; 0 keeps all.
 	Retention time.Duration
+	// ConfigHistoryKeep (config_history_keep) is how many of each node's
+	// newest config versions keep their full document in the history
+	// (full_config); older ones keep who, when and the diff. 0 keeps all.
+	ConfigHistoryKeep int
 	Webhook   WebhookSettings
 	// Outbound.Allow (outbound.allow) lists the CIDRs and host names exempt
 	// from the outbound guard; webhook.allow is an alias whose entries are
@@ -144,6 +148,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("sync_wait", "120s")
 	v.SetDefault("investigation_timeout", "10m")
 	v.SetDefault("retention", "0")
+	v.SetDefault("config_history_keep", 0)
 	v.SetDefault("webhook.allow", []string{})
 	v.SetDefault("outbound.allow", []string{})
 	v.SetDefault("trusted_proxies", []string{})
@@ -203,6 +208,7 @@ func loadSettings(v *viper.Viper) (Settings, error) {
 	s.RateLimit.Write = num("rate_limit.write", -1)
 	s.RateLimit.Run = num("rate_limit.run", -1)
 	s.Workers = num("workers", 1)
+	s.ConfigHistoryKeep = num("config_history_keep", 0)
 	s.QueueSize = num("queue_size", 1)
 	if d, err := cast.ToDurationE(v.Get("sync_wait")); err != nil || d < 0 {
 		errs = append(errs, fmt.Errorf("setting sync_wait: %v is not a duration such as \"120s\"", v.Get("sync_wait")))

@@ -92,6 +92,7 @@ func TestSettingsErrors(t *testing.T) {
 		{"ErrRateLimit not a number", "ROOTCAUSE_RATE_LIMIT_READ", "lots", "rate_limit.read"},
 		{"ErrWorkers below minimum", "ROOTCAUSE_WORKERS", "0", "workers"},
 		{"ErrSyncWait not a duration", "ROOTCAUSE_SYNC_WAIT", "soon", "sync_wait"},
+		{"ErrConfigHistoryKeep negative", "ROOTCAUSE_CONFIG_HISTORY_KEEP", "-1", "config_history_keep"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
