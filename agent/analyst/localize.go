@@ -50,15 +50,16 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		return found
 	}
 	specific := map[string]bool{}
+	victim := map[string]bool{}
 	for _, f := range found {
 		i := infoOf(f.Kind)
 		if i.class != classSymptom && i.class != classChange && i.prior >= 0.5 {
 			specific[strings.ToLower(f.Subject)] = true
 		}
 		// A caller whose calls to a dependency fail is where the failure
-		// is seen, not where it starts.
+		// is seen more often than where it starts.
 		if i.class == classDependency && f.fact("caller") != "" && !strings.EqualFold(f.fact("caller"), f.Subject) {
-			specific[strings.ToLower(f.fact("caller"))] = true
+			victim[strings.ToLower(f.fact("caller"))] = true
 		}
 	}
 	in := localize.Input{Entry: sc.Service, Window: localize.Window{BaselineStart: sc.Window.BaselineStart, Start: sc.Window.Start, End: sc.Window.End}}
@@ -97,8 +98,18 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		if specific[strings.ToLower(c.Subject)] || strings.EqualFold(c.Subject, sc.Service) {
 			continue
 		}
+		// The ranking's order holds: a runner-up weighs less than the
+		// leader whatever corroboration the reasoner adds; a caller whose
+		// calls to a dependency fail weighs half.
+		w := math.Min(1, c.Score/100)
+		if len(out) > len(found) {
+			w *= 0.6
+		}
+		if victim[strings.ToLower(c.Subject)] {
+			w *= 0.5
+		}
 		f := Finding{Kind: KindLocalized, Subject: c.Subject, Namespace: sc.Namespace, Time: c.Onset,
-			Severity: SevWarning, Weight: math.Min(1, c.Score/100), Source: locSource(c.Signal)}
+			Severity: SevWarning, Weight: w, Source: locSource(c.Signal)}
 		if c.Level == localize.LevelNode {
 			f.Object = "node " + c.Subject
 		} else {
@@ -203,6 +214,17 @@ func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist) []locali
 			sets = append(sets, LogSet{Subject: wl, Namespace: ns, Origin: SrcLogs, Templates: miners[k].Templates()})
 		}
 	}
+	var names []string
+	for _, set := range sets {
+		if len(set.Subject) >= 4 && !slices.Contains(names, strings.ToLower(set.Subject)) {
+			names = append(names, strings.ToLower(set.Subject))
+		}
+	}
+	for i := range g.k8s.Pods {
+		if n := strings.ToLower(WorkloadOfPod(&g.k8s.Pods[i])); len(n) >= 4 && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
 	var out []localize.LogTemplate
 	for _, set := range sets {
 		if set.Host || set.Origin != SrcLogs || set.Subject == "" {
@@ -212,8 +234,16 @@ func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist) []locali
 			if len(t.PerMinute) == 0 {
 				continue
 			}
-			out = append(out, localize.LogTemplate{Service: set.Subject, Template: t.Template, Example: t.Example,
-				Error: analysis.ErrorLike(t.Template) || analysis.ErrorLike(t.Example), Counts: t.PerMinute})
+			lt := localize.LogTemplate{Service: set.Subject, Template: t.Template, Example: t.Example,
+				Error: analysis.ErrorLike(t.Template) || analysis.ErrorLike(t.Example), Counts: t.PerMinute}
+			text := strings.ToLower(t.Example)
+			for _, n := range names {
+				if n != strings.ToLower(set.Subject) && strings.Contains(text, n) && !strings.Contains(strings.ToLower(set.Subject), n) {
+					lt.Outbound = true
+					break
+				}
+			}
+			out = append(out, lt)
 		}
 	}
 	return out

@@ -112,6 +112,9 @@ type LogTemplate struct {
 	Template string
 	Example  string
 	Error    bool // the template reads as an error
+	// Outbound marks a template that names another service (an error
+	// calling it): it points at that service more than at its own.
+	Outbound bool
 	Counts   map[int64]int
 }
 
@@ -235,7 +238,8 @@ func Rank(in Input) Result {
 	}
 	if ts.IsZero() {
 		// No entry signal: the minute around which most latency and error
-		// episodes under way at the end began (the incident's onset).
+		// episodes under way at the end began, and new error templates
+		// first appeared (the incident's onset).
 		var onsets []time.Time
 		for i := range in.Metrics {
 			s := &in.Metrics[i]
@@ -246,6 +250,7 @@ func Rank(in Input) Result {
 				onsets = append(onsets, ep.onset)
 			}
 		}
+		onsets = append(onsets, g.newErrorOnsets(in.Logs, g.index(w.Start))...)
 		ts = densest(onsets, 2*w.Step)
 	}
 	if ts.IsZero() {
@@ -276,10 +281,14 @@ func Rank(in Input) Result {
 			ep.active = !ep.lastAt.Before(ts.Add(-tol))
 		}
 		ep.factor, ep.note = timing(ep, ts, tol)
-		// Client-side measures show the callees; a change of load or
-		// throughput is where a symptom is felt more often than where it
-		// starts.
-		if ep.s != nil && ep.s.Outbound || ep.signal == SignalTraffic || ep.signal == SignalNetwork {
+		switch {
+		case ep.s != nil && ep.s.Outbound:
+			// A client-side measure shows the callees more than the
+			// service: it points away from itself.
+			ep.factor *= 0.25
+		case ep.signal == SignalTraffic || ep.signal == SignalNetwork || ep.signal == SignalTraceOps:
+			// A change of load, throughput or call mix is where a symptom
+			// is felt more often than where it starts.
 			ep.factor *= 0.5
 		}
 	}
@@ -288,28 +297,24 @@ func Rank(in Input) Result {
 	return res
 }
 
-// densest returns the start of the most recent burst of onsets: the
-// latest onset with at least half as many onsets within tol of it as the
-// densest one has (an alert is asked about when it fires: a burst a few
-// minutes earlier is the tail of something else). Zero for none.
+// densest returns the onset with the most onsets within tol of it (the
+// latest of equals: an alert is asked about when it fires, an equal burst
+// before it is the tail of something else), moved to the first onset of
+// its burst. Zero for none.
 func densest(ts []time.Time, tol time.Duration) time.Time {
-	density := make([]int, len(ts))
+	var best time.Time
 	top := 0
-	for i, a := range ts {
+	for _, a := range ts {
+		n := 0
 		for _, b := range ts {
 			if d := a.Sub(b); d <= tol && d >= -tol {
-				density[i]++
+				n++
 			}
 		}
-		top = max(top, density[i])
-	}
-	var best time.Time
-	for i, a := range ts {
-		if 2*density[i] >= top && density[i] >= min(2, top) && a.After(best) {
-			best = a
+		if n > top || n == top && a.After(best) {
+			best, top = a, n
 		}
 	}
-	// The burst's first onset.
 	for _, a := range ts {
 		if a.Before(best) && best.Sub(a) <= tol {
 			best = a
@@ -345,16 +350,28 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 			callees[e.Caller] = append(callees[e.Caller], e.Callee)
 		}
 	}
-	// The strongest timely own-behaviour deviation of each subject.
+	// The strongest timely own-behaviour deviation of each subject, and
+	// its strongest error deviation: a caller's latency is explained by a
+	// callee's slowness of any cause, its errors only by the callee's
+	// errors.
 	strength := map[string]float64{}
+	errStrength := map[string]float64{}
 	for _, ep := range eps {
 		if ep.factor < 1 || ep.peak < zThreshold || ep.signal == SignalTraffic || ep.s != nil && ep.s.Outbound {
 			continue
 		}
+		k := string(ep.level) + "/" + ep.subject
 		m := magnitude(ep.peak)
-		strength[string(ep.level)+"/"+ep.subject] = max(strength[string(ep.level)+"/"+ep.subject], m)
+		strength[k] = max(strength[k], m)
+		if ep.signal == SignalErrors || ep.signal == SignalTraceErr || ep.fromLogs && ep.dir > 0 {
+			errStrength[k] = max(errStrength[k], m)
+		}
 	}
-	below := func(svc string, need float64) string {
+	below := func(svc string, need float64, errs bool) string {
+		str := strength
+		if errs {
+			str = errStrength
+		}
 		seen := map[string]bool{svc: true}
 		queue := []string{svc}
 		for len(queue) > 0 {
@@ -365,7 +382,7 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 					continue
 				}
 				seen[n] = true
-				if strength[string(LevelService)+"/"+n] >= need {
+				if str[string(LevelService)+"/"+n] >= need {
 					return n
 				}
 				queue = append(queue, n)
@@ -373,9 +390,9 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 		}
 		if len(edges) == 0 && strings.EqualFold(svc, entry) {
 			best, bestM := "", 0.0
-			for _, k := range sortedKeys(strength) {
+			for _, k := range sortedKeys(str) {
 				_, name, _ := strings.Cut(k, "/")
-				if m := strength[k]; !strings.EqualFold(name, entry) && m >= need && m > bestM {
+				if m := str[k]; !strings.EqualFold(name, entry) && m >= need && m > bestM {
 					best, bestM = name, m
 				}
 			}
@@ -387,7 +404,8 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 		if ep.level != LevelService || !ep.signal.propagates() || ep.fromLogs {
 			continue
 		}
-		if b := below(ep.subject, 0.5*magnitude(ep.peak)); b != "" {
+		errs := ep.signal == SignalErrors || ep.signal == SignalTraceErr
+		if b := below(ep.subject, 0.5*magnitude(ep.peak), errs); b != "" {
 			ep.factor *= 0.3
 			if ep.note == "" {
 				ep.note = "explained by " + b + ", which it calls"

@@ -83,6 +83,15 @@ func TestRank(t *testing.T) {
 			first: "payment", notIn: "checkout", wantWords: []string{"calls from checkout to payment rose"},
 		},
 		{
+			name: "a caller's new errors are not explained by a callee's slowness",
+			in: Input{Window: win, Entry: "ui", Edges: []Edge{{"ui", "travel"}, {"travel", "route"}}, Metrics: []Series{
+				entryLatency("ui"),
+				{Service: "travel", Metric: "error spans per request", Signal: SignalTraceErr, Unit: "ratio", Bad: Up, Points: wave(0, 0, from(37, 38, 0.6))},
+				{Service: "route", Metric: "latency_p90", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.02, 0.001, from(37, 40, 0.035))},
+			}},
+			first: "travel", notIn: "route", wantWords: []string{"rose from 0% to 60%"},
+		},
+		{
 			name: "without a call graph the entry gives way to any service that changed",
 			in: Input{Window: win, Entry: "frontend", Metrics: []Series{
 				entryLatency("frontend"),

@@ -240,7 +240,7 @@ func (g *grid) logEpisodes(ts []LogTemplate, refEnd int) []*episode {
 			weight = 0.5
 		}
 		if refBins == 0 {
-			weight *= 0.5 // nothing earlier to compare with
+			weight *= 0.75 // the log covers no earlier time to compare with
 		}
 		ep := &episode{fromLogs: true, subject: t.Service, level: LevelService, signal: SignalLogs, active: true,
 			template: t.Template, lines: incCount, ref: expected, isNew: refCount == 0 && refBins > 0}
@@ -252,11 +252,42 @@ func (g *grid) logEpisodes(ts []LogTemplate, refEnd int) []*episode {
 		default:
 			continue
 		}
-		ep.s = &Series{Service: t.Service, Metric: "log template", Signal: SignalLogs}
+		ep.s = &Series{Service: t.Service, Metric: "log template", Signal: SignalLogs, Outbound: t.Outbound}
 		if ep.template == "" {
 			ep.template = t.Example
 		}
 		out = append(out, ep)
+	}
+	return out
+}
+
+// newErrorOnsets returns the first minute, in the incident window (bins
+// from start), of each error template with at least three lines there and
+// none before it.
+func (g *grid) newErrorOnsets(ts []LogTemplate, start int) []time.Time {
+	var out []time.Time
+	for _, t := range ts {
+		if !t.Error {
+			continue
+		}
+		before, inc, first := 0, 0, -1
+		for m, n := range t.Counts {
+			b, ok := g.minuteIndex(m)
+			if !ok || n <= 0 {
+				continue
+			}
+			if b < start {
+				before += n
+			} else {
+				inc += n
+				if first < 0 || b < first {
+					first = b
+				}
+			}
+		}
+		if before == 0 && inc >= 3 {
+			out = append(out, g.at(first))
+		}
 	}
 	return out
 }
