@@ -69,6 +69,9 @@ func flatten(prefix string, v any, out map[string]any) {
 				for _, id := range []string{"name", "type", "mountPath", "key", "ip"} {
 					if s, ok := m[id].(string); ok && s != "" {
 						key = id + "=" + s
+						if e, ok := m["effect"].(string); ok {
+							key += "/" + e // taints of one key, one per effect
+						}
 						break
 					}
 				}
@@ -212,7 +215,7 @@ var required = map[string][]string{
 		".spec.volumes[name=config].configMap.name",
 		".status.conditions[type=Ready].status",
 		".spec.nodeSelector.kubernetes.io/os",
-		".spec.tolerations[key=node.kubernetes.io/not-ready].tolerationSeconds",
+		".spec.tolerations[key=node.kubernetes.io/not-ready/NoExecute].tolerationSeconds",
 		".status.qosClass", ".metadata.labels.app", ".metadata.ownerReferences[name=checkout-6d8f9c7b5].kind",
 	},
 	"Pod/worker-0": {
@@ -225,8 +228,12 @@ var required = map[string][]string{
 		".spec.containers[name=exporter].livenessProbe.httpGet.path", ".spec.containers[name=exporter].env[name=NODE_NAME].valueFrom.fieldRef.fieldPath",
 		".spec.containers[name=exporter].env[name=TLS_KEY].valueFrom.secretKeyRef.optional", ".spec.volumes[name=tls].secret.secretName",
 		".spec.containers[name=exporter].ports[0].hostPort", ".spec.containers[name=exporter].args"},
-	"DaemonSet/node-exporter":   {".status.desiredNumberScheduled", ".status.numberUnavailable", ".spec.template.spec.containers[name=exporter].image"},
-	"Pod/report-28511430-7xk2p": {".status.phase", ".status.conditions[type=PodScheduled].status", ".spec.volumes[name=scratch].persistentVolumeClaim.claimName"},
+	"DaemonSet/node-exporter":        {".status.desiredNumberScheduled", ".status.numberUnavailable", ".spec.template.spec.containers[name=exporter].image"},
+	"Node/node-2":                    {".spec.unschedulable", ".spec.taints[key=node.kubernetes.io/unreachable/NoExecute].effect", ".status.conditions[type=Ready].status", ".status.conditions[type=Ready].reason"},
+	"Service/gateway":                {".spec.type", ".spec.ports[name=https].nodePort", ".spec.ports[name=http].targetPort"},
+	"Job/migrate-schema":             {".status.failed", ".spec.completions"},
+	"HorizontalPodAutoscaler/search": {".spec.metrics[type=Resource].resource.target.averageUtilization", ".status.conditions[type=ScalingActive].reason", ".status.conditions[type=ScalingActive].message"},
+	"Pod/report-28511430-7xk2p":      {".status.phase", ".status.conditions[type=PodScheduled].status", ".spec.volumes[name=scratch].persistentVolumeClaim.claimName"},
 	"Deployment/checkout": {".spec.replicas", ".status.updatedReplicas", ".status.availableReplicas", ".status.unavailableReplicas",
 		".spec.selector.matchLabels.app", ".status.conditions[type=Progressing].reason", ".spec.template.spec.containers[name=app].image",
 		".spec.strategy.rollingUpdate.maxSurge"},
@@ -234,7 +241,7 @@ var required = map[string][]string{
 	"StatefulSet/worker":                   {".spec.replicas", ".status.replicas"},
 	"Job/report-28511430":                  {".spec.parallelism", ".spec.completions", ".status.active", ".status.startTime"},
 	"CronJob/report":                       {".spec.schedule", ".spec.suspend", ".status.lastScheduleTime", ".status.active[name=report-28511430]"},
-	"Node/node-1":                          {".spec.taints[key=node.kubernetes.io/memory-pressure].effect", ".status.conditions[type=MemoryPressure].status", ".status.conditions[type=Ready].reason", ".status.capacity.memory", ".status.allocatable.cpu", ".status.nodeInfo.kubeletVersion", ".status.addresses[type=InternalIP].address"},
+	"Node/node-1":                          {".spec.taints[key=node.kubernetes.io/memory-pressure/NoSchedule].effect", ".status.conditions[type=MemoryPressure].status", ".status.conditions[type=Ready].reason", ".status.capacity.memory", ".status.allocatable.cpu", ".status.nodeInfo.kubeletVersion", ".status.addresses[type=InternalIP].address"},
 	"PersistentVolumeClaim/report-scratch": {".status.phase", ".spec.storageClassName"},
 	"PersistentVolumeClaim/checkout-data":  {".status.phase", ".spec.volumeName", ".status.capacity.storage", ".status.accessModes"},
 	"PersistentVolume/pv-checkout-data":    {".status.phase", ".spec.claimRef.name", ".spec.capacity.storage", ".spec.persistentVolumeReclaimPolicy"},

@@ -79,6 +79,9 @@ func (p *parser) top(c *command, out []string, first int) {
 				u.Container, u.Name = u.Name, pod
 			}
 		}
+		if t.get(row, "CPU(cores)") == "<unknown>" {
+			continue // no metrics for it yet: nothing to keep
+		}
 		cpu, err1 := resource.ParseQuantity(t.get(row, "CPU(cores)"))
 		mem, err2 := resource.ParseQuantity(t.get(row, "MEMORY(bytes)"))
 		if u.Name == "" || err1 != nil || err2 != nil {

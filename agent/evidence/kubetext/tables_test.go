@@ -16,9 +16,10 @@ import (
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
 
-// testdata/tables.txt holds kubectl get tables. kubectl prints the columns
-// the API server sends (server-side printing), so they cannot come from the
-// loopback API server: they follow kube-apiserver's column definitions.
+// testdata/tables.txt holds kubectl get tables the goldens do not show:
+// pods in many states, older event columns, filtered output and kinds not
+// read. Their columns follow kube-apiserver's printers (kubectl prints the
+// columns the API server sends).
 
 func object[T runtime.Object](t *testing.T, res *kubetext.Result, ns, name string) T {
 	t.Helper()

@@ -129,7 +129,10 @@ func table(kind string, items []any, now time.Time) (map[string]any, bool) {
 				src, strings.TrimSpace(e.Message), age(first, now), fmt.Sprint(e.Count), e.Name)
 		}
 	default:
-		return nil, false
+		var ok bool
+		if cols, rows, ok = moreTables(kind, items, now); !ok {
+			return nil, false
+		}
 	}
 	if rows == nil {
 		rows = []row{}
