@@ -242,7 +242,7 @@ func reachesSource(toolkit []string, src *evidence.Sources) bool {
 func ScopeOf(req *agent.Request, now time.Time) Scope {
 	c := req.Context
 	sc := Scope{Message: req.Message, Service: strings.TrimSpace(c["service"]), Namespace: strings.TrimSpace(c["namespace"]),
-		Environment: c["environment"], Hint: c["hint"]}
+		Environment: c["environment"], Hint: c["hint"], Alert: c["related_alert"]}
 	start, end := now.Add(-time.Hour), now
 	if tw := strings.TrimSpace(c["time_window"]); tw != "" {
 		if s, e, ok := parseWindow(tw, now); ok {

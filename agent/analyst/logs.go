@@ -89,7 +89,7 @@ var logRules = []logRule{
 	{KindDatabase, regexp.MustCompile(`(?i)too many connections|remaining connection slots are reserved|deadlock (detected|found)|pool (is )?exhausted|exhausted (the )?connection pool|connection is not available, request timed out|could not obtain (a )?connection|timeout waiting for (a )?(idle )?connection|unable to acquire (a )?(jdbc )?connection|max_connections|QueuePool limit|lock wait timeout|canceling statement due to lock timeout|lock timeout|could not obtain lock|LockNotAvailable|waiting for (an )?AccessExclusiveLock|sorry, too many clients|too many clients already|Too many open connections|ER_CON_COUNT_ERROR|query_wait_timeout|client_wait_timeout|no more connections allowed|max_client_conn|pool_size limit reached`), 0.85, "database connection/lock errors"},
 	// A JVM or runtime that cannot get CPU time: a symptom of CPU
 	// starvation or throttling, not of the database it mentions.
-	{KindCPUThrottling, regexp.MustCompile(`(?i)thread starvation or clock leap|starvation detected|blocked for more than \d+ ?ms|event loop (lag|blocked)`), 0.6, "CPU starvation"},
+	lineRule(cpuThrottling),
 	{KindDNS, regexp.MustCompile(`(?i)no such host|NXDOMAIN|Temporary failure in name resolution|could not resolve|Name or service not known|server misbehaving|ENOTFOUND|getaddrinfo|UnknownHostException|name resolution`), 0.85, "DNS resolution failure"},
 	{KindConnRefused, regexp.MustCompile(`(?i)connection refused|ECONNREFUSED|actively refused|upstream connect error|no healthy upstream|503 Service Unavailable`), 0.8, "connection refused"},
 	{KindConnReset, regexp.MustCompile(`(?i)connection reset by peer|ECONNRESET|broken pipe|unexpected EOF`), 0.55, "connection resets"},

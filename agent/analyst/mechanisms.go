@@ -11,4 +11,5 @@ var mechanisms = []*mechanism{
 	slowQuery,
 	jobFailed,
 	missingEnv,
+	cpuThrottling,
 }

@@ -87,23 +87,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		if m := h.fact("message"); m != "" {
 			d += " — " + quote(truncate(m, 160), 170)
 		}
-	case KindCPUThrottling:
-		lim := h.fact("cpu_limit")
-		d = fmt.Sprintf("%s is CPU throttled (CFS quota)", s)
-		if lim != "" {
-			d += fmt.Sprintf(" at its cpu limit of %s", lim)
-		}
-		if p := h.fact("peak"); p != "" && h.fact("metric") != "" {
-			d += fmt.Sprintf(": %s reached %s (from %s)", h.fact("metric"), p, orDash(h.fact("baseline")))
-		} else if l := h.fact("line"); l != "" {
-			d += ": the runtime reports CPU starvation — " + quote(ReadableLine(l), 200)
-		}
-		if hasKind(h.Support, KindLatency) {
-			d += "; the throttling causes the latency increase"
-			if !hasKind(h.Support, KindErrorRate) {
-				d += " (requests are slow, not failing)"
-			}
-		}
 	case KindDNSServer:
 		d = fmt.Sprintf("the cluster DNS (%s) is failing: %s", s, h.top().Summary)
 		if l := h.fact("last_log"); l != "" {
@@ -605,10 +588,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(hi, fmt.Sprintf("Stop the liveness probe from killing %s while it starts: raise the liveness probe's initialDelaySeconds (or failureThreshold) above the start-up time, or add a startupProbe", s))
 		add(med, fmt.Sprintf("Make %s report live quickly (warm caches in the background, separate liveness from readiness)", s))
 		add(lo, "Alert on containers restarted by probe failures (Killing events) and on rollouts that stop progressing")
-	case KindCPUThrottling:
-		add(hi, fmt.Sprintf("Raise or remove the CPU limit of %s (currently %s) or scale it out so it stops being CFS-throttled", s, orWord(h.fact("cpu_limit"), "unknown")))
-		add(med, fmt.Sprintf("Right-size the CPU requests and limits of %s from its usage at peak, and check the autoscaler targets", s))
-		add(lo, "Alert on container_cpu_cfs_throttled_periods_total / container_cpu_cfs_periods_total above 25%")
 	case KindDNSServer:
 		rollback()
 		add(hi, fmt.Sprintf("Restore the cluster DNS: fix %s (revert its last Corefile/config change, e.g. a forward loop to /etc/resolv.conf) and restart its pods", s))

@@ -20,7 +20,9 @@ type Scope struct {
 	Namespace   string
 	Environment string
 	Hint        string
-	Window      Window
+	// Alert is the alert the question comes from (its name or text).
+	Alert  string
+	Window Window
 	// Known holds the names of the objects the evidence shows (workloads,
 	// services, nodes, log sources, change and metric subjects); when set,
 	// affected_systems holds only these and host-like names.

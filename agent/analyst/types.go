@@ -186,7 +186,7 @@ var kinds = map[Kind]kindInfo{
 	KindDNS:           {0.62, classDependency, "DNS resolution failure"},
 	KindDNSServer:     {0.8, classCause, "cluster DNS (CoreDNS) failure"},
 	KindLivenessKill:  {0.7, classCause, "liveness probe kills"},
-	KindCPUThrottling: {0.66, classCause, "CPU throttling"},
+	KindCPUThrottling: {prior: 0.66},
 	KindConnReset:     {0.34, classDependency, "connection resets"},
 	KindPeer:          {0.4, classSymptom, "peer agent finding"},
 	KindAuth:          {0.58, classCause, "authentication failure"},
