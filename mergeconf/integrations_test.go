@@ -32,6 +32,8 @@ var integrationOfDir = map[string]string{
 var integrationOfFunc = map[string]string{
 	"Kubernetes": "kubernetes",
 	"Prometheus": "prometheus",
+	"Jaeger":     "jaeger",
+	"Tempo":      "tempo",
 }
 
 // notReadYet are schema keys no integration reads yet; they are accepted

@@ -56,6 +56,7 @@ func (s *Server) registerConfigRoutes() {
 			tools.IntegrationChanges, tools.IntegrationCloudWatch, tools.IntegrationGitHub,
 			tools.IntegrationKnowledge, tools.IntegrationShell, tools.IntegrationDocker,
 			tools.IntegrationDatabase, tools.IntegrationHistory,
+			tools.SettingsJaeger, tools.SettingsTempo,
 		),
 		cache: newEffectiveCache(maxEffectiveCacheEntries),
 	}

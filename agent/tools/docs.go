@@ -30,7 +30,7 @@ var integrationDocs = []struct{ name, about string }{
 
 // integrationConfigKeys are the tools.<key> settings objects of
 // integrations that several backends serve.
-var integrationConfigKeys = map[string][]string{IntegrationTraces: {"jaeger", "tempo"}}
+var integrationConfigKeys = map[string][]string{IntegrationTraces: {SettingsJaeger, SettingsTempo}}
 
 // RenderDocs renders the catalog as the Markdown of docs/tools.md: for each
 // integration its tools (description, read-only or write, default agents,

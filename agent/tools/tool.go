@@ -43,6 +43,13 @@ const (
 	IntegrationTraces     = "traces"   // tools.jaeger or tools.tempo
 )
 
+// The settings objects of the traces integration: a team reads traces from
+// tools.jaeger or tools.tempo.
+const (
+	SettingsJaeger = "jaeger"
+	SettingsTempo  = "tempo"
+)
+
 // Spec describes a tool.
 type Spec struct {
 	Name        string          `json:"name"`

@@ -101,6 +101,11 @@ func New(ctx context.Context, cfg Config) (*evidence.Sources, error) {
 	} else if c != nil {
 		s.Changes = c
 	}
+	if t, err := Traces(ctx, cfg); err != nil {
+		errs = append(errs, err)
+	} else if t != nil {
+		s.Traces = t
+	}
 	// Knowledge (runbooks) comes from the team's knowledge_source, not from
 	// tools: the caller sets s.Knowledge.
 	if len(errs) > 0 {

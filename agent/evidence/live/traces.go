@@ -1,0 +1,170 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/live/jaeger"
+	"github.com/rootcause/rootcause/agent/evidence/live/tempo"
+	"github.com/rootcause/rootcause/mergeconf"
+	"github.com/rootcause/rootcause/outbound"
+	"github.com/rootcause/rootcause/secretref"
+)
+
+// Traces builds the Traces source from tools.jaeger or tools.tempo; a team
+// reads traces from one of them.
+func Traces(ctx context.Context, cfg Config) (evidence.Traces, error) {
+	js, ts := Settings(cfg.Tools, "jaeger"), Settings(cfg.Tools, "tempo")
+	if enabled(js) && enabled(ts) {
+		return nil, fmt.Errorf("tools.jaeger and tools.tempo are both enabled: traces come from one (disable the other)")
+	}
+	if enabled(ts) {
+		return Tempo(ctx, ts, cfg.resolver("tempo"), cfg.Outbound)
+	}
+	return Jaeger(ctx, js, cfg.resolver("jaeger"), cfg.Outbound)
+}
+
+// Jaeger builds the Traces source of tools.jaeger settings {enabled, url,
+// headers (name → secret reference), timeout (seconds), scan_traces}.
+func Jaeger(ctx context.Context, s map[string]any, res secretref.Resolver, guard *outbound.Guard) (evidence.Traces, error) {
+	if !enabled(s) {
+		return nil, nil
+	}
+	var cfg jaeger.Config
+	var err error
+	if cfg.URL, err = str(s, "url"); err != nil {
+		return nil, fmt.Errorf("tools.jaeger.url: %w", err)
+	}
+	if err := checkTraceURL("jaeger", cfg.URL, guard); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout, err = seconds(s, "timeout"); err != nil {
+		return nil, fmt.Errorf("tools.jaeger.timeout: %w", err)
+	}
+	if cfg.ScanTraces, err = scanTraces("jaeger", s["scan_traces"]); err != nil {
+		return nil, err
+	}
+	if cfg.Headers, err = secretHeaders(ctx, "jaeger", s["headers"], res); err != nil {
+		return nil, err
+	}
+	cfg.HTTP = guard.Client(traceTimeout(cfg.Timeout))
+	c, err := jaeger.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("tools.jaeger: %w", err)
+	}
+	return c, nil
+}
+
+// Tempo builds the Traces source of tools.tempo settings {enabled, url,
+// headers, api_key (secret reference, sent as a bearer token), org_id
+// (X-Scope-OrgID of a multi-tenant Tempo), timeout, scan_traces}.
+func Tempo(ctx context.Context, s map[string]any, res secretref.Resolver, guard *outbound.Guard) (evidence.Traces, error) {
+	if !enabled(s) {
+		return nil, nil
+	}
+	var cfg tempo.Config
+	var err error
+	if cfg.URL, err = str(s, "url"); err != nil {
+		return nil, fmt.Errorf("tools.tempo.url: %w", err)
+	}
+	if err := checkTraceURL("tempo", cfg.URL, guard); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout, err = seconds(s, "timeout"); err != nil {
+		return nil, fmt.Errorf("tools.tempo.timeout: %w", err)
+	}
+	if cfg.ScanTraces, err = scanTraces("tempo", s["scan_traces"]); err != nil {
+		return nil, err
+	}
+	if cfg.Headers, err = secretHeaders(ctx, "tempo", s["headers"], res); err != nil {
+		return nil, err
+	}
+	if ref, ok := s["api_key"]; ok && ref != nil {
+		key, err := resolveRef(ctx, "tools.tempo.api_key", ref, res)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Headers["Authorization"] = "Bearer " + key
+	}
+	org, err := str(s, "org_id")
+	if err != nil {
+		return nil, fmt.Errorf("tools.tempo.org_id: %w", err)
+	}
+	if org != "" {
+		cfg.Headers["X-Scope-OrgID"] = org
+	}
+	cfg.HTTP = guard.Client(traceTimeout(cfg.Timeout))
+	c, err := tempo.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("tools.tempo: %w", err)
+	}
+	return c, nil
+}
+
+// checkTraceURL checks the url setting; the guard judges the address
+// before any secret is resolved for it.
+func checkTraceURL(name, u string, guard *outbound.Guard) error {
+	if u == "" {
+		return fmt.Errorf("tools.%s.url is required", name)
+	}
+	if err := guard.CheckURL(u); err != nil {
+		return fmt.Errorf("tools.%s.url: %w", name, err)
+	}
+	return nil
+}
+
+func traceTimeout(t time.Duration) time.Duration {
+	if t <= 0 {
+		return 30 * time.Second
+	}
+	return t
+}
+
+func scanTraces(name string, v any) (int, error) {
+	if v == nil {
+		return 0, nil
+	}
+	n, ok := mergeconf.Number(v)
+	if !ok || n < 1 || n > float64(evidence.MaxTraceLimit) || n != math.Trunc(n) {
+		return 0, fmt.Errorf("tools.%s.scan_traces: want a whole number from 1 to %d", name, evidence.MaxTraceLimit)
+	}
+	return int(n), nil
+}
+
+// secretHeaders resolves a headers setting: header name → secret reference.
+func secretHeaders(ctx context.Context, name string, hs any, res secretref.Resolver) (map[string]string, error) {
+	out := map[string]string{}
+	if hs == nil {
+		return out, nil
+	}
+	m, ok := hs.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("tools.%s.headers: want an object of header name → secret reference", name)
+	}
+	for h, ref := range m {
+		val, err := resolveRef(ctx, fmt.Sprintf("tools.%s.headers.%s", name, h), ref, res)
+		if err != nil {
+			return nil, err
+		}
+		out[h] = val
+	}
+	return out, nil
+}
+
+func resolveRef(ctx context.Context, setting string, v any, res secretref.Resolver) (string, error) {
+	ref, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%s: want a secret reference string", setting)
+	}
+	if res == nil {
+		return "", fmt.Errorf("%s: no secret resolver", setting)
+	}
+	val, err := res.Resolve(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", setting, err)
+	}
+	return val, nil
+}
