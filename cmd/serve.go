@@ -173,9 +173,10 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 		Investigations: rt,
 		SyncWait:       s.SyncWait,
 
-		ToolServerTools: toolServers.ServerTools, // validates "server:tool" names
-		ToolServers:     toolServers,             // admin tool-server routes
-		Version:         b.Version,
+		ToolServerTools:    toolServers.ServerTools,   // validates "server:tool" names
+		ToolServerToolsFor: toolServers.ServerToolsIn, // ... with the definition of the node written (any level)
+		ToolServers:        toolServers,               // admin tool-server routes
+		Version:            b.Version,
 
 		Webhooks:       hooks,                 // delivery log, redelivery, test ping, signing secrets
 		WebhookAllow:   s.Webhook.Allowlist(), // webhooks.investigation_complete is checked when saved

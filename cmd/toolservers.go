@@ -33,6 +33,32 @@ func newToolServers(store *db.DB, res secretref.Resolver, version string, logger
 			}
 			return mergeconf.Effective(docs...), nil
 		},
+		// Servers defined at any level (org root, groups) are listed,
+		// refreshed and known by name.
+		Levels: func(ctx context.Context) ([]toolserver.LevelConfig, error) {
+			nodes, err := store.ListNodes(ctx)
+			if err != nil {
+				return nil, err
+			}
+			var out []toolserver.LevelConfig
+			for _, kind := range []string{db.KindOrg, db.KindGroup} {
+				for _, n := range nodes {
+					if n.Kind != kind {
+						continue
+					}
+					lineage, err := store.ConfigLineage(ctx, n.Name, true)
+					if err != nil {
+						return nil, err
+					}
+					docs := make([]map[string]any, 0, len(lineage))
+					for _, l := range lineage {
+						docs = append(docs, l.Own)
+					}
+					out = append(out, toolserver.LevelConfig{Node: n.Name, Config: mergeconf.Effective(docs...)})
+				}
+			}
+			return out, nil
+		},
 		Resolver: res,
 		Peers:    peers.Tools,
 		Version:  version,

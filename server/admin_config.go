@@ -163,7 +163,7 @@ func (s *Server) postApproveChange(w http.ResponseWriter, r *http.Request, ps ht
 	}
 	// Re-validate as the requester's write (never with the approver's admin
 	// rights), against the config as it is now.
-	check := s.configCheck(checkParams{node: n.Name, level: levelOf(n.Kind), patch: cr.Patch, serverTools: s.serverTools(ctx, cr.Patch)})
+	check := s.configCheck(checkParams{node: n.Name, level: levelOf(n.Kind), patch: cr.Patch, serverTools: s.serverTools(ctx, n.Name, cr.Patch)})
 	done, err := store.ApproveChangeRequest(ctx, cr.ID, actorOf(PrincipalFrom(ctx)), check)
 	if err != nil {
 		return err

@@ -13,14 +13,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rootcause/rootcause/agent"
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/tools"
+	"github.com/rootcause/rootcause/agent/toolserver"
 	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/finding"
+	"github.com/rootcause/rootcause/mergeconf"
 	"github.com/rootcause/rootcause/outbound"
 )
 
@@ -457,6 +460,20 @@ func TestAttackA2ATaskOwnership(t *testing.T) {
 	if st != 200 || taskID == "" || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
 		t.Fatalf("search's message/send: %d %v (Content-Type %q)", st, m, hdr.Get("Content-Type"))
 	}
+	// Wait until the task's investigation runs.
+	searchInvs := func() []*db.Investigation {
+		invs, _, err := h.db.ListInvestigations(context.Background(), db.InvestigationFilter{Team: "search", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return invs
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(searchInvs()) == 0 || searchInvs()[0].Status != db.StatusRunning; {
+		if time.Now().After(deadline) {
+			t.Fatalf("search's investigation never ran: %+v", searchInvs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	// Payments, with search's task id and with an unknown one.
 	ghost := "0198c7d0-0000-7000-8000-000000000000"
 	for _, method := range []string{"tasks/get", "tasks/cancel"} {
@@ -475,9 +492,9 @@ func TestAttackA2ATaskOwnership(t *testing.T) {
 		t.Errorf("message/send on another team's task: %v", theirs)
 	}
 	// Search's investigation is still running, untouched.
-	invs, _, err := h.db.ListInvestigations(context.Background(), db.InvestigationFilter{Team: "search", Limit: 10})
-	if err != nil || len(invs) != 1 || invs[0].Status != db.StatusRunning && invs[0].Status != db.StatusPending {
-		t.Fatalf("search's investigation after payments' cancel: %+v %v", invs, err)
+	time.Sleep(50 * time.Millisecond) // a cancel would have landed by now
+	if invs := searchInvs(); len(invs) != 1 || invs[0].Status != db.StatusRunning {
+		t.Fatalf("search's investigation after payments' cancel: %+v", invs)
 	}
 
 	// A restart while it runs: a new server on the same database.
@@ -584,4 +601,95 @@ func TestAttackProtocolErrorForms(t *testing.T) {
 	if st != 200 || hdr.Get("Content-Type") != "application/json" || rpcError(m) == "" {
 		t.Errorf("a2a tasks/get: %d %q %v", st, hdr.Get("Content-Type"), m)
 	}
+}
+
+// Item 5: a team whose agents use a tool of a tool server defined at its
+// group keeps being able to change anything else, even while the tool
+// server is down; the group's server is known, listed and asked.
+func TestAttackToolServerValidationNeverFreezesATeam(t *testing.T) {
+	var toolsCalls atomic.Int64
+	var down atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		switch r.URL.Path {
+		case "/tools":
+			toolsCalls.Add(1)
+			fmt.Fprint(w, `{"tools":[{"name":"echo","description":"Echoes","parameters":{"type":"object"}}]}`)
+		case "/health":
+			fmt.Fprint(w, `{}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer ts.Close()
+	var h *harness
+	reg := toolserver.NewRegistry(toolserver.Options{
+		Config: func(ctx context.Context) (map[string]any, error) { return effectiveOf(ctx, h, "acme") },
+		Levels: func(ctx context.Context) ([]toolserver.LevelConfig, error) {
+			var out []toolserver.LevelConfig
+			for _, n := range []string{"acme", "platform"} {
+				cfg, err := effectiveOf(ctx, h, n)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, toolserver.LevelConfig{Node: n, Config: cfg})
+			}
+			return out, nil
+		},
+		RefreshInterval: time.Millisecond,
+	})
+	defer reg.Close()
+	h = newHarness(t, func(c *Config) {
+		c.RateLimits = RateLimits{Read: -1, Write: -1, Run: -1}
+		c.ToolServers = reg
+		c.ToolServerTools = reg.ServerTools
+		c.ToolServerToolsFor = reg.ServerToolsIn
+	})
+	mustStatus(t, h.do(req{method: "PUT", path: "/api/v1/admin/nodes/platform/config", token: "admin",
+		body: `{"tool_servers":{"tk":{"transport":"http","url":"` + ts.URL + `"}}}`}), 200)
+	mustStatus(t, h.do(req{method: "PUT", path: "/api/v1/config/me", token: "payments-write",
+		body: `{"mcp_servers":["tk"],"agents":{"k8s_agent":{"enable_extra_tools":["tk:echo"]}}}`}), 200)
+	if toolsCalls.Load() == 0 {
+		t.Fatal("GET /tools was never called on the group's tool server")
+	}
+	r := h.do(req{path: "/api/v1/admin/tool-servers", token: "admin"})
+	if r.status != 200 || !strings.Contains(string(r.body), `"name":"tk"`) || !strings.Contains(string(r.body), `"defined_at":"platform"`) {
+		t.Fatalf("admin tool-server list: %d %s", r.status, r.body)
+	}
+	mustStatus(t, h.do(req{method: "POST", path: "/api/v1/admin/tool-servers/tk/refresh", token: "admin"}), 200)
+
+	// The tool server goes down; unrelated writes still pass, from the
+	// team and from an admin, and so does re-sending the unchanged list.
+	down.Store(true)
+	mustStatus(t, h.do(req{method: "PUT", path: "/api/v1/config/me", token: "payments-write", body: `{"slack_channel":"#incident"}`}), 200)
+	mustStatus(t, h.do(req{method: "PUT", path: "/api/v1/config/me", token: "payments-write", body: `{"feature_flags":{"require_approval":false}}`}), 200)
+	mustStatus(t, h.do(req{method: "PUT", path: "/api/v1/admin/nodes/payments/config", token: "admin", body: `{"slack_group_to_ping":"@oncall"}`}), 200)
+	mustStatus(t, h.do(req{method: "PUT", path: "/api/v1/config/me", token: "payments-write",
+		body: `{"agents":{"k8s_agent":{"enable_extra_tools":["tk:echo"],"timeout":120}}}`}), 200)
+	// A new name is still judged: unknown while the server cannot confirm it.
+	r = h.do(req{method: "PUT", path: "/api/v1/config/me", token: "payments-write",
+		body: `{"agents":{"k8s_agent":{"enable_extra_tools":["tk:echo","tk:nope"]}}}`})
+	if msg := errorDetail(t, r, "agents.k8s_agent.enable_extra_tools"); !strings.Contains(msg, "tk:nope") {
+		t.Errorf("new unknown tool: %q", msg)
+	}
+	down.Store(false)
+	r = h.do(req{method: "PUT", path: "/api/v1/config/me", token: "payments-write",
+		body: `{"agents":{"k8s_agent":{"enable_extra_tools":["tk:nope"]}}}`})
+	errorDetail(t, r, "agents.k8s_agent.enable_extra_tools")
+}
+
+// effectiveOf merges node's lineage.
+func effectiveOf(ctx context.Context, h *harness, node string) (map[string]any, error) {
+	lin, err := h.db.ConfigLineage(ctx, node, true)
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]map[string]any, 0, len(lin))
+	for _, n := range lin {
+		docs = append(docs, n.Own)
+	}
+	return mergeconf.Effective(docs...), nil
 }

@@ -385,10 +385,31 @@ const maxToolServerLookups = 16
 // the tools of each tool server named in a "server:tool" string of patch
 // (a key or a value anywhere in it). A server that cannot be asked reports
 // no tools, so its names fail validation as unknown tools.
-func (s *Server) serverTools(ctx context.Context, patch map[string]any) map[string]map[string]bool {
+//
+// With ToolServerToolsFor set, each server is asked with the definition
+// the written node's effective config gives it (after the patch, so one
+// admin write may define a server and use it), which covers servers
+// defined at a group.
+func (s *Server) serverTools(ctx context.Context, node string, patch map[string]any) map[string]map[string]bool {
 	out := map[string]map[string]bool{}
-	if s.cfg.ToolServerTools == nil {
+	if s.cfg.ToolServerTools == nil && s.cfg.ToolServerToolsFor == nil {
 		return out
+	}
+	var eff map[string]any
+	if s.cfg.ToolServerToolsFor != nil && s.conf != nil && s.conf.store != nil {
+		if lin, err := s.conf.store.ConfigLineage(ctx, node, true); err == nil && len(lin) > 0 {
+			docs := make([]map[string]any, 0, len(lin))
+			for _, n := range lin {
+				docs = append(docs, n.Own)
+			}
+			own, _ := mergeconf.Clone(docs[len(docs)-1]).(map[string]any)
+			if own == nil {
+				own = map[string]any{}
+			}
+			p, _ := mergeconf.Clone(patch).(map[string]any)
+			docs[len(docs)-1] = mergeconf.MergePatch(own, p)
+			eff = mergeconf.Effective(docs...)
+		}
 	}
 	var walk func(v any)
 	seen := map[string]bool{}
@@ -421,7 +442,13 @@ func (s *Server) serverTools(ctx context.Context, patch map[string]any) map[stri
 	walk(patch)
 	for srv := range seen {
 		cctx, cancel := context.WithTimeout(ctx, toolServerLookupTimeout)
-		names, err := s.cfg.ToolServerTools(cctx, srv)
+		var names []string
+		var err error
+		if eff != nil {
+			names, err = s.cfg.ToolServerToolsFor(cctx, eff, srv)
+		} else if s.cfg.ToolServerTools != nil {
+			names, err = s.cfg.ToolServerTools(cctx, srv)
+		}
 		cancel()
 		if err != nil {
 			s.log.Warn("listing a tool server's tools for validation", "server", srv, "error", err)
@@ -581,7 +608,7 @@ func (s *Server) applyConfig(w http.ResponseWriter, r *http.Request, node *db.No
 	cp.patch = patch
 	cp.level = levelOf(node.Kind)
 	cp.node = node.Name
-	cp.serverTools = s.serverTools(ctx, patch)
+	cp.serverTools = s.serverTools(ctx, node.Name, patch)
 	ch, err := store.PatchNodeConfig(ctx, node.Name, patch, actorOf(p), s.configCheck(cp))
 	if errors.Is(err, errNeedsApproval) {
 		cp.gate = false

@@ -155,6 +155,10 @@ type Config struct {
 	// ToolServerTools lists the tools a configured tool server reports, to
 	// validate "server:tool" names in config; nil knows none.
 	ToolServerTools func(ctx context.Context, server string) ([]string, error)
+	// ToolServerToolsFor, when set, is asked instead of ToolServerTools
+	// with the effective config of the node being written (after the
+	// write), so that tool servers defined at any level are known.
+	ToolServerToolsFor func(ctx context.Context, effective map[string]any, server string) ([]string, error)
 	// ToolServers serves the admin tool-server routes (toolservers.go); nil
 	// answers 503 unavailable.
 	ToolServers ToolServerAdmin

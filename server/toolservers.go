@@ -45,6 +45,7 @@ func (s *Server) toolServers() (ToolServerAdmin, error) {
 
 type toolServerView struct {
 	Name      string         `json:"name"`
+	DefinedAt string         `json:"defined_at,omitempty"`
 	Transport string         `json:"transport"`
 	Enabled   bool           `json:"enabled"`
 	Health    healthView     `json:"health"`
@@ -66,7 +67,7 @@ type toolInfoView struct {
 }
 
 func viewOf(st toolserver.Status) toolServerView {
-	v := toolServerView{Name: st.Name, Transport: st.Transport, Enabled: st.Enabled, Tools: []toolInfoView{}}
+	v := toolServerView{Name: st.Name, DefinedAt: st.DefinedAt, Transport: st.Transport, Enabled: st.Enabled, Tools: []toolInfoView{}}
 	if st.Health != nil {
 		at := st.Health.CheckedAt.UTC()
 		v.Health = healthView{OK: st.Health.OK, CheckedAt: &at, Error: st.Health.Error, ToolCount: st.Health.Tools}

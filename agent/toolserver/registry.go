@@ -123,6 +123,11 @@ type Options struct {
 	// tool_servers are the servers Tools, ServerTools, KnownTool and Status
 	// know. Required.
 	Config func(ctx context.Context) (map[string]any, error)
+	// Levels, if set, returns the effective config of every node that may
+	// define tool servers (the org root and each group), so that servers
+	// defined at a group are listed by Status, refreshed by Refresh and
+	// known by name. Without it only Config's servers are.
+	Levels func(ctx context.Context) ([]LevelConfig, error)
 	// Resolver resolves header and env secret references; nil allows
 	// definitions without references only.
 	Resolver secretref.Resolver
@@ -165,9 +170,20 @@ type Health struct {
 	Tools     int       `json:"tool_count"`
 }
 
+// LevelConfig is the effective config of one node that defines tool
+// servers.
+type LevelConfig struct {
+	Node   string
+	Config map[string]any
+}
+
 // Status describes a configured server for the admin API.
 type Status struct {
-	Name      string     `json:"name"`
+	Name string `json:"name"`
+	// DefinedAt is the node (org root or group) whose effective config
+	// first has this definition; a group that redefines a server is listed
+	// separately.
+	DefinedAt string     `json:"defined_at,omitempty"`
 	Transport string     `json:"transport"`
 	Enabled   bool       `json:"enabled"`
 	Health    *Health    `json:"health"`
@@ -280,6 +296,77 @@ func (e *entry) closeConn() error {
 		return nil
 	}
 	return c.close()
+}
+
+// levelDefinition is a definition and the node it was first found at.
+type levelDefinition struct {
+	node string
+	def  Definition
+}
+
+// allDefinitions returns every distinct definition of every level (org
+// root first, then groups by name): the same name with a different
+// definition at a group is a separate entry.
+func (r *Registry) allDefinitions(ctx context.Context) ([]levelDefinition, error) {
+	if r.opts.Levels == nil {
+		defs, err := r.orgDefinitions(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]levelDefinition, 0, len(defs))
+		for _, n := range sortedNames(defs) {
+			out = append(out, levelDefinition{def: defs[n]})
+		}
+		return out, nil
+	}
+	levels, err := r.opts.Levels(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the tool_servers of the organization's levels: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []levelDefinition
+	for _, l := range levels {
+		defs := Definitions(l.Config)
+		for _, n := range sortedNames(defs) {
+			d := defs[n]
+			key := d.Name + "\x00" + d.fingerprint()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, levelDefinition{node: l.Node, def: d})
+		}
+	}
+	return out, nil
+}
+
+func sortedNames(defs map[string]Definition) []string {
+	names := make([]string, 0, len(defs))
+	for n := range defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ServerToolsIn returns the names of the tools server reports, with the
+// definition cfg (a node's effective config) gives it: a server defined at
+// a group is asked with the group's definition.
+func (r *Registry) ServerToolsIn(ctx context.Context, cfg map[string]any, server string) ([]string, error) {
+	def, ok := Definitions(cfg)[server]
+	if !ok {
+		return nil, &evidence.Error{Source: source(server), Code: evidence.CodeNotFound, Err: fmt.Errorf("tool server %q is not configured under tool_servers", server)}
+	}
+	ts, err := r.toolsOf(ctx, def)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(ts))
+	for _, t := range ts {
+		_, tool, _ := strings.Cut(t.Name, ":")
+		names = append(names, tool)
+	}
+	return names, nil
 }
 
 // orgDefinitions returns the organization's tool servers.
@@ -440,29 +527,49 @@ func (r *Registry) toolsOf(ctx context.Context, def Definition) ([]tools.Tool, e
 	return out, nil
 }
 
+// orgDefinition returns the definition of server: the org root's, else
+// the first group's that defines it.
 func (r *Registry) orgDefinition(ctx context.Context, server string) (Definition, error) {
-	defs, err := r.orgDefinitions(ctx)
+	defs, err := r.allDefinitions(ctx)
 	if err != nil {
 		return Definition{}, &evidence.Error{Source: source(server), Code: evidence.CodeUnavailable, Err: err}
 	}
-	def, ok := defs[server]
-	if !ok {
-		return Definition{}, &evidence.Error{Source: source(server), Code: evidence.CodeNotFound, Err: fmt.Errorf("tool server %q is not configured under tool_servers", server)}
+	for _, d := range defs {
+		if d.def.Name == server {
+			return d.def, nil
+		}
 	}
-	return def, nil
+	return Definition{}, &evidence.Error{Source: source(server), Code: evidence.CodeNotFound, Err: fmt.Errorf("tool server %q is not configured under tool_servers", server)}
 }
 
-// Refresh re-discovers the tools of the organization's server now.
+// Refresh re-discovers the tools of the server now, for every level that
+// defines it (their tool lists are concatenated).
 func (r *Registry) Refresh(ctx context.Context, server string) ([]ToolInfo, error) {
-	def, err := r.orgDefinition(ctx, server)
+	defs, err := r.allDefinitions(ctx)
 	if err != nil {
-		return nil, err
+		return nil, &evidence.Error{Source: source(server), Code: evidence.CodeUnavailable, Err: err}
 	}
-	e, err := r.entryFor(def)
-	if err != nil {
-		return nil, err
+	var out []ToolInfo
+	found := false
+	for _, d := range defs {
+		if d.def.Name != server {
+			continue
+		}
+		found = true
+		e, err := r.entryFor(d.def)
+		if err != nil {
+			return nil, err
+		}
+		ts, err := r.discover(ctx, e, true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ts...)
 	}
-	return r.discover(ctx, e, true)
+	if !found {
+		return nil, &evidence.Error{Source: source(server), Code: evidence.CodeNotFound, Err: fmt.Errorf("tool server %q is not configured under tool_servers", server)}
+	}
+	return out, nil
 }
 
 // ServerTools returns the names of the tools the organization's server
@@ -499,21 +606,16 @@ func (r *Registry) KnownTool(name string) bool {
 // discovered. Servers never checked are discovered now (concurrently,
 // bounded by ctx).
 func (r *Registry) Status(ctx context.Context) ([]Status, error) {
-	defs, err := r.orgDefinitions(ctx)
+	defs, err := r.allDefinitions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(defs))
-	for n := range defs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]Status, len(names))
-	entries := make([]*entry, len(names))
+	out := make([]Status, len(defs))
+	entries := make([]*entry, len(defs))
 	var wg sync.WaitGroup
-	for i, n := range names {
-		def := defs[n]
-		out[i] = Status{Name: n, Transport: def.Transport, Enabled: def.Enabled, Tools: []ToolInfo{}}
+	for i, ld := range defs {
+		def, n := ld.def, ld.def.Name
+		out[i] = Status{Name: n, DefinedAt: ld.node, Transport: def.Transport, Enabled: def.Enabled, Tools: []ToolInfo{}}
 		if !def.Enabled {
 			continue
 		}
