@@ -236,6 +236,9 @@ func TestBundlePromQLBeyond242(t *testing.T) {
 		// scrape interval to the left, never below zero (540 over 540 s,
 		// plus 30 s of 1/s); Prometheus 2 extrapolated 60 s
 		{MetricQuery: q(`increase(c_total[15m])`), Eps: 1e-12, Want: one(570)},
+		// anchored and smoothed windows do not extrapolate: 600 - 60
+		{MetricQuery: q(`increase(c_total[15m] anchored)`), Eps: 1e-12, Want: one(540)},
+		{MetricQuery: q(`increase(c_total[15m] smoothed)`), Eps: 1e-12, Want: one(540)},
 		{MetricQuery: evidencetest.MetricQuery{Expr: `step() + range()`, Start: end.Add(-2 * time.Minute), End: end, Step: time.Minute}, Want: []evidence.Series{
 			{Labels: evidence.Labels{}, Points: []evidence.Point{{T: end.Add(-2 * time.Minute), V: 180}, {T: end.Add(-time.Minute), V: 180}, {T: end, V: 180}}}}},
 	})
