@@ -189,8 +189,10 @@ func checkKubeFile(fsys fs.FS, p string, r *CheckReport) {
 		hint = ki.Kind
 	}
 	counts := map[string]int{}
+	skipped := 0
 	err = evidence.DecodeKubeFile(p, data, hint, func(it evidence.KubeItem) {
 		if it.Object == nil {
+			skipped++
 			what := it.Skip
 			if it.Name != "" {
 				what = it.Name + ": " + what
@@ -200,9 +202,12 @@ func checkKubeFile(fsys fs.FS, p string, r *CheckReport) {
 		}
 		counts[it.Kind]++
 	})
-	if len(counts) > 0 {
+	switch {
+	case len(counts) > 0:
 		r.Read = append(r.Read, CheckItem{File: p, What: countKinds(counts)})
-	} else if err == nil {
+	case err == nil && hint != "" && skipped == 0:
+		r.Read = append(r.Read, CheckItem{File: p, What: "no " + hint + " (an empty list: the kind was captured)"})
+	case err == nil:
 		r.Skipped = append(r.Skipped, CheckItem{File: p, What: "no Kubernetes object read"})
 	}
 	if err != nil {
