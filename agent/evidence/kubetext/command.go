@@ -90,6 +90,10 @@ func splitWords(s string) (words []string, piped bool) {
 // line is not a kubectl command.
 func parseCommand(text string, line int) (*command, bool) {
 	words, piped := splitWords(text)
+	// Leading VAR=value assignments and sudo run kubectl all the same.
+	for len(words) > 0 && (words[0] == "sudo" || (strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-"))) {
+		words = words[1:]
+	}
 	if len(words) == 0 {
 		return nil, false
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -119,7 +120,10 @@ func (p *parser) block(b *block) {
 	if len(out) == 0 {
 		return
 	}
-	if msg := kubectlError(out); msg != "" {
+	if strings.HasPrefix(strings.TrimSpace(out[0]), "No resources found") && len(out) == 1 {
+		return // an empty answer: nothing to read
+	}
+	if msg := kubectlError(c, out); msg != "" {
 		p.skip(b.line, c.text, "kubectl answered an error: "+msg)
 		return
 	}
@@ -139,11 +143,24 @@ func (p *parser) block(b *block) {
 	}
 }
 
+// logsErrorRe are the errors kubectl logs prints instead of a log (a log
+// line of the application may well start with "error:").
+var logsErrorRe = regexp.MustCompile(`^(Error from server \(|error: (a container name must be specified|container \S+ is not valid|the server doesn't have|unable to|You must be logged in|pods? "[^"]*" not found))`)
+
 // kubectlError returns the error a command printed instead of output.
-func kubectlError(out []string) string {
+func kubectlError(c *command, out []string) string {
 	first := strings.TrimSpace(out[0])
-	for _, pfx := range []string{"Error from server", "error:", "Error:", "The connection to the server", "Unable to connect", "No resources found"} {
-		if strings.HasPrefix(first, pfx) && len(out) <= 3 {
+	if len(out) > 3 {
+		return ""
+	}
+	if c.verb == "logs" || c.verb == "log" {
+		if logsErrorRe.MatchString(first) {
+			return first
+		}
+		return ""
+	}
+	for _, pfx := range []string{"Error from server", "error:", "Error:", "The connection to the server", "Unable to connect"} {
+		if strings.HasPrefix(first, pfx) {
 			return first
 		}
 	}

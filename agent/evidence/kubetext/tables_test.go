@@ -162,6 +162,7 @@ func TestCommandLines(t *testing.T) {
 		{"kubectl logs web-1 app --tail 100 --previous=true", "", "web-1", "app", true, false},
 		{"kubectl --context prod logs web-1 -n 'shop'", "shop", "web-1", "", false, false},
 		{"user@host:~$ kubectl logs web-1 2>&1", "", "web-1", "", false, false},
+		{"KUBECONFIG=/tmp/kc sudo kubectl logs -n shop web-1", "shop", "web-1", "", false, false},
 		{"kubectl logs deploy/web", "", "", "", false, true},
 		{"kubectl logs -l app=web", "", "", "", false, true},
 	} {
@@ -224,6 +225,28 @@ Sat Mar 14 10:45:00 UTC 2026
 	}
 	object[*corev1.Node](t, res, "", "n2")
 	if len(res.Skipped) != 2 {
+		t.Errorf("skipped: %+v", res.Skipped)
+	}
+}
+
+// Output that is an error is reported, not read; a log that merely starts
+// with "error:" is a log; "No resources found" is an empty answer.
+func TestErrorsAndEmptyAnswers(t *testing.T) {
+	text := `$ kubectl describe pod gone -n shop
+Error from server (NotFound): pods "gone" not found
+$ kubectl logs web-1 -n shop --previous
+Error from server (BadRequest): previous terminated container "app" in pod "web-1" not found
+$ kubectl logs web-1 -n shop
+error: connection refused to db:5432
+retrying in 5s
+$ kubectl get pods -n empty
+No resources found in empty namespace.
+`
+	res := kubetext.Parse([]byte(text), time.Time{})
+	if len(res.Logs) != 1 || len(res.Logs[0].Lines) != 2 || res.Logs[0].Previous {
+		t.Errorf("logs: %+v", res.Logs)
+	}
+	if len(res.Skipped) != 2 || !strings.Contains(res.Skipped[0].Reason, "NotFound") || res.Skipped[1].Line != 3 {
 		t.Errorf("skipped: %+v", res.Skipped)
 	}
 }
