@@ -610,6 +610,7 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 	}
 	merged := map[key]*Finding{}
 	var order []key
+	succeeded := successTimes(events)
 	for i := range events {
 		e := &events[i]
 		first, last := eventTime(e)
@@ -680,6 +681,12 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 				weight *= 0.4
 			}
 		}
+		// A controller that created its pods after failing to is past
+		// that failure: the later success supersedes it.
+		if ok := succeeded[io.Kind+" "+io.Namespace+"/"+io.Name]; e.Reason == "FailedCreate" && ok.After(last) {
+			resolved = true
+			weight *= 0.3
+		}
 		k := key{kind, obj}
 		f := merged[k]
 		if f == nil {
@@ -722,6 +729,10 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 			f.setFact("node", e.Source.Host)
 		case KindConfigError:
 			f.setFact("missing", missingRef(e.Message))
+		case KindCreateRefused:
+			r, m := classifyCreateRefusal(e.Message)
+			f.setFact("refusal", r)
+			f.setFact("missing", m)
 		case KindImagePull:
 			f.setFact("image", imageFromMessage(e.Message))
 		}
@@ -736,6 +747,24 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 			f.Evidence = f.Evidence[:3]
 		}
 		out = append(out, *f)
+	}
+	return out
+}
+
+// successTimes maps each controller ("Kind ns/name") to the last time it
+// created a pod (SuccessfulCreate).
+func successTimes(events []corev1.Event) map[string]time.Time {
+	out := map[string]time.Time{}
+	for i := range events {
+		e := &events[i]
+		if e.Reason != "SuccessfulCreate" {
+			continue
+		}
+		_, last := eventTime(e)
+		k := e.InvolvedObject.Kind + " " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+		if last.After(out[k]) {
+			out[k] = last
+		}
 	}
 	return out
 }
@@ -830,8 +859,11 @@ func classifyEvent(e *corev1.Event) (Kind, float64) {
 		}
 		return "", 0
 	case "FailedCreate":
-		if strings.Contains(msg, "exceeded quota") || strings.Contains(msg, "forbidden") {
+		if strings.Contains(msg, "exceeded quota") {
 			return KindQuota, 0.85
+		}
+		if r, _ := classifyCreateRefusal(e.Message); r != "" {
+			return KindCreateRefused, 0.85
 		}
 		return "", 0
 	}

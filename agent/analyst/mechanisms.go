@@ -12,4 +12,5 @@ var mechanisms = []*mechanism{
 	jobFailed,
 	missingEnv,
 	cpuThrottling,
+	createRefused,
 }

@@ -211,6 +211,7 @@ var kinds = map[Kind]kindInfo{
 	KindClockSkew:      {prior: 0.8},
 	KindJobFailed:      {prior: 0.8},
 	KindMissingEnv:     {prior: 0.84},
+	KindCreateRefused:  {prior: 0.8},
 	KindScaledToZero:   {0.84, classCause, "deployment scaled to 0 replicas"},
 	KindConnRefused:    {0.5, classDependency, "connection refused"},
 	KindTimeout:        {0.44, classDependency, "timeouts"},

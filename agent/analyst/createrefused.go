@@ -1,0 +1,85 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// KindCreateRefused is a controller (ReplicaSet, Job, StatefulSet) whose
+// pods the API server refuses to create for a reason other than quota.
+const KindCreateRefused Kind = "create_refused"
+
+// Pod creation refused: FailedCreate events whose message says why the API
+// server rejected the pod: its ServiceAccount does not exist, an admission
+// webhook or PodSecurity denied it, a LimitRange bounds it. (A quota is
+// KindQuota.) The workload then has no pods at all, so nothing else shows.
+var createRefused = &mechanism{
+	kind:  KindCreateRefused,
+	class: classCause,
+	label: "pods cannot be created (rejected by the API server)",
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return c.Kind == KindDeploy || c.Kind == KindConfigChange || c.Kind == KindInfraChange
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("%s cannot create its pods: %s", h.Subject, createRefusalWords(h.fact("refusal"), h.fact("missing")))
+		if m := h.fact("message"); m != "" {
+			d += " (" + truncate(m, 220) + ")"
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		switch h.fact("refusal") {
+		case "serviceaccount":
+			r.high("Create the ServiceAccount %s in namespace %s (or point the pod template's serviceAccountName at an existing one)", orWord(strings.TrimPrefix(h.fact("missing"), "serviceaccount "), "it names"), orWord(h.top().Namespace, "the workload's"))
+		case "webhook":
+			r.high("Read the admission webhook's denial in the message and fix the pod template (or the webhook's policy) for %s", h.Subject)
+		case "podsecurity":
+			r.high("Make the pod template of %s meet the namespace's PodSecurity level (securityContext: runAsNonRoot, no privilege escalation, dropped capabilities, seccomp)", h.Subject)
+		case "limitrange":
+			r.high("Bring the resource requests and limits of %s within the namespace's LimitRange", h.Subject)
+		default:
+			r.high("Fix what the API server rejects in the pod template of %s: %s", h.Subject, truncate(h.fact("message"), 160))
+		}
+		r.rollback()
+		r.med("Check rendered manifests against the target namespace (service accounts, policies, limits) before deploying")
+		r.low("Alert on FailedCreate events and on Deployments with fewer available replicas than desired")
+	},
+}
+
+var saMissingRE = regexp.MustCompile(`(?i)service ?account[s]? "?([\w.-]+)"? not found|error looking up service account [\w.-]+/([\w.-]+)`)
+
+// classifyCreateRefusal says why a FailedCreate message refused a pod:
+// "serviceaccount" (with the missing name), "webhook", "podsecurity",
+// "limitrange", "forbidden", or "" when it is not a refusal.
+func classifyCreateRefusal(msg string) (refusal, missing string) {
+	l := strings.ToLower(msg)
+	switch {
+	case saMissingRE.MatchString(msg):
+		m := saMissingRE.FindStringSubmatch(msg)
+		return "serviceaccount", "serviceaccount " + orWord(m[1], m[2])
+	case strings.Contains(l, "admission webhook") && strings.Contains(l, "denied"):
+		return "webhook", ""
+	case strings.Contains(l, "violates podsecurity"):
+		return "podsecurity", ""
+	case strings.Contains(l, "limitrange") || strings.Contains(l, "maximum cpu usage") || strings.Contains(l, "maximum memory usage") || strings.Contains(l, "minimum cpu usage") || strings.Contains(l, "minimum memory usage"):
+		return "limitrange", ""
+	case strings.Contains(l, "forbidden"):
+		return "forbidden", ""
+	}
+	return "", ""
+}
+
+func createRefusalWords(refusal, missing string) string {
+	switch refusal {
+	case "serviceaccount":
+		return fmt.Sprintf("the %s its pod template names does not exist, so the API server rejects every pod", orWord(missing, "ServiceAccount"))
+	case "webhook":
+		return "an admission webhook denies the pods"
+	case "podsecurity":
+		return "the pods violate the namespace's PodSecurity level"
+	case "limitrange":
+		return "the pods' resources fall outside the namespace's LimitRange"
+	}
+	return "the API server forbids the pods"
+}
