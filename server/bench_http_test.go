@@ -100,7 +100,9 @@ func ratioLoad(b *testing.B, client *http.Client, url, token string, n int, want
 // reports both per-request times and ratio = bare time ÷ product time
 // (the product's throughput as a fraction of the bare handler's).
 func runRatio(b *testing.B, bareURL, url, token string) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ratioClients * 2}}
+	// DisableCompression: no Accept-Encoding is sent, so both sides answer
+	// the identity body (BenchmarkHTTPEffectiveGzip measures gzip).
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ratioClients * 2, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	ratioLoad(b, client, bareURL, "", ratioBatch, http.StatusOK) // warm connections
 	ratioLoad(b, client, url, token, ratioBatch, http.StatusOK)
@@ -164,4 +166,98 @@ func BenchmarkHTTPAuthMeRatio(b *testing.B) {
 			runRatio(b, bare, url, tok)
 		})
 	}
+}
+
+// BenchmarkHTTPEffectiveRatio is GET /api/v1/config/me/effective (4 levels
+// of about 50 KB each: a 200 KB answer, from the cache) through the full
+// server, with the asynchronous log on a file, against a bare handler
+// answering the same bytes (target: ratio ≥ 0.9).
+//
+//	go test ./server -run '^$' -bench HTTPEffectiveRatio -benchtime 200x -count 3
+func BenchmarkHTTPEffectiveRatio(b *testing.B) {
+	h, _, team := benchConfigServerLog(b, fileLogger(b, true))
+	url := loopbackServer(b, h) + "/api/v1/config/me/effective"
+	body := fetch(b, url, team, nil)
+	if len(body) < 150_000 {
+		b.Fatalf("effective config of %d bytes", len(body))
+	}
+	runRatio(b, loopbackServer(b, bareJSON(body)), url, team)
+}
+
+// BenchmarkHTTPEffectiveConditional reports the bytes and time per request
+// of the effective config's three answers over loopback TCP: identity,
+// gzip (Accept-Encoding: gzip, compressed once per content) and 304 (a
+// revalidation with If-None-Match).
+//
+//	go test ./server -run '^$' -bench HTTPEffectiveConditional -benchtime 2000x
+func BenchmarkHTTPEffectiveConditional(b *testing.B) {
+	h, _, team := benchConfigServerLog(b, fileLogger(b, true))
+	url := loopbackServer(b, h) + "/api/v1/config/me/effective"
+	etag := ""
+	{
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Authorization", "Bearer "+team)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		etag = resp.Header.Get("ETag")
+	}
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"identity", nil, http.StatusOK},
+		{"gzip", map[string]string{"Accept-Encoding": "gzip"}, http.StatusOK},
+		{"not_modified", map[string]string{"If-None-Match": etag}, http.StatusNotModified},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+			defer client.CloseIdleConnections()
+			var n int64
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				req.Header.Set("Authorization", "Bearer "+team)
+				for k, v := range c.header {
+					req.Header.Set(k, v)
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				m, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != c.want {
+					b.Fatalf("status %d, want %d", resp.StatusCode, c.want)
+				}
+				n = m
+			}
+			b.ReportMetric(float64(n), "body-bytes")
+		})
+	}
+}
+
+// fetch GETs url with a bearer token and returns the body.
+func fetch(b *testing.B, url, token string, header map[string]string) []byte {
+	b.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	return body
 }

@@ -33,6 +33,7 @@ type configState struct {
 	catalog      *tools.Catalog
 	integrations func(string) bool
 	cache        *effectiveCache
+	bodies       *bodyCache // ETag and gzip of effective configs (conditional.go)
 }
 
 // errNeedsApproval is returned by the validation check of a non-admin
@@ -58,7 +59,8 @@ func (s *Server) registerConfigRoutes() {
 			tools.IntegrationDatabase, tools.IntegrationHistory,
 			tools.SettingsJaeger, tools.SettingsTempo,
 		),
-		cache: newEffectiveCache(maxEffectiveCacheEntries),
+		cache:  newEffectiveCache(maxEffectiveCacheEntries),
+		bodies: newBodyCache(maxEffectiveCacheEntries),
 	}
 	s.handle(http.MethodGet, "/api/v1/config/me/effective", db.PermTeamRead, rateRead, s.getEffectiveConfig)
 	s.handle(http.MethodGet, "/api/v1/config/me/raw", db.PermTeamRead, rateRead, s.getRawConfig)
@@ -189,7 +191,7 @@ func (s *Server) getEffectiveConfig(w http.ResponseWriter, r *http.Request, _ ht
 	if kind != db.KindTeam {
 		return &db.Error{Code: db.EINVALID, Field: "team", Message: fmt.Sprintf("%q is a %s, not a team; use /api/v1/admin/nodes/%s/config", team, kind, team)}
 	}
-	return writeRawJSON(w, http.StatusOK, b)
+	return writeCachedJSON(w, r, s.conf.bodies, team, b)
 }
 
 // writeRawJSON writes already-encoded JSON as writeJSON would.

@@ -514,6 +514,11 @@ func TestConfigSchema(t *testing.T) {
 // of config at each level and returns the handler and an admin and a team
 // token.
 func benchConfigServer(b *testing.B) (http.Handler, string, string) {
+	return benchConfigServerLog(b, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// benchConfigServerLog is benchConfigServer logging to logger.
+func benchConfigServerLog(b *testing.B, logger *slog.Logger) (http.Handler, string, string) {
 	b.Helper()
 	store, err := db.Open(filepath.Join(b.TempDir(), db.FileName), db.Options{})
 	if err != nil {
@@ -547,7 +552,7 @@ func benchConfigServer(b *testing.B) (http.Handler, string, string) {
 			b.Fatal(err)
 		}
 	}
-	s := New(Config{Nodes: store, Tokens: store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	s := New(Config{Nodes: store, Tokens: store, Logger: logger,
 		RateLimits: RateLimits{Read: -1, Write: -1, Run: -1}})
 	return s.Handler(), admin, team
 }

@@ -17,6 +17,7 @@ package openapitest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -134,6 +135,16 @@ func (c *Checker) Check(req *http.Request, reqBody []byte, status int, header ht
 	if status >= 200 && status < 300 {
 		if err := openapi3filter.ValidateRequest(context.Background(), reqInput); err != nil {
 			return fmt.Errorf("%s %s was answered %d but the request does not match the document: %w", req.Method, req.URL.Path, status, err)
+		}
+	}
+	if strings.EqualFold(header.Get("Content-Encoding"), "gzip") && len(body) > 0 {
+		// The document describes the content; check it decoded.
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return fmt.Errorf("%s %s -> %d: Content-Encoding gzip but the body is not gzip: %w", req.Method, req.URL.Path, status, err)
+		}
+		if body, err = io.ReadAll(zr); err != nil {
+			return fmt.Errorf("%s %s -> %d: corrupt gzip body: %w", req.Method, req.URL.Path, status, err)
 		}
 	}
 	in := &openapi3filter.ResponseValidationInput{

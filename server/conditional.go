@@ -1,0 +1,168 @@
+package server
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Conditional and compressed answers for large, cached JSON bodies (the
+// effective config): a strong ETag computed once per body, 304 Not
+// Modified for a matching If-None-Match, and a gzip copy compressed once
+// and kept for clients that accept it.
+
+// minGzipSize is the smallest body worth compressing.
+const minGzipSize = 1024
+
+// encodedBody is one body with its validator and, once asked for, its
+// gzip encoding.
+type encodedBody struct {
+	body   []byte // the identity body, without the trailing newline
+	wire   []byte // body and its newline, written in one call
+	etag   string // quoted strong entity tag of the identity body
+	gzOnce sync.Once
+	gz     []byte // gzip of body + "\n"
+}
+
+// gzipETag is the entity tag of the gzip representation: another
+// representation needs another strong validator.
+func (e *encodedBody) gzipETag() string { return e.etag[:len(e.etag)-1] + `-gzip"` }
+
+func (e *encodedBody) gzipped() []byte {
+	e.gzOnce.Do(func() {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		_, _ = zw.Write(e.wire)
+		_ = zw.Close()
+		e.gz = buf.Bytes()
+	})
+	return e.gz
+}
+
+// bodyCache keeps an encodedBody per key (a node name) for the body last
+// served under it; a different body (another slice) replaces it.
+type bodyCache struct {
+	mu      sync.RWMutex
+	max     int
+	entries map[string]*encodedBody
+}
+
+func newBodyCache(max int) *bodyCache {
+	return &bodyCache{max: max, entries: map[string]*encodedBody{}}
+}
+
+// get returns the encodedBody of b under key, made (hashing b) on first use.
+// The effective config cache hands out the same slice while it is current,
+// so identity is a pointer comparison.
+func (c *bodyCache) get(key string, b []byte) *encodedBody {
+	c.mu.RLock()
+	e := c.entries[key]
+	c.mu.RUnlock()
+	if e != nil && len(e.body) == len(b) && (len(b) == 0 || &e.body[0] == &b[0]) {
+		return e
+	}
+	sum := sha256.Sum256(b)
+	e = &encodedBody{body: b, wire: append(b[:len(b):len(b)], '\n'),
+		etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`}
+	c.mu.Lock()
+	if _, ok := c.entries[key]; !ok && len(c.entries) >= c.max {
+		for k := range c.entries {
+			delete(c.entries, k)
+			break
+		}
+	}
+	c.entries[key] = e
+	c.mu.Unlock()
+	return e
+}
+
+// writeCachedJSON answers b (encoded JSON, cached by the caller under key)
+// with its ETag: 304 when If-None-Match names it, gzip when the client
+// accepts it, the identity body otherwise.
+func writeCachedJSON(w http.ResponseWriter, r *http.Request, c *bodyCache, key string, b []byte) error {
+	e := c.get(key, b)
+	h := w.Header()
+	h.Set("Vary", "Accept-Encoding")
+	h.Set("Cache-Control", "private, no-cache")
+	gz := len(b) >= minGzipSize && acceptsGzip(r.Header.Values("Accept-Encoding"))
+	etag := e.etag
+	if gz {
+		etag = e.gzipETag()
+	}
+	h.Set("ETag", etag)
+	if inm := r.Header.Values("If-None-Match"); len(inm) > 0 && etagMatches(inm, e.etag, e.gzipETag()) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	body := e.wire
+	if gz {
+		body = e.gzipped()
+		h.Set("Content-Encoding", "gzip")
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	return nil
+}
+
+// acceptsGzip reports whether Accept-Encoding values accept gzip (named, or
+// "*", with a q-value above 0; an explicit gzip entry wins over "*").
+func acceptsGzip(values []string) bool {
+	star := false
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			name = strings.ToLower(strings.TrimSpace(name))
+			if name != "gzip" && name != "x-gzip" && name != "*" {
+				continue
+			}
+			ok := qAboveZero(params)
+			if name == "*" {
+				star = ok
+				continue
+			}
+			return ok
+		}
+	}
+	return star
+}
+
+// qAboveZero reads ";q=..." parameters: false only for a q-value of 0.
+func qAboveZero(params string) bool {
+	for _, p := range strings.Split(params, ";") {
+		k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "q") {
+			continue
+		}
+		q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		return err == nil && q > 0
+	}
+	return true
+}
+
+// etagMatches reports whether If-None-Match values name one of tags, by the
+// weak comparison RFC 9110 prescribes for If-None-Match ("*" matches any).
+func etagMatches(values []string, tags ...string) bool {
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			t = strings.TrimSpace(t)
+			if t == "*" {
+				return true
+			}
+			t = strings.TrimPrefix(t, "W/")
+			for _, tag := range tags {
+				if t == tag {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
