@@ -133,3 +133,19 @@ func hex4(i int) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[i>>12&15], digits[i>>8&15], digits[i>>4&15], digits[i&15]})
 }
+
+// TestTracesExport writes a bundle's traces out again (as a capture does)
+// and reads them back: the copy answers like the original.
+func TestTracesExport(t *testing.T) {
+	b, err := OpenDir(writeTraceBundle(t, evidencetest.TraceFixture()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	n, err := otlpjson.Export(context.Background(), b.Sources(time.Time{}).Traces, time.Time{}, time.Time{}, &buf)
+	if err != nil || n != int64(buf.Len()) || n == 0 {
+		t.Fatalf("Export: %d bytes (%d written), %v", n, buf.Len(), err)
+	}
+	cp, _ := Open(fstest.MapFS{"traces/capture.jsonl": {Data: buf.Bytes()}}, "copy")
+	evidencetest.RunTraces(t, cp.Sources(time.Time{}).Traces)
+}

@@ -168,3 +168,42 @@ func resolveRef(ctx context.Context, setting string, v any, res secretref.Resolv
 	}
 	return val, nil
 }
+
+// OpenTraces opens the trace backend at rawURL for an operator's capture:
+// Jaeger when its api/v3 answers there, else Tempo when its API does. The
+// connection goes through guard.
+func OpenTraces(rawURL string, guard *outbound.Guard) (evidence.Traces, error) {
+	if err := checkTraceURL("traces", rawURL, guard); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	hc := guard.Client(traceTimeout(0))
+	j, err := jaeger.New(jaeger.Config{URL: rawURL, HTTP: hc})
+	if err != nil {
+		return nil, err
+	}
+	jerr := probe(ctx, j)
+	if jerr == nil {
+		return j, nil
+	}
+	t, err := tempo.New(tempo.Config{URL: rawURL, HTTP: hc})
+	if err != nil {
+		return nil, err
+	}
+	terr := probe(ctx, t)
+	if terr == nil {
+		return t, nil
+	}
+	return nil, fmt.Errorf("%s answers neither as Jaeger (%v) nor as Tempo (%v)", rawURL, jerr, terr)
+}
+
+// probe asks a backend for its services of the last minute.
+func probe(ctx context.Context, tr evidence.Traces) error {
+	now := time.Now()
+	type lister interface {
+		Services(context.Context, time.Time, time.Time) ([]string, error)
+	}
+	_, err := tr.(lister).Services(ctx, now.Add(-time.Minute), now)
+	return err
+}

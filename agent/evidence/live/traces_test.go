@@ -3,6 +3,7 @@ package live_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -104,5 +105,33 @@ func TestTraceURLsGuarded(t *testing.T) {
 		if !outbound.IsRefused(err) || strings.Contains(err.Error(), "env:X") {
 			t.Errorf("%s: %v, want refused by the outbound guard", name, err)
 		}
+	}
+}
+
+func TestOpenTraces(t *testing.T) {
+	jsrv, _ := traceServer(t)
+	tr, err := live.OpenTraces(jsrv.URL, loopback)
+	if err != nil || !strings.Contains(fmt.Sprintf("%T", tr), "jaeger") {
+		t.Errorf("a server with api/v3: %T %v", tr, err)
+	}
+	tsrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v2/search/tag/resource.service.name/values" {
+			w.Write([]byte(`{"tagValues": []}`))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer tsrv.Close()
+	tr, err = live.OpenTraces(tsrv.URL, loopback)
+	if err != nil || !strings.Contains(fmt.Sprintf("%T", tr), "tempo") {
+		t.Errorf("a server with Tempo's API: %T %v", tr, err)
+	}
+	nsrv := httptest.NewServer(http.NotFoundHandler())
+	defer nsrv.Close()
+	if _, err := live.OpenTraces(nsrv.URL, loopback); err == nil || !strings.Contains(err.Error(), "neither as Jaeger") {
+		t.Errorf("a server with neither: %v", err)
+	}
+	if _, err := live.OpenTraces("http://169.254.169.254", nil); !outbound.IsRefused(err) {
+		t.Errorf("guard: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ package otlpjson
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -394,4 +395,39 @@ func Unwrap(data []byte) ([]byte, error) {
 		return w.Result, nil
 	}
 	return data, nil
+}
+
+// Export writes every span of [start, end) that tr yields as OTLP/JSON
+// lines of at most 500 spans (a bundle's traces/*.jsonl) and returns the
+// bytes written. Memory stays bounded by one line.
+func Export(ctx context.Context, tr evidence.Traces, start, end time.Time, w io.Writer) (int64, error) {
+	cw := &countingWriter{w: w}
+	batch := make([]evidence.Span, 0, 500)
+	flush := func() error {
+		err := WriteLines(cw, batch, 500)
+		batch = batch[:0]
+		return err
+	}
+	err := tr.ScanSpans(ctx, start, end, func(s *evidence.Span) error {
+		batch = append(batch, *s)
+		if len(batch) == cap(batch) {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	return cw.n, err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
