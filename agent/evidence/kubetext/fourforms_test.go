@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/analyst"
+	"github.com/rootcause/rootcause/agent/capture"
 	"github.com/rootcause/rootcause/agent/eval"
+	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/evidence/kubetext/internal/apitest"
+	"github.com/rootcause/rootcause/agent/evidence/live/kube"
 )
 
 // The four-forms test: one incident (orders-api crashlooping because a
@@ -226,6 +229,39 @@ func writeForms(t *testing.T, kubectl, dir string) {
 	write(filepath.Join(dir, "transcript", "kubectl.txt"), tr.String())
 }
 
+// writeCapture captures the incident with rootcause capture's code path
+// (capture.Run with the live Kubernetes client, as cmd/capture.go builds
+// it) from the loopback API server serving the dump as it was at capture
+// time, and the dump's Prometheus samples as the metrics source. The
+// bundle goes to dir/capture.
+func writeCapture(t *testing.T, dir string) {
+	t.Helper()
+	capturedAt := capturedAtOf(t, incidentDir)
+	srv, err := apitest.Start(incidentDir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	kc, err := srv.Kubeconfig(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kube.New(kube.Config{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.OpenDir(incidentDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress strings.Builder
+	_, err = capture.Run(context.Background(), capture.Options{Out: filepath.Join(dir, "capture"), Now: capturedAt,
+		Kube: k, Metrics: b.Sources(capturedAt).Metrics, Progress: &progress})
+	if err != nil {
+		t.Fatalf("capture: %v\n%s", err, progress.String())
+	}
+}
+
 // assemble builds the bundle of one form: the incident's other evidence
 // (bundle.json, scenario.json, metrics, changes) and the form's Kubernetes
 // part.
@@ -234,6 +270,12 @@ func assemble(t *testing.T, form, formsDir string) string {
 	dst := filepath.Join(t.TempDir(), form)
 	if form == "dump" {
 		copyTree(t, incidentDir, dst, nil)
+		return dst
+	}
+	if form == "capture" {
+		// A capture is a whole bundle; the question asked stays the same.
+		copyTree(t, filepath.Join(formsDir, form), dst, nil)
+		copyTree(t, incidentDir, dst, func(rel string) bool { return rel != "." && rel != "scenario.json" })
 		return dst
 	}
 	copyTree(t, incidentDir, dst, func(rel string) bool { return rel == "kubernetes" })
@@ -247,7 +289,7 @@ func checkFourForms(t *testing.T, formsDir string) {
 	t.Helper()
 	type answer struct{ form, rootCause, top string }
 	var answers []answer
-	for _, form := range []string{"dump", "yaml", "transcript"} {
+	for _, form := range []string{"dump", "yaml", "transcript", "capture"} {
 		dir := assemble(t, form, formsDir)
 		s, err := eval.LoadScenario(dir)
 		if err != nil {
@@ -266,6 +308,7 @@ func checkFourForms(t *testing.T, formsDir string) {
 			top = fmt.Sprintf("%s %s", c.Kind, c.Subject)
 		}
 		answers = append(answers, answer{form, out.Result.RootCause.Description, top})
+		t.Logf("%s form: %s [%s] (tools %v)", form, out.Result.RootCause.Description, top, out.ToolsUsed)
 		if !out.Passed {
 			t.Errorf("%s form: %v\nroot cause: %s", form, out.Failures, out.Result.RootCause.Description)
 		}
@@ -311,7 +354,13 @@ func TestFourFormsGoldens(t *testing.T) {
 		}
 		writeForms(t, kubectl, filepath.Join("testdata", "fourforms"))
 	}
-	checkFourForms(t, filepath.Join("testdata", "fourforms"))
+	// The capture needs no kubectl: it is made afresh.
+	dir := t.TempDir()
+	for _, f := range []string{"yaml", "transcript"} {
+		copyTree(t, filepath.Join("testdata", "fourforms", f), filepath.Join(dir, f), nil)
+	}
+	writeCapture(t, dir)
+	checkFourForms(t, dir)
 }
 
 // TestFourFormsKubectl prints the forms with the kubectl installed and
@@ -320,5 +369,6 @@ func TestFourFormsKubectl(t *testing.T) {
 	kubectl := kubectlPath(t)
 	dir := t.TempDir()
 	writeForms(t, kubectl, dir)
+	writeCapture(t, dir)
 	checkFourForms(t, dir)
 }
