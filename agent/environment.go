@@ -112,7 +112,13 @@ func BuildTeamEnvironment(ctx context.Context, team string, lineage []map[string
 	}
 	sc, err := secretref.ScopeFor(team, lineage)
 	if err != nil {
-		return nil, err
+		// A grant that cannot be read grants nothing (validation refuses
+		// such entries; an older database may hold one).
+		if opts.Logger != nil {
+			opts.Logger.Warn("ignoring unreadable secret_scopes", "team", team, "err", err)
+		}
+		sc = &secretref.Scope{Node: team, Own: map[string]bool{}}
+		secretref.VaultRefs(lineage[len(lineage)-1], sc.Own)
 	}
 	opts.Scope = sc
 	opts.OwnTools, _ = lineage[len(lineage)-1]["tools"].(map[string]any)

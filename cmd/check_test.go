@@ -51,3 +51,43 @@ func TestServeCheck(t *testing.T) {
 		})
 	}
 }
+
+// serve --check shows which outbound exemptions are in force: the
+// outbound.allow entries (with the webhook.allow alias folded in), the
+// admin-set destinations that are never guarded, and the trusted proxies.
+func TestServeCheckShowsOutboundExemptions(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		yaml string
+		want []string
+	}{
+		{"", []string{"outbound guard: no exemptions", "not guarded (admin-set): tool_servers URLs, a2a_peers URLs"}},
+		{"outbound:\n  allow: [\"10.20.0.0/16\", \"prom.internal\"]\nwebhook:\n  allow: [\"127.0.0.1\"]\ntrusted_proxies: [\"10.0.0.0/24\"]\n",
+			[]string{"exempt by outbound.allow: 10.20.0.0/16, 127.0.0.1/32, prom.internal", "trusted proxies (X-Forwarded-For read from): 10.0.0.0/24"}},
+		{"outbound:\n  allow: [\"2130706433\"]\n", nil},
+		{"trusted_proxies: [\"not-a-cidr\"]\n", nil},
+	} {
+		file := filepath.Join(dir, "c.yaml")
+		os.WriteFile(file, []byte(tc.yaml), 0o600)
+		root := NewRootCommand(viper.New())
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&bytes.Buffer{})
+		root.SetArgs([]string{"serve", "--check", "--config", file, "--data-dir", filepath.Join(dir, "data")})
+		err := root.ExecuteContext(context.Background())
+		if tc.want == nil {
+			if err == nil {
+				t.Errorf("%q: accepted", tc.yaml)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%q: output %q lacks %q", tc.yaml, out.String(), w)
+			}
+		}
+	}
+}

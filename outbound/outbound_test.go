@@ -3,6 +3,8 @@ package outbound
 import (
 	"net"
 	"net/http"
+	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -232,4 +234,35 @@ func TestClientRechecksRedirects(t *testing.T) {
 		t.Fatalf("NoRedirects: %v", err)
 	}
 	resp.Body.Close()
+}
+
+// A name that passes the save-time check but resolves to loopback (the
+// machine's own host name, an /etc/hosts entry) is refused when dialled.
+func TestClientRefusesNamesResolvingInside(t *testing.T) {
+	host, _ := os.Hostname()
+	var name string
+	for _, n := range []string{host, "ip6-localhost", "ip6-loopback"} {
+		if n == "" || New(Allowlist{}).CheckHost(n) != nil {
+			continue
+		}
+		addrs, err := net.LookupHost(n)
+		if err != nil || len(addrs) == 0 {
+			continue
+		}
+		if a, err := netip.ParseAddr(addrs[0]); err == nil && a.IsLoopback() {
+			name = n
+			break
+		}
+	}
+	if name == "" {
+		t.Skip("no host name other than localhost resolves to loopback here")
+	}
+	l, port := listen(t, "tcp", "127.0.0.1:0", nil)
+	if err := New(Allowlist{}).CheckURL("http://" + name + ":" + port + "/"); err != nil {
+		t.Fatalf("save-time check of %s: %v (names are judged when dialled)", name, err)
+	}
+	_, err := New(Allowlist{}).Client(2 * time.Second).Get("http://" + name + ":" + port + "/")
+	if !IsRefused(err) || l.n.Load() != 0 {
+		t.Fatalf("GET via %s: %v, %d connections", name, err, l.n.Load())
+	}
 }
