@@ -47,10 +47,11 @@ type drainNode struct {
 	clusters []*Cluster
 }
 
-// NewDrain returns a Drain with the usual parameters: depth 4, similarity
-// 0.4, 100 children, 20,000 clusters.
+// NewDrain returns a Drain with the usual parameters: depth 4 (one
+// leading token routes a line), similarity 0.5, 100 children, 20,000
+// clusters.
 func NewDrain() *Drain {
-	return &Drain{Depth: 4, Similarity: 0.4, MaxChildren: 100, MaxClusters: 20000}
+	return &Drain{Depth: 4, Similarity: 0.5, MaxChildren: 100, MaxClusters: 20000}
 }
 
 // Clusters returns the clusters in creation order.
@@ -130,24 +131,39 @@ func (d *Drain) leaf(toks []string) *drainNode {
 	return n
 }
 
+// hasMask reports whether a token holds a masked value.
+func hasMask(s string) bool {
+	i := strings.IndexByte(s, '<')
+	return i >= 0 && strings.IndexByte(s[i:], '>') > 1
+}
+
 func hasDigitOrMask(s string) bool {
-	if strings.Contains(s, Wildcard) || strings.Contains(s, "<NUM>") || strings.Contains(s, "<IP>") || strings.Contains(s, "<HEX>") ||
-		strings.Contains(s, "<UUID>") || strings.Contains(s, "<STR>") || strings.Contains(s, "<TS>") {
-		return true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= '0' && c <= '9' {
+			return true
+		}
 	}
-	return strings.IndexAny(s, "0123456789") >= 0
+	// A masked value (<NUM>, <IP>, <*>...) inside the token.
+	i := strings.IndexByte(s, '<')
+	return i >= 0 && strings.IndexByte(s[i:], '>') > 1
 }
 
 // similarity returns the share of positions where the template equals the
 // line (wildcards do not count as equal) and the number of wildcards.
 func similarity(tmpl, toks []string) (float64, int) {
-	same, params := 0, 0
+	same, params, masked := 0, 0, 0
 	for i, t := range tmpl {
 		if t == Wildcard {
 			params++
 			continue
 		}
 		if t == toks[i] {
+			if hasMask(t) {
+				// Equal masked values (two UUIDs) say little about the
+				// template: the share is taken over the other positions.
+				masked++
+				continue
+			}
 			same++
 		} else if isStatusCode(t) && isStatusCode(toks[i]) {
 			// An unmasked HTTP status (kept by Tokens) separates lines:
@@ -155,7 +171,10 @@ func similarity(tmpl, toks []string) (float64, int) {
 			return 0, params
 		}
 	}
-	return float64(same) / float64(len(tmpl)), params
+	if masked == len(tmpl) {
+		return 1, params
+	}
+	return float64(same) / float64(len(tmpl)-masked), params
 }
 
 // LogTemplate is a log template with its counts in a baseline window and an

@@ -193,10 +193,10 @@ func TestLoghubGroupingAccuracy(t *testing.T) {
 	}
 	mean := sum / float64(len(systems))
 	t.Logf("mean GA %.3f over %d systems", mean, len(systems))
-	// A ratchet at the measured mean (0.775 over the 14 systems of
+	// A ratchet at the measured mean (0.815 over the 14 systems of
 	// Loghub-2k present; docs/localization.md); the goal is 0.95.
-	if len(systems) == 14 && mean < 0.77 {
-		t.Errorf("mean grouping accuracy %.3f fell below the measured 0.77", mean)
+	if len(systems) == 14 && mean < 0.81 {
+		t.Errorf("mean grouping accuracy %.3f fell below the measured 0.81", mean)
 	}
 }
 

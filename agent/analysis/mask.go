@@ -26,7 +26,7 @@ const (
 // only by such values share a template. Quoted values spanning spaces become
 // one token.
 func Tokens(line string) []string {
-	var out []string
+	out := make([]string, 0, 16)
 	i := 0
 	n := len(line)
 	request := false // the token before was a quoted HTTP request line
@@ -40,8 +40,14 @@ func Tokens(line string) []string {
 		// A quoted value: up to the matching quote, masked as a whole.
 		if q := line[i]; q == '"' || q == '\'' || q == '`' {
 			if j := strings.IndexByte(line[i+1:], q); j >= 0 {
-				out = append(out, maskQuot)
-				request = strings.Contains(line[i+1:i+1+j], " HTTP/")
+				quoted := line[i+1 : i+1+j]
+				request = strings.Contains(quoted, " HTTP/")
+				if m, _, ok := strings.Cut(quoted, " "); request && ok && isMethod(m) {
+					// An HTTP request line: its method tells lines apart.
+					out = append(out, string(q)+m+" "+maskQuot+string(q))
+				} else {
+					out = append(out, maskQuot)
+				}
 				i += j + 2
 				continue
 			}
@@ -52,15 +58,57 @@ func Tokens(line string) []string {
 		}
 		// The status code after an access log's request line ("GET /x
 		// HTTP/1.1" 429) tells lines apart: a 429 or 503 is not a 200.
-		if tok := line[i:j]; request && isStatusCode(tok) {
+		tok := line[i:j]
+		switch m := MaskToken(tok); {
+		case request && isStatusCode(tok):
 			out = append(out, tok)
-		} else {
-			out = append(out, MaskToken(tok))
+		case len(out) > 0 && isUnit(tok) && strings.HasSuffix(out[len(out)-1], maskNum):
+			// A quantity and its unit are one value ("1.5 KB", "<1 sec").
+			out[len(out)-1] += " " + tok
+		case len(out) > 0 && strings.HasPrefix(tok, "(") && strings.HasSuffix(m, maskNum) && j < n && parenUnit(line[j:]):
+			// A restated quantity in parentheses ("1344 bytes (1.31 KB)")
+			// joins the value before it.
+			k := j + 1 + strings.IndexByte(line[j+1:], ')')
+			out[len(out)-1] += " " + m + line[j:k+1]
+			j = k + 1
+		default:
+			out = append(out, m)
 		}
 		request = false
 		i = j
 	}
 	return out
+}
+
+var methods = map[string]bool{"GET": true, "POST": true, "PUT": true, "DELETE": true, "PATCH": true, "HEAD": true, "OPTIONS": true, "CONNECT": true, "TRACE": true}
+
+func isMethod(s string) bool { return methods[s] }
+
+// units of quantities written apart from their number.
+var units = map[string]bool{"ms": true, "s": true, "sec": true, "secs": true, "second": true, "seconds": true, "min": true, "mins": true,
+	"minute": true, "minutes": true, "h": true, "hour": true, "hours": true, "day": true, "days": true, "b": true, "byte": true, "bytes": true,
+	"kb": true, "mb": true, "gb": true, "tb": true, "kib": true, "mib": true, "gib": true, "%": true}
+
+func isUnit(tok string) bool { return units[strings.ToLower(strings.TrimRight(tok, ",;.)"))] }
+
+// parenUnit reports whether s (after a "(number" token) continues with
+// " unit)" and nothing else before the parenthesis closes.
+func parenUnit(s string) bool {
+	s = strings.TrimLeft(s, " ")
+	k := strings.IndexByte(s, ')')
+	if k <= 0 || strings.ContainsAny(s[:k], " \t(") {
+		return false
+	}
+	return isUnit(s[:k])
+}
+
+func hasDigit(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			return true
+		}
+	}
+	return false
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -69,8 +117,8 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // is kept (so "(10.0.0.1:5432)," becomes "(<IP>),"); key=value tokens keep
 // the key.
 func MaskToken(tok string) string {
-	if tok == "" {
-		return tok
+	if tok == "" || !hasDigit(tok) {
+		return tok // every masked kind holds a digit
 	}
 	// key=value and key:value with a variable value keep their key.
 	if k := strings.IndexByte(tok, '='); k > 0 && k < len(tok)-1 {
@@ -132,6 +180,11 @@ func maskCore(s string) string {
 		}
 		return host + ":" + maskNum
 	}
+	// Identifiers with numeric parts (blk_-1608999687919862906,
+	// job_1445144423722_0020, core.4721): the numbers go, the words stay.
+	if m, ok := maskNumericParts(s); ok {
+		return m
+	}
 	if strings.IndexByte(s, '/') >= 0 && strings.IndexAny(s, "0123456789") >= 0 {
 		parts := strings.Split(s, "/")
 		changed := false
@@ -149,6 +202,39 @@ func maskCore(s string) string {
 		}
 	}
 	return s
+}
+
+// maskNumericParts masks the all-digit parts of a token joined by '_',
+// '.' or '-' (a '-' before digits belongs to them); ok when one was.
+func maskNumericParts(s string) (string, bool) {
+	if strings.IndexAny(s, "_.-") < 0 || strings.IndexByte(s, '/') >= 0 {
+		return s, false
+	}
+	var b strings.Builder
+	changed := false
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] != '_' && s[i] != '.' && s[i] != '-' {
+			continue
+		}
+		part := s[start:i]
+		if allDigits(part) {
+			b.WriteString(maskNum)
+			changed = true
+		} else {
+			b.WriteString(part)
+		}
+		if i < len(s) {
+			b.WriteByte(s[i])
+		}
+		start = i + 1
+	}
+	if !changed {
+		return s, false
+	}
+	// A '-' between a separator and a number is its sign.
+	out := strings.ReplaceAll(b.String(), "_-"+maskNum, "_"+maskNum)
+	return strings.ReplaceAll(out, ".-"+maskNum, "."+maskNum), true
 }
 
 func allDigits(s string) bool {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/analysis/tracegraph"
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // BenchmarkLocalize measures localization end to end on generated input:
@@ -20,14 +23,21 @@ import (
 // minute), LOCALIZE_BENCH_LOG_MB megabytes of logs (default 64; the target
 // is stated for 1024) written to 50 files in a temporary directory and
 // mined per service with the product's template miner (one worker per
-// core), then ranked. It reports the time and the peak heap in use.
+// core), and LOCALIZE_BENCH_SPANS spans (default 100,000; the target is
+// stated for 1,000,000) built into the service graph of every minute
+// (agent/analysis/tracegraph) and turned into per-service self-time
+// series, then ranked. It reports the time and the peak heap in use.
 //
 //	go test ./agent/localize -run '^$' -bench Localize -benchtime 1x
-//	LOCALIZE_BENCH_LOG_MB=1024 go test ./agent/localize -run '^$' -bench Localize -benchtime 1x -timeout 30m
+//	LOCALIZE_BENCH_LOG_MB=1024 LOCALIZE_BENCH_SPANS=1000000 go test ./agent/localize -run '^$' -bench Localize -benchtime 1x -timeout 30m
 func BenchmarkLocalize(b *testing.B) {
 	mb := 64
 	if v, err := strconv.Atoi(os.Getenv("LOCALIZE_BENCH_LOG_MB")); err == nil && v > 0 {
 		mb = v
+	}
+	spans := 100000
+	if v, err := strconv.Atoi(os.Getenv("LOCALIZE_BENCH_SPANS")); err == nil && v > 0 {
+		spans = v
 	}
 	const services = 50
 	w := Window{BaselineStart: t0, Start: t0.Add(30 * time.Minute), End: t0.Add(40 * time.Minute), Step: time.Minute}
@@ -59,8 +69,14 @@ func BenchmarkLocalize(b *testing.B) {
 			}
 		})
 		start := time.Now()
-		logs := mineBench(b, files, w)
-		res := Rank(Input{Window: w, Entry: "svc-00", Metrics: metrics, Logs: logs})
+		var logs []LogTemplate
+		var traceSeries []Series
+		var edges []Edge
+		var inner sync.WaitGroup
+		inner.Go(func() { traceSeries, edges = benchTraces(w, services, spans) })
+		logs = mineBench(b, files, w)
+		inner.Wait()
+		res := Rank(Input{Window: w, Entry: "svc-00", Metrics: append(slices.Clip(metrics), traceSeries...), Logs: logs, Edges: edges})
 		elapsed := time.Since(start)
 		close(stop)
 		wg.Wait()
@@ -69,7 +85,7 @@ func BenchmarkLocalize(b *testing.B) {
 		}
 		b.ReportMetric(elapsed.Seconds(), "s/localization")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
-		b.Logf("%d services, %d MB of logs, %d series: %s, peak heap %d MB; first: %s", services, mb, len(metrics), elapsed, peak.Load()>>20, res.Candidates[0].Explanation)
+		b.Logf("%d services, %d MB of logs, %d spans, %d series: %s, peak heap %d MB; first: %s", services, mb, spans, len(metrics)+len(traceSeries), elapsed, peak.Load()>>20, res.Candidates[0].Explanation)
 	}
 }
 
@@ -182,6 +198,58 @@ func mineBench(b *testing.B, files []string, w Window) []LogTemplate {
 	close(jobs)
 	wg.Wait()
 	return out
+}
+
+// benchTraces generates n spans over the window's last 13 minutes
+// (traces of ten spans: svc-00 calling a chain of services) and builds
+// the graph of every minute, as the analyst does, into self-time series.
+func benchTraces(w Window, services, n int) ([]Series, []Edge) {
+	var wins []tracegraph.Window
+	for t := w.BaselineStart; t.Before(w.End); t = t.Add(w.Step) {
+		wins = append(wins, tracegraph.Window{Start: t, End: t.Add(w.Step)})
+	}
+	bld := tracegraph.NewBuilder(wins...)
+	from := w.End.Add(-13 * time.Minute)
+	span := w.End.Sub(from)
+	var sp evidence.Span
+	for i := 0; i < n; i++ {
+		tr, k := i/10, i%10
+		start := from.Add(time.Duration(float64(span) * float64(tr*10) / float64(n)))
+		svc := 0
+		if k > 0 {
+			svc = 1 + (tr*7+k*13)%(services-1)
+		}
+		sp = evidence.Span{TraceID: strconv.Itoa(tr), SpanID: strconv.Itoa(k + 1), Name: "op", Service: fmt.Sprintf("svc-%02d", svc),
+			Kind: evidence.SpanKindServer, Start: start.Add(time.Duration(k) * time.Millisecond), End: start.Add(time.Duration(20-k) * time.Millisecond)}
+		if k > 0 {
+			sp.ParentSpanID = strconv.Itoa(k)
+		}
+		bld.Add(&sp)
+	}
+	series := map[string]*Series{}
+	var edges []Edge
+	seen := map[Edge]bool{}
+	for _, g := range bld.Graphs() {
+		for _, st := range g.Services {
+			s := series[st.Service]
+			if s == nil {
+				s = &Series{Service: st.Service, Metric: "span self time p90", Signal: SignalTraceLat, Unit: "s", Bad: Up}
+				series[st.Service] = s
+			}
+			s.Points = append(s.Points, evidence.Point{T: g.Window.Start, V: st.SelfTime.P90.Seconds()})
+		}
+		for _, e := range g.Edges {
+			if ed := (Edge{e.Caller, e.Callee}); !seen[ed] {
+				seen[ed] = true
+				edges = append(edges, ed)
+			}
+		}
+	}
+	out := make([]Series, 0, len(series))
+	for _, k := range sortedKeys(series) {
+		out = append(out, *series[k])
+	}
+	return out, edges
 }
 
 func cutTime(line string) (time.Time, string, bool) {
