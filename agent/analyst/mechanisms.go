@@ -13,4 +13,5 @@ var mechanisms = []*mechanism{
 	missingEnv,
 	cpuThrottling,
 	createRefused,
+	volumeProvision,
 }
