@@ -30,7 +30,7 @@ func TestClaimEvents(t *testing.T) {
 	t0 := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
 	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ledger-db-0", Namespace: "finance",
 		OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "ledger-db"}}},
-		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-ledger-db-0"}}}}},
+		Spec:   corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-ledger-db-0"}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending}}
 	ev := corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "finance", Name: "data-ledger-db-0"},
 		Reason: "ProvisioningFailed", Message: `storageclass.storage.k8s.io "fast-ssd" not found`, Count: 98, Type: "Warning",
