@@ -79,8 +79,8 @@ func (p *parser) top(c *command, out []string, first int) {
 				u.Container, u.Name = u.Name, pod
 			}
 		}
-		if t.get(row, "CPU(cores)") == "<unknown>" {
-			continue // no metrics for it yet: nothing to keep
+		if t.get(row, "CPU(cores)") == "<unknown>" || strings.Trim(strings.Join(row, ""), "_ ") == "" || u.Name == "" && len(p.res.Usage) > 0 {
+			continue // no metrics for it yet, or the --sum line and total
 		}
 		cpu, err1 := resource.ParseQuantity(t.get(row, "CPU(cores)"))
 		mem, err2 := resource.ParseQuantity(t.get(row, "MEMORY(bytes)"))

@@ -68,15 +68,46 @@ func splitLines(data []byte) []string {
 	return out
 }
 
-// commandLine returns the command of a prompt line: "$ kubectl ..." (a
-// prompt without spaces before the "$", as "user@host:~$ ", is allowed).
+// commandLine returns the command of a prompt line: "$ kubectl ...", or
+// kubectl after a shell prompt ("user@host:~$ ", "[user@host ~]$ ",
+// "% ", "PS C:\\> "). A line starting with "$ " is a command whatever it
+// runs (it ends the previous command's output); after a longer prompt only
+// kubectl is recognised, so that output lines are not taken for commands.
 func commandLine(l string) (string, bool) {
-	i := strings.Index(l, "$ ")
-	if i < 0 || strings.ContainsAny(l[:i], " \t") {
-		return "", false
+	if rest, ok := strings.CutPrefix(l, "$ "); ok {
+		return strings.TrimSpace(rest), true
 	}
-	return strings.TrimSpace(l[i+2:]), true
+	if len(l) > 0 && (l[0] == ' ' || l[0] == '\t') {
+		return "", false // output is indented; prompts are not
+	}
+	for i := 0; i < len(l) && i < maxPrompt; i++ {
+		c := l[i]
+		if (c != '$' && c != '%' && c != '>' && c != '#') || i+1 >= len(l) || l[i+1] != ' ' {
+			continue
+		}
+		rest := strings.TrimSpace(l[i+2:])
+		if c, ok := parseCommand(rest, 0); ok && kubectlVerbs[c.verb] {
+			return rest, true
+		}
+	}
+	return "", false
 }
+
+// kubectlVerbs are kubectl's commands: after a prompt other than "$ ",
+// "kubectl" must be followed by one of them to start a command.
+var kubectlVerbs = map[string]bool{}
+
+func init() {
+	for _, v := range strings.Fields(`get describe logs log events top alpha apply create delete edit exec port-forward
+		rollout scale autoscale set label annotate patch replace cordon uncordon drain taint config version cluster-info
+		api-resources api-versions auth debug explain expose run wait diff kustomize plugin proxy cp attach certificate
+		completion options`) {
+		kubectlVerbs[v] = true
+	}
+}
+
+// maxPrompt is the longest shell prompt before a command.
+const maxPrompt = 120
 
 func (p *parser) run(data []byte) {
 	lines := splitLines(data)

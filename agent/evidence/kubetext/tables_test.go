@@ -162,12 +162,15 @@ func TestCommandLines(t *testing.T) {
 		{"kubectl logs web-1 app --tail 100 --previous=true", "", "web-1", "app", true, false},
 		{"kubectl --context prod logs web-1 -n 'shop'", "shop", "web-1", "", false, false},
 		{"user@host:~$ kubectl logs web-1 2>&1", "", "web-1", "", false, false},
+		{"[ops@bastion ~]$ kubectl logs web-1 -n shop", "shop", "web-1", "", false, false},
+		{"PS C:\\Users\\ops> kubectl logs web-1", "", "web-1", "", false, false},
+		{"% kubectl logs web-1 -c app", "", "web-1", "app", false, false},
 		{"KUBECONFIG=/tmp/kc sudo kubectl logs -n shop web-1", "shop", "web-1", "", false, false},
 		{"kubectl logs deploy/web", "", "", "", false, true},
 		{"kubectl logs -l app=web", "", "", "", false, true},
 	} {
 		text := "$ " + tc.cmd + "\nline one\nline two\n"
-		if strings.Contains(tc.cmd, "~$") {
+		if !strings.HasPrefix(tc.cmd, "kubectl") && !strings.HasPrefix(tc.cmd, "KUBECONFIG") {
 			text = tc.cmd + "\nline one\nline two\n"
 		}
 		res := kubetext.Parse([]byte(text), ref)
@@ -248,6 +251,30 @@ No resources found in empty namespace.
 	}
 	if len(res.Skipped) != 2 || !strings.Contains(res.Skipped[0].Reason, "NotFound") || res.Skipped[1].Line != 3 {
 		t.Errorf("skipped: %+v", res.Skipped)
+	}
+}
+
+func TestTopSum(t *testing.T) {
+	text := `$ kubectl top pod -n shop --sum
+NAME     CPU(cores)   MEMORY(bytes)
+web-1    120m         200Mi
+web-2    80m          100Mi
+         ________     ________
+         200m         300Mi
+`
+	res := kubetext.Parse([]byte(text), time.Time{})
+	if len(res.Usage) != 2 || len(res.Skipped) != 0 || res.Usage[1].Name != "web-2" || res.Usage[1].CPU.MilliValue() != 80 {
+		t.Errorf("usage %+v skipped %+v", res.Usage, res.Skipped)
+	}
+}
+
+// A prompt is not taken from output: indented lines and lines whose
+// "$ " is not followed by kubectl stay output.
+func TestPromptsInOutput(t *testing.T) {
+	text := "$ kubectl logs web-1\nprice is 5$ today\n  $ kubectl get pods\nok> kubectl is great\n"
+	res := kubetext.Parse([]byte(text), time.Time{})
+	if len(res.Logs) != 1 || len(res.Logs[0].Lines) != 3 {
+		t.Errorf("logs: %+v skipped %+v", res.Logs, res.Skipped)
 	}
 }
 
