@@ -164,9 +164,8 @@ func podRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.O
 			st.State.Waiting = &corev1.ContainerStateWaiting{Reason: status}
 		}
 	case terminatedReasons[status]:
-		if status == "Completed" {
-			pod.Status.Phase = corev1.PodSucceeded
-		}
+		// "Completed" is a container's reason: a job's pod has Succeeded,
+		// a deployment's is about to restart it; the phase stays unknown.
 		if st != nil {
 			st.State.Terminated = &corev1.ContainerStateTerminated{Reason: status}
 		}
