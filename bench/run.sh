@@ -17,6 +17,9 @@ go test ./db -run '^$' -bench ListInvestigations -benchtime 2s -count 1
 go test ./agent/evidence/bundle -run '^$' -bench Scan200MB -benchtime 1x
 # PromQL on a 50 MB bundle: load, instant and range queries (no numeric target).
 go test ./agent/evidence/bundle -run '^$' -bench PromBundle50MB -benchtime 3x -count 2
+# Traces: scan, index and service graph of one million spans (part of the
+# localization target: < 10 s and < 500 MB with metrics and logs).
+go test ./agent/evidence/bundle -run '^$' -bench 'TraceScan1M|TraceIndex1M|ServiceGraph1M' -benchtime 3x -benchmem
 # Issue 6: analyst on 200 MB of logs (target < 10 s, < 300 MB), eval, demo.
 go test ./agent/analyst -run '^$' -bench LargeLog -benchtime 1x -timeout 20m
 go build -o /tmp/rootcause-bench .
