@@ -40,6 +40,10 @@ func (p *parser) describe(c *command, out []string, first int) {
 		return
 	}
 	fn := describers[kind]
+	if pageFn := pageDescribers[kind]; pageFn != nil {
+		p.describePages(c, out, first, kind, pageFn)
+		return
+	}
 	if fn == nil {
 		p.skip(first-1, c.text, "describe "+strings.ToLower(kind)+" is not read")
 		return
@@ -58,6 +62,57 @@ func (p *parser) describe(c *command, out []string, first int) {
 			continue
 		}
 		p.describeEvents(root, kind, meta)
+		p.add(kind, meta.Namespace, meta.Name, "describe", obj)
+	}
+}
+
+// pageDescribers read kinds whose pages hold free text (config map data):
+// they get the page's lines too. Pages start at a "Name:" line followed by
+// "Namespace:", so that data lines cannot start a page.
+var pageDescribers = map[string]func(p *parser, root *dnode, meta metav1.ObjectMeta, page []string) (runtime.Object, bool){
+	"ConfigMap": describeConfigMap,
+	"Secret":    describeSecret,
+}
+
+func (p *parser) describePages(c *command, out []string, first int, kind string, fn func(*parser, *dnode, metav1.ObjectMeta, []string) (runtime.Object, bool)) {
+	var starts []int
+	for i, l := range out {
+		if strings.HasPrefix(l, "Name:") && i+1 < len(out) && strings.HasPrefix(out[i+1], "Namespace:") {
+			starts = append(starts, i)
+		}
+	}
+	if len(starts) == 0 {
+		p.skip(first-1, c.text, "no \"Name:\" line in the describe output")
+		return
+	}
+	for i, s := range starts {
+		end := len(out)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		page := out[s:end]
+		// The keys end where the data begins.
+		head := page
+		for j := 0; j+1 < len(page); j++ {
+			if strings.TrimSpace(page[j]) == "Data" && strings.HasPrefix(page[j+1], "====") {
+				head = page[:j]
+				break
+			}
+		}
+		root := parseDescribe(head, first+s)
+		meta := p.objectMeta(root, kind, c)
+		obj, ok := fn(p, root, meta, page)
+		if !ok || meta.Name == "" {
+			p.skip(first+s, c.text, "describe page not understood")
+			continue
+		}
+		// Events follow the data: read them from the page's end.
+		for j := len(page) - 1; j >= 0; j-- {
+			if strings.HasPrefix(page[j], "Events:") {
+				p.describeEvents(parseDescribe(page[j:], first+s+j), kind, meta)
+				break
+			}
+		}
 		p.add(kind, meta.Namespace, meta.Name, "describe", obj)
 	}
 }

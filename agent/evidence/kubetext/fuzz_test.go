@@ -68,7 +68,7 @@ var commandForms = []string{
 	"kubectl describe sts s -n ns", "kubectl describe ds d -n ns", "kubectl describe job j -n ns",
 	"kubectl describe cj c -n ns", "kubectl describe node n", "kubectl describe pvc c -n ns",
 	"kubectl describe pv v", "kubectl describe svc s -n ns", "kubectl describe ing i -n ns",
-	"kubectl describe hpa h -n ns", "kubectl get pods -o wide -A", "kubectl get deploy,rs,sts,ds,svc,pvc,pv,ing,hpa,ep,no,job,cj -A",
+	"kubectl describe hpa h -n ns", "kubectl describe cm c -n ns", "kubectl describe secret s -n ns", "kubectl get pods -o wide -A", "kubectl get deploy,rs,sts,ds,svc,pvc,pv,ing,hpa,ep,no,job,cj -A",
 	"kubectl get events -A", "kubectl events -n ns", "kubectl logs p -c c -p -n ns", "kubectl top pod -A --containers",
 	"kubectl top node", "kubectl get pods -o yaml -n ns", "kubectl get pods -o json -n ns",
 }

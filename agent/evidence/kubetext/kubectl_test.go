@@ -75,6 +75,8 @@ var transcriptCommands = []struct {
 	{"kubectl describe node node-1", 0},
 	{"kubectl describe pvc -n shop", 0},
 	{"kubectl describe pv pv-checkout-data", 0},
+	{"kubectl describe cm checkout-config -n shop", 0},
+	{"kubectl describe secret checkout-db -n shop", 0},
 	{"kubectl describe svc checkout -n shop", 0},
 	{"kubectl describe ingress shop -n shop", 0},
 	{"kubectl describe hpa checkout -n shop", 0},
