@@ -462,3 +462,30 @@ func BenchmarkConfigHistory(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConfigVersionGrowth writes 300 versions of a 50 KB config, each
+// changing one agent's timeout, and reports how much the database grows
+// per version (compacted size, so free pages are not counted) and the
+// encoded size of the config.
+//
+//	go test ./db -run '^$' -bench ConfigVersionGrowth -benchtime 1x
+func BenchmarkConfigVersionGrowth(b *testing.B) {
+	for b.Loop() {
+		d, _ := openTree(b)
+		ctx := context.Background()
+		if _, err := d.PatchNodeConfig(ctx, "payments", historyDoc(), alice, nil); err != nil {
+			b.Fatal(err)
+		}
+		base := compactedSize(b, d)
+		const versions = 300
+		for v := 2; v <= versions+1; v++ {
+			edit := map[string]any{"agents": map[string]any{fmt.Sprintf("agent_%03d", v%100): map[string]any{"timeout": json.Number(strconv.Itoa(v))}}}
+			if _, err := d.PatchNodeConfig(ctx, "payments", edit, alice, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		grown := compactedSize(b, d) - base
+		b.ReportMetric(float64(grown)/versions, "bytes/version")
+		b.ReportMetric(float64(len(ownBytes(b, d, "payments"))), "config-bytes")
+	}
+}

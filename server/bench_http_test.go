@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,11 +64,21 @@ const (
 	ratioBatch   = 64 // requests per side per iteration
 )
 
+// processCPU returns the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // ratioLoad sends n GET requests to url from ratioClients goroutines and
-// returns the elapsed time.
-func ratioLoad(b *testing.B, client *http.Client, url, token string, n int, want int) time.Duration {
+// returns the elapsed time and the CPU time the process used meanwhile.
+func ratioLoad(b *testing.B, client *http.Client, url, token string, n int, want int) (time.Duration, time.Duration) {
 	var wg sync.WaitGroup
 	per := n / ratioClients
+	cpu := processCPU()
 	start := time.Now()
 	for range ratioClients {
 		wg.Add(1)
@@ -93,30 +104,39 @@ func ratioLoad(b *testing.B, client *http.Client, url, token string, n int, want
 		}()
 	}
 	wg.Wait()
-	return time.Since(start)
+	return time.Since(start), processCPU() - cpu
 }
 
 // runRatio alternates batches between the bare URL and the product URL and
 // reports both per-request times and ratio = bare time ÷ product time
-// (the product's throughput as a fraction of the bare handler's).
+// (the product's throughput as a fraction of the bare handler's), and the
+// same from the CPU time the process (server and clients) used per
+// request: cpu-ratio, the throughput ratio of a CPU-bound server, which
+// other processes' load on a shared machine does not move as it moves the
+// wall-clock ratio.
 func runRatio(b *testing.B, bareURL, url, token string) {
 	// DisableCompression: no Accept-Encoding is sent, so both sides answer
 	// the identity body (BenchmarkHTTPEffectiveGzip measures gzip).
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ratioClients * 2, DisableCompression: true}}
 	defer client.CloseIdleConnections()
-	ratioLoad(b, client, bareURL, "", ratioBatch, http.StatusOK) // warm connections
+	ratioLoad(b, client, bareURL, "", ratioBatch, http.StatusOK) // warm connections and caches
 	ratioLoad(b, client, url, token, ratioBatch, http.StatusOK)
-	var bare, prod time.Duration
+	var bare, prod, bareCPU, prodCPU time.Duration
 	b.ResetTimer()
 	for b.Loop() {
-		bare += ratioLoad(b, client, bareURL, "", ratioBatch, http.StatusOK)
-		prod += ratioLoad(b, client, url, token, ratioBatch, http.StatusOK)
+		w, c := ratioLoad(b, client, bareURL, "", ratioBatch, http.StatusOK)
+		bare, bareCPU = bare+w, bareCPU+c
+		w, c = ratioLoad(b, client, url, token, ratioBatch, http.StatusOK)
+		prod, prodCPU = prod+w, prodCPU+c
 	}
 	b.StopTimer()
 	n := float64(b.N * ratioBatch)
 	b.ReportMetric(float64(bare.Nanoseconds())/n, "bare-ns/req")
 	b.ReportMetric(float64(prod.Nanoseconds())/n, "route-ns/req")
 	b.ReportMetric(float64(bare)/float64(prod), "ratio")
+	b.ReportMetric(float64(bareCPU.Nanoseconds())/n, "bare-cpu-ns/req")
+	b.ReportMetric(float64(prodCPU.Nanoseconds())/n, "route-cpu-ns/req")
+	b.ReportMetric(float64(bareCPU)/float64(prodCPU), "cpu-ratio")
 }
 
 // bareJSON is a bare net/http handler answering body as JSON, the baseline.

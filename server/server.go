@@ -419,7 +419,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, local bool) {
 		if local {
 			attrs = append(attrs, slog.Bool("local", true))
 		}
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+		// The record is built here rather than through Logger.LogAttrs,
+		// which walks the stack for a source position on every call (a
+		// request line has no use for it).
+		if h := s.log.Handler(); h.Enabled(r.Context(), slog.LevelInfo) {
+			rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+			rec.AddAttrs(attrs...)
+			_ = h.Handle(r.Context(), rec)
+		}
 	}()
 	if local {
 		if err := checkLocalRequest(r); err != nil {
