@@ -14,4 +14,6 @@ var mechanisms = []*mechanism{
 	cpuThrottling,
 	createRefused,
 	volumeProvision,
+	logMatch,
+	slowOperation,
 }

@@ -213,6 +213,8 @@ var kinds = map[Kind]kindInfo{
 	KindMissingEnv:      {prior: 0.84},
 	KindCreateRefused:   {prior: 0.8},
 	KindVolumeProvision: {prior: 0.82},
+	KindLogMatch:        {prior: 0.6},
+	KindSlowOperation:   {prior: 0.62},
 	KindScaledToZero:    {0.84, classCause, "deployment scaled to 0 replicas"},
 	KindConnRefused:     {0.5, classDependency, "connection refused"},
 	KindTimeout:         {0.44, classDependency, "timeouts"},

@@ -1,0 +1,148 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A log search ("is there a Peer down in the logs?") has no error state
+// to find: it is answered by searching the mined templates for the phrase
+// asked about.
+
+// KindLogMatch is log lines that match what a question searches for.
+const KindLogMatch Kind = "log_match"
+
+var logMatch = &mechanism{
+	kind:   KindLogMatch,
+	class:  classCause,
+	label:  "log lines matching the question",
+	detect: detectLogSearch,
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("yes: the logs of %s show %q", h.Subject, h.fact("phrase"))
+		if n := h.fact("lines"); n != "" {
+			d += fmt.Sprintf(" (%s lines", n)
+			if f := h.fact("first"); f != "" {
+				d += fmt.Sprintf(", first at %s, last at %s", f, h.fact("last"))
+			}
+			d += ")"
+		}
+		if l := h.fact("line"); l != "" {
+			d += ": " + quote(ReadableLine(l), 220)
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		r.high("Look at what %s logs around %s, where %q first appears, and at its neighbours at that time", h.Subject, orWord(h.fact("first"), "the first match"), h.fact("phrase"))
+		r.med("Correlate the matching lines with changes and restarts of %s", h.Subject)
+		r.low("Alert on %q in the logs of %s if it signals a failure", h.fact("phrase"), h.Subject)
+	},
+}
+
+var (
+	// Phrases a question searches the logs for.
+	searchQuestionRE = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)\b(?:is|are) there (?:(?:any|an|a)\s+)?["']?(.{3,60}?)["']? (?:in|within|among) (?:the )?(?:\w+ )?logs?\b`),
+		regexp.MustCompile(`(?i)\bdo(?:es)? (?:the )?(?:\w+ )?logs? (?:show|contain|mention|have) (?:(?:any|an|a)\s+)?["']?(.{3,60}?)["']?(?:[?.!,]|$)`),
+		regexp.MustCompile(`(?i)\bsearch (?:the )?(?:\w+ )?logs? for ["']?(.{3,60}?)["']?(?:[?.!,]|$)`),
+		regexp.MustCompile(`(?i)\b(?:any|find) ["']?(.{3,60}?)["']? (?:in|within) (?:the )?(?:\w+ )?logs?\b`),
+	}
+	quotedRE = regexp.MustCompile(`["“']([^"”']{3,60})["”']`)
+)
+
+// searchPhrase is what a question asks the logs for, or "".
+func searchPhrase(text string) string {
+	for _, re := range searchQuestionRE {
+		if m := re.FindStringSubmatch(text); m != nil {
+			p := strings.TrimSpace(m[1])
+			if q := quotedRE.FindStringSubmatch(p); q != nil {
+				p = q[1]
+			}
+			return strings.Trim(p, `"'“” `)
+		}
+	}
+	return ""
+}
+
+// phraseWords are the words of a phrase a line must all contain.
+func phraseWords(p string) []string {
+	var out []string
+	for _, w := range strings.Fields(strings.ToLower(p)) {
+		w = strings.Trim(w, `"'.,;:!?()`)
+		switch w {
+		case "", "a", "an", "the", "any", "some", "of", "error", "errors", "message", "messages", "line", "lines", "entry", "entries":
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// detectLogSearch answers a question that searches the logs: the templates
+// whose lines contain every word of the phrase asked about.
+func detectLogSearch(ev *Gathered, _ []Finding) []Finding {
+	phrase := searchPhrase(ev.Scope.Message + " " + ev.Scope.Hint)
+	words := phraseWords(phrase)
+	if len(words) == 0 {
+		return nil
+	}
+	type hit struct {
+		set         *LogSet
+		lines       int
+		first, last time.Time
+		example     string
+	}
+	var hits []*hit
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		h := &hit{set: set}
+		for _, t := range set.Templates {
+			l := strings.ToLower(t.Example + " " + t.Template)
+			all := true
+			for _, w := range words {
+				if !strings.Contains(l, w) {
+					all = false
+					break
+				}
+			}
+			if !all {
+				continue
+			}
+			h.lines += t.Incident + t.Baseline
+			h.first = earliest(h.first, t.FirstSeen)
+			if t.LastSeen.After(h.last) {
+				h.last = t.LastSeen
+			}
+			if h.example == "" {
+				h.example = t.Example
+			}
+		}
+		if h.lines > 0 {
+			hits = append(hits, h)
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].lines > hits[j].lines })
+	var out []Finding
+	for _, h := range hits {
+		f := Finding{Kind: KindLogMatch, Subject: h.set.Subject, Object: h.set.Origin + " " + h.set.Source, Namespace: h.set.Namespace,
+			Time: h.first, Severity: SevWarning, Weight: 0.9, Source: h.set.Origin}
+		f.setFact("phrase", phrase)
+		f.setFact("lines", strconv.Itoa(h.lines))
+		f.setFact("line", h.example)
+		f.setFact("caller", h.set.Subject)
+		if !h.first.IsZero() {
+			f.setFact("first", ts(h.first))
+			f.setFact("last", ts(h.last))
+		}
+		f.Evidence = []string{fmt.Sprintf("%s %s logged %s matching %q from %s to %s: %s", h.set.Origin, h.set.Source, plural(h.lines, "line", "lines"), phrase, ts(h.first), ts(h.last), quote(ReadableLine(h.example), 240))}
+		f.Summary = fmt.Sprintf("%s logs %q (%s)", h.set.Subject, phrase, plural(h.lines, "line", "lines"))
+		out = append(out, f)
+		if len(out) >= 3 {
+			break
+		}
+	}
+	return out
+}
