@@ -99,7 +99,10 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		d = fmt.Sprintf("connections from %s to %s are reset (connection reset by peer): %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
 	case KindImagePull:
 		img := h.fact("image")
-		d = fmt.Sprintf("%s pods cannot start because the image pull fails (ImagePullBackOff/ErrImagePull) for image %s", s, orDash(img))
+		d = fmt.Sprintf("%s pods cannot start because the image pull fails (ImagePullBackOff/ErrImagePull)", s)
+		if img != "" {
+			d += " for image " + img
+		}
 		if m := h.fact("message"); m != "" {
 			d += ": " + truncate(m, 200)
 		}
@@ -267,7 +270,10 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 	case KindProbeFailure:
 		d = fmt.Sprintf("%s fails its %s probe, so its pods are taken out of service or restarted: %s", s, orWord(h.fact("probe"), "readiness"), truncate(h.fact("message"), 200))
 	case KindRolloutStuck:
-		d = fmt.Sprintf("the rollout of %s is stuck: new pods do not become ready (%s of %s replicas available)", s, orDash(h.fact("available")), orDash(h.fact("desired")))
+		d = fmt.Sprintf("the rollout of %s is stuck: new pods do not become ready", s)
+		if h.fact("available") != "" && h.fact("desired") != "" {
+			d += fmt.Sprintf(" (%s of %s replicas available)", h.fact("available"), h.fact("desired"))
+		}
 	case KindNoEndpoints:
 		d = fmt.Sprintf("service %s has no ready endpoints, so requests to it fail", s)
 	case KindConnLeak:
@@ -468,6 +474,14 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
+// parenthesized is " (s)", or "" when s is unknown.
+func parenthesized(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
 func orWord(s, def string) string {
 	if s == "" {
 		return def
@@ -598,7 +612,7 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(lo, "Retry idempotent calls on connection resets")
 	case KindImagePull:
 		rollback()
-		add(hi, fmt.Sprintf("Fix the image reference of %s (%s): check the tag exists in the registry and the pull secret is valid, or roll back to the last working image", s, orDash(h.fact("image"))))
+		add(hi, fmt.Sprintf("Fix the image reference of %s%s: check the tag exists in the registry and the pull secret is valid, or roll back to the last working image", s, parenthesized(h.fact("image"))))
 		add(med, "Verify registry credentials (imagePullSecrets) and registry reachability from the nodes")
 		add(lo, "Gate deploys on the image existing in the registry (CI pushes before the manifest is applied)")
 	case KindConfigError:
@@ -613,7 +627,7 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(lo, "Alert on cache memory above 90% of maxmemory, on evicted keys per second and on the hit ratio")
 	case KindStartFailure:
 		rollback()
-		add(hi, fmt.Sprintf("Roll %s back to the last image that starts, or fix its command/entrypoint so it names an executable that exists in the image (%s)", s, orDash(h.fact("image"))))
+		add(hi, fmt.Sprintf("Roll %s back to the last image that starts, or fix its command/entrypoint so it names an executable that exists in the image%s", s, parenthesized(h.fact("image"))))
 		add(med, "Check the image's base (distroless/scratch images have no shell or tools), its architecture against the nodes', and the executable bit of the entrypoint")
 		add(lo, "Smoke-test new images in CI by starting them with the deployment's command and args before rollout")
 	case KindMountFailure:
