@@ -188,7 +188,8 @@ func podRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.O
 			pod.Status.Phase = corev1.PodFailed
 		}
 	}
-	if st != nil {
+	// A status is kept only when the row tells the container's state.
+	if st != nil && (st.State.Running != nil || st.State.Waiting != nil || st.State.Terminated != nil) {
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{*st}
 	}
 	pod.Status.PodIP = cell(t, row, "IP")
