@@ -232,8 +232,9 @@ func KindOf(o KubeObject) string {
 // DecodeKubeObject decodes one object of kind (a KubeKinds name) from its
 // JSON as a bundle file or an API server holds it: apiVersion selects the
 // conversions (events.k8s.io events become core/v1, autoscaling/v1 HPAs
-// become autoscaling/v2). Managed fields are dropped, events normalised,
-// and Secret values removed (see RedactSecret).
+// become autoscaling/v2). Managed fields and the last-applied annotation
+// (a second copy of the spec, and of a Secret's values) are dropped, events
+// normalised, and Secret values removed (see RedactSecret).
 func DecodeKubeObject(kind, apiVersion string, raw []byte) (KubeObject, error) {
 	ki, ok := LookupKind(kind)
 	if !ok {
@@ -267,6 +268,9 @@ func DecodeKubeObject(kind, apiVersion string, raw []byte) (KubeObject, error) {
 		}
 	}
 	obj.SetManagedFields(nil)
+	if a := obj.GetAnnotations(); a[LastAppliedAnnotation] != "" {
+		delete(a, LastAppliedAnnotation)
+	}
 	if e, ok := obj.(*corev1.Event); ok {
 		NormalizeEvent(e)
 	}

@@ -185,13 +185,16 @@ func runListPods(ctx context.Context, env *Env, raw json.RawMessage) (any, error
 	if err != nil {
 		return nil, err
 	}
-	pods, err := k.Pods(ctx, namespaceArg(env, a.Namespace), a.LabelSelector)
+	// The shared objects are cut to the list's size before they are copied:
+	// a cluster's every pod is never copied whole.
+	objs, err := k.Objects(ctx, "Pod", namespaceArg(env, a.Namespace), a.LabelSelector)
 	if err != nil {
 		return nil, err
 	}
-	out := capPreferring(pods, MaxListItems, func(p *corev1.Pod) bool { return !podHealthy(p) })
-	if out == nil {
-		out = []corev1.Pod{}
+	kept := capPreferring(objs, MaxListItems, func(o *evidence.KubeObject) bool { return !podHealthy((*o).(*corev1.Pod)) })
+	out := make([]corev1.Pod, 0, len(kept))
+	for _, o := range kept {
+		out = append(out, *o.(*corev1.Pod))
 	}
 	return out, nil
 }
@@ -318,7 +321,7 @@ func runGetEvents(ctx context.Context, env *Env, raw json.RawMessage) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	out := []corev1.Event{}
+	out := evs[:0:len(evs)] // filtered in place: events are not copied twice
 	for _, e := range evs {
 		last := e.LastTimestamp.Time
 		if last.IsZero() {
@@ -341,7 +344,8 @@ func runGetEvents(ctx context.Context, env *Env, raw json.RawMessage) (any, erro
 			out = out[len(out)-MaxListItems:]
 		}
 	}
-	return out, nil
+	// a copy of what is kept, so the result does not hold every event
+	return append(make([]corev1.Event, 0, len(out)), out...), nil
 }
 
 func runListDeployments(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {

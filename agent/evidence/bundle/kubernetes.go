@@ -61,9 +61,17 @@ type kubeBundle struct {
 	textOnce sync.Once
 	text     *textData
 
-	mu    sync.Mutex
-	files map[string]*kubeFile
+	mu     sync.Mutex
+	files  map[string]*kubeFile
+	recent []string // decoded files named after a kind, least recently used first
+	kept   int64    // their bytes
 }
+
+// kubeCacheBytes bounds the source bytes of the files named after a kind
+// whose decoded objects are kept (about three times as much memory): past
+// it the least recently used are dropped and decoded again when needed, so
+// a bundle of any size is investigated in bounded memory.
+const kubeCacheBytes = 16 << 20
 
 // kubeIndex is the list of the Kubernetes files of a bundle.
 type kubeIndex struct {
@@ -80,6 +88,7 @@ type kubeFile struct {
 	objs    map[string][]evidence.KubeObject // by kind
 	skipped []evidence.KubeItem
 	err     error
+	size    int64
 }
 
 var _ evidence.Kubernetes = (*kubeBundle)(nil)
@@ -178,6 +187,7 @@ func (k *kubeBundle) load(name, hint string) *kubeFile {
 			f.err = &evidence.Error{Source: "kubernetes", Code: evidence.CodeUnavailable, File: name, Err: err}
 			return
 		}
+		f.size = int64(len(data))
 		folderNS := ""
 		if d := path.Dir(strings.TrimPrefix(name, kubeDir+"/")); d != "." && !strings.Contains(d, "/") && validName(d) {
 			folderNS = d
@@ -204,6 +214,33 @@ func (k *kubeBundle) load(name, hint string) *kubeFile {
 		})
 	})
 	return f
+}
+
+// used records a use of a decoded file named after a kind and drops the
+// least recently used ones past kubeCacheBytes (never the one just used).
+func (k *kubeBundle) used(name string, f *kubeFile) {
+	if f.err != nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if i := slices.Index(k.recent, name); i >= 0 {
+		k.recent = append(slices.Delete(k.recent, i, i+1), name)
+		return
+	}
+	if k.files[name] != f {
+		return // already dropped by another call
+	}
+	k.recent = append(k.recent, name)
+	k.kept += f.size
+	for k.kept > kubeCacheBytes && len(k.recent) > 1 {
+		old := k.recent[0]
+		k.recent = k.recent[1:]
+		if of := k.files[old]; of != nil {
+			k.kept -= of.size
+			delete(k.files, old)
+		}
+	}
 }
 
 // generic returns the objects of every file not named after a kind.
@@ -259,6 +296,7 @@ func (k *kubeBundle) Objects(ctx context.Context, kind, namespace, labelSelector
 		if f.err != nil {
 			return nil, f.err
 		}
+		k.used(name, f)
 		all = append(all, f.objs[ki.Kind]...)
 	}
 	all = append(all, k.generic(ctx)[ki.Kind]...)
@@ -457,14 +495,14 @@ func (k *kubeBundle) PodLogs(ctx context.Context, q evidence.PodLogQuery) (*evid
 	if err != nil {
 		return nil, err
 	}
-	pods, err := k.Pods(ctx, q.Namespace, "")
+	objs, err := k.Objects(ctx, "Pod", q.Namespace, "")
 	if err != nil {
 		return nil, err
 	}
 	var pod *corev1.Pod
-	for i := range pods {
-		if pods[i].Name == q.Pod {
-			pod = &pods[i]
+	for _, o := range objs {
+		if o.GetName() == q.Pod {
+			pod = o.(*corev1.Pod)
 		}
 	}
 	dir := path.Join(kubeDir, q.Namespace, q.Pod)
