@@ -98,9 +98,9 @@ func requiredLiterals(re *syntax.Regexp) []string {
 			if len(l) == 0 {
 				return
 			}
-			short := len(l[0])
+			short := selectivity(l[0])
 			for _, s := range l[1:] {
-				short = min(short, len(s))
+				short = min(short, selectivity(s))
 			}
 			if short > bestLen {
 				best, bestLen = l, short
@@ -122,6 +122,20 @@ func requiredLiterals(re *syntax.Regexp) []string {
 		return best
 	}
 	return nil
+}
+
+// selectivity estimates how rarely a keyword occurs in a log line: longer
+// is rarer, and a literal number ("429") is rarer than a word of its
+// length ("code").
+func selectivity(k string) int {
+	if k == "" {
+		return 0
+	}
+	n := len(k)
+	if strings.ContainsAny(k, "0123456789") {
+		n += 3
+	}
+	return n
 }
 
 // maxKeywords bounds the keywords one part of a concatenation is
