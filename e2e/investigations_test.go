@@ -195,7 +195,7 @@ func newHangingServer(t *testing.T) *hangingServer {
 
 func TestInvestigationCancelAndCrashRecovery(t *testing.T) {
 	dir := t.TempDir()
-	s := startServer(t, dir, "ROOTCAUSE_WORKERS=1")
+	s := startServer(t, dir, "ROOTCAUSE_WORKERS=1", "ROOTCAUSE_OUTBOUND_ALLOW=127.0.0.1")
 	admin := issue(t, dir, "--admin")
 	prom := newHangingServer(t)
 	team := addTeam(t, s, admin, "metrics", map[string]any{"tools": map[string]any{"prometheus": map[string]any{"url": prom.URL}}}, false)
@@ -228,7 +228,7 @@ func TestInvestigationCancelAndCrashRecovery(t *testing.T) {
 
 	// After the restart the running one is interrupted, the pending ones
 	// run (against the same hanging server, so cancel them to finish).
-	s = startServer(t, dir, "ROOTCAUSE_WORKERS=1")
+	s = startServer(t, dir, "ROOTCAUSE_WORKERS=1", "ROOTCAUSE_OUTBOUND_ALLOW=127.0.0.1")
 	first := pollFinal(t, s, team, ids[0])
 	if first.body["status"] != "failed" {
 		t.Fatalf("running investigation after restart: %s", first.raw)

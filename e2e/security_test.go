@@ -65,7 +65,9 @@ func (p *fakeProm) seen() []string {
 func TestSecretsNeverLeak(t *testing.T) {
 	const promSecret = "Bearer e2e-prom-credential-4b7f1d0c9a"
 	dir := t.TempDir()
-	s := startServer(t, dir, "ROOTCAUSE_E2E_PROM_AUTH="+promSecret)
+	// The fake Prometheus servers listen on loopback, which the outbound
+	// guard refuses unless outbound.allow names it.
+	s := startServer(t, dir, "ROOTCAUSE_E2E_PROM_AUTH="+promSecret, "ROOTCAUSE_OUTBOUND_ALLOW=127.0.0.1")
 	admin := issue(t, dir, "--admin")
 	auth := "Bearer " + admin
 
@@ -84,8 +86,23 @@ func TestSecretsNeverLeak(t *testing.T) {
 		return map[string]any{"tools": map[string]any{"prometheus": map[string]any{
 			"url": url, "headers": map[string]any{"Authorization": "env:ROOTCAUSE_E2E_PROM_AUTH"}}}}
 	}
-	team := addTeam(t, s, admin, "metrics", cfg(prom.URL), true)
-	echoTeam := addTeam(t, s, admin, "echoing", cfg(echo.URL), false)
+	// An admin's env: secret goes only to an address an admin chose above
+	// the team (a team may rewrite its own level): each Prometheus is
+	// configured on a group, the teams below it.
+	underGroup := func(group, team, url string, write bool) string {
+		mustCLI(t, dir, "node", "add", group, "--parent", "default", "--kind", "group")
+		if r := call(t, "PUT", s.url+"/api/v1/admin/nodes/"+group+"/config", auth, cfg(url)); r.status != http.StatusOK {
+			t.Fatalf("configuring %s: %d %s", group, r.status, r.raw)
+		}
+		mustCLI(t, dir, "node", "add", team, "--parent", group, "--kind", "team")
+		args := []string{"--team", team}
+		if write {
+			args = append(args, "--write")
+		}
+		return "Bearer " + issue(t, dir, args...)
+	}
+	team := underGroup("metrics-group", "metrics", prom.URL, true)
+	echoTeam := underGroup("echo-group", "echoing", echo.URL, false)
 
 	// A team cannot point a reference at the server's environment itself.
 	if r := keep(call(t, "PUT", s.url+"/api/v1/config/me", team, map[string]any{"tools": map[string]any{"prometheus": map[string]any{
