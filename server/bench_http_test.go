@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -149,13 +150,37 @@ func bareJSON(body []byte) http.Handler {
 	})
 }
 
+// pipeLogger returns a text logger writing to a pipe drained by another
+// goroutine, as stderr under a service manager (a pipe or socket to the
+// journal) is: directly, or through a logwriter.Writer.
+func pipeLogger(b *testing.B, async bool) *slog.Logger {
+	b.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { io.Copy(io.Discard, r); close(done) }()
+	var out io.Writer = w
+	if async {
+		lw := logwriter.New(w)
+		b.Cleanup(func() { lw.Close(); w.Close(); <-done; r.Close() })
+		out = lw
+	} else {
+		b.Cleanup(func() { w.Close(); <-done; r.Close() })
+	}
+	return slog.New(slog.NewTextHandler(out, nil))
+}
+
 // BenchmarkHTTPAuthMeRatio is authenticated GET /api/v1/auth/me through the
 // full server (target: ratio ≥ 0.75 with the asynchronous log) against a
-// bare handler answering the same body.
+// bare handler answering the same body. The request log goes to a file or
+// to a drained pipe, each written directly (one write call per line) or
+// through the asynchronous writer.
 //
 //	go test ./server -run '^$' -bench HTTPAuthMeRatio -benchtime 400x -count 3
 func BenchmarkHTTPAuthMeRatio(b *testing.B) {
-	for _, mode := range []string{"sync_log", "async_log"} {
+	for _, mode := range []string{"sync_log", "async_log", "sync_pipe", "async_pipe"} {
 		b.Run(mode, func(b *testing.B) {
 			store, err := db.Open(filepath.Join(b.TempDir(), db.FileName), db.Options{})
 			if err != nil {
@@ -169,7 +194,11 @@ func BenchmarkHTTPAuthMeRatio(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s := New(Config{Nodes: store, Tokens: store, Logger: fileLogger(b, mode == "async_log"),
+			logger := fileLogger(b, mode == "async_log")
+			if strings.HasSuffix(mode, "_pipe") {
+				logger = pipeLogger(b, mode == "async_pipe")
+			}
+			s := New(Config{Nodes: store, Tokens: store, Logger: logger,
 				RateLimits: RateLimits{Read: 1 << 30}})
 			url := loopbackServer(b, s.Handler()) + "/api/v1/auth/me"
 			resp, err := http.DefaultClient.Do(func() *http.Request {
