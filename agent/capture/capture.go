@@ -282,8 +282,8 @@ func (c *capturer) kubernetes(ctx context.Context) (unhealthy, healthy []corev1.
 				case *corev1.Pod:
 					if podNeedsLogs(x) {
 						unhealthy = append(unhealthy, *x)
-					} else if x.Status.Phase == corev1.PodRunning {
-						healthy = append(healthy, *x)
+					} else if x.Status.Phase == corev1.PodRunning || x.Status.Phase == corev1.PodSucceeded {
+						healthy = append(healthy, *x) // completed Jobs' pods too
 					}
 				case *appsv1.ReplicaSet:
 					rss = append(rss, *x)

@@ -51,9 +51,15 @@ var _ agent.Run = (*run)(nil)
 // investigate runs the analyst's planner on sources.
 func investigate(t *testing.T, s *evidence.Sources, msg string, rctx map[string]string) (*finding.Result, []string) {
 	t.Helper()
+	return investigateAs(t, s, tools.AgentPlanner, msg, rctx)
+}
+
+// investigateAs runs the analyst as agent name on sources.
+func investigateAs(t *testing.T, s *evidence.Sources, name, msg string, rctx map[string]string) (*finding.Result, []string) {
+	t.Helper()
 	cat := tools.Builtin()
 	agents := agent.Resolve(nil, cat)
-	a := agents[tools.AgentPlanner]
+	a := agents[name]
 	r := newRun(cat, &tools.Env{Sources: s}, &tools.UsedTools{}, a)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -187,5 +193,60 @@ func TestCaptureSecretsAndCap(t *testing.T) {
 
 	if _, err := capture.Run(context.Background(), capture.Options{Out: out, Kube: k}); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("capture into a non-empty directory: %v", err)
+	}
+}
+
+// TestCaptureScenarios captures each public Kubernetes scenario from a
+// loopback API server and a real Prometheus, and checks that investigating
+// the capture gives the root cause the live investigation gave.
+func TestCaptureScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Prometheus per scenario")
+	}
+	for _, name := range []string{"crashloop-missing-env", "oom-after-deploy", "imagepull-bad-tag", "pending-insufficient-cpu",
+		"readiness-probe-failing", "node-disk-pressure", "bad-deploy-5xx", "healthy-control"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("..", "..", "testdata", "scenarios", name)
+			var sc struct {
+				Now     time.Time `json:"now"`
+				Request struct {
+					AgentName string            `json:"agent_name"`
+					Message   string            `json:"message"`
+					Context   map[string]string `json:"context"`
+				} `json:"request"`
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, "scenario.json"))
+			if err != nil || json.Unmarshal(raw, &sc) != nil {
+				t.Fatalf("scenario.json: %v", err)
+			}
+			oms, _ := filepath.Glob(filepath.Join(dir, "prometheus", "*.om"))
+			if len(oms) != 1 {
+				t.Fatalf("want one OpenMetrics file, got %v", oms)
+			}
+			_, rc := kubetest.Start(t, dir)
+			k, err := kube.New(kube.Config{REST: rc, Timeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := prom.New(prom.Config{URL: evidencetest.StartPrometheus(t, oms[0]), Timeout: 20 * time.Second, Guard: loopback})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := sc.Now
+			live := &evidence.Sources{Now: func() time.Time { return now }, Kubernetes: k, Metrics: m}
+			out := filepath.Join(t.TempDir(), name)
+			if _, err := capture.Run(context.Background(), capture.Options{Out: out, Since: 6 * time.Hour, Now: now, Kube: k, Metrics: m}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := bundle.OpenDir(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := investigateAs(t, live, sc.Request.AgentName, sc.Request.Message, sc.Request.Context)
+			got, _ := investigateAs(t, b.Sources(b.CapturedAt), sc.Request.AgentName, sc.Request.Message, sc.Request.Context)
+			if want.RootCause.Description != got.RootCause.Description {
+				t.Errorf("root cause differs:\nlive:    %s\ncapture: %s", want.RootCause.Description, got.RootCause.Description)
+			}
+		})
 	}
 }
