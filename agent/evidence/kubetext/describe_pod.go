@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -46,14 +45,11 @@ func describePod(p *parser, root *dnode, meta metav1.ObjectMeta) (runtime.Object
 	pod.Status.Reason = root.get("Reason")
 	pod.Status.Message = root.get("Message")
 	pod.Status.PodIP = root.get("IP")
+	// IPs:
+	//   IP:  10.244.1.17
 	for _, ip := range root.child("IPs").children() {
-		if v := ip.get("IP"); v != "" || ip.key == "IP" {
-			if ip.key == "IP" {
-				v = strings.TrimSpace(ip.val)
-			}
-			if v != "" {
-				pod.Status.PodIPs = append(pod.Status.PodIPs, corev1.PodIP{IP: v})
-			}
+		if v := strings.TrimSpace(ip.val); ip.key == "IP" && v != "" {
+			pod.Status.PodIPs = append(pod.Status.PodIPs, corev1.PodIP{IP: v})
 		}
 	}
 	if len(pod.Status.PodIPs) == 0 && pod.Status.PodIP != "" {
@@ -418,5 +414,3 @@ func probePath(u string) string {
 	}
 	return u
 }
-
-var _ = time.Second

@@ -1,6 +1,7 @@
 package kubetext
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,9 @@ func (p *parser) eventsTable(c *command, out []string, first int) {
 	if t == nil || t.col("REASON") < 0 || t.col("MESSAGE") < 0 {
 		p.skip(first-1, c.text, "no REASON and MESSAGE columns in the events table")
 		return
+	}
+	if t.cut {
+		p.skip(first-1, c.text, fmt.Sprintf("more than %d rows: the rest are dropped", MaxEvents))
 	}
 	for i, row := range t.rows {
 		e := corev1.Event{Type: t.get(row, "TYPE"), Reason: t.get(row, "REASON"), Message: t.get(row, "MESSAGE")}

@@ -1,6 +1,7 @@
 package kubetext
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -45,6 +46,9 @@ func (p *parser) getTable(c *command, out []string, first int) {
 		if t == nil || t.col("NAME") < 0 {
 			p.skip(first+start-1, c.text, "no NAME column: a table header is missing (was the output filtered?)")
 			continue
+		}
+		if t.cut {
+			p.skip(first-1, c.text, fmt.Sprintf("more than %d rows: the rest are dropped", MaxObjects))
 		}
 		for i, row := range t.rows {
 			kind, name := defKind, t.get(row, "NAME")

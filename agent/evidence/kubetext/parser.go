@@ -24,13 +24,14 @@ type block struct {
 type objKey struct{ kind, ns, name string }
 
 type parser struct {
-	ref       time.Time
-	res       Result
-	objs      map[objKey]int // index in res.Objects
-	form      map[objKey]string
-	events    map[eventKey]int
-	logLines  int
-	truncated bool
+	ref      time.Time
+	res      Result
+	objs     map[objKey]int // index in res.Objects
+	form     map[objKey]string
+	events   map[eventKey]int
+	logLines int
+	// cutObjects and cutEvents record that a limit was reached (reported once).
+	cutObjects, cutEvents bool
 }
 
 func newParser(ref time.Time) *parser {
@@ -236,8 +237,8 @@ func (p *parser) add(kind, ns, name, form string, obj runtime.Object) {
 		return
 	}
 	if len(p.res.Objects) >= MaxObjects {
-		if !p.truncated {
-			p.truncated = true
+		if !p.cutObjects {
+			p.cutObjects = true
 			p.skip(0, "", fmt.Sprintf("more than %d objects: the rest are dropped", MaxObjects))
 		}
 		return
@@ -312,8 +313,8 @@ func (p *parser) addEvent(e corev1.Event) {
 		}
 	}
 	if len(p.res.Events) >= MaxEvents {
-		if !p.truncated {
-			p.truncated = true
+		if !p.cutEvents {
+			p.cutEvents = true
 			p.skip(0, "", fmt.Sprintf("more than %d events: the rest are dropped", MaxEvents))
 		}
 		return

@@ -10,6 +10,7 @@ type table struct {
 	starts []int // rune offset of each column
 	rows   [][]string
 	lines  []int // line number of each row
+	cut    bool  // rows beyond the maximum were dropped
 }
 
 // maxColumns bounds the columns of a table (kubectl's widest has 11).
@@ -116,6 +117,7 @@ func parseTable(lines []string, first int, maxRows int) *table {
 			continue
 		}
 		if len(t.rows) >= maxRows {
+			t.cut = true
 			break
 		}
 		t.rows = append(t.rows, cells(l, t.starts))

@@ -1,6 +1,7 @@
 package kubetext_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -370,5 +371,23 @@ status:
 	p = object[*corev1.Pod](t, res, "shop", "web-1")
 	if _, ok := p.Annotations[kubetext.SourceAnnotation]; ok || len(p.Status.ContainerStatuses) != 0 || len(res.Objects) != 1 {
 		t.Errorf("structured copy must win: %+v", p)
+	}
+}
+
+// Limits: objects beyond MaxObjects are dropped and reported once.
+func TestLimits(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("$ kubectl get pods -n shop\nNAME   READY   STATUS    RESTARTS   AGE\n")
+	for i := 0; i < kubetext.MaxObjects+10; i++ {
+		fmt.Fprintf(&b, "p-%d   1/1     Running   0          5m\n", i)
+	}
+	res := kubetext.Parse([]byte(b.String()), time.Time{})
+	if len(res.Objects) != kubetext.MaxObjects || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "rows: the rest are dropped") {
+		t.Errorf("objects %d, skipped %+v", len(res.Objects), res.Skipped)
+	}
+	long := "$ kubectl logs p\n" + strings.Repeat("x", kubetext.MaxLine*2) + "\n"
+	res = kubetext.Parse([]byte(long), time.Time{})
+	if len(res.Logs) != 1 || len(res.Logs[0].Lines[0]) != kubetext.MaxLine {
+		t.Errorf("long line: %d bytes kept", len(res.Logs[0].Lines[0]))
 	}
 }
