@@ -77,7 +77,36 @@ func Tokens(line string) []string {
 		request = false
 		i = j
 	}
+	maskDates(out)
 	return out
+}
+
+var (
+	monthNames = map[string]bool{"jan": true, "feb": true, "mar": true, "apr": true, "may": true, "jun": true, "jul": true, "aug": true,
+		"sep": true, "sept": true, "oct": true, "nov": true, "dec": true, "january": true, "february": true, "march": true, "april": true,
+		"june": true, "july": true, "august": true, "september": true, "october": true, "november": true, "december": true}
+	dayNames = map[string]bool{"mon": true, "tue": true, "wed": true, "thu": true, "fri": true, "sat": true, "sun": true, "monday": true,
+		"tuesday": true, "wednesday": true, "thursday": true, "friday": true, "saturday": true, "sunday": true}
+)
+
+// maskDates masks dates written in words inside a line ("at Fri Jun 17
+// 20:55:07 2005"): a month name next to a masked number or time, and the
+// day name before it, are parts of a timestamp.
+func maskDates(toks []string) {
+	for i, t := range toks {
+		if !monthNames[strings.ToLower(strings.Trim(t, ",."))] {
+			continue
+		}
+		next := i+1 < len(toks) && (strings.HasPrefix(toks[i+1], maskNum) || strings.HasPrefix(toks[i+1], maskTime))
+		prev := i > 0 && (strings.HasSuffix(strings.TrimRight(toks[i-1], ","), maskNum))
+		if !next && !prev {
+			continue
+		}
+		toks[i] = maskTime
+		if i > 0 && dayNames[strings.ToLower(strings.Trim(toks[i-1], ",."))] {
+			toks[i-1] = maskTime
+		}
+	}
 }
 
 var methods = map[string]bool{"GET": true, "POST": true, "PUT": true, "DELETE": true, "PATCH": true, "HEAD": true, "OPTIONS": true, "CONNECT": true, "TRACE": true}
