@@ -57,7 +57,7 @@ type Settings struct {
 	// newest config versions keep their full document in the history
 	// (full_config); older ones keep who, when and the diff. 0 keeps all.
 	ConfigHistoryKeep int
-	Webhook   WebhookSettings
+	Webhook           WebhookSettings
 	// Outbound.Allow (outbound.allow) lists the CIDRs and host names exempt
 	// from the outbound guard; webhook.allow is an alias whose entries are
 	// added to it.
