@@ -28,6 +28,9 @@ type traceLine struct {
 	err   error
 }
 
+// linePool recycles line buffers between the reader and the decoders.
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
 // forEachLine calls fn with every non-blank line of r, its byte offset and
 // 1-based number. The slice is only valid during the call.
 func forEachLine(r io.Reader, fn func(line []byte, off int64, n int) error) error {
@@ -84,7 +87,7 @@ func (t *bundleTraces) decodeLines(ctx context.Context, fn func(*traceLine) erro
 		file int
 		off  int64
 		line int
-		data []byte
+		data *[]byte // from linePool; the decoder copies what it keeps
 	}
 	jobs := make(chan job, 2*workers)
 	results := make(chan *traceLine, 2*workers)
@@ -98,8 +101,10 @@ func (t *bundleTraces) decodeLines(ctx context.Context, fn func(*traceLine) erro
 				return
 			}
 			err = forEachLine(f, func(line []byte, off int64, n int) error {
+				buf := linePool.Get().(*[]byte)
+				*buf = append((*buf)[:0], line...)
 				select {
-				case jobs <- job{file: i, off: off, line: n, data: bytes.Clone(line)}:
+				case jobs <- job{file: i, off: off, line: n, data: buf}:
 					return nil
 				case <-ctx.Done():
 					return ctx.Err()
@@ -121,10 +126,13 @@ func (t *bundleTraces) decodeLines(ctx context.Context, fn func(*traceLine) erro
 			defer wg.Done()
 			for j := range jobs {
 				tl := &traceLine{file: j.file, off: j.off, line: j.line}
-				err := otlpjson.Decode(j.data, func(s *evidence.Span) error {
+				err := otlpjson.Decode(*j.data, func(s *evidence.Span) error {
 					tl.spans = append(tl.spans, s)
 					return nil
 				})
+				if cap(*j.data) <= 4<<20 {
+					linePool.Put(j.data) // a huge line's buffer is left to the GC
+				}
 				if err != nil {
 					tl.spans = nil
 					tl.err = &evidence.Error{Source: "traces", Code: evidence.CodeMalformed, File: t.files[j.file], Line: j.line, Err: err}
