@@ -207,13 +207,14 @@ func Describe(ctx context.Context, k evidence.Kubernetes, kind, namespace, name 
 
 // walker follows references, reading each kind once.
 type walker struct {
-	ctx   context.Context
-	k     evidence.Kubernetes
-	cache map[string][]evidence.KubeObject // "Kind/namespace"
-	held  map[string]bool
-	seen  map[string]bool
-	out   []RelatedObject
-	err   error
+	ctx    context.Context
+	k      evidence.Kubernetes
+	cache  map[string][]evidence.KubeObject // "Kind/namespace"
+	held   map[string]bool
+	seen   map[string]bool
+	out    []RelatedObject
+	err    error
+	failed map[string]error // kinds that could not be listed
 }
 
 func (w *walker) list(kind, ns string) []evidence.KubeObject {
@@ -222,8 +223,16 @@ func (w *walker) list(kind, ns string) []evidence.KubeObject {
 		return objs
 	}
 	objs, err := w.k.Objects(w.ctx, kind, ns, "")
-	if err != nil && w.err == nil && evidence.CodeOf(err) != evidence.CodeNotFound {
+	switch {
+	case err != nil && w.ctx.Err() != nil:
 		w.err = err
+	case err != nil:
+		// A kind that cannot be read (credentials that may not list
+		// Secrets): its references are unknown, the rest is described.
+		if w.failed == nil {
+			w.failed = map[string]error{}
+		}
+		w.failed[kind] = err
 	}
 	w.cache[key] = objs
 	return objs
@@ -276,6 +285,9 @@ func (w *walker) ref(rel, kind, ns, name, detail string, withObject bool) eviden
 		if withObject {
 			r.Object = o
 		}
+	case w.failed[kind] != nil:
+		r.Status = RelUnknown
+		r.Detail = strings.TrimPrefix(r.Detail+"; "+kind+" could not be read: "+w.failed[kind].Error(), "; ")
 	case w.holds(kind):
 		r.Status = RelMissing
 	default:

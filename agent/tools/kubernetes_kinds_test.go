@@ -137,3 +137,30 @@ func TestKindToolsErrors(t *testing.T) {
 		t.Errorf("list_resources pvc: %d", len(objs))
 	}
 }
+
+// denySecrets is a cluster whose credentials may not list Secrets.
+type denySecrets struct{ evidence.Kubernetes }
+
+func (d denySecrets) Objects(ctx context.Context, kind, ns, sel string) ([]evidence.KubeObject, error) {
+	if kind == "Secret" {
+		return nil, evidence.Errorf("kubernetes", evidence.CodeUnavailable, "listing secrets: access denied")
+	}
+	return d.Kubernetes.Objects(ctx, kind, ns, sel)
+}
+
+func TestDescribeResourceWithoutSecretAccess(t *testing.T) {
+	b, err := bundle.OpenDir(evidencetest.KindsBundleDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := denySecrets{b.Sources(b.CapturedAt).Kubernetes}
+	d, err := tools.Describe(context.Background(), k, "Pod", "web", "api-6b7c9d8f4-k2x9z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(rel(d), "\n")
+	if !strings.Contains(got, "secret Secret web/db-credentials unknown: env DB_PASSWORD of container api; Secret could not be read: kubernetes: listing secrets: access denied") ||
+		!strings.Contains(got, "config_map ConfigMap web/feature-flags missing") {
+		t.Errorf("related:\n%s", got)
+	}
+}

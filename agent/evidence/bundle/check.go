@@ -58,10 +58,14 @@ func (b *Bundle) RequireEvidence(ctx context.Context) error {
 		b.Name, ErrEmpty, Forms, b.Name)
 }
 
-// holdsAny reports whether the Kubernetes part holds anything readable.
+// holdsAny reports whether the Kubernetes part holds anything readable,
+// cheapest questions first.
 func (k *kubeBundle) holdsAny(ctx context.Context) bool {
 	x := k.index()
-	if len(x.hinted) > 0 {
+	if len(x.hinted) > 0 || x.podLogs > 0 {
+		return true
+	}
+	if t := k.texts(ctx); len(t.objs) > 0 || len(t.logs) > 0 {
 		return true
 	}
 	for _, objs := range k.generic(ctx) {
@@ -69,19 +73,7 @@ func (k *kubeBundle) holdsAny(ctx context.Context) bool {
 			return true
 		}
 	}
-	t := k.texts(ctx)
-	if len(t.objs) > 0 || len(t.logs) > 0 {
-		return true
-	}
-	found := false
-	_ = fs.WalkDir(k.fsys, kubeDir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && isPodLog(d.Name()) {
-			found = true
-			return fs.SkipAll
-		}
-		return nil
-	})
-	return found
+	return false
 }
 
 // Check reads every file of the bundle and reports what was read, what was

@@ -80,6 +80,7 @@ type kubeIndex struct {
 	generic []string            // other *.json, *.yaml, *.yml files
 	unread  []string            // files named after a kind not read (replication-controllers.json)
 	text    []string            // *.txt terminal transcripts (not pod logs)
+	podLogs int                 // pod log files (logs.txt, logs-<c>-previous.txt)
 	err     error               // the kubernetes/ folder could not be listed
 }
 
@@ -128,7 +129,9 @@ func (k *kubeBundle) index() *kubeIndex {
 			dir = strings.TrimSuffix(dir, "/")
 			switch {
 			case strings.HasSuffix(base, ".txt"):
-				if !isPodLog(base) {
+				if isPodLog(base) {
+					x.podLogs++
+				} else {
 					x.text = append(x.text, p)
 				}
 				return nil
