@@ -198,3 +198,62 @@ func TestTemplateOnsetIsChangePoint(t *testing.T) {
 		t.Fatalf("onset %v, want 10:40", ts[0].Onset)
 	}
 }
+
+func TestTokensMaskDatesAndJoinedNumbers(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"connection from 1.2.3.4 () at Fri Jun 17 20:55:07 2005", "connection from <IP> () at <TS> <TS> <NUM> <TS> <NUM>"},
+		{"may I come in", "may I come in"}, // a month name alone is a word
+		{"steps=15140##7014##5483", "steps=<NUM>##<NUM>##<NUM>"},
+		{"size = 4,totalTime = 12", "size = <NUM>,totalTime = <NUM>"},
+	} {
+		if got := strings.Join(Tokens(tc.in), " "); got != tc.want {
+			t.Errorf("Tokens(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestGroupBatch(t *testing.T) {
+	// Variables in the leading position, constants that differ by one
+	// word, and a value of few distinct forms.
+	lines := []string{
+		"alice logged in from 10.0.0.1",
+		"bob logged in from 10.0.0.2",
+		"carol logged in from 10.0.0.3",
+		"dave logged in from 10.0.0.4",
+		"erin logged in from 10.0.0.5",
+		"instance abc spawned successfully",
+		"instance abd spawned successfully",
+		"instance abe destroyed successfully",
+		"instance abf destroyed successfully",
+		"proxy.example.org:443 open through proxy p1:8080 HTTPS",
+		"proxy.example.org:443 open through proxy p1:8080 SOCKS5",
+		"proxy.example.org:443 open through proxy p1:8080 HTTPS",
+	}
+	got := GroupBatch(lines)
+	want := []int{1, 1, 1, 1, 1, 2, 2, 3, 3, 4, 5, 4}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("GroupBatch = %v, want %v", got, want)
+	}
+	toks := make([][]string, len(lines))
+	for i, l := range lines {
+		toks[i] = Tokens(l)
+	}
+	_, tmpls := BatchGroups(toks, nil)
+	if g := strings.Join(tmpls[0], " "); g != "<*> logged in from <IP>" {
+		t.Errorf("first template %q", g)
+	}
+	if g := strings.Join(tmpls[1], " "); g != "instance <*> spawned successfully" {
+		t.Errorf("second template %q", g)
+	}
+}
+
+func TestValueLike(t *testing.T) {
+	for tok, want := range map[string]bool{
+		"<NUM>": true, "/10.10.34.12:<NUM>": true, "rhost=<IP>": true, "<NUM> bytes": true, "<<NUM> sec": true,
+		"HTTPS": false, "SOCKS5": false, "200": false, "tty=NODEVssh": false, `"GET <STR>"`: false, "node-<NUM>": false,
+	} {
+		if got := valueLike(tok); got != want {
+			t.Errorf("valueLike(%q) = %v, want %v", tok, got, want)
+		}
+	}
+}

@@ -234,16 +234,17 @@ func maskCore(s string) string {
 }
 
 // maskNumericParts masks the all-digit parts of a token joined by '_',
-// '.' or '-' (a '-' before digits belongs to them); ok when one was.
+// '.', '-', '#' or ',' (a '-' before digits belongs to them); ok when one
+// was.
 func maskNumericParts(s string) (string, bool) {
-	if strings.IndexAny(s, "_.-") < 0 || strings.IndexByte(s, '/') >= 0 {
+	if strings.IndexAny(s, "_.-#,") < 0 || strings.IndexByte(s, '/') >= 0 {
 		return s, false
 	}
 	var b strings.Builder
 	changed := false
 	start := 0
 	for i := 0; i <= len(s); i++ {
-		if i < len(s) && s[i] != '_' && s[i] != '.' && s[i] != '-' {
+		if i < len(s) && s[i] != '_' && s[i] != '.' && s[i] != '-' && s[i] != '#' && s[i] != ',' {
 			continue
 		}
 		part := s[start:i]
