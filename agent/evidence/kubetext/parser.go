@@ -229,7 +229,9 @@ func (p *parser) add(kind, ns, name, form string, obj runtime.Object) {
 				obj = merge(obj, p.res.Objects[i])
 			}
 			p.res.Objects[i], p.form[k] = obj, form
-		case form == old && form == "":
+		case form == old:
+			// The same form again (a second describe): the later one is
+			// the fresher snapshot.
 			p.res.Objects[i] = obj
 		case old != "":
 			p.res.Objects[i] = merge(p.res.Objects[i], obj)
