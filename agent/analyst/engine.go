@@ -110,6 +110,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	findings = g.localize(ctx, plan, findings)
 	findings = append(findings, e.askPeers(ctx, req, run, sc)...)
 	sc.Known = g.knownNames()
+	sc.Nodes = g.nodeNames()
 	for _, f := range findings {
 		if f.Kind == KindPeer {
 			sc.Known[f.Subject] = true

@@ -1165,6 +1165,20 @@ func attachCertRenewal(fs []Finding, events []corev1.Event) {
 // knownNames lists the names of everything the evidence shows: workloads,
 // pods, services, deployments, nodes, log sources and their subjects,
 // change subjects and metric subjects.
+// nodeNames are the nodes the evidence shows (listed, or running pods).
+func (g *gatherer) nodeNames() map[string]bool {
+	n := map[string]bool{}
+	for _, x := range g.k8s.Nodes {
+		n[x.Name] = true
+	}
+	for i := range g.k8s.Pods {
+		if s := g.k8s.Pods[i].Spec.NodeName; s != "" {
+			n[s] = true
+		}
+	}
+	return n
+}
+
 func (g *gatherer) knownNames() map[string]bool {
 	k := map[string]bool{}
 	add := func(s string) {

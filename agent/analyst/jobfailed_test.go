@@ -74,3 +74,24 @@ func TestFailedJobs(t *testing.T) {
 		})
 	}
 }
+
+// TestJobRetrySupersedesCrash checks that a Job pod's failure is history
+// once a later pod of the same Job completed.
+func TestJobRetrySupersedesCrash(t *testing.T) {
+	t0 := time.Date(2026, 4, 28, 8, 45, 0, 0, time.UTC)
+	failed := jobPod("nightly-export-29620710", "nightly-export-29620710-a1b2c", t0, corev1.PodFailed, 1)
+	done := jobPod("nightly-export-29620710", "nightly-export-29620710-d3e4f", t0.Add(time.Minute), corev1.PodSucceeded, 0)
+	w := Window{BaselineStart: t0.Add(-time.Hour), Start: t0.Add(-30 * time.Minute), End: t0.Add(30 * time.Minute)}
+	for _, c := range []struct {
+		pods     []corev1.Pod
+		resolved bool
+	}{{[]corev1.Pod{failed}, false}, {[]corev1.Pod{failed, done}, true}} {
+		fs := DetectPods(c.pods, nil, w)
+		if len(fs) == 0 {
+			t.Fatalf("%d pods: no finding for the failed pod", len(c.pods))
+		}
+		if (fs[0].fact("resolved") != "") != c.resolved {
+			t.Errorf("%d pods: resolved %q, want %v", len(c.pods), fs[0].fact("resolved"), c.resolved)
+		}
+	}
+}

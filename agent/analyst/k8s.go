@@ -212,8 +212,34 @@ func exitMeaning(code int32) string {
 // image pull errors, config errors, unschedulable and evicted pods.
 func DetectPods(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, w Window) []Finding {
 	var out []Finding
+	// A Job that completed got past the failures of its earlier pods.
+	jobDone := map[string]bool{}
+	for i := range pods {
+		if j := jobOfPod(&pods[i]); j != "" && pods[i].Status.Phase == corev1.PodSucceeded {
+			jobDone[pods[i].Namespace+"/"+j] = true
+		}
+	}
 	for i := range pods {
 		p := &pods[i]
+		if j := jobOfPod(p); j != "" && jobDone[p.Namespace+"/"+j] && p.Status.Phase == corev1.PodFailed {
+			for _, f := range podFindings(p, prevLogs, w) {
+				f.setFact("resolved", "true")
+				f.Weight *= 0.3
+				f.Severity = SevInfo
+				f.Summary += fmt.Sprintf(" (its Job %s completed on a later attempt)", j)
+				out = append(out, f)
+			}
+			continue
+		}
+		out = append(out, podFindings(p, prevLogs, w)...)
+	}
+	return out
+}
+
+// podFindings inspects one pod.
+func podFindings(p *corev1.Pod, prevLogs map[string][]evidence.LogLine, w Window) []Finding {
+	var out []Finding
+	{
 		wl := WorkloadOfPod(p)
 		obj := "pod " + p.Namespace + "/" + p.Name
 		base := Finding{Subject: wl, Object: obj, Namespace: p.Namespace, Source: SrcKubernetes}
@@ -235,7 +261,7 @@ func DetectPods(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, w Win
 			f.setFact("message", p.Status.Message)
 			f.setFact("resource", pressureResource(p.Status.Message))
 			out = append(out, f)
-			continue
+			return out
 		}
 		if p.Status.Phase == corev1.PodPending {
 			for _, c := range p.Status.Conditions {

@@ -27,6 +27,8 @@ type Scope struct {
 	// services, nodes, log sources, change and metric subjects); when set,
 	// affected_systems holds only these and host-like names.
 	Known map[string]bool
+	// Nodes holds the names of the cluster's nodes.
+	Nodes map[string]bool
 }
 
 // wellKnownDeps are dependency names the analyst derives from ports and

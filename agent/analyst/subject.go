@@ -57,12 +57,14 @@ func bearsOn(h *Hypothesis, names []string) bool {
 // demote others: localization ranks services against the subject on its
 // own, and a node, the cluster DNS or a change applied to everything can
 // break the subject without naming it.
-func neutral(h *Hypothesis) bool {
+func neutral(h *Hypothesis, sc Scope) bool {
 	switch h.Kind {
 	case KindLocalized, KindNodeNotReady, KindNodePressure, KindDNSServer:
 		return true
 	}
-	return h.Subject == "*" || h.Subject == ""
+	// Whatever a node shows (a clock off, its disk full) reaches every pod
+	// on it.
+	return h.Subject == "*" || h.Subject == "" || isNodeName(h.Subject) || sc.Nodes[h.Subject]
 }
 
 // elsewhereState reports whether h is what another known object in the
@@ -101,13 +103,13 @@ func subjectFirst(hs []*Hypothesis, sc Scope) {
 	}
 	names := slices.Clone(subjects)
 	for _, h := range hs {
-		if !neutral(h) && bearsOn(h, subjects) && h.class() != classChange && !slices.Contains(names, h.Subject) {
+		if !neutral(h, sc) && bearsOn(h, subjects) && h.class() != classChange && !slices.Contains(names, h.Subject) {
 			names = append(names, h.Subject)
 		}
 	}
 	best := 0.0
 	for _, h := range hs {
-		if neutral(h) || !bearsOn(h, names) {
+		if neutral(h, sc) || !bearsOn(h, names) {
 			continue
 		}
 		// An address nothing in the evidence owns may be anything,
@@ -123,7 +125,7 @@ func subjectFirst(hs []*Hypothesis, sc Scope) {
 		return
 	}
 	for _, h := range hs {
-		if neutral(h) || !elsewhereState(h, sc) || bearsOn(h, names) || h.Score < best {
+		if neutral(h, sc) || !elsewhereState(h, sc) || bearsOn(h, names) || h.Score < best {
 			continue
 		}
 		h.Score = best * 0.95
@@ -141,11 +143,11 @@ func subjectHealthy(hs []*Hypothesis, sc Scope) bool {
 	for _, s := range subjects {
 		known = known || sc.Known[s]
 	}
-	if !known || len(hs) == 0 || neutral(hs[0]) || !elsewhereState(hs[0], sc) || hs[0].Score < healthyBar {
+	if !known || len(hs) == 0 || neutral(hs[0], sc) || !elsewhereState(hs[0], sc) || hs[0].Score < healthyBar {
 		return false
 	}
 	for _, h := range hs {
-		if neutral(h) || bearsOn(h, subjects) {
+		if neutral(h, sc) || bearsOn(h, subjects) {
 			return false
 		}
 	}
