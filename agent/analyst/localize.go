@@ -88,8 +88,30 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		return found
 	}
 	res := localize.Rank(in)
+	// Onset, not loudness, for the other detectors too: a generic
+	// symptom (latency, errors, saturation) of a subject whose deviation
+	// began well before the symptom, or was over by then, is an earlier
+	// episode's tail and weighs half.
+	timing := map[string]localize.Candidate{}
+	for _, c := range res.Candidates {
+		timing[strings.ToLower(c.Subject)] = c
+	}
+	for i := range found {
+		f := &found[i]
+		c, ok := timing[strings.ToLower(f.Subject)]
+		if !ok || (c.Timing != localize.TimingBefore && c.Timing != localize.TimingEnded) || strings.EqualFold(f.Subject, sc.Service) {
+			continue
+		}
+		if k := f.Kind; k == KindLatency || k == KindErrorRate || k == KindSaturation || k == KindLogErrors {
+			f.Weight *= 0.5
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: its deviation began at %s, %s (%s)", f.Subject, c.Onset.UTC().Format("15:04"), c.Timing, hm(res.SymptomOnset)))
+		}
+	}
 	out := found
 	for i, c := range res.Candidates {
+		if c.Timing == localize.TimingEnded {
+			continue // over before the symptom: it explains nothing now
+		}
 		if i >= locMaxCandidates || c.Score < 20 {
 			break
 		}
@@ -99,14 +121,14 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 			continue
 		}
 		// The ranking's order holds: a runner-up weighs less than the
-		// leader whatever corroboration the reasoner adds; a caller whose
-		// calls to a dependency fail weighs half.
+		// leader whatever corroboration the reasoner adds. A caller whose
+		// calls to a dependency fail is left to the dependency findings.
 		w := math.Min(1, c.Score/100)
 		if len(out) > len(found) {
 			w *= 0.6
 		}
 		if victim[strings.ToLower(c.Subject)] {
-			w *= 0.5
+			continue
 		}
 		f := Finding{Kind: KindLocalized, Subject: c.Subject, Namespace: sc.Namespace, Time: c.Onset,
 			Severity: SevWarning, Weight: w, Source: locSource(c.Signal)}
@@ -417,6 +439,7 @@ var (
 	locCalleeLabels  = []string{"destination_workload", "destination_app", "destination_service_name", "dst_deployment", "server_service_name"}
 	locCallerLabels  = []string{"source_workload", "source_app", "deployment", "client_service_name"}
 	locNodeLabels    = []string{"node", "kubernetes_node", "nodename"}
+	locCodeLabels    = []string{"response_code", "status_code", "code", "http_response_status_code", "http_status_code"}
 )
 
 // localizeMetrics reads the metrics localization weighs, once per name,
@@ -487,6 +510,23 @@ func (g *gatherer) localizeMetrics(ctx context.Context, plan []specialist) ([]lo
 			}
 			ls := localize.Series{Metric: n, Signal: m.signal, Unit: m.unit, Bad: m.bad, Points: s.Points,
 				Outbound: strings.Contains(strings.ToLower(n), "client")}
+			// Requests answered with a 5xx (Istio's response_code,
+			// Linkerd's status_code, OpenTelemetry's
+			// http.response.status_code) are errors.
+			if m.signal == localize.SignalTraffic {
+				if code := locLabel(s.Labels, locCodeLabels); len(code) == 3 && code[0] == '5' {
+					ls.Signal, ls.Bad, ls.Metric = localize.SignalErrors, localize.Up, n+" ("+code+")"
+					// A series of errors begins with the first error: before
+					// it, the rate was zero.
+					var zeros []evidence.Point
+					for t := g.sc.Window.BaselineStart; len(ls.Points) > 0 && t.Before(ls.Points[0].T.Add(-step)); t = t.Add(step) {
+						zeros = append(zeros, evidence.Point{T: t})
+					}
+					ls.Points = append(zeros, ls.Points...)
+				} else if code != "" {
+					continue // other codes: the traffic is counted by the series without one, or not at all
+				}
+			}
 			if ls.Unit == "ms" {
 				pts := make([]evidence.Point, len(s.Points))
 				for i, p := range s.Points {

@@ -155,9 +155,20 @@ type Candidate struct {
 	// Preexisting: the subject was already deviating before the symptom
 	// began (an earlier incident's tail, or a slow build-up).
 	Preexisting bool
+	// Timing places the candidate's strongest signal against the
+	// symptom: TimingWith, TimingBefore, TimingAfter or TimingEnded.
+	Timing string
 	// Signals lists the distinct signal kinds that deviated.
 	Signals []Signal
 }
+
+// Timings of a candidate against the symptom's onset.
+const (
+	TimingWith   = "with the symptom"
+	TimingBefore = "before the symptom"
+	TimingAfter  = "after the symptom"
+	TimingEnded  = "ended before the symptom"
+)
 
 // Result is the ranking with what it was measured against.
 type Result struct {
@@ -178,6 +189,7 @@ const zThreshold = 3
 type episode struct {
 	s        *Series
 	onset    time.Time
+	timing   string
 	lastAt   time.Time // the last deviated bin
 	peak     float64   // peak robust z in the direction of trouble
 	ref      float64   // reference median
@@ -327,12 +339,16 @@ func densest(ts []time.Time, tol time.Duration) time.Time {
 func timing(ep *episode, ts time.Time, tol time.Duration) (float64, string) {
 	switch {
 	case !ep.active:
-		return 0.2, "over before the end of the window"
+		ep.timing = TimingEnded
+		return 0.2, "over before the symptom began"
 	case ep.onset.Before(ts.Add(-tol)):
+		ep.timing = TimingBefore
 		return 0.5, fmt.Sprintf("already deviating since %s, before the symptom began at %s", hm(ep.onset), hm(ts))
 	case ep.onset.After(ts.Add(tol)):
+		ep.timing = TimingAfter
 		return 0.6, fmt.Sprintf("began at %s, after the symptom (%s)", hm(ep.onset), hm(ts))
 	}
+	ep.timing = TimingWith
 	return 1, ""
 }
 
@@ -463,7 +479,8 @@ func combine(eps []*episode) []Candidate {
 		a.c.Score = math.Round(math.Min(100, 100*(a.sc+bonus))*10) / 10
 		a.c.Signal = ep.signal
 		a.c.Onset = ep.onset
-		a.c.Preexisting = ep.active && ep.factor > 0 && strings.HasPrefix(ep.note, "already")
+		a.c.Preexisting = ep.timing == TimingBefore
+		a.c.Timing = ep.timing
 		a.c.Explanation = a.c.Subject + ": " + describe(ep)
 		if ep.note != "" {
 			a.c.Explanation += " (" + ep.note + ")"

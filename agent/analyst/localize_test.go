@@ -1,0 +1,125 @@
+package analyst_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent"
+	"github.com/rootcause/rootcause/agent/analyst"
+	"github.com/rootcause/rootcause/agent/evidence/bundle"
+	"github.com/rootcause/rootcause/agent/tools"
+)
+
+// TestLocalizeAcrossServices investigates a real bundle (OpenMetrics on
+// disk) where the asked service slows down because another service's CPU
+// rose at the same minute, while a third service is still in the tail of
+// an earlier, louder episode: the root cause names the second service,
+// the earlier one is not first, and the candidates rank the origin.
+func TestLocalizeAcrossServices(t *testing.T) {
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(`{"captured_at":"`+now.Format(time.RFC3339)+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "prometheus"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var om strings.Builder
+	// 40 minutes of one-minute samples; the symptom begins 3 minutes
+	// before now.
+	gauge := func(name, labels string, f func(m int) float64) {
+		fmt.Fprintf(&om, "# TYPE %s gauge\n", name)
+		for m := 0; m <= 40; m++ {
+			ts := now.Add(time.Duration(m-40) * time.Minute).Unix()
+			fmt.Fprintf(&om, "%s{%s} %g %d\n", name, labels, f(m), ts)
+		}
+	}
+	counter := func(name, labels string, rate func(m int) float64) {
+		fmt.Fprintf(&om, "# TYPE %s counter\n", strings.TrimSuffix(name, "_total"))
+		v := 0.0
+		for m := 0; m <= 40; m++ {
+			v += 60 * rate(m)
+			ts := now.Add(time.Duration(m-40) * time.Minute).Unix()
+			fmt.Fprintf(&om, "%s{%s} %g %d\n", name, labels, v, ts)
+		}
+	}
+	wobble := func(m int) float64 { return math.Sin(float64(m) * 1.7) }
+	gauge("service_latency_p90_seconds", `service="frontend"`, func(m int) float64 {
+		if m >= 37 {
+			return 1.6
+		}
+		return 0.2 + 0.01*wobble(m)
+	})
+	counter("container_cpu_usage_seconds_total", `namespace="shop",pod="cart-7d9f8b6c4-x2kq9",container="cart",service="cart"`, func(m int) float64 {
+		if m >= 37 {
+			return 0.9
+		}
+		return 0.08 + 0.004*wobble(m)
+	})
+	counter("container_cpu_usage_seconds_total", `namespace="shop",pod="payment-5c8d7f9b6-p4tz2",container="payment",service="payment"`, func(m int) float64 {
+		if m >= 29 {
+			return 1.9
+		}
+		return 0.08 + 0.004*wobble(m)
+	})
+	counter("container_cpu_usage_seconds_total", `namespace="shop",pod="catalog-6b7c8d9f5-q7w3e",container="catalog",service="catalog"`, func(m int) float64 {
+		return 0.05 + 0.002*wobble(m)
+	})
+	om.WriteString("# EOF\n")
+	if err := os.WriteFile(filepath.Join(dir, "prometheus", "metrics.om"), []byte(om.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bun, err := bundle.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := tools.Builtin()
+	toolkit := cat.DefaultToolkit(tools.AgentInvestigation)
+	sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: bun.Sources(now)}, Toolkit: toolkit}
+	res, err := analyst.New(analyst.Options{}).Investigate(context.Background(), &agent.Request{
+		Agent:   agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
+		Message: "frontend latency alert fired: why?",
+		Context: map[string]string{"service": "frontend", "namespace": "shop", "time_window": "10m"},
+	}, &benchRun{sess: sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := res.RootCause.Description
+	// The first service the root cause names is cart.
+	first, at := "", len(desc)
+	for _, s := range []string{"cart", "payment", "catalog", "frontend"} {
+		if i := strings.Index(desc, s); i >= 0 && i < at {
+			first, at = s, i
+		}
+	}
+	if first != "cart" {
+		t.Fatalf("root cause names %q first: %q", first, desc)
+	}
+	if !strings.Contains(desc, "rose from") {
+		t.Errorf("root cause lacks the direction of change: %q", desc)
+	}
+	if res.Verdict == "healthy" {
+		t.Errorf("verdict healthy while frontend's latency rose")
+	}
+	found := false
+	for i, c := range res.Candidates {
+		if c.Subject == "cart" {
+			found = true
+		}
+		if c.Subject == "payment" && i == 0 {
+			t.Errorf("the earlier episode (payment) ranks first: %+v", res.Candidates)
+		}
+	}
+	if !found {
+		t.Errorf("cart missing from the candidates: %+v", res.Candidates)
+	}
+	if !strings.Contains(strings.Join(sess.ToolsUsed(), ","), "prometheus_query_range") {
+		t.Errorf("metrics not read through the tools: %v", sess.ToolsUsed())
+	}
+}
