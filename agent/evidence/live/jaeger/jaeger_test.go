@@ -13,9 +13,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/evidence/evidencetest"
 	"github.com/rootcause/rootcause/agent/evidence/otlpjson"
 )
@@ -55,6 +57,18 @@ func TestConformance(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	evidencetest.RunTraces(t, c)
+
+	// What rootcause capture --traces writes from this Jaeger is a bundle
+	// that answers the same.
+	var out bytes.Buffer
+	if _, err := otlpjson.Export(context.Background(), c, evidencetest.TraceT0.Add(-time.Hour), evidencetest.TraceT0.Add(time.Hour), &out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Open(fstest.MapFS{"traces/capture.jsonl": {Data: out.Bytes()}}, "captured")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evidencetest.RunTraces(t, b.Sources(time.Time{}).Traces)
 }
 
 // StartJaeger starts Jaeger on free loopback ports and returns its query
