@@ -649,6 +649,19 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 	r.Summary = summary(w, conf, r.Verdict)
 	r.Timeline = timeline(w, a, sc)
 	r.AffectedSystems = affected(w, sc)
+	// What the question is about, when the evidence shows it failing.
+	for _, subj := range sc.Subjects() {
+		if len(r.AffectedSystems) >= 10 || slices.ContainsFunc(r.AffectedSystems, func(x string) bool { return strings.EqualFold(x, subj) }) {
+			continue
+		}
+		for i := range a.Findings {
+			f := &a.Findings[i]
+			if f.Severity >= SevWarning && (strings.EqualFold(f.Subject, subj) || strings.EqualFold(f.fact("caller"), subj)) && isSystemName(subj, sc) {
+				r.AffectedSystems = append(r.AffectedSystems, subj)
+				break
+			}
+		}
+	}
 	r.Recommendations = recommend(w, sc)
 	for _, h := range a.Hypotheses[1:] {
 		var reason string
@@ -858,6 +871,8 @@ func affected(w *Hypothesis, sc Scope) []string {
 	}
 	for _, f := range w.Primary {
 		add(f.fact("caller"))
+		// The host or database instance the failure was seen on.
+		add(f.fact("host"))
 		if w.Kind == KindNodeNotReady {
 			for _, r := range f.Related {
 				add(r)
