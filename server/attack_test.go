@@ -167,6 +167,8 @@ func TestAttackOutboundAddressesRefusedAtSave(t *testing.T) {
 		mustStatus(t, r, 200)
 	}
 	mustStatus(t, h.do(req{method: "PUT", path: "/api/v1/config/me", token: "payments-write", body: `{"tools":{"github":{"domain":"ghe.example.com"}}}`}), 200)
+	mustStatus(t, h.do(req{method: "PUT", path: "/api/v1/config/me", token: "payments-write", body: `{"tools":{"github":{"domain":"ghe.example.com:8443"}}}`}), 200)
+	errorDetail(t, h.do(req{method: "PUT", path: "/api/v1/config/me", token: "payments-write", body: `{"tools":{"github":{"domain":"127.0.0.1:8443"}}}`}), "tools.github.domain")
 
 	// With outbound.allow naming loopback, an admin's internal Prometheus
 	// is accepted.

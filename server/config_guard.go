@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,9 +60,12 @@ func (s *Server) guardChecks(cp checkParams, lineage []map[string]any, own, newO
 		if isAddressField(ch.keys) {
 			if v, ok := ch.new.(string); ok && v != "" {
 				var err error
-				if strings.Contains(v, "://") {
+				switch host, port, splitErr := net.SplitHostPort(v); {
+				case strings.Contains(v, "://"):
 					err = s.outboundGuard().CheckURL(v)
-				} else {
+				case splitErr == nil && port != "":
+					err = s.outboundGuard().CheckHost(host) // host:port
+				default:
 					err = s.outboundGuard().CheckHost(v)
 				}
 				if err != nil {
