@@ -379,7 +379,11 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		},
 	}
 	conn, err := d.DialContext(ctx, network, addr)
-	if err != nil && IsRefused(err) {
+	var dnsErr *net.DNSError
+	if err != nil && (IsRefused(err) || errors.As(err, &dnsErr)) {
+		// A name that does not resolve answers like one that resolves
+		// inside: otherwise the difference would tell a team which
+		// internal names exist (and the error would name the resolver).
 		return nil, ErrRefused
 	}
 	return conn, err

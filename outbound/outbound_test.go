@@ -266,3 +266,13 @@ func TestClientRefusesNamesResolvingInside(t *testing.T) {
 		t.Fatalf("GET via %s: %v, %d connections", name, err, l.n.Load())
 	}
 }
+
+// A name that does not resolve is refused like one that resolves inside,
+// so the answer never tells which internal names exist nor names the
+// resolver.
+func TestClientUnresolvableNameIsARefusal(t *testing.T) {
+	_, err := New(Allowlist{}).Client(5 * time.Second).Get("http://no-such-host.invalid:9090/")
+	if !IsRefused(err) || strings.Contains(err.Error(), "lookup") || strings.Contains(err.Error(), ":53") {
+		t.Fatalf("unresolvable name: %v, want only the guard's refusal", err)
+	}
+}
