@@ -104,10 +104,12 @@ type DB struct {
 
 	// writers counts group writes in progress (groupUpdate).
 	writers atomic.Int64
-	// commits counts committed write transactions (Commits); lastCommit is
-	// the id of the last one counted, so a batch counts once.
-	commits    atomic.Uint64
-	lastCommit atomic.Int64
+	// commits counts committed write transactions (Commits). countedTx is
+	// the write transaction whose commit is already registered, so a batch
+	// (many functions, one transaction) counts once; it is only touched
+	// inside write transactions, which bbolt runs one at a time.
+	commits   atomic.Uint64
+	countedTx *bolt.Tx
 }
 
 // Commits returns the number of write transactions the services have
@@ -115,14 +117,14 @@ type DB struct {
 // then the meta page), so it counts the fsync points of the write path.
 func (d *DB) Commits() uint64 { return d.commits.Load() }
 
-// countCommit registers tx to be counted once when it commits.
+// countCommit registers tx to be counted once when it commits. It runs
+// inside the write transaction tx.
 func (d *DB) countCommit(tx *bolt.Tx) {
-	id := int64(tx.ID())
-	tx.OnCommit(func() {
-		if d.lastCommit.Swap(id) != id {
-			d.commits.Add(1)
-		}
-	})
+	if d.countedTx == tx {
+		return
+	}
+	d.countedTx = tx
+	tx.OnCommit(func() { d.commits.Add(1) })
 }
 
 // MaxBatchDelay is how long a write that meets another in progress waits
