@@ -22,7 +22,9 @@ import (
 //     BatchTheta distinct values in the group (the group splits by them)
 //     and a variable otherwise; a position whose tokens are more frequent
 //     than the pattern's (shared with other templates) is a constant when
-//     it holds one value in the group and a variable otherwise.
+//     it holds one value in the group and a variable otherwise. Values
+//     (valueLike) and severity levels (a header field: "FATAL:" and
+//     "PANIC:" before the same message are one event) are variables too.
 //
 // BatchTheta is fixed: no parameter depends on the system whose logs are
 // mined.
@@ -120,7 +122,7 @@ func BatchGroups(lines [][]string, weights []int) (group []int, templates [][]st
 					continue
 				}
 				vals := map[string]bool{}
-				up, value := false, false
+				up, value, levels := false, false, true
 				for _, i := range g.lines {
 					t := lines[i][p]
 					vals[t] = true
@@ -130,10 +132,13 @@ func BatchGroups(lines [][]string, weights []int) (group []int, templates [][]st
 					if valueLike(t) {
 						value = true
 					}
+					if !isLevel(t) {
+						levels = false
+					}
 				}
 				switch {
 				case len(vals) == 1:
-				case up || value || len(vals) >= BatchTheta:
+				case up || value || levels || len(vals) >= BatchTheta:
 					variable[p] = true
 				default:
 					split[p] = true
@@ -246,4 +251,16 @@ func valueLike(t string) bool {
 		n++
 	}
 	return digits > 0 && float64(digits) >= 0.3*float64(n)
+}
+
+var levelWords = map[string]bool{"trace": true, "debug": true, "info": true, "notice": true, "warn": true, "warning": true,
+	"error": true, "err": true, "fatal": true, "panic": true, "crit": true, "critical": true, "alert": true, "emerg": true, "severe": true}
+
+// isLevel reports whether a token is a severity level ("ERROR", "[warn]",
+// "FATAL:", "level=info").
+func isLevel(t string) bool {
+	if k := strings.LastIndexByte(t, '='); k >= 0 {
+		t = t[k+1:]
+	}
+	return levelWords[strings.ToLower(strings.Trim(t, "[]():,;\"'"))]
 }

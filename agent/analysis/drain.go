@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -207,25 +208,47 @@ type LogTemplate struct {
 	PerMinute map[int64]int `json:"-"`
 }
 
-// Miner counts Drain templates of timestamped lines in a baseline window
+// Miner counts log templates of timestamped lines in a baseline window
 // [BaselineStart, IncidentStart) and an incident window [IncidentStart,
 // IncidentEnd]. Lines outside both windows are ignored; lines without a
 // timestamp count in the incident window.
+//
+// The Miner counts each distinct masked line (a form) as it arrives and
+// groups the forms into templates when Templates is called, with the batch
+// miner (BatchGroups), which sees the whole batch and so is not misled by
+// variables in leading positions. Beyond MaxForms distinct forms it falls
+// back to online Drain: the forms seen so far are replayed into a Drain
+// tree and later lines are routed through it.
 type Miner struct {
 	BaselineStart, IncidentStart, IncidentEnd time.Time
+	// MaxForms bounds the distinct masked lines kept for the batch pass
+	// (NewMiner: 20,000); 0 means no bound.
+	MaxForms int
 
-	drain     *Drain
-	stats     map[int]*LogTemplate
-	minutes   map[int]map[int64]int // lines per minute, per cluster
+	forms     map[string]int // masked line -> index in units (batch mode)
+	formToks  [][]string
+	drain     *Drain // set once the miner fell back to online Drain
+	units     []*minerUnit
 	baseLines int
 	incLines  int
+	seq       int
+}
+
+// minerUnit holds the counts of one form (batch mode) or one Drain
+// cluster (after the fallback).
+type minerUnit struct {
+	t        LogTemplate
+	minutes  map[int64]int
+	first    int // sequence number of the first line
+	last     int // sequence number of the last line
+	lastText string
 }
 
 // NewMiner returns a Miner over the given windows. A zero baselineStart
 // means there is no baseline.
 func NewMiner(baselineStart, incidentStart, incidentEnd time.Time) *Miner {
 	return &Miner{BaselineStart: baselineStart, IncidentStart: incidentStart, IncidentEnd: incidentEnd,
-		drain: NewDrain(), stats: map[int]*LogTemplate{}, minutes: map[int]map[int64]int{}}
+		MaxForms: 20000, forms: map[string]int{}}
 }
 
 // Lines returns how many lines fell in the baseline and incident windows.
@@ -237,16 +260,41 @@ func (m *Miner) Add(t time.Time, source, text string) bool {
 	if !inBase && !inInc {
 		return false
 	}
-	c := m.drain.Add(text)
-	if c == nil {
+	toks := Tokens(text)
+	if len(toks) == 0 {
 		return false
 	}
-	s := m.stats[c.ID]
-	if s == nil {
-		s = &LogTemplate{Example: text, Source: source}
-		m.stats[c.ID] = s
-	} else if text != s.Example {
-		s.Last = text
+	var u *minerUnit
+	if m.drain == nil {
+		key := strings.Join(toks, "\x00")
+		if i, ok := m.forms[key]; ok {
+			u = m.units[i]
+		} else if m.MaxForms <= 0 || len(m.units) < m.MaxForms {
+			m.forms[key] = len(m.units)
+			m.formToks = append(m.formToks, toks)
+			u = m.newUnit(text, source)
+		} else {
+			m.fallBack()
+		}
+	}
+	if m.drain != nil {
+		c := m.drain.AddTokens(toks)
+		if c == nil {
+			return false
+		}
+		for len(m.units) < c.ID {
+			m.units = append(m.units, nil)
+		}
+		if u = m.units[c.ID-1]; u == nil {
+			u = m.newUnit(text, source)
+			m.units[c.ID-1] = u
+		}
+	}
+	m.seq++
+	s := &u.t
+	if text != s.Example {
+		u.lastText = text
+		u.last = m.seq
 	}
 	s.Count++
 	if inBase {
@@ -260,12 +308,10 @@ func (m *Miner) Add(t time.Time, source, text string) bool {
 		}
 	}
 	if !t.IsZero() {
-		mm := m.minutes[c.ID]
-		if mm == nil {
-			mm = map[int64]int{}
-			m.minutes[c.ID] = mm
+		if u.minutes == nil {
+			u.minutes = map[int64]int{}
 		}
-		mm[t.Unix()/60]++
+		u.minutes[t.Unix()/60]++
 		if s.FirstSeen.IsZero() || t.Before(s.FirstSeen) {
 			s.FirstSeen = t
 		}
@@ -277,6 +323,82 @@ func (m *Miner) Add(t time.Time, source, text string) bool {
 		s.Sources = append(s.Sources, source)
 	}
 	return true
+}
+
+func (m *Miner) newUnit(text, source string) *minerUnit {
+	u := &minerUnit{t: LogTemplate{Example: text, Source: source}, first: m.seq + 1}
+	if m.drain == nil {
+		m.units = append(m.units, u)
+	}
+	return u
+}
+
+// fallBack replays the forms into a Drain tree, merging their counts per
+// cluster; later lines go through the tree.
+func (m *Miner) fallBack() {
+	m.drain = NewDrain()
+	forms := m.units
+	m.units = nil
+	for i, toks := range m.formToks {
+		c := m.drain.AddTokens(toks)
+		if c == nil {
+			continue
+		}
+		for len(m.units) < c.ID {
+			m.units = append(m.units, nil)
+		}
+		if m.units[c.ID-1] == nil {
+			m.units[c.ID-1] = forms[i]
+		} else {
+			mergeUnit(m.units[c.ID-1], forms[i])
+		}
+	}
+	m.forms, m.formToks = nil, nil
+}
+
+// mergeUnit adds the counts of b into a.
+func mergeUnit(a, b *minerUnit) {
+	s, o := &a.t, &b.t
+	// The example is the first line of either; the last line is the
+	// latest one that differs from it.
+	type seen struct {
+		text string
+		seq  int
+	}
+	lines := [4]seen{{s.Example, a.first}, {a.lastText, a.last}, {o.Example, b.first}, {b.lastText, b.last}}
+	if b.first < a.first {
+		a.first = b.first
+		s.Example, s.Source = o.Example, o.Source
+	}
+	a.lastText, a.last = "", 0
+	for _, l := range lines {
+		if l.text != "" && l.text != s.Example && l.seq > a.last {
+			a.lastText, a.last = l.text, l.seq
+		}
+	}
+	s.Count += o.Count
+	s.Baseline += o.Baseline
+	s.Incident += o.Incident
+	if !o.FirstIncident.IsZero() && (s.FirstIncident.IsZero() || o.FirstIncident.Before(s.FirstIncident)) {
+		s.FirstIncident = o.FirstIncident
+	}
+	if !o.FirstSeen.IsZero() && (s.FirstSeen.IsZero() || o.FirstSeen.Before(s.FirstSeen)) {
+		s.FirstSeen = o.FirstSeen
+	}
+	if o.LastSeen.After(s.LastSeen) {
+		s.LastSeen = o.LastSeen
+	}
+	for _, src := range o.Sources {
+		if len(s.Sources) < 10 && !containsString(s.Sources, src) {
+			s.Sources = append(s.Sources, src)
+		}
+	}
+	if len(b.minutes) > 0 && a.minutes == nil {
+		a.minutes = map[int64]int{}
+	}
+	for k, v := range b.minutes {
+		a.minutes[k] += v
+	}
 }
 
 func (m *Miner) window(t time.Time) (base, inc bool) {
@@ -304,23 +426,65 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
+// groups returns the template units with their template text: the batch
+// miner's groups of forms, or the Drain clusters after a fallback.
+func (m *Miner) groups() ([]*minerUnit, []string) {
+	if m.drain != nil {
+		var us []*minerUnit
+		var texts []string
+		for _, c := range m.drain.Clusters() {
+			if c.ID-1 < len(m.units) && m.units[c.ID-1] != nil {
+				us = append(us, m.units[c.ID-1])
+				texts = append(texts, c.Template())
+			}
+		}
+		return us, texts
+	}
+	weights := make([]int, len(m.units))
+	for i, u := range m.units {
+		weights[i] = u.t.Count
+	}
+	group, tmpls := BatchGroups(m.formToks, weights)
+	us := make([]*minerUnit, len(tmpls))
+	for i, g := range group {
+		if g < 0 {
+			continue
+		}
+		if us[g] == nil {
+			c := *m.units[i]
+			c.t.Sources = append([]string(nil), c.t.Sources...)
+			if len(c.minutes) > 0 {
+				c.minutes = maps.Clone(c.minutes)
+			}
+			us[g] = &c
+		} else {
+			mergeUnit(us[g], m.units[i])
+		}
+	}
+	texts := make([]string, len(tmpls))
+	for g, t := range tmpls {
+		texts[g] = strings.Join(t, " ")
+	}
+	return us, texts
+}
+
 // Templates returns the templates, most incident lines first (then most
 // lines, then template text), with New and Surge computed.
 func (m *Miner) Templates() []LogTemplate {
 	baseDur := m.IncidentStart.Sub(m.BaselineStart).Seconds()
 	incDur := m.IncidentEnd.Sub(m.IncidentStart).Seconds()
-	out := make([]LogTemplate, 0, len(m.stats))
-	for _, c := range m.drain.Clusters() {
-		s := m.stats[c.ID]
-		if s == nil {
+	us, texts := m.groups()
+	out := make([]LogTemplate, 0, len(us))
+	for i, u := range us {
+		if u == nil {
 			continue
 		}
-		t := *s
-		t.Template = c.Template()
-		t.Onset = m.changePoint(m.minutes[c.ID], t.FirstSeen)
-		t.PerMinute = m.minutes[c.ID]
-		if t.Last == t.Example {
-			t.Last = ""
+		t := u.t
+		t.Template = texts[i]
+		t.Onset = m.changePoint(u.minutes, t.FirstSeen)
+		t.PerMinute = u.minutes
+		if u.lastText != t.Example {
+			t.Last = u.lastText
 		}
 		if t.Incident > 0 && m.baseLines > 0 {
 			t.New = t.Baseline == 0

@@ -257,3 +257,54 @@ func TestValueLike(t *testing.T) {
 		}
 	}
 }
+
+func TestMinerBatchAndFallback(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	lines := []string{
+		"user alice logged in from 10.0.0.1",
+		"user bob logged in from 10.0.0.2",
+		"user carol logged in from 10.0.0.3",
+		"user dave logged in from 10.0.0.4",
+		"disk full on /var",
+		"user erin logged in from 10.0.0.5",
+		"disk full on /var",
+	}
+	for _, maxForms := range []int{0, 3} {
+		m := NewMiner(t0, t0.Add(30*time.Minute), t0.Add(60*time.Minute))
+		m.MaxForms = maxForms
+		for i, l := range lines {
+			m.Add(t0.Add(time.Duration(25+i)*time.Minute), "p", l)
+		}
+		got := map[string]LogTemplate{}
+		total := 0
+		for _, tp := range m.Templates() {
+			got[tp.Template] = tp
+			total += tp.Count
+		}
+		if total != len(lines) {
+			t.Errorf("MaxForms %d: %d lines counted, want %d", maxForms, total, len(lines))
+		}
+		login, disk := got["user <*> logged in from <IP>"], got["disk full on /var"]
+		if login.Count != 5 || login.Baseline != 4 || login.Incident != 1 || login.Example != lines[0] || login.Last != lines[5] {
+			t.Errorf("MaxForms %d: login template %+v (templates %v)", maxForms, login, got)
+		}
+		if disk.Count != 2 || disk.Baseline != 1 || disk.Incident != 1 || disk.Last != "" ||
+			!disk.FirstSeen.Equal(t0.Add(29*time.Minute)) || !disk.LastSeen.Equal(t0.Add(31*time.Minute)) {
+			t.Errorf("MaxForms %d: disk template %+v", maxForms, disk)
+		}
+		if len(login.Sources) != 1 || len(login.PerMinute) != 5 {
+			t.Errorf("MaxForms %d: sources %v, per minute %v", maxForms, login.Sources, login.PerMinute)
+		}
+	}
+}
+
+func TestGroupBatchSeverityIsNotTemplate(t *testing.T) {
+	got := GroupBatch([]string{
+		"FATAL: could not write to file x: No space left on device",
+		"PANIC: could not write to file x: No space left on device",
+		"LOG: checkpoint starting",
+	})
+	if got[0] != got[1] || got[0] == got[2] {
+		t.Errorf("groups %v: want the FATAL and PANIC lines together", got)
+	}
+}
