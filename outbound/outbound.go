@@ -386,8 +386,22 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		// internal names exist (and the error would name the resolver).
 		return nil, ErrRefused
 	}
-	return conn, err
+	if err != nil {
+		// Whether the port refused, timed out or was unreachable stays
+		// with the server: the caller learns only that it could not
+		// connect.
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, ErrUnreachable
+	}
+	return conn, nil
 }
+
+// ErrUnreachable is a connection the guard allowed that could not be made;
+// it does not say why (refused, timed out, no route), which would tell a
+// team the state of a port.
+var ErrUnreachable = errors.New("could not connect")
 
 var plainDialer = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 

@@ -276,3 +276,15 @@ func TestClientUnresolvableNameIsARefusal(t *testing.T) {
 		t.Fatalf("unresolvable name: %v, want only the guard's refusal", err)
 	}
 }
+
+// Even within the allowlist, a failed connection says only that it failed:
+// not whether the port refused or timed out.
+func TestClientHidesWhyAConnectionFailed(t *testing.T) {
+	closed, _ := net.Listen("tcp4", "127.0.0.1:0")
+	port := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	_, err := New(MustAllowlist("127.0.0.1")).Client(2 * time.Second).Get("http://127.0.0.1:" + strconv.Itoa(port) + "/")
+	if err == nil || !strings.Contains(err.Error(), "could not connect") || strings.Contains(err.Error(), "refused") {
+		t.Fatalf("closed allowlisted port: %v", err)
+	}
+}
