@@ -33,6 +33,9 @@ const (
 	// locMaxLogWorkloads bounds the workloads whose logs localization
 	// reads beyond those the log gatherer read.
 	locMaxLogWorkloads = 100
+	// locMinVisits is the fewest visits of a service in a bin for its
+	// span self time there to count.
+	locMinVisits = 5
 )
 
 // localize ranks every service and node by when and how much its own
@@ -327,7 +330,10 @@ func (g *gatherer) localizeTraces(ctx context.Context, w localize.Window) ([]loc
 			if st.Requests == 0 {
 				continue
 			}
-			add(key{st.Service, "span self time p90", ""}, localize.SignalTraceLat, "s", localize.Up, t, st.SelfTime.P90.Seconds())
+			// A p90 of a handful of visits is noise, not a level.
+			if st.Requests >= locMinVisits {
+				add(key{st.Service, "span self time p90", ""}, localize.SignalTraceLat, "s", localize.Up, t, st.SelfTime.P90.Seconds())
+			}
 			add(key{st.Service, "error spans per request", ""}, localize.SignalTraceErr, "ratio", localize.Up, t, float64(st.ErrorSpans)/float64(st.Requests))
 			if strings.EqualFold(st.Service, g.sc.Service) {
 				add(key{st.Service, "request duration p90 (traces)", ""}, localize.SignalLatency, "s", localize.Up, t, st.Duration.P90.Seconds())
