@@ -91,6 +91,9 @@ or from --now.`,
 			if err := b.RequireEvidence(cmd.Context()); err != nil {
 				return err
 			}
+			for _, p := range b.Problems(cmd.Context()) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "rootcause: warning: %s:%d: %s (the rest of the file is skipped; rootcause bundle check %s lists all)\n", p.File, p.Line, p.What, bundleDir)
+			}
 			var clock time.Time
 			if now != "" {
 				if clock, err = time.Parse(time.RFC3339, now); err != nil {

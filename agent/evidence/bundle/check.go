@@ -58,6 +58,34 @@ func (b *Bundle) RequireEvidence(ctx context.Context) error {
 		b.Name, ErrEmpty, Forms, b.Name)
 }
 
+// Problems lists the Kubernetes files an investigation reads only up to
+// their bad data: files not named after a kind (which may hold any kind, so
+// no single question reports them). Files named after a kind fail the
+// questions of their kind instead, as data gaps.
+func (b *Bundle) Problems(ctx context.Context) []CheckItem {
+	if !exists(b.FS, kubeDir) {
+		return nil
+	}
+	k := b.kube()
+	var out []CheckItem
+	for _, name := range k.index().generic {
+		if err := ctx.Err(); err != nil {
+			return out
+		}
+		f := k.load(name, "")
+		if f.err == nil {
+			continue
+		}
+		it := CheckItem{File: name, What: f.err.Error()}
+		var e *evidence.Error
+		if errors.As(f.err, &e) {
+			it.Line, it.What = e.Line, e.Err.Error()
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
 // holdsAny reports whether the Kubernetes part holds anything readable,
 // cheapest questions first.
 func (k *kubeBundle) holdsAny(ctx context.Context) bool {

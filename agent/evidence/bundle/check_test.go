@@ -98,3 +98,16 @@ func TestCheckKindsBundle(t *testing.T) {
 		t.Errorf("kinds bundle: %v errors %+v skipped %+v", err, r.Errors, r.Skipped)
 	}
 }
+
+func TestProblems(t *testing.T) {
+	b, _ := bundle.Open(fstest.MapFS{
+		"kubernetes/ok.yaml":          {Data: []byte("kind: Pod\nmetadata:\n  name: p\n  namespace: x\n")},
+		"kubernetes/broken.yaml":      {Data: []byte("kind: Pod\nmetadata:\n  name: p\n---\nkind: Pod\nmetadata: [\n")},
+		"kubernetes/shop/pods.json":   {Data: []byte(`{"kind":"PodList","items":[]}`)},
+		"kubernetes/other/notes.yaml": {Data: []byte("just: values\n")},
+	}, "b")
+	ps := b.Problems(context.Background())
+	if len(ps) != 1 || ps[0].File != "kubernetes/broken.yaml" || ps[0].Line != 6 {
+		t.Errorf("problems %+v, want kubernetes/broken.yaml:6", ps)
+	}
+}
