@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -79,20 +80,25 @@ func BatchGroups(lines [][]string, weights []int) (group []int, templates [][]st
 		inits := map[string]*initial{}
 		var order []string
 		f := make([]int, n)
+		sorted := make([]int, n)
 		for _, i := range idx {
 			toks := lines[i]
 			for p, t := range toks {
 				f[p] = freq[p][t]
 			}
+			// The count shared by most positions (the larger on a tie).
+			copy(sorted, f)
+			slices.Sort(sorted)
 			best, bestN := 0, 0
-			seen := map[int]int{}
-			for _, c := range f {
-				seen[c]++
-			}
-			for c, k := range seen {
-				if k > bestN || (k == bestN && c > best) {
-					best, bestN = c, k
+			for a := 0; a < n; {
+				b := a
+				for b < n && sorted[b] == sorted[a] {
+					b++
 				}
+				if b-a >= bestN {
+					best, bestN = sorted[a], b-a
+				}
+				a = b
 			}
 			var b strings.Builder
 			in := make([]bool, n)

@@ -308,3 +308,36 @@ func TestGroupBatchSeverityIsNotTemplate(t *testing.T) {
 		t.Errorf("groups %v: want the FATAL and PANIC lines together", got)
 	}
 }
+
+// BenchmarkMiner counts 10,000 lines of a few templates with varying values
+// (as a service's log) and mines their templates: the cost per line of
+// Add plus the batch pass of Templates.
+func BenchmarkMiner(b *testing.B) {
+	t0 := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+	lines := make([]string, 10000)
+	for i := range lines {
+		switch i % 5 {
+		case 0:
+			lines[i] = fmt.Sprintf("2026-03-14T10:42:%02d.123Z INFO request GET /api/orders/%d served in %dms status=200", i%60, i, i%97)
+		case 1:
+			lines[i] = fmt.Sprintf("2026-03-14T10:42:%02d.456Z ERROR dial tcp 10.0.%d.%d:5432: connect: connection refused", i%60, i%7, i%250)
+		case 2:
+			lines[i] = fmt.Sprintf("2026-03-14T10:42:%02d.000Z WARN slow query took %dms table=%s", i%60, i%1000, []string{"orders", "items", "users"}[i%3])
+		case 3:
+			lines[i] = fmt.Sprintf("user%d logged in from 10.1.%d.%d session %x", i%40, i%9, i%200, i*7919)
+		default:
+			lines[i] = fmt.Sprintf("cache miss for key product:%d, fetched in %d.%d ms", i, i%50, i%10)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m := NewMiner(t0, t0.Add(30*time.Minute), t0.Add(60*time.Minute))
+		for i, l := range lines {
+			m.Add(t0.Add(time.Duration(i)*100*time.Millisecond), "p", l)
+		}
+		if len(m.Templates()) == 0 {
+			b.Fatal("no template")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
+}

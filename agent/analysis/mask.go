@@ -62,7 +62,7 @@ func Tokens(line string) []string {
 		switch m := MaskToken(tok); {
 		case request && isStatusCode(tok):
 			out = append(out, tok)
-		case len(out) > 0 && isUnit(tok) && strings.HasSuffix(out[len(out)-1], maskNum):
+		case len(out) > 0 && strings.HasSuffix(out[len(out)-1], maskNum) && isUnit(tok):
 			// A quantity and its unit are one value ("1.5 KB", "<1 sec").
 			out[len(out)-1] += " " + tok
 		case len(out) > 0 && strings.HasPrefix(tok, "(") && strings.HasSuffix(m, maskNum) && j < n && parenUnit(line[j:]):
@@ -94,7 +94,7 @@ var (
 // day name before it, are parts of a timestamp.
 func maskDates(toks []string) {
 	for i, t := range toks {
-		if !monthNames[strings.ToLower(strings.Trim(t, ",."))] {
+		if !wordIn(monthNames, t) {
 			continue
 		}
 		next := i+1 < len(toks) && (strings.HasPrefix(toks[i+1], maskNum) || strings.HasPrefix(toks[i+1], maskTime))
@@ -103,10 +103,32 @@ func maskDates(toks []string) {
 			continue
 		}
 		toks[i] = maskTime
-		if i > 0 && dayNames[strings.ToLower(strings.Trim(toks[i-1], ",."))] {
+		if i > 0 && wordIn(dayNames, toks[i-1]) {
 			toks[i-1] = maskTime
 		}
 	}
+}
+
+// wordIn reports whether a token of 3 to 9 ASCII letters (with a
+// trailing ',' or '.') is in a set of lower-case words, without
+// allocating.
+func wordIn(set map[string]bool, t string) bool {
+	t = strings.TrimRight(t, ",.")
+	if len(t) < 3 || len(t) > 9 {
+		return false
+	}
+	var buf [9]byte
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c < 'a' || c > 'z':
+			return false
+		}
+		buf[i] = c
+	}
+	return set[string(buf[:len(t)])]
 }
 
 var methods = map[string]bool{"GET": true, "POST": true, "PUT": true, "DELETE": true, "PATCH": true, "HEAD": true, "OPTIONS": true, "CONNECT": true, "TRACE": true}
