@@ -16,4 +16,7 @@ var mechanisms = []*mechanism{
 	volumeProvision,
 	logMatch,
 	slowOperation,
+	imagePull,
+	configError,
+	startFailureM,
 }

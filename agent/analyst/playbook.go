@@ -97,36 +97,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		}
 	case KindConnReset:
 		d = fmt.Sprintf("connections from %s to %s are reset (connection reset by peer): %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
-	case KindImagePull:
-		img := h.fact("image")
-		d = fmt.Sprintf("%s pods cannot start because the image pull fails (ImagePullBackOff/ErrImagePull)", s)
-		if img != "" {
-			d += " for image " + img
-		}
-		if m := h.fact("message"); m != "" {
-			d += ": " + truncate(m, 200)
-		}
-	case KindConfigError:
-		d = fmt.Sprintf("%s pods cannot start: CreateContainerConfigError", s)
-		if m := h.fact("missing"); m != "" {
-			d += fmt.Sprintf(", the %s referenced by the pod spec is missing (not found)", m)
-		} else if m := h.fact("message"); m != "" {
-			d += ": " + truncate(m, 200)
-		}
-	case KindStartFailure:
-		msg := orWord(h.fact("start_message"), h.fact("message"))
-		d = fmt.Sprintf("%s containers cannot start: the container's command/entrypoint cannot be executed", s)
-		if m := orWord(h.fact("start_mechanism"), startMechanism(msg)); m != "" {
-			d += " — " + m
-		}
-		if r := h.fact("reason"); r != "" {
-			d += fmt.Sprintf(" (%s", r)
-			if c := h.fact("exit_code"); c != "" {
-				d += ", exit code " + c
-			}
-			d += ")"
-		}
-		d += ": " + quote(truncate(msg, 220), 230) + "; a bad image or command, so the new pods crash-loop"
 	case KindCacheFull:
 		d = fmt.Sprintf("the cache %s is at maxmemory and in an eviction storm", s)
 		var parts []string
@@ -610,26 +580,11 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 	case KindConnReset:
 		add(hi, fmt.Sprintf("Check %s for restarts, idle-timeout mismatches or load-balancer resets", s))
 		add(lo, "Retry idempotent calls on connection resets")
-	case KindImagePull:
-		rollback()
-		add(hi, fmt.Sprintf("Fix the image reference of %s%s: check the tag exists in the registry and the pull secret is valid, or roll back to the last working image", s, parenthesized(h.fact("image"))))
-		add(med, "Verify registry credentials (imagePullSecrets) and registry reachability from the nodes")
-		add(lo, "Gate deploys on the image existing in the registry (CI pushes before the manifest is applied)")
-	case KindConfigError:
-		rollback()
-		add(hi, fmt.Sprintf("Create the missing %s in namespace %s, or fix the reference in the pod spec of %s", orWord(h.fact("missing"), "secret or configmap"), orWord(h.top().Namespace, sc.Namespace), s))
-		add(med, "Check the deploy pipeline applies secrets and configmaps before the workloads that use them")
-		add(lo, "Validate manifests against the cluster (referenced secrets/configmaps exist) before rollout")
 	case KindCacheFull:
 		rollback()
 		add(hi, fmt.Sprintf("Relieve the cache %s now: raise its maxmemory (or scale it out), or revert the change that made its entries larger or more numerous", s))
 		add(med, "Find what fills the cache (key sizes and counts by prefix: redis-cli --bigkeys / MEMORY USAGE) and set TTLs or smaller payloads; protect the database from miss storms (request coalescing)")
 		add(lo, "Alert on cache memory above 90% of maxmemory, on evicted keys per second and on the hit ratio")
-	case KindStartFailure:
-		rollback()
-		add(hi, fmt.Sprintf("Roll %s back to the last image that starts, or fix its command/entrypoint so it names an executable that exists in the image%s", s, parenthesized(h.fact("image"))))
-		add(med, "Check the image's base (distroless/scratch images have no shell or tools), its architecture against the nodes', and the executable bit of the entrypoint")
-		add(lo, "Smoke-test new images in CI by starting them with the deployment's command and args before rollout")
 	case KindMountFailure:
 		add(hi, fmt.Sprintf("Fix the volume of %s: check the PVC, storage class and the referenced secret/configmap exist and the volume is attachable", s))
 		add(med, "Look for volumes still attached to another node (multi-attach) and detach them")

@@ -172,9 +172,9 @@ const (
 
 var kinds = map[Kind]kindInfo{
 	KindOOMKilled:     {0.78, classCause, "OOMKilled (out of memory)"},
-	KindImagePull:     {0.82, classCause, "image pull failure"},
-	KindConfigError:   {0.82, classCause, "container config error"},
-	KindStartFailure:  {0.84, classCause, "container cannot start (bad command/entrypoint or image)"},
+	KindImagePull:     {prior: 0.82},
+	KindConfigError:   {prior: 0.82},
+	KindStartFailure:  {prior: 0.84},
 	KindMountFailure:  {0.74, classCause, "volume mount failure"},
 	KindUnschedulable: {0.74, classCause, "unschedulable pods"},
 	KindQuota:         {0.72, classCause, "resource quota exceeded"},

@@ -1,0 +1,34 @@
+package analyst
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A container whose configuration the kubelet cannot assemble
+// (CreateContainerConfigError): a Secret or ConfigMap the pod spec
+// references, or a key in it, does not exist.
+var configError = &mechanism{
+	kind:  KindConfigError,
+	class: classCause,
+	label: "container config error",
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		d := strings.ToLower(c.fact("description") + " " + c.Summary)
+		return c.Kind == KindConfigChange || strings.Contains(d, "configmap") || strings.Contains(d, "secret")
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("%s pods cannot start: CreateContainerConfigError", h.Subject)
+		if m := h.fact("missing"); m != "" {
+			d += fmt.Sprintf(", the %s referenced by the pod spec is missing (not found)", m)
+		} else if m := h.fact("message"); m != "" {
+			d += ": " + truncate(m, 200)
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		r.rollback()
+		r.high("Create the missing %s in namespace %s, or fix the reference in the pod spec of %s", orWord(h.fact("missing"), "secret or configmap"), orWord(h.top().Namespace, orWord(sc.Namespace, "the workload's")), h.Subject)
+		r.med("Check the deploy pipeline applies secrets and configmaps before the workloads that use them")
+		r.low("Validate manifests against the cluster (referenced secrets/configmaps exist) before rollout")
+	},
+}

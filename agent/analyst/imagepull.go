@@ -1,0 +1,68 @@
+package analyst
+
+import (
+	"fmt"
+	"strings"
+)
+
+// An image that cannot be pulled: the pods wait in ImagePullBackOff or
+// ErrImagePull. The kubelet's message says why, one hop further: the tag
+// does not exist, the registry refuses the credentials (or their absence),
+// or the registry cannot be reached.
+var imagePull = &mechanism{
+	kind:  KindImagePull,
+	class: classCause,
+	label: "image pull failure",
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return c.Kind == KindDeploy || c.fact("image") != "" || strings.Contains(strings.ToLower(c.fact("description")+" "+c.Summary), "image")
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("%s pods cannot start because the image pull fails (ImagePullBackOff/ErrImagePull)", h.Subject)
+		if img := h.fact("image"); img != "" {
+			d += " for image " + img
+		}
+		if why := pullProblem(h.fact("message")); why != "" {
+			d += ": " + why
+		}
+		if m := h.fact("message"); m != "" {
+			d += " — " + truncate(m, 200)
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		r.rollback()
+		switch pullProblem(h.fact("message")) {
+		case pullNoCredentials:
+			r.high("Give %s credentials for its registry: an imagePullSecret on the pod spec or its ServiceAccount (or node credentials) that the registry accepts%s", h.Subject, parenthesized(h.fact("image")))
+		case pullUnreachable:
+			r.high("Make the registry of %s reachable from the nodes (its DNS name, egress rules, proxy)%s", h.Subject, parenthesized(h.fact("image")))
+		default:
+			r.high("Fix the image reference of %s%s: check the tag exists in the registry and the pull secret is valid, or roll back to the last working image", h.Subject, parenthesized(h.fact("image")))
+		}
+		r.med("Verify registry credentials (imagePullSecrets) and registry reachability from the nodes")
+		r.low("Gate deploys on the image existing in the registry (CI pushes before the manifest is applied)")
+	},
+}
+
+const (
+	pullNoTag         = "the image or its tag does not exist in the registry (not found)"
+	pullNoCredentials = "the registry refuses the pull (unauthorized: no or wrong pull credentials)"
+	pullUnreachable   = "the registry cannot be reached from the node"
+)
+
+// pullProblem says why a pull failed, from the kubelet's message ("" when
+// it does not say).
+func pullProblem(msg string) string {
+	l := strings.ToLower(msg)
+	switch {
+	case l == "":
+		return ""
+	case strings.Contains(l, "not found") || strings.Contains(l, "manifest unknown") || strings.Contains(l, "does not exist"):
+		return pullNoTag
+	case strings.Contains(l, "unauthorized") || strings.Contains(l, "401") || strings.Contains(l, "403") || strings.Contains(l, "denied") || strings.Contains(l, "authentication required") || strings.Contains(l, "no basic auth credentials"):
+		return pullNoCredentials
+	case strings.Contains(l, "no such host") || strings.Contains(l, "i/o timeout") || strings.Contains(l, "connection refused") || strings.Contains(l, "dial tcp"):
+		return pullUnreachable
+	}
+	return ""
+}
