@@ -1,5 +1,6 @@
-// Package analysis holds the pure algorithms of an investigation: Drain log
-// template mining with masking of variable values, robust statistics
+// Package analysis holds the pure algorithms of an investigation: log
+// template mining (online Drain and a batch pass by positional token
+// frequency) with masking of variable values, robust statistics
 // (median, MAD, robust z-scores) for metric anomaly bands, change-point
 // detection, correlation of aligned series, and rate helpers for counters.
 // Nothing here performs I/O; every function is deterministic.
