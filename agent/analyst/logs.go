@@ -106,6 +106,10 @@ var logRules = []logRule{
 	{KindAppCrash, regexp.MustCompile(`(?i)^panic:|\bpanic:|goroutine \d+ \[running\]|Traceback \(most recent call last\)|Exception in thread|NullPointerException|segmentation fault|SIGSEGV|Unhandled (exception|rejection)|fatal error:|\bFATAL\b|uncaught exception|nil pointer dereference`), 0.75, "application crash"},
 }
 
+// lookupMissRE matches a lookup that found nothing ("cart not found",
+// "404 Not Found").
+var lookupMissRE = regexp.MustCompile(`(?i)\b(not found|404)\b`)
+
 // configInvalidRE matches an application refusing its configuration: a
 // YAML/JSON/TOML parse error, an invalid or unparsable config file.
 var configInvalidRE = regexp.MustCompile(`(?i)yaml: (line \d+|unmarshal errors)|mapping values are not allowed|did not find expected (key|node)|could not find expected ':'|json: cannot unmarshal|invalid character '.' looking for|toml: (line|expected)|failed to (parse|load|read|decode) (the )?(config|configuration|rules|settings|properties)\b[^"]*|(config|configuration) (file )?(is )?(invalid|malformed)|invalid (config|configuration)\b|(error|unable to|could not) (parsing|parse|load|loading) (the )?(config|configuration)|ScannerError|ParserError: while parsing|JsonParseException|malformed (yaml|json|config)`)
@@ -437,6 +441,11 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 				}
 				w0 *= 0.5
 			case "warn":
+				// A warning that something asked for was not found (a
+				// lookup answered 404) is the service working.
+				if kind == KindLogErrors && lookupMissRE.MatchString(line) {
+					continue
+				}
 				w0 *= 0.9
 			}
 			if t.Incident < 5 && !(surging && t.New && t.Incident >= 3) {

@@ -472,8 +472,8 @@ func changeHypothesis(c *Finding, symptoms []*Finding, sc Scope) *Hypothesis {
 		return nil
 	}
 	prior := infoOf(c.Kind).prior
-	if c.fact("restart") != "" {
-		prior = 0.2 // a restart ships nothing new
+	if c.fact("restart") != "" || scalingOnly(c) {
+		prior = 0.2 // a restart or a replica count ships nothing new
 	}
 	score := prior + math.Min(0.3, 0.1*float64(len(sources)))
 	switch d := first.Sub(c.Time); {
@@ -500,6 +500,20 @@ func changeHypothesis(c *Finding, symptoms []*Finding, sc Scope) *Hypothesis {
 	}
 	h.Score = math.Min(0.95, score*(0.7+0.3*maxW)*relevance(h, sc))
 	return h
+}
+
+var (
+	scalingChangeRE = regexp.MustCompile(`(?i)\b(min|max)?_?replicas\b|\bscal(e|ed|ing) (out|up|in|down)\b|\bhpa\b`)
+	toZeroRE        = regexp.MustCompile(`(?i)(->|→|\bto)\s*0\b|\bzero\b`)
+	shipsRE         = regexp.MustCompile(`(?i)\bimage\b|\bversion\b|\brelease\b|\bv?\d+\.\d+\.\d+\b|\bflag\b|\bconfig(map)?\b|\benv\b|\blimit|\brequest`)
+)
+
+// scalingOnly reports whether a change only sets how many replicas run (a
+// replica count, an autoscaler's bounds) and ships no code or settings:
+// more of the same pods. Scaling to zero is not only scaling.
+func scalingOnly(c *Finding) bool {
+	d := c.fact("description") + " " + c.Summary
+	return c.fact("image") == "" && scalingChangeRE.MatchString(d) && !toZeroRE.MatchString(d) && !shipsRE.MatchString(strings.ReplaceAll(d, "config change", ""))
 }
 
 // substantial reports whether a finding is more than noise: log findings
