@@ -217,10 +217,12 @@ func GroupBatch(lines []string) []int {
 }
 
 // valueLike reports whether a token reads as a value rather than a word:
-// one that begins with a masked value (a quantity with its unit), or whose
-// value part (after the last '=') is at least 30% digits, masked values
-// counting as one digit. HTTP status codes are words: Tokens keeps them
-// because they tell lines apart.
+// one that begins with a masked value (a quantity with its unit); a host
+// name (three or more dotted labels, the last of letters: property names
+// such as mapreduce.task.id count too); an identifier with a numeric part
+// (rdd_<NUM>_<NUM>); or one whose value part (after the last '=') is at
+// least 30% digits, masked values counting as one digit. HTTP status codes
+// are words: Tokens keeps them because they tell lines apart.
 func valueLike(t string) bool {
 	if k := strings.LastIndexByte(t, '='); k >= 0 {
 		t = t[k+1:]
@@ -236,6 +238,9 @@ func valueLike(t string) bool {
 	}
 	if t[0] == '<' && strings.IndexByte(t, '>') > 1 {
 		return true
+	}
+	if hostLike(t) || strings.Contains(t, "_<") {
+		return true // a host name, an identifier with a number (rdd_<NUM>)
 	}
 	digits, n := 0, 0
 	for i := 0; i < len(t); i++ {
@@ -269,4 +274,26 @@ func isLevel(t string) bool {
 		t = t[k+1:]
 	}
 	return levelWords[strings.ToLower(strings.Trim(t, "[]():,;\"'"))]
+}
+
+// hostLike reports a DNS name of at least three labels ending in a
+// letter-only label ("db-3.eu.example.com").
+func hostLike(t string) bool {
+	t = strings.TrimRight(t, ".,;:)")
+	if strings.Count(t, ".") < 2 || strings.ContainsAny(t, "/=@") {
+		return false
+	}
+	labels := strings.Split(t, ".")
+	for _, l := range labels {
+		if l == "" {
+			return false
+		}
+	}
+	tld := labels[len(labels)-1]
+	for i := 0; i < len(tld); i++ {
+		if c := tld[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return len(tld) >= 2
 }

@@ -250,7 +250,9 @@ func TestGroupBatch(t *testing.T) {
 func TestValueLike(t *testing.T) {
 	for tok, want := range map[string]bool{
 		"<NUM>": true, "/10.10.34.12:<NUM>": true, "rhost=<IP>": true, "<NUM> bytes": true, "<<NUM> sec": true,
-		"HTTPS": false, "SOCKS5": false, "200": false, "tty=NODEVssh": false, `"GET <STR>"`: false, "node-<NUM>": false,
+		"db-3.eu.example.com": true, "rdd_<NUM>_<NUM>": true, "broadcast_<NUM>_piece0": true,
+		"mapreduce.task.id": true, // a dotted name of three labels reads as a host
+		"HTTPS":             false, "SOCKS5": false, "200": false, "tty=NODEVssh": false, `"GET <STR>"`: false, "node-<NUM>": false,
 	} {
 		if got := valueLike(tok); got != want {
 			t.Errorf("valueLike(%q) = %v, want %v", tok, got, want)

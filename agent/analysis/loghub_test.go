@@ -198,8 +198,8 @@ func TestLoghubGroupingAccuracy(t *testing.T) {
 	t.Logf("mean GA batch %.3f  drain %.3f  over %d systems", mean, sumDrain/float64(len(systems)), len(systems))
 	// A ratchet at the measured mean of the batch miner over the 14
 	// systems of Loghub-2k present (docs/localization.md).
-	if len(systems) == 14 && mean < 0.95 {
-		t.Errorf("mean grouping accuracy %.3f fell below the measured 0.95", mean)
+	if len(systems) == 14 && mean < 0.96 {
+		t.Errorf("mean grouping accuracy %.3f fell below the measured 0.96", mean)
 	}
 }
 
