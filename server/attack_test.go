@@ -499,14 +499,23 @@ func TestAttackA2ATaskOwnership(t *testing.T) {
 		t.Fatalf("search's investigation after payments' cancel: %+v", invs)
 	}
 
-	// A restart while it runs: a new server on the same database.
+	// A restart while it runs: the runtime stops, a new one recovers the
+	// database (the running investigation becomes failed, interrupted),
+	// and a new server reads the task from the database.
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), 2*time.Second)
+	rt.Stop(stopCtx)
+	cancelStop()
+	rt2 := startRuntime(t, h, engineFunc(func(ctx context.Context, req *agent.Request, run agent.Run) (*finding.Result, error) {
+		return &finding.Result{Summary: "SEARCH-SECRET-ANSWER " + req.Message, RootCause: finding.RootCause{Description: "disk full", Confidence: 80}}, nil
+	}), func(ctx context.Context, team string) (*agent.Environment, error) { return probeEnvironment(), nil })
+	h.srv.cfg.Investigations = rt2
 	cfg2 := h.srv.cfg
 	srv2 := New(cfg2)
 	ts2 := httptest.NewServer(srv2.Handler())
 	defer ts2.Close()
 	_, m, _ = rpc(t, ts2.URL, h.tokens["search-write"], "tasks/get", `{"id":"`+taskID+`"}`)
-	if state := fmt.Sprint(m["result"].(map[string]any)["status"].(map[string]any)["state"]); state != "failed" {
-		t.Errorf("a task cut off by a restart reads %q, want failed", state)
+	if state := fmt.Sprint(m["result"].(map[string]any)["status"].(map[string]any)["state"]); state != "failed" || !strings.Contains(fmt.Sprint(m), "interrupted") {
+		t.Errorf("a task cut off by a restart reads %q (%v), want failed as its interrupted investigation", state, m)
 	}
 	_, theirs, _ = rpc(t, ts2.URL, h.tokens["payments-write"], "tasks/get", `{"id":"`+taskID+`"}`)
 	if !strings.HasPrefix(rpcError(theirs), "-32001") {
@@ -516,7 +525,7 @@ func TestAttackA2ATaskOwnership(t *testing.T) {
 	// A completed task is read back by its team, and by its team only,
 	// from a server started later.
 	rel()
-	st, m, _ = rpc(t, h.url, h.tokens["search-write"], "message/send", `{"message":{"kind":"message","messageId":"m-done","role":"user","parts":[{"kind":"text","text":"quick question"}]}}`)
+	st, m, _ = rpc(t, ts2.URL, h.tokens["search-write"], "message/send", `{"message":{"kind":"message","messageId":"m-done","role":"user","parts":[{"kind":"text","text":"quick question"}]}}`)
 	done, _ := m["result"].(map[string]any)
 	doneID, _ := done["id"].(string)
 	if st != 200 || doneID == "" {

@@ -191,6 +191,7 @@ func (a *a2aService) Investigate(ctx context.Context, taskID, message string, mc
 	if err != nil {
 		return nil, err
 	}
+	a2a.Started(ctx, inv.ID)
 	a.tasks.Store(taskID, a2aTask{team: team, id: inv.ID})
 	defer a.tasks.Delete(taskID)
 	wctx, cancel := context.WithTimeout(ctx, a2aWait)
@@ -199,6 +200,30 @@ func (a *a2aService) Investigate(ctx context.Context, taskID, message string, mc
 	if err != nil {
 		return nil, err
 	}
+	return outcomeOf(inv), nil
+}
+
+// Outcome is the outcome of the caller's team's investigation id now
+// (a2a.Reconciler): an A2A task the server restarted under reads as it.
+func (a *a2aService) Outcome(ctx context.Context, id string) (*a2a.Outcome, bool, error) {
+	rt, err := a.s.runtime()
+	if err != nil {
+		return nil, false, err
+	}
+	team, _ := ctx.Value(a2aTeamKey{}).(string)
+	inv, err := rt.Get(ctx, team, id)
+	if err != nil {
+		return nil, false, err
+	}
+	switch inv.Status {
+	case db.StatusCompleted, db.StatusFailed, db.StatusCancelled:
+		return outcomeOf(inv), true, nil
+	}
+	return nil, false, nil
+}
+
+// outcomeOf is a final investigation as an A2A task reports it.
+func outcomeOf(inv *db.Investigation) *a2a.Outcome {
 	out := &a2a.Outcome{InvestigationID: inv.ID, Status: string(inv.Status)}
 	switch inv.Status {
 	case db.StatusCompleted:
@@ -220,7 +245,7 @@ func (a *a2aService) Investigate(ctx context.Context, taskID, message string, mc
 		out.Status = "failed"
 		out.Error = "the investigation did not finish within " + a2aWait.String()
 	}
-	return out, nil
+	return out
 }
 
 func (a *a2aService) Cancel(ctx context.Context, taskID string) error {

@@ -39,6 +39,30 @@ type Service interface {
 	Cancel(ctx context.Context, taskID string) error
 }
 
+// Reconciler is an optional method of a Service: the outcome of an
+// investigation now, and whether it is final. A stored task that no
+// execution of this process is running (the server restarted under it)
+// reads as its investigation does: completed, failed or cancelled with it,
+// or still working while the investigation, re-queued, runs again.
+type Reconciler interface {
+	Outcome(ctx context.Context, investigationID string) (out *Outcome, final bool, err error)
+}
+
+type startedKey struct{}
+
+// Started tells the task of ctx which investigation it runs (call it from
+// Service.Investigate once the investigation exists): the id is recorded in
+// the task, so that a task outliving its execution can be reconciled.
+func Started(ctx context.Context, investigationID string) {
+	if f, ok := ctx.Value(startedKey{}).(func(string)); ok {
+		f(investigationID)
+	}
+}
+
+// MetaInvestigationID is the status-message metadata key holding the
+// investigation a task runs.
+const MetaInvestigationID = "rootcause_investigation_id"
+
 // Card returns rootcause's agent card; baseURL is the public base URL of
 // the API (the JSON-RPC endpoint is baseURL + EndpointPath).
 func Card(baseURL, version string) *a2a.AgentCard {
@@ -125,7 +149,12 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 	if text == "" {
 		return final(a2a.TaskStateRejected, "the message has no text: send the incident question as a text part")
 	}
-	out, err := e.svc.Investigate(ctx, string(rc.TaskID), text, msgCtx)
+	ictx := context.WithValue(ctx, startedKey{}, func(id string) {
+		msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, a2a.TextPart{Text: "investigation " + id + " started"})
+		msg.Metadata = map[string]any{MetaInvestigationID: id}
+		_ = q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking, msg))
+	})
+	out, err := e.svc.Investigate(ictx, string(rc.TaskID), text, msgCtx)
 	if err != nil {
 		return final(a2a.TaskStateFailed, "the investigation could not start: "+err.Error())
 	}

@@ -37,6 +37,7 @@ func NewStoredHandler(svc Service, store TaskStore, logger *slog.Logger) http.Ha
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ts := &taskStore{store: store, live: map[a2a.TaskID]int{}}
+	ts.rec, _ = svc.(Reconciler)
 	ex := &executor{svc: svc, live: ts}
 	h := a2asrv.NewHandler(ex, a2asrv.WithLogger(logger), a2asrv.WithTaskStore(ts))
 	return a2asrv.NewJSONRPCHandler(&owned{RequestHandler: h, store: ts})
@@ -47,6 +48,7 @@ func NewStoredHandler(svc Service, store TaskStore, logger *slog.Logger) http.Ha
 // here was cut off by a restart and is reported failed.
 type taskStore struct {
 	store TaskStore
+	rec   Reconciler // nil: a cut-off task reads as failed
 	mu    sync.Mutex
 	live  map[a2a.TaskID]int
 }
@@ -96,15 +98,67 @@ func (s *taskStore) Get(ctx context.Context, id a2a.TaskID) (*a2a.Task, error) {
 		return nil, fmt.Errorf("decoding task %s: %w", id, err)
 	}
 	if !t.Status.State.Terminal() && t.Status.State != a2a.TaskStateInputRequired && !s.running(id) {
-		// The server stopped while it ran: its investigation was marked
-		// failed (interrupted) on the next start; the task says so too.
-		t.Status = a2a.TaskStatus{State: a2a.TaskStateFailed, Message: a2a.NewMessageForTask(a2a.MessageRoleAgent, &t,
-			a2a.TextPart{Text: "the server restarted while this task was running; its investigation ended with code interrupted"})}
-		if err := s.Save(ctx, &t); err != nil {
-			return nil, err
-		}
+		// The server stopped while it ran: the task reads as its
+		// investigation does now (which the restart marked interrupted
+		// if it was running, or re-queued if it was pending).
+		return s.reconcile(ctx, &t)
 	}
 	return &t, nil
+}
+
+// reconcile brings a task no execution runs in line with its
+// investigation, saving it once the investigation is final.
+func (s *taskStore) reconcile(ctx context.Context, t *a2a.Task) (*a2a.Task, error) {
+	inv := investigationOf(t)
+	if s.rec != nil && inv != "" {
+		out, final, err := s.rec.Outcome(ctx, inv)
+		if err == nil && !final {
+			return t, nil // re-queued: still working
+		}
+		if err == nil && out != nil {
+			parts := a2a.ContentParts{a2a.TextPart{Text: answerText(out)}}
+			if out.Data != nil {
+				parts = append(parts, a2a.DataPart{Data: out.Data})
+			}
+			t.Artifacts = append(t.Artifacts, &a2a.Artifact{ID: a2a.NewArtifactID(), Name: "investigation " + out.InvestigationID, Parts: parts})
+			state, text := a2a.TaskStateFailed, fmt.Sprintf("investigation %s failed: %s", out.InvestigationID, out.Error)
+			switch out.Status {
+			case "completed":
+				state, text = a2a.TaskStateCompleted, answerText(out)
+			case "cancelled":
+				state, text = a2a.TaskStateCanceled, "the investigation was cancelled"
+			}
+			t.Status = a2a.TaskStatus{State: state, Message: a2a.NewMessageForTask(a2a.MessageRoleAgent, t, a2a.TextPart{Text: text})}
+			if err := s.Save(ctx, t); err != nil {
+				return nil, err
+			}
+			return t, nil
+		}
+	}
+	t.Status = a2a.TaskStatus{State: a2a.TaskStateFailed, Message: a2a.NewMessageForTask(a2a.MessageRoleAgent, t,
+		a2a.TextPart{Text: "the server restarted while this task was running, before its investigation started"})}
+	if err := s.Save(ctx, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// investigationOf finds the investigation id recorded by Started in the
+// task's status message or history.
+func investigationOf(t *a2a.Task) string {
+	msgs := []*a2a.Message{t.Status.Message}
+	for i := len(t.History) - 1; i >= 0; i-- {
+		msgs = append(msgs, t.History[i])
+	}
+	for _, m := range msgs {
+		if m == nil {
+			continue
+		}
+		if id, ok := m.Metadata[MetaInvestigationID].(string); ok && id != "" {
+			return id
+		}
+	}
+	return ""
 }
 
 // owned checks that the caller's store holds the task a method names
