@@ -175,7 +175,9 @@ func (c *Client) get(ctx context.Context, path string, accept string, v any) (ht
 		*out = body
 	default:
 		if err := json.Unmarshal(body, v); err != nil {
-			return nil, &evidence.Error{Source: "github", Code: evidence.CodeUnavailable, Err: fmt.Errorf("decoding GitHub response of %s: %v", path, err)}
+			// Not the decoder's text: it quotes the answer's first bytes,
+			// which would tell a team what listens at an address it chose.
+			return nil, &evidence.Error{Source: "github", Code: evidence.CodeUnavailable, Err: fmt.Errorf("the answer to %s is not GitHub API JSON", path)}
 		}
 	}
 	return resp.Header, nil

@@ -217,7 +217,12 @@ func mapErr(err error) error {
 		switch ae.Type {
 		case v1.ErrBadData, v1.ErrExec:
 			return &evidence.Error{Source: "prometheus", Code: evidence.CodeInvalid, Err: fmt.Errorf("%s", ae.Msg)}
-		case v1.ErrBadResponse, v1.ErrServer, v1.ErrTimeout, v1.ErrCanceled, v1.ErrClient:
+		case v1.ErrBadResponse, v1.ErrServer, v1.ErrClient:
+			// The answer's bytes never reach the caller: an address a
+			// team chose may be some other service, and quoting its
+			// answer would tell the team what listens there.
+			return &evidence.Error{Source: "prometheus", Code: evidence.CodeUnavailable, Err: fmt.Errorf("the server did not answer as the Prometheus HTTP API does (%s)", ae.Type)}
+		case v1.ErrTimeout, v1.ErrCanceled:
 			return &evidence.Error{Source: "prometheus", Code: evidence.CodeUnavailable, Err: err}
 		}
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -163,5 +165,22 @@ func TestLivePrometheusUnavailable(t *testing.T) {
 	}
 	if _, err := prom.New(prom.Config{URL: "ftp://x"}); evidence.CodeOf(err) != evidence.CodeInvalid {
 		t.Errorf("bad url: %v", err)
+	}
+}
+
+// An address that answers with something other than the Prometheus API
+// gets a data gap that does not quote the answer.
+func TestLivePrometheusDoesNotQuoteForeignAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("SSH-2.0-OpenSSH_9.6 secret banner"))
+	}))
+	defer srv.Close()
+	c, err := prom.New(prom.Config{URL: srv.URL, Timeout: 2 * time.Second, Guard: loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Query(context.Background(), "up", time.Now())
+	if err == nil || strings.Contains(err.Error(), "SSH") || strings.Contains(err.Error(), "banner") {
+		t.Fatalf("foreign answer: %v", err)
 	}
 }
