@@ -100,7 +100,7 @@ var logRules = []logRule{
 	// evicts it and the group rebalances.
 	{KindConsumerStall, regexp.MustCompile(`(?i)max\.poll\.interval\.ms|poll timeout has expired|CommitFailedException|Offset commit (cannot be completed|failed) since the consumer|group (is )?rebalancing|Attempt to heartbeat failed since group is rebalancing|revoking previously assigned partitions`), 0.8, "consumer poll loop too slow"},
 	// A configuration file the application cannot parse.
-	{KindConfigInvalid, configInvalidRE, 0.85, "configuration error"},
+	lineRule(configInvalid),
 	// A host's service manager reporting a dead or given-up service.
 	{KindAppCrash, regexp.MustCompile(`(?i)Failed with result '|Start request repeated too quickly|Failed to start |Main process exited, code=(killed|dumped)`), 0.8, "service failed"},
 	{KindAppCrash, regexp.MustCompile(`(?i)^panic:|\bpanic:|goroutine \d+ \[running\]|Traceback \(most recent call last\)|Exception in thread|NullPointerException|segmentation fault|SIGSEGV|Unhandled (exception|rejection)|fatal error:|\bFATAL\b|uncaught exception|nil pointer dereference`), 0.75, "application crash"},
@@ -110,9 +110,6 @@ var logRules = []logRule{
 // "404 Not Found").
 var lookupMissRE = regexp.MustCompile(`(?i)\b(not found|404)\b`)
 
-// configInvalidRE matches an application refusing its configuration: a
-// YAML/JSON/TOML parse error, an invalid or unparsable config file.
-var configInvalidRE = regexp.MustCompile(`(?i)yaml: (line \d+|unmarshal errors)|mapping values are not allowed|did not find expected (key|node)|could not find expected ':'|json: cannot unmarshal|invalid character '.' looking for|toml: (line|expected)|failed to (parse|load|read|decode) (the )?(config|configuration|rules|settings|properties)\b[^"]*|(config|configuration) (file )?(is )?(invalid|malformed)|invalid (config|configuration)\b|(error|unable to|could not) (parsing|parse|load|loading) (the )?(config|configuration)|ScannerError|ParserError: while parsing|JsonParseException|malformed (yaml|json|config)`)
 
 var certWordRE = regexp.MustCompile(`(?i)cert|x509|tls|ssl`)
 

@@ -19,4 +19,5 @@ var mechanisms = []*mechanism{
 	imagePull,
 	configError,
 	startFailureM,
+	configInvalid,
 }

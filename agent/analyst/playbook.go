@@ -225,8 +225,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		d = describeCertExpiring(h)
 	case KindSelector:
 		d = fmt.Sprintf("selector/label mismatch: service %s selects no pods (no ready endpoints), so requests to it fail: %s", s, h.fact("mismatch"))
-	case KindConfigInvalid:
-		d = describeConfigInvalid(h)
 	case KindAppCrash:
 		d = fmt.Sprintf("%s crashes with an application error: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindCrashLoop:
@@ -672,15 +670,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(hi, fmt.Sprintf("Make service %s select its pods again: restore the pod labels its selector needs, or update the selector to the new labels (%s)", s, truncate(h.fact("mismatch"), 160)))
 		add(med, "Keep Service selectors and pod template labels in the same chart and change them together")
 		add(lo, "Alert on Services with no ready endpoints (kube_endpoint_address_available == 0) and check selectors in CI")
-	case KindConfigInvalid:
-		if c := h.Trigger; c != nil && c.Kind == KindConfigChange {
-			add(hi, fmt.Sprintf("Revert the config change (%s) so the pods can start again", truncate(orWord(c.fact("description"), c.Summary), 160)))
-		} else {
-			rollback()
-		}
-		add(hi, fmt.Sprintf("Fix the configuration of %s: %s", s, truncate(h.fact("line"), 200)))
-		add(med, "Validate configuration files (YAML/JSON schema) in CI before they reach the ConfigMap, and keep the last good version to roll back to")
-		add(lo, "Alert on crash-looping pods right after config changes or restarts")
 	case KindSaturation, KindLatency, KindErrorRate, KindRestarts, KindTargetDown:
 		rollback()
 		add(hi, fmt.Sprintf("Mitigate on %s: scale it out or shed load, and check its recent changes", orWord(s, "the service")))
@@ -812,24 +801,6 @@ func describeCertExpiring(h *Hypothesis) string {
 	return d
 }
 
-func describeConfigInvalid(h *Hypothesis) string {
-	s := h.Subject
-	where := "its config file"
-	if p := h.fact("config_path"); p != "" {
-		where = "config file " + p
-	}
-	d := fmt.Sprintf("configuration error in %s of %s (ConfigMap/config file): the application cannot parse it and exits", where, s)
-	if c := h.fact("exit_code"); c != "" {
-		d += fmt.Sprintf(" (exit code %s)", c)
-	}
-	if h.fact("crashloop") != "" {
-		d += ", so its pods are in CrashLoopBackOff"
-	}
-	if l := h.fact("line"); l != "" {
-		d += ": " + quote(ReadableLine(l), 220)
-	}
-	return d
-}
 
 // dependencyKindOf names what a caller's failing calls go to when the lines
 // name no address: the client library or database they mention.

@@ -403,8 +403,6 @@ func fitsMechanism(h *Hypothesis, c *Finding) bool {
 	}
 	desc := strings.ToLower(c.fact("description") + " " + c.Summary)
 	switch h.Kind {
-	case KindConfigInvalid:
-		return c.Kind == KindConfigChange || strings.Contains(desc, "configmap") || strings.Contains(desc, "secret")
 	case KindTimeout, KindConnRefused, KindConnReset, KindDNS:
 		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && networkChangeRE.MatchString(desc)
 	case KindCacheFull:

@@ -200,7 +200,7 @@ var kinds = map[Kind]kindInfo{
 	KindCacheFull:     {0.78, classCause, "cache at maxmemory (eviction storm, hit ratio falling)"},
 	KindCertExpiring:  {0.7, classCause, "certificate expiring soon"},
 	KindSelector:      {0.84, classCause, "Service selector/label mismatch"},
-	KindConfigInvalid: {0.8, classCause, "configuration error (invalid config file)"},
+	KindConfigInvalid: {prior: 0.8},
 	KindEviction:      {0.56, classCause, "pod evictions"},
 	KindTLS:           {0.56, classDependency, "TLS handshake failure"},
 	// Mechanisms with their own home (mechanisms.go) take their class
