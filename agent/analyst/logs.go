@@ -110,7 +110,6 @@ var logRules = []logRule{
 // "404 Not Found").
 var lookupMissRE = regexp.MustCompile(`(?i)\b(not found|404)\b`)
 
-
 var certWordRE = regexp.MustCompile(`(?i)cert|x509|tls|ssl`)
 
 var errorWordRE = regexp.MustCompile(`(?i)\b(error|err|exception|fail(ed|ure)?|fatal|critical|crit|panic|severe|level=error|"level":"error")\b`)

@@ -801,7 +801,6 @@ func describeCertExpiring(h *Hypothesis) string {
 	return d
 }
 
-
 // dependencyKindOf names what a caller's failing calls go to when the lines
 // name no address: the client library or database they mention.
 func dependencyKindOf(h *Hypothesis) string {
