@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -229,7 +230,8 @@ func TestErrorsScrubSecrets(t *testing.T) {
 		case strings.HasPrefix(r.URL.Path, "/api/v2/"):
 			http.NotFound(w, r)
 		default:
-			http.Error(w, "upstream said: bad token "+r.Header.Get("Authorization"), http.StatusBadGateway)
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprintf(w, `{"error": "upstream said: bad token %s"}`, r.Header.Get("Authorization"))
 		}
 	}))
 	defer srv.Close()

@@ -6,6 +6,7 @@ package apiclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +61,9 @@ type StatusError struct {
 }
 
 func (e *StatusError) Error() string {
+	if e.Body == "" {
+		return fmt.Sprintf("HTTP %d", e.Status)
+	}
 	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body)
 }
 
@@ -93,7 +97,10 @@ func (c *Client) Get(ctx context.Context, path string, q url.Values) ([]byte, er
 		return nil, c.errorf(evidence.CodeUnavailable, fmt.Errorf("answer larger than %d bytes; narrow the query", MaxBody))
 	}
 	if resp.StatusCode/100 != 2 {
-		se := &StatusError{Status: resp.StatusCode, Body: strings.TrimSpace(string(body[:min(len(body), 300)]))}
+		// Only a message the API itself wrote in JSON is quoted: the bytes of
+		// whatever else answered never reach the caller (they could tell a
+		// team what listens at an address).
+		se := &StatusError{Status: resp.StatusCode, Body: jsonMessage(body)}
 		code := evidence.CodeUnavailable
 		switch resp.StatusCode {
 		case http.StatusBadRequest:
@@ -103,7 +110,51 @@ func (c *Client) Get(ctx context.Context, path string, q url.Values) ([]byte, er
 		}
 		return nil, c.errorf(code, se)
 	}
+	if !json.Valid(body) {
+		return nil, c.errorf(evidence.CodeUnavailable, errors.New("the answer is not JSON"))
+	}
 	return body, nil
+}
+
+// jsonMessage returns the error message of a JSON error body ("error",
+// "message", "msg", or the first of "errors"), at most 300 bytes, or "".
+func jsonMessage(body []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	str := func(raw json.RawMessage) string {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) == nil {
+			for _, k := range []string{"message", "msg", "error"} {
+				if json.Unmarshal(obj[k], &s) == nil && s != "" {
+					return s
+				}
+			}
+		}
+		return ""
+	}
+	msg := ""
+	for _, k := range []string{"error", "message", "msg"} {
+		if msg = str(m[k]); msg != "" {
+			break
+		}
+	}
+	if msg == "" {
+		var list []json.RawMessage
+		if json.Unmarshal(m["errors"], &list) == nil && len(list) > 0 {
+			msg = str(list[0])
+		}
+	}
+	msg = strings.TrimSpace(msg)
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	return msg
 }
 
 // Status returns the HTTP status of a Get error, or 0.
@@ -123,7 +174,9 @@ func (c *Client) errorf(code string, err error) error {
 	var se *StatusError
 	if errors.As(err, &se) {
 		cp := *se
-		cp.Body = msg[strings.Index(msg, ": ")+2:]
+		if i := strings.Index(msg, ": "); i >= 0 {
+			cp.Body = msg[i+2:]
+		}
 		return &evidence.Error{Source: c.Source, Code: code, Err: &cp}
 	}
 	return &evidence.Error{Source: c.Source, Code: code, Err: errors.New(msg)}

@@ -69,3 +69,43 @@ func TestNewRefuses(t *testing.T) {
 		t.Error("no client: no error")
 	}
 }
+
+// TestAnswersAreNotQuoted: whatever answers at a team-chosen address, the
+// error tells only the status and a message the API wrote as JSON; raw bytes
+// (a banner, an HTML page, another protocol) never reach the caller.
+func TestAnswersAreNotQuoted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/banner":
+			w.WriteHeader(http.StatusBadGateway)
+			w.Write([]byte("SSH-2.0-OpenSSH_9.2 secret-banner"))
+		case "/html200":
+			w.Write([]byte("<html>internal admin secret-banner</html>"))
+		case "/jsonerr":
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"error": "malformed query"}`))
+		case "/jaegererr":
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"errors": [{"code": 500, "msg": "storage down"}]}`))
+		}
+	}))
+	defer srv.Close()
+	c, err := New("jaeger", srv.URL, srv.Client(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/banner", "HTTP 502"},
+		{"/html200", "not JSON"},
+		{"/jsonerr", "malformed query"},
+		{"/jaegererr", "storage down"},
+	} {
+		_, err := c.Get(context.Background(), tc.path, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want it to contain %q", tc.path, err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "secret-banner") || strings.Contains(err.Error(), "SSH")) {
+			t.Errorf("%s: the answer's bytes are in the error: %v", tc.path, err)
+		}
+	}
+}
