@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,7 +101,8 @@ func init() {
 		"Pod": podRow, "Deployment": deploymentRow, "ReplicaSet": replicaSetRow, "StatefulSet": statefulSetRow,
 		"DaemonSet": daemonSetRow, "Job": jobRow, "CronJob": cronJobRow, "Node": nodeRow, "Service": serviceRow,
 		"PersistentVolumeClaim": pvcRow, "PersistentVolume": pvRow, "Ingress": ingressRow,
-		"HorizontalPodAutoscaler": hpaRow, "Endpoints": endpointsRow,
+		"HorizontalPodAutoscaler": hpaRow, "Endpoints": endpointsRow, "StorageClass": storageClassRow,
+		"Namespace": namespaceRow,
 	}
 }
 
@@ -410,6 +412,37 @@ func pvRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.Ob
 	v.Spec.StorageClassName = cell(t, row, "STORAGECLASS")
 	v.Status.Reason = cell(t, row, "REASON")
 	return v
+}
+
+// storageClassRow reads NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE
+// ALLOWVOLUMEEXPANSION AGE; kubectl marks the default class "NAME (default)".
+func storageClassRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.Object {
+	if name, ok := strings.CutSuffix(meta.Name, " (default)"); ok {
+		meta.Name = name
+		meta.Annotations = map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
+	}
+	sc := &storagev1.StorageClass{TypeMeta: typeMeta("StorageClass"), ObjectMeta: meta}
+	sc.Provisioner = cell(t, row, "PROVISIONER")
+	if v := cell(t, row, "RECLAIMPOLICY"); v != "" {
+		rp := corev1.PersistentVolumeReclaimPolicy(v)
+		sc.ReclaimPolicy = &rp
+	}
+	if v := cell(t, row, "VOLUMEBINDINGMODE"); v != "" {
+		m := storagev1.VolumeBindingMode(v)
+		sc.VolumeBindingMode = &m
+	}
+	if v := cell(t, row, "ALLOWVOLUMEEXPANSION"); v == "true" || v == "false" {
+		b := v == "true"
+		sc.AllowVolumeExpansion = &b
+	}
+	return sc
+}
+
+// namespaceRow reads NAME STATUS AGE.
+func namespaceRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.Object {
+	ns := &corev1.Namespace{TypeMeta: typeMeta("Namespace"), ObjectMeta: meta}
+	ns.Status.Phase = corev1.NamespacePhase(cell(t, row, "STATUS"))
+	return ns
 }
 
 func ingressRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.Object {
