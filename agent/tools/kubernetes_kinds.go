@@ -316,11 +316,19 @@ func (w *walker) add(rel string, o evidence.KubeObject, detail string, withObjec
 
 func (w *walker) walk(obj evidence.KubeObject) error {
 	ns := obj.GetNamespace()
-	w.owners(obj)
+	chain := w.owners(obj)
 	switch x := obj.(type) {
 	case *corev1.Pod:
 		w.podSpec(ns, &x.Spec, x.Spec.NodeName == "")
 		w.selecting(x)
+		// The autoscaler of the workload that owns the pod decides how
+		// many of its siblings there may be.
+		for _, o := range chain {
+			switch o.(type) {
+			case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.ReplicaSet:
+				w.autoscalers(o)
+			}
+		}
 	case *appsv1.Deployment:
 		w.podSpec(ns, &x.Spec.Template.Spec, false)
 		w.owned(obj, "ReplicaSet")
@@ -405,8 +413,10 @@ func ptrOr(p *int32, d int32) int32 {
 	return *p
 }
 
-// owners walks the controller owner chain upwards.
-func (w *walker) owners(obj evidence.KubeObject) {
+// owners walks the controller owner chain upwards and returns the owners
+// found, nearest first.
+func (w *walker) owners(obj evidence.KubeObject) []evidence.KubeObject {
+	var chain []evidence.KubeObject
 	cur := obj
 	for depth := 0; depth < 5 && cur != nil; depth++ {
 		var next evidence.KubeObject
@@ -422,8 +432,12 @@ func (w *walker) owners(obj evidence.KubeObject) {
 			next = w.ref("owner", o.Kind, cur.GetNamespace(), o.Name, "", true)
 			break
 		}
+		if next != nil {
+			chain = append(chain, next)
+		}
 		cur = next
 	}
+	return chain
 }
 
 // owned lists the objects of kind whose controller is obj.
@@ -693,9 +707,94 @@ func (w *walker) autoscalers(obj evidence.KubeObject) {
 	for _, o := range w.list("HorizontalPodAutoscaler", obj.GetNamespace()) {
 		h := o.(*autoscalingv2.HorizontalPodAutoscaler)
 		if h.Spec.ScaleTargetRef.Name == obj.GetName() && strings.EqualFold(h.Spec.ScaleTargetRef.Kind, evidence.KindOf(obj)) {
-			w.add("autoscaler", h, fmt.Sprintf("replicas %d current, %d desired, max %d", h.Status.CurrentReplicas, h.Status.DesiredReplicas, h.Spec.MaxReplicas), true)
+			w.add("autoscaler", h, autoscalerDetail(h), true)
 		}
 	}
+}
+
+// autoscalerDetail summarises an HPA: its replicas against its bounds, its
+// metrics (current/target) and a ScalingLimited condition that is true.
+func autoscalerDetail(h *autoscalingv2.HorizontalPodAutoscaler) string {
+	d := fmt.Sprintf("replicas %d current, %d desired, max %d", h.Status.CurrentReplicas, h.Status.DesiredReplicas, h.Spec.MaxReplicas)
+	var ms []string
+	for _, m := range h.Spec.Metrics {
+		name, target := metricTarget(m)
+		cur := "?"
+		for _, c := range h.Status.CurrentMetrics {
+			if cn, cv := metricCurrent(c); cn == name && c.Type == m.Type {
+				cur = cv
+				break
+			}
+		}
+		if name != "" {
+			ms = append(ms, name+" "+cur+"/"+target)
+		}
+	}
+	if len(ms) > 0 {
+		d += "; metrics " + strings.Join(ms, ", ")
+	}
+	for _, c := range h.Status.Conditions {
+		if c.Type == autoscalingv2.ScalingLimited && c.Status == corev1.ConditionTrue {
+			d += "; ScalingLimited (" + c.Reason + ")"
+		}
+	}
+	return d
+}
+
+// metricTarget names an HPA metric and renders its target.
+func metricTarget(m autoscalingv2.MetricSpec) (name, target string) {
+	var t autoscalingv2.MetricTarget
+	switch {
+	case m.Resource != nil:
+		name, t = m.Resource.Name.String(), m.Resource.Target
+	case m.ContainerResource != nil:
+		name, t = m.ContainerResource.Name.String(), m.ContainerResource.Target
+	case m.Pods != nil:
+		name, t = m.Pods.Metric.Name, m.Pods.Target
+	case m.Object != nil:
+		name, t = m.Object.Metric.Name, m.Object.Target
+	case m.External != nil:
+		name, t = m.External.Metric.Name, m.External.Target
+	default:
+		return "", ""
+	}
+	switch {
+	case t.AverageUtilization != nil:
+		return name, fmt.Sprintf("%d%%", *t.AverageUtilization)
+	case t.AverageValue != nil:
+		return name, t.AverageValue.String()
+	case t.Value != nil:
+		return name, t.Value.String()
+	}
+	return name, "?"
+}
+
+// metricCurrent names an HPA metric status and renders its current value.
+func metricCurrent(m autoscalingv2.MetricStatus) (name, cur string) {
+	var v autoscalingv2.MetricValueStatus
+	switch {
+	case m.Resource != nil:
+		name, v = m.Resource.Name.String(), m.Resource.Current
+	case m.ContainerResource != nil:
+		name, v = m.ContainerResource.Name.String(), m.ContainerResource.Current
+	case m.Pods != nil:
+		name, v = m.Pods.Metric.Name, m.Pods.Current
+	case m.Object != nil:
+		name, v = m.Object.Metric.Name, m.Object.Current
+	case m.External != nil:
+		name, v = m.External.Metric.Name, m.External.Current
+	default:
+		return "", ""
+	}
+	switch {
+	case v.AverageUtilization != nil:
+		return name, fmt.Sprintf("%d%%", *v.AverageUtilization)
+	case v.AverageValue != nil:
+		return name, v.AverageValue.String()
+	case v.Value != nil:
+		return name, v.Value.String()
+	}
+	return name, "?"
 }
 
 // service follows a Service to its endpoints, slices, pods and ingresses.

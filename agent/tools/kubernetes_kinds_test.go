@@ -60,6 +60,7 @@ func TestDescribeResourceWalksReferences(t *testing.T) {
 			"config_map ConfigMap web/feature-flags missing: env FLAGS of container api",
 			"service Service web/api found",
 			"disruption_budget PodDisruptionBudget web/api found: disruptions allowed 0",
+			"autoscaler HorizontalPodAutoscaler web/api found: replicas 2 current, 2 desired, max 10; metrics cpu 35%/70%",
 		}, []string{"FailedScheduling"}},
 		{`{"kind": "hpa", "namespace": "web", "name": "api"}`, []string{
 			"scale_target Deployment web/api found: replicas 2 current, 2 desired, min 2 max 10",
@@ -72,7 +73,7 @@ func TestDescribeResourceWalksReferences(t *testing.T) {
 		}, nil},
 		{`{"kind": "deployment", "namespace": "web", "name": "api"}`, []string{
 			"owned ReplicaSet web/api-6b7c9d8f4 found",
-			"autoscaler HorizontalPodAutoscaler web/api found: replicas 2 current, 2 desired, max 10",
+			"autoscaler HorizontalPodAutoscaler web/api found: replicas 2 current, 2 desired, max 10; metrics cpu 35%/70%",
 		}, nil},
 		{`{"kind": "Job", "namespace": "batch", "name": "migrate-db"}`, []string{
 			"service_account ServiceAccount batch/default missing",
