@@ -14,7 +14,9 @@ import (
 )
 
 // hpaObjects: a Deployment-owned pod whose HPA is at its maximum, a
-// StatefulSet pod with an HPA, a bare pod, and an HPA of another workload.
+// StatefulSet pod with an HPA, pods without owner references (as a kubectl
+// get table gives them: the name says the workload), a bare pod, and an
+// HPA of another workload.
 const hpaObjects = `apiVersion: v1
 kind: List
 items:
@@ -63,6 +65,16 @@ items:
     labels: {app: db}
     ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: db, uid: s-db, controller: true}]
   spec: {containers: [{name: db, image: db:1}]}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: search-7d8c9b5f4-k7rjp, namespace: api}
+  spec: {containers: [{name: search, image: search:1}]}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: searcher-7d8c9b5f4-k7rjp, namespace: api}
+  spec: {containers: [{name: search, image: search:1}]}
   status: {phase: Running}
 - apiVersion: v1
   kind: Pod
@@ -128,6 +140,8 @@ func TestDescribePodAutoscaler(t *testing.T) {
 	}{
 		{"search-7d8c9b5f4-2lq8d", []string{"autoscaler HorizontalPodAutoscaler api/search found: replicas 8 current, 8 desired, max 8; metrics cpu 186%/70%; ScalingLimited (TooManyReplicas)"}},
 		{"db-0", []string{"autoscaler HorizontalPodAutoscaler api/db found: replicas 3 current, 3 desired, max 5"}},
+		{"search-7d8c9b5f4-k7rjp", []string{"autoscaler HorizontalPodAutoscaler api/search found: replicas 8 current, 8 desired, max 8; metrics cpu 186%/70%; ScalingLimited (TooManyReplicas); owner Deployment search inferred from the pod name"}},
+		{"searcher-7d8c9b5f4-k7rjp", nil},
 		{"debug", nil},
 	} {
 		t.Run(tc.pod, func(t *testing.T) {

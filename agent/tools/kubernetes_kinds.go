@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -328,6 +329,9 @@ func (w *walker) walk(obj evidence.KubeObject) error {
 			case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.ReplicaSet:
 				w.autoscalers(o)
 			}
+		}
+		if len(x.OwnerReferences) == 0 {
+			w.autoscalersByName(x)
 		}
 	case *appsv1.Deployment:
 		w.podSpec(ns, &x.Spec.Template.Spec, false)
@@ -708,6 +712,34 @@ func (w *walker) autoscalers(obj evidence.KubeObject) {
 		h := o.(*autoscalingv2.HorizontalPodAutoscaler)
 		if h.Spec.ScaleTargetRef.Name == obj.GetName() && strings.EqualFold(h.Spec.ScaleTargetRef.Kind, evidence.KindOf(obj)) {
 			w.add("autoscaler", h, autoscalerDetail(h), true)
+		}
+	}
+}
+
+// Pod names the controllers give: a Deployment's pods are
+// <deployment>-<pod-template-hash>-<suffix>, a StatefulSet's <name>-<ordinal>.
+var (
+	deploymentPodRE  = regexp.MustCompile(`^(.+)-[a-z0-9]{6,10}-[a-z0-9]{5}$`)
+	statefulSetPodRE = regexp.MustCompile(`^(.+)-[0-9]+$`)
+)
+
+// autoscalersByName relates a pod whose owner references the evidence
+// lacks (a row of a kubectl get table) to the HPA of the Deployment or
+// StatefulSet its name says it belongs to.
+func (w *walker) autoscalersByName(p *corev1.Pod) {
+	for _, o := range w.list("HorizontalPodAutoscaler", p.Namespace) {
+		h := o.(*autoscalingv2.HorizontalPodAutoscaler)
+		var re *regexp.Regexp
+		switch h.Spec.ScaleTargetRef.Kind {
+		case "Deployment":
+			re = deploymentPodRE
+		case "StatefulSet":
+			re = statefulSetPodRE
+		default:
+			continue
+		}
+		if m := re.FindStringSubmatch(p.Name); m != nil && m[1] == h.Spec.ScaleTargetRef.Name {
+			w.add("autoscaler", h, autoscalerDetail(h)+"; owner "+h.Spec.ScaleTargetRef.Kind+" "+m[1]+" inferred from the pod name", true)
 		}
 	}
 }
