@@ -219,10 +219,55 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 			g.haveK8s["list_nodes"] = true
 		}
 	}
+	if !g.haveK8s["describe_pod"] && g.haveK8s["list_pods"] && sp.run.Has("describe_pod") {
+		g.haveK8s["describe_pod"] = true
+		g.gatherAutoscalers(ctx, sp)
+	}
 	if !g.haveK8s["list_pods"] && !g.haveK8s["get_events"] {
 		return errors.New("no kubernetes state")
 	}
 	return nil
+}
+
+// maxDescribedWorkloads bounds the describe_pod calls of one investigation.
+const maxDescribedWorkloads = 8
+
+// gatherAutoscalers describes one pod of each owning workload (the
+// subject's first) and keeps the autoscalers related to them.
+func (g *gatherer) gatherAutoscalers(ctx context.Context, sp specialist) {
+	var picks []*corev1.Pod
+	seen := map[string]bool{}
+	for pass := 0; pass < 2; pass++ {
+		for i := range g.k8s.Pods {
+			p := &g.k8s.Pods[i]
+			wl := WorkloadOfPod(p)
+			if wl == "" || wl == p.Name || (pass == 0) != (g.sc.Service != "" && wl == g.sc.Service) {
+				continue
+			}
+			key := p.Namespace + "/" + wl
+			if seen[key] || len(picks) >= maxDescribedWorkloads {
+				continue
+			}
+			seen[key] = true
+			picks = append(picks, p)
+		}
+	}
+	have := map[string]bool{}
+	for _, p := range picks {
+		if ctx.Err() != nil {
+			return
+		}
+		out, ok := g.call(ctx, sp, "describe_pod", map[string]any{"namespace": p.Namespace, "name": p.Name})
+		if !ok {
+			continue
+		}
+		for _, h := range autoscalersOf(out) {
+			if k := h.Namespace + "/" + h.Name; !have[k] {
+				have[k] = true
+				g.k8s.Autoscalers = append(g.k8s.Autoscalers, h)
+			}
+		}
+	}
 }
 
 // historyTargets picks deployments whose rollout history matters: the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rootcause/rootcause/agent/evidence"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
@@ -34,6 +35,8 @@ type K8sEvidence struct {
 	ReplicaSets []appsv1.ReplicaSet
 	Services    []ServiceState
 	Nodes       []corev1.Node
+	// Autoscalers are the HPAs of the workloads whose pods were described.
+	Autoscalers []autoscalingv2.HorizontalPodAutoscaler
 	// PreviousLogs holds the last lines of crashed containers, keyed
 	// "namespace/pod/container".
 	PreviousLogs map[string][]evidence.LogLine

@@ -20,4 +20,5 @@ var mechanisms = []*mechanism{
 	configError,
 	startFailureM,
 	configInvalid,
+	hpaMax,
 }

@@ -215,8 +215,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 			break
 		}
 		d = fmt.Sprintf("authentication or authorisation fails in %s (credentials rejected): %s", orWord(h.fact("caller"), s), quote(ReadableLine(h.fact("line")), 200))
-	case KindHPAMax:
-		d = describeHPA(h)
 	case KindBacklog:
 		d = describeBacklog(h)
 	case KindConsumerStall:
@@ -652,10 +650,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		}
 		add(hi, fmt.Sprintf("Restore valid credentials for %s (rotate or re-sync the secret, check its expiry)", orWord(h.fact("caller"), s)))
 		add(lo, "Alert on credential expiry and on authentication failures")
-	case KindHPAMax:
-		add(hi, fmt.Sprintf("Add capacity to %s now: raise maxReplicas of its HPA (currently %s) and check the nodes can fit the extra pods; raise its CPU limit if the pods are throttled", s, orWord(h.fact("max_replicas"), "its current value")))
-		add(med, fmt.Sprintf("Find what drives the load on %s (a traffic surge, a retry storm, a client change) and shed or rate-limit it if it is abnormal", s))
-		add(lo, "Alert when an autoscaler sits at maxReplicas (ScalingLimited) and capacity-plan maxReplicas against peak traffic")
 	case KindBacklog, KindConsumerStall:
 		rollback()
 		add(hi, fmt.Sprintf("Let the consumers of %s catch up: roll back the change that slowed them, or scale the consumers out (up to the partition count)", s))
@@ -733,36 +727,6 @@ func consequences(h *Hypothesis) string {
 		}
 	}
 	return strings.Join(labels, ", ")
-}
-
-func describeHPA(h *Hypothesis) string {
-	s := h.Subject
-	d := fmt.Sprintf("capacity: the HPA of %s is at its maximum of %s replicas (maxReplicas", s, orWord(h.fact("max_replicas"), "its"))
-	if h.fact("scaling_limited") != "" {
-		d += ", ScalingLimited"
-	}
-	d += ") and cannot add more"
-	if lf := h.fact("load_factor"); lf != "" {
-		d += fmt.Sprintf(" while the load rose ~%s", lf)
-	} else if m := h.fact("message"); m != "" {
-		d += ": " + truncate(m, 160)
-	}
-	if from := h.fact("from_replicas"); from != "" && from != h.fact("max_replicas") {
-		d += fmt.Sprintf(" (it scaled from %s to %s replicas)", from, h.fact("max_replicas"))
-	}
-	for _, f := range h.Support {
-		if f.Kind == KindCPUThrottling || f.Kind == KindSaturation && strings.Contains(strings.ToLower(f.fact("metric")), "cpu") {
-			d += "; the pods are CPU-saturated"
-			if lim := f.fact("cpu_limit"); lim != "" {
-				d += fmt.Sprintf(" (throttled at their cpu limit of %s)", lim)
-			}
-			break
-		}
-	}
-	if hasKind(h.Support, KindLatency) {
-		d += ", so requests queue and latency rises"
-	}
-	return d
 }
 
 func describeBacklog(h *Hypothesis) string {

@@ -191,7 +191,7 @@ var kinds = map[Kind]kindInfo{
 	KindPeer:          {0.4, classSymptom, "peer agent finding"},
 	KindAuth:          {0.58, classCause, "authentication failure"},
 	KindThrottling:    {0.52, classDependency, "throttling"},
-	KindHPAMax:        {0.76, classCause, "autoscaler at maximum replicas (capacity)"},
+	KindHPAMax:        {prior: 0.76},
 	KindBacklog:       {0.68, classCause, "consumer lag / backlog growing"},
 	KindConsumerStall: {0.42, classSymptom, "consumer poll loop too slow (rebalancing)"},
 	KindJobOverlap:    {0.34, classSymptom, "overlapping CronJob runs"},
