@@ -21,4 +21,9 @@ var mechanisms = []*mechanism{
 	startFailureM,
 	configInvalid,
 	hpaMax,
+	mountFailure,
+	unschedulableM,
+	quotaExceeded,
+	nodeNotReady,
+	livenessKill,
 }

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // lineCase is one log line and the kind it must be classified as ("" for
@@ -72,4 +75,58 @@ func inLogRules(m *mechanism) bool {
 		}
 	}
 	return false
+}
+
+// eventCase is one event as the API server returns it (the object it is
+// about, its reason, type and message) and what a mechanism must make of
+// it: its kind ("" for a near miss that must not be classified as the
+// mechanism's kind) and words its description must contain.
+type eventCase struct {
+	objKind, obj, reason, typ, msg string
+	want                           Kind
+	desc                           []string
+}
+
+// testEvents runs the event detector over each case and checks the
+// mechanism's finding, its description and its recommendations.
+func testEvents(t *testing.T, m *mechanism, cases []eventCase) {
+	t.Helper()
+	end := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	w := Window{BaselineStart: end.Add(-2 * time.Hour), Start: end.Add(-time.Hour), End: end}
+	for _, c := range cases {
+		ns := "shop"
+		if c.objKind == "Node" {
+			ns = ""
+		}
+		at := metav1.NewTime(end.Add(-20 * time.Minute))
+		e := corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: c.objKind, Namespace: ns, Name: c.obj}, Reason: c.reason, Type: c.typ,
+			Message: c.msg, FirstTimestamp: at, LastTimestamp: at, Count: 3}
+		var got *Finding
+		fs := DetectEvents([]corev1.Event{e}, nil, w)
+		for i := range fs {
+			if fs[i].Kind == m.kind {
+				got = &fs[i]
+			}
+		}
+		if c.want == "" {
+			if got != nil {
+				t.Errorf("%s %q: classified as %s", c.reason, c.msg, m.kind)
+			}
+			continue
+		}
+		if got == nil {
+			t.Errorf("%s %q: no %s finding in %v", c.reason, c.msg, c.want, fs)
+			continue
+		}
+		h := &Hypothesis{Kind: got.Kind, Subject: got.Subject, Onset: got.Time, Primary: []*Finding{got}}
+		d := describe(h, Scope{Namespace: "shop"})
+		for _, s := range c.desc {
+			if !strings.Contains(d, s) {
+				t.Errorf("%s: description %q lacks %q", c.reason, d, s)
+			}
+		}
+		if len(recommend(h, Scope{Namespace: "shop"})) == 0 {
+			t.Errorf("%s: no recommendation", c.reason)
+		}
+	}
 }

@@ -73,20 +73,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 				d += fmt.Sprintf("; the containers were restarted (%s)", plural(n, "restart", "restarts"))
 			}
 		}
-	case KindLivenessKill:
-		probe := orWord(h.fact("probe"), "liveness")
-		d = fmt.Sprintf("%s containers are killed by their failing %s probe and restarted (exit code 143, SIGTERM, not OOMKilled)", s, probe)
-		if c := h.fact("probe_config"); c != "" {
-			d += fmt.Sprintf(": the %s probe (%s) fails before the application is ready", probe, c)
-		} else {
-			d += ": the probe fails before the application is ready"
-		}
-		if h.fact("startup_probe") == "" {
-			d += ", and there is no startupProbe to cover a slow start"
-		}
-		if m := h.fact("message"); m != "" {
-			d += " — " + quote(truncate(m, 160), 170)
-		}
 	case KindDNSServer:
 		d = fmt.Sprintf("the cluster DNS (%s) is failing: %s", s, h.top().Summary)
 		if l := h.fact("last_log"); l != "" {
@@ -115,24 +101,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		d += ": keys are evicted before they are read again, so cache misses fall through to the backing store and slow the reads of its callers"
 		if db := h.dbLoad; db != nil {
 			d += fmt.Sprintf("; the database load rises with them (%s)", db.Summary)
-		}
-	case KindMountFailure:
-		d = fmt.Sprintf("%s pods are stuck because a volume mount fails (FailedMount): %s", s, truncate(h.fact("message"), 200))
-	case KindUnschedulable:
-		msg := h.fact("message")
-		d = fmt.Sprintf("%s pods are unschedulable and stay Pending (FailedScheduling): %s", s, truncate(msg, 220))
-		if why := schedulingReason(msg); why != "" {
-			d += " — " + why
-		}
-	case KindQuota:
-		d = fmt.Sprintf("%s cannot create pods: resource quota exceeded (%s)", s, truncate(h.fact("message"), 200))
-	case KindNodeNotReady:
-		if n := h.fact("node"); n != "" {
-			s = n
-		}
-		d = fmt.Sprintf("node %s is NotReady, so the pods it runs fail or are evicted", s)
-		if m := h.fact("message"); m != "" {
-			d += ": " + truncate(m, 160)
 		}
 	case KindNodePressure:
 		res := h.fact("resource")
@@ -563,11 +531,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		}
 		add(med, fmt.Sprintf("Profile the memory use of %s (heap dumps, allocation profiles) to find the leak or growth behind the out of memory kills", s))
 		add(lo, fmt.Sprintf("Alert on container memory working set above 90%% of the limit and on OOMKilled restarts of %s", s))
-	case KindLivenessKill:
-		rollback()
-		add(hi, fmt.Sprintf("Stop the liveness probe from killing %s while it starts: raise the liveness probe's initialDelaySeconds (or failureThreshold) above the start-up time, or add a startupProbe", s))
-		add(med, fmt.Sprintf("Make %s report live quickly (warm caches in the background, separate liveness from readiness)", s))
-		add(lo, "Alert on containers restarted by probe failures (Killing events) and on rollouts that stop progressing")
 	case KindDNSServer:
 		rollback()
 		add(hi, fmt.Sprintf("Restore the cluster DNS: fix %s (revert its last Corefile/config change, e.g. a forward loop to /etc/resolv.conf) and restart its pods", s))
@@ -581,21 +544,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(hi, fmt.Sprintf("Relieve the cache %s now: raise its maxmemory (or scale it out), or revert the change that made its entries larger or more numerous", s))
 		add(med, "Find what fills the cache (key sizes and counts by prefix: redis-cli --bigkeys / MEMORY USAGE) and set TTLs or smaller payloads; protect the database from miss storms (request coalescing)")
 		add(lo, "Alert on cache memory above 90% of maxmemory, on evicted keys per second and on the hit ratio")
-	case KindMountFailure:
-		add(hi, fmt.Sprintf("Fix the volume of %s: check the PVC, storage class and the referenced secret/configmap exist and the volume is attachable", s))
-		add(med, "Look for volumes still attached to another node (multi-attach) and detach them")
-		add(lo, "Alert on pods stuck in ContainerCreating")
-	case KindUnschedulable:
-		add(hi, fmt.Sprintf("Make room for %s: add nodes (or let the cluster autoscaler scale up) or lower the pods' resource requests", s))
-		add(med, "Review taints, tolerations, node selectors and affinity rules of the pending pods")
-		add(lo, "Alert on pods Pending for more than a few minutes and keep spare cluster capacity")
-	case KindQuota:
-		add(hi, fmt.Sprintf("Raise the resource quota of namespace %s or lower the requests of %s", orWord(h.top().Namespace, sc.Namespace), s))
-		add(lo, "Alert when namespace quota use passes 80%")
-	case KindNodeNotReady:
-		add(hi, fmt.Sprintf("Cordon and drain node %s so its pods reschedule on healthy nodes; replace the node if it does not recover", s))
-		add(med, fmt.Sprintf("Check kubelet, container runtime and network on %s (journalctl -u kubelet)", s))
-		add(lo, "Spread replicas across nodes (pod anti-affinity, PodDisruptionBudgets) so one node cannot take a service down")
 	case KindNodePressure, KindEviction:
 		res := h.fact("resource")
 		node := s

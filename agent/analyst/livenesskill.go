@@ -1,0 +1,41 @@
+package analyst
+
+import (
+	"fmt"
+
+	"github.com/rootcause/rootcause/finding"
+)
+
+// Containers killed by their failing liveness (or startup) probe and
+// restarted (exit code 143, SIGTERM): typically a probe that fails before
+// a slow-starting application is ready.
+var livenessKill = &mechanism{
+	kind:  KindLivenessKill,
+	class: classCause,
+	label: "liveness probe kills",
+	describe: func(h *Hypothesis, sc Scope) string {
+		s := h.Subject
+		var d string
+		probe := orWord(h.fact("probe"), "liveness")
+		d = fmt.Sprintf("%s containers are killed by their failing %s probe and restarted (exit code 143, SIGTERM, not OOMKilled)", s, probe)
+		if c := h.fact("probe_config"); c != "" {
+			d += fmt.Sprintf(": the %s probe (%s) fails before the application is ready", probe, c)
+		} else {
+			d += ": the probe fails before the application is ready"
+		}
+		if h.fact("startup_probe") == "" {
+			d += ", and there is no startupProbe to cover a slow start"
+		}
+		if m := h.fact("message"); m != "" {
+			d += " — " + quote(truncate(m, 160), 170)
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		s := h.Subject
+		r.rollback()
+		r.add(finding.PriorityHigh, fmt.Sprintf("Stop the liveness probe from killing %s while it starts: raise the liveness probe's initialDelaySeconds (or failureThreshold) above the start-up time, or add a startupProbe", s))
+		r.add(finding.PriorityMedium, fmt.Sprintf("Make %s report live quickly (warm caches in the background, separate liveness from readiness)", s))
+		r.add(finding.PriorityLow, "Alert on containers restarted by probe failures (Killing events) and on rollouts that stop progressing")
+	},
+}

@@ -1,0 +1,33 @@
+package analyst
+
+import (
+	"fmt"
+
+	"github.com/rootcause/rootcause/finding"
+)
+
+// A node that is NotReady: the kubelet stopped reporting, so the pods it
+// runs fail or are evicted.
+var nodeNotReady = &mechanism{
+	kind:  KindNodeNotReady,
+	class: classCause,
+	label: "node NotReady",
+	describe: func(h *Hypothesis, sc Scope) string {
+		s := h.Subject
+		var d string
+		if n := h.fact("node"); n != "" {
+			s = n
+		}
+		d = fmt.Sprintf("node %s is NotReady, so the pods it runs fail or are evicted", s)
+		if m := h.fact("message"); m != "" {
+			d += ": " + truncate(m, 160)
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		s := h.Subject
+		r.add(finding.PriorityHigh, fmt.Sprintf("Cordon and drain node %s so its pods reschedule on healthy nodes; replace the node if it does not recover", s))
+		r.add(finding.PriorityMedium, fmt.Sprintf("Check kubelet, container runtime and network on %s (journalctl -u kubelet)", s))
+		r.add(finding.PriorityLow, "Spread replicas across nodes (pod anti-affinity, PodDisruptionBudgets) so one node cannot take a service down")
+	},
+}

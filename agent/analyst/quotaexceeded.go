@@ -1,0 +1,26 @@
+package analyst
+
+import (
+	"fmt"
+
+	"github.com/rootcause/rootcause/finding"
+)
+
+// A namespace ResourceQuota refuses the pods of a workload (FailedCreate:
+// exceeded quota): the workload cannot create them.
+var quotaExceeded = &mechanism{
+	kind:  KindQuota,
+	class: classCause,
+	label: "resource quota exceeded",
+	describe: func(h *Hypothesis, sc Scope) string {
+		s := h.Subject
+		var d string
+		d = fmt.Sprintf("%s cannot create pods: resource quota exceeded (%s)", s, truncate(h.fact("message"), 200))
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		s := h.Subject
+		r.add(finding.PriorityHigh, fmt.Sprintf("Raise the resource quota of namespace %s or lower the requests of %s", orWord(h.top().Namespace, sc.Namespace), s))
+		r.add(finding.PriorityLow, "Alert when namespace quota use passes 80%")
+	},
+}
