@@ -71,8 +71,8 @@ type logRule struct {
 }
 
 var logRules = []logRule{
-	{KindCertificate, regexp.MustCompile(`(?i)certificate has expired|certificate expired|cert(ificate)? (is )?expir|x509: certificate has expired|not ?after|CERT_HAS_EXPIRED|expired certificate|certificate is not yet valid`), 0.95, "certificate expired"},
-	{KindTLS, regexp.MustCompile(`(?i)x509:|certificate verify failed|CERTIFICATE_VERIFY_FAILED|tls: handshake|TLS handshake|SSL routines|unknown authority|SSLHandshakeException|certificate signed by unknown`), 0.8, "TLS handshake failure"},
+	lineRule(certificateExpired),
+	lineRule(tlsHandshake),
 	// A process at its file-descriptor limit: sockets and files fail.
 	lineRule(fdExhaustion),
 	// A clock off its reference: tokens rejected as not yet valid, the
@@ -84,7 +84,7 @@ var logRules = []logRule{
 	lineRule(slowQuery),
 	// A required environment variable not set.
 	lineRule(missingEnv),
-	{KindDiskFull, regexp.MustCompile(`(?i)no space left on device|ENOSPC|disk (is )?full|disk quota exceeded|could not extend file|filesystem full`), 0.9, "disk full"},
+	lineRule(diskFull),
 	{KindOOMKilled, regexp.MustCompile(`(?i)OutOfMemoryError|out of memory|Cannot allocate memory|heap out of memory|MemoryError|memory limit exceeded|oom-kill|OOM ?Killed|OOMKilled`), 0.85, "out of memory"},
 	{KindDatabase, regexp.MustCompile(`(?i)too many connections|remaining connection slots are reserved|deadlock (detected|found)|pool (is )?exhausted|exhausted (the )?connection pool|connection is not available, request timed out|could not obtain (a )?connection|timeout waiting for (a )?(idle )?connection|unable to acquire (a )?(jdbc )?connection|max_connections|QueuePool limit|lock wait timeout|canceling statement due to lock timeout|lock timeout|could not obtain lock|LockNotAvailable|waiting for (an )?AccessExclusiveLock|sorry, too many clients|too many clients already|Too many open connections|ER_CON_COUNT_ERROR|query_wait_timeout|client_wait_timeout|no more connections allowed|max_client_conn|pool_size limit reached`), 0.85, "database connection/lock errors"},
 	// A JVM or runtime that cannot get CPU time: a symptom of CPU

@@ -26,4 +26,8 @@ var mechanisms = []*mechanism{
 	quotaExceeded,
 	nodeNotReady,
 	livenessKill,
+	diskFull,
+	tlsHandshake,
+	certificateExpired,
+	dnsServer,
 }

@@ -73,14 +73,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 				d += fmt.Sprintf("; the containers were restarted (%s)", plural(n, "restart", "restarts"))
 			}
 		}
-	case KindDNSServer:
-		d = fmt.Sprintf("the cluster DNS (%s) is failing: %s", s, h.top().Summary)
-		if l := h.fact("last_log"); l != "" {
-			d += "; its last log line: " + quote(ReadableLine(l), 200)
-		}
-		if callers := dnsCallers(h); callers != "" {
-			d += fmt.Sprintf(", so name resolution (DNS lookups) fails for %s", callers)
-		}
 	case KindConnReset:
 		d = fmt.Sprintf("connections from %s to %s are reset (connection reset by peer): %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
 	case KindCacheFull:
@@ -117,20 +109,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		if m := h.fact("message"); m != "" {
 			d += ": " + truncate(m, 160)
 		}
-	case KindCertificate:
-		target := orWord(h.fact("target"), s)
-		d = fmt.Sprintf("the TLS certificate of %s has expired (x509: certificate has expired), so TLS handshakes from %s fail", target, orWord(h.fact("caller"), "its clients"))
-		if na := h.fact("not_after"); na != "" {
-			d += fmt.Sprintf("; the certificate was valid until %s", na)
-		}
-	case KindTLS:
-		d = fmt.Sprintf("TLS handshakes from %s to %s fail (certificate verify failed): %s", orWord(h.fact("caller"), "clients"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
-	case KindDiskFull:
-		what := s
-		if role := hostRoleOf(h); role != "" {
-			what = fmt.Sprintf("the %s host %s", role, s)
-		}
-		d = fmt.Sprintf("%s ran out of disk space (no space left on device, disk full): %s", what, quote(ReadableLine(h.fact("line")), 200))
 	case KindDatabase:
 		d = fmt.Sprintf("database errors in %s: %s — %s", orWord(h.fact("caller"), s), databaseMechanism(h.fact("line")), quote(ReadableLine(h.fact("line")), 200))
 		d += jobOverlapPhrase(h)
@@ -531,11 +509,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		}
 		add(med, fmt.Sprintf("Profile the memory use of %s (heap dumps, allocation profiles) to find the leak or growth behind the out of memory kills", s))
 		add(lo, fmt.Sprintf("Alert on container memory working set above 90%% of the limit and on OOMKilled restarts of %s", s))
-	case KindDNSServer:
-		rollback()
-		add(hi, fmt.Sprintf("Restore the cluster DNS: fix %s (revert its last Corefile/config change, e.g. a forward loop to /etc/resolv.conf) and restart its pods", s))
-		add(med, "Check the upstream resolvers CoreDNS forwards to and the loop plugin's report")
-		add(lo, "Alert on CoreDNS pods not ready and on DNS error rates")
 	case KindConnReset:
 		add(hi, fmt.Sprintf("Check %s for restarts, idle-timeout mismatches or load-balancer resets", s))
 		add(lo, "Retry idempotent calls on connection resets")
@@ -560,17 +533,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		}
 		add(med, "Set requests and limits (and ephemeral-storage limits) on pods so the scheduler accounts for them")
 		add(lo, "Alert on node MemoryPressure/DiskPressure conditions and on evictions")
-	case KindCertificate:
-		add(hi, fmt.Sprintf("Renew the expired TLS certificate of %s and reload the service that presents it", orWord(h.fact("target"), s)))
-		add(med, "Automate certificate renewal (e.g. cert-manager) and check the renewal job's failures")
-		add(lo, "Alert on certificates expiring within 21 days")
-	case KindTLS:
-		add(hi, fmt.Sprintf("Fix TLS between %s and %s: check the certificate chain, CA bundle and hostname", orWord(h.fact("caller"), "the client"), orWord(h.fact("target"), s)))
-		add(lo, "Monitor certificate validity and trust bundles")
-	case KindDiskFull:
-		add(hi, fmt.Sprintf("Free or extend the disk of %s (delete old data or logs, grow the volume)", s))
-		add(med, "Find what filled the disk (runaway logs, temp files, data growth)")
-		add(lo, "Alert on disk usage above 80% and on its growth rate")
 	case KindConnLeak:
 		rollback()
 		add(hi, fmt.Sprintf("Release the leaked connections now: restart %s (or terminate its sessions idle in transaction, e.g. pg_terminate_backend) and set idle_in_transaction_session_timeout / a pool leak-detection threshold", s))

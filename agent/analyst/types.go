@@ -180,11 +180,11 @@ var kinds = map[Kind]kindInfo{
 	KindQuota:         {prior: 0.72},
 	KindNodeNotReady:  {prior: 0.74},
 	KindNodePressure:  {0.74, classCause, "node pressure"},
-	KindCertificate:   {0.82, classCause, "certificate expired"},
-	KindDiskFull:      {0.76, classCause, "disk full"},
+	KindCertificate:   {prior: 0.82},
+	KindDiskFull:      {prior: 0.76},
 	KindDatabase:      {0.64, classCause, "database errors"},
 	KindDNS:           {0.62, classDependency, "DNS resolution failure"},
-	KindDNSServer:     {0.8, classCause, "cluster DNS (CoreDNS) failure"},
+	KindDNSServer:     {prior: 0.8},
 	KindLivenessKill:  {prior: 0.7},
 	KindCPUThrottling: {prior: 0.66},
 	KindConnReset:     {0.34, classDependency, "connection resets"},
@@ -202,7 +202,7 @@ var kinds = map[Kind]kindInfo{
 	KindSelector:      {0.84, classCause, "Service selector/label mismatch"},
 	KindConfigInvalid: {prior: 0.8},
 	KindEviction:      {0.56, classCause, "pod evictions"},
-	KindTLS:           {0.56, classDependency, "TLS handshake failure"},
+	KindTLS:           {prior: 0.56},
 	// Mechanisms with their own home (mechanisms.go) take their class
 	// and label from there; their priors stay here, tuned with the rest.
 	KindFDExhaustion:    {prior: 0.8},

@@ -1,0 +1,69 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+func TestDNSServer(t *testing.T) {
+	end := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	w := Window{BaselineStart: end.Add(-2 * time.Hour), Start: end.Add(-time.Hour), End: end}
+	pod := func(name string, crashing bool) corev1.Pod {
+		cs := corev1.ContainerStatus{Name: "coredns", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+		if crashing {
+			cs = corev1.ContainerStatus{Name: "coredns", RestartCount: 7,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1,
+					StartedAt: metav1.NewTime(end.Add(-31 * time.Minute)), FinishedAt: metav1.NewTime(end.Add(-30 * time.Minute))}}}
+		}
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: map[string]string{"k8s-app": "kube-dns"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "coredns-5d78c9869d"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{cs},
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionStatus(map[bool]string{true: "False", false: "True"}[crashing])}}}}
+	}
+	loop := `[FATAL] plugin/loop: Loop (127.0.0.1:34725 -> :53) detected for zone ".", see https://coredns.io/plugins/loop#troubleshooting. Query: "HINFO 4547991504243258144.3688648895315093531."`
+	logs := map[string][]evidence.LogLine{
+		"kube-system/coredns-5d78c9869d-4xk2p/coredns": {{Text: ".:53"}, {Text: "CoreDNS-1.10.1"}, {Text: loop}},
+		"kube-system/coredns-5d78c9869d-9bq7n/coredns": {{Text: loop}},
+	}
+	cases := []struct {
+		name string
+		pods []corev1.Pod
+		want []string // description words; nil: no finding
+	}{
+		{"both pods crash on a forward loop", []corev1.Pod{pod("coredns-5d78c9869d-4xk2p", true), pod("coredns-5d78c9869d-9bq7n", true)},
+			[]string{"the cluster DNS (coredns) is failing", "plugin/loop: Loop"}},
+		{"one of three pods", []corev1.Pod{pod("coredns-5d78c9869d-4xk2p", true), pod("coredns-5d78c9869d-9bq7n", false), pod("coredns-5d78c9869d-zz8wq", false)}, nil},
+		{"healthy", []corev1.Pod{pod("coredns-5d78c9869d-4xk2p", false), pod("coredns-5d78c9869d-9bq7n", false)}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := DetectDNSServer(c.pods, logs, w)
+			if c.want == nil {
+				if len(fs) != 0 {
+					t.Fatalf("findings %v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Kind != KindDNSServer {
+				t.Fatalf("findings %v", fs)
+			}
+			h := &Hypothesis{Kind: KindDNSServer, Subject: fs[0].Subject, Onset: fs[0].Time, Primary: []*Finding{&fs[0]}}
+			d := describe(h, Scope{})
+			for _, s := range c.want {
+				if !strings.Contains(d, s) {
+					t.Errorf("description %q lacks %q", d, s)
+				}
+			}
+			if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "Restore the cluster DNS") {
+				t.Errorf("recommendations %v", recs)
+			}
+		})
+	}
+}
