@@ -90,9 +90,9 @@ var logRules = []logRule{
 	// A JVM or runtime that cannot get CPU time: a symptom of CPU
 	// starvation or throttling, not of the database it mentions.
 	lineRule(cpuThrottling),
-	{KindDNS, regexp.MustCompile(`(?i)no such host|NXDOMAIN|Temporary failure in name resolution|could not resolve|Name or service not known|server misbehaving|ENOTFOUND|getaddrinfo|UnknownHostException|name resolution`), 0.85, "DNS resolution failure"},
+	lineRule(dnsResolution),
 	{KindConnRefused, regexp.MustCompile(`(?i)connection refused|ECONNREFUSED|actively refused|upstream connect error|no healthy upstream|503 Service Unavailable`), 0.8, "connection refused"},
-	{KindConnReset, regexp.MustCompile(`(?i)connection reset by peer|ECONNRESET|broken pipe|unexpected EOF`), 0.55, "connection resets"},
+	lineRule(connReset),
 	{KindTimeout, regexp.MustCompile(`(?i)i/o timeout|timed out|deadline exceeded|ETIMEDOUT|timeout (after|exceeded|while)|504 Gateway Time-?out|Read timed out|request timeout`), 0.75, "timeouts"},
 	{KindThrottling, regexp.MustCompile(`(?i)(?:status(?:_?code)?|code|http_status|response_code)["']?\s*[=:]\s*["']?429\b|\b429 Too Many Requests|HTTP/[\d.]+"?\s+429\b|\bHTTP 429\b|Too Many Requests|rate[ -]limit(ed|ing)?|ThrottlingException|Rate exceeded|throttl|quota exceeded`), 0.7, "throttling"},
 	{KindAuth, regexp.MustCompile(`(?i)\b401\b|Unauthorized|\b403\b|Forbidden|permission denied|AccessDenied|access denied|invalid credentials|authentication failed|password authentication failed|invalid token|token (has )?expired|InvalidClientTokenId|ExpiredToken`), 0.7, "authentication failure"},

@@ -30,4 +30,7 @@ var mechanisms = []*mechanism{
 	tlsHandshake,
 	certificateExpired,
 	dnsServer,
+	dnsResolution,
+	connReset,
+	cacheFull,
 }

@@ -73,27 +73,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 				d += fmt.Sprintf("; the containers were restarted (%s)", plural(n, "restart", "restarts"))
 			}
 		}
-	case KindConnReset:
-		d = fmt.Sprintf("connections from %s to %s are reset (connection reset by peer): %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
-	case KindCacheFull:
-		d = fmt.Sprintf("the cache %s is at maxmemory and in an eviction storm", s)
-		var parts []string
-		if u := h.fact("used_pct"); u != "" {
-			parts = append(parts, "used memory at "+u+" of maxmemory")
-		}
-		if e := h.fact("evictions"); e != "" {
-			parts = append(parts, "evicting ~"+e)
-		}
-		if r := h.fact("hit_ratio"); r != "" {
-			parts = append(parts, "hit ratio "+r)
-		}
-		if len(parts) > 0 {
-			d += " (" + strings.Join(parts, ", ") + ")"
-		}
-		d += ": keys are evicted before they are read again, so cache misses fall through to the backing store and slow the reads of its callers"
-		if db := h.dbLoad; db != nil {
-			d += fmt.Sprintf("; the database load rises with them (%s)", db.Summary)
-		}
 	case KindNodePressure:
 		res := h.fact("resource")
 		d = fmt.Sprintf("node %s is under %s pressure (%s): the kubelet evicts pods to reclaim it", s, orWord(res, "resource"), pressureCondition(res))
@@ -112,8 +91,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 	case KindDatabase:
 		d = fmt.Sprintf("database errors in %s: %s — %s", orWord(h.fact("caller"), s), databaseMechanism(h.fact("line")), quote(ReadableLine(h.fact("line")), 200))
 		d += jobOverlapPhrase(h)
-	case KindDNS:
-		d = fmt.Sprintf("DNS resolution fails for %s (no such host) in %s, so its calls cannot reach it: %s", orWord(h.fact("target"), s), orWord(h.fact("caller"), "the service"), quote(ReadableLine(h.fact("line")), 200))
 	case KindConnRefused:
 		d = fmt.Sprintf("%s is down or not accepting connections: %s gets connection refused calling %s", s, orWord(h.fact("caller"), "its caller"), orWord(h.fact("target"), s))
 		if l := h.fact("line"); l != "" {
@@ -509,14 +486,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		}
 		add(med, fmt.Sprintf("Profile the memory use of %s (heap dumps, allocation profiles) to find the leak or growth behind the out of memory kills", s))
 		add(lo, fmt.Sprintf("Alert on container memory working set above 90%% of the limit and on OOMKilled restarts of %s", s))
-	case KindConnReset:
-		add(hi, fmt.Sprintf("Check %s for restarts, idle-timeout mismatches or load-balancer resets", s))
-		add(lo, "Retry idempotent calls on connection resets")
-	case KindCacheFull:
-		rollback()
-		add(hi, fmt.Sprintf("Relieve the cache %s now: raise its maxmemory (or scale it out), or revert the change that made its entries larger or more numerous", s))
-		add(med, "Find what fills the cache (key sizes and counts by prefix: redis-cli --bigkeys / MEMORY USAGE) and set TTLs or smaller payloads; protect the database from miss storms (request coalescing)")
-		add(lo, "Alert on cache memory above 90% of maxmemory, on evicted keys per second and on the hit ratio")
 	case KindNodePressure, KindEviction:
 		res := h.fact("resource")
 		node := s
@@ -543,10 +512,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(hi, fmt.Sprintf("Relieve the database: %s (kill idle or long-running sessions, raise max_connections or the pool size with care)", databaseMechanism(h.fact("line"))))
 		add(med, fmt.Sprintf("Check connection pool settings and leaks in %s", orWord(h.fact("caller"), s)))
 		add(lo, "Alert on database connections in use and on pool wait time")
-	case KindDNS:
-		add(hi, fmt.Sprintf("Check DNS for %s: that the name exists (service created, correct namespace) and CoreDNS is healthy", orWord(h.fact("target"), s)))
-		add(med, "Fix the host name in the caller's configuration if it was changed")
-		add(lo, "Alert on DNS error rates (CoreDNS SERVFAIL/NXDOMAIN)")
 	case KindConnRefused, KindTimeout, KindThrottling:
 		rollback()
 		add(hi, fmt.Sprintf("Restore %s: check its pods, endpoints and recent changes; fail over or scale it up", s))

@@ -395,18 +395,27 @@ func nearestChange(h *Hypothesis, changes []*Finding) *Finding {
 	return best
 }
 
+// changeText is what a change says of itself, lower-cased.
+func changeText(c *Finding) string {
+	return strings.ToLower(c.fact("description") + " " + c.Summary)
+}
+
+// networkChangeFits reports whether a change touches the network path
+// (DNS, service, ingress, network policy...) rather than the code.
+func networkChangeFits(c *Finding) bool {
+	return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && networkChangeRE.MatchString(changeText(c))
+}
+
 // fitsMechanism reports whether a change is of the kind that produces h's
 // mechanism.
 func fitsMechanism(h *Hypothesis, c *Finding) bool {
 	if m := mechanismOf(h.Kind); m != nil {
 		return m.fitsChange != nil && m.fitsChange(h, c)
 	}
-	desc := strings.ToLower(c.fact("description") + " " + c.Summary)
+	desc := changeText(c)
 	switch h.Kind {
-	case KindTimeout, KindConnRefused, KindConnReset, KindDNS:
-		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && networkChangeRE.MatchString(desc)
-	case KindCacheFull:
-		return cacheChangeRE.MatchString(desc)
+	case KindTimeout, KindConnRefused:
+		return networkChangeFits(c)
 	case KindOOMKilled:
 		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap")
 	}
