@@ -95,7 +95,7 @@ var logRules = []logRule{
 	lineRule(connReset),
 	{KindTimeout, regexp.MustCompile(`(?i)i/o timeout|timed out|deadline exceeded|ETIMEDOUT|timeout (after|exceeded|while)|504 Gateway Time-?out|Read timed out|request timeout`), 0.75, "timeouts"},
 	{KindThrottling, regexp.MustCompile(`(?i)(?:status(?:_?code)?|code|http_status|response_code)["']?\s*[=:]\s*["']?429\b|\b429 Too Many Requests|HTTP/[\d.]+"?\s+429\b|\bHTTP 429\b|Too Many Requests|rate[ -]limit(ed|ing)?|ThrottlingException|Rate exceeded|throttl|quota exceeded`), 0.7, "throttling"},
-	{KindAuth, regexp.MustCompile(`(?i)\b401\b|Unauthorized|\b403\b|Forbidden|permission denied|AccessDenied|access denied|invalid credentials|authentication failed|password authentication failed|invalid token|token (has )?expired|InvalidClientTokenId|ExpiredToken`), 0.7, "authentication failure"},
+	lineRule(authFailure),
 	// A consumer whose poll loop is too slow: the group coordinator
 	// evicts it and the group rebalances.
 	{KindConsumerStall, regexp.MustCompile(`(?i)max\.poll\.interval\.ms|poll timeout has expired|CommitFailedException|Offset commit (cannot be completed|failed) since the consumer|group (is )?rebalancing|Attempt to heartbeat failed since group is rebalancing|revoking previously assigned partitions`), 0.8, "consumer poll loop too slow"},

@@ -33,4 +33,9 @@ var mechanisms = []*mechanism{
 	dnsResolution,
 	connReset,
 	cacheFull,
+	certExpiring,
+	selectorM,
+	connLeak,
+	databaseErrors,
+	authFailure,
 }

@@ -88,9 +88,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		if m := h.fact("message"); m != "" {
 			d += ": " + truncate(m, 160)
 		}
-	case KindDatabase:
-		d = fmt.Sprintf("database errors in %s: %s — %s", orWord(h.fact("caller"), s), databaseMechanism(h.fact("line")), quote(ReadableLine(h.fact("line")), 200))
-		d += jobOverlapPhrase(h)
 	case KindConnRefused:
 		d = fmt.Sprintf("%s is down or not accepting connections: %s gets connection refused calling %s", s, orWord(h.fact("caller"), "its caller"), orWord(h.fact("target"), s))
 		if l := h.fact("line"); l != "" {
@@ -120,32 +117,10 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		} else {
 			d = fmt.Sprintf("%s is throttled (rate limited) by %s: %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
 		}
-	case KindAuth:
-		if cred := h.fact("credential"); cred != "" {
-			state := "expired"
-			if cred != "expired" {
-				state = "is invalid or revoked"
-			}
-			what := "the external service"
-			if ext := h.fact("external"); ext != "" {
-				what = "the external " + ext + " API"
-			}
-			status := "HTTP 401/403 (unauthorized)"
-			if st := h.fact("status"); st != "" {
-				status = "HTTP " + st + " (unauthorized)"
-			}
-			d = fmt.Sprintf("the credential (API key/token) that %s uses for %s %s: every call is rejected with %s, authentication fails — %s", orWord(h.fact("caller"), s), what, state, status, quote(ReadableLine(h.fact("line")), 200))
-			break
-		}
-		d = fmt.Sprintf("authentication or authorisation fails in %s (credentials rejected): %s", orWord(h.fact("caller"), s), quote(ReadableLine(h.fact("line")), 200))
 	case KindBacklog:
 		d = describeBacklog(h)
 	case KindConsumerStall:
 		d = fmt.Sprintf("the consumers of %s fall behind: their poll loop is too slow (poll timeouts, max.poll.interval.ms exceeded, the group rebalances): %s", s, quote(ReadableLine(h.fact("line")), 220))
-	case KindCertExpiring:
-		d = describeCertExpiring(h)
-	case KindSelector:
-		d = fmt.Sprintf("selector/label mismatch: service %s selects no pods (no ready endpoints), so requests to it fail: %s", s, h.fact("mismatch"))
 	case KindAppCrash:
 		d = fmt.Sprintf("%s crashes with an application error: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindCrashLoop:
@@ -165,8 +140,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		}
 	case KindNoEndpoints:
 		d = fmt.Sprintf("service %s has no ready endpoints, so requests to it fail", s)
-	case KindConnLeak:
-		d = describeConnLeak(h)
 	case KindLogErrors:
 		d = fmt.Sprintf("%s logs new or surging errors: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindErrorRate, KindLatency, KindSaturation, KindRestarts, KindTargetDown:
@@ -502,43 +475,16 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		}
 		add(med, "Set requests and limits (and ephemeral-storage limits) on pods so the scheduler accounts for them")
 		add(lo, "Alert on node MemoryPressure/DiskPressure conditions and on evictions")
-	case KindConnLeak:
-		rollback()
-		add(hi, fmt.Sprintf("Release the leaked connections now: restart %s (or terminate its sessions idle in transaction, e.g. pg_terminate_backend) and set idle_in_transaction_session_timeout / a pool leak-detection threshold", s))
-		add(med, fmt.Sprintf("Fix the leak in %s: close connections and commit or roll back transactions on every path (errors, aborted streams, early returns)", s))
-		add(lo, "Alert on connections idle in transaction and on pool connections in use growing without load")
-	case KindDatabase:
-		rollback()
-		add(hi, fmt.Sprintf("Relieve the database: %s (kill idle or long-running sessions, raise max_connections or the pool size with care)", databaseMechanism(h.fact("line"))))
-		add(med, fmt.Sprintf("Check connection pool settings and leaks in %s", orWord(h.fact("caller"), s)))
-		add(lo, "Alert on database connections in use and on pool wait time")
 	case KindConnRefused, KindTimeout, KindThrottling:
 		rollback()
 		add(hi, fmt.Sprintf("Restore %s: check its pods, endpoints and recent changes; fail over or scale it up", s))
 		add(med, fmt.Sprintf("Add timeouts, retries with backoff and circuit breaking in %s for calls to %s", orWord(h.fact("caller"), "the caller"), s))
 		add(lo, fmt.Sprintf("Alert on the availability of %s", s))
-	case KindAuth:
-		rollback()
-		if h.fact("credential") != "" {
-			add(hi, fmt.Sprintf("Issue a new API key/token for %s in the provider's console, update the secret %s reads it from and restart or reload it; then replay the failed work (dead-letter queue)", orWord(h.fact("external"), "the external service"), orWord(h.fact("caller"), s)))
-			add(med, "Track the expiry dates of third-party credentials and rotate them before they expire (secret manager rotation, calendar reminders)")
-		}
-		add(hi, fmt.Sprintf("Restore valid credentials for %s (rotate or re-sync the secret, check its expiry)", orWord(h.fact("caller"), s)))
-		add(lo, "Alert on credential expiry and on authentication failures")
 	case KindBacklog, KindConsumerStall:
 		rollback()
 		add(hi, fmt.Sprintf("Let the consumers of %s catch up: roll back the change that slowed them, or scale the consumers out (up to the partition count)", s))
 		add(med, "Make per-record processing fast again (no synchronous remote call per record, batch or async it); tune max.poll.records / max.poll.interval.ms so polls stay within the interval")
 		add(lo, "Alert on consumer lag growth (lag slope) per consumer group, not only on its absolute value")
-	case KindCertExpiring:
-		add(hi, fmt.Sprintf("Renew the certificate %s before %s: fix the renewal (%s) or issue and install a certificate manually", orWord(h.fact("certificate"), s), orWord(h.fact("not_after"), "it expires"), truncate(orWord(h.fact("renewal_error"), "check cert-manager's Certificate, Order and Challenge status"), 160)))
-		add(med, "Check cert-manager's Challenge/Order/CertificateRequest events and logs (kubectl describe challenge) and the DNS or HTTP solver's credentials and permissions")
-		add(lo, "Alert on certificates expiring within 21 days and on failing renewals (certmanager_certificate_ready_status)")
-	case KindSelector:
-		rollback()
-		add(hi, fmt.Sprintf("Make service %s select its pods again: restore the pod labels its selector needs, or update the selector to the new labels (%s)", s, truncate(h.fact("mismatch"), 160)))
-		add(med, "Keep Service selectors and pod template labels in the same chart and change them together")
-		add(lo, "Alert on Services with no ready endpoints (kube_endpoint_address_available == 0) and check selectors in CI")
 	case KindSaturation, KindLatency, KindErrorRate, KindRestarts, KindTargetDown:
 		rollback()
 		add(hi, fmt.Sprintf("Mitigate on %s: scale it out or shed load, and check its recent changes", orWord(s, "the service")))
@@ -621,22 +567,6 @@ func describeBacklog(h *Hypothesis) string {
 			break
 		}
 	}
-	return d
-}
-
-func describeCertExpiring(h *Hypothesis) string {
-	name := orWord(h.fact("certificate"), h.Subject)
-	d := fmt.Sprintf("the TLS certificate %s", name)
-	if hs := h.fact("hosts"); hs != "" {
-		d += " (served at " + hs + ")"
-	}
-	d += fmt.Sprintf(" expires in %s, at %s", orDash(h.fact("expires_in")), orDash(h.fact("not_after")))
-	if e := h.fact("renewal_error"); e != "" {
-		d += "; its renewal is failing: " + quote(truncate(e, 200), 210)
-	} else {
-		d += "; it has not been renewed"
-	}
-	d += ". Nothing is down yet, but TLS handshakes will fail (certificate expired) when it expires"
 	return d
 }
 
@@ -770,30 +700,6 @@ func symptomMechanism(fs []*Finding) string {
 		}
 	}
 	return ""
-}
-
-// describeConnLeak tells a connection leak: held connections climbing
-// with flat load, and what the database does when they run out.
-func describeConnLeak(h *Hypothesis) string {
-	top := h.top()
-	what := "database connections in use"
-	if top.fact("idle_in_transaction") != "" {
-		what = "database connections idle in transaction"
-	}
-	d := fmt.Sprintf("connection leak in %s: %s climb steadily from %s to %s since %s", h.Subject, what, top.fact("low"), top.fact("peak"), orWord(top.fact("since"), "the onset"))
-	if r := top.fact("request_ratio"); r != "" {
-		d += fmt.Sprintf(" while the request rate stays flat (×%s), so it is not a load surge", r)
-	}
-	d += ": connections are taken and not released (a transaction left open, a connection not closed on an error path) until the pool or the database's max_connections runs out"
-	for _, f := range h.Support {
-		if f.Kind == KindDatabase {
-			if l := f.fact("line"); l != "" {
-				d += " — " + quote(ReadableLine(l), 200)
-				break
-			}
-		}
-	}
-	return d
 }
 
 // networkChangeWord names what a network change changed: a NetworkPolicy,

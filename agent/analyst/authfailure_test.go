@@ -1,0 +1,33 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAuthFailure(t *testing.T) {
+	testLines(t, authFailure, []lineCase{
+		{`ERROR stripe charge failed: 401 Unauthorized {"error":{"message":"Expired API Key provided: sk_live_****1234","type":"invalid_request_error"}}`, KindAuth},
+		{`psql: error: connection to server on socket "/var/run/postgresql/.s.PGSQL.5432" failed: FATAL:  password authentication failed for user "orders"`, KindAuth},
+		{`An error occurred (ExpiredToken) when calling the GetObject operation: The provided token has expired.`, KindAuth},
+		{`GET /login 200 4ms`, ""},
+	})
+	cases := []struct {
+		facts map[string]string
+		want  string
+	}{
+		{map[string]string{"caller": "billing", "credential": "expired", "external": "Stripe", "status": "401", "line": "401 Unauthorized: Expired API Key provided"},
+			"the credential (API key/token) that billing uses for the external Stripe API expired: every call is rejected with HTTP 401 (unauthorized)"},
+		{map[string]string{"caller": "orders", "line": `FATAL:  password authentication failed for user "orders"`},
+			"authentication or authorisation fails in orders (credentials rejected)"},
+	}
+	for _, c := range cases {
+		h := &Hypothesis{Kind: KindAuth, Subject: "billing", Primary: []*Finding{{Kind: KindAuth, Subject: "billing", Facts: c.facts}}}
+		if d := describe(h, Scope{}); !strings.Contains(d, c.want) {
+			t.Errorf("description %q lacks %q", d, c.want)
+		}
+		if len(recommend(h, Scope{})) == 0 {
+			t.Errorf("no recommendations")
+		}
+	}
+}
