@@ -98,7 +98,7 @@ var logRules = []logRule{
 	lineRule(authFailure),
 	// A consumer whose poll loop is too slow: the group coordinator
 	// evicts it and the group rebalances.
-	{KindConsumerStall, regexp.MustCompile(`(?i)max\.poll\.interval\.ms|poll timeout has expired|CommitFailedException|Offset commit (cannot be completed|failed) since the consumer|group (is )?rebalancing|Attempt to heartbeat failed since group is rebalancing|revoking previously assigned partitions`), 0.8, "consumer poll loop too slow"},
+	lineRule(consumerStall),
 	// A configuration file the application cannot parse.
 	lineRule(configInvalid),
 	// A host's service manager reporting a dead or given-up service.

@@ -38,4 +38,8 @@ var mechanisms = []*mechanism{
 	connLeak,
 	databaseErrors,
 	authFailure,
+	backlogM,
+	consumerStall,
+	nodePressure,
+	evictionM,
 }

@@ -73,21 +73,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 				d += fmt.Sprintf("; the containers were restarted (%s)", plural(n, "restart", "restarts"))
 			}
 		}
-	case KindNodePressure:
-		res := h.fact("resource")
-		d = fmt.Sprintf("node %s is under %s pressure (%s): the kubelet evicts pods to reclaim it", s, orWord(res, "resource"), pressureCondition(res))
-	case KindEviction:
-		res := h.fact("resource")
-		d = fmt.Sprintf("%s pods are evicted by the kubelet", s)
-		if n := h.fact("node"); n != "" {
-			d += " on node " + n
-		}
-		if res != "" {
-			d += fmt.Sprintf(" because the node is low on %s (%s)", res, pressureCondition(res))
-		}
-		if m := h.fact("message"); m != "" {
-			d += ": " + truncate(m, 160)
-		}
 	case KindConnRefused:
 		d = fmt.Sprintf("%s is down or not accepting connections: %s gets connection refused calling %s", s, orWord(h.fact("caller"), "its caller"), orWord(h.fact("target"), s))
 		if l := h.fact("line"); l != "" {
@@ -117,10 +102,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		} else {
 			d = fmt.Sprintf("%s is throttled (rate limited) by %s: %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
 		}
-	case KindBacklog:
-		d = describeBacklog(h)
-	case KindConsumerStall:
-		d = fmt.Sprintf("the consumers of %s fall behind: their poll loop is too slow (poll timeouts, max.poll.interval.ms exceeded, the group rebalances): %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindAppCrash:
 		d = fmt.Sprintf("%s crashes with an application error: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindCrashLoop:
@@ -459,32 +440,11 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		}
 		add(med, fmt.Sprintf("Profile the memory use of %s (heap dumps, allocation profiles) to find the leak or growth behind the out of memory kills", s))
 		add(lo, fmt.Sprintf("Alert on container memory working set above 90%% of the limit and on OOMKilled restarts of %s", s))
-	case KindNodePressure, KindEviction:
-		res := h.fact("resource")
-		node := s
-		if h.Kind == KindEviction {
-			node = orWord(h.fact("node"), "the node")
-		}
-		switch res {
-		case "disk":
-			add(hi, fmt.Sprintf("Free disk space on %s (prune unused images, rotate logs, clear emptyDir volumes) to end the disk pressure", node))
-		case "memory":
-			add(hi, fmt.Sprintf("Relieve memory pressure on %s: move or limit the pods using most memory", node))
-		default:
-			add(hi, fmt.Sprintf("Relieve the %s pressure on %s and reschedule the evicted pods", orWord(res, "resource"), node))
-		}
-		add(med, "Set requests and limits (and ephemeral-storage limits) on pods so the scheduler accounts for them")
-		add(lo, "Alert on node MemoryPressure/DiskPressure conditions and on evictions")
 	case KindConnRefused, KindTimeout, KindThrottling:
 		rollback()
 		add(hi, fmt.Sprintf("Restore %s: check its pods, endpoints and recent changes; fail over or scale it up", s))
 		add(med, fmt.Sprintf("Add timeouts, retries with backoff and circuit breaking in %s for calls to %s", orWord(h.fact("caller"), "the caller"), s))
 		add(lo, fmt.Sprintf("Alert on the availability of %s", s))
-	case KindBacklog, KindConsumerStall:
-		rollback()
-		add(hi, fmt.Sprintf("Let the consumers of %s catch up: roll back the change that slowed them, or scale the consumers out (up to the partition count)", s))
-		add(med, "Make per-record processing fast again (no synchronous remote call per record, batch or async it); tune max.poll.records / max.poll.interval.ms so polls stay within the interval")
-		add(lo, "Alert on consumer lag growth (lag slope) per consumer group, not only on its absolute value")
 	case KindSaturation, KindLatency, KindErrorRate, KindRestarts, KindTargetDown:
 		rollback()
 		add(hi, fmt.Sprintf("Mitigate on %s: scale it out or shed load, and check its recent changes", orWord(s, "the service")))
@@ -548,26 +508,6 @@ func consequences(h *Hypothesis) string {
 		}
 	}
 	return strings.Join(labels, ", ")
-}
-
-func describeBacklog(h *Hypothesis) string {
-	what := orWord(h.fact("what"), "backlog")
-	on := h.Subject
-	if t := h.fact("topic"); t != "" {
-		on += " on topic " + t
-	}
-	subj := "group " + on
-	if what != "consumer lag" {
-		subj = on
-	}
-	d := fmt.Sprintf("the %s of %s grows steadily from %s to %s: the consumers fall behind (backlog)", what, subj, orDash(h.fact("baseline")), orDash(h.fact("peak")))
-	for _, f := range h.Support {
-		if f.Kind == KindConsumerStall {
-			d += fmt.Sprintf("; the consumer's poll loop is too slow (poll timeout, max.poll.interval.ms exceeded, rebalancing): %s", quote(ReadableLine(f.fact("line")), 200))
-			break
-		}
-	}
-	return d
 }
 
 // dependencyKindOf names what a caller's failing calls go to when the lines

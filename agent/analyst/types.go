@@ -179,7 +179,7 @@ var kinds = map[Kind]kindInfo{
 	KindUnschedulable: {prior: 0.74},
 	KindQuota:         {prior: 0.72},
 	KindNodeNotReady:  {prior: 0.74},
-	KindNodePressure:  {0.74, classCause, "node pressure"},
+	KindNodePressure:  {prior: 0.74},
 	KindCertificate:   {prior: 0.82},
 	KindDiskFull:      {prior: 0.76},
 	KindDatabase:      {prior: 0.64},
@@ -192,8 +192,8 @@ var kinds = map[Kind]kindInfo{
 	KindAuth:          {prior: 0.58},
 	KindThrottling:    {0.52, classDependency, "throttling"},
 	KindHPAMax:        {prior: 0.76},
-	KindBacklog:       {0.68, classCause, "consumer lag / backlog growing"},
-	KindConsumerStall: {0.42, classSymptom, "consumer poll loop too slow (rebalancing)"},
+	KindBacklog:       {prior: 0.68},
+	KindConsumerStall: {prior: 0.42},
 	KindJobOverlap:    {0.34, classSymptom, "overlapping CronJob runs"},
 	KindLoadSurge:     {0.3, classSymptom, "load surge"},
 	KindConnLeak:      {prior: 0.8},
@@ -201,7 +201,7 @@ var kinds = map[Kind]kindInfo{
 	KindCertExpiring:  {prior: 0.7},
 	KindSelector:      {prior: 0.84},
 	KindConfigInvalid: {prior: 0.8},
-	KindEviction:      {0.56, classCause, "pod evictions"},
+	KindEviction:      {prior: 0.56},
 	KindTLS:           {prior: 0.56},
 	// Mechanisms with their own home (mechanisms.go) take their class
 	// and label from there; their priors stay here, tuned with the rest.

@@ -1,0 +1,32 @@
+package analyst
+
+import (
+	"fmt"
+)
+
+// Pods evicted by the kubelet from a node low on a resource (memory,
+// ephemeral storage): they restart elsewhere or stay Pending.
+var evictionM = &mechanism{
+	kind:  KindEviction,
+	class: classCause,
+	label: "pod evictions",
+	describe: func(h *Hypothesis, sc Scope) string {
+		s := h.Subject
+		var d string
+		res := h.fact("resource")
+		d = fmt.Sprintf("%s pods are evicted by the kubelet", s)
+		if n := h.fact("node"); n != "" {
+			d += " on node " + n
+		}
+		if res != "" {
+			d += fmt.Sprintf(" because the node is low on %s (%s)", res, pressureCondition(res))
+		}
+		if m := h.fact("message"); m != "" {
+			d += ": " + truncate(m, 160)
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		nodePressure.recommend(h, sc, r)
+	},
+}

@@ -1,0 +1,19 @@
+package analyst
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestEviction(t *testing.T) {
+	testEvents(t, evictionM, []eventCase{
+		{"Pod", "api-6b7c9d8f4-k2x9z", "Evicted", corev1.EventTypeWarning,
+			"The node was low on resource: memory. Threshold quantity: 100Mi, available: 87316Ki. Container api was using 1523468Ki, request is 512Mi, has larger consumption of memory.",
+			KindEviction, []string{"api pods are evicted by the kubelet", "low on resource: memory"}},
+		{"Pod", "api-6b7c9d8f4-k2x9z", "Evicted", corev1.EventTypeWarning,
+			"The node was low on resource: ephemeral-storage. Threshold quantity: 2Gi, available: 1536Mi. Container api was using 3Gi, request is 0, has larger consumption of ephemeral-storage.",
+			KindEviction, []string{"api pods are evicted", "ephemeral-storage"}},
+		{"Pod", "api-6b7c9d8f4-k2x9z", "Killing", corev1.EventTypeNormal, "Stopping container api", "", nil},
+	})
+}

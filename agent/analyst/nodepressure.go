@@ -1,0 +1,40 @@
+package analyst
+
+import (
+	"fmt"
+
+	"github.com/rootcause/rootcause/finding"
+)
+
+// A node under memory, disk or PID pressure: the kubelet evicts pods to
+// reclaim the resource.
+var nodePressure = &mechanism{
+	kind:  KindNodePressure,
+	class: classCause,
+	label: "node pressure",
+	describe: func(h *Hypothesis, sc Scope) string {
+		s := h.Subject
+		var d string
+		res := h.fact("resource")
+		d = fmt.Sprintf("node %s is under %s pressure (%s): the kubelet evicts pods to reclaim it", s, orWord(res, "resource"), pressureCondition(res))
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		s := h.Subject
+		res := h.fact("resource")
+		node := s
+		if h.Kind == KindEviction {
+			node = orWord(h.fact("node"), "the node")
+		}
+		switch res {
+		case "disk":
+			r.add(finding.PriorityHigh, fmt.Sprintf("Free disk space on %s (prune unused images, rotate logs, clear emptyDir volumes) to end the disk pressure", node))
+		case "memory":
+			r.add(finding.PriorityHigh, fmt.Sprintf("Relieve memory pressure on %s: move or limit the pods using most memory", node))
+		default:
+			r.add(finding.PriorityHigh, fmt.Sprintf("Relieve the %s pressure on %s and reschedule the evicted pods", orWord(res, "resource"), node))
+		}
+		r.add(finding.PriorityMedium, "Set requests and limits (and ephemeral-storage limits) on pods so the scheduler accounts for them")
+		r.add(finding.PriorityLow, "Alert on node MemoryPressure/DiskPressure conditions and on evictions")
+	},
+}
