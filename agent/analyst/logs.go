@@ -91,10 +91,10 @@ var logRules = []logRule{
 	// starvation or throttling, not of the database it mentions.
 	lineRule(cpuThrottling),
 	lineRule(dnsResolution),
-	{KindConnRefused, regexp.MustCompile(`(?i)connection refused|ECONNREFUSED|actively refused|upstream connect error|no healthy upstream|503 Service Unavailable`), 0.8, "connection refused"},
+	lineRule(connRefused),
 	lineRule(connReset),
-	{KindTimeout, regexp.MustCompile(`(?i)i/o timeout|timed out|deadline exceeded|ETIMEDOUT|timeout (after|exceeded|while)|504 Gateway Time-?out|Read timed out|request timeout`), 0.75, "timeouts"},
-	{KindThrottling, regexp.MustCompile(`(?i)(?:status(?:_?code)?|code|http_status|response_code)["']?\s*[=:]\s*["']?429\b|\b429 Too Many Requests|HTTP/[\d.]+"?\s+429\b|\bHTTP 429\b|Too Many Requests|rate[ -]limit(ed|ing)?|ThrottlingException|Rate exceeded|throttl|quota exceeded`), 0.7, "throttling"},
+	lineRule(timeoutM),
+	lineRule(throttlingM),
 	lineRule(authFailure),
 	// A consumer whose poll loop is too slow: the group coordinator
 	// evicts it and the group rebalances.

@@ -42,4 +42,7 @@ var mechanisms = []*mechanism{
 	consumerStall,
 	nodePressure,
 	evictionM,
+	connRefused,
+	timeoutM,
+	throttlingM,
 }

@@ -73,35 +73,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 				d += fmt.Sprintf("; the containers were restarted (%s)", plural(n, "restart", "restarts"))
 			}
 		}
-	case KindConnRefused:
-		d = fmt.Sprintf("%s is down or not accepting connections: %s gets connection refused calling %s", s, orWord(h.fact("caller"), "its caller"), orWord(h.fact("target"), s))
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 200)
-		}
-	case KindTimeout:
-		target := h.fact("target")
-		if target == "" || DependencyName(target) == h.fact("caller") {
-			target = dependencyKindOf(h)
-		}
-		d = fmt.Sprintf("calls from %s to %s time out (the dependency is slow or unreachable): %s", orWord(h.fact("caller"), "the service"), target, quote(ReadableLine(h.fact("line")), 200))
-		if c := h.Trigger; c != nil && fitsMechanism(h, c) {
-			d = fmt.Sprintf("egress from %s is blocked by a network change (%s): its connections to %s time out (i/o timeout, no connection refused — packets are dropped, not rejected)", orWord(h.fact("caller"), s), networkChangeWord(c), timeoutTargets(h, target))
-		}
-		if ic := initCrash(h); ic != "" {
-			d += fmt.Sprintf("; the init container %s cannot connect and crash-loops (Init:CrashLoopBackOff), so the new pods never start", ic)
-		}
-	case KindThrottling:
-		if ext := h.fact("external"); ext != "" && h.fact("line") != "" {
-			d = fmt.Sprintf("the external API %s rate-limits (HTTP 429, too many requests) the calls from %s: %s", ext, orWord(h.fact("caller"), "the service"), quote(ReadableLine(h.fact("line")), 200))
-		} else if h.fact("line") == "" {
-			d = fmt.Sprintf("%s is throttled (rate limited): %s", s, top.Summary)
-		} else if c := h.Trigger; c != nil && c.Kind == KindConfigChange && (h.fact("target") == "" || h.fact("target") == h.fact("caller") || h.fact("caller") == "") {
-			// The service answers 429 itself, right after its own config
-			// change: its rate limiter is misconfigured.
-			d = fmt.Sprintf("rate-limit misconfiguration in %s (config change %s): its own rate limiter answers 429 (too many requests) to every client — %s", orWord(h.fact("caller"), s), orWord(c.fact("revision"), ts(c.Time)), quote(ReadableLine(h.fact("line")), 200))
-		} else {
-			d = fmt.Sprintf("%s is throttled (rate limited) by %s: %s", orWord(h.fact("caller"), "the service"), orWord(h.fact("target"), s), quote(ReadableLine(h.fact("line")), 200))
-		}
 	case KindAppCrash:
 		d = fmt.Sprintf("%s crashes with an application error: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindCrashLoop:
@@ -440,11 +411,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		}
 		add(med, fmt.Sprintf("Profile the memory use of %s (heap dumps, allocation profiles) to find the leak or growth behind the out of memory kills", s))
 		add(lo, fmt.Sprintf("Alert on container memory working set above 90%% of the limit and on OOMKilled restarts of %s", s))
-	case KindConnRefused, KindTimeout, KindThrottling:
-		rollback()
-		add(hi, fmt.Sprintf("Restore %s: check its pods, endpoints and recent changes; fail over or scale it up", s))
-		add(med, fmt.Sprintf("Add timeouts, retries with backoff and circuit breaking in %s for calls to %s", orWord(h.fact("caller"), "the caller"), s))
-		add(lo, fmt.Sprintf("Alert on the availability of %s", s))
 	case KindSaturation, KindLatency, KindErrorRate, KindRestarts, KindTargetDown:
 		rollback()
 		add(hi, fmt.Sprintf("Mitigate on %s: scale it out or shed load, and check its recent changes", orWord(s, "the service")))

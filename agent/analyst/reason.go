@@ -414,8 +414,6 @@ func fitsMechanism(h *Hypothesis, c *Finding) bool {
 	}
 	desc := changeText(c)
 	switch h.Kind {
-	case KindTimeout, KindConnRefused:
-		return networkChangeFits(c)
 	case KindOOMKilled:
 		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap")
 	}
