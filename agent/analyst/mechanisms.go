@@ -45,4 +45,5 @@ var mechanisms = []*mechanism{
 	connRefused,
 	timeoutM,
 	throttlingM,
+	oomKilled,
 }

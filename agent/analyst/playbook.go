@@ -32,47 +32,6 @@ func describe(h *Hypothesis, sc Scope) string {
 func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 	var d string
 	switch h.Kind {
-	case KindOOMKilled:
-		lim := h.fact("memory_limit")
-		leak := leakRate(h)
-		switch {
-		case h.fact("host") != "" && h.fact("process") != "":
-			d = fmt.Sprintf("the %s process on host %s is killed by the kernel OOM killer (out of memory)", h.fact("process"), h.fact("host"))
-			if dep := processDependency(h.fact("process")); dep != "" {
-				d = fmt.Sprintf("%s is down: %s", capitalizeName(dep), d)
-			}
-			if hostGaveUp(h) {
-				d += " and systemd gave up restarting it (start request repeated too quickly)"
-			}
-		case jvmHeapOverLimit(h) != "":
-			d = fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): %s, so the JVM grows past the limit and the kernel kills it (no Java OutOfMemoryError)", s, jvmHeapOverLimit(h))
-		case loadSurgeOf(h) != nil && (h.Trigger == nil || !fitsMechanism(h, h.Trigger)):
-			ls := loadSurgeOf(h)
-			d = fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): a load surge (~%s× %s, %s → %s in total from %s) drives their memory past the limit", s, ls.fact("ratio"), loadWord(ls.fact("metric")), ls.fact("baseline"), ls.fact("peak"), hm(ls.Time))
-			if lim != "" {
-				d += fmt.Sprintf(" of %s", lim)
-			}
-			d += "; memory rose together with the load, not as a steady leak"
-		case leak != "":
-			d = fmt.Sprintf("%s has a memory leak: its working set grows steadily by ~%s until the containers are OOMKilled (out of memory, exit code 137)", s, leak)
-			if lim != "" {
-				d += fmt.Sprintf(" at the memory limit of %s", lim)
-			}
-		default:
-			d = fmt.Sprintf("%s containers are OOMKilled: the process runs out of memory (exit code 137)", s)
-			if lim != "" {
-				d += fmt.Sprintf(" and is killed when it exceeds its memory limit of %s", lim)
-			} else if h.top().Source != SrcLogs {
-				d += " (no memory limit is set, so the node's memory ran out)"
-			}
-		}
-		if n := restartsOf(h); n > 0 {
-			if h.fact("crashloop") != "" {
-				d += fmt.Sprintf("; the pods restart repeatedly (%s, CrashLoopBackOff)", plural(n, "restart", "restarts"))
-			} else {
-				d += fmt.Sprintf("; the containers were restarted (%s)", plural(n, "restart", "restarts"))
-			}
-		}
 	case KindAppCrash:
 		d = fmt.Sprintf("%s crashes with an application error: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindCrashLoop:
@@ -383,34 +342,6 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		return r.recs
 	}
 	switch h.Kind {
-	case KindOOMKilled:
-		lim := h.fact("memory_limit")
-		rollback()
-		if h.fact("host") != "" && h.fact("process") != "" {
-			add(hi, fmt.Sprintf("Restart %s on %s and give the host more memory, or cap its memory use (e.g. maxmemory and an eviction policy)", h.fact("process"), h.fact("host")))
-			add(med, fmt.Sprintf("Find what grew the memory of %s and make its callers degrade gracefully when it is down", h.fact("process")))
-			add(lo, "Alert on host memory use and on the dependency's availability")
-			break
-		}
-		if x := jvmHeapOverLimit(h); x != "" {
-			add(hi, fmt.Sprintf("Set the JVM heap of %s below its container memory limit (%s): -Xmx at most ~75%% of the limit, or -XX:MaxRAMPercentage=75 instead of a fixed -Xmx; or raise the limit above the heap plus off-heap memory", s, x))
-			add(med, "Size JVM heaps from the container limit (MaxRAMPercentage) rather than fixed -Xmx values in config")
-			add(lo, "Validate in CI that -Xmx stays below the container memory limit")
-			break
-		}
-		if leakRate(h) != "" {
-			add(hi, fmt.Sprintf("Restart %s before it reaches its memory limit (or raise the limit from %s) to buy time", s, orWord(lim, "its current value")))
-			add(med, fmt.Sprintf("Find the memory leak in %s (heap profile of an instance after an hour: unbounded caches, maps, buffers)", s))
-			add(lo, fmt.Sprintf("Alert on the growth of the memory working set of %s, not only on OOMKilled restarts", s))
-			break
-		}
-		if lim != "" {
-			add(hi, fmt.Sprintf("Raise the memory limit of %s (currently %s) so the pods stop being OOMKilled, e.g. to twice the current limit", s, lim))
-		} else {
-			add(hi, fmt.Sprintf("Set a memory request and limit on %s sized to its working set", s))
-		}
-		add(med, fmt.Sprintf("Profile the memory use of %s (heap dumps, allocation profiles) to find the leak or growth behind the out of memory kills", s))
-		add(lo, fmt.Sprintf("Alert on container memory working set above 90%% of the limit and on OOMKilled restarts of %s", s))
 	case KindSaturation, KindLatency, KindErrorRate, KindRestarts, KindTargetDown:
 		rollback()
 		add(hi, fmt.Sprintf("Mitigate on %s: scale it out or shed load, and check its recent changes", orWord(s, "the service")))

@@ -412,11 +412,6 @@ func fitsMechanism(h *Hypothesis, c *Finding) bool {
 	if m := mechanismOf(h.Kind); m != nil {
 		return m.fitsChange != nil && m.fitsChange(h, c)
 	}
-	desc := changeText(c)
-	switch h.Kind {
-	case KindOOMKilled:
-		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap")
-	}
 	return false
 }
 

@@ -171,7 +171,7 @@ const (
 )
 
 var kinds = map[Kind]kindInfo{
-	KindOOMKilled:     {0.78, classCause, "OOMKilled (out of memory)"},
+	KindOOMKilled:     {prior: 0.78},
 	KindImagePull:     {prior: 0.82},
 	KindConfigError:   {prior: 0.82},
 	KindStartFailure:  {prior: 0.84},
