@@ -93,6 +93,20 @@ func (r *recommender) rollback() {
 	}
 }
 
+// recommendGeneric is the playbook of a cause with no actions of its own:
+// roll back the deploy that triggered it, mitigate, investigate, alert.
+func recommendGeneric(h *Hypothesis, r *recommender) {
+	s := h.Subject
+	r.rollback()
+	r.high("Mitigate %s: restart or roll back %s", infoOf(h.Kind).label, orWord(s, "the service"))
+	if h.Kind == KindCrashLoop || h.Kind == KindAppCrash {
+		r.med("Fix the crash of %s from its last log lines and exit code", s)
+	} else {
+		r.add(finding.PriorityMedium, "Investigate "+h.top().Summary)
+	}
+	r.add(finding.PriorityLow, "Alert on this failure mode")
+}
+
 // mechanismIndex maps a kind to its mechanism.
 // (Filled in init: mechanisms' functions refer back to the index.)
 var mechanismIndex = map[Kind]*mechanism{}

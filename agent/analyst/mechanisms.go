@@ -46,4 +46,7 @@ var mechanisms = []*mechanism{
 	timeoutM,
 	throttlingM,
 	oomKilled,
+	probeFailure,
+	rolloutStuck,
+	noEndpoints,
 }

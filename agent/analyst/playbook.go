@@ -42,15 +42,6 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 		if l := h.fact("last_log"); l != "" {
 			d += "; last log line: " + quote(ReadableLine(l), 200)
 		}
-	case KindProbeFailure:
-		d = fmt.Sprintf("%s fails its %s probe, so its pods are taken out of service or restarted: %s", s, orWord(h.fact("probe"), "readiness"), truncate(h.fact("message"), 200))
-	case KindRolloutStuck:
-		d = fmt.Sprintf("the rollout of %s is stuck: new pods do not become ready", s)
-		if h.fact("available") != "" && h.fact("desired") != "" {
-			d += fmt.Sprintf(" (%s of %s replicas available)", h.fact("available"), h.fact("desired"))
-		}
-	case KindNoEndpoints:
-		d = fmt.Sprintf("service %s has no ready endpoints, so requests to it fail", s)
 	case KindLogErrors:
 		d = fmt.Sprintf("%s logs new or surging errors: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindErrorRate, KindLatency, KindSaturation, KindRestarts, KindTargetDown:
@@ -362,14 +353,9 @@ func recommend(h *Hypothesis, sc Scope) []finding.Recommendation {
 		add(med, fmt.Sprintf("Find the defect in the change (%s) from the errors it produced before re-applying it", truncate(c.Summary, 160)))
 		add(lo, "Roll changes out progressively (canary, flag percentage) with automatic rollback on error-rate alerts")
 	default:
-		rollback()
-		add(hi, fmt.Sprintf("Mitigate %s: restart or roll back %s", infoOf(h.Kind).label, orWord(s, "the service")))
-		if h.Kind == KindCrashLoop || h.Kind == KindAppCrash {
-			add(med, fmt.Sprintf("Fix the crash of %s from its last log lines and exit code", s))
-		} else {
-			add(med, fmt.Sprintf("Investigate %s", h.top().Summary))
-		}
-		add(lo, "Alert on this failure mode")
+		r := &recommender{h: h}
+		recommendGeneric(h, r)
+		recs = append(recs, r.recs...)
 	}
 	return recs
 }

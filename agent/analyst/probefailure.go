@@ -1,0 +1,22 @@
+package analyst
+
+import (
+	"fmt"
+)
+
+// Pods failing their readiness (or liveness) probe: taken out of service
+// or restarted. A symptom: the probe says something is wrong, not what.
+var probeFailure = &mechanism{
+	kind:  KindProbeFailure,
+	class: classSymptom,
+	label: "probe failures (pods not ready)",
+	describe: func(h *Hypothesis, sc Scope) string {
+		s := h.Subject
+		var d string
+		d = fmt.Sprintf("%s fails its %s probe, so its pods are taken out of service or restarted: %s", s, orWord(h.fact("probe"), "readiness"), truncate(h.fact("message"), 200))
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		recommendGeneric(h, r)
+	},
+}
