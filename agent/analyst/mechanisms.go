@@ -49,4 +49,7 @@ var mechanisms = []*mechanism{
 	probeFailure,
 	rolloutStuck,
 	noEndpoints,
+	appCrash,
+	crashLoop,
+	logErrors,
 }

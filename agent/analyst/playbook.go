@@ -32,18 +32,6 @@ func describe(h *Hypothesis, sc Scope) string {
 func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 	var d string
 	switch h.Kind {
-	case KindAppCrash:
-		d = fmt.Sprintf("%s crashes with an application error: %s", s, quote(ReadableLine(h.fact("line")), 220))
-	case KindCrashLoop:
-		d = fmt.Sprintf("%s containers are in CrashLoopBackOff", s)
-		if c := h.fact("exit_code"); c != "" {
-			d += fmt.Sprintf(", exiting with code %s (%s)", c, exitMeaningStr(c))
-		}
-		if l := h.fact("last_log"); l != "" {
-			d += "; last log line: " + quote(ReadableLine(l), 200)
-		}
-	case KindLogErrors:
-		d = fmt.Sprintf("%s logs new or surging errors: %s", s, quote(ReadableLine(h.fact("line")), 220))
 	case KindErrorRate, KindLatency, KindSaturation, KindRestarts, KindTargetDown:
 		d = top.Summary
 		d += jobOverlapPhrase(h)
