@@ -6,15 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +20,7 @@ import (
 
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
+	"github.com/rootcause/rootcause/agent/evidence/evidencetest"
 )
 
 // The PromQL conformance suite: every function, operator, aggregation and
@@ -211,73 +208,11 @@ func writeConformanceOM(tb testing.TB, path string) {
 	}
 }
 
-// startPrometheus backfills om into a TSDB with promtool and starts the real
-// prometheus binary on a loopback port; it returns the API client.
+// startPrometheus serves om from the real prometheus binary on a loopback
+// port (evidencetest.StartPrometheus) and returns its API client.
 func startPrometheus(t *testing.T, om string) v1.API {
 	t.Helper()
-	bin, err1 := exec.LookPath("prometheus")
-	tool, err2 := exec.LookPath("promtool")
-	if err1 != nil || err2 != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("prometheus/promtool not installed (CI=%s): .ci/run must apt-get install -y --no-install-recommends prometheus", os.Getenv("CI"))
-		}
-		t.Skip("prometheus and promtool are not installed (apt-get install -y --no-install-recommends prometheus); set CI to make this a failure")
-	}
-	dir := t.TempDir()
-	tsdb := filepath.Join(dir, "tsdb")
-	if out, err := exec.Command(tool, "tsdb", "create-blocks-from", "openmetrics", om, tsdb).CombinedOutput(); err != nil {
-		t.Fatalf("promtool: %v\n%s", err, out)
-	}
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1h\nscrape_configs: []\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+tsdb, "--storage.tsdb.retention.time=100y",
-		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		logf.Close()
-	})
-	url := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(url + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
-			t.Fatalf("prometheus not ready on %s: %v\n%s", addr, err, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	c, err := api.NewClient(api.Config{Address: url})
+	c, err := api.NewClient(api.Config{Address: evidencetest.StartPrometheus(t, om)})
 	if err != nil {
 		t.Fatal(err)
 	}
