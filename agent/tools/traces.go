@@ -177,35 +177,10 @@ func viewTrace(spans []evidence.Span) *TraceView {
 		}
 		s := spans[i]
 		dur := s.End.Sub(s.Start)
-		self := time.Duration(int64(dur) - union(kids[i], s.Start.UnixNano(), s.End.UnixNano()))
+		self := time.Duration(int64(dur) - tracegraph.Covered(kids[i], s.Start.UnixNano(), s.End.UnixNano()))
 		v.Spans = append(v.Spans, SpanView{Span: s, DurationMs: ms(dur), SelfMs: ms(self), Depth: depth(i)})
 	}
 	return v
-}
-
-// union is the length of the union of intervals clipped to [lo, hi];
-// intervals arrive in start order (spans are sorted).
-func union(ivs [][2]int64, lo, hi int64) int64 {
-	var total, cs, ce int64
-	open := false
-	for _, iv := range ivs {
-		s, e := max(iv[0], lo), min(iv[1], hi)
-		if e <= s {
-			continue
-		}
-		if open && s <= ce {
-			ce = max(ce, e)
-			continue
-		}
-		if open {
-			total += ce - cs
-		}
-		cs, ce, open = s, e, true
-	}
-	if open {
-		total += ce - cs
-	}
-	return total
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

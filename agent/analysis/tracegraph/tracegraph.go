@@ -412,7 +412,7 @@ func (w *walker) trace(b *Builder, spans []rec, acc []*winAcc) {
 				calleeFailed = true
 			}
 		}
-		self := (e.end - e.start) - covered(w.ivs, e.start, e.end)
+		self := (e.end - e.start) - Covered(w.ivs, e.start, e.end)
 		for wi, win := range b.windows {
 			a := acc[wi]
 			if win.contains(e.start) {
@@ -461,8 +461,10 @@ func (w *walker) visit(spans []rec, entry int32, fn func(int32)) {
 	}
 }
 
-// covered returns the length of the union of intervals clipped to [lo, hi].
-func covered(ivs [][2]int64, lo, hi int64) int64 {
+// Covered is the total length of the union of the intervals ivs (start,
+// end in nanoseconds) clipped to [lo, hi]: the time a span spent waiting on
+// its children. It sorts ivs in place.
+func Covered(ivs [][2]int64, lo, hi int64) int64 {
 	if len(ivs) == 0 {
 		return 0
 	}
