@@ -3,6 +3,8 @@ package analyst
 import (
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // A container whose configuration the kubelet cannot assemble
@@ -12,6 +14,18 @@ var configError = &mechanism{
 	kind:  KindConfigError,
 	class: classCause,
 	label: "container config error",
+	event: func(e *corev1.Event) (float64, bool) {
+		msg := strings.ToLower(e.Message)
+		switch e.Reason {
+		case "FailedMount", "FailedAttachVolume", "FailedMapVolume":
+			return 0.85, missingConfigRef(msg)
+		case "Failed":
+			return 0.85, !imageEvent(msg) && !startFailureEvent(e) && (strings.Contains(msg, "createcontainerconfigerror") || missingConfigRef(msg))
+		}
+		return 0, false
+	},
+	eventCritical: true,
+	eventFacts:    func(f *Finding, e *corev1.Event) { f.setFact("missing", missingRef(e.Message)) },
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		d := strings.ToLower(c.fact("description") + " " + c.Summary)
 		return c.Kind == KindConfigChange || strings.Contains(d, "configmap") || strings.Contains(d, "secret")
@@ -31,4 +45,13 @@ var configError = &mechanism{
 		r.med("Check the deploy pipeline applies secrets and configmaps before the workloads that use them")
 		r.low("Validate manifests against the cluster (referenced secrets/configmaps exist) before rollout")
 	},
+}
+
+// missingConfigRef reports whether a (lowercase) event message says a
+// referenced Secret or ConfigMap, or a key in it, does not exist.
+func missingConfigRef(msg string) bool {
+	if !strings.Contains(msg, "secret") && !strings.Contains(msg, "configmap") {
+		return false
+	}
+	return strings.Contains(msg, "not found") || strings.Contains(msg, "couldn't find key")
 }

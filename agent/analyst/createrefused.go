@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // KindCreateRefused is a controller (ReplicaSet, Job, StatefulSet) whose
@@ -18,6 +20,18 @@ var createRefused = &mechanism{
 	kind:  KindCreateRefused,
 	class: classCause,
 	label: "pods cannot be created (rejected by the API server)",
+	event: func(e *corev1.Event) (float64, bool) {
+		if e.Reason != "FailedCreate" || strings.Contains(strings.ToLower(e.Message), "exceeded quota") {
+			return 0, false
+		}
+		r, _ := classifyCreateRefusal(e.Message)
+		return 0.85, r != ""
+	},
+	eventFacts: func(f *Finding, e *corev1.Event) {
+		r, m := classifyCreateRefusal(e.Message)
+		f.setFact("refusal", r)
+		f.setFact("missing", m)
+	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return c.Kind == KindDeploy || c.Kind == KindConfigChange || c.Kind == KindInfraChange
 	},

@@ -28,7 +28,7 @@ func TestFailedCreateMessages(t *testing.T) {
 		if c.kind == "" {
 			e.Reason = "SuccessfulCreate"
 		}
-		kind, _ := classifyEvent(&e)
+		kind, _ := eventKind(&e)
 		if kind != c.kind {
 			t.Errorf("%q: kind %q, want %q", c.msg, kind, c.kind)
 		}

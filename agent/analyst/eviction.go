@@ -2,6 +2,8 @@ package analyst
 
 import (
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Pods evicted by the kubelet from a node low on a resource (memory,
@@ -10,6 +12,11 @@ var evictionM = &mechanism{
 	kind:  KindEviction,
 	class: classCause,
 	label: "pod evictions",
+	event: func(e *corev1.Event) (float64, bool) {
+		return 0.8, e.Reason == "Evicted"
+	},
+	eventOutlivesPod: true,
+	eventFacts:       pressureFacts,
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string
@@ -29,4 +36,11 @@ var evictionM = &mechanism{
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		nodePressure.recommend(h, sc, r)
 	},
+}
+
+// pressureFacts names the resource under pressure and the node of an
+// eviction or node-pressure event.
+func pressureFacts(f *Finding, e *corev1.Event) {
+	f.setFact("resource", pressureResource(e.Message+" "+e.Reason))
+	f.setFact("node", e.Source.Host)
 }

@@ -24,6 +24,17 @@ var hpaMax = &mechanism{
 	kind:  KindHPAMax,
 	class: classCause,
 	label: "autoscaler at maximum replicas (capacity)",
+	event: func(e *corev1.Event) (float64, bool) {
+		if e.Reason == "ScalingLimited" {
+			return 0.7, true
+		}
+		msg := strings.ToLower(e.Message)
+		switch e.Reason {
+		case "Killing", "Failed", "BackOff", "FailedCreate":
+			return 0, false // a container's or controller's event, never the autoscaler's
+		}
+		return 0.7, e.Type == corev1.EventTypeWarning && (strings.Contains(msg, "maximum replica count") || strings.Contains(msg, "max replicas"))
+	},
 	detect: func(ev *Gathered, found []Finding) []Finding {
 		return detectHPAObjects(ev.K8s.Autoscalers, ev.K8s.Events, ev.Window, found)
 	},

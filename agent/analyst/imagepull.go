@@ -3,6 +3,8 @@ package analyst
 import (
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // An image that cannot be pulled: the pods wait in ImagePullBackOff or
@@ -13,6 +15,20 @@ var imagePull = &mechanism{
 	kind:  KindImagePull,
 	class: classCause,
 	label: "image pull failure",
+	event: func(e *corev1.Event) (float64, bool) {
+		msg := strings.ToLower(e.Message)
+		switch e.Reason {
+		case "ErrImagePull", "ImagePullBackOff":
+			return 0.85, true
+		case "Failed":
+			return 0.85, imageEvent(msg)
+		case "BackOff":
+			return 0.8, strings.Contains(msg, "pulling image")
+		}
+		return 0, false
+	},
+	eventCritical: true,
+	eventFacts:    func(f *Finding, e *corev1.Event) { f.setFact("image", imageFromMessage(e.Message)) },
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return c.Kind == KindDeploy || c.fact("image") != "" || strings.Contains(strings.ToLower(c.fact("description")+" "+c.Summary), "image")
 	},
@@ -65,4 +81,10 @@ func pullProblem(msg string) string {
 		return pullUnreachable
 	}
 	return ""
+}
+
+// imageEvent reports whether a kubelet "Failed" event's (lowercase)
+// message is about pulling the image.
+func imageEvent(msg string) bool {
+	return strings.Contains(msg, "pull") || strings.Contains(msg, "image")
 }

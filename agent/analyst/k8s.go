@@ -649,51 +649,32 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 		if !last.IsZero() && !w.recent(last) {
 			continue // stale: ended before the baseline began
 		}
-		kind, weight := classifyEvent(e)
-		if kind == "" {
+		m, weight := classifyEvent(e)
+		if m == nil {
 			continue
 		}
+		kind := m.kind
 		io := e.InvolvedObject
-		subject := io.Name
-		obj := strings.ToLower(io.Kind) + " " + io.Namespace + "/" + io.Name
-		var related []string
+		t := eventTarget{Subject: io.Name, Object: strings.ToLower(io.Kind) + " " + io.Namespace + "/" + io.Name, Pods: pods}
 		switch io.Kind {
 		case "Pod":
-			subject = ix.workload(io.Namespace, io.Name)
-			if p := ix.byKey[io.Namespace+"/"+io.Name]; p != nil && p.Spec.NodeName != "" {
-				related = append(related, p.Spec.NodeName)
+			t.Subject = ix.workload(io.Namespace, io.Name)
+			t.Pod = ix.byKey[io.Namespace+"/"+io.Name]
+			if t.Pod != nil && t.Pod.Spec.NodeName != "" {
+				t.Related = append(t.Related, t.Pod.Spec.NodeName)
 			}
 		case "ReplicaSet":
-			subject = trimHash(io.Name)
+			t.Subject = trimHash(io.Name)
 		case "Node":
-			obj = "node " + io.Name
-			// A container killed by the kernel OOM killer is about the
-			// workload, not the node it ran on.
-			if kind == KindOOMKilled {
-				if wl := oomWorkload(e.Message, io.Name, pods); wl != "" {
-					subject = wl
-					related = append(related, io.Name)
-					obj = "node " + io.Name + " process of " + wl
-				}
-			}
-		case "HorizontalPodAutoscaler":
-			subject = io.Name
+			t.Object = "node " + io.Name
 		}
-		if e.Source.Host != "" && io.Kind == "Pod" && !slices.Contains(related, e.Source.Host) {
-			related = append(related, e.Source.Host)
+		if e.Source.Host != "" && io.Kind == "Pod" && !slices.Contains(t.Related, e.Source.Host) {
+			t.Related = append(t.Related, e.Source.Host)
 		}
-		// "Node is not ready" on a pod is about the pod's node: the node is
-		// the subject, the workload what it affects.
-		if kind == KindNodeNotReady && io.Kind == "Pod" {
-			node := e.Source.Host
-			if p := ix.byKey[io.Namespace+"/"+io.Name]; p != nil && p.Spec.NodeName != "" {
-				node = p.Spec.NodeName
-			}
-			if node != "" {
-				related = []string{subject}
-				subject = node
-			}
+		if m.eventTarget != nil {
+			m.eventTarget(e, &t)
 		}
+		subject, obj, related := t.Subject, t.Object, t.Related
 		// A pod that is now Running and ready (or has completed) has got
 		// past a scheduling, pull, probe or crash problem its events tell of.
 		resolved := false
@@ -705,7 +686,7 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 			}
 			// A pod that no longer exists (a finished Job's, a replaced
 			// one) and whose events stopped is past its trouble.
-			if p == nil && len(ix.byKey) > 0 && !w.End.IsZero() && last.Before(w.End.Add(-15*time.Minute)) && kind != KindNodeNotReady && kind != KindEviction {
+			if p == nil && len(ix.byKey) > 0 && !w.End.IsZero() && last.Before(w.End.Add(-15*time.Minute)) && !m.eventOutlivesPod {
 				resolved = true
 				weight *= 0.4
 			}
@@ -722,7 +703,7 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 			f = &Finding{Kind: kind, Subject: subject, Object: obj, Namespace: io.Namespace, Time: first,
 				Source: SrcEvents, Weight: weight, Related: related}
 			f.Severity = SevWarning
-			if kind == KindNodeNotReady || kind == KindUnschedulable || kind == KindImagePull || kind == KindConfigError {
+			if m.eventCritical {
 				f.Severity = SevCritical
 			}
 			merged[k] = f
@@ -750,20 +731,8 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 				f.Summary += " (resolved since)"
 			}
 		}
-		switch kind {
-		case KindProbeFailure, KindLivenessKill:
-			f.setFact("probe", probeKind(e.Message))
-		case KindEviction, KindNodePressure:
-			f.setFact("resource", pressureResource(e.Message+" "+e.Reason))
-			f.setFact("node", e.Source.Host)
-		case KindConfigError:
-			f.setFact("missing", missingRef(e.Message))
-		case KindCreateRefused:
-			r, m := classifyCreateRefusal(e.Message)
-			f.setFact("refusal", r)
-			f.setFact("missing", m)
-		case KindImagePull:
-			f.setFact("image", imageFromMessage(e.Message))
+		if m.eventFacts != nil {
+			m.eventFacts(f, e)
 		}
 		if io.Kind == "Node" {
 			f.setFact("node", io.Name)
@@ -826,80 +795,6 @@ func probeKind(msg string) string {
 		return "startup"
 	}
 	return "readiness"
-}
-
-// classifyEvent maps an event to a finding kind and weight ("" to skip).
-func classifyEvent(e *corev1.Event) (Kind, float64) {
-	msg := strings.ToLower(e.Message)
-	switch e.Reason {
-	case "FailedScheduling":
-		return KindUnschedulable, 0.85
-	case "Unhealthy":
-		if strings.HasPrefix(msg, "liveness probe") || strings.HasPrefix(msg, "startup probe") {
-			return KindLivenessKill, 0.7
-		}
-		return KindProbeFailure, 0.75
-	case "FailedMount", "FailedAttachVolume", "FailedMapVolume":
-		if strings.Contains(msg, "secret") && strings.Contains(msg, "not found") || strings.Contains(msg, "configmap") && strings.Contains(msg, "not found") {
-			return KindConfigError, 0.85
-		}
-		return KindMountFailure, 0.85
-	case "Evicted":
-		return KindEviction, 0.8
-	case "EvictionThresholdMet", "NodeHasDiskPressure", "NodeHasInsufficientMemory", "NodeHasInsufficientPID":
-		return KindNodePressure, 0.8
-	case "FreeDiskSpaceFailed", "ImageGCFailed":
-		// The kubelet could not reclaim image space: a warning, not
-		// pressure. Pressure needs a condition, a taint or evictions.
-		return KindNodePressure, 0.3
-	case "NodeNotReady":
-		return KindNodeNotReady, 0.8
-	case "OOMKilling", "OOMKilled":
-		return KindOOMKilled, 0.85
-	case "ErrImagePull", "ImagePullBackOff":
-		return KindImagePull, 0.85
-	case "ProgressDeadlineExceeded":
-		return KindRolloutStuck, 0.8
-	case "BackoffLimitExceeded", "DeadlineExceeded":
-		return KindCrashLoop, 0.6
-	case "ScalingLimited":
-		return KindHPAMax, 0.7
-	case "Killing":
-		if strings.Contains(msg, "liveness probe") || strings.Contains(msg, "startup probe") {
-			return KindLivenessKill, 0.85
-		}
-		return "", 0
-	case "Failed":
-		switch {
-		case strings.Contains(msg, "pull") || strings.Contains(msg, "image"):
-			return KindImagePull, 0.85
-		case IsStartFailure("", e.Message, 128) && (strings.Contains(msg, "exec") || strings.Contains(msg, "runc") || strings.Contains(msg, "oci runtime")):
-			return KindStartFailure, 0.85
-		case strings.Contains(msg, "createcontainerconfigerror") || strings.Contains(msg, "not found") && (strings.Contains(msg, "secret") || strings.Contains(msg, "configmap")):
-			return KindConfigError, 0.85
-		}
-		return "", 0
-	case "BackOff":
-		if strings.Contains(msg, "pulling image") {
-			return KindImagePull, 0.8
-		}
-		if strings.Contains(msg, "restarting failed container") {
-			return KindCrashLoop, 0.7
-		}
-		return "", 0
-	case "FailedCreate":
-		if strings.Contains(msg, "exceeded quota") {
-			return KindQuota, 0.85
-		}
-		if r, _ := classifyCreateRefusal(e.Message); r != "" {
-			return KindCreateRefused, 0.85
-		}
-		return "", 0
-	}
-	if e.Type == corev1.EventTypeWarning && (strings.Contains(msg, "maximum replica count") || strings.Contains(msg, "max replicas")) {
-		return KindHPAMax, 0.7
-	}
-	return "", 0
 }
 
 func revisionOf(rs *appsv1.ReplicaSet) int {

@@ -2,6 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rootcause/rootcause/finding"
 )
@@ -13,6 +16,17 @@ var livenessKill = &mechanism{
 	kind:  KindLivenessKill,
 	class: classCause,
 	label: "liveness probe kills",
+	event: func(e *corev1.Event) (float64, bool) {
+		msg := strings.ToLower(e.Message)
+		switch e.Reason {
+		case "Unhealthy":
+			return 0.7, strings.HasPrefix(msg, "liveness probe") || strings.HasPrefix(msg, "startup probe")
+		case "Killing":
+			return 0.85, strings.Contains(msg, "liveness probe") || strings.Contains(msg, "startup probe")
+		}
+		return 0, false
+	},
+	eventFacts: func(f *Finding, e *corev1.Event) { f.setFact("probe", probeKind(e.Message)) },
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/finding"
 )
@@ -37,6 +39,24 @@ type mechanism struct {
 	// general detectors ran (found holds their findings). It reads what
 	// was gathered and never calls a tool.
 	detect func(ev *Gathered, found []Finding) []Finding
+
+	// event classifies a Kubernetes event as showing this mechanism, with
+	// the weight of the finding it gives. No two mechanisms claim the same
+	// event (TestEventRulesExclusive); the engine merges the events of one
+	// object and kind into one finding (DetectEvents, k8s.go).
+	event func(e *corev1.Event) (weight float64, ok bool)
+	// eventCritical makes the findings of this mechanism's events
+	// critical rather than warnings.
+	eventCritical bool
+	// eventOutlivesPod keeps this mechanism's events current after their
+	// pod is gone (its node failed, it was evicted).
+	eventOutlivesPod bool
+	// eventTarget re-targets an event's finding when the cause is about
+	// something else than the event's object (the workload a node's OOM
+	// killer killed, the node of a pod that reports it NotReady).
+	eventTarget func(e *corev1.Event, t *eventTarget)
+	// eventFacts adds what an event says to its finding.
+	eventFacts func(f *Finding, e *corev1.Event)
 
 	// related reports whether f, a finding outside h, concerns h even
 	// though it names another subject (the database's own log behind a
@@ -184,4 +204,37 @@ func crashLogCauses(ev *Gathered, found []Finding, kind Kind, facts func(f *Find
 		}
 	}
 	return out
+}
+
+// eventTarget is what an event's finding is about: its subject, object
+// and related names, with the event's pod (nil when unknown or not a pod)
+// and all pods for mechanisms that look further.
+type eventTarget struct {
+	Subject, Object string
+	Related         []string
+	Pod             *corev1.Pod
+	Pods            []corev1.Pod
+}
+
+// classifyEvent asks the mechanisms, in the order of the list, which one
+// an event shows, with the weight of its finding (nil when none does).
+func classifyEvent(e *corev1.Event) (*mechanism, float64) {
+	for _, m := range mechanisms {
+		if m.event == nil {
+			continue
+		}
+		if w, ok := m.event(e); ok {
+			return m, w
+		}
+	}
+	return nil, 0
+}
+
+// eventKind is the kind of the mechanism an event shows ("" for none).
+func eventKind(e *corev1.Event) (Kind, float64) {
+	m, w := classifyEvent(e)
+	if m == nil {
+		return "", 0
+	}
+	return m.kind, w
 }

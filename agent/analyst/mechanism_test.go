@@ -406,3 +406,57 @@ func TestServerErrorShare(t *testing.T) {
 		}
 	}
 }
+
+// TestEventRulesExclusive checks that every event, as the kubelet and the
+// controllers write them, is claimed by exactly the mechanism it shows,
+// and by no other: the order of the list never decides.
+func TestEventRulesExclusive(t *testing.T) {
+	cases := []struct {
+		reason, typ, msg string
+		want             Kind
+	}{
+		{"FailedScheduling", "Warning", "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.", KindUnschedulable},
+		{"Unhealthy", "Warning", "Liveness probe failed: Get \"http://10.244.0.12:8080/healthz\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)", KindLivenessKill},
+		{"Unhealthy", "Warning", "Startup probe failed: dial tcp 10.244.1.5:8080: connect: connection refused", KindLivenessKill},
+		{"Killing", "Normal", "Container api failed liveness probe, will be restarted", KindLivenessKill},
+		{"Unhealthy", "Warning", "Readiness probe failed: HTTP probe failed with statuscode: 503", KindProbeFailure},
+		{"FailedMount", "Warning", "MountVolume.SetUp failed for volume \"config\" : configmap \"app-config\" not found", KindConfigError},
+		{"FailedMount", "Warning", "Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[data kube-api-access-x]: timed out waiting for the condition", KindMountFailure},
+		{"Failed", "Warning", "Error: secret \"db-credentials\" not found", KindConfigError},
+		{"Failed", "Warning", "Error: couldn't find key DB_PASSWORD in Secret shop/db", KindConfigError},
+		{"Failed", "Warning", "Failed to pull image \"registry.local/api:v2\": rpc error: code = NotFound desc = failed to pull and unpack image", KindImagePull},
+		{"Failed", "Warning", "Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"/app/server\": stat /app/server: no such file or directory: unknown", KindStartFailure},
+		{"BackOff", "Normal", "Back-off pulling image \"registry.local/api:v2\"", KindImagePull},
+		{"BackOff", "Warning", "Back-off restarting failed container api in pod api-7d9f_shop(1234)", KindCrashLoop},
+		{"ErrImagePull", "Warning", "rpc error: code = Unknown desc = Error response from daemon: manifest for api:v9 not found", KindImagePull},
+		{"Evicted", "Warning", "The node was low on resource: memory. Threshold quantity: 100Mi, available: 60Mi.", KindEviction},
+		{"EvictionThresholdMet", "Warning", "Attempting to reclaim ephemeral-storage", KindNodePressure},
+		{"ImageGCFailed", "Warning", "failed to garbage collect required amount of images. Wanted to free 2147483648 bytes, but freed 0 bytes", KindNodePressure},
+		{"NodeNotReady", "Warning", "Node is not ready", KindNodeNotReady},
+		{"OOMKilling", "Warning", "Memory cgroup out of memory: Killed process 4242 (java) total-vm:4194304kB, anon-rss:2097152kB", KindOOMKilled},
+		{"ProgressDeadlineExceeded", "Warning", "Deployment \"api\" has timed out progressing.", KindRolloutStuck},
+		{"BackoffLimitExceeded", "Warning", "Job has reached the specified backoff limit", KindCrashLoop},
+		{"ScalingLimited", "Warning", "the desired replica count is more than the maximum replica count", KindHPAMax},
+		{"FailedRescale", "Warning", "New size: 10; reason: cpu resource utilization above target; capped at max replicas", KindHPAMax},
+		{"FailedCreate", "Warning", "Error creating: pods \"api-7d9f-x\" is forbidden: exceeded quota: compute, requested: limits.memory=2Gi, used: limits.memory=7Gi, limited: limits.memory=8Gi", KindQuota},
+		{"FailedCreate", "Warning", "Error creating: pods \"report-\" is forbidden: error looking up service account batch/reporter: serviceaccount \"reporter\" not found", KindCreateRefused},
+		{"Killing", "Normal", "Stopping container api", ""},
+		{"Pulled", "Normal", "Successfully pulled image \"nginx:1.25\" in 1.2s", ""},
+		{"Scheduled", "Normal", "Successfully assigned shop/api-7d9f-x to node-1", ""},
+	}
+	for _, c := range cases {
+		e := &corev1.Event{Reason: c.reason, Type: c.typ, Message: c.msg}
+		var claims []Kind
+		for _, m := range mechanisms {
+			if m.event == nil {
+				continue
+			}
+			if _, ok := m.event(e); ok {
+				claims = append(claims, m.kind)
+			}
+		}
+		if c.want == "" && len(claims) != 0 || c.want != "" && (len(claims) != 1 || claims[0] != c.want) {
+			t.Errorf("%s %q: claimed by %v, want %q alone", c.reason, c.msg, claims, c.want)
+		}
+	}
+}

@@ -2,6 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rootcause/rootcause/finding"
 )
@@ -13,6 +16,13 @@ var mountFailure = &mechanism{
 	kind:  KindMountFailure,
 	class: classCause,
 	label: "volume mount failure",
+	event: func(e *corev1.Event) (float64, bool) {
+		switch e.Reason {
+		case "FailedMount", "FailedAttachVolume", "FailedMapVolume":
+			return 0.85, !missingConfigRef(strings.ToLower(e.Message))
+		}
+		return 0, false
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string

@@ -3,6 +3,8 @@ package analyst
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -12,6 +14,26 @@ var nodeNotReady = &mechanism{
 	kind:  KindNodeNotReady,
 	class: classCause,
 	label: "node NotReady",
+	event: func(e *corev1.Event) (float64, bool) {
+		return 0.8, e.Reason == "NodeNotReady"
+	},
+	eventCritical:    true,
+	eventOutlivesPod: true,
+	// "Node is not ready" on a pod is about the pod's node: the node is
+	// the subject, the workload what it affects.
+	eventTarget: func(e *corev1.Event, t *eventTarget) {
+		if e.InvolvedObject.Kind != "Pod" {
+			return
+		}
+		node := e.Source.Host
+		if t.Pod != nil && t.Pod.Spec.NodeName != "" {
+			node = t.Pod.Spec.NodeName
+		}
+		if node != "" {
+			t.Related = []string{t.Subject}
+			t.Subject = node
+		}
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string

@@ -3,6 +3,8 @@ package analyst
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -12,6 +14,18 @@ var nodePressure = &mechanism{
 	kind:  KindNodePressure,
 	class: classCause,
 	label: "node pressure",
+	event: func(e *corev1.Event) (float64, bool) {
+		switch e.Reason {
+		case "EvictionThresholdMet", "NodeHasDiskPressure", "NodeHasInsufficientMemory", "NodeHasInsufficientPID":
+			return 0.8, true
+		case "FreeDiskSpaceFailed", "ImageGCFailed":
+			// The kubelet could not reclaim image space: a warning, not
+			// pressure. Pressure needs a condition, a taint or evictions.
+			return 0.3, true
+		}
+		return 0, false
+	},
+	eventFacts: pressureFacts,
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -14,6 +16,22 @@ var oomKilled = &mechanism{
 	kind:  KindOOMKilled,
 	class: classCause,
 	label: "OOMKilled (out of memory)",
+	event: func(e *corev1.Event) (float64, bool) {
+		return 0.85, e.Reason == "OOMKilling" || e.Reason == "OOMKilled"
+	},
+	// A container killed by the kernel OOM killer is about the workload,
+	// not the node it ran on.
+	eventTarget: func(e *corev1.Event, t *eventTarget) {
+		io := e.InvolvedObject
+		if io.Kind != "Node" {
+			return
+		}
+		if wl := oomWorkload(e.Message, io.Name, t.Pods); wl != "" {
+			t.Subject = wl
+			t.Related = append(t.Related, io.Name)
+			t.Object = "node " + io.Name + " process of " + wl
+		}
+	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		desc := changeText(c)
 		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap")

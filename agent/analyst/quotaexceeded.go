@@ -2,6 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rootcause/rootcause/finding"
 )
@@ -12,6 +15,9 @@ var quotaExceeded = &mechanism{
 	kind:  KindQuota,
 	class: classCause,
 	label: "resource quota exceeded",
+	event: func(e *corev1.Event) (float64, bool) {
+		return 0.85, e.Reason == "FailedCreate" && strings.Contains(strings.ToLower(e.Message), "exceeded quota")
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string

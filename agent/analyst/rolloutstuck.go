@@ -2,6 +2,8 @@ package analyst
 
 import (
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // A rollout whose new pods never become ready (ProgressDeadlineExceeded):
@@ -10,6 +12,9 @@ var rolloutStuck = &mechanism{
 	kind:  KindRolloutStuck,
 	class: classSymptom,
 	label: "rollout stuck",
+	event: func(e *corev1.Event) (float64, bool) {
+		return 0.8, e.Reason == "ProgressDeadlineExceeded"
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string

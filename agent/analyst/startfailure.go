@@ -3,6 +3,8 @@ package analyst
 import (
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // A container whose command or entrypoint the runtime cannot execute
@@ -13,6 +15,9 @@ var startFailureM = &mechanism{
 	kind:  KindStartFailure,
 	class: classCause,
 	label: "container cannot start (bad command/entrypoint or image)",
+	event: func(e *corev1.Event) (float64, bool) {
+		return 0.85, startFailureEvent(e)
+	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return c.Kind == KindDeploy || c.fact("image") != "" || strings.Contains(strings.ToLower(c.fact("description")+" "+c.Summary), "image")
 	},
@@ -37,4 +42,12 @@ var startFailureM = &mechanism{
 		r.med("Check the image's base (distroless/scratch images have no shell or tools), its architecture against the nodes', and the executable bit of the entrypoint")
 		r.low("Smoke-test new images in CI by starting them with the deployment's command and args before rollout")
 	},
+}
+
+// startFailureEvent reports whether a kubelet "Failed" event says the
+// container's command cannot be started (not an image pull).
+func startFailureEvent(e *corev1.Event) bool {
+	msg := strings.ToLower(e.Message)
+	return e.Reason == "Failed" && !imageEvent(msg) && IsStartFailure("", e.Message, 128) &&
+		(strings.Contains(msg, "exec") || strings.Contains(msg, "runc") || strings.Contains(msg, "oci runtime"))
 }

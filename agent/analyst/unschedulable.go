@@ -3,6 +3,8 @@ package analyst
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -13,6 +15,10 @@ var unschedulableM = &mechanism{
 	kind:  KindUnschedulable,
 	class: classCause,
 	label: "unschedulable pods",
+	event: func(e *corev1.Event) (float64, bool) {
+		return 0.85, e.Reason == "FailedScheduling"
+	},
+	eventCritical: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string
