@@ -18,8 +18,8 @@ import (
 	"github.com/rootcause/rootcause/agent/capture"
 	"github.com/rootcause/rootcause/agent/eval"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
-	"github.com/rootcause/rootcause/agent/evidence/kubetext/internal/apitest"
 	"github.com/rootcause/rootcause/agent/evidence/live/kube"
+	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
 )
 
 // The four-forms test: one incident (orders-api crashlooping because a
@@ -107,11 +107,11 @@ type kubectlRunner struct {
 func newKubectlRunner(t *testing.T, kubectl, bundleDir string) *kubectlRunner {
 	t.Helper()
 	shift := time.Now().UTC().Truncate(time.Second).Sub(capturedAtOf(t, bundleDir))
-	srv, err := apitest.Start(bundleDir, shift)
+	srv, err := kubetest.Load(bundleDir, shift)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(srv.Close)
+	srv.Serve(t)
 	dir := t.TempDir()
 	kc, err := srv.Kubeconfig(dir)
 	if err != nil {
@@ -237,11 +237,11 @@ func writeForms(t *testing.T, kubectl, dir string) {
 func writeCapture(t *testing.T, dir string) {
 	t.Helper()
 	capturedAt := capturedAtOf(t, incidentDir)
-	srv, err := apitest.Start(incidentDir, 0)
+	srv, err := kubetest.Load(incidentDir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	srv.Serve(t)
 	kc, err := srv.Kubeconfig(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

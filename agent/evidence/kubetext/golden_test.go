@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
-	"github.com/rootcause/rootcause/agent/evidence/kubetext/internal/apitest"
+	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
 )
 
 // The transcript goldens were printed by real kubectl (see kubectl_test.go)
@@ -30,12 +30,12 @@ var decoder = serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
 // fixtures returns the source objects moved to a capture time, by kind.
 func fixtures(t *testing.T, capturedAt time.Time) map[string][]map[string]any {
 	t.Helper()
-	s, err := apitest.Load("testdata/cluster", capturedAt.Sub(anchor))
+	s, err := kubetest.Load("testdata/cluster", capturedAt.Sub(anchor))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string][]map[string]any{}
-	for _, r := range apitest.Resources {
+	for _, r := range kubetest.Resources {
 		if _, ok := out[r.Kind]; !ok {
 			out[r.Kind] = s.Objects(r.Kind)
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rootcause/rootcause/agent/evidence/kubetext/internal/apitest"
+	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
 )
 
 var update = flag.Bool("update", false, "regenerate the kubectl transcript goldens with the kubectl on PATH (or $KUBECTL)")
@@ -117,11 +117,11 @@ var transcriptCommands = []struct {
 func runTranscript(t *testing.T, kubectl, fixtures string, cmds []string) ([]byte, time.Time) {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
-	srv, err := apitest.Start(fixtures, now.Sub(anchor))
+	srv, err := kubetest.Load(fixtures, now.Sub(anchor))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	srv.Serve(t)
 	dir := t.TempDir()
 	kc, err := srv.Kubeconfig(dir)
 	if err != nil {
