@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,9 +12,10 @@ import (
 // (CreateContainerConfigError): a Secret or ConfigMap the pod spec
 // references, or a key in it, does not exist.
 var configError = &mechanism{
-	kind:  KindConfigError,
-	class: classCause,
-	label: "container config error",
+	kind:      KindConfigError,
+	class:     classCause,
+	label:     "container config error",
+	container: configErrorContainer,
 	event: func(e *corev1.Event) (float64, bool) {
 		msg := strings.ToLower(e.Message)
 		switch e.Reason {
@@ -54,4 +56,43 @@ func missingConfigRef(msg string) bool {
 		return false
 	}
 	return strings.Contains(msg, "not found") || strings.Contains(msg, "couldn't find key")
+}
+
+// createErrorReasons are the waiting reasons of a container the kubelet
+// could not create or run.
+var createErrorReasons = []string{"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+
+// configErrorContainer judges a container the kubelet cannot create for
+// its configuration (a missing Secret, ConfigMap or key), as opposed to a
+// command that cannot start (startFailureContainer).
+func configErrorContainer(c *containerState) []Finding {
+	if c.killedByOOM() || !c.waitingFor(createErrorReasons...) || IsStartFailure(c.Waiting.Reason, c.Waiting.Message, 0) {
+		return nil
+	}
+	waiting := c.Waiting
+	f := c.Base
+	f.Kind, f.Severity, f.Weight = KindConfigError, SevCritical, 0.95
+	f.Time = containerSince(c.Pod, c.Status)
+	f.Summary = fmt.Sprintf("%s cannot start: %s: %s", c.Object, waiting.Reason, waiting.Message)
+	f.Evidence = []string{fmt.Sprintf("%s is waiting with reason %s: %s", c.Object, waiting.Reason, quote(waiting.Message, 300))}
+	f.setFact("reason", waiting.Reason)
+	f.setFact("message", waiting.Message)
+	f.setFact("missing", missingRef(waiting.Message))
+	f.setFact("container", c.Status.Name)
+	return []Finding{f}
+}
+
+var missingRefRE = regexp.MustCompile(`(?i)(secret|configmap)s? "?([\w.-]+)"? not found|couldn't find key ([\w.-]+) in (Secret|ConfigMap) ([\w./-]+)`)
+
+// missingRef extracts `secret "db-credentials"` from a config error.
+func missingRef(msg string) string {
+	m := missingRefRE.FindStringSubmatch(msg)
+	switch {
+	case m == nil:
+		return ""
+	case m[1] != "":
+		return strings.ToLower(m[1]) + " " + m[2]
+	default:
+		return fmt.Sprintf("key %s in %s %s", m[3], strings.ToLower(m[4]), m[5])
+	}
 }

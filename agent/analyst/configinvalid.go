@@ -11,9 +11,12 @@ import (
 // pods crash-loop. Found in the crashed container's log (configCrash in
 // k8s.go) and in any log's lines.
 var configInvalid = &mechanism{
-	kind:       KindConfigInvalid,
-	class:      classCause,
-	label:      "configuration error (invalid config file)",
+	kind:  KindConfigInvalid,
+	class: classCause,
+	label: "configuration error (invalid config file)",
+	fromCrash: func(crash Finding, c *containerState) (Finding, bool) {
+		return configCrash(crash, c.Object, c.Waiting != nil)
+	},
 	lines:      configInvalidRE,
 	lineWeight: 0.85,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
@@ -54,4 +57,29 @@ func describeConfigInvalid(h *Hypothesis) string {
 		d += ": " + quote(ReadableLine(l), 220)
 	}
 	return d
+}
+
+// configCrash turns a crash whose cause line is a configuration error
+// into a config_invalid finding: the application cannot parse its
+// configuration (a ConfigMap or config file) and exits.
+func configCrash(crash Finding, cobj string, loop bool) (Finding, bool) {
+	line := crash.fact("last_log")
+	if line == "" || !configInvalidRE.MatchString(line) {
+		return Finding{}, false
+	}
+	f := crash
+	f.Facts = nil
+	f.Kind, f.Severity, f.Weight = KindConfigInvalid, SevCritical, 0.9
+	f.Summary = fmt.Sprintf("%s exits on a configuration error: %s", cobj, truncate(ReadableLine(line), 160))
+	f.Evidence = []string{fmt.Sprintf("%s exits (code %s) on a configuration error: %s", cobj, orDash(crash.fact("exit_code")), quote(ReadableLine(line), 240))}
+	f.setFact("line", line)
+	f.setFact("exit_code", crash.fact("exit_code"))
+	f.setFact("container", crash.fact("container"))
+	if loop {
+		f.setFact("crashloop", "true")
+	}
+	if m := configPathRE.FindStringSubmatch(line); m != nil {
+		f.setFact("config_path", m[1]+m[2])
+	}
+	return f, true
 }

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rootcause/rootcause/agent/evidence"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // CPU throttling: a container held at its CPU limit by the CFS quota (or a
@@ -19,6 +20,14 @@ var cpuThrottling = &mechanism{
 	kind:  KindCPUThrottling,
 	class: classCause,
 	label: "CPU throttling",
+	enrich: func(f *Finding, c *corev1.Container) {
+		if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+			f.setFact("cpu_limit", q.String())
+			if len(f.Evidence) < 3 {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("container %s of %s has a cpu limit of %s", c.Name, f.Subject, q.String()))
+			}
+		}
+	},
 	// A JVM or event loop that cannot get CPU time: a symptom of CPU
 	// starvation or throttling, not of the database it mentions.
 	lines:      regexp.MustCompile(`(?i)thread starvation or clock leap|starvation detected|blocked for more than \d+ ?ms|event loop (lag|blocked)`),

@@ -2,17 +2,22 @@ package analyst
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // Containers in CrashLoopBackOff: a symptom whose exit code and last log
 // lines point at the cause (a missing setting, a failing dependency...).
 var crashLoop = &mechanism{
-	kind:  KindCrashLoop,
-	class: classSymptom,
-	label: "CrashLoopBackOff",
+	kind:      KindCrashLoop,
+	class:     classSymptom,
+	label:     "CrashLoopBackOff",
+	container: crashingContainer,
 	event: func(e *corev1.Event) (float64, bool) {
 		msg := strings.ToLower(e.Message)
 		switch e.Reason {
@@ -38,4 +43,112 @@ var crashLoop = &mechanism{
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		recommendGeneric(h, r)
 	},
+}
+
+// crashingContainer judges a container in CrashLoopBackOff, or one that
+// recently terminated with an error (a Job's, an init container's), and
+// asks the other mechanisms for the cause its termination and last lines
+// show.
+func crashingContainer(c *containerState) []Finding {
+	if c.killedByOOM() {
+		return nil
+	}
+	p, cs, term, cobj, lastLines := c.Pod, c.Status, c.Term, c.Object, c.LastLines
+	if c.Waiting != nil {
+		if c.Waiting.Reason != "CrashLoopBackOff" {
+			return nil
+		}
+		f := c.Base
+		f.Kind, f.Severity, f.Weight = KindCrashLoop, SevCritical, 0.85
+		f.Time = containerSince(p, cs)
+		ev := fmt.Sprintf("%s is in CrashLoopBackOff, restart count %d", cobj, cs.RestartCount)
+		if term != nil {
+			if validStart(p, term.StartedAt.Time) {
+				f.Time = earliest(term.StartedAt.Time, f.Time)
+			}
+			ev += fmt.Sprintf("; last terminated with reason %s, exit code %d (%s) at %s", orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time))
+			f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
+			f.setFact("reason", term.Reason)
+			if term.Message != "" {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("termination message: %s", quote(term.Message, 200)))
+			}
+		}
+		f.Evidence = append([]string{ev}, f.Evidence...)
+		if n := len(lastLines); n > 0 {
+			from := max(0, n-3)
+			var qs []string
+			for _, l := range lastLines[from:] {
+				qs = append(qs, quote(l.Text, 200))
+			}
+			f.Evidence = append(f.Evidence, fmt.Sprintf("last log lines of the crashed container: %s", strings.Join(qs, " / ")))
+			f.setFact("last_log", causeLine(lastLines))
+		}
+		f.Summary = fmt.Sprintf("%s in CrashLoopBackOff (exit code %s)", cobj, orDash(f.fact("exit_code")))
+		if isInitContainer(p, cs.Name) {
+			f.setFact("init_container", cs.Name)
+			f.Summary = fmt.Sprintf("%s (init container) in Init:CrashLoopBackOff (exit code %s)", cobj, orDash(f.fact("exit_code")))
+		}
+		f.setFact("container", cs.Name)
+		f.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
+		if c.Spec != nil {
+			f.setFact("image", c.Spec.Image)
+		}
+		return append([]Finding{f}, crashCauses(f, c)...)
+	}
+	// Restarted recently without a waiting state, or terminated with an
+	// error (jobs, init containers).
+	if term == nil || term.ExitCode == 0 || !c.Window.recent(term.FinishedAt.Time) || cs.RestartCount < 2 && c.Current == nil {
+		return nil
+	}
+	f := c.Base
+	f.Kind, f.Severity, f.Weight = KindCrashLoop, SevWarning, 0.6
+	f.Time = term.StartedAt.Time
+	if f.Time.IsZero() {
+		f.Time = term.FinishedAt.Time
+	}
+	f.Summary = fmt.Sprintf("%s terminated with exit code %d (%s), %s", cobj, term.ExitCode, orDash(term.Reason), plural(int(cs.RestartCount), "restart", "restarts"))
+	f.Evidence = []string{fmt.Sprintf("%s last terminated with reason %s, exit code %d (%s) at %s; restart count %d", cobj, orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time), cs.RestartCount)}
+	if n := len(lastLines); n > 0 {
+		line := causeLine(lastLines)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the crashed container: %s", quote(line, 200)))
+		f.setFact("last_log", line)
+	}
+	f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
+	f.setFact("container", cs.Name)
+	return append([]Finding{f}, crashCauses(f, c)...)
+}
+
+var (
+	errDetailRE  = regexp.MustCompile(`(?i)\berr(or)?=|"err(or)?"\s*:|\bcaused by\b|\bexception\b|\b(error|failed|invalid|cannot|can't|unable)\b[^:]*:\s*\S`)
+	genericEndRE = regexp.MustCompile(`(?i)\b(exiting|shutting down|exited|terminating|stopping|bye)\b`)
+	configPathRE = regexp.MustCompile(`(?:path|file|config)=["']?(/[\w./-]+)|(/[\w./-]+\.(?:ya?ml|json|toml|conf|cfg|ini|properties|xml|hcl))\b`)
+)
+
+// causeLine picks, among the last lines of a crashed container, the line
+// that carries the cause: a configuration error, then an error line with
+// its detail (err="yaml: line 47: …", "invalid …: …"), rather than a
+// final generic "exiting" line.
+func causeLine(lines []evidence.LogLine) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	best, bestScore := len(lines)-1, 0
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-15; i-- {
+		t := lines[i].Text
+		score := 0
+		switch {
+		case configInvalidRE.MatchString(t) && errDetailRE.MatchString(t):
+			score = 4
+		case configInvalidRE.MatchString(t):
+			score = 3
+		case errDetailRE.MatchString(t) && errorWordRE.MatchString(t) && !genericEndRE.MatchString(t):
+			score = 2
+		case errorWordRE.MatchString(t):
+			score = 1
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return lines[best].Text
 }

@@ -2,7 +2,12 @@ package analyst
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -13,6 +18,11 @@ var dnsServer = &mechanism{
 	kind:  KindDNSServer,
 	class: classCause,
 	label: "cluster DNS (CoreDNS) failure",
+	detect: func(ev *Gathered, _ []Finding) []Finding {
+		return DetectDNSServer(ev.K8s.Pods, ev.K8s.PreviousLogs, ev.Window)
+	},
+	// Callers failing to resolve names are the cluster DNS's victims.
+	victims: func(f *Finding) bool { return f.Kind == KindDNS },
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string
@@ -32,4 +42,84 @@ var dnsServer = &mechanism{
 		r.add(finding.PriorityMedium, "Check the upstream resolvers CoreDNS forwards to and the loop plugin's report")
 		r.add(finding.PriorityLow, "Alert on CoreDNS pods not ready and on DNS error rates")
 	},
+}
+
+// isClusterDNS reports whether a pod is part of the cluster DNS (CoreDNS or
+// kube-dns).
+func isClusterDNS(p *corev1.Pod) bool {
+	if p.Labels["k8s-app"] == "kube-dns" {
+		return true
+	}
+	wl := strings.ToLower(WorkloadOfPod(p))
+	return wl == "coredns" || wl == "kube-dns" || strings.HasPrefix(wl, "coredns-") && p.Namespace == "kube-system"
+}
+
+var dnsFatalRE = regexp.MustCompile(`(?i)\[FATAL\]|\[ERROR\]|loop .*detected|plugin/\w+:|panic|error`)
+
+// DetectDNSServer finds a failing cluster DNS: most CoreDNS/kube-dns pods
+// not ready or crash-looping, with the last log lines of their crashed
+// containers (e.g. "plugin/loop: Loop ... detected").
+func DetectDNSServer(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, w Window) []Finding {
+	var dns []*corev1.Pod
+	for i := range pods {
+		if isClusterDNS(&pods[i]) {
+			dns = append(dns, &pods[i])
+		}
+	}
+	if len(dns) == 0 {
+		return nil
+	}
+	bad := 0
+	f := Finding{Kind: KindDNSServer, Subject: WorkloadOfPod(dns[0]), Namespace: dns[0].Namespace, Source: SrcKubernetes, Severity: SevCritical, Weight: 0.9}
+	f.Object = "deployment " + dns[0].Namespace + "/" + f.Subject
+	for _, p := range dns {
+		if podHealthy(p) {
+			continue
+		}
+		bad++
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Ready {
+				continue
+			}
+			ev := fmt.Sprintf("pod %s/%s container %s not ready, restart count %d", p.Namespace, p.Name, cs.Name, cs.RestartCount)
+			if wt := cs.State.Waiting; wt != nil {
+				ev += ", waiting: " + wt.Reason
+				if wt.Reason == "CrashLoopBackOff" {
+					f.setFact("crashloop", "true")
+				}
+			}
+			t := containerSince(p, cs)
+			if lt := cs.LastTerminationState.Terminated; lt != nil {
+				ev += fmt.Sprintf("; last terminated %s, exit code %d (%s) at %s", orDash(lt.Reason), lt.ExitCode, exitMeaning(lt.ExitCode), ts(lt.FinishedAt.Time))
+			}
+			if w.recent(t) {
+				f.Time = earliest(f.Time, t)
+			}
+			if len(f.Evidence) < 3 {
+				f.Evidence = append(f.Evidence, ev)
+			}
+			lines := prevLogs[p.Namespace+"/"+p.Name+"/"+cs.Name]
+			for j := len(lines) - 1; j >= 0; j-- {
+				if dnsFatalRE.MatchString(lines[j].Text) {
+					if f.fact("last_log") == "" {
+						f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the crashed %s container: %s", cs.Name, quote(lines[j].Text, 240)))
+					}
+					f.setFact("last_log", lines[j].Text)
+					break
+				}
+			}
+		}
+	}
+	if bad == 0 || bad*2 < len(dns) {
+		return nil
+	}
+	if f.Time.IsZero() {
+		f.Time = w.Start
+	}
+	f.Summary = fmt.Sprintf("cluster DNS %s: %d of %d pods not ready (CrashLoopBackOff)", f.Subject, bad, len(dns))
+	if f.fact("crashloop") == "" {
+		f.Summary = fmt.Sprintf("cluster DNS %s: %d of %d pods not ready", f.Subject, bad, len(dns))
+	}
+	f.Related = []string{"kube-dns", "coredns"}
+	return []Finding{f}
 }

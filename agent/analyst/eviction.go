@@ -12,6 +12,7 @@ var evictionM = &mechanism{
 	kind:  KindEviction,
 	class: classCause,
 	label: "pod evictions",
+	pod:   evictedPod,
 	event: func(e *corev1.Event) (float64, bool) {
 		return 0.8, e.Reason == "Evicted"
 	},
@@ -43,4 +44,27 @@ var evictionM = &mechanism{
 func pressureFacts(f *Finding, e *corev1.Event) {
 	f.setFact("resource", pressureResource(e.Message+" "+e.Reason))
 	f.setFact("node", e.Source.Host)
+}
+
+// evictedPod judges a pod the kubelet evicted: the eviction is all there
+// is to say about it.
+func evictedPod(p *corev1.Pod, base Finding) ([]Finding, bool) {
+	if p.Status.Reason != "Evicted" {
+		return nil, false
+	}
+	obj := base.Object
+	f := base
+	f.Kind, f.Severity, f.Weight = KindEviction, SevWarning, 0.8
+	f.Time = p.Status.StartTime.Time
+	for _, c := range p.Status.Conditions {
+		if !c.LastTransitionTime.IsZero() {
+			f.Time = earliest(f.Time, c.LastTransitionTime.Time)
+		}
+	}
+	f.Summary = fmt.Sprintf("%s evicted: %s", obj, p.Status.Message)
+	f.Evidence = []string{fmt.Sprintf("%s was evicted from node %s: %s", obj, p.Spec.NodeName, quote(p.Status.Message, 200))}
+	f.setFact("node", p.Spec.NodeName)
+	f.setFact("message", p.Status.Message)
+	f.setFact("resource", pressureResource(p.Status.Message))
+	return []Finding{f}, true
 }

@@ -12,11 +12,12 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/tools"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // Evidence domains a specialist can gather.
@@ -909,15 +910,7 @@ func (g *gatherer) detect() []Finding {
 	fs = append(fs, DetectLogs(g.logSets, w)...)
 	fs = append(fs, DetectMetrics(g.metricSets, w)...)
 	fs = append(fs, detectMechanisms(g.gathered(), fs)...)
-	if dns := DetectDNSServer(g.k8s.Pods, g.k8s.PreviousLogs, w); len(dns) > 0 {
-		// Callers failing to resolve names are the cluster DNS's victims.
-		for i := range fs {
-			if fs[i].Kind == KindDNS && !slices.Contains(fs[i].Related, dns[0].Subject) {
-				fs[i].Related = append(fs[i].Related, dns[0].Subject)
-			}
-		}
-		fs = append(fs, dns...)
-	}
+	linkVictims(fs)
 	EnrichFromPods(fs, g.k8s.Pods)
 	attachCertRenewal(fs, g.k8s.Events)
 	g.attachServices(fs)

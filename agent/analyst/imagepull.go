@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,9 +13,10 @@ import (
 // does not exist, the registry refuses the credentials (or their absence),
 // or the registry cannot be reached.
 var imagePull = &mechanism{
-	kind:  KindImagePull,
-	class: classCause,
-	label: "image pull failure",
+	kind:      KindImagePull,
+	class:     classCause,
+	label:     "image pull failure",
+	container: pullingContainer,
 	event: func(e *corev1.Event) (float64, bool) {
 		msg := strings.ToLower(e.Message)
 		switch e.Reason {
@@ -87,4 +89,34 @@ func pullProblem(msg string) string {
 // message is about pulling the image.
 func imageEvent(msg string) bool {
 	return strings.Contains(msg, "pull") || strings.Contains(msg, "image")
+}
+
+// pullingContainer judges a container waiting for an image it cannot pull.
+func pullingContainer(c *containerState) []Finding {
+	if c.killedByOOM() || !c.waitingFor("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull") {
+		return nil
+	}
+	waiting := c.Waiting
+	f := c.Base
+	f.Kind, f.Severity, f.Weight = KindImagePull, SevCritical, 0.95
+	f.Time = containerSince(c.Pod, c.Status)
+	image := c.image()
+	f.Summary = fmt.Sprintf("%s cannot pull image %s (%s)", c.Object, image, waiting.Reason)
+	f.Evidence = []string{fmt.Sprintf("%s is waiting with reason %s for image %s", c.Object, waiting.Reason, image)}
+	if waiting.Message != "" {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("kubelet: %s", quote(waiting.Message, 300)))
+	}
+	f.setFact("image", image)
+	f.setFact("message", waiting.Message)
+	f.setFact("container", c.Status.Name)
+	return []Finding{f}
+}
+
+var imageRE = regexp.MustCompile(`image "([^"]+)"`)
+
+func imageFromMessage(msg string) string {
+	if m := imageRE.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return ""
 }

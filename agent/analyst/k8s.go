@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rootcause/rootcause/agent/evidence"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // ServiceState is a service with its endpoint readiness.
@@ -139,14 +139,19 @@ func (ix podIndex) workload(ns, name string) string {
 	return workloadOfName(name)
 }
 
-// DetectKubernetes runs every Kubernetes fault detector (rollouts, which
-// are changes, come from DetectRollouts).
+// DetectKubernetes judges the cluster's state: every pod and container,
+// every event, the mechanisms' own judgements of other objects
+// (deployments, services), every node condition. Rollouts, which are
+// changes, come from DetectRollouts.
 func DetectKubernetes(ev K8sEvidence, w Window) []Finding {
 	var out []Finding
 	out = append(out, DetectPods(ev.Pods, ev.PreviousLogs, w)...)
 	out = append(out, DetectEvents(ev.Events, ev.Pods, w)...)
-	out = append(out, DetectDeployments(ev.Deployments, ev.ReplicaSets, w)...)
-	out = append(out, DetectServices(ev.Services, ev.Pods)...)
+	for _, m := range mechanisms {
+		if m.objects != nil {
+			out = append(out, m.objects(&ev, w)...)
+		}
+	}
 	out = append(out, DetectNodes(ev.Nodes, w)...)
 	return out
 }
@@ -239,217 +244,83 @@ func DetectPods(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, w Win
 	return out
 }
 
-// podFindings inspects one pod.
+// podFindings inspects one pod: the mechanisms' judgements of the pod
+// as a whole, then of each of its containers.
 func podFindings(p *corev1.Pod, prevLogs map[string][]evidence.LogLine, w Window) []Finding {
 	var out []Finding
-	{
-		wl := WorkloadOfPod(p)
-		obj := "pod " + p.Namespace + "/" + p.Name
-		base := Finding{Subject: wl, Object: obj, Namespace: p.Namespace, Source: SrcKubernetes}
-		if p.Spec.NodeName != "" {
-			base.Related = []string{p.Spec.NodeName}
+	base := Finding{Subject: WorkloadOfPod(p), Object: "pod " + p.Namespace + "/" + p.Name, Namespace: p.Namespace, Source: SrcKubernetes}
+	if p.Spec.NodeName != "" {
+		base.Related = []string{p.Spec.NodeName}
+	}
+	for _, m := range mechanisms {
+		if m.pod == nil {
+			continue
 		}
-		if p.Status.Reason == "Evicted" {
-			f := base
-			f.Kind, f.Severity, f.Weight = KindEviction, SevWarning, 0.8
-			f.Time = p.Status.StartTime.Time
-			for _, c := range p.Status.Conditions {
-				if !c.LastTransitionTime.IsZero() {
-					f.Time = earliest(f.Time, c.LastTransitionTime.Time)
-				}
+		fs, whole := m.pod(p, base)
+		if whole {
+			return fs
+		}
+		out = append(out, fs...)
+	}
+	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		c := newContainerState(p, cs, base, prevLogs, w)
+		for _, m := range mechanisms {
+			if m.container != nil {
+				out = append(out, m.container(c)...)
 			}
-			f.Summary = fmt.Sprintf("%s evicted: %s", obj, p.Status.Message)
-			f.Evidence = []string{fmt.Sprintf("%s was evicted from node %s: %s", obj, p.Spec.NodeName, quote(p.Status.Message, 200))}
-			f.setFact("node", p.Spec.NodeName)
-			f.setFact("message", p.Status.Message)
-			f.setFact("resource", pressureResource(p.Status.Message))
-			out = append(out, f)
-			return out
-		}
-		if p.Status.Phase == corev1.PodPending {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-					f := base
-					f.Kind, f.Severity, f.Weight = KindUnschedulable, SevCritical, 0.9
-					f.Time = c.LastTransitionTime.Time
-					if f.Time.IsZero() {
-						f.Time = p.CreationTimestamp.Time
-					}
-					f.Summary = fmt.Sprintf("%s cannot be scheduled: %s", obj, c.Message)
-					f.Evidence = []string{fmt.Sprintf("%s is Pending, PodScheduled=False (Unschedulable) since %s: %s", obj, ts(f.Time), quote(c.Message, 300))}
-					f.setFact("message", c.Message)
-					out = append(out, f)
-				}
-			}
-		}
-		statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
-		for _, cs := range statuses {
-			out = append(out, containerFindings(p, cs, base, prevLogs, w)...)
 		}
 	}
 	return out
 }
 
-func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, prevLogs map[string][]evidence.LogLine, w Window) []Finding {
-	var out []Finding
-	spec := containerSpec(p, cs.Name)
-	cobj := fmt.Sprintf("%s container %s", base.Object, cs.Name)
-	last := cs.LastTerminationState.Terminated
-	cur := cs.State.Terminated
-	term := last
-	if cur != nil && (term == nil || cur.FinishedAt.After(term.FinishedAt.Time)) {
-		term = cur
-	}
-	waiting := cs.State.Waiting
-	lastLines := prevLogs[p.Namespace+"/"+p.Name+"/"+cs.Name]
+// containerState is one container of a pod as the mechanisms judge it.
+type containerState struct {
+	Pod    *corev1.Pod
+	Status corev1.ContainerStatus
+	Spec   *corev1.Container // nil when the pod's spec does not list it
+	Object string            // "pod ns/name container c"
+	Base   Finding           // the pod's subject, object, namespace and node
+	// Term is the latest termination (the current one or the last),
+	// Current the current one; Waiting the waiting state. Any may be nil.
+	Term, Current *corev1.ContainerStateTerminated
+	Waiting       *corev1.ContainerStateWaiting
+	LastLines     []evidence.LogLine // the previous container's last log lines
+	Window        Window
+}
 
-	// OOMKilled: the last (or current) termination says so.
-	if term != nil && (term.Reason == "OOMKilled") && w.recent(term.FinishedAt.Time) {
-		f := base
-		f.Kind, f.Severity, f.Weight = KindOOMKilled, SevCritical, 0.95
-		f.Time = term.FinishedAt.Time
-		if f.Time.IsZero() {
-			f.Time = term.StartedAt.Time
-		}
-		lim := memLimit(spec)
-		f.Summary = fmt.Sprintf("%s OOMKilled (exit code %d), %s", cobj, term.ExitCode, plural(int(cs.RestartCount), "restart", "restarts"))
-		ev := fmt.Sprintf("%s last terminated with reason OOMKilled, exit code %d, at %s; restart count %d", cobj, term.ExitCode, ts(term.FinishedAt.Time), cs.RestartCount)
-		f.Evidence = []string{ev}
-		if lim != "" {
-			req := memRequest(spec)
-			s := fmt.Sprintf("container %s memory limit is %s", cs.Name, lim)
-			if req != "" {
-				s += fmt.Sprintf(" (request %s)", req)
-			}
-			f.Evidence = append(f.Evidence, s)
-		} else {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("container %s has no memory limit: the node's memory ran out", cs.Name))
-		}
-		if waiting != nil && waiting.Reason == "CrashLoopBackOff" {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s is in CrashLoopBackOff", cobj))
-			f.setFact("crashloop", "true")
-		}
-		f.setFact("memory_limit", lim)
-		f.setFact("memory_request", memRequest(spec))
-		f.setFact("container", cs.Name)
-		f.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
-		if spec != nil {
-			f.setFact("image", spec.Image)
-		}
-		out = append(out, f)
-		return out
+func newContainerState(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, prevLogs map[string][]evidence.LogLine, w Window) *containerState {
+	c := &containerState{Pod: p, Status: cs, Spec: containerSpec(p, cs.Name), Base: base, Window: w,
+		Object: fmt.Sprintf("%s container %s", base.Object, cs.Name), Current: cs.State.Terminated, Waiting: cs.State.Waiting,
+		LastLines: prevLogs[p.Namespace+"/"+p.Name+"/"+cs.Name]}
+	c.Term = cs.LastTerminationState.Terminated
+	if c.Current != nil && (c.Term == nil || c.Current.FinishedAt.After(c.Term.FinishedAt.Time)) {
+		c.Term = c.Current
 	}
-	if waiting != nil {
-		switch waiting.Reason {
-		case "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull":
-			f := base
-			f.Kind, f.Severity, f.Weight = KindImagePull, SevCritical, 0.95
-			f.Time = containerSince(p, cs)
-			image := cs.Image
-			if spec != nil {
-				image = spec.Image
-			}
-			f.Summary = fmt.Sprintf("%s cannot pull image %s (%s)", cobj, image, waiting.Reason)
-			f.Evidence = []string{fmt.Sprintf("%s is waiting with reason %s for image %s", cobj, waiting.Reason, image)}
-			if waiting.Message != "" {
-				f.Evidence = append(f.Evidence, fmt.Sprintf("kubelet: %s", quote(waiting.Message, 300)))
-			}
-			f.setFact("image", image)
-			f.setFact("message", waiting.Message)
-			f.setFact("container", cs.Name)
-			out = append(out, f)
-		case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
-			f := base
-			if sf, ok := startFailure(base, cobj, waiting.Reason, waiting.Message, 0, containerSince(p, cs)); ok {
-				sf.setFact("container", cs.Name)
-				sf.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
-				if spec != nil {
-					sf.setFact("image", spec.Image)
-				}
-				out = append(out, sf)
-				break
-			}
-			f.Kind, f.Severity, f.Weight = KindConfigError, SevCritical, 0.95
-			f.Time = containerSince(p, cs)
-			f.Summary = fmt.Sprintf("%s cannot start: %s: %s", cobj, waiting.Reason, waiting.Message)
-			f.Evidence = []string{fmt.Sprintf("%s is waiting with reason %s: %s", cobj, waiting.Reason, quote(waiting.Message, 300))}
-			f.setFact("reason", waiting.Reason)
-			f.setFact("message", waiting.Message)
-			f.setFact("missing", missingRef(waiting.Message))
-			f.setFact("container", cs.Name)
-			out = append(out, f)
-		case "CrashLoopBackOff":
-			f := base
-			f.Kind, f.Severity, f.Weight = KindCrashLoop, SevCritical, 0.85
-			f.Time = containerSince(p, cs)
-			ev := fmt.Sprintf("%s is in CrashLoopBackOff, restart count %d", cobj, cs.RestartCount)
-			if term != nil {
-				if validStart(p, term.StartedAt.Time) {
-					f.Time = earliest(term.StartedAt.Time, f.Time)
-				}
-				ev += fmt.Sprintf("; last terminated with reason %s, exit code %d (%s) at %s", orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time))
-				f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
-				f.setFact("reason", term.Reason)
-				if term.Message != "" {
-					f.Evidence = append(f.Evidence, fmt.Sprintf("termination message: %s", quote(term.Message, 200)))
-				}
-			}
-			f.Evidence = append([]string{ev}, f.Evidence...)
-			if n := len(lastLines); n > 0 {
-				from := max(0, n-3)
-				var qs []string
-				for _, l := range lastLines[from:] {
-					qs = append(qs, quote(l.Text, 200))
-				}
-				f.Evidence = append(f.Evidence, fmt.Sprintf("last log lines of the crashed container: %s", strings.Join(qs, " / ")))
-				f.setFact("last_log", causeLine(lastLines))
-			}
-			f.Summary = fmt.Sprintf("%s in CrashLoopBackOff (exit code %s)", cobj, orDash(f.fact("exit_code")))
-			if isInitContainer(p, cs.Name) {
-				f.setFact("init_container", cs.Name)
-				f.Summary = fmt.Sprintf("%s (init container) in Init:CrashLoopBackOff (exit code %s)", cobj, orDash(f.fact("exit_code")))
-			}
-			f.setFact("container", cs.Name)
-			f.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
-			if spec != nil {
-				f.setFact("image", spec.Image)
-			}
-			out = append(out, f)
-			if c, ok := configCrash(f, cobj, true); ok {
-				out = append(out, c)
-			}
-			if term != nil {
-				if sf, ok := startFailure(f, cobj, term.Reason, term.Message, term.ExitCode, term.FinishedAt.Time); ok {
-					out = append(out, sf)
-				}
-			}
-		}
-		return out
+	return c
+}
+
+// image is the container's image: its spec's, else its status's.
+func (c *containerState) image() string {
+	if c.Spec != nil {
+		return c.Spec.Image
 	}
-	// Restarted recently without a waiting state, or terminated with an
-	// error (jobs, init containers).
-	if term != nil && term.ExitCode != 0 && w.recent(term.FinishedAt.Time) && (cs.RestartCount >= 2 || cur != nil) {
-		f := base
-		f.Kind, f.Severity, f.Weight = KindCrashLoop, SevWarning, 0.6
-		f.Time = term.StartedAt.Time
-		if f.Time.IsZero() {
-			f.Time = term.FinishedAt.Time
-		}
-		f.Summary = fmt.Sprintf("%s terminated with exit code %d (%s), %s", cobj, term.ExitCode, orDash(term.Reason), plural(int(cs.RestartCount), "restart", "restarts"))
-		f.Evidence = []string{fmt.Sprintf("%s last terminated with reason %s, exit code %d (%s) at %s; restart count %d", cobj, orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time), cs.RestartCount)}
-		if n := len(lastLines); n > 0 {
-			line := causeLine(lastLines)
-			f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the crashed container: %s", quote(line, 200)))
-			f.setFact("last_log", line)
-		}
-		f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
-		f.setFact("container", cs.Name)
-		out = append(out, f)
-		if c, ok := configCrash(f, cobj, false); ok {
-			out = append(out, c)
-		}
-		if sf, ok := startFailure(f, cobj, term.Reason, term.Message, term.ExitCode, term.FinishedAt.Time); ok {
-			out = append(out, sf)
+	return c.Status.Image
+}
+
+// waitingFor reports whether the container waits for one of reasons.
+func (c *containerState) waitingFor(reasons ...string) bool {
+	return c.Waiting != nil && slices.Contains(reasons, c.Waiting.Reason)
+}
+
+// crashCauses asks the mechanisms that read a crash's termination and
+// last lines (a configuration error, a command that cannot start) for the
+// cause behind a crash finding.
+func crashCauses(crash Finding, c *containerState) []Finding {
+	var out []Finding
+	for _, m := range crashReaders {
+		if f, ok := m.fromCrash(crash, c); ok {
+			out = append(out, f)
 		}
 	}
 	return out
@@ -459,82 +330,6 @@ func containerFindings(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, p
 // kubelet reports 1970-01-01 for a container that never started.
 func validStart(p *corev1.Pod, t time.Time) bool {
 	return !t.IsZero() && t.Year() > 1971 && !t.Before(p.CreationTimestamp.Time.Add(-time.Minute))
-}
-
-var startFailureMsgRE = regexp.MustCompile(`(?i)executable file not found|exec format error|no such file or directory|permission denied|oci runtime (create|exec) failed|runc create failed|unable to start container process|failed to create (containerd )?(task|shim)|exec: "[^"]*": `)
-
-// IsStartFailure reports whether a container termination or waiting state
-// says its command or entrypoint cannot be started at all (a bad image or
-// command), as opposed to an application that starts and exits.
-func IsStartFailure(reason, msg string, code int32) bool {
-	switch reason {
-	case "StartError", "ContainerCannotRun", "RunContainerError":
-		return msg != "" || code == 126 || code == 127 || code == 128
-	}
-	if msg != "" && startFailureMsgRE.MatchString(msg) && (code == 126 || code == 127 || code == 128 || strings.Contains(strings.ToLower(msg), "runc") || strings.Contains(strings.ToLower(msg), "oci runtime")) {
-		return true
-	}
-	return false
-}
-
-// startFailure derives a start_failure finding from a crashing container
-// whose command/entrypoint cannot be executed.
-func startFailure(crash Finding, cobj, reason, msg string, code int32, at time.Time) (Finding, bool) {
-	if !IsStartFailure(reason, msg, code) {
-		return Finding{}, false
-	}
-	f := crash
-	f.Kind, f.Severity, f.Weight = KindStartFailure, SevCritical, 0.95
-	f.Facts = maps.Clone(crash.Facts)
-	if f.Time.IsZero() || f.Time.Year() <= 1971 {
-		f.Time = at
-	}
-	mech := startMechanism(msg)
-	f.Summary = fmt.Sprintf("%s cannot start its command/entrypoint (%s): %s", cobj, orDash(reason), truncate(msg, 160))
-	ev := fmt.Sprintf("%s terminated with reason %s", cobj, orDash(reason))
-	if code != 0 {
-		ev += fmt.Sprintf(", exit code %d (%s)", code, exitMeaning(code))
-	}
-	ev += ": " + quote(msg, 300)
-	f.Evidence = append([]string{ev}, crash.Evidence...)
-	f.setFact("reason", reason)
-	if f.Facts != nil {
-		f.Facts["start_message"] = msg
-	} else {
-		f.setFact("start_message", msg)
-	}
-	f.setFact("start_mechanism", mech)
-	if code != 0 {
-		f.setFact("exit_code", strconv.Itoa(int(code)))
-	}
-	return f, true
-}
-
-var execNameRE = regexp.MustCompile(`exec: "([^"]+)"`)
-
-// startMechanism says in plain words why the runtime could not start the
-// process.
-func startMechanism(msg string) string {
-	l := strings.ToLower(msg)
-	name := ""
-	if m := execNameRE.FindStringSubmatch(msg); m != nil {
-		name = m[1]
-	}
-	what := "the command"
-	if name != "" {
-		what = fmt.Sprintf("the command %q", name)
-	}
-	switch {
-	case strings.Contains(l, "executable file not found"):
-		return what + " does not exist in the image (executable file not found in $PATH)"
-	case strings.Contains(l, "exec format error"):
-		return what + " is built for another CPU architecture (exec format error)"
-	case strings.Contains(l, "no such file or directory"):
-		return what + " or its interpreter does not exist in the image (no such file or directory)"
-	case strings.Contains(l, "permission denied"):
-		return what + " is not executable (permission denied)"
-	}
-	return "the OCI runtime cannot start the container process"
 }
 
 func orDash(s string) string {
@@ -554,21 +349,6 @@ func containerSince(p *corev1.Pod, cs corev1.ContainerStatus) time.Time {
 		return p.Status.StartTime.Time
 	}
 	return p.CreationTimestamp.Time
-}
-
-var missingRefRE = regexp.MustCompile(`(?i)(secret|configmap)s? "?([\w.-]+)"? not found|couldn't find key ([\w.-]+) in (Secret|ConfigMap) ([\w./-]+)`)
-
-// missingRef extracts `secret "db-credentials"` from a config error.
-func missingRef(msg string) string {
-	m := missingRefRE.FindStringSubmatch(msg)
-	switch {
-	case m == nil:
-		return ""
-	case m[1] != "":
-		return strings.ToLower(m[1]) + " " + m[2]
-	default:
-		return fmt.Sprintf("key %s in %s %s", m[3], strings.ToLower(m[4]), m[5])
-	}
 }
 
 func pressureResource(msg string) string {
@@ -594,38 +374,6 @@ func eventTime(e *corev1.Event) (first, last time.Time) {
 		last = first
 	}
 	return first, last
-}
-
-var oomProcRE = regexp.MustCompile(`(?i)killed process \d+ \(([^)]+)\)`)
-
-// oomWorkload names the workload a node's OOM event is about: the killed
-// process when a workload has its name, else the one workload on that node
-// with an OOMKilled container.
-func oomWorkload(msg, node string, pods []corev1.Pod) string {
-	proc := ""
-	if m := oomProcRE.FindStringSubmatch(msg); m != nil {
-		proc = strings.ToLower(m[1])
-	}
-	var onNode []string
-	for i := range pods {
-		p := &pods[i]
-		wl := WorkloadOfPod(p)
-		if proc != "" && (strings.EqualFold(wl, proc) || strings.HasPrefix(proc, wl) || strings.HasPrefix(wl, proc) && len(proc) >= 5) {
-			return wl
-		}
-		if p.Spec.NodeName != node {
-			continue
-		}
-		for _, cs := range p.Status.ContainerStatuses {
-			if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" && !slices.Contains(onNode, wl) {
-				onNode = append(onNode, wl)
-			}
-		}
-	}
-	if len(onNode) == 1 {
-		return onNode[0]
-	}
-	return ""
 }
 
 // DetectEvents reads Warning events (and a few Normal ones that matter):
@@ -775,15 +523,6 @@ func truncate(s string, n int) string {
 	return s
 }
 
-var imageRE = regexp.MustCompile(`image "([^"]+)"`)
-
-func imageFromMessage(msg string) string {
-	if m := imageRE.FindStringSubmatch(msg); m != nil {
-		return m[1]
-	}
-	return ""
-}
-
 func probeKind(msg string) string {
 	l := strings.ToLower(msg)
 	switch {
@@ -830,61 +569,6 @@ func ownedBy(d *appsv1.Deployment, rss []appsv1.ReplicaSet) []*appsv1.ReplicaSet
 		}
 		return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp)
 	})
-	return out
-}
-
-// DetectDeployments finds stuck or degraded rollouts: ProgressDeadlineExceeded,
-// fewer available replicas than desired, and a new ReplicaSet failing while
-// the old one still serves.
-func DetectDeployments(deps []appsv1.Deployment, rss []appsv1.ReplicaSet, w Window) []Finding {
-	var out []Finding
-	for i := range deps {
-		d := &deps[i]
-		desired := int32(1)
-		if d.Spec.Replicas != nil {
-			desired = *d.Spec.Replicas
-		}
-		if desired == 0 {
-			continue
-		}
-		obj := "deployment " + d.Namespace + "/" + d.Name
-		f := Finding{Kind: KindRolloutStuck, Subject: d.Name, Object: obj, Namespace: d.Namespace, Source: SrcKubernetes, Severity: SevWarning, Weight: 0.6}
-		for _, c := range d.Status.Conditions {
-			if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-				f.Weight, f.Severity = 0.85, SevCritical
-				f.Time = c.LastTransitionTime.Time
-				f.Evidence = append(f.Evidence, fmt.Sprintf("%s: Progressing=False, ProgressDeadlineExceeded since %s: %s", obj, ts(c.LastTransitionTime.Time), quote(c.Message, 200)))
-			}
-			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionFalse {
-				f.Time = earliest(f.Time, c.LastTransitionTime.Time)
-			}
-		}
-		avail := d.Status.AvailableReplicas
-		if avail < desired {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s has %d of %d replicas available (%d updated, %d unavailable)", obj, avail, desired, d.Status.UpdatedReplicas, d.Status.UnavailableReplicas))
-			if avail == 0 {
-				f.Severity = SevCritical
-			}
-		}
-		owned := ownedBy(d, rss)
-		if n := len(owned); n >= 2 {
-			nw, old := owned[n-1], owned[n-2]
-			if nw.Status.ReadyReplicas < valueOr(nw.Spec.Replicas, 0) && old.Status.ReadyReplicas > 0 {
-				f.Evidence = append(f.Evidence, fmt.Sprintf("new ReplicaSet %s (revision %d) has %d of %d pods ready while old ReplicaSet %s (revision %d) still serves %d",
-					nw.Name, revisionOf(nw), nw.Status.ReadyReplicas, valueOr(nw.Spec.Replicas, 0), old.Name, revisionOf(old), old.Status.ReadyReplicas))
-				f.Time = earliest(f.Time, nw.CreationTimestamp.Time)
-				f.setFact("revision", strconv.Itoa(revisionOf(nw)))
-				f.setFact("previous_revision", strconv.Itoa(revisionOf(old)))
-			}
-		}
-		if len(f.Evidence) == 0 {
-			continue
-		}
-		f.Summary = fmt.Sprintf("%s degraded: %d of %d replicas available", obj, avail, desired)
-		f.setFact("desired", strconv.Itoa(int(desired)))
-		f.setFact("available", strconv.Itoa(int(avail)))
-		out = append(out, f)
-	}
 	return out
 }
 
@@ -997,56 +681,6 @@ func qstr(ok bool, s string) string {
 	return s
 }
 
-// DetectServices finds services whose selector matches no ready endpoint.
-func DetectServices(svcs []ServiceState, pods []corev1.Pod) []Finding {
-	var out []Finding
-	for _, s := range svcs {
-		svc := s.Service
-		if len(svc.Spec.Selector) == 0 || svc.Spec.Type == corev1.ServiceTypeExternalName {
-			continue
-		}
-		ready, notReady := s.ReadyEndpoints, s.NotReadyEndpoints
-		sel := labels.SelectorFromSet(svc.Spec.Selector)
-		var workloads []string
-		for i := range pods {
-			p := &pods[i]
-			if p.Namespace != svc.Namespace || !sel.Matches(labels.Set(p.Labels)) {
-				continue
-			}
-			if wl := WorkloadOfPod(p); !slices.Contains(workloads, wl) {
-				workloads = append(workloads, wl)
-			}
-			if !s.Known {
-				if podReady(p) {
-					ready++
-				} else {
-					notReady++
-				}
-			}
-		}
-		if ready > 0 {
-			continue
-		}
-		obj := "service " + svc.Namespace + "/" + svc.Name
-		var mm *Finding
-		if len(workloads) == 0 {
-			if m, ok := selectorMismatch(svc, pods); ok {
-				mm = &m
-				workloads = append(workloads, m.Related...)
-			}
-		}
-		f := Finding{Kind: KindNoEndpoints, Subject: svc.Name, Object: obj, Namespace: svc.Namespace, Source: SrcKubernetes,
-			Severity: SevCritical, Weight: 0.8, Related: workloads}
-		f.Summary = fmt.Sprintf("%s has no ready endpoints (%d not ready)", obj, notReady)
-		f.Evidence = []string{fmt.Sprintf("%s (selector %s) has 0 ready endpoints and %d not ready", obj, sel.String(), notReady)}
-		out = append(out, f)
-		if mm != nil {
-			out = append(out, *mm)
-		}
-	}
-	return out
-}
-
 // podHealthy: Running with every container ready, or Succeeded.
 func podHealthy(p *corev1.Pod) bool {
 	if p.Status.Phase == corev1.PodSucceeded {
@@ -1072,143 +706,38 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// DetectNodes reads node conditions: NotReady (or Unknown) and memory,
-// disk and PID pressure.
+// DetectNodes asks the mechanisms what each node condition shows (NotReady
+// or Unknown, memory, disk and PID pressure).
 func DetectNodes(nodes []corev1.Node, w Window) []Finding {
 	var out []Finding
 	for i := range nodes {
 		n := &nodes[i]
 		obj := "node " + n.Name
 		for _, c := range n.Status.Conditions {
-			var f *Finding
-			switch {
-			case c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue:
-				f = &Finding{Kind: KindNodeNotReady, Severity: SevCritical, Weight: 0.9}
-				f.Summary = fmt.Sprintf("%s is NotReady (%s)", obj, orDash(c.Reason))
-				f.Evidence = []string{fmt.Sprintf("%s condition Ready=%s since %s, reason %s: %s", obj, c.Status, ts(c.LastTransitionTime.Time), orDash(c.Reason), quote(c.Message, 200))}
-			case (c.Type == corev1.NodeMemoryPressure || c.Type == corev1.NodeDiskPressure || c.Type == corev1.NodePIDPressure) && c.Status == corev1.ConditionTrue:
-				f = &Finding{Kind: KindNodePressure, Severity: SevCritical, Weight: 0.9}
-				res := map[corev1.NodeConditionType]string{corev1.NodeMemoryPressure: "memory", corev1.NodeDiskPressure: "disk", corev1.NodePIDPressure: "pid"}[c.Type]
-				f.setFact("resource", res)
-				f.Summary = fmt.Sprintf("%s has %s since %s", obj, c.Type, hm(c.LastTransitionTime.Time))
-				f.Evidence = []string{fmt.Sprintf("%s condition %s=True since %s, reason %s: %s", obj, c.Type, ts(c.LastTransitionTime.Time), orDash(c.Reason), quote(c.Message, 200))}
-				if res == "disk" {
-					if q, ok := n.Status.Allocatable[corev1.ResourceEphemeralStorage]; ok {
-						f.Evidence = append(f.Evidence, fmt.Sprintf("%s allocatable ephemeral-storage %s", obj, q.String()))
-					}
+			for _, m := range mechanisms {
+				if m.nodeCondition == nil {
+					continue
 				}
-			case c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionTrue:
-				f = &Finding{Kind: KindNodeNotReady, Severity: SevCritical, Weight: 0.8}
-				f.Summary = fmt.Sprintf("%s network unavailable", obj)
-				f.Evidence = []string{fmt.Sprintf("%s condition NetworkUnavailable=True since %s: %s", obj, ts(c.LastTransitionTime.Time), quote(c.Message, 200))}
+				f := m.nodeCondition(n, c)
+				if f == nil {
+					continue
+				}
+				f.Subject, f.Object, f.Source = n.Name, obj, SrcKubernetes
+				f.Time = c.LastTransitionTime.Time
+				f.setFact("node", n.Name)
+				if n.Spec.Unschedulable {
+					f.Evidence = append(f.Evidence, obj+" is cordoned (unschedulable)")
+				}
+				out = append(out, *f)
 			}
-			if f == nil {
-				continue
-			}
-			f.Subject, f.Object, f.Source = n.Name, obj, SrcKubernetes
-			f.Time = c.LastTransitionTime.Time
-			f.setFact("node", n.Name)
-			if n.Spec.Unschedulable {
-				f.Evidence = append(f.Evidence, obj+" is cordoned (unschedulable)")
-			}
-			out = append(out, *f)
 		}
 	}
 	return out
 }
 
-// isClusterDNS reports whether a pod is part of the cluster DNS (CoreDNS or
-// kube-dns).
-func isClusterDNS(p *corev1.Pod) bool {
-	if p.Labels["k8s-app"] == "kube-dns" {
-		return true
-	}
-	wl := strings.ToLower(WorkloadOfPod(p))
-	return wl == "coredns" || wl == "kube-dns" || strings.HasPrefix(wl, "coredns-") && p.Namespace == "kube-system"
-}
-
-var dnsFatalRE = regexp.MustCompile(`(?i)\[FATAL\]|\[ERROR\]|loop .*detected|plugin/\w+:|panic|error`)
-
-// DetectDNSServer finds a failing cluster DNS: most CoreDNS/kube-dns pods
-// not ready or crash-looping, with the last log lines of their crashed
-// containers (e.g. "plugin/loop: Loop ... detected").
-func DetectDNSServer(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, w Window) []Finding {
-	var dns []*corev1.Pod
-	for i := range pods {
-		if isClusterDNS(&pods[i]) {
-			dns = append(dns, &pods[i])
-		}
-	}
-	if len(dns) == 0 {
-		return nil
-	}
-	bad := 0
-	f := Finding{Kind: KindDNSServer, Subject: WorkloadOfPod(dns[0]), Namespace: dns[0].Namespace, Source: SrcKubernetes, Severity: SevCritical, Weight: 0.9}
-	f.Object = "deployment " + dns[0].Namespace + "/" + f.Subject
-	for _, p := range dns {
-		if podHealthy(p) {
-			continue
-		}
-		bad++
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Ready {
-				continue
-			}
-			ev := fmt.Sprintf("pod %s/%s container %s not ready, restart count %d", p.Namespace, p.Name, cs.Name, cs.RestartCount)
-			if wt := cs.State.Waiting; wt != nil {
-				ev += ", waiting: " + wt.Reason
-				if wt.Reason == "CrashLoopBackOff" {
-					f.setFact("crashloop", "true")
-				}
-			}
-			t := containerSince(p, cs)
-			if lt := cs.LastTerminationState.Terminated; lt != nil {
-				ev += fmt.Sprintf("; last terminated %s, exit code %d (%s) at %s", orDash(lt.Reason), lt.ExitCode, exitMeaning(lt.ExitCode), ts(lt.FinishedAt.Time))
-			}
-			if w.recent(t) {
-				f.Time = earliest(f.Time, t)
-			}
-			if len(f.Evidence) < 3 {
-				f.Evidence = append(f.Evidence, ev)
-			}
-			lines := prevLogs[p.Namespace+"/"+p.Name+"/"+cs.Name]
-			for j := len(lines) - 1; j >= 0; j-- {
-				if dnsFatalRE.MatchString(lines[j].Text) {
-					if f.fact("last_log") == "" {
-						f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the crashed %s container: %s", cs.Name, quote(lines[j].Text, 240)))
-					}
-					f.setFact("last_log", lines[j].Text)
-					break
-				}
-			}
-		}
-	}
-	if bad == 0 || bad*2 < len(dns) {
-		return nil
-	}
-	if f.Time.IsZero() {
-		f.Time = w.Start
-	}
-	f.Summary = fmt.Sprintf("cluster DNS %s: %d of %d pods not ready (CrashLoopBackOff)", f.Subject, bad, len(dns))
-	if f.fact("crashloop") == "" {
-		f.Summary = fmt.Sprintf("cluster DNS %s: %d of %d pods not ready", f.Subject, bad, len(dns))
-	}
-	f.Related = []string{"kube-dns", "coredns"}
-	return []Finding{f}
-}
-
-// probeConfig describes a container's liveness probe timing.
-func probeConfig(c *corev1.Container) string {
-	if c == nil || c.LivenessProbe == nil {
-		return ""
-	}
-	lp := c.LivenessProbe
-	return fmt.Sprintf("initialDelaySeconds %d, periodSeconds %d, failureThreshold %d", lp.InitialDelaySeconds, max(lp.PeriodSeconds, 10), max(lp.FailureThreshold, 3))
-}
-
-// EnrichFromPods adds what the pod specs say to findings about a
-// workload: the liveness probe's timing and whether a startupProbe exists
-// for probe kills, the CPU limit for CPU throttling.
+// EnrichFromPods lets each finding's mechanism add what the spec of its
+// workload's main container says (the liveness probe's timing, the CPU
+// limit, the JVM heap size).
 func EnrichFromPods(fs []Finding, pods []corev1.Pod) {
 	spec := map[string]*corev1.Container{}
 	for i := range pods {
@@ -1231,164 +760,10 @@ func EnrichFromPods(fs []Finding, pods []corev1.Pod) {
 		if c == nil {
 			continue
 		}
-		switch f.Kind {
-		case KindOOMKilled:
-			f.setFact("jvm_xmx", xmxOfContainer(c))
-		case KindLivenessKill:
-			f.setFact("probe_config", probeConfig(c))
-			if c.StartupProbe != nil {
-				f.setFact("startup_probe", "true")
-			}
-		case KindCPUThrottling:
-			if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
-				f.setFact("cpu_limit", q.String())
-				if len(f.Evidence) < 3 {
-					f.Evidence = append(f.Evidence, fmt.Sprintf("container %s of %s has a cpu limit of %s", c.Name, f.Subject, q.String()))
-				}
-			}
+		if m := mechanismOf(f.Kind); m != nil && m.enrich != nil {
+			m.enrich(f, c)
 		}
 	}
-}
-
-// selectorMismatch explains a Service that selects no pod at all while the
-// workload it is meant for runs: the pods that match part of the selector
-// (or carry the Service's name) are Running and Ready, and the selector
-// pairs their labels lack are named.
-func selectorMismatch(svc corev1.Service, pods []corev1.Pod) (Finding, bool) {
-	type cand struct {
-		matched, ready, total int
-		missing               []string
-		pod                   *corev1.Pod
-	}
-	byWl := map[string]*cand{}
-	var order []string
-	for i := range pods {
-		p := &pods[i]
-		if p.Namespace != svc.Namespace || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		wl := WorkloadOfPod(p)
-		matched := 0
-		var missing []string
-		for k, v := range svc.Spec.Selector {
-			if p.Labels[k] == v {
-				matched++
-				continue
-			}
-			if have, ok := p.Labels[k]; ok {
-				missing = append(missing, fmt.Sprintf("%s=%s (pods have %s=%s)", k, v, k, have))
-			} else {
-				missing = append(missing, fmt.Sprintf("%s=%s (pods have no %s label)", k, v, k))
-			}
-		}
-		if matched == 0 && !strings.EqualFold(wl, svc.Name) {
-			continue
-		}
-		c := byWl[wl]
-		if c == nil {
-			sort.Strings(missing)
-			c = &cand{matched: matched, missing: missing, pod: p}
-			byWl[wl] = c
-			order = append(order, wl)
-		}
-		c.total++
-		if podReady(p) {
-			c.ready++
-		}
-	}
-	best := ""
-	for _, wl := range order {
-		c := byWl[wl]
-		if best == "" || c.matched > byWl[best].matched || c.matched == byWl[best].matched && strings.EqualFold(wl, svc.Name) {
-			best = wl
-		}
-	}
-	if best == "" {
-		return Finding{}, false
-	}
-	c := byWl[best]
-	obj := "service " + svc.Namespace + "/" + svc.Name
-	sel := labels.SelectorFromSet(svc.Spec.Selector).String()
-	var have []string
-	for k, v := range c.pod.Labels {
-		if k != "pod-template-hash" {
-			have = append(have, k+"="+v)
-		}
-	}
-	sort.Strings(have)
-	f := Finding{Kind: KindSelector, Subject: svc.Name, Object: obj, Namespace: svc.Namespace, Source: SrcKubernetes, Severity: SevCritical,
-		Weight: 0.75, Related: []string{best}}
-	if c.ready > 0 {
-		f.Weight = 0.95
-	}
-	f.Time = c.pod.CreationTimestamp.Time
-	mismatch := fmt.Sprintf("Service %s selects %s but the pods of %s (%d of %d Running and Ready) are labelled %s; missing: %s",
-		svc.Name, sel, best, c.ready, c.total, strings.Join(have, ","), strings.Join(c.missing, "; "))
-	f.Summary = fmt.Sprintf("%s selector %s matches no pods; %s pods lack %s", obj, sel, best, strings.Join(c.missing, "; "))
-	f.Evidence = []string{"selector/label mismatch: " + mismatch}
-	f.setFact("mismatch", mismatch)
-	f.setFact("workload", best)
-	return f, true
-}
-
-var (
-	errDetailRE  = regexp.MustCompile(`(?i)\berr(or)?=|"err(or)?"\s*:|\bcaused by\b|\bexception\b|\b(error|failed|invalid|cannot|can't|unable)\b[^:]*:\s*\S`)
-	genericEndRE = regexp.MustCompile(`(?i)\b(exiting|shutting down|exited|terminating|stopping|bye)\b`)
-	configPathRE = regexp.MustCompile(`(?:path|file|config)=["']?(/[\w./-]+)|(/[\w./-]+\.(?:ya?ml|json|toml|conf|cfg|ini|properties|xml|hcl))\b`)
-)
-
-// causeLine picks, among the last lines of a crashed container, the line
-// that carries the cause: a configuration error, then an error line with
-// its detail (err="yaml: line 47: …", "invalid …: …"), rather than a
-// final generic "exiting" line.
-func causeLine(lines []evidence.LogLine) string {
-	if len(lines) == 0 {
-		return ""
-	}
-	best, bestScore := len(lines)-1, 0
-	for i := len(lines) - 1; i >= 0 && i >= len(lines)-15; i-- {
-		t := lines[i].Text
-		score := 0
-		switch {
-		case configInvalidRE.MatchString(t) && errDetailRE.MatchString(t):
-			score = 4
-		case configInvalidRE.MatchString(t):
-			score = 3
-		case errDetailRE.MatchString(t) && errorWordRE.MatchString(t) && !genericEndRE.MatchString(t):
-			score = 2
-		case errorWordRE.MatchString(t):
-			score = 1
-		}
-		if score > bestScore {
-			best, bestScore = i, score
-		}
-	}
-	return lines[best].Text
-}
-
-// configCrash turns a crash whose cause line is a configuration error
-// into a config_invalid finding: the application cannot parse its
-// configuration (a ConfigMap or config file) and exits.
-func configCrash(crash Finding, cobj string, loop bool) (Finding, bool) {
-	line := crash.fact("last_log")
-	if line == "" || !configInvalidRE.MatchString(line) {
-		return Finding{}, false
-	}
-	f := crash
-	f.Facts = nil
-	f.Kind, f.Severity, f.Weight = KindConfigInvalid, SevCritical, 0.9
-	f.Summary = fmt.Sprintf("%s exits on a configuration error: %s", cobj, truncate(ReadableLine(line), 160))
-	f.Evidence = []string{fmt.Sprintf("%s exits (code %s) on a configuration error: %s", cobj, orDash(crash.fact("exit_code")), quote(ReadableLine(line), 240))}
-	f.setFact("line", line)
-	f.setFact("exit_code", crash.fact("exit_code"))
-	f.setFact("container", crash.fact("container"))
-	if loop {
-		f.setFact("crashloop", "true")
-	}
-	if m := configPathRE.FindStringSubmatch(line); m != nil {
-		f.setFact("config_path", m[1]+m[2])
-	}
-	return f, true
 }
 
 const restartedAtKey = "kubectl.kubernetes.io/restartedAt"
@@ -1430,41 +805,4 @@ func isInitContainer(p *corev1.Pod, name string) bool {
 		}
 	}
 	return false
-}
-
-var xmxRE = regexp.MustCompile(`-Xmx(\d+)([kKmMgGtT]?)\b`)
-
-// xmxOf returns the last -Xmx option a text sets ("-Xmx3072m") and its
-// size in bytes.
-func xmxOf(text string) (string, int64) {
-	ms := xmxRE.FindAllStringSubmatch(text, -1)
-	if len(ms) == 0 {
-		return "", 0
-	}
-	m := ms[len(ms)-1]
-	n, _ := strconv.ParseInt(m[1], 10, 64)
-	switch strings.ToLower(m[2]) {
-	case "k":
-		n <<= 10
-	case "m":
-		n <<= 20
-	case "g":
-		n <<= 30
-	case "t":
-		n <<= 40
-	}
-	return m[0], n
-}
-
-// xmxOfContainer reads the JVM heap size a container sets in its
-// arguments or in JAVA_TOOL_OPTIONS / JAVA_OPTS / _JAVA_OPTIONS.
-func xmxOfContainer(c *corev1.Container) string {
-	text := strings.Join(c.Command, " ") + " " + strings.Join(c.Args, " ")
-	for _, e := range c.Env {
-		if strings.Contains(strings.ToUpper(e.Name), "JAVA") || strings.Contains(strings.ToUpper(e.Name), "JVM") {
-			text += " " + e.Value
-		}
-	}
-	x, _ := xmxOf(text)
-	return x
 }

@@ -16,6 +16,12 @@ var livenessKill = &mechanism{
 	kind:  KindLivenessKill,
 	class: classCause,
 	label: "liveness probe kills",
+	enrich: func(f *Finding, c *corev1.Container) {
+		f.setFact("probe_config", probeConfig(c))
+		if c.StartupProbe != nil {
+			f.setFact("startup_probe", "true")
+		}
+	},
 	event: func(e *corev1.Event) (float64, bool) {
 		msg := strings.ToLower(e.Message)
 		switch e.Reason {
@@ -52,4 +58,13 @@ var livenessKill = &mechanism{
 		r.add(finding.PriorityMedium, fmt.Sprintf("Make %s report live quickly (warm caches in the background, separate liveness from readiness)", s))
 		r.add(finding.PriorityLow, "Alert on containers restarted by probe failures (Killing events) and on rollouts that stop progressing")
 	},
+}
+
+// probeConfig describes a container's liveness probe timing.
+func probeConfig(c *corev1.Container) string {
+	if c == nil || c.LivenessProbe == nil {
+		return ""
+	}
+	lp := c.LivenessProbe
+	return fmt.Sprintf("initialDelaySeconds %d, periodSeconds %d, failureThreshold %d", lp.InitialDelaySeconds, max(lp.PeriodSeconds, 10), max(lp.FailureThreshold, 3))
 }

@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,31 @@ type mechanism struct {
 	// general detectors ran (found holds their findings). It reads what
 	// was gathered and never calls a tool.
 	detect func(ev *Gathered, found []Finding) []Finding
+
+	// pod judges a pod as a whole (evicted, unschedulable); whole means
+	// its findings explain the pod and its containers are not judged.
+	pod func(p *corev1.Pod, base Finding) (fs []Finding, whole bool)
+	// container judges one container: its state, its termination and its
+	// last log lines. Exactly one mechanism judges a given state.
+	container func(c *containerState) []Finding
+	// fromCrash reads the cause of a crash finding (the crash's own
+	// mechanism asks, crashCauses) from the container's termination and
+	// last lines.
+	fromCrash func(crash Finding, c *containerState) (Finding, bool)
+
+	// objects judges cluster objects other than pods and events (a
+	// deployment's rollout, a service's endpoints).
+	objects func(ev *K8sEvidence, w Window) []Finding
+	// nodeCondition judges one condition of a node (nil: not this
+	// mechanism's); the engine fills in the node.
+	nodeCondition func(n *corev1.Node, c corev1.NodeCondition) *Finding
+	// enrich adds what the spec of a finding's workload's main container
+	// says to a finding of this kind (EnrichFromPods).
+	enrich func(f *Finding, c *corev1.Container)
+	// victims reports whether a finding shows a victim of this
+	// mechanism's findings (a caller failing to resolve names, of the
+	// cluster DNS): the victim is related to them (linkVictims).
+	victims func(f *Finding) bool
 
 	// event classifies a Kubernetes event as showing this mechanism, with
 	// the weight of the finding it gives. No two mechanisms claim the same
@@ -131,12 +157,18 @@ func recommendGeneric(h *Hypothesis, r *recommender) {
 // (Filled in init: mechanisms' functions refer back to the index.)
 var mechanismIndex = map[Kind]*mechanism{}
 
+// crashReaders are the mechanisms with a fromCrash hook, in list order.
+var crashReaders []*mechanism
+
 func init() {
 	for _, x := range mechanisms {
 		if mechanismIndex[x.kind] != nil {
 			panic("analyst: two mechanisms for kind " + string(x.kind))
 		}
 		mechanismIndex[x.kind] = x
+		if x.fromCrash != nil {
+			crashReaders = append(crashReaders, x)
+		}
 	}
 }
 
@@ -237,4 +269,20 @@ func eventKind(e *corev1.Event) (Kind, float64) {
 		return "", 0
 	}
 	return m.kind, w
+}
+
+// linkVictims relates the findings that show a victim of a mechanism's
+// findings to them.
+func linkVictims(fs []Finding) {
+	for i := range fs {
+		m := mechanismOf(fs[i].Kind)
+		if m == nil || m.victims == nil {
+			continue
+		}
+		for j := range fs {
+			if j != i && m.victims(&fs[j]) && !slices.Contains(fs[j].Related, fs[i].Subject) {
+				fs[j].Related = append(fs[j].Related, fs[i].Subject)
+			}
+		}
+	}
 }

@@ -460,3 +460,49 @@ func TestEventRulesExclusive(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerJudgesExclusive checks that one container state is judged
+// by exactly one mechanism, whose kind leads its findings: an OOM kill
+// wins over the crash loop it causes; a config error and a command that
+// cannot start split the kubelet's create errors.
+func TestContainerJudgesExclusive(t *testing.T) {
+	last := func(reason string, code int32, msg string) corev1.ContainerState {
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code, Message: msg,
+			StartedAt: mt(now.Add(-6 * time.Minute)), FinishedAt: mt(now.Add(-5 * time.Minute))}}
+	}
+	waiting := func(reason, msg string) corev1.ContainerState {
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}
+	}
+	cases := []struct {
+		name string
+		cs   corev1.ContainerStatus
+		want Kind
+	}{
+		{"oom in crash loop", corev1.ContainerStatus{Name: "app", RestartCount: 4, State: waiting("CrashLoopBackOff", "back-off 2m40s restarting failed container=app"), LastTerminationState: last("OOMKilled", 137, "")}, KindOOMKilled},
+		{"image pull", corev1.ContainerStatus{Name: "app", State: waiting("ImagePullBackOff", `Back-off pulling image "shop/checkout:v9"`)}, KindImagePull},
+		{"missing secret", corev1.ContainerStatus{Name: "app", State: waiting("CreateContainerConfigError", `secret "db-credentials" not found`)}, KindConfigError},
+		{"bad entrypoint", corev1.ContainerStatus{Name: "app", State: waiting("RunContainerError", `failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "/app/serve": stat /app/serve: no such file or directory: unknown`)}, KindStartFailure},
+		{"crash loop", corev1.ContainerStatus{Name: "app", RestartCount: 6, State: waiting("CrashLoopBackOff", "back-off 5m0s restarting failed container=app"), LastTerminationState: last("Error", 1, "")}, KindCrashLoop},
+		{"failed job container", corev1.ContainerStatus{Name: "app", State: last("Error", 2, "")}, KindCrashLoop},
+		{"creating", corev1.ContainerStatus{Name: "app", State: waiting("ContainerCreating", "")}, ""},
+		{"clean exit", corev1.ContainerStatus{Name: "app", State: last("Completed", 0, "")}, ""},
+	}
+	for _, c := range cases {
+		p := pod("checkout-7d9f8b6c5-abcde", nil)
+		st := newContainerState(&p, c.cs, Finding{Subject: "checkout", Object: "pod shop/" + p.Name}, nil, win)
+		var judges []Kind
+		var first Kind
+		for _, m := range mechanisms {
+			if m.container == nil {
+				continue
+			}
+			if fs := m.container(st); len(fs) > 0 {
+				judges = append(judges, m.kind)
+				first = fs[0].Kind
+			}
+		}
+		if c.want == "" && len(judges) != 0 || c.want != "" && (len(judges) != 1 || first != c.want) {
+			t.Errorf("%s: judged by %v (first finding %q), want %q alone", c.name, judges, first, c.want)
+		}
+	}
+}

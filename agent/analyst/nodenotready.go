@@ -14,6 +14,22 @@ var nodeNotReady = &mechanism{
 	kind:  KindNodeNotReady,
 	class: classCause,
 	label: "node NotReady",
+	nodeCondition: func(n *corev1.Node, c corev1.NodeCondition) *Finding {
+		obj := "node " + n.Name
+		switch {
+		case c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue:
+			f := &Finding{Kind: KindNodeNotReady, Severity: SevCritical, Weight: 0.9}
+			f.Summary = fmt.Sprintf("%s is NotReady (%s)", obj, orDash(c.Reason))
+			f.Evidence = []string{fmt.Sprintf("%s condition Ready=%s since %s, reason %s: %s", obj, c.Status, ts(c.LastTransitionTime.Time), orDash(c.Reason), quote(c.Message, 200))}
+			return f
+		case c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionTrue:
+			f := &Finding{Kind: KindNodeNotReady, Severity: SevCritical, Weight: 0.8}
+			f.Summary = fmt.Sprintf("%s network unavailable", obj)
+			f.Evidence = []string{fmt.Sprintf("%s condition NetworkUnavailable=True since %s: %s", obj, ts(c.LastTransitionTime.Time), quote(c.Message, 200))}
+			return f
+		}
+		return nil
+	},
 	event: func(e *corev1.Event) (float64, bool) {
 		return 0.8, e.Reason == "NodeNotReady"
 	},

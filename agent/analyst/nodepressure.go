@@ -14,6 +14,23 @@ var nodePressure = &mechanism{
 	kind:  KindNodePressure,
 	class: classCause,
 	label: "node pressure",
+	nodeCondition: func(n *corev1.Node, c corev1.NodeCondition) *Finding {
+		res := map[corev1.NodeConditionType]string{corev1.NodeMemoryPressure: "memory", corev1.NodeDiskPressure: "disk", corev1.NodePIDPressure: "pid"}[c.Type]
+		if res == "" || c.Status != corev1.ConditionTrue {
+			return nil
+		}
+		obj := "node " + n.Name
+		f := &Finding{Kind: KindNodePressure, Severity: SevCritical, Weight: 0.9}
+		f.setFact("resource", res)
+		f.Summary = fmt.Sprintf("%s has %s since %s", obj, c.Type, hm(c.LastTransitionTime.Time))
+		f.Evidence = []string{fmt.Sprintf("%s condition %s=True since %s, reason %s: %s", obj, c.Type, ts(c.LastTransitionTime.Time), orDash(c.Reason), quote(c.Message, 200))}
+		if res == "disk" {
+			if q, ok := n.Status.Allocatable[corev1.ResourceEphemeralStorage]; ok {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s allocatable ephemeral-storage %s", obj, q.String()))
+			}
+		}
+		return f
+	},
 	event: func(e *corev1.Event) (float64, bool) {
 		switch e.Reason {
 		case "EvictionThresholdMet", "NodeHasDiskPressure", "NodeHasInsufficientMemory", "NodeHasInsufficientPID":

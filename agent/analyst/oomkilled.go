@@ -2,6 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,9 +16,11 @@ import (
 // kernel OOM killer at the memory limit (exit code 137), a leak, a load
 // surge or a JVM heap larger than the limit.
 var oomKilled = &mechanism{
-	kind:  KindOOMKilled,
-	class: classCause,
-	label: "OOMKilled (out of memory)",
+	kind:      KindOOMKilled,
+	class:     classCause,
+	label:     "OOMKilled (out of memory)",
+	enrich:    func(f *Finding, c *corev1.Container) { f.setFact("jvm_xmx", xmxOfContainer(c)) },
+	container: oomContainer,
 	event: func(e *corev1.Event) (float64, bool) {
 		return 0.85, e.Reason == "OOMKilling" || e.Reason == "OOMKilled"
 	},
@@ -111,4 +116,120 @@ var oomKilled = &mechanism{
 		r.add(finding.PriorityMedium, fmt.Sprintf("Profile the memory use of %s (heap dumps, allocation profiles) to find the leak or growth behind the out of memory kills", s))
 		r.add(finding.PriorityLow, fmt.Sprintf("Alert on container memory working set above 90%% of the limit and on OOMKilled restarts of %s", s))
 	},
+}
+
+// killedByOOM reports whether the container's latest termination, in the
+// window, was the OOM killer's: that is what it is, whatever it waits for.
+func (c *containerState) killedByOOM() bool {
+	t := c.Term
+	return t != nil && t.Reason == "OOMKilled" && c.Window.recent(t.FinishedAt.Time)
+}
+
+// oomContainer judges a container the OOM killer killed.
+func oomContainer(c *containerState) []Finding {
+	if !c.killedByOOM() {
+		return nil
+	}
+	term, cs, spec, cobj := c.Term, c.Status, c.Spec, c.Object
+	f := c.Base
+	f.Kind, f.Severity, f.Weight = KindOOMKilled, SevCritical, 0.95
+	f.Time = term.FinishedAt.Time
+	if f.Time.IsZero() {
+		f.Time = term.StartedAt.Time
+	}
+	lim := memLimit(spec)
+	f.Summary = fmt.Sprintf("%s OOMKilled (exit code %d), %s", cobj, term.ExitCode, plural(int(cs.RestartCount), "restart", "restarts"))
+	ev := fmt.Sprintf("%s last terminated with reason OOMKilled, exit code %d, at %s; restart count %d", cobj, term.ExitCode, ts(term.FinishedAt.Time), cs.RestartCount)
+	f.Evidence = []string{ev}
+	if lim != "" {
+		req := memRequest(spec)
+		s := fmt.Sprintf("container %s memory limit is %s", cs.Name, lim)
+		if req != "" {
+			s += fmt.Sprintf(" (request %s)", req)
+		}
+		f.Evidence = append(f.Evidence, s)
+	} else {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("container %s has no memory limit: the node's memory ran out", cs.Name))
+	}
+	if c.waitingFor("CrashLoopBackOff") {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s is in CrashLoopBackOff", cobj))
+		f.setFact("crashloop", "true")
+	}
+	f.setFact("memory_limit", lim)
+	f.setFact("memory_request", memRequest(spec))
+	f.setFact("container", cs.Name)
+	f.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
+	if spec != nil {
+		f.setFact("image", spec.Image)
+	}
+	return []Finding{f}
+}
+
+var xmxRE = regexp.MustCompile(`-Xmx(\d+)([kKmMgGtT]?)\b`)
+
+// xmxOf returns the last -Xmx option a text sets ("-Xmx3072m") and its
+// size in bytes.
+func xmxOf(text string) (string, int64) {
+	ms := xmxRE.FindAllStringSubmatch(text, -1)
+	if len(ms) == 0 {
+		return "", 0
+	}
+	m := ms[len(ms)-1]
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	switch strings.ToLower(m[2]) {
+	case "k":
+		n <<= 10
+	case "m":
+		n <<= 20
+	case "g":
+		n <<= 30
+	case "t":
+		n <<= 40
+	}
+	return m[0], n
+}
+
+// xmxOfContainer reads the JVM heap size a container sets in its
+// arguments or in JAVA_TOOL_OPTIONS / JAVA_OPTS / _JAVA_OPTIONS.
+func xmxOfContainer(c *corev1.Container) string {
+	text := strings.Join(c.Command, " ") + " " + strings.Join(c.Args, " ")
+	for _, e := range c.Env {
+		if strings.Contains(strings.ToUpper(e.Name), "JAVA") || strings.Contains(strings.ToUpper(e.Name), "JVM") {
+			text += " " + e.Value
+		}
+	}
+	x, _ := xmxOf(text)
+	return x
+}
+
+var oomProcRE = regexp.MustCompile(`(?i)killed process \d+ \(([^)]+)\)`)
+
+// oomWorkload names the workload a node's OOM event is about: the killed
+// process when a workload has its name, else the one workload on that node
+// with an OOMKilled container.
+func oomWorkload(msg, node string, pods []corev1.Pod) string {
+	proc := ""
+	if m := oomProcRE.FindStringSubmatch(msg); m != nil {
+		proc = strings.ToLower(m[1])
+	}
+	var onNode []string
+	for i := range pods {
+		p := &pods[i]
+		wl := WorkloadOfPod(p)
+		if proc != "" && (strings.EqualFold(wl, proc) || strings.HasPrefix(proc, wl) || strings.HasPrefix(wl, proc) && len(proc) >= 5) {
+			return wl
+		}
+		if p.Spec.NodeName != node {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" && !slices.Contains(onNode, wl) {
+				onNode = append(onNode, wl)
+			}
+		}
+	}
+	if len(onNode) == 1 {
+		return onNode[0]
+	}
+	return ""
 }

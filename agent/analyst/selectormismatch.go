@@ -2,6 +2,11 @@ package analyst
 
 import (
 	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/rootcause/rootcause/finding"
 )
@@ -25,4 +30,85 @@ var selectorM = &mechanism{
 		r.add(finding.PriorityMedium, "Keep Service selectors and pod template labels in the same chart and change them together")
 		r.add(finding.PriorityLow, "Alert on Services with no ready endpoints (kube_endpoint_address_available == 0) and check selectors in CI")
 	},
+}
+
+// selectorMismatch explains a Service that selects no pod at all while the
+// workload it is meant for runs: the pods that match part of the selector
+// (or carry the Service's name) are Running and Ready, and the selector
+// pairs their labels lack are named.
+func selectorMismatch(svc corev1.Service, pods []corev1.Pod) (Finding, bool) {
+	type cand struct {
+		matched, ready, total int
+		missing               []string
+		pod                   *corev1.Pod
+	}
+	byWl := map[string]*cand{}
+	var order []string
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace != svc.Namespace || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		wl := WorkloadOfPod(p)
+		matched := 0
+		var missing []string
+		for k, v := range svc.Spec.Selector {
+			if p.Labels[k] == v {
+				matched++
+				continue
+			}
+			if have, ok := p.Labels[k]; ok {
+				missing = append(missing, fmt.Sprintf("%s=%s (pods have %s=%s)", k, v, k, have))
+			} else {
+				missing = append(missing, fmt.Sprintf("%s=%s (pods have no %s label)", k, v, k))
+			}
+		}
+		if matched == 0 && !strings.EqualFold(wl, svc.Name) {
+			continue
+		}
+		c := byWl[wl]
+		if c == nil {
+			sort.Strings(missing)
+			c = &cand{matched: matched, missing: missing, pod: p}
+			byWl[wl] = c
+			order = append(order, wl)
+		}
+		c.total++
+		if podReady(p) {
+			c.ready++
+		}
+	}
+	best := ""
+	for _, wl := range order {
+		c := byWl[wl]
+		if best == "" || c.matched > byWl[best].matched || c.matched == byWl[best].matched && strings.EqualFold(wl, svc.Name) {
+			best = wl
+		}
+	}
+	if best == "" {
+		return Finding{}, false
+	}
+	c := byWl[best]
+	obj := "service " + svc.Namespace + "/" + svc.Name
+	sel := labels.SelectorFromSet(svc.Spec.Selector).String()
+	var have []string
+	for k, v := range c.pod.Labels {
+		if k != "pod-template-hash" {
+			have = append(have, k+"="+v)
+		}
+	}
+	sort.Strings(have)
+	f := Finding{Kind: KindSelector, Subject: svc.Name, Object: obj, Namespace: svc.Namespace, Source: SrcKubernetes, Severity: SevCritical,
+		Weight: 0.75, Related: []string{best}}
+	if c.ready > 0 {
+		f.Weight = 0.95
+	}
+	f.Time = c.pod.CreationTimestamp.Time
+	mismatch := fmt.Sprintf("Service %s selects %s but the pods of %s (%d of %d Running and Ready) are labelled %s; missing: %s",
+		svc.Name, sel, best, c.ready, c.total, strings.Join(have, ","), strings.Join(c.missing, "; "))
+	f.Summary = fmt.Sprintf("%s selector %s matches no pods; %s pods lack %s", obj, sel, best, strings.Join(c.missing, "; "))
+	f.Evidence = []string{"selector/label mismatch: " + mismatch}
+	f.setFact("mismatch", mismatch)
+	f.setFact("workload", best)
+	return f, true
 }

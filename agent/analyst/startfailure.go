@@ -2,7 +2,11 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
+	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -12,9 +16,16 @@ import (
 // not exist in the image, is built for another architecture, or is not
 // executable. The application never ran.
 var startFailureM = &mechanism{
-	kind:  KindStartFailure,
-	class: classCause,
-	label: "container cannot start (bad command/entrypoint or image)",
+	kind:      KindStartFailure,
+	class:     classCause,
+	label:     "container cannot start (bad command/entrypoint or image)",
+	container: startFailureContainer,
+	fromCrash: func(crash Finding, c *containerState) (Finding, bool) {
+		if t := c.Term; t != nil {
+			return startFailure(crash, c.Object, t.Reason, t.Message, t.ExitCode, t.FinishedAt.Time)
+		}
+		return Finding{}, false
+	},
 	event: func(e *corev1.Event) (float64, bool) {
 		return 0.85, startFailureEvent(e)
 	},
@@ -50,4 +61,98 @@ func startFailureEvent(e *corev1.Event) bool {
 	msg := strings.ToLower(e.Message)
 	return e.Reason == "Failed" && !imageEvent(msg) && IsStartFailure("", e.Message, 128) &&
 		(strings.Contains(msg, "exec") || strings.Contains(msg, "runc") || strings.Contains(msg, "oci runtime"))
+}
+
+// startFailureContainer judges a container the kubelet cannot create or
+// run because its command cannot be started.
+func startFailureContainer(c *containerState) []Finding {
+	if c.killedByOOM() || !c.waitingFor(createErrorReasons...) {
+		return nil
+	}
+	sf, ok := startFailure(c.Base, c.Object, c.Waiting.Reason, c.Waiting.Message, 0, containerSince(c.Pod, c.Status))
+	if !ok {
+		return nil
+	}
+	sf.setFact("container", c.Status.Name)
+	sf.setFact("restarts", strconv.Itoa(int(c.Status.RestartCount)))
+	if c.Spec != nil {
+		sf.setFact("image", c.Spec.Image)
+	}
+	return []Finding{sf}
+}
+
+var startFailureMsgRE = regexp.MustCompile(`(?i)executable file not found|exec format error|no such file or directory|permission denied|oci runtime (create|exec) failed|runc create failed|unable to start container process|failed to create (containerd )?(task|shim)|exec: "[^"]*": `)
+
+// IsStartFailure reports whether a container termination or waiting state
+// says its command or entrypoint cannot be started at all (a bad image or
+// command), as opposed to an application that starts and exits.
+func IsStartFailure(reason, msg string, code int32) bool {
+	switch reason {
+	case "StartError", "ContainerCannotRun", "RunContainerError":
+		return msg != "" || code == 126 || code == 127 || code == 128
+	}
+	if msg != "" && startFailureMsgRE.MatchString(msg) && (code == 126 || code == 127 || code == 128 || strings.Contains(strings.ToLower(msg), "runc") || strings.Contains(strings.ToLower(msg), "oci runtime")) {
+		return true
+	}
+	return false
+}
+
+// startFailure derives a start_failure finding from a crashing container
+// whose command/entrypoint cannot be executed.
+func startFailure(crash Finding, cobj, reason, msg string, code int32, at time.Time) (Finding, bool) {
+	if !IsStartFailure(reason, msg, code) {
+		return Finding{}, false
+	}
+	f := crash
+	f.Kind, f.Severity, f.Weight = KindStartFailure, SevCritical, 0.95
+	f.Facts = maps.Clone(crash.Facts)
+	if f.Time.IsZero() || f.Time.Year() <= 1971 {
+		f.Time = at
+	}
+	mech := startMechanism(msg)
+	f.Summary = fmt.Sprintf("%s cannot start its command/entrypoint (%s): %s", cobj, orDash(reason), truncate(msg, 160))
+	ev := fmt.Sprintf("%s terminated with reason %s", cobj, orDash(reason))
+	if code != 0 {
+		ev += fmt.Sprintf(", exit code %d (%s)", code, exitMeaning(code))
+	}
+	ev += ": " + quote(msg, 300)
+	f.Evidence = append([]string{ev}, crash.Evidence...)
+	f.setFact("reason", reason)
+	if f.Facts != nil {
+		f.Facts["start_message"] = msg
+	} else {
+		f.setFact("start_message", msg)
+	}
+	f.setFact("start_mechanism", mech)
+	if code != 0 {
+		f.setFact("exit_code", strconv.Itoa(int(code)))
+	}
+	return f, true
+}
+
+var execNameRE = regexp.MustCompile(`exec: "([^"]+)"`)
+
+// startMechanism says in plain words why the runtime could not start the
+// process.
+func startMechanism(msg string) string {
+	l := strings.ToLower(msg)
+	name := ""
+	if m := execNameRE.FindStringSubmatch(msg); m != nil {
+		name = m[1]
+	}
+	what := "the command"
+	if name != "" {
+		what = fmt.Sprintf("the command %q", name)
+	}
+	switch {
+	case strings.Contains(l, "executable file not found"):
+		return what + " does not exist in the image (executable file not found in $PATH)"
+	case strings.Contains(l, "exec format error"):
+		return what + " is built for another CPU architecture (exec format error)"
+	case strings.Contains(l, "no such file or directory"):
+		return what + " or its interpreter does not exist in the image (no such file or directory)"
+	case strings.Contains(l, "permission denied"):
+		return what + " is not executable (permission denied)"
+	}
+	return "the OCI runtime cannot start the container process"
 }

@@ -15,6 +15,7 @@ var unschedulableM = &mechanism{
 	kind:  KindUnschedulable,
 	class: classCause,
 	label: "unschedulable pods",
+	pod:   pendingPod,
 	event: func(e *corev1.Event) (float64, bool) {
 		return 0.85, e.Reason == "FailedScheduling"
 	},
@@ -35,4 +36,27 @@ var unschedulableM = &mechanism{
 		r.add(finding.PriorityMedium, "Review taints, tolerations, node selectors and affinity rules of the pending pods")
 		r.add(finding.PriorityLow, "Alert on pods Pending for more than a few minutes and keep spare cluster capacity")
 	},
+}
+
+// pendingPod judges a Pending pod the scheduler cannot place.
+func pendingPod(p *corev1.Pod, base Finding) ([]Finding, bool) {
+	if p.Status.Phase != corev1.PodPending {
+		return nil, false
+	}
+	var out []Finding
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			f := base
+			f.Kind, f.Severity, f.Weight = KindUnschedulable, SevCritical, 0.9
+			f.Time = c.LastTransitionTime.Time
+			if f.Time.IsZero() {
+				f.Time = p.CreationTimestamp.Time
+			}
+			f.Summary = fmt.Sprintf("%s cannot be scheduled: %s", base.Object, c.Message)
+			f.Evidence = []string{fmt.Sprintf("%s is Pending, PodScheduled=False (Unschedulable) since %s: %s", base.Object, ts(f.Time), quote(c.Message, 300))}
+			f.setFact("message", c.Message)
+			out = append(out, f)
+		}
+	}
+	return out, false
 }
