@@ -14,6 +14,7 @@ import (
 	"github.com/rootcause/rootcause/agent/analysis/tracegraph"
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/localize"
+	"github.com/rootcause/rootcause/agent/tools"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -29,7 +30,9 @@ func init() {
 // Bounds on what localization reads.
 const (
 	locMaxMetricNames = 40
-	locMaxCandidates  = 5
+	// locMaxListPages bounds the pages of series listing read.
+	locMaxListPages  = 10
+	locMaxCandidates = 5
 	// locMaxLogWorkloads bounds the workloads whose logs localization
 	// reads beyond those the log gatherer read.
 	locMaxLogWorkloads = 100
@@ -462,11 +465,10 @@ func (g *gatherer) localizeMetrics(ctx context.Context, plan []specialist) ([]lo
 		return nil, 0
 	}
 	since, until := g.window()
-	out, ok := g.call(ctx, *sp, "list_metrics", map[string]any{"start": since, "end": until})
-	if !ok {
+	labels := g.listAllMetrics(ctx, *sp, since, until)
+	if len(labels) == 0 {
 		return nil, 0
 	}
-	labels, _ := as[[]evidence.Labels](out)
 	names := map[string]locMetric{}
 	for _, l := range labels {
 		n := l["__name__"]
@@ -574,6 +576,44 @@ func (g *gatherer) localizeMetrics(ctx context.Context, plan []specialist) ([]lo
 		}
 	}
 	return series, binStep
+}
+
+// listAllMetrics lists the series of the window. A listing is capped (in
+// label-set order, so by name), and a system with many pods fills the cap
+// with its first few names; the next page asks for the names not seen yet,
+// until a page comes back short or brings no new name.
+func (g *gatherer) listAllMetrics(ctx context.Context, sp specialist, since, until string) []evidence.Labels {
+	var all []evidence.Labels
+	seen := map[string]bool{}
+	var names []string
+	for page := 0; page < locMaxListPages && ctx.Err() == nil; page++ {
+		args := map[string]any{"start": since, "end": until}
+		if len(names) > 0 {
+			quoted := make([]string, len(names))
+			for i, n := range names {
+				quoted[i] = regexp.QuoteMeta(n)
+			}
+			args["match"] = `{__name__=~".+",__name__!~"` + strings.Join(quoted, "|") + `"}`
+		}
+		out, ok := g.call(ctx, sp, "list_metrics", args)
+		if !ok {
+			break
+		}
+		ls, _ := as[[]evidence.Labels](out)
+		fresh := 0
+		for _, l := range ls {
+			if n := l["__name__"]; n != "" && !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+				fresh++
+			}
+		}
+		all = append(all, ls...)
+		if len(ls) < tools.MaxLabelSets || fresh == 0 {
+			break
+		}
+	}
+	return all
 }
 
 func locLabel(l evidence.Labels, keys []string) string {

@@ -123,3 +123,70 @@ func TestLocalizeAcrossServices(t *testing.T) {
 		t.Errorf("metrics not read through the tools: %v", sess.ToolsUsed())
 	}
 }
+
+// TestLocalizeReadsEveryMetricName: a series listing is capped in label-set
+// order, so a system with many pods fills it with its first few names;
+// localization pages through the listing and still reads a metric whose
+// name sorts after hundreds of other series.
+func TestLocalizeReadsEveryMetricName(t *testing.T) {
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(`{"captured_at":"`+now.Format(time.RFC3339)+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "prometheus"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var om strings.Builder
+	series := func(name, labels string, f func(m int) float64) {
+		for m := 0; m <= 40; m++ {
+			fmt.Fprintf(&om, "%s{%s} %g %d\n", name, labels, f(m), now.Add(time.Duration(m-40)*time.Minute).Unix())
+		}
+	}
+	wobble := func(m int) float64 { return math.Sin(float64(m) * 1.7) }
+	// More label sets than one listing returns, all sorting first.
+	om.WriteString("# TYPE aaa_build_info gauge\n")
+	for i := 0; i < tools.MaxLabelSets+50; i++ {
+		series("aaa_build_info", fmt.Sprintf(`namespace="shop",instance="host-%04d"`, i), func(int) float64 { return 1 })
+	}
+	om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
+	series("service_latency_p90_seconds", `service="frontend"`, func(m int) float64 {
+		if m >= 37 {
+			return 1.6
+		}
+		return 0.2 + 0.01*wobble(m)
+	})
+	om.WriteString("# TYPE zz_pod_cpu_usage_rate_percent gauge\n")
+	series("zz_pod_cpu_usage_rate_percent", `namespace="shop",pod="cart-7d9f8b6c4-x2kq9",service="cart"`, func(m int) float64 {
+		if m >= 37 {
+			return 95
+		}
+		return 8 + 0.3*wobble(m)
+	})
+	om.WriteString("# EOF\n")
+	if err := os.WriteFile(filepath.Join(dir, "prometheus", "metrics.om"), []byte(om.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bun, err := bundle.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := tools.Builtin()
+	toolkit := cat.DefaultToolkit(tools.AgentInvestigation)
+	sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: bun.Sources(now)}, Toolkit: toolkit}
+	res, err := analyst.New(analyst.Options{}).Investigate(context.Background(), &agent.Request{
+		Agent:   agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
+		Message: "frontend latency alert fired: why?",
+		Context: map[string]string{"service": "frontend", "namespace": "shop", "time_window": "10m"},
+	}, &benchRun{sess: sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range res.Candidates {
+		found = found || c.Subject == "cart"
+	}
+	if !found || !strings.Contains(res.RootCause.Description, "cart") {
+		t.Fatalf("cart's CPU, listed after %d other series, was not read: %q %+v", tools.MaxLabelSets+50, res.RootCause.Description, res.Candidates)
+	}
+}

@@ -25,10 +25,12 @@ package localize
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
 )
 
@@ -207,6 +209,8 @@ type episode struct {
 	template string
 	lines    int
 	isNew    bool
+	// vol weighs a percentile by the requests behind it (1: enough).
+	vol float64
 }
 
 // Rank localizes: it returns candidates best first.
@@ -285,7 +289,7 @@ func Rank(in Input) Result {
 		}
 		eps = append(eps, ep)
 	}
-	eps = append(eps, g.logEpisodes(in.Logs, refEnd)...)
+	eps = append(eps, g.logEpisodes(in.Logs, g.index(ts), int(tol/w.Step))...)
 	for _, ep := range eps {
 		if !ep.fromLogs {
 			// Under way when the symptom began: sporadic signals (errors)
@@ -304,6 +308,7 @@ func Rank(in Input) Result {
 			ep.factor *= 0.5
 		}
 	}
+	volumeWeights(g, in.Metrics, eps, refEnd)
 	explainCallers(eps, in.Edges, in.Entry, ts, tol)
 	res.Candidates = combine(eps)
 	return res
@@ -377,7 +382,7 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 			continue
 		}
 		k := string(ep.level) + "/" + ep.subject
-		m := magnitude(ep.peak)
+		m := magnitude(ep.peak) * ep.volume()
 		strength[k] = max(strength[k], m)
 		if ep.signal == SignalErrors || ep.signal == SignalTraceErr || ep.fromLogs && ep.dir > 0 {
 			errStrength[k] = max(errStrength[k], m)
@@ -421,7 +426,7 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 			continue
 		}
 		errs := ep.signal == SignalErrors || ep.signal == SignalTraceErr
-		if b := below(ep.subject, 0.5*magnitude(ep.peak), errs); b != "" {
+		if b := below(ep.subject, 0.5*magnitude(ep.peak)*ep.volume(), errs); b != "" {
 			ep.factor *= 0.3
 			if ep.note == "" {
 				ep.note = "explained by " + b + ", which it calls"
@@ -430,6 +435,92 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 			}
 		}
 	}
+}
+
+// volume is the episode's weight for the requests behind it.
+func (ep *episode) volume() float64 {
+	if ep.vol <= 0 {
+		return 1
+	}
+	return ep.vol
+}
+
+// tailRequests is how many requests a percentile needs in its tail, per
+// bin, to count fully: ten, the usual least count for a frequency to be
+// read as a rate rather than as chance.
+const tailRequests = 10
+
+// quantileRE finds a percentile in a metric's name (p90, p99, _0.95).
+var quantileRE = regexp.MustCompile(`(?i)(?:^|[_.\s-])p(\d{2,3})(?:$|[_.\s-])|quantile_?0?\.(\d+)`)
+
+// quantileOf returns the percentile a metric's name declares (0.9 for
+// p90), or 0.
+func quantileOf(metric string) float64 {
+	m := quantileRE.FindStringSubmatch(metric)
+	if m == nil {
+		return 0
+	}
+	d := m[1]
+	if d == "" {
+		d = m[2]
+	}
+	q := 0.0
+	for i, c := range d {
+		q += float64(c-'0') * math.Pow(10, -float64(i+1))
+	}
+	if q <= 0 || q >= 1 {
+		return 0
+	}
+	return q
+}
+
+// volumeWeights weighs each latency percentile of a pod by the requests
+// behind it: a p90 over 8 requests a minute is the slowest one of them,
+// and one slow request moves it from one histogram bucket to the next.
+// The pod's request rate is the reference median of its own traffic
+// series (requests per second); the tail is (1−q) of a bin's requests,
+// and the weight √(tail/tailRequests), at most 1. A percentile without a
+// traffic series of its pod keeps its weight.
+func volumeWeights(g *grid, ms []Series, eps []*episode, refEnd int) {
+	rate := map[string]float64{}
+	for i := range ms {
+		s := &ms[i]
+		if s.Signal != SignalTraffic || s.Pod == "" || s.Unit != "/s" || s.Caller != "" {
+			continue
+		}
+		var ref []float64
+		for _, v := range g.bin(s.Points)[:refEnd] {
+			if !math.IsNaN(v) {
+				ref = append(ref, v)
+			}
+		}
+		if len(ref) >= 3 {
+			rate[s.Pod] = analysis.Median(ref)
+		}
+	}
+	for _, ep := range eps {
+		s := ep.s
+		if s == nil || s.Pod == "" || s.Signal != SignalLatency {
+			continue
+		}
+		q := quantileOf(s.Metric)
+		r, ok := rate[s.Pod]
+		if q == 0 || !ok {
+			continue
+		}
+		tail := (1 - q) * r * g.w.Step.Seconds()
+		ep.vol = math.Min(1, math.Sqrt(tail/tailRequests))
+		if ep.vol < 1 {
+			ep.note = joinNote(ep.note, fmt.Sprintf("a p%.0f over ~%.0f requests a bin", 100*q, r*g.w.Step.Seconds()))
+		}
+	}
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // combine groups episodes by subject into candidates.
@@ -453,7 +544,7 @@ func combine(eps []*episode) []Candidate {
 			by[key] = a
 			order = append(order, key)
 		}
-		s := magnitude(ep.peak) * ep.factor
+		s := magnitude(ep.peak) * ep.factor * ep.volume()
 		sig := family(ep.signal)
 		if s > a.sigs[sig] {
 			a.sigs[sig] = s
@@ -493,7 +584,7 @@ func combine(eps []*episode) []Candidate {
 			}
 		}
 		sort.SliceStable(mine, func(i, j int) bool {
-			return magnitude(mine[i].peak)*mine[i].factor > magnitude(mine[j].peak)*mine[j].factor
+			return magnitude(mine[i].peak)*mine[i].factor*mine[i].volume() > magnitude(mine[j].peak)*mine[j].factor*mine[j].volume()
 		})
 		seen := map[string]bool{}
 		for _, e := range mine {

@@ -219,3 +219,117 @@ func TestValueWording(t *testing.T) {
 		}
 	}
 }
+
+// TestLogShare: a template is judged by its share of its service's lines,
+// and the split between before and since is searched near the symptom,
+// so a log that covers only two minutes before it still counts.
+func TestLogShare(t *testing.T) {
+	// The entry's symptom begins at minute 37; logs exist from minute 35.
+	logs := []LogTemplate{
+		// travel stops taking one of its two code paths at minute 37.
+		{Service: "travel", Template: "INFO query trips <*>", Counts: minutes(map[int]int{35: 30, 36: 31, 37: 30, 38: 29, 39: 31})},
+		{Service: "travel", Template: "INFO price of trip <*>", Counts: minutes(map[int]int{35: 30, 36: 29})},
+		// seat logs twice as much of everything: more load, same behaviour.
+		{Service: "seat", Template: "INFO left tickets <*>", Counts: minutes(map[int]int{35: 20, 36: 20, 37: 40, 38: 41, 39: 40})},
+		{Service: "seat", Template: "INFO seat class <*>", Counts: minutes(map[int]int{35: 10, 36: 10, 37: 20, 38: 19, 39: 21})},
+	}
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{entryLatency("ui")}, Logs: logs})
+	others := func(cs []Candidate) []Candidate {
+		var out []Candidate
+		for _, c := range cs {
+			if c.Subject != "ui" {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	cs := others(res.Candidates)
+	if len(cs) == 0 || cs[0].Subject != "travel" {
+		t.Fatalf("want travel first: %+v", res.Candidates)
+	}
+	if !strings.Contains(cs[0].Explanation, "fell") || !strings.Contains(cs[0].Explanation, "share") {
+		t.Errorf("explanation %q does not say the template's share fell", cs[0].Explanation)
+	}
+	for _, c := range cs {
+		if c.Subject == "seat" {
+			t.Errorf("seat's proportional rise ranked: %+v", c)
+		}
+	}
+	// A new routine template (a path never taken before) counts too, at
+	// half the weight of a new error template.
+	res = Rank(Input{Window: win, Entry: "ui", Metrics: []Series{entryLatency("ui")}, Logs: []LogTemplate{
+		{Service: "basic", Template: "INFO travel query <*>", Counts: minutes(map[int]int{35: 30, 36: 30, 37: 30, 38: 30, 39: 30})},
+		{Service: "basic", Template: "INFO routes fetched by ids", Counts: minutes(map[int]int{37: 20, 38: 21, 39: 20})},
+		{Service: "route", Template: "INFO route query <*>", Counts: minutes(map[int]int{35: 30, 36: 30, 37: 30, 38: 30, 39: 30})},
+		{Service: "route", Template: "ERROR route not found <*>", Error: true, Counts: minutes(map[int]int{37: 20, 38: 21, 39: 20})},
+	}})
+	if cs := others(res.Candidates); len(cs) != 2 || cs[0].Subject != "route" || cs[1].Subject != "basic" {
+		t.Fatalf("want route (new errors) then basic (new routine path): %+v", res.Candidates)
+	}
+}
+
+// TestLatencyMustHold: a percentile that jumps for one bin and is back the
+// next is not a slower service; one that stays up is.
+func TestLatencyMustHold(t *testing.T) {
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{
+		entryLatency("ui"),
+		{Service: "blip", Metric: "latency_p90", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.0235, 0, from(38, 38, 0.9))},
+		{Service: "slow", Metric: "latency_p90", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.02, 0.001, from(37, 40, 0.2))},
+	}})
+	if len(res.Candidates) == 0 || res.Candidates[0].Subject != "slow" {
+		t.Fatalf("want slow first: %+v", res.Candidates)
+	}
+	for _, c := range res.Candidates {
+		if c.Subject == "blip" {
+			t.Errorf("a one-bin spike ranked: %+v", c)
+		}
+	}
+}
+
+// TestVolumeWeights: a p90 over a handful of requests weighs less than one
+// over many; the pod's traffic series says how many.
+func TestVolumeWeights(t *testing.T) {
+	pod := func(svc, p string, lat, to, rps float64) []Series {
+		return []Series{
+			{Service: svc, Pod: p, Metric: "pod_server_latency_p90_seconds", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(lat, lat/50, from(37, 40, to))},
+			{Service: svc, Pod: p, Metric: "pod_workload_ops", Signal: SignalTraffic, Unit: "/s", Points: wave(rps, rps/50, nil)},
+		}
+	}
+	ms := []Series{entryLatency("ui")}
+	ms = append(ms, pod("quiet", "quiet-6d5f7c9b8-abcde", 0.0235, 0.275, 0.1)...) // 6 requests a minute
+	ms = append(ms, pod("busy", "busy-7c8d9f6b5-fghij", 0.010, 0.060, 5)...)      // 300 requests a minute
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: ms})
+	if len(res.Candidates) < 2 || res.Candidates[0].Subject != "busy" {
+		t.Fatalf("want busy first: %+v", res.Candidates)
+	}
+	for _, c := range res.Candidates {
+		if c.Subject == "quiet" && !strings.Contains(c.Explanation, "requests a bin") {
+			t.Errorf("quiet's explanation does not say how few requests: %q", c.Explanation)
+		}
+	}
+	// Without the pods' traffic both weigh by their deviation alone.
+	var noTraffic []Series
+	for _, s := range ms {
+		if s.Signal != SignalTraffic {
+			noTraffic = append(noTraffic, s)
+		}
+	}
+	if res := Rank(Input{Window: win, Entry: "ui", Metrics: noTraffic}); res.Candidates[0].Subject != "quiet" {
+		t.Fatalf("without traffic the larger deviation should lead: %+v", res.Candidates)
+	}
+}
+
+func TestQuantileOf(t *testing.T) {
+	for _, tc := range []struct {
+		metric string
+		want   float64
+	}{
+		{"pod_server_latency_p90_seconds", 0.9}, {"service_latency_p99_seconds", 0.99}, {"latency_p95", 0.95},
+		{"request_duration_p999_seconds", 0.999}, {"span self time p90", 0.9}, {"latency_quantile_0.5", 0.5},
+		{"http_request_duration_seconds", 0}, {"cpu_p", 0}, {"app2p90x", 0},
+	} {
+		if got := quantileOf(tc.metric); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("quantileOf(%q) = %v, want %v", tc.metric, got, tc.want)
+		}
+	}
+}

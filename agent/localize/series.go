@@ -165,6 +165,34 @@ func (g *grid) episodeOf(s *Series, refEnd int) *episode {
 			ep.peak, ep.peakVal = d, vals[i]
 		}
 	}
+	if s.Signal == SignalLatency || s.Signal == SignalTraceLat {
+		// Latency must hold: a percentile that jumps for one bin and is
+		// back the next is one slow request, not a slower service. The
+		// peak is the largest deviation held over two consecutive
+		// observed bins; an episode in the last observed bin alone
+		// cannot be judged yet and keeps its value.
+		prev, prevVal, held, heldVal, pairs := math.NaN(), 0.0, 0.0, 0.0, 0
+		for i := on; i < len(z); i++ {
+			if math.IsNaN(z[i]) {
+				continue
+			}
+			d := z[i] * float64(sign)
+			if !math.IsNaN(prev) {
+				pairs++
+				m, mv := prev, prevVal
+				if d < prev {
+					m, mv = d, vals[i]
+				}
+				if m > held {
+					held, heldVal = m, mv
+				}
+			}
+			prev, prevVal = d, vals[i]
+		}
+		if pairs > 0 && held < ep.peak {
+			ep.peak, ep.peakVal = held, heldVal
+		}
+	}
 	for i := len(vals) - 1; i >= 0; i-- {
 		if !math.IsNaN(vals[i]) {
 			ep.last = vals[i]
@@ -175,90 +203,125 @@ func (g *grid) episodeOf(s *Series, refEnd int) *episode {
 }
 
 // logEpisodes turns per-service template counts into episodes: a template
-// whose count since the symptom (bins from refEnd) departs from what its
-// rate in the service's own earlier bins predicts. Error templates count
-// when they rise (new ones above all); other templates count, at half
-// weight, when they fall away (a code path no longer taken): a routine
-// template rising says more about load or fresh pods than about a fault.
-// Rates are per bin in which the service logged at all, so a log that was
-// only kept around incidents is compared over the time it covers.
-func (g *grid) logEpisodes(ts []LogTemplate, refEnd int) []*episode {
-	covered := map[string]map[int]bool{}
+// whose count since the symptom departs from what its share of the
+// service's own earlier lines predicts. The expectation is the template's
+// share of the service's lines before, applied to the service's lines
+// since: a service whose traffic (and so its logging) rose or fell as a
+// whole is not a change of what it does, while a code path it stopped
+// taking or newly takes is. Error templates count when they rise (new ones
+// above all); a routine template counts, at half weight, when it falls
+// away (a code path no longer taken) or when it is new (a path never taken
+// before); a routine template merely rising says more about load or fresh
+// pods than about a fault.
+//
+// Logs are often kept only around an incident, so the symptom's onset,
+// known to a bin or two from other signals, leaves few or no earlier bins
+// of log to compare with. The split between before and since is therefore
+// searched per template among the bins within tol of the symptom's bin
+// (from to the last candidate split), and only bins in which the service
+// logged at all count, so a log that covers a few minutes is compared
+// over the time it covers.
+func (g *grid) logEpisodes(ts []LogTemplate, symptom, tol int) []*episode {
+	type cover struct {
+		perBin map[int]int // the service's lines per bin
+	}
+	covered := map[string]*cover{}
 	for _, t := range ts {
 		c := covered[t.Service]
 		if c == nil {
-			c = map[int]bool{}
+			c = &cover{perBin: map[int]int{}}
 			covered[t.Service] = c
 		}
 		for m, n := range t.Counts {
-			if n > 0 {
-				if i, ok := g.minuteIndex(m); ok {
-					c[i] = true
-				}
+			if n <= 0 {
+				continue
+			}
+			if i, ok := g.minuteIndex(m); ok {
+				c.perBin[i] += n
 			}
 		}
 	}
+	lo, hi := max(symptom-tol, 1), min(symptom+tol, g.n-1)
 	var out []*episode
 	for i := range ts {
 		t := &ts[i]
 		if t.Service == "" {
 			continue
 		}
-		refBins, incBins := 0, 0
-		for b := range covered[t.Service] {
-			if b < refEnd {
-				refBins++
-			} else {
-				incBins++
-			}
-		}
-		if incBins == 0 {
-			continue
-		}
-		refCount, incCount, firstInc := 0, 0, -1
+		c := covered[t.Service]
+		perBin := map[int]int{}
 		for m, n := range t.Counts {
-			b, ok := g.minuteIndex(m)
-			if !ok {
-				continue
-			}
-			if b < refEnd {
-				refCount += n
-			} else {
-				incCount += n
-				if n > 0 && (firstInc < 0 || b < firstInc) {
-					firstInc = b
-				}
+			if b, ok := g.minuteIndex(m); ok && n > 0 {
+				perBin[b] += n
 			}
 		}
-		expected := 0.0
-		if refBins > 0 {
-			expected = float64(refCount) / float64(refBins) * float64(incBins)
+		var best *episode
+		for split := lo; split <= hi; split++ {
+			ep := logSplit(t, c.perBin, perBin, split, g)
+			if ep != nil && (best == nil || ep.peak > best.peak) {
+				best = ep
+			}
 		}
-		z := (float64(incCount) - expected) / math.Sqrt(expected+1)
-		weight := 1.0
-		if !t.Error {
-			weight = 0.5
+		if best != nil {
+			out = append(out, best)
 		}
-		if refBins == 0 {
-			weight *= 0.75 // the log covers no earlier time to compare with
-		}
-		ep := &episode{fromLogs: true, subject: t.Service, level: LevelService, signal: SignalLogs, active: true,
-			template: t.Template, lines: incCount, ref: expected, isNew: refCount == 0 && refBins > 0}
-		switch {
-		case z >= zThreshold && firstInc >= 0 && t.Error:
-			ep.dir, ep.peak, ep.onset = 1, z*weight, g.at(firstInc)
-		case !t.Error && refBins > 0 && -z >= zThreshold:
-			ep.dir, ep.peak, ep.onset = -1, -z*weight, g.at(refEnd)
-		default:
-			continue
-		}
-		ep.s = &Series{Service: t.Service, Metric: "log template", Signal: SignalLogs, Outbound: t.Outbound}
-		if ep.template == "" {
-			ep.template = t.Example
-		}
-		out = append(out, ep)
 	}
 	return out
+}
+
+// logSplit tests one template against its service's lines with the bins
+// before split as the reference.
+func logSplit(t *LogTemplate, svcBins, tBins map[int]int, split int, g *grid) *episode {
+	refBins, refN, incN := 0, 0, 0
+	for b, n := range svcBins {
+		if b < split {
+			refBins++
+			refN += n
+		} else {
+			incN += n
+		}
+	}
+	if incN == 0 {
+		return nil
+	}
+	refCount, incCount, firstInc := 0, 0, -1
+	for b, n := range tBins {
+		if b < split {
+			refCount += n
+		} else {
+			incCount += n
+			if firstInc < 0 || b < firstInc {
+				firstInc = b
+			}
+		}
+	}
+	expected := 0.0
+	if refN > 0 {
+		expected = float64(refCount) / float64(refN) * float64(incN)
+	}
+	z := (float64(incCount) - expected) / math.Sqrt(expected+1)
+	weight := 1.0
+	if !t.Error {
+		weight = 0.5
+	}
+	if refBins == 0 {
+		weight *= 0.75 // the log covers no earlier time to compare with
+	}
+	ep := &episode{fromLogs: true, subject: t.Service, level: LevelService, signal: SignalLogs, active: true,
+		template: t.Template, lines: incCount, ref: expected, isNew: refCount == 0 && refBins > 0}
+	switch {
+	case z >= zThreshold && firstInc >= 0 && (t.Error || ep.isNew):
+		ep.dir, ep.peak, ep.onset = 1, z*weight, g.at(firstInc)
+	case !t.Error && refBins > 0 && -z >= zThreshold:
+		ep.dir, ep.peak, ep.onset = -1, -z*weight, g.at(split)
+	default:
+		return nil
+	}
+	ep.s = &Series{Service: t.Service, Metric: "log template", Signal: SignalLogs, Outbound: t.Outbound}
+	if ep.template == "" {
+		ep.template = t.Example
+	}
+	return ep
 }
 
 // newErrorOnsets returns the first minute, in the incident window (bins
@@ -309,11 +372,11 @@ func describe(ep *episode) string {
 		}
 		switch {
 		case ep.dir < 0:
-			return fmt.Sprintf("%s logged a template %d times where ~%.0f were expected from its earlier rate (fell): %q", ep.subject, ep.lines, ep.ref, tmpl)
+			return fmt.Sprintf("%s logged a template %d times since %s where ~%.0f were expected from its earlier share of the service's lines (fell): %q", ep.subject, ep.lines, hm(ep.onset), ep.ref, tmpl)
 		case ep.isNew:
 			return fmt.Sprintf("%s logged %s of a template new since %s (none before): %q", ep.subject, plural(ep.lines, "line"), hm(ep.onset), tmpl)
 		}
-		return fmt.Sprintf("%s logged %s of a template since %s where ~%.0f were expected from its earlier rate: %q", ep.subject, plural(ep.lines, "line"), hm(ep.onset), ep.ref, tmpl)
+		return fmt.Sprintf("%s logged %s of a template since %s where ~%.0f were expected from its earlier share of the service's lines: %q", ep.subject, plural(ep.lines, "line"), hm(ep.onset), ep.ref, tmpl)
 	}
 	s := ep.s
 	verb := "rose"
