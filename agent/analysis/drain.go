@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -227,7 +228,9 @@ type Miner struct {
 
 	forms     map[string]int // masked line -> index in units (batch mode)
 	formToks  [][]string
-	drain     *Drain // set once the miner fell back to online Drain
+	toks      []string // Add's scratch tokens
+	key       []byte   // Add's scratch form key
+	drain     *Drain   // set once the miner fell back to online Drain
 	units     []*minerUnit
 	baseLines int
 	incLines  int
@@ -260,18 +263,27 @@ func (m *Miner) Add(t time.Time, source, text string) bool {
 	if !inBase && !inInc {
 		return false
 	}
-	toks := Tokens(text)
+	// Most lines repeat a form already seen: tokens and key are built in
+	// scratch space and copied only for a new form.
+	m.toks = appendTokens(m.toks, text)
+	toks := m.toks
 	if len(toks) == 0 {
 		return false
 	}
 	var u *minerUnit
 	if m.drain == nil {
-		key := strings.Join(toks, "\x00")
-		if i, ok := m.forms[key]; ok {
+		m.key = m.key[:0]
+		for i, t := range toks {
+			if i > 0 {
+				m.key = append(m.key, 0)
+			}
+			m.key = append(m.key, t...)
+		}
+		if i, ok := m.forms[string(m.key)]; ok {
 			u = m.units[i]
 		} else if m.MaxForms <= 0 || len(m.units) < m.MaxForms {
-			m.forms[key] = len(m.units)
-			m.formToks = append(m.formToks, toks)
+			m.forms[string(m.key)] = len(m.units)
+			m.formToks = append(m.formToks, slices.Clone(toks))
 			u = m.newUnit(text, source)
 		} else {
 			m.fallBack()

@@ -27,7 +27,14 @@ const (
 // only by such values share a template. Quoted values spanning spaces become
 // one token.
 func Tokens(line string) []string {
-	out := make([]string, 0, 16)
+	return appendTokens(make([]string, 0, 16), line)
+}
+
+// appendTokens is Tokens appending to out[:0], so that a caller tokenising
+// line after line reuses one slice. The tokens are substrings of line or
+// new strings; out's earlier contents are overwritten.
+func appendTokens(out []string, line string) []string {
+	out = out[:0]
 	i := 0
 	n := len(line)
 	request := false // the token before was a quoted HTTP request line
@@ -95,7 +102,7 @@ var (
 // day name before it, are parts of a timestamp.
 func maskDates(toks []string) {
 	for i, t := range toks {
-		if !wordIn(monthNames, t) {
+		if !monthPrefix(t) || !wordIn(monthNames, t) {
 			continue
 		}
 		next := i+1 < len(toks) && (strings.HasPrefix(toks[i+1], maskNum) || strings.HasPrefix(toks[i+1], maskTime))
@@ -110,11 +117,30 @@ func maskDates(toks []string) {
 	}
 }
 
+// monthPrefix reports whether t begins as a month name does (its first
+// two letters, in any case): a cheap test before the set lookup, which
+// most words fail.
+func monthPrefix(t string) bool {
+	if len(t) < 3 {
+		return false
+	}
+	switch string([]byte{t[0] | 0x20, t[1] | 0x20}) {
+	case "ja", "fe", "ma", "ap", "ju", "au", "se", "oc", "no", "de":
+		return true
+	}
+	return false
+}
+
 // wordIn reports whether a token of 3 to 9 ASCII letters (with a
 // trailing ',' or '.') is in a set of lower-case words, without
 // allocating.
 func wordIn(set map[string]bool, t string) bool {
-	t = strings.TrimRight(t, ",.")
+	if len(t) < 3 {
+		return false // trimming only shortens it
+	}
+	for len(t) > 0 && (t[len(t)-1] == ',' || t[len(t)-1] == '.') {
+		t = t[:len(t)-1]
+	}
 	if len(t) < 3 || len(t) > 9 {
 		return false
 	}
@@ -141,7 +167,32 @@ var units = map[string]bool{"ms": true, "s": true, "sec": true, "secs": true, "s
 	"minute": true, "minutes": true, "h": true, "hour": true, "hours": true, "day": true, "days": true, "b": true, "byte": true, "bytes": true,
 	"kb": true, "mb": true, "gb": true, "tb": true, "kib": true, "mib": true, "gib": true, "%": true}
 
-func isUnit(tok string) bool { return units[strings.ToLower(strings.TrimRight(tok, ",;.)"))] }
+func isUnit(tok string) bool {
+	for len(tok) > 0 {
+		switch tok[len(tok)-1] {
+		case ',', ';', '.', ')':
+			tok = tok[:len(tok)-1]
+			continue
+		}
+		break
+	}
+	// Units are short ASCII words: lower-case them without allocating.
+	var buf [8]byte
+	if len(tok) > len(buf) {
+		return false
+	}
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		if c >= 0x80 {
+			return units[strings.ToLower(tok)] // non-ASCII: Unicode case rules
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return units[string(buf[:len(tok)])]
+}
 
 // parenUnit reports whether s (after a "(number" token) continues with
 // " unit)" and nothing else before the parenthesis closes.
@@ -163,7 +214,7 @@ func hasDigit(s string) bool {
 	return false
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
 
 // MaskToken masks one whitespace-free token. Leading and trailing punctuation
 // is kept (so "(10.0.0.1:5432)," becomes "(<IP>),"); key=value tokens keep
@@ -175,7 +226,7 @@ func MaskToken(tok string) string {
 	// key=value and key:value with a variable value keep their key.
 	if k := strings.IndexByte(tok, '='); k > 0 && k < len(tok)-1 {
 		// An HTTP status (status=429) is what a line is about.
-		if statusKeys[strings.ToLower(strings.Trim(tok[:k], `"'`))] && isStatusCode(strings.Trim(tok[k+1:], `"',`)) {
+		if isStatusCode(trimQuotes(tok[k+1:], true)) && statusKeys[strings.ToLower(trimQuotes(tok[:k], false))] {
 			return tok
 		}
 		v := MaskToken(tok[k+1:])
@@ -202,6 +253,19 @@ func MaskToken(tok string) string {
 	return tok[:start] + m + tok[end:]
 }
 
+// trimQuotes is strings.Trim(s, `"'`), or strings.Trim(s, `"',`) with
+// comma, without building a cutset per call.
+func trimQuotes(s string, comma bool) string {
+	cut := func(c byte) bool { return c == '"' || c == '\'' || comma && c == ',' }
+	for len(s) > 0 && cut(s[0]) {
+		s = s[1:]
+	}
+	for len(s) > 0 && cut(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
 func isPunct(c byte) bool {
 	switch c {
 	case '(', ')', '[', ']', '{', '}', '<', '>', ',', ';', '"', '\'', '`', '.', '!', '?':
@@ -212,6 +276,19 @@ func isPunct(c byte) bool {
 
 // maskCore classifies a token without surrounding punctuation.
 func maskCore(s string) string {
+	if len(s) != 36 && !hasDigit(s) && strings.IndexByte(s, ':') < 0 {
+		// Every kind below needs a digit, except a UUID (36 long) and an
+		// IPv6 address (with a ':') written in hex letters only.
+		return s
+	}
+	if allDigits(s) {
+		// What the cases below make of a plain integer: a long one reads
+		// as hex (an id), the others as a number.
+		if len(s) >= 12 {
+			return maskHex
+		}
+		return maskNum
+	}
 	switch {
 	case isUUID(s):
 		return maskUUID
@@ -237,20 +314,31 @@ func maskCore(s string) string {
 	if m, ok := maskNumericParts(s); ok {
 		return m
 	}
-	if strings.IndexByte(s, '/') >= 0 && strings.IndexAny(s, "0123456789") >= 0 {
-		parts := strings.Split(s, "/")
-		changed := false
-		for i, p := range parts {
-			if p == "" {
+	if strings.IndexByte(s, '/') >= 0 && hasDigit(s) {
+		// Each segment masked on its own; a copy only once one changes.
+		var b []byte
+		start := 0
+		for i := 0; i <= len(s); i++ {
+			if i < len(s) && s[i] != '/' {
 				continue
 			}
-			if m := maskCore(p); m != p {
-				parts[i] = m
-				changed = true
+			if p := s[start:i]; p != "" {
+				if m := maskCore(p); m != p {
+					if b == nil {
+						b = append(make([]byte, 0, len(s)+8), s[:start]...)
+					}
+					b = append(b, m...)
+				} else if b != nil {
+					b = append(b, p...)
+				}
 			}
+			if b != nil && i < len(s) {
+				b = append(b, '/')
+			}
+			start = i + 1
 		}
-		if changed {
-			return strings.Join(parts, "/")
+		if b != nil {
+			return string(b)
 		}
 	}
 	return s
@@ -260,10 +348,20 @@ func maskCore(s string) string {
 // '.', '-', '#' or ',' (a '-' before digits belongs to them); ok when one
 // was.
 func maskNumericParts(s string) (string, bool) {
-	if strings.IndexAny(s, "_.-#,") < 0 || strings.IndexByte(s, '/') >= 0 {
+	sep := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '_', '.', '-', '#', ',':
+			sep = true
+		case '/':
+			return s, false
+		}
+	}
+	if !sep {
 		return s, false
 	}
 	var b strings.Builder
+	b.Grow(len(s) + 8)
 	changed := false
 	start := 0
 	for i := 0; i <= len(s); i++ {
@@ -286,7 +384,11 @@ func maskNumericParts(s string) (string, bool) {
 		return s, false
 	}
 	// A '-' between a separator and a number is its sign.
-	out := strings.ReplaceAll(b.String(), "_-"+maskNum, "_"+maskNum)
+	out := b.String()
+	if strings.IndexByte(s, '-') < 0 {
+		return out, true
+	}
+	out = strings.ReplaceAll(out, "_-"+maskNum, "_"+maskNum)
 	return strings.ReplaceAll(out, ".-"+maskNum, "."+maskNum), true
 }
 
@@ -357,6 +459,25 @@ func isUUID(s string) bool {
 
 // isIP reports IPv4 (optionally with :port or /prefix) and IPv6 literals.
 func isIP(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] != '[' {
+		// Only hex digits and the separators of the forms below, with a
+		// '.' or a ':' (IPv4 has dots, IPv6 colons).
+		sep := false
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '.' || c == ':':
+				sep = true
+			case !isHexDigit(c) && c != '/':
+				return false
+			}
+		}
+		if !sep {
+			return false
+		}
+	}
 	if strings.HasPrefix(s, "[") {
 		if k := strings.Index(s, "]"); k > 0 {
 			return isIPv6(s[1:k])

@@ -221,7 +221,62 @@ func LineTime(line []byte) (time.Time, bool) {
 	for end < len(line) && end < 40 && line[end] != ' ' && line[end] != ']' && line[end] != '\t' {
 		end++
 	}
-	s := string(line[:end])
+	if t, ok := utcTime(line[:end]); ok {
+		return t, true
+	}
+	return parseLineTime(line[:end])
+}
+
+// utcTime parses the common form of a log timestamp without allocating:
+// "2006-01-02T15:04:05Z" with a fraction of up to nine digits (or a space
+// for the "T"), every field in range and a day of month up to 28. Any other
+// form is left to parseLineTime (ok false), which reads it the same way.
+func utcTime(b []byte) (time.Time, bool) {
+	n := len(b)
+	if n < 20 || n > 30 || b[n-1] != 'Z' || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(i, w int) (int, bool) {
+		v := 0
+		for _, c := range b[i : i+w] {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 2)
+	day, ok3 := num(8, 2)
+	hour, ok4 := num(11, 2)
+	minute, ok5 := num(14, 2)
+	sec, ok6 := num(17, 2)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || month < 1 || month > 12 || day < 1 || day > 28 || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if n > 20 {
+		// ".d" to ".ddddddddd" before the Z.
+		if b[19] != '.' || n < 22 {
+			return time.Time{}, false
+		}
+		frac, ok := num(20, n-21)
+		if !ok {
+			return time.Time{}, false
+		}
+		for range 9 - (n - 21) {
+			frac *= 10
+		}
+		nsec = frac
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// parseLineTime parses a timestamp as RFC 3339 ("T" or a space between
+// date and time; without a zone, UTC).
+func parseLineTime(b []byte) (time.Time, bool) {
+	s := string(b)
 	if s[10] == ' ' {
 		s = s[:10] + "T" + s[11:]
 	}
