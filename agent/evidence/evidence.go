@@ -29,6 +29,7 @@ type Sources struct {
 	Code       Code
 	Knowledge  Knowledge
 	Traces     Traces
+	Alerts     Alerts // a bundle's alerts.json; nil live (alerts arrive with the request)
 }
 
 // Clock returns the investigation's current time.

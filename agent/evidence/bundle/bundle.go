@@ -99,6 +99,9 @@ func (b *Bundle) Sources(now time.Time) *evidence.Sources {
 	if t := b.traces(); t != nil {
 		s.Traces = t
 	}
+	if a := b.alerts(); a != nil {
+		s.Alerts = a
+	}
 	if now.IsZero() {
 		now = time.Now().UTC()
 	}

@@ -36,7 +36,7 @@ func (r *CheckReport) Empty() bool { return len(r.Read) == 0 }
 
 // Forms lists what a bundle may hold, for messages about empty bundles.
 const Forms = "kubernetes/ (a cluster-info dump or any kubectl get -o json|yaml output), *.txt kubectl terminal transcripts " +
-	"(at the root or under kubernetes/), prometheus/*.om, logs/*.log, changes.json, cloudwatch/, traces/*.jsonl, repos/, runbooks/"
+	"(at the root or under kubernetes/), prometheus/*.om, logs/*.log, changes.json, alerts.json, cloudwatch/, traces/*.jsonl, repos/, runbooks/"
 
 // ErrEmpty is returned (wrapped) by RequireEvidence for a bundle that holds
 // nothing rootcause reads.
@@ -48,7 +48,7 @@ var ErrEmpty = errors.New("no evidence rootcause reads")
 // kind are decoded.
 func (b *Bundle) RequireEvidence(ctx context.Context) error {
 	s := b.Sources(b.CapturedAt)
-	if s.Metrics != nil || s.Logs != nil || s.Changes != nil || s.CloudWatch != nil || s.Code != nil || s.Knowledge != nil || s.Traces != nil {
+	if s.Metrics != nil || s.Logs != nil || s.Changes != nil || s.CloudWatch != nil || s.Code != nil || s.Knowledge != nil || s.Traces != nil || s.Alerts != nil {
 		return nil
 	}
 	if s.Kubernetes != nil && b.kube().holdsAny(ctx) {
@@ -163,6 +163,12 @@ func Check(ctx context.Context, b *Bundle) (*CheckReport, error) {
 				bad(p, err)
 			} else {
 				read(p, "changes")
+			}
+		case p == alertsFile:
+			if list, err := s.Alerts.List(ctx, time.Time{}, time.Time{}); err != nil {
+				bad(p, err)
+			} else {
+				read(p, describeAlerts(list))
 			}
 		case top == kubeDir && isKubeData(name):
 			checkKubeFile(b.FS, p, r)
@@ -285,4 +291,29 @@ func checkTranscript(b *Bundle, p string, r *CheckReport) {
 	if what == "" && len(res.Skipped) == 0 {
 		r.Skipped = append(r.Skipped, CheckItem{File: p, What: "no kubectl command read"})
 	}
+}
+
+// describeAlerts summarises alerts for bundle check: "2 alerts (1 firing:
+// KubeNodeDiskPressure; 1 resolved)".
+func describeAlerts(list []evidence.Alert) string {
+	if len(list) == 0 {
+		return "alerts: none (an empty list)"
+	}
+	var firing, resolved []string
+	for _, a := range list {
+		name := cmpOr(a.Name, "(no alertname)")
+		if a.Status == "resolved" {
+			resolved = append(resolved, name)
+		} else {
+			firing = append(firing, name)
+		}
+	}
+	var parts []string
+	if len(firing) > 0 {
+		parts = append(parts, fmt.Sprintf("%d firing: %s", len(firing), strings.Join(slices.Compact(slices.Sorted(slices.Values(firing))), ", ")))
+	}
+	if len(resolved) > 0 {
+		parts = append(parts, fmt.Sprintf("%d resolved: %s", len(resolved), strings.Join(slices.Compact(slices.Sorted(slices.Values(resolved))), ", ")))
+	}
+	return "Alertmanager alerts (" + strings.Join(parts, "; ") + ")"
 }
