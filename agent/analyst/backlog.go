@@ -2,7 +2,12 @@ package analyst
 
 import (
 	"fmt"
+	"sort"
+	"strings"
+	"time"
 
+	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -13,6 +18,7 @@ var backlogM = &mechanism{
 	kind:     KindBacklog,
 	class:    classCause,
 	label:    "consumer lag / backlog growing",
+	metrics:  DetectBacklog,
 	describe: func(h *Hypothesis, sc Scope) string { return describeBacklog(h) },
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		s := h.Subject
@@ -41,4 +47,157 @@ func describeBacklog(h *Hypothesis) string {
 		}
 	}
 	return d
+}
+
+// isBacklogMetric reports whether a metric measures work waiting to be
+// consumed: consumer-group lag, queue depth, visible messages, backlogs.
+func isBacklogMetric(n string) bool {
+	n = strings.ToLower(n)
+	for _, w := range []string{"consumergroup_lag", "consumer_lag", "consumer_group_lag", "queue_depth", "queue_size", "queue_length", "messagesvisible", "messages_visible", "_backlog", "backlog_", "messages_ready", "pending_messages", "messages_pending"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return strings.HasSuffix(n, "_pending") || strings.HasSuffix(n, "backlog")
+}
+
+// backlogKey names what a backlog series measures: a consumer group (and
+// topic) or a queue.
+func backlogKey(l evidence.Labels) (subject, detail string) {
+	if g := firstLabel(l, "consumergroup", "consumer_group", "group", "groupId", "group_id"); g != "" {
+		return g, firstLabel(l, "topic")
+	}
+	if q := firstLabel(l, "queue", "QueueName", "queue_name"); q != "" {
+		return q, ""
+	}
+	return SubjectOfLabels(l), firstLabel(l, "topic")
+}
+
+// DetectBacklog finds backlogs that keep growing: consumer-group lag,
+// queue depth, visible messages (summed over partitions), at least five
+// times the baseline, by a practical amount, and still high at the end of
+// the window. A dead-letter queue filling is a symptom, not a backlog.
+func DetectBacklog(sets []MetricSet, w Window) []Finding {
+	var out []Finding
+	for _, ms := range sets {
+		if !isBacklogMetric(ms.Name) {
+			continue
+		}
+		type agg struct {
+			subject, detail, ns string
+			sum                 map[time.Time]float64
+		}
+		by := map[string]*agg{}
+		var order []string
+		for _, s := range ms.Series {
+			sub, det := backlogKey(s.Labels)
+			if sub == "" {
+				continue
+			}
+			if l := strings.ToLower(sub); strings.Contains(l, "dlq") || strings.Contains(l, "dead-letter") || strings.Contains(l, "deadletter") || strings.HasSuffix(l, "-dead") {
+				continue
+			}
+			k := sub + "|" + det
+			a := by[k]
+			if a == nil {
+				a = &agg{subject: sub, detail: det, ns: s.Labels["namespace"], sum: map[time.Time]float64{}}
+				by[k] = a
+				order = append(order, k)
+			}
+			for _, p := range inWindow(s.Points, w.BaselineStart, w.End) {
+				a.sum[p.T] += p.V
+			}
+		}
+		for _, k := range order {
+			a := by[k]
+			pts := make([]evidence.Point, 0, len(a.sum))
+			for t, v := range a.sum {
+				pts = append(pts, evidence.Point{T: t, V: v})
+			}
+			sort.Slice(pts, func(i, j int) bool { return pts[i].T.Before(pts[j].T) })
+			f, ok := backlogFinding(ms, a.subject, a.detail, a.ns, pts, w)
+			if ok {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+func backlogFinding(ms MetricSet, subject, detail, ns string, pts []evidence.Point, w Window) (Finding, bool) {
+	var base []float64
+	var inc []evidence.Point
+	for _, p := range pts {
+		if p.T.Before(w.Start) {
+			base = append(base, p.V)
+		} else {
+			inc = append(inc, p)
+		}
+	}
+	if len(inc) < 5 {
+		return Finding{}, false
+	}
+	before := 0.0
+	if len(base) > 0 {
+		before = analysis.Median(base)
+	} else {
+		before = inc[0].V
+	}
+	peak, peakAt := 0.0, time.Time{}
+	for _, p := range inc {
+		if p.V > peak {
+			peak, peakAt = p.V, p.T
+		}
+	}
+	last := inc[len(inc)-1].V
+	floor := max(before*5, before+500)
+	if peak < floor || last < 0.5*peak {
+		return Finding{}, false
+	}
+	// Onset: the first point of the climb that does not fall back to the
+	// baseline level.
+	thr := before + (peak-before)*0.1
+	onset := peakAt
+	for i := len(inc) - 1; i >= 0 && inc[i].V >= thr; i-- {
+		onset = inc[i].T
+	}
+	// Growing steadily: most steps after the onset go up.
+	up, steps := 0, 0
+	for i := 1; i < len(inc); i++ {
+		if inc[i].T.Before(onset) {
+			continue
+		}
+		steps++
+		if inc[i].V >= inc[i-1].V {
+			up++
+		}
+	}
+	weight := 0.8
+	if steps >= 4 && up*10 >= steps*7 {
+		weight = 0.92
+	}
+	what := "consumer lag"
+	n := strings.ToLower(ms.Name)
+	if !strings.Contains(n, "lag") {
+		what = "backlog"
+		if strings.Contains(n, "queue") || strings.Contains(n, "messages") {
+			what = "queue backlog"
+		}
+	}
+	on := subject
+	if detail != "" {
+		on += " on " + detail
+	}
+	f := Finding{Kind: KindBacklog, Subject: subject, Object: ms.Origin + " " + ms.Name, Namespace: ns, Time: onset, Severity: SevCritical,
+		Weight: weight, Source: ms.Origin, Related: []string{subject}}
+	f.Summary = fmt.Sprintf("%s of %s grows from %.0f to %.0f", what, on, before, peak)
+	f.Evidence = []string{fmt.Sprintf("%s (%s, summed over partitions) of %s grows steadily from %.0f (baseline median) to %.0f at %s, %.0f at the end of the window; beyond normal since %s",
+		what, ms.Name, on, before, peak, ts(peakAt), last, ts(onset))}
+	f.setFact("metric", ms.Name)
+	f.setFact("what", what)
+	f.setFact("group", subject)
+	f.setFact("topic", detail)
+	f.setFact("baseline", fmt.Sprintf("%.0f", before))
+	f.setFact("peak", fmt.Sprintf("%.0f", peak))
+	return f, true
 }

@@ -2,8 +2,13 @@ package analyst
 
 import (
 	"fmt"
+	"math"
+	"net"
+	"sort"
 	"strings"
+	"time"
 
+	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -14,6 +19,7 @@ var cacheFull = &mechanism{
 	kind:       KindCacheFull,
 	class:      classCause,
 	label:      "cache at maxmemory (eviction storm, hit ratio falling)",
+	metrics:    DetectCacheSaturation,
 	fitsChange: func(h *Hypothesis, c *Finding) bool { return cacheChangeRE.MatchString(changeText(c)) },
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
@@ -45,4 +51,158 @@ var cacheFull = &mechanism{
 		r.add(finding.PriorityMedium, "Find what fills the cache (key sizes and counts by prefix: redis-cli --bigkeys / MEMORY USAGE) and set TTLs or smaller payloads; protect the database from miss storms (request coalescing)")
 		r.add(finding.PriorityLow, "Alert on cache memory above 90% of maxmemory, on evicted keys per second and on the hit ratio")
 	},
+}
+
+// cacheRole sorts a cache metric into what it measures.
+func cacheRole(name string) string {
+	n := strings.ToLower(name)
+	switch {
+	case strings.Contains(n, "memory_max_bytes") || strings.Contains(n, "limit_maxbytes"):
+		return "max"
+	case strings.Contains(n, "memory_used_bytes") || strings.Contains(n, "current_bytes"):
+		return "used"
+	case strings.Contains(n, "evict"):
+		return "evictions"
+	case strings.Contains(n, "hits"):
+		return "hits"
+	case strings.Contains(n, "misses"):
+		return "misses"
+	}
+	return ""
+}
+
+// DetectCacheSaturation finds a cache (Redis, memcached) at its maxmemory
+// evicting keys, with its hit ratio falling: the misses fall through to
+// the backing store (a database), whose load rises, and reads slow down.
+// Evictions must rise over the baseline, together with memory at ≥95% of
+// maxmemory or a hit ratio falling by at least 15 points.
+func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
+	type inst struct {
+		ns     string
+		series map[string][]evidence.Point
+	}
+	insts := map[string]*inst{}
+	var order []string
+	for _, ms := range sets {
+		if ms.Class != MetricCache {
+			continue
+		}
+		role := cacheRole(ms.Name)
+		for _, s := range ms.Series {
+			name := firstLabel(s.Labels, "service", "cache", "redis", "instance", "addr", "pod")
+			name = workloadOfName(DependencyName(name))
+			if i := strings.IndexByte(name, '.'); i > 0 && net.ParseIP(name) == nil {
+				name = name[:i]
+			}
+			if name == "" {
+				name = "cache"
+			}
+			in := insts[name]
+			if in == nil {
+				in = &inst{ns: s.Labels["namespace"], series: map[string][]evidence.Point{}}
+				insts[name] = in
+				order = append(order, name)
+			}
+			in.series[role] = append(in.series[role], s.Points...)
+		}
+	}
+	median := func(ps []evidence.Point, from, to time.Time) (float64, bool) {
+		var vs []float64
+		for _, p := range ps {
+			if !p.T.Before(from) && p.T.Before(to) {
+				vs = append(vs, p.V)
+			}
+		}
+		if len(vs) == 0 {
+			return 0, false
+		}
+		sort.Float64s(vs)
+		return vs[len(vs)/2], true
+	}
+	var out []Finding
+	for _, name := range order {
+		in := insts[name]
+		ev := in.series["evictions"]
+		baseEv, _ := median(ev, w.BaselineStart, w.Start)
+		peakEv, evStart := 0.0, time.Time{}
+		for _, p := range inWindow(ev, w.Start, w.End) {
+			if p.V > peakEv {
+				peakEv = p.V
+			}
+			if evStart.IsZero() && p.V > math.Max(1, 3*baseEv) {
+				evStart = p.T
+			}
+		}
+		if peakEv <= 0 || evStart.IsZero() {
+			continue
+		}
+		// Memory against maxmemory.
+		usedPct := 0.0
+		if maxPs := in.series["max"]; len(maxPs) > 0 {
+			if mx, ok := lastPoint(maxPs); ok && mx.V > 0 {
+				for _, p := range inWindow(in.series["used"], w.Start, w.End) {
+					usedPct = math.Max(usedPct, p.V/mx.V)
+				}
+			}
+		}
+		// Hit ratio, baseline against its lowest in the window.
+		ratioAt := func(from, to time.Time, worst bool) (float64, bool) {
+			hits, misses := in.series["hits"], in.series["misses"]
+			if len(hits) == 0 || len(misses) == 0 {
+				return 0, false
+			}
+			mByT := map[time.Time]float64{}
+			for _, p := range misses {
+				mByT[p.T] += p.V
+			}
+			var rs []float64
+			for _, p := range hits {
+				if p.T.Before(from) || !p.T.Before(to) {
+					continue
+				}
+				if m, ok := mByT[p.T]; ok && p.V+m > 0 {
+					rs = append(rs, p.V/(p.V+m))
+				}
+			}
+			if len(rs) == 0 {
+				return 0, false
+			}
+			sort.Float64s(rs)
+			if worst {
+				return rs[min(len(rs)-1, len(rs)/10)], true
+			}
+			return rs[len(rs)/2], true
+		}
+		hrBase, okB := ratioAt(w.BaselineStart, w.Start, false)
+		hrLow, okL := ratioAt(w.Start, w.End.Add(time.Second), true)
+		hitFell := okB && okL && hrBase-hrLow >= 0.15
+		atMax := usedPct >= 0.95
+		if !atMax && !hitFell {
+			continue
+		}
+		f := Finding{Kind: KindCacheFull, Subject: name, Object: "cache " + name, Namespace: in.ns, Time: evStart,
+			Severity: SevCritical, Weight: 0.85, Source: SrcMetrics}
+		if atMax && hitFell {
+			f.Weight = 0.95
+		}
+		var parts []string
+		if atMax {
+			parts = append(parts, fmt.Sprintf("memory at %.0f%% of maxmemory", 100*usedPct))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("cache %s: used memory reached %.0f%% of its maxmemory", name, 100*usedPct))
+			f.setFact("used_pct", fmt.Sprintf("%.0f%%", 100*usedPct))
+		}
+		f.Evidence = append(f.Evidence, fmt.Sprintf("cache %s: evictions rose from %s to %s keys/s (from %s)", name, formatValue(baseEv, ""), formatValue(peakEv, ""), ts(evStart)))
+		f.setFact("evictions", fmt.Sprintf("%.0f keys/s", peakEv))
+		parts = append(parts, fmt.Sprintf("evicting ~%.0f keys/s", peakEv))
+		if okB && okL {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("cache %s: hit ratio fell from %.0f%% to %.0f%% (keyspace hits/(hits+misses))", name, 100*hrBase, 100*hrLow))
+			f.setFact("hit_ratio", fmt.Sprintf("%.0f%% → %.0f%%", 100*hrBase, 100*hrLow))
+			if hitFell {
+				parts = append(parts, fmt.Sprintf("hit ratio %.0f%% → %.0f%%", 100*hrBase, 100*hrLow))
+			}
+		}
+		f.Summary = fmt.Sprintf("cache %s saturated: %s", name, strings.Join(parts, ", "))
+		out = append(out, f)
+	}
+	return out
 }

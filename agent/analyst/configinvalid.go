@@ -8,8 +8,8 @@ import (
 
 // A configuration file the application cannot parse (a YAML, JSON or TOML
 // error in a ConfigMap, an invalid setting): it exits at start-up, so its
-// pods crash-loop. Found in the crashed container's log (configCrash in
-// k8s.go) and in any log's lines.
+// pods crash-loop. Found in the crashed container's log (configCrash,
+// below) and in any log's lines.
 var configInvalid = &mechanism{
 	kind:  KindConfigInvalid,
 	class: classCause,

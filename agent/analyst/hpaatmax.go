@@ -11,19 +11,22 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/tools"
 )
 
 // An autoscaler pinned at its maxReplicas: the service cannot add capacity
 // while its load keeps rising, so its pods saturate and requests queue.
-// It is found in the kube-state-metrics series (DetectHPA, capacity.go)
+// It is found in the kube-state-metrics series (DetectHPA, below)
 // and in the HPA objects a pod's description relates to its workload
 // (describe_pod): current replicas at maxReplicas, or a ScalingLimited
 // condition capping the desired count at the maximum.
 var hpaMax = &mechanism{
-	kind:  KindHPAMax,
-	class: classCause,
-	label: "autoscaler at maximum replicas (capacity)",
+	kind:    KindHPAMax,
+	class:   classCause,
+	label:   "autoscaler at maximum replicas (capacity)",
+	metrics: DetectHPA,
 	event: func(e *corev1.Event) (float64, bool) {
 		if e.Reason == "ScalingLimited" {
 			return 0.7, true
@@ -235,4 +238,159 @@ func hpaMetrics(h *autoscalingv2.HorizontalPodAutoscaler) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// isHPAMetric reports whether a metric is a kube-state-metrics autoscaler
+// series the HPA detector reads.
+func isHPAMetric(n string) bool {
+	n = strings.ToLower(n)
+	if !strings.HasPrefix(n, "kube_horizontalpodautoscaler_") && !strings.HasPrefix(n, "kube_hpa_") {
+		return false
+	}
+	return strings.Contains(n, "current_replicas") || strings.Contains(n, "max_replicas") || strings.Contains(n, "status_condition") || strings.Contains(n, "desired_replicas")
+}
+
+// hpaName is the autoscaler a series is about.
+func hpaName(l evidence.Labels) string {
+	for _, k := range []string{"horizontalpodautoscaler", "hpa", "scaletargetref_name"} {
+		if v := l[k]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// DetectHPA finds autoscalers whose current replicas reached their
+// maxReplicas (kube_horizontalpodautoscaler_* series) and are still there
+// at the end of the window: the service cannot add capacity. The demand
+// (request rate of the same service) is measured against the baseline.
+func DetectHPA(sets []MetricSet, w Window) []Finding {
+	type hpa struct {
+		ns, name string
+		current  []evidence.Point
+		max      float64
+		limited  []evidence.Point
+	}
+	by := map[string]*hpa{}
+	var order []string
+	get := func(l evidence.Labels) *hpa {
+		name := hpaName(l)
+		if name == "" {
+			return nil
+		}
+		k := l["namespace"] + "/" + name
+		h := by[k]
+		if h == nil {
+			h = &hpa{ns: l["namespace"], name: name}
+			by[k] = h
+			order = append(order, k)
+		}
+		return h
+	}
+	for _, ms := range sets {
+		n := strings.ToLower(ms.Name)
+		if !isHPAMetric(n) {
+			continue
+		}
+		for _, s := range ms.Series {
+			h := get(s.Labels)
+			if h == nil {
+				continue
+			}
+			pts := inWindow(s.Points, w.BaselineStart, w.End)
+			switch {
+			case strings.Contains(n, "current_replicas"):
+				h.current = pts
+			case strings.Contains(n, "max_replicas"):
+				if p, ok := lastPoint(pts); ok {
+					h.max = p.V
+				}
+			case strings.Contains(n, "status_condition"):
+				if strings.EqualFold(s.Labels["condition"], "ScalingLimited") && strings.EqualFold(s.Labels["status"], "true") {
+					h.limited = pts
+				}
+			}
+		}
+	}
+	var out []Finding
+	for _, k := range order {
+		h := by[k]
+		last, ok := lastPoint(h.current)
+		if !ok || h.max <= 0 || last.V < h.max {
+			continue
+		}
+		// When it reached the maximum (and stayed), and when scaling began.
+		reached := last.T
+		for i := len(h.current) - 1; i >= 0 && h.current[i].V >= h.max; i-- {
+			reached = h.current[i].T
+		}
+		first := h.current[0]
+		onset := reached
+		for _, p := range h.current {
+			if p.V > first.V {
+				onset = p.T
+				break
+			}
+		}
+		f := Finding{Kind: KindHPAMax, Subject: h.name, Object: "hpa " + h.ns + "/" + h.name, Namespace: h.ns, Time: onset,
+			Severity: SevCritical, Weight: 0.92, Source: SrcMetrics}
+		if first.V >= h.max {
+			// At its maximum all along: a standing limit, not what changed.
+			f.Weight, f.Severity = 0.6, SevWarning
+		}
+		f.Evidence = append(f.Evidence, fmt.Sprintf("HPA %s/%s: current replicas %.0f = maxReplicas %.0f since %s (from %.0f replicas at %s; kube_horizontalpodautoscaler_status_current_replicas)",
+			h.ns, h.name, last.V, h.max, ts(reached), first.V, ts(first.T)))
+		for _, p := range h.limited {
+			if p.V >= 1 {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("HPA %s/%s condition ScalingLimited=True since %s: the desired replica count is capped at maxReplicas", h.ns, h.name, ts(p.T)))
+				f.setFact("scaling_limited", "true")
+				break
+			}
+		}
+		f.Summary = fmt.Sprintf("HPA %s at its maximum of %.0f replicas since %s (from %.0f)", h.name, h.max, hm(reached), first.V)
+		f.setFact("max_replicas", fmt.Sprintf("%.0f", h.max))
+		f.setFact("from_replicas", fmt.Sprintf("%.0f", first.V))
+		f.setFact("reached_max", ts(reached))
+		if before, peak, name, ok := demandOf(sets, h.name, w); ok && before > 0 && peak >= 1.5*before {
+			f.setFact("load_factor", fmt.Sprintf("%.0f×", peak/before))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("request rate of %s (%s) rose ~%.0f× from %s to %s", h.name, name, peak/before, formatValue(before, "/s"), formatValue(peak, "/s")))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// demandOf is the request rate of a service: the baseline median and the
+// incident peak of the sum of its request series.
+func demandOf(sets []MetricSet, subject string, w Window) (before, peak float64, name string, ok bool) {
+	for _, ms := range sets {
+		if ms.Class != MetricRequests {
+			continue
+		}
+		sum := map[time.Time]float64{}
+		for _, s := range ms.Series {
+			if !strings.EqualFold(SubjectOfLabels(s.Labels), subject) {
+				continue
+			}
+			for _, p := range s.Points {
+				sum[p.T] += p.V
+			}
+		}
+		if len(sum) == 0 {
+			continue
+		}
+		var base []float64
+		for t, v := range sum {
+			if t.Before(w.Start) {
+				base = append(base, v)
+			} else if v > peak {
+				peak = v
+			}
+		}
+		if len(base) == 0 {
+			continue
+		}
+		return analysis.Median(base), peak, ms.Name, true
+	}
+	return 0, 0, "", false
 }

@@ -1,11 +1,9 @@
 package analyst
 
 import (
-	"fmt"
 	"math"
 	"regexp"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -145,114 +143,4 @@ func mean(v []float64) float64 {
 		s += x
 	}
 	return s / float64(len(v))
-}
-
-// DetectConnLeak finds connection leaks: the connections a service holds
-// (its pool's connections in use, the database's sessions idle in
-// transaction) climbing steadily while its request rate stays flat. Held
-// connections that grow without load are not returned to the pool (a
-// transaction left open, a connection not closed on an error path) and
-// end at max_connections or pool exhaustion.
-func DetectConnLeak(sets []MetricSet, w Window) []Finding {
-	type cand struct {
-		subject, ns, metric, state string
-		c                          Climb
-		db                         bool
-	}
-	var cands []cand
-	for _, ms := range sets {
-		if !leakMetricRE.MatchString(ms.Name) || strings.Contains(strings.ToLower(ms.Name), "max") {
-			continue
-		}
-		isPG := strings.Contains(strings.ToLower(ms.Name), "pg_stat_activity")
-		groups := map[string][]evidence.Series{}
-		nss := map[string]string{}
-		var order []string
-		for _, s := range ms.Series {
-			state := s.Labels["state"]
-			// Of a database's sessions, those idle in a transaction are
-			// the ones a leak holds; active and idle ones come and go.
-			if isPG && !strings.HasPrefix(strings.ToLower(state), "idle in transaction") {
-				continue
-			}
-			subj := SubjectOfLabels(s.Labels)
-			if isPG {
-				subj = orWord(DependencyName(s.Labels["instance"]), orWord(s.Labels["datname"], "database"))
-			}
-			if subj == "" {
-				continue
-			}
-			if _, ok := groups[subj]; !ok {
-				order = append(order, subj)
-			}
-			groups[subj] = append(groups[subj], s)
-			nss[subj] = s.Labels["namespace"]
-		}
-		for _, subj := range order {
-			c, ok := SteadyClimb(sumSeries(groups[subj], w), 10)
-			if !ok {
-				continue
-			}
-			st := ""
-			if isPG {
-				st = "idle in transaction"
-			}
-			cands = append(cands, cand{subj, nss[subj], ms.Name, st, c, isPG})
-		}
-	}
-	if len(cands) == 0 {
-		return nil
-	}
-	var out []Finding
-	var dbs []cand
-	for _, c := range cands {
-		if c.db {
-			dbs = append(dbs, c)
-		}
-	}
-	for _, c := range cands {
-		if c.db && len(dbs) < len(cands) {
-			continue // told as evidence of the services' leaks
-		}
-		weight := 0.75
-		ratio, ok := requestRatio(sets, c.subject, c.c, w)
-		switch {
-		case ok && ratio >= 2:
-			continue // load rose with it: not a leak
-		case ok && ratio < 1.5:
-			weight = 0.9
-		}
-		what := "database connections in use"
-		if c.state != "" {
-			what = "database connections idle in transaction"
-		}
-		f := Finding{Kind: KindConnLeak, Subject: c.subject, Object: SrcMetrics + " " + c.metric, Namespace: c.ns, Time: c.c.Start.Add(time.Minute),
-			Severity: SevCritical, Weight: weight, Source: SrcMetrics}
-		f.Summary = fmt.Sprintf("connection leak in %s: %s climb steadily from %.0f to %.0f (%s to %s)", c.subject, what, c.c.Low, c.c.Peak, hm(c.c.Start), hm(c.c.End))
-		f.Evidence = []string{fmt.Sprintf("%s of %s climbed steadily from %.0f at %s to %.0f at %s", c.metric, c.subject, c.c.Low, ts(c.c.Start), c.c.Peak, ts(c.c.End))}
-		if ok {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("the request rate of %s stayed flat meanwhile (×%.1f): the connections are held, not used by more load", c.subject, ratio))
-		}
-		for _, d := range dbs {
-			if d.subject == c.subject {
-				continue
-			}
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s{state=\"idle in transaction\"} of %s climbed steadily from %.0f at %s to %.0f at %s", d.metric, d.subject, d.c.Low, ts(d.c.Start), d.c.Peak, ts(d.c.End)))
-			f.Related = append(f.Related, d.subject)
-			f.setFact("idle_in_transaction", fmt.Sprintf("%.0f", d.c.Peak))
-			f.Time = earliest(f.Time, d.c.Start.Add(time.Minute))
-		}
-		if c.state != "" {
-			f.setFact("idle_in_transaction", fmt.Sprintf("%.0f", c.c.Peak))
-		}
-		f.setFact("metric", c.metric)
-		f.setFact("low", fmt.Sprintf("%.0f", c.c.Low))
-		f.setFact("peak", fmt.Sprintf("%.0f", c.c.Peak))
-		f.setFact("since", ts(c.c.Start))
-		if ok {
-			f.setFact("request_ratio", fmt.Sprintf("%.1f", ratio))
-		}
-		out = append(out, f)
-	}
-	return out
 }

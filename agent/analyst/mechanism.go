@@ -52,6 +52,10 @@ type mechanism struct {
 	// last lines.
 	fromCrash func(crash Finding, c *containerState) (Finding, bool)
 
+	// metrics derives findings from metric series beyond a shift from
+	// their baseline (an autoscaler at its maximum, a backlog growing, a
+	// certificate near its expiry), within DetectMetrics.
+	metrics func(sets []MetricSet, w Window) []Finding
 	// objects judges cluster objects other than pods and events (a
 	// deployment's rollout, a service's endpoints).
 	objects func(ev *K8sEvidence, w Window) []Finding

@@ -1,9 +1,10 @@
 package analyst
 
-// mechanisms lists every cause with its own home (one file each). The
-// causes not yet moved here are still described by the kinds table
-// (types.go), the log rules (logs.go) and the playbook's switches
-// (playbook.go), which remain the fallback until they are empty.
+// mechanisms lists every cause with its own home (one file each), in the
+// order the engine asks them. What is left outside is general: the metric
+// kinds of a shift from the baseline (error rate, latency, saturation,
+// restarts, targets down) and the changes, described by the playbook's
+// fallback (playbook.go).
 var mechanisms = []*mechanism{
 	fdExhaustion,
 	clockSkew,
@@ -52,4 +53,6 @@ var mechanisms = []*mechanism{
 	appCrash,
 	crashLoop,
 	logErrors,
+	jobOverlap,
+	loadSurge,
 }

@@ -372,13 +372,11 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 		out = append(out, *best[k])
 	}
 	out = append(out, DetectMemoryGrowth(sets, w)...)
-	out = append(out, DetectHPA(sets, w)...)
-	out = append(out, DetectCertExpiry(sets, w)...)
-	out = append(out, DetectBacklog(sets, w)...)
-	out = append(out, DetectJobOverlap(sets, w)...)
-	out = append(out, DetectLoadSurge(sets, w)...)
-	out = append(out, DetectConnLeak(sets, w)...)
-	out = append(out, DetectCacheSaturation(sets, w)...)
+	for _, m := range mechanisms {
+		if m.metrics != nil {
+			out = append(out, m.metrics(sets, w)...)
+		}
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out
 }
@@ -709,4 +707,42 @@ func valueNear(ps []evidence.Point, t time.Time) (float64, bool) {
 		return 0, false
 	}
 	return ps[best].V, true
+}
+
+func lastPoint(ps []evidence.Point) (evidence.Point, bool) {
+	if len(ps) == 0 {
+		return evidence.Point{}, false
+	}
+	return ps[len(ps)-1], true
+}
+
+func inWindow(ps []evidence.Point, from, to time.Time) []evidence.Point {
+	var out []evidence.Point
+	for _, p := range ps {
+		if (from.IsZero() || !p.T.Before(from)) && (to.IsZero() || !p.T.After(to)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func firstLabel(l evidence.Labels, keys ...string) string {
+	for _, k := range keys {
+		if v := l[k]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func humanDuration(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.0f days", math.Floor(d.Hours()/24))
+	case d >= 24*time.Hour:
+		return fmt.Sprintf("1 day %.0f h", d.Hours()-24)
+	case d >= time.Hour:
+		return fmt.Sprintf("%.0f h", d.Hours())
+	}
+	return fmt.Sprintf("%.0f min", d.Minutes())
 }

@@ -1,0 +1,42 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+func TestLoadSurgeNamesOOMTrigger(t *testing.T) {
+	w := testWindow()
+	surge := w.Start.Add(10 * time.Minute)
+	conns := wseries(w, evidence.Labels{"pod": "presence-gateway-6c9d7f5b8k-4wrnm", "namespace": "rt"}, func(t time.Time) float64 {
+		if t.Before(surge) {
+			return 3000
+		}
+		return 13500
+	})
+	flat := wseries(w, evidence.Labels{"service": "search"}, func(time.Time) float64 { return 100 })
+	sets := []MetricSet{
+		{Name: "presence_ws_connections_active", Class: MetricSaturation, Series: []evidence.Series{conns}},
+		{Name: "http_requests_total", Class: MetricRequests, Unit: "/s", Series: []evidence.Series{flat}},
+	}
+	fs := DetectLoadSurge(sets, w)
+	if len(fs) != 1 || fs[0].Subject != "presence-gateway" || fs[0].fact("ratio") != "4.5" {
+		t.Fatalf("load surge findings: %+v", fs)
+	}
+	oom := Finding{Kind: KindOOMKilled, Subject: "presence-gateway", Object: "pod rt/presence-gateway-6c9d7f5b8k-4wrnm", Time: surge.Add(8 * time.Minute),
+		Weight: 0.95, Source: SrcKubernetes, Facts: map[string]string{"memory_limit": "1Gi"}}
+	a := Reason([]Finding{oom, fs[0]}, Scope{Service: "presence-gateway", Window: w})
+	d := describe(a.Hypotheses[0], Scope{})
+	if !strings.Contains(d, "load surge") || !strings.Contains(d, "4.5× connections") {
+		t.Errorf("OOM description should name the connection surge: %s", d)
+	}
+	for name, want := range map[string]bool{"presence_ws_connections_active": true, "http_requests_total": true, "db_pool_active_connections": false,
+		"http_request_errors_total": false, "redis_connected_clients": true, "nginx_ingress_controller_request_duration_seconds_sum": false} {
+		if got := IsLoadMetric(name); got != want {
+			t.Errorf("IsLoadMetric(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
