@@ -4,6 +4,10 @@
 // log lines share one system call instead of one each, and no request waits
 // for the terminal, journal or disk behind stderr.
 //
+// The goroutine gathers lines for up to BatchDelay after the first one
+// before it writes, so that a busy server makes a few hundred write calls a
+// second rather than one per request or two.
+//
 // Nothing is ever dropped: when more than the buffer limit is waiting, Write
 // blocks until the background write has caught up (back-pressure instead of
 // loss), Flush waits until everything written so far has reached the
@@ -14,11 +18,19 @@ package logwriter
 import (
 	"io"
 	"sync"
+	"time"
 )
 
 // DefaultLimit is the amount of pending output, in bytes, beyond which
 // Write waits for the background write.
 const DefaultLimit = 1 << 20
+
+// BatchDelay is how long the background goroutine waits after waking for
+// a line before it writes what has accumulated: a log line reaches the
+// output at most about this much later than without the wait, and Flush
+// and Close may wait this much longer. A batch that reaches half the limit
+// is written at once.
+const BatchDelay = 2 * time.Millisecond
 
 // Writer is an asynchronous buffered writer. Create it with New; it is safe
 // for concurrent use. Each Write's bytes reach the output contiguously and
@@ -26,6 +38,7 @@ const DefaultLimit = 1 << 20
 type Writer struct {
 	out   io.Writer
 	limit int
+	delay time.Duration
 
 	mu       sync.Mutex
 	cond     *sync.Cond // signalled when a background write completes
@@ -37,6 +50,7 @@ type Writer struct {
 	closed   bool // the loop has exited; writes go straight to out
 	err      error
 	wake     chan struct{}
+	hurry    chan struct{} // ends the batch delay early (Flush, Close, a full batch)
 	loopDone chan struct{}
 }
 
@@ -47,7 +61,8 @@ func New(out io.Writer) *Writer { return NewLimit(out, DefaultLimit) }
 // NewLimit is New with a pending-bytes limit (at least 4 KiB).
 func NewLimit(out io.Writer, limit int) *Writer {
 	limit = max(limit, 4<<10)
-	w := &Writer{out: out, limit: limit, wake: make(chan struct{}, 1), loopDone: make(chan struct{})}
+	w := &Writer{out: out, limit: limit, delay: BatchDelay, wake: make(chan struct{}, 1),
+		hurry: make(chan struct{}, 1), loopDone: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.loop()
 	return w
@@ -74,6 +89,9 @@ func (w *Writer) Write(p []byte) (int, error) {
 	case w.wake <- struct{}{}:
 	default:
 	}
+	if len(w.pending) >= w.limit/2 {
+		w.signalHurry()
+	}
 	if err := w.err; err != nil {
 		w.err = nil
 		return len(p), err
@@ -84,6 +102,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 // loop writes whatever is pending, one write call per batch, until Close.
 func (w *Writer) loop() {
 	defer close(w.loopDone)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		w.mu.Lock()
 		for len(w.pending) == 0 && !w.closing {
@@ -96,6 +116,17 @@ func (w *Writer) loop() {
 			w.cond.Broadcast()
 			w.mu.Unlock()
 			return
+		}
+		if !w.closing && len(w.pending) < w.limit/2 {
+			// Let more lines join this batch.
+			w.mu.Unlock()
+			timer.Reset(w.delay)
+			select {
+			case <-timer.C:
+			case <-w.hurry:
+				timer.Stop()
+			}
+			w.mu.Lock()
 		}
 		w.pending, w.spare = w.spare[:0], w.pending
 		w.writing = true
@@ -130,6 +161,7 @@ func (w *Writer) Flush() error {
 	}
 	if len(w.pending) > 0 {
 		need++
+		w.signalHurry()
 	}
 	for w.written < need && !w.closed {
 		w.cond.Wait()
@@ -150,10 +182,19 @@ func (w *Writer) Close() error {
 	case w.wake <- struct{}{}:
 	default:
 	}
+	w.signalHurry()
 	<-w.loopDone
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	err := w.err
 	w.err = nil
 	return err
+}
+
+// signalHurry ends a batch delay in progress, or the next one.
+func (w *Writer) signalHurry() {
+	select {
+	case w.hurry <- struct{}{}:
+	default:
+	}
 }

@@ -2,12 +2,16 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -137,7 +141,7 @@ func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 	if info := infoFrom(r.Context()); info != nil && info.local {
 		return localPrincipal(), nil
 	}
-	if len(r.Header.Values("Authorization")) > 1 {
+	if len(r.Header["Authorization"]) > 1 {
 		return nil, db.Errorf(db.EINVALID, "the request has more than one Authorization header; send exactly one")
 	}
 	p, err := s.verifyBearer(r)
@@ -202,11 +206,15 @@ func peerAddr(remote string) netip.Addr {
 }
 
 func (s *Server) verifyBearer(r *http.Request) (*Principal, error) {
-	raw, ok := bearerToken(r.Header.Get("Authorization"))
+	var authz string
+	if v := r.Header["Authorization"]; len(v) > 0 {
+		authz = v[0]
+	}
+	raw, ok := bearerToken(authz)
 	if !ok {
 		// Without an Authorization header, the console's session cookie
 		// (oidc.go) may authenticate the request.
-		if r.Header.Get("Authorization") == "" {
+		if authz == "" {
 			if p, handled, err := s.cookiePrincipal(r); handled {
 				return p, err
 			}
@@ -389,6 +397,22 @@ func (s *Server) getAuthMe(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if err != nil {
 		return err
 	}
+	if e := s.authMe.get(p, org); e != nil {
+		writeJSONBytes(w, http.StatusOK, e.body, e.length)
+		return nil
+	}
+	b, err := json.Marshal(authMeOf(p, org))
+	if err != nil {
+		return fmt.Errorf("encoding response: %w", err)
+	}
+	b = append(b, '\n')
+	e := s.authMe.put(p, org, b)
+	writeJSONBytes(w, http.StatusOK, e.body, e.length)
+	return nil
+}
+
+// authMeOf is the /auth/me answer for p in org.
+func authMeOf(p *Principal, org string) authMe {
 	me := authMe{
 		AuthKind:    p.Kind,
 		OrgID:       org,
@@ -426,7 +450,58 @@ func (s *Server) getAuthMe(w http.ResponseWriter, r *http.Request, _ httprouter.
 			me.Email = &p.Email
 		}
 	}
-	return writeJSON(w, http.StatusOK, me)
+	return me
+}
+
+// authMeCache keeps the encoded /auth/me answer per principal id. The
+// answer is a function of the principal's fields and the org name alone,
+// and an entry is used only when all of them equal the request's (a
+// token's permissions or name changed, or another principal with the same
+// id, gets a fresh answer), so a cached answer is always the one
+// authMeOf would encode. Authentication itself is never cached here.
+type authMeCache struct {
+	mu      sync.RWMutex
+	entries map[string]*authMeEntry
+}
+
+// maxAuthMeEntries bounds the cache; it is emptied when full.
+const maxAuthMeEntries = 4096
+
+type authMeEntry struct {
+	p      Principal // a copy, never modified
+	org    string
+	body   []byte // the answer with its newline
+	length string // len(body) in decimal
+}
+
+func (c *authMeCache) get(p *Principal, org string) *authMeEntry {
+	c.mu.RLock()
+	e := c.entries[p.ID]
+	c.mu.RUnlock()
+	if e == nil || e.org != org || !samePrincipal(&e.p, p) {
+		return nil
+	}
+	return e
+}
+
+func (c *authMeCache) put(p *Principal, org string, body []byte) *authMeEntry {
+	cp := *p
+	cp.Permissions = slices.Clone(p.Permissions)
+	e := &authMeEntry{p: cp, org: org, body: body, length: strconv.Itoa(len(body))}
+	c.mu.Lock()
+	if c.entries == nil || len(c.entries) >= maxAuthMeEntries {
+		c.entries = make(map[string]*authMeEntry)
+	}
+	c.entries[p.ID] = e
+	c.mu.Unlock()
+	return e
+}
+
+// samePrincipal reports whether a and b have equal fields.
+func samePrincipal(a, b *Principal) bool {
+	return a.ID == b.ID && a.Kind == b.Kind && a.Team == b.Team && a.Email == b.Email &&
+		a.Subject == b.Subject && a.Name == b.Name && slices.Equal(a.Permissions, b.Permissions) &&
+		(a.Permissions == nil) == (b.Permissions == nil)
 }
 
 // orgName returns the organization root's name. It is fixed once the org

@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -546,6 +549,84 @@ func TestClientKey(t *testing.T) {
 	for _, tt := range tests {
 		if got := clientKey(tt.in); got != tt.want {
 			t.Errorf("clientKey(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// changingVerifier authenticates one JWT as whatever principal it holds at
+// the time: the same id with other fields, as when a person's groups,
+// name or e-mail change between two sign-ins.
+type changingVerifier struct{ p atomic.Pointer[Principal] }
+
+func (v *changingVerifier) Verify(context.Context, string) (*Principal, error) {
+	p := *v.p.Load()
+	p.Permissions = slices.Clone(p.Permissions)
+	return &p, nil
+}
+
+// TestAuthMeAnswerFollowsPrincipal checks that the /auth/me answer, kept
+// encoded per principal id, is always the encoding of the request's own
+// principal: any field that changes under the same id changes the answer.
+func TestAuthMeAnswerFollowsPrincipal(t *testing.T) {
+	v := &changingVerifier{}
+	h := newHarness(t, func(c *Config) { c.JWTVerifier = v })
+	const jwt = "raw:Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJib2IifQ.c2ln"
+	base := Principal{ID: "oidc:bob", Kind: KindOIDC, Subject: "bob", Name: "Bob", Email: "bob@example.com",
+		Permissions: []string{db.PermTeamRead}}
+	steps := []func(p *Principal){
+		func(p *Principal) {},
+		func(p *Principal) {}, // unchanged: the kept answer
+		func(p *Principal) { p.Name = "Robert" },
+		func(p *Principal) { p.Email = "" },
+		func(p *Principal) { p.Permissions = []string{db.PermTeamRead, db.PermTeamWrite} },
+		func(p *Principal) { p.Permissions = nil },
+		func(p *Principal) { p.Team = "payments" },
+		func(p *Principal) { p.Subject = "" },
+		func(p *Principal) { p.Kind = "" }, // the verifier's default kind (OIDC) again
+		func(p *Principal) { p.Permissions = []string{db.PermAdminRead} },
+	}
+	p := base
+	for i, change := range steps {
+		change(&p)
+		v.p.Store(&p)
+		r := h.do(req{path: "/api/v1/auth/me", token: jwt})
+		if r.status != 200 {
+			t.Fatalf("step %d: status %d: %s", i, r.status, r.body)
+		}
+		want := p
+		if want.Kind == "" {
+			want.Kind = KindOIDC
+		}
+		b, err := json.Marshal(authMeOf(&want, "acme"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(r.body); got != string(b)+"\n" {
+			t.Errorf("step %d: answer\n%s\nwant\n%s", i, got, b)
+		}
+		if n := r.header.Get("Content-Length"); n != strconv.Itoa(len(b)+1) {
+			t.Errorf("step %d: Content-Length %s for %d bytes", i, n, len(b)+1)
+		}
+		p = *v.p.Load()
+	}
+}
+
+// TestHeaderValuesStayApart checks that header values taken from the
+// response writer's backing array never share storage: adding a value to
+// one header leaves the next one as it was.
+func TestHeaderValuesStayApart(t *testing.T) {
+	rec := httptest.NewRecorder()
+	rw := &responseWriter{ResponseWriter: rec}
+	for i := range len(rw.values) + 2 { // past the array: ordinary slices
+		setHeader(rw, "X-A"+strconv.Itoa(i), "a"+strconv.Itoa(i))
+	}
+	for i := range len(rw.values) + 2 {
+		rw.Header().Add("X-A"+strconv.Itoa(i), "added")
+	}
+	for i := range len(rw.values) + 2 {
+		got := rw.Header().Values("X-A" + strconv.Itoa(i))
+		if want := []string{"a" + strconv.Itoa(i), "added"}; !slices.Equal(got, want) {
+			t.Errorf("X-A%d = %q, want %q", i, got, want)
 		}
 	}
 }

@@ -25,8 +25,11 @@ type encodedBody struct {
 	body   []byte // the identity body, without the trailing newline
 	wire   []byte // body and its newline, written in one call
 	etag   string // quoted strong entity tag of the identity body
+	length string // len(wire) in decimal
 	gzOnce sync.Once
 	gz     []byte // gzip of body + "\n"
+	gzTag  string // gzipETag
+	gzLen  string // len(gz) in decimal
 }
 
 // gzipETag is the entity tag of the gzip representation: another
@@ -40,6 +43,7 @@ func (e *encodedBody) gzipped() []byte {
 		_, _ = zw.Write(e.wire)
 		_ = zw.Close()
 		e.gz = buf.Bytes()
+		e.gzLen = strconv.Itoa(len(e.gz))
 	})
 	return e.gz
 }
@@ -69,6 +73,8 @@ func (c *bodyCache) get(key string, b []byte) *encodedBody {
 	sum := sha256.Sum256(b)
 	e = &encodedBody{body: b, wire: append(b[:len(b):len(b)], '\n'),
 		etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`}
+	e.length = strconv.Itoa(len(e.wire))
+	e.gzTag = e.gzipETag()
 	c.mu.Lock()
 	if _, ok := c.entries[key]; !ok && len(c.entries) >= c.max {
 		for k := range c.entries {
@@ -86,29 +92,27 @@ func (c *bodyCache) get(key string, b []byte) *encodedBody {
 // accepts it, the identity body otherwise.
 func writeCachedJSON(w http.ResponseWriter, r *http.Request, c *bodyCache, key string, b []byte) error {
 	e := c.get(key, b)
-	h := w.Header()
-	h.Set("Vary", "Accept-Encoding")
-	h.Set("Cache-Control", "private, no-cache")
-	gz := len(b) >= minGzipSize && acceptsGzip(r.Header.Values("Accept-Encoding"))
+	// Every value here is computed once per body; header keys are given in
+	// canonical form (setHeader).
+	setHeader(w, "Vary", "Accept-Encoding")
+	setHeader(w, "Cache-Control", "private, no-cache")
+	gz := len(b) >= minGzipSize && acceptsGzip(r.Header["Accept-Encoding"])
 	etag := e.etag
 	if gz {
-		etag = e.gzipETag()
+		etag = e.gzTag
 	}
-	h.Set("ETag", etag)
-	if inm := r.Header.Values("If-None-Match"); len(inm) > 0 && etagMatches(inm, e.etag, e.gzipETag()) {
+	setHeader(w, "Etag", etag)
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatches(inm, e.etag, e.gzTag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	body := e.wire
 	if gz {
-		body = e.gzipped()
-		h.Set("Content-Encoding", "gzip")
+		setHeader(w, "Content-Encoding", "gzip")
+		gzBody := e.gzipped() // sets e.gzLen
+		writeJSONBytes(w, http.StatusOK, gzBody, e.gzLen)
+		return nil
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	writeJSONBytes(w, http.StatusOK, e.wire, e.length)
 	return nil
 }
 

@@ -177,7 +177,11 @@ func lineageKey(lin []db.NodeConfig) string {
 
 func (s *Server) getEffectiveConfig(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	// The hot path: no node lookup beyond the cache's own check.
-	team, err := teamScope(PrincipalFrom(r.Context()), r.URL.Query().Get("team"))
+	var requested string
+	if r.URL.RawQuery != "" {
+		requested = r.URL.Query().Get("team")
+	}
+	team, err := teamScope(PrincipalFrom(r.Context()), requested)
 	if err != nil {
 		return err
 	}

@@ -190,11 +190,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 		return fmt.Errorf("encoding response: %w", err)
 	}
 	b = append(b, '\n')
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("X-Content-Type-Options", "nosniff")
+	writeJSONBytes(w, status, b, strconv.Itoa(len(b)))
+	return nil
+}
+
+// writeJSONBytes writes b, encoded JSON ending with its newline, as
+// writeJSON would; length is len(b) in decimal (a cached answer keeps it).
+func writeJSONBytes(w http.ResponseWriter, status int, b []byte, length string) {
+	setHeader(w, "Content-Type", "application/json")
+	setHeader(w, "Content-Length", length)
+	setHeader(w, "X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-	return nil
 }

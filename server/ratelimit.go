@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rootcause/rootcause/db"
@@ -52,6 +53,11 @@ type rateLimiter struct {
 	now    func() time.Time
 	limits map[rateClass]int // per minute; negative: unlimited
 	max    int
+	// limitText is each class's limit as sent in X-RateLimit-Limit.
+	limitText [rateAuthFailure + 1]string
+	// resetText is the last X-RateLimit-Reset value formatted: requests
+	// within the same second share it.
+	resetText atomic.Pointer[unixText]
 
 	mu        sync.Mutex
 	buckets   map[bucketKey]*bucket
@@ -68,8 +74,30 @@ type bucket struct {
 	last   time.Time
 }
 
+// unixText is a Unix time and its decimal text.
+type unixText struct {
+	unix int64
+	text string
+}
+
 func newRateLimiter(now func() time.Time, max int, limits map[rateClass]int) *rateLimiter {
-	return &rateLimiter{now: now, limits: limits, max: max, buckets: make(map[bucketKey]*bucket)}
+	l := &rateLimiter{now: now, limits: limits, max: max, buckets: make(map[bucketKey]*bucket)}
+	for c, n := range limits {
+		if c >= 0 && int(c) < len(l.limitText) {
+			l.limitText[c] = strconv.Itoa(n)
+		}
+	}
+	return l
+}
+
+// resetHeader returns the decimal text of unix, formatted once per second.
+func (l *rateLimiter) resetHeader(unix int64) string {
+	if t := l.resetText.Load(); t != nil && t.unix == unix {
+		return t.text
+	}
+	t := &unixText{unix: unix, text: strconv.FormatInt(unix, 10)}
+	l.resetText.Store(t)
+	return t.text
 }
 
 // state is a bucket's view after refilling to now.
@@ -131,10 +159,13 @@ func (l *rateLimiter) charge(w http.ResponseWriter, id string, class rateClass) 
 	}
 	// Keys are written in canonical form directly: every authenticated
 	// request sets these three, and Header.Set would canonicalise each.
-	h := w.Header()
-	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(st.limit)}
-	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(st.remaining)}
-	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilUnix(st.reset), 10)}
+	limit := l.limitText[class]
+	if limit == "" {
+		limit = strconv.Itoa(st.limit)
+	}
+	setHeader(w, "X-Ratelimit-Limit", limit)
+	setHeader(w, "X-Ratelimit-Remaining", strconv.Itoa(st.remaining))
+	setHeader(w, "X-Ratelimit-Reset", l.resetHeader(ceilUnix(st.reset)))
 	if !st.allowed {
 		return WithRetryAfter(db.Errorf(db.ERATELIMITED, "rate limit exceeded: %d %s requests per minute", st.limit, class), st.retry)
 	}
