@@ -98,19 +98,35 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 	// symptom (latency, errors, saturation) of a subject whose deviation
 	// began well before the symptom, or was over by then, is an earlier
 	// episode's tail and weighs half.
+	examined := map[string]bool{}
+	for _, s := range in.Metrics {
+		examined[strings.ToLower(s.Service)] = true
+	}
+	for _, l := range in.Logs {
+		examined[strings.ToLower(l.Service)] = true
+	}
 	timing := map[string]localize.Candidate{}
 	for _, c := range res.Candidates {
 		timing[strings.ToLower(c.Subject)] = c
 	}
+	// A generic symptom of a service that localization, which read the
+	// same signals against their own noise and the symptom's onset, did
+	// not rank at all (the move was a fall where only a rise means
+	// trouble, a one-bin blip, or too small for the series) weighs half
+	// too.
 	for i := range found {
 		f := &found[i]
-		c, ok := timing[strings.ToLower(f.Subject)]
-		if !ok || (c.Timing != localize.TimingBefore && c.Timing != localize.TimingEnded) || strings.EqualFold(f.Subject, sc.Service) {
+		if k := f.Kind; strings.EqualFold(f.Subject, sc.Service) || k != KindLatency && k != KindErrorRate && k != KindSaturation && k != KindLogErrors {
 			continue
 		}
-		if k := f.Kind; k == KindLatency || k == KindErrorRate || k == KindSaturation || k == KindLogErrors {
+		c, ok := timing[strings.ToLower(f.Subject)]
+		switch {
+		case ok && (c.Timing == localize.TimingBefore || c.Timing == localize.TimingEnded):
 			f.Weight *= 0.5
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: its deviation began at %s, %s (%s)", f.Subject, c.Onset.UTC().Format("15:04"), c.Timing, hm(res.SymptomOnset)))
+		case !ok && len(res.Candidates) > 0 && examined[strings.ToLower(f.Subject)]:
+			f.Weight *= 0.5
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: none of its own signals deviated from its own noise with the symptom (%s)", f.Subject, hm(res.SymptomOnset)))
 		}
 	}
 	out := found
@@ -129,7 +145,7 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		// The ranking's order holds: a runner-up weighs less than the
 		// leader whatever corroboration the reasoner adds. A caller whose
 		// calls to a dependency fail is left to the dependency findings.
-		w := math.Min(1, c.Score/100)
+		w := math.Min(1, math.Sqrt(c.Score/100))
 		if len(out) > len(found) {
 			w *= 0.6
 		}

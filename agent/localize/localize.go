@@ -209,8 +209,10 @@ type episode struct {
 	template string
 	lines    int
 	isNew    bool
-	// vol weighs a percentile by the requests behind it (1: enough).
-	vol float64
+	// vol weighs a percentile by the requests behind it (1: enough);
+	// hasVol says it was set.
+	vol    float64
+	hasVol bool
 }
 
 // Rank localizes: it returns candidates best first.
@@ -310,6 +312,7 @@ func Rank(in Input) Result {
 	}
 	volumeWeights(g, in.Metrics, eps, refEnd)
 	explainCallers(eps, in.Edges, in.Entry, ts, tol)
+	explainByOwnCalls(eps)
 	res.Candidates = combine(eps)
 	return res
 }
@@ -439,7 +442,7 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 
 // volume is the episode's weight for the requests behind it.
 func (ep *episode) volume() float64 {
-	if ep.vol <= 0 {
+	if !ep.hasVol {
 		return 1
 	}
 	return ep.vol
@@ -509,7 +512,7 @@ func volumeWeights(g *grid, ms []Series, eps []*episode, refEnd int) {
 			continue
 		}
 		tail := (1 - q) * r * g.w.Step.Seconds()
-		ep.vol = math.Min(1, math.Sqrt(tail/tailRequests))
+		ep.vol, ep.hasVol = math.Min(1, math.Sqrt(tail/tailRequests)), true
 		if ep.vol < 1 {
 			ep.note = joinNote(ep.note, fmt.Sprintf("a p%.0f over ~%.0f requests a bin", 100*q, r*g.w.Step.Seconds()))
 		}
@@ -521,6 +524,25 @@ func joinNote(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// explainByOwnCalls lowers the other log episodes of a service that logs
+// failing calls to another service (a rising error template naming it):
+// a code path it stopped or started taking then follows from the failing
+// dependency, as its own log says.
+func explainByOwnCalls(eps []*episode) {
+	failing := map[string]bool{}
+	for _, ep := range eps {
+		if ep.fromLogs && ep.dir > 0 && ep.s != nil && ep.s.Outbound && ep.factor > 0.2 {
+			failing[ep.subject] = true
+		}
+	}
+	for _, ep := range eps {
+		if ep.fromLogs && failing[ep.subject] && !(ep.s != nil && ep.s.Outbound) {
+			ep.factor *= 0.3
+			ep.note = joinNote(ep.note, "its own log reports failing calls to another service")
+		}
+	}
 }
 
 // combine groups episodes by subject into candidates.

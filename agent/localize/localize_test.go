@@ -333,3 +333,25 @@ func TestQuantileOf(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnLogExplains: a service whose own log reports failing calls to
+// another service does not lead with the code paths it stopped taking.
+func TestOwnLogExplains(t *testing.T) {
+	logs := []LogTemplate{
+		{Service: "web", Template: "info rendered page <*>", Counts: minutes(map[int]int{35: 300, 36: 310, 37: 3, 38: 2, 39: 2})},
+		{Service: "web", Template: "info health ok", Counts: minutes(map[int]int{35: 10, 36: 10, 37: 10, 38: 10, 39: 10})},
+		{Service: "web", Template: "error upstream catalog responded <*>", Error: true, Outbound: true, Counts: minutes(map[int]int{37: 50, 38: 52, 39: 49})},
+		{Service: "cart", Template: "info cart read <*>", Counts: minutes(map[int]int{35: 30, 36: 30, 37: 30, 38: 30, 39: 30})},
+		{Service: "cart", Template: "error cart store timeout <*>", Error: true, Counts: minutes(map[int]int{37: 2, 38: 1, 39: 1})},
+	}
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{entryLatency("ui")}, Logs: logs})
+	var order []string
+	for _, c := range res.Candidates {
+		if c.Subject != "ui" {
+			order = append(order, c.Subject)
+		}
+	}
+	if len(order) < 2 || order[0] != "cart" {
+		t.Fatalf("want cart (its own errors) before web (failing calls elsewhere): %v %+v", order, res.Candidates)
+	}
+}

@@ -241,7 +241,7 @@ func (g *grid) logEpisodes(ts []LogTemplate, symptom, tol int) []*episode {
 			}
 		}
 	}
-	lo, hi := max(symptom-tol, 1), min(symptom+tol, g.n-1)
+	lo, hi := max(symptom-tol, 1), g.n-1
 	var out []*episode
 	for i := range ts {
 		t := &ts[i]
