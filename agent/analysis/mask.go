@@ -162,10 +162,16 @@ var methods = map[string]bool{"GET": true, "POST": true, "PUT": true, "DELETE": 
 
 func isMethod(s string) bool { return methods[s] }
 
-// units of quantities written apart from their number.
-var units = map[string]bool{"ms": true, "s": true, "sec": true, "secs": true, "second": true, "seconds": true, "min": true, "mins": true,
-	"minute": true, "minutes": true, "h": true, "hour": true, "hours": true, "day": true, "days": true, "b": true, "byte": true, "bytes": true,
-	"kb": true, "mb": true, "gb": true, "tb": true, "kib": true, "mib": true, "gib": true, "%": true}
+// unitWord reports the units of quantities written apart from their
+// number (lower case).
+func unitWord(s string) bool {
+	switch s {
+	case "ms", "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hour", "hours", "day", "days",
+		"b", "byte", "bytes", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "%":
+		return true
+	}
+	return false
+}
 
 func isUnit(tok string) bool {
 	for len(tok) > 0 {
@@ -184,14 +190,14 @@ func isUnit(tok string) bool {
 	for i := 0; i < len(tok); i++ {
 		c := tok[i]
 		if c >= 0x80 {
-			return units[strings.ToLower(tok)] // non-ASCII: Unicode case rules
+			return unitWord(strings.ToLower(tok)) // non-ASCII: Unicode case rules
 		}
 		if c >= 'A' && c <= 'Z' {
 			c += 'a' - 'A'
 		}
 		buf[i] = c
 	}
-	return units[string(buf[:len(tok)])]
+	return unitWord(string(buf[:len(tok)]))
 }
 
 // parenUnit reports whether s (after a "(number" token) continues with

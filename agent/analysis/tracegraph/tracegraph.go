@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/hex"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"time"
 
@@ -29,9 +30,24 @@ type Window struct {
 	End   time.Time `json:"end"`
 }
 
-func (w Window) contains(ns int64) bool {
-	return (w.Start.IsZero() || ns >= w.Start.UnixNano()) && (w.End.IsZero() || ns < w.End.UnixNano())
+// nsSpan is a window in Unix nanoseconds (a zero bound: unbounded).
+type nsSpan struct {
+	lo, hi     int64
+	noLo, noHi bool
 }
+
+func (w Window) span() nsSpan {
+	s := nsSpan{noLo: w.Start.IsZero(), noHi: w.End.IsZero()}
+	if !s.noLo {
+		s.lo = w.Start.UnixNano()
+	}
+	if !s.noHi {
+		s.hi = w.End.UnixNano()
+	}
+	return s
+}
+
+func (s nsSpan) contains(ns int64) bool { return (s.noLo || ns >= s.lo) && (s.noHi || ns < s.hi) }
 
 // Seconds is the window's length in seconds (0 when unbounded).
 func (w Window) Seconds() float64 {
@@ -119,30 +135,44 @@ func Build(ctx context.Context, tr evidence.Traces, windows ...Window) ([]*Graph
 	return b.Graphs(), nil
 }
 
-// Builder accumulates spans; it keeps a compact record (about 50 bytes) per
+// Builder accumulates spans; it keeps a compact record (48 bytes) per
 // span until Graphs is called.
 type Builder struct {
 	windows []Window
+	spans   []nsSpan // the windows in nanoseconds, computed once
 	svcID   map[string]int32
 	svcs    []string
-	traces  map[string][]rec
+	// The records, in chunks (no copy as they grow), each linked to the
+	// previous record of its trace; last holds each trace's latest record.
+	recs    [][]rec
+	traceID map[string]int32
+	last    []int32
 }
 
 type rec struct {
 	id, parent uint64
 	start, end int64
 	svc, peer  int32
+	prev       int32 // the trace's previous record, -1 none
 	kind       int8
 	err        bool
 	hasParent  bool
 }
+
+const chunkBits = 16 // records per chunk: 1<<chunkBits
+
+func (b *Builder) rec(i int32) *rec { return &b.recs[i>>chunkBits][i&(1<<chunkBits-1)] }
 
 // NewBuilder returns a builder for the windows (none: one unbounded).
 func NewBuilder(windows ...Window) *Builder {
 	if len(windows) == 0 {
 		windows = []Window{{}}
 	}
-	return &Builder{windows: windows, svcID: map[string]int32{}, traces: map[string][]rec{}}
+	spans := make([]nsSpan, len(windows))
+	for i, w := range windows {
+		spans[i] = w.span()
+	}
+	return &Builder{windows: windows, spans: spans, svcID: map[string]int32{}, traceID: map[string]int32{}}
 }
 
 func (b *Builder) intern(s string) int32 {
@@ -180,7 +210,20 @@ func (b *Builder) Add(s *evidence.Span) {
 			}
 		}
 	}
-	b.traces[s.TraceID] = append(b.traces[s.TraceID], r)
+	t, ok := b.traceID[s.TraceID]
+	if !ok {
+		t = int32(len(b.last))
+		b.traceID[s.TraceID] = t
+		b.last = append(b.last, -1)
+	}
+	r.prev = b.last[t]
+	n := len(b.recs)
+	if n == 0 || len(b.recs[n-1]) == cap(b.recs[n-1]) {
+		b.recs = append(b.recs, make([]rec, 0, 1<<chunkBits))
+		n++
+	}
+	b.last[t] = int32((n-1)<<chunkBits + len(b.recs[n-1]))
+	b.recs[n-1] = append(b.recs[n-1], r)
 }
 
 func spanKey(id string) uint64 {
@@ -243,7 +286,14 @@ func (b *Builder) Graphs() []*Graph {
 		acc[i] = &winAcc{svcs: map[int32]*svcAcc{}, edges: map[edgeKey]*edgeAcc{}}
 	}
 	var w walker
-	for _, spans := range b.traces {
+	var spans []rec
+	for _, i := range b.last {
+		// The trace's records in the order they were added.
+		spans = spans[:0]
+		for ; i >= 0; i = b.rec(i).prev {
+			spans = append(spans, *b.rec(i))
+		}
+		slices.Reverse(spans)
 		w.trace(b, spans, acc)
 	}
 	out := make([]*Graph, len(b.windows))
@@ -326,7 +376,7 @@ func (w *walker) trace(b *Builder, spans []rec, acc []*winAcc) {
 	}
 
 	// Per-span counts and the windows the trace touches.
-	for wi, win := range b.windows {
+	for wi, win := range b.spans {
 		touched := false
 		for i := range spans {
 			if win.contains(spans[i].start) {
@@ -413,7 +463,7 @@ func (w *walker) trace(b *Builder, spans []rec, acc []*winAcc) {
 			}
 		}
 		self := (e.end - e.start) - Covered(w.ivs, e.start, e.end)
-		for wi, win := range b.windows {
+		for wi, win := range b.spans {
 			a := acc[wi]
 			if win.contains(e.start) {
 				s := a.svc(e.svc)

@@ -2,7 +2,6 @@ package bundle
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -197,7 +196,9 @@ func readLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
 			line = line[:MaxLogLine]
 		}
 	}
-	line = bytes.TrimRight(line, "\r\n")
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1] // bytes.TrimRight(line, "\r\n") without a cutset per line
+	}
 	if len(line) > MaxLogLine {
 		line = line[:MaxLogLine]
 	}
