@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/live/internal/apiclient"
 	"github.com/rootcause/rootcause/agent/evidence/live/jaeger"
 	"github.com/rootcause/rootcause/agent/evidence/live/tempo"
 	"github.com/rootcause/rootcause/mergeconf"
@@ -33,24 +34,10 @@ func Jaeger(ctx context.Context, s map[string]any, res secretref.Resolver, guard
 	if !enabled(s) {
 		return nil, nil
 	}
-	var cfg jaeger.Config
-	var err error
-	if cfg.URL, err = str(s, "url"); err != nil {
-		return nil, fmt.Errorf("tools.jaeger.url: %w", err)
-	}
-	if err := checkTraceURL("jaeger", cfg.URL, guard); err != nil {
+	cfg, err := traceConfig(ctx, "jaeger", s, res, guard)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.Timeout, err = seconds(s, "timeout"); err != nil {
-		return nil, fmt.Errorf("tools.jaeger.timeout: %w", err)
-	}
-	if cfg.ScanTraces, err = scanTraces("jaeger", s["scan_traces"]); err != nil {
-		return nil, err
-	}
-	if cfg.Headers, err = secretHeaders(ctx, "jaeger", s["headers"], res); err != nil {
-		return nil, err
-	}
-	cfg.HTTP = guard.Client(traceTimeout(cfg.Timeout))
 	c, err := jaeger.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("tools.jaeger: %w", err)
@@ -65,21 +52,8 @@ func Tempo(ctx context.Context, s map[string]any, res secretref.Resolver, guard 
 	if !enabled(s) {
 		return nil, nil
 	}
-	var cfg tempo.Config
-	var err error
-	if cfg.URL, err = str(s, "url"); err != nil {
-		return nil, fmt.Errorf("tools.tempo.url: %w", err)
-	}
-	if err := checkTraceURL("tempo", cfg.URL, guard); err != nil {
-		return nil, err
-	}
-	if cfg.Timeout, err = seconds(s, "timeout"); err != nil {
-		return nil, fmt.Errorf("tools.tempo.timeout: %w", err)
-	}
-	if cfg.ScanTraces, err = scanTraces("tempo", s["scan_traces"]); err != nil {
-		return nil, err
-	}
-	if cfg.Headers, err = secretHeaders(ctx, "tempo", s["headers"], res); err != nil {
+	cfg, err := traceConfig(ctx, "tempo", s, res, guard)
+	if err != nil {
 		return nil, err
 	}
 	if ref, ok := s["api_key"]; ok && ref != nil {
@@ -96,12 +70,36 @@ func Tempo(ctx context.Context, s map[string]any, res secretref.Resolver, guard 
 	if org != "" {
 		cfg.Headers["X-Scope-OrgID"] = org
 	}
-	cfg.HTTP = guard.Client(traceTimeout(cfg.Timeout))
 	c, err := tempo.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("tools.tempo: %w", err)
 	}
 	return c, nil
+}
+
+// traceConfig reads the settings of tools.<name> every trace backend has:
+// url (judged by the guard before any secret is resolved for it),
+// timeout, scan_traces and headers; requests go through the guard.
+func traceConfig(ctx context.Context, name string, s map[string]any, res secretref.Resolver, guard *outbound.Guard) (apiclient.Config, error) {
+	var cfg apiclient.Config
+	var err error
+	if cfg.URL, err = str(s, "url"); err != nil {
+		return cfg, fmt.Errorf("tools.%s.url: %w", name, err)
+	}
+	if err := checkTraceURL(name, cfg.URL, guard); err != nil {
+		return cfg, err
+	}
+	if cfg.Timeout, err = seconds(s, "timeout"); err != nil {
+		return cfg, fmt.Errorf("tools.%s.timeout: %w", name, err)
+	}
+	if cfg.ScanTraces, err = scanTraces(name, s["scan_traces"]); err != nil {
+		return cfg, err
+	}
+	if cfg.Headers, err = secretHeaders(ctx, name, s["headers"], res); err != nil {
+		return cfg, err
+	}
+	cfg.HTTP = guard.Client(traceTimeout(cfg.Timeout))
+	return cfg, nil
 }
 
 // checkTraceURL checks the url setting; the guard judges the address
@@ -118,7 +116,7 @@ func checkTraceURL(name, u string, guard *outbound.Guard) error {
 
 func traceTimeout(t time.Duration) time.Duration {
 	if t <= 0 {
-		return 30 * time.Second
+		return apiclient.DefaultTimeout
 	}
 	return t
 }

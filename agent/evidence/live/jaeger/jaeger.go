@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -25,46 +24,30 @@ import (
 // Config.ScanTraces is 0.
 const DefaultScanTraces = 500
 
-// Config locates a Jaeger query service.
-type Config struct {
-	// URL is the query service's base URL (http://jaeger-query:16686),
-	// with the base path if the UI is served under one.
-	URL string
-	// Headers are sent with every request, values already resolved.
-	Headers map[string]string
-	Timeout time.Duration
-	// HTTP is the client requests go through (the outbound guard's).
-	HTTP *http.Client
-	// ScanTraces bounds the traces per service that ScanSpans reads: the
-	// query API has no "every span" call, so a scan is a search per
-	// service, newest first.
-	ScanTraces int
-}
+// Config locates a Jaeger query service: URL is its base URL
+// (http://jaeger-query:16686), with the base path if the UI is served
+// under one.
+type Config = apiclient.Config
 
 // Client implements evidence.Traces against one Jaeger.
 type Client struct {
-	api        *apiclient.Client
-	scanTraces int
+	b apiclient.Backend
 }
 
 var _ evidence.Traces = (*Client)(nil)
 
 // New returns a client; it does not contact the server.
 func New(cfg Config) (*Client, error) {
-	api, err := apiclient.New("jaeger", cfg.URL, cfg.HTTP, cfg.Headers, cfg.Timeout)
+	b, err := apiclient.NewBackend("jaeger", cfg, DefaultScanTraces)
 	if err != nil {
 		return nil, err
 	}
-	n := cfg.ScanTraces
-	if n <= 0 {
-		n = DefaultScanTraces
-	}
-	return &Client{api: api, scanTraces: min(n, evidence.MaxTraceLimit)}, nil
+	return &Client{b}, nil
 }
 
 // allServices lists every service Jaeger knows, sorted.
 func (c *Client) allServices(ctx context.Context) ([]string, error) {
-	body, err := c.api.Get(ctx, "/api/v3/services", nil)
+	body, err := c.b.API.Get(ctx, "/api/v3/services", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +110,7 @@ func (c *Client) search(ctx context.Context, q evidence.TraceQuery, depth int, f
 	if q.MinDuration > 0 {
 		v.Set("query.duration_min", q.MinDuration.String())
 	}
-	body, err := c.api.Get(ctx, "/api/v3/traces", v)
+	body, err := c.b.API.Get(ctx, "/api/v3/traces", v)
 	if evidence.CodeOf(err) == evidence.CodeNotFound {
 		return nil // "No traces found"
 	}
@@ -191,7 +174,7 @@ func (c *Client) FindTraces(ctx context.Context, q evidence.TraceQuery) ([]evide
 	var out []evidence.TraceSummary
 	collect := func(spans []evidence.Span) error {
 		sum := evidence.Summarize(spans)
-		if !inWindow(sum.Start, q.Start, q.End) || !slices.ContainsFunc(spans, func(s evidence.Span) bool { return q.Matches(&s) }) {
+		if !apiclient.InWindow(sum.Start, q.Start, q.End) || !slices.ContainsFunc(spans, func(s evidence.Span) bool { return q.Matches(&s) }) {
 			return nil
 		}
 		out = append(out, sum)
@@ -225,17 +208,13 @@ func sortNewest(s []evidence.TraceSummary) {
 	})
 }
 
-func inWindow(t, start, end time.Time) bool {
-	return (start.IsZero() || !t.Before(start)) && (end.IsZero() || t.Before(end))
-}
-
 // Trace implements evidence.Traces.
 func (c *Client) Trace(ctx context.Context, traceID string) ([]evidence.Span, error) {
-	id, ok := otlpjson.ID(strings.TrimSpace(traceID), 16)
-	if !ok {
-		return nil, evidence.Errorf("jaeger", evidence.CodeInvalid, "trace id %q is not 32 hex digits", traceID)
+	id, err := c.b.TraceID(traceID)
+	if err != nil {
+		return nil, err
 	}
-	body, err := c.api.Get(ctx, "/api/v3/traces/"+id, url.Values{"raw_traces": {"true"}})
+	body, err := c.b.API.Get(ctx, "/api/v3/traces/"+id, url.Values{"raw_traces": {"true"}})
 	if evidence.CodeOf(err) == evidence.CodeNotFound {
 		return nil, evidence.Errorf("jaeger", evidence.CodeNotFound, "no trace %s in Jaeger", id)
 	}
@@ -261,28 +240,16 @@ func (c *Client) ScanSpans(ctx context.Context, start, end time.Time, fn func(*e
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	scan := apiclient.Scan{Start: start, End: end, Fn: fn}
 	for _, svc := range svcs {
-		err := c.search(ctx, evidence.TraceQuery{Service: svc, Start: start, End: end}, c.scanTraces, func(spans []evidence.Span) error {
-			if len(spans) == 0 || seen[spans[0].TraceID] {
+		err := c.search(ctx, evidence.TraceQuery{Service: svc, Start: start, End: end}, c.b.ScanTraces, func(spans []evidence.Span) error {
+			if len(spans) == 0 || scan.Seen(spans[0].TraceID) {
 				return nil
 			}
-			seen[spans[0].TraceID] = true
-			for i := range spans {
-				if !inWindow(spans[i].Start, start, end) {
-					continue
-				}
-				if err := fn(&spans[i]); err != nil {
-					return err
-				}
-			}
-			return nil
+			return scan.Spans(spans)
 		})
-		if errors.Is(err, evidence.ErrStop) {
-			return nil
-		}
 		if err != nil {
-			return err
+			return apiclient.Done(err)
 		}
 	}
 	return nil

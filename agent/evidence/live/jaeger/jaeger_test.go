@@ -136,15 +136,21 @@ exporters:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	// exited closes when Jaeger exits (waitErr set), so that both the
+	// start loop and the cleanup can see it.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 		if t.Failed() {
 			t.Logf("jaeger output:\n%s", out.String())
@@ -155,8 +161,8 @@ exporters:
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-done:
-			t.Fatalf("jaeger exited: %v\n%s", err, out.String())
+		case <-exited:
+			t.Fatalf("jaeger exited: %v\n%s", waitErr, out.String())
 		default:
 		}
 		resp, err := http.Get(queryURL + "/api/v3/services")

@@ -7,8 +7,6 @@ package tempo
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -25,38 +23,26 @@ import (
 // each, so the default is lower than Jaeger's.
 const DefaultScanTraces = 100
 
-// Config locates a Tempo query frontend.
-type Config struct {
-	URL string // http://tempo:3200, with a base path if behind a proxy
-	// Headers are sent with every request, values already resolved: an
-	// api_key becomes Authorization: Bearer, an org_id X-Scope-OrgID.
-	Headers map[string]string
-	Timeout time.Duration
-	// HTTP is the client requests go through (the outbound guard's).
-	HTTP *http.Client
-	// ScanTraces bounds the traces per service that ScanSpans reads.
-	ScanTraces int
-}
+// Config locates a Tempo query frontend: URL is its base URL
+// (http://tempo:3200), with a base path if behind a proxy. An api_key
+// setting becomes the Authorization: Bearer header, an org_id the
+// X-Scope-OrgID one.
+type Config = apiclient.Config
 
 // Client implements evidence.Traces against one Tempo.
 type Client struct {
-	api        *apiclient.Client
-	scanTraces int
+	b apiclient.Backend
 }
 
 var _ evidence.Traces = (*Client)(nil)
 
 // New returns a client; it does not contact the server.
 func New(cfg Config) (*Client, error) {
-	api, err := apiclient.New("tempo", cfg.URL, cfg.HTTP, cfg.Headers, cfg.Timeout)
+	b, err := apiclient.NewBackend("tempo", cfg, DefaultScanTraces)
 	if err != nil {
 		return nil, err
 	}
-	n := cfg.ScanTraces
-	if n <= 0 {
-		n = DefaultScanTraces
-	}
-	return &Client{api: api, scanTraces: min(n, evidence.MaxTraceLimit)}, nil
+	return &Client{b}, nil
 }
 
 // window adds Tempo's start and end (unix seconds, inclusive) to v.
@@ -77,11 +63,11 @@ func window(v url.Values, start, end time.Time) {
 func (c *Client) Services(ctx context.Context, start, end time.Time) ([]string, error) {
 	v := url.Values{}
 	window(v, start, end)
-	body, err := c.api.Get(ctx, "/api/v2/search/tag/resource.service.name/values", v)
+	body, err := c.b.API.Get(ctx, "/api/v2/search/tag/resource.service.name/values", v)
 	var out []string
 	if evidence.CodeOf(err) == evidence.CodeNotFound {
 		// Tempo before 2.1: the v1 route, without scopes.
-		if body, err = c.api.Get(ctx, "/api/search/tag/service.name/values", v); err != nil {
+		if body, err = c.b.API.Get(ctx, "/api/search/tag/service.name/values", v); err != nil {
 			return nil, err
 		}
 		var r struct {
@@ -161,7 +147,7 @@ func (c *Client) search(ctx context.Context, q evidence.TraceQuery, limit int) (
 	v.Set("q", TraceQL(q))
 	v.Set("limit", strconv.Itoa(limit))
 	window(v, q.Start, q.End)
-	body, err := c.api.Get(ctx, "/api/search", v)
+	body, err := c.b.API.Get(ctx, "/api/search", v)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +170,7 @@ func (c *Client) search(ctx context.Context, q evidence.TraceQuery, limit int) (
 			}
 		}
 		h.TraceID = id
-		if inWindow(h.start(), q.Start, q.End) {
+		if apiclient.InWindow(h.start(), q.Start, q.End) {
 			hits = append(hits, h)
 		}
 	}
@@ -195,10 +181,6 @@ func (c *Client) search(ctx context.Context, q evidence.TraceQuery, limit int) (
 		return strings.Compare(a.TraceID, b.TraceID)
 	})
 	return hits, nil
-}
-
-func inWindow(t, start, end time.Time) bool {
-	return (start.IsZero() || !t.Before(start)) && (end.IsZero() || t.Before(end))
 }
 
 // FindTraces implements evidence.Traces. Summaries are computed from the
@@ -230,11 +212,11 @@ func (c *Client) FindTraces(ctx context.Context, q evidence.TraceQuery) ([]evide
 
 // Trace implements evidence.Traces.
 func (c *Client) Trace(ctx context.Context, traceID string) ([]evidence.Span, error) {
-	id, ok := otlpjson.ID(strings.TrimSpace(traceID), 16)
-	if !ok {
-		return nil, evidence.Errorf("tempo", evidence.CodeInvalid, "trace id %q is not 32 hex digits", traceID)
+	id, err := c.b.TraceID(traceID)
+	if err != nil {
+		return nil, err
 	}
-	body, err := c.api.Get(ctx, "/api/traces/"+id, nil)
+	body, err := c.b.API.Get(ctx, "/api/traces/"+id, nil)
 	if evidence.CodeOf(err) == evidence.CodeNotFound {
 		return nil, evidence.Errorf("tempo", evidence.CodeNotFound, "no trace %s in Tempo", id)
 	}
@@ -265,17 +247,16 @@ func (c *Client) ScanSpans(ctx context.Context, start, end time.Time, fn func(*e
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	scan := apiclient.Scan{Start: start, End: end, Fn: fn}
 	for _, svc := range svcs {
-		hits, err := c.search(ctx, evidence.TraceQuery{Service: svc, Start: start, End: end}, c.scanTraces)
+		hits, err := c.search(ctx, evidence.TraceQuery{Service: svc, Start: start, End: end}, c.b.ScanTraces)
 		if err != nil {
 			return err
 		}
 		for _, h := range hits {
-			if seen[h.TraceID] {
+			if scan.Seen(h.TraceID) {
 				continue
 			}
-			seen[h.TraceID] = true
 			spans, err := c.Trace(ctx, h.TraceID)
 			if evidence.CodeOf(err) == evidence.CodeNotFound {
 				continue
@@ -283,16 +264,8 @@ func (c *Client) ScanSpans(ctx context.Context, start, end time.Time, fn func(*e
 			if err != nil {
 				return err
 			}
-			for i := range spans {
-				if !inWindow(spans[i].Start, start, end) {
-					continue
-				}
-				if err := fn(&spans[i]); err != nil {
-					if errors.Is(err, evidence.ErrStop) {
-						return nil
-					}
-					return err
-				}
+			if err := scan.Spans(spans); err != nil {
+				return apiclient.Done(err)
 			}
 		}
 	}

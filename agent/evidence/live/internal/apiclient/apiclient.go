@@ -2,6 +2,8 @@
 // backends (Jaeger, Tempo): GET with the configured headers, bounded
 // answers, typed evidence errors, and resolved header secrets scrubbed from
 // every error. The *http.Client comes from the caller (the outbound guard).
+// It also holds what the backends' clients share beyond HTTP: their
+// Config, the scan bound, trace id checks and the per-trace span scan.
 package apiclient
 
 import (
