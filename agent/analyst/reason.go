@@ -586,9 +586,15 @@ func confidence(a *Analysis) float64 {
 		if explainedBy(h, w) {
 			continue
 		}
-		// A rival of nearly equal strength makes the winner less certain.
-		if h.Score > 0.85*w.Score {
+		// A rival of nearly equal strength makes the winner less certain,
+		// the more so the closer it is.
+		switch r := h.Score / w.Score; {
+		case r >= 0.95:
+			c -= 15
+		case r > 0.85:
 			c -= 10
+		case r > 0.75:
+			c -= 5
 		}
 		break
 	}
@@ -598,7 +604,32 @@ func confidence(a *Analysis) float64 {
 	if w.class() == classChange {
 		c = math.Min(c, 60)
 	}
+	switch {
+	case w.class() == classSymptom:
+		// A symptom is what failed, not why: no mechanism explains it.
+		c = math.Min(c, 65)
+	case w.class() == classDependency && !seenDirectly(w):
+		// Only callers' reports of a failing dependency (their timeouts,
+		// refused or reset connections): one hop short of the root, as
+		// many causes on the dependency's side look the same to them.
+		c = math.Min(c, 70)
+	}
 	return math.Round(math.Max(21, math.Min(95, c)))
+}
+
+// seenDirectly reports whether some evidence of h shows its subject
+// itself (its own state, logs or metrics), not only callers' reports of
+// it.
+func seenDirectly(h *Hypothesis) bool {
+	for _, f := range append(slices.Clone(h.Primary), h.Support...) {
+		if !strings.EqualFold(f.Subject, h.Subject) {
+			continue
+		}
+		if c := f.fact("caller"); c == "" || strings.EqualFold(c, f.Subject) {
+			return true
+		}
+	}
+	return false
 }
 
 // explainedBy reports whether every primary finding of h is part of w.

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,14 +25,23 @@ var holdoutFloors = map[string]int{
 	"holdout7": 12,
 }
 
-// TestHoldoutFloors runs the offline analyst on every holdout set and fails
-// when a set passes fewer scenarios than its floor, naming the misses.
+// maxWrongConfidence is the highest confidence a wrong answer may carry:
+// an answer the analyst is not sure of must say so.
+const maxWrongConfidence = 70
+
+// TestHoldoutFloors runs the offline analyst on the public scenarios and
+// every holdout set. It fails when a set passes fewer scenarios than its
+// floor, naming the misses, and when a scenario it fails was answered
+// with a confidence above maxWrongConfidence (calibration: a wrong answer
+// must not look certain).
 func TestHoldoutFloors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("holdout sets are long; run without -short")
 	}
 	engine := analyst.New(analyst.Options{})
-	for set, floor := range holdoutFloors {
+	sets := maps.Clone(holdoutFloors)
+	sets["scenarios"] = 13
+	for set, floor := range sets {
 		t.Run(set, func(t *testing.T) {
 			dirs, err := filepath.Glob(filepath.Join("..", "..", "testdata", set, "*", "scenario.json"))
 			if err != nil || len(dirs) == 0 {
@@ -50,8 +60,11 @@ func TestHoldoutFloors(t *testing.T) {
 				}
 				if out.Passed {
 					passed++
-				} else {
-					missed = append(missed, s.Name)
+					continue
+				}
+				missed = append(missed, s.Name)
+				if r := out.Result; r != nil && r.RootCause.Confidence > maxWrongConfidence {
+					t.Errorf("%s/%s: wrong answer with confidence %.0f (at most %d): %s", set, s.Name, r.RootCause.Confidence, maxWrongConfidence, r.Summary)
 				}
 			}
 			t.Logf("%s: %d of %d passed", set, passed, len(dirs))
