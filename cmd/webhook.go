@@ -12,6 +12,7 @@ import (
 
 	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/notify"
+	"github.com/rootcause/rootcause/secretref"
 )
 
 func newWebhookCommand(v *viper.Viper) *cobra.Command {
@@ -132,6 +133,9 @@ func newNotifyWorker(s Settings, b Build, store *db.DB, logger *slog.Logger, opt
 		TeamConfig: func(ctx context.Context, team string) (map[string]any, error) {
 			return teamEffectiveConfig(ctx, store, team) // cmd/runtime.go
 		},
+		Scope: func(ctx context.Context, team string) (*secretref.Scope, error) {
+			return teamScope(ctx, store, team)
+		},
 		Logger:    logger.With("component", "notify"),
 		UserAgent: "rootcause-webhooks/" + b.Version,
 	}
@@ -139,4 +143,19 @@ func newNotifyWorker(s Settings, b Build, store *db.DB, logger *slog.Logger, opt
 		o(&nc)
 	}
 	return notify.NewWorker(nc), nil
+}
+
+// teamScope is the secret scope of team from its config lineage, as its
+// investigations resolve secrets; an unreadable secret_scopes grant is an
+// invalid error (the delivery that asked for it is not sent).
+func teamScope(ctx context.Context, store db.ConfigService, team string) (*secretref.Scope, error) {
+	docs, err := teamLineage(ctx, store, team) // cmd/runtime.go
+	if err != nil {
+		return nil, err
+	}
+	sc, err := secretref.ScopeFor(team, docs)
+	if err != nil {
+		return nil, &db.Error{Code: db.EINVALID, Field: "secret_scopes", Message: err.Error()}
+	}
+	return sc, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/db"
+	"github.com/rootcause/rootcause/secretref"
 )
 
 // DefaultSlackAPIURL is the Slack Web API base; the server setting
@@ -121,6 +123,35 @@ var slackRetryable = map[string]bool{
 	"request_timeout":     true,
 }
 
+// slackToken resolves a team's Slack bot token reference within the
+// team's secret scope, failing closed: no scope, an unreadable one or a
+// reference outside it sends nothing. The Slack API's address is the
+// server admin's, so references inherited from admin levels resolve as
+// they are (secretref.Scope.Resolver).
+func (w *Worker) slackToken(ctx context.Context, team, ref string) (string, result) {
+	if w.cfg.Scope == nil {
+		return "", result{permanent: true, err: fmt.Errorf("no secret scope is configured to check the Slack bot token against: not sent")}
+	}
+	sc, err := w.cfg.Scope(ctx, team)
+	if err == nil && sc == nil {
+		return "", result{permanent: true, err: fmt.Errorf("reading the secret scope of team %s: none returned; the Slack message is not sent", team)}
+	}
+	if err != nil {
+		// A team that no longer exists or a grant that cannot be read
+		// (not_found, invalid) will not mend by retrying; a store error may.
+		permanent := db.ErrorCode(err) == db.ENOTFOUND || db.ErrorCode(err) == db.EINVALID
+		return "", result{permanent: permanent, err: fmt.Errorf("reading the secret scope of team %s: %v; the Slack message is not sent", team, err)}
+	}
+	token, err := sc.Resolver(w.cfg.Resolver, false).Resolve(ctx, ref)
+	if errors.Is(err, secretref.ErrOutOfScope) {
+		return "", result{permanent: true, err: fmt.Errorf("the Slack bot token (tokens_vault_path.slack) is outside the secret scopes granted to team %s: not sent", team)}
+	}
+	if err != nil {
+		return "", result{err: fmt.Errorf("reading the Slack bot token (tokens_vault_path.slack): %v", err)}
+	}
+	return token, result{}
+}
+
 // sendSlack posts a Slack entry through chat.postMessage.
 func (w *Worker) sendSlack(ctx context.Context, e *db.OutboxEntry) result {
 	var env slackEnvelope
@@ -130,9 +161,9 @@ func (w *Worker) sendSlack(ctx context.Context, e *db.OutboxEntry) result {
 	if w.cfg.Resolver == nil {
 		return result{err: fmt.Errorf("no secret resolver is configured to read the Slack bot token")}
 	}
-	token, err := w.cfg.Resolver.Resolve(ctx, env.TokenRef)
-	if err != nil {
-		return result{err: fmt.Errorf("reading the Slack bot token (tokens_vault_path.slack): %v", err)}
+	token, refused := w.slackToken(ctx, e.Team, env.TokenRef)
+	if refused.err != nil {
+		return refused
 	}
 	body, err := json.Marshal(env.Message)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rootcause/rootcause/db"
+	"github.com/rootcause/rootcause/secretref"
 )
 
 type mapResolver map[string]string
@@ -81,6 +82,7 @@ func TestSlackPostMessage(t *testing.T) {
 	f.start(func(c *Config) {
 		c.SlackAPIURL = srv.URL + "/api"
 		c.Resolver = mapResolver{"env:SLACK_BOT_TOKEN": "xoxb-test-token"}
+		c.Scope = noGrants
 	})
 	inv := f.finish("payments", slackCfg(), false)
 	f.w.Wake()
@@ -111,6 +113,7 @@ func TestSlackPermanentErrorIsNotRetried(t *testing.T) {
 	f.start(func(c *Config) {
 		c.SlackAPIURL = srv.URL + "/api/"
 		c.Resolver = mapResolver{"env:SLACK_BOT_TOKEN": "xoxb-test-token"}
+		c.Scope = noGrants
 	})
 	f.finish("payments", slackCfg(), true)
 	f.w.Wake()
@@ -120,6 +123,76 @@ func TestSlackPermanentErrorIsNotRetried(t *testing.T) {
 	}
 	if !strings.Contains(ss.requests()[0].Text, "failed") {
 		t.Errorf("failed-run text %q", ss.requests()[0].Text)
+	}
+}
+
+// noGrants is the scope of a team granted no Vault path, whose Slack
+// token reference is inherited from an admin level.
+func noGrants(_ context.Context, team string) (*secretref.Scope, error) {
+	return &secretref.Scope{Node: team, Own: map[string]bool{}}, nil
+}
+
+// TestSlackTokenScopeAtDelivery: the bot token reference frozen in a
+// Slack entry is checked against the team's secret scope again when sent
+// (the grant may have shrunk since the reference was saved), and nothing
+// is sent when the scope says no or cannot be read.
+func TestSlackTokenScopeAtDelivery(t *testing.T) {
+	const own = "vault:secret/teams/payments/slack#token"
+	ownCfg := map[string]any{"slack_channel": "C0INCIDENTS", "tokens_vault_path": map[string]any{"slack": own}}
+	scope := func(prefixes ...string) func(context.Context, string) (*secretref.Scope, error) {
+		return func(_ context.Context, team string) (*secretref.Scope, error) {
+			return &secretref.Scope{Node: team, Prefixes: prefixes, Own: map[string]bool{own: true}}, nil
+		}
+	}
+	flaky := 0
+	for _, c := range []struct {
+		name     string
+		cfg      map[string]any
+		scope    func(context.Context, string) (*secretref.Scope, error)
+		state    string
+		attempts int
+		errHas   string
+	}{
+		{"own reference within the grant", ownCfg, scope("secret/teams/payments/"), db.DeliveryDelivered, 1, ""},
+		{"own reference after the grant was narrowed", ownCfg, scope("secret/teams/payments/pagerduty/"), db.DeliveryFailed, 1, "outside the secret scopes granted to team payments"},
+		{"own reference after the grant was withdrawn", ownCfg, scope(), db.DeliveryFailed, 1, "outside the secret scopes"},
+		{"inherited reference", slackCfg(), scope(), db.DeliveryDelivered, 1, ""},
+		{"no scope configured", ownCfg, nil, db.DeliveryFailed, 1, "no secret scope"},
+		{"team gone", ownCfg, func(context.Context, string) (*secretref.Scope, error) {
+			return nil, db.Errorf(db.ENOTFOUND, "no team payments")
+		}, db.DeliveryFailed, 1, "no team payments"},
+		{"unreadable grant", ownCfg, func(context.Context, string) (*secretref.Scope, error) {
+			return nil, &db.Error{Code: db.EINVALID, Field: "secret_scopes", Message: "not a vault: prefix"}
+		}, db.DeliveryFailed, 1, "not a vault: prefix"},
+		{"no scope returned", ownCfg, func(context.Context, string) (*secretref.Scope, error) { return nil, nil }, db.DeliveryFailed, 1, "none returned"},
+		{"store unavailable once: retried", ownCfg, func(ctx context.Context, team string) (*secretref.Scope, error) {
+			if flaky++; flaky == 1 {
+				return nil, errors.New("store busy")
+			}
+			return scope("secret/teams/payments/")(ctx, team)
+		}, db.DeliveryDelivered, 2, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			ss, srv := newSlackServer(t, `{"ok":true,"ts":"1.2"}`)
+			f.start(func(cfg *Config) {
+				cfg.SlackAPIURL = srv.URL + "/api"
+				cfg.Resolver = mapResolver{"env:SLACK_BOT_TOKEN": "xoxb-test-token", own: "xoxb-test-token"}
+				cfg.Scope = c.scope
+			})
+			f.finish("payments", c.cfg, false)
+			f.w.Wake()
+			e := f.waitState("payments", f.entries("payments")[0].ID, c.state)
+			if e.Attempts != c.attempts || !strings.Contains(e.LastError, c.errHas) {
+				t.Errorf("attempts %d, last error %q; want %d and %q", e.Attempts, e.LastError, c.attempts, c.errHas)
+			}
+			if sent := len(ss.requests()) > 0; sent != (c.state == db.DeliveryDelivered) {
+				t.Errorf("%d messages reached Slack", len(ss.requests()))
+			}
+			if strings.Contains(e.LastError, "xoxb") {
+				t.Errorf("the error shows the token: %q", e.LastError)
+			}
+		})
 	}
 }
 

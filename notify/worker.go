@@ -49,8 +49,15 @@ type Config struct {
 	// SlackAPIURL is the Slack Web API base (server setting slack.api_url);
 	// empty means DefaultSlackAPIURL.
 	SlackAPIURL string
-	// Resolver resolves Slack bot token references at send time.
+	// Resolver resolves Slack bot token references at send time, within
+	// the team's Scope.
 	Resolver secretref.Resolver
+	// Scope returns a team's secret scope (secretref.ScopeFor over its
+	// config lineage). A Slack bot token reference is checked against it
+	// again at send time, as it was when saved: the scope may have shrunk
+	// since. Without Scope, or when it cannot be read, no Slack message is
+	// sent.
+	Scope func(ctx context.Context, team string) (*secretref.Scope, error)
 	// TeamConfig returns a team's effective config, for the test ping.
 	TeamConfig func(ctx context.Context, team string) (map[string]any, error)
 	Workers    int           // concurrent deliveries, default 4
