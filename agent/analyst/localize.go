@@ -33,6 +33,7 @@ const (
 	// locMaxListPages bounds the pages of series listing read.
 	locMaxListPages  = 10
 	locMaxCandidates = 5
+	locMaxNodes      = 2
 	// locMaxLogWorkloads bounds the workloads whose logs localization
 	// reads beyond those the log gatherer read.
 	locMaxLogWorkloads = 100
@@ -127,15 +128,26 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		case !ok && len(res.Candidates) > 0 && examined[strings.ToLower(f.Subject)]:
 			f.Weight *= 0.5
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: none of its own signals deviated from its own noise with the symptom (%s)", f.Subject, hm(res.SymptomOnset)))
+		case ok && examined[strings.ToLower(f.Subject)]:
+			// Localization weighed the same signals against their
+			// noise: a generic symptom weighs no more than its verdict.
+			f.Weight = math.Min(f.Weight, locWeight(c.Score))
 		}
 	}
 	out := found
+	// Up to locMaxCandidates services and locMaxNodes nodes: a node seen
+	// under two names, or a few nodes sharing one burst, do not crowd the
+	// services out.
+	emitted := map[localize.Level]int{}
 	for i, c := range res.Candidates {
+		if c.Score < 20 {
+			break
+		}
 		if c.Timing == localize.TimingEnded {
 			continue // over before the symptom: it explains nothing now
 		}
-		if i >= locMaxCandidates || c.Score < 20 {
-			break
+		if limit := locMaxCandidates; c.Level == localize.LevelNode && emitted[c.Level] >= locMaxNodes || emitted[c.Level] >= limit {
+			continue
 		}
 		// The asked service itself is what the other detectors examine
 		// already; localization speaks when the origin is elsewhere.
@@ -145,7 +157,7 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		// The ranking's order holds: a runner-up weighs less than the
 		// leader whatever corroboration the reasoner adds. A caller whose
 		// calls to a dependency fail is left to the dependency findings.
-		w := math.Min(1, math.Sqrt(c.Score/100))
+		w := locWeight(c.Score)
 		if len(out) > len(found) {
 			w *= 0.6
 		}
@@ -171,6 +183,7 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		f.setFact("signal", string(c.Signal))
 		f.setFact("score", fmt.Sprintf("%.0f", c.Score))
 		out = append(out, f)
+		emitted[c.Level]++
 	}
 	if res.EntryMoved {
 		out = append(out, Finding{Kind: KindLatency, Subject: sc.Service, Object: "service " + sc.Service, Namespace: sc.Namespace,
@@ -179,6 +192,9 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 	}
 	return out
 }
+
+// locWeight maps a localization score (0-100) to a finding's weight.
+func locWeight(score float64) float64 { return math.Min(1, math.Sqrt(math.Max(0, score)/100)) }
 
 func nextSuspects(cs []localize.Candidate) string {
 	var parts []string

@@ -191,58 +191,69 @@ func TestLocalizeReadsEveryMetricName(t *testing.T) {
 	}
 }
 
-// TestLocalizeOutweighsUnrankedSymptoms: a generic saturation finding on a
-// service whose CPU fell (nothing localization ranks) does not outrank the
-// service localization names, whose own signal rose with the symptom.
-func TestLocalizeOutweighsUnrankedSymptoms(t *testing.T) {
-	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(`{"captured_at":"`+now.Format(time.RFC3339)+`"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "prometheus"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var om strings.Builder
-	gauge := func(name, labels string, f func(m int) float64) {
-		fmt.Fprintf(&om, "# TYPE %s gauge\n", name)
-		for m := 0; m <= 40; m++ {
-			fmt.Fprintf(&om, "%s{%s} %g %d\n", name, labels, f(m), now.Add(time.Duration(m-40)*time.Minute).Unix())
-		}
-	}
-	wobble := func(m int) float64 { return math.Sin(float64(m) * 1.7) }
-	step := func(before, after float64) func(int) float64 {
-		return func(m int) float64 {
-			if m >= 37 {
-				return after + 0.01*after*wobble(m)
+// TestLocalizeOutweighsGenericSymptoms: a generic saturation finding on a
+// service whose CPU fell (nothing localization ranks), or rose by a few
+// points (what localization ranks low), does not outrank the service
+// localization names, whose own latency rose with the symptom.
+func TestLocalizeOutweighsGenericSymptoms(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after float64
+	}{
+		{"batch CPU fell", 95, 2},
+		{"batch CPU rose a few points", 2, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(`{"captured_at":"`+now.Format(time.RFC3339)+`"}`), 0o644); err != nil {
+				t.Fatal(err)
 			}
-			return before + 0.01*before*wobble(m)
-		}
-	}
-	gauge("service_latency_p90_seconds", `service="frontend"`, step(0.2, 1.6))
-	gauge("pod_cpu_usage_rate_percent", `namespace="shop",pod="batch-7d9f8b6c4-x2kq9",service="batch"`, step(95, 2))
-	gauge("pod_server_latency_p90_seconds", `namespace="shop",pod="cart-5c8d7f9b6-p4tz2",service="cart"`, step(0.02, 0.05))
-	om.WriteString("# EOF\n")
-	if err := os.WriteFile(filepath.Join(dir, "prometheus", "metrics.om"), []byte(om.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bun, err := bundle.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := tools.Builtin()
-	toolkit := cat.DefaultToolkit(tools.AgentInvestigation)
-	sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: bun.Sources(now)}, Toolkit: toolkit}
-	res, err := analyst.New(analyst.Options{}).Investigate(context.Background(), &agent.Request{
-		Agent:   agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
-		Message: "frontend latency alert fired: why?",
-		Context: map[string]string{"service": "frontend", "namespace": "shop", "time_window": "10m"},
-	}, &benchRun{sess: sess})
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc := res.RootCause.Description
-	if i, j := strings.Index(desc, "cart"), strings.Index(desc, "batch"); i < 0 || j >= 0 && j < i {
-		t.Fatalf("root cause does not name cart first: %q", desc)
+			if err := os.Mkdir(filepath.Join(dir, "prometheus"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var om strings.Builder
+			gauge := func(name, labels string, f func(m int) float64) {
+				fmt.Fprintf(&om, "# TYPE %s gauge\n", name)
+				for m := 0; m <= 40; m++ {
+					fmt.Fprintf(&om, "%s{%s} %g %d\n", name, labels, f(m), now.Add(time.Duration(m-40)*time.Minute).Unix())
+				}
+			}
+			wobble := func(m int) float64 { return math.Sin(float64(m) * 1.7) }
+			step := func(before, after float64) func(int) float64 {
+				return func(m int) float64 {
+					if m >= 37 {
+						return after + 0.01*after*wobble(m)
+					}
+					return before + 0.01*before*wobble(m)
+				}
+			}
+			gauge("service_latency_p90_seconds", `service="frontend"`, step(0.2, 1.6))
+			gauge("pod_cpu_usage_rate_percent", `namespace="shop",pod="batch-7d9f8b6c4-x2kq9",service="batch"`, step(tc.before, tc.after))
+			gauge("pod_server_latency_p90_seconds", `namespace="shop",pod="cart-5c8d7f9b6-p4tz2",service="cart"`, step(0.02, 0.03))
+			om.WriteString("# EOF\n")
+			if err := os.WriteFile(filepath.Join(dir, "prometheus", "metrics.om"), []byte(om.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			bun, err := bundle.OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cat := tools.Builtin()
+			toolkit := cat.DefaultToolkit(tools.AgentInvestigation)
+			sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: bun.Sources(now)}, Toolkit: toolkit}
+			res, err := analyst.New(analyst.Options{}).Investigate(context.Background(), &agent.Request{
+				Agent:   agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
+				Message: "frontend latency alert fired: why?",
+				Context: map[string]string{"service": "frontend", "namespace": "shop", "time_window": "10m"},
+			}, &benchRun{sess: sess})
+			if err != nil {
+				t.Fatal(err)
+			}
+			desc := res.RootCause.Description
+			if i, j := strings.Index(desc, "cart"), strings.Index(desc, "batch"); i < 0 || j >= 0 && j < i {
+				t.Fatalf("root cause does not name cart first: %q", desc)
+			}
+		})
 	}
 }
