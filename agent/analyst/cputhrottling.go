@@ -33,10 +33,14 @@ var cpuThrottling = &mechanism{
 	lines:      regexp.MustCompile(`(?i)thread starvation or clock leap|starvation detected|blocked for more than \d+ ?ms|event loop (lag|blocked)`),
 	lineWeight: 0.6,
 	detect:     detectThrottlingClaim,
+	// Throttling is a limit too low for the load: only a change of the
+	// CPU (a limit or request cut) triggers it; a ConfigMap or log-level
+	// change just before is a coincidence.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		d := strings.ToLower(c.fact("description") + " " + c.Summary)
-		return c.Kind == KindResourceChange || strings.Contains(d, "cpu") && (strings.Contains(d, "limit") || strings.Contains(d, "request") || strings.Contains(d, "->"))
+		d := strings.ToLower(c.fact("description") + " " + c.Summary + " " + c.fact("changes"))
+		return c.Kind == KindResourceChange || strings.Contains(d, "cpu") && (strings.Contains(d, "limit") || strings.Contains(d, "request") || strings.Contains(d, "->") || strings.Contains(d, "→"))
 	},
+	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		lim := h.fact("cpu_limit")
 		d := fmt.Sprintf("%s is CPU throttled (CFS quota)", h.Subject)

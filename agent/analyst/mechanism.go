@@ -97,6 +97,11 @@ type mechanism struct {
 	// this mechanism (a config change for a config error): such a change
 	// is preferred as the trigger.
 	fitsChange func(h *Hypothesis, c *Finding) bool
+	// strictTriggers: only a change that fits triggers this mechanism (a
+	// CPU limit cut for throttling); any other change near its onset is a
+	// coincidence, neither its trigger nor a rival explanation of the
+	// symptoms it explains.
+	strictTriggers bool
 
 	// describe explains the root cause in one paragraph; recommend adds
 	// actions, high priority first.

@@ -373,8 +373,9 @@ func distinctObjects(fs []*Finding) int {
 func nearestChange(h *Hypothesis, changes []*Finding) *Finding {
 	var best *Finding
 	bestRank := -1
+	strict := mechanismOf(h.Kind) != nil && mechanismOf(h.Kind).strictTriggers
 	for _, c := range changes {
-		if !changeTouches(c, h) {
+		if !changeTouches(c, h) || strict && !fitsMechanism(h, c) {
 			continue
 		}
 		d := h.Onset.Sub(c.Time)
@@ -963,6 +964,13 @@ func absorbChanges(hs []*Hypothesis) {
 	for _, c := range hs {
 		if c.class() != classChange || len(c.Support) == 0 {
 			continue
+		}
+		// A change that cannot produce a strict mechanism which explains
+		// its symptoms is a coincidence in time.
+		for _, k := range hs {
+			if m := mechanismOf(k.Kind); m != nil && m.strictTriggers && k.Score >= 0.45 && !fitsMechanism(k, c.Primary[0]) && explainsSupport(k, c) {
+				c.Score = math.Min(c.Score, k.Score*0.8)
+			}
 		}
 		var best *Hypothesis
 		for _, k := range hs {
