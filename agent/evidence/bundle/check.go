@@ -93,7 +93,7 @@ func (k *kubeBundle) holdsAny(ctx context.Context) bool {
 	if len(x.hinted) > 0 || x.podLogs > 0 {
 		return true
 	}
-	if t := k.texts(ctx); len(t.objs) > 0 || len(t.logs) > 0 {
+	if t := k.texts(ctx); len(t.objs) > 0 || len(t.logs) > 0 || len(t.usage) > 0 || len(t.absent) > 0 {
 		return true
 	}
 	for _, objs := range k.generic(ctx) {
@@ -275,8 +275,28 @@ func checkTranscript(b *Bundle, p string, r *CheckReport) {
 	}
 	counts["Event"] += len(res.Events)
 	what := countKinds(counts)
-	if len(res.Logs) > 0 {
-		what = strings.TrimPrefix(what+fmt.Sprintf(", %d kubectl logs outputs", len(res.Logs)), ", ")
+	add := func(n int, format string) {
+		if n > 0 {
+			what = strings.TrimPrefix(what+", "+fmt.Sprintf(format, n), ", ")
+		}
+	}
+	add(len(res.Logs), "%d kubectl logs outputs")
+	pods, nodes := 0, 0
+	for _, u := range res.Usage {
+		if u.Kind == "Node" {
+			nodes++
+		} else {
+			pods++
+		}
+	}
+	add(pods, "%d kubectl top pod rows")
+	add(nodes, "%d kubectl top node rows")
+	absent := map[string]int{}
+	for _, a := range res.Absent {
+		absent[a.Kind]++
+	}
+	if len(absent) > 0 {
+		what = strings.TrimPrefix(what+", "+countKinds(absent)+" not found (kubectl's NotFound answers)", ", ")
 	}
 	if what != "" {
 		r.Read = append(r.Read, CheckItem{File: p, What: "transcript: " + what})

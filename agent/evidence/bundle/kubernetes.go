@@ -327,8 +327,9 @@ func (k *kubeBundle) Objects(ctx context.Context, kind, namespace, labelSelector
 }
 
 // HoldsKind reports whether the bundle holds any evidence of kind: a file
-// named after it (an empty list counts: the kind was captured) or an object
-// of it in another file.
+// named after it (an empty list counts: the kind was captured), an object
+// of it in another file, or kubectl's NotFound answer about one in a
+// transcript (the kind was asked about, as a live API is).
 func (k *kubeBundle) HoldsKind(ctx context.Context, kind string) bool {
 	ki, ok := evidence.LookupKind(kind)
 	if !ok {
@@ -338,6 +339,9 @@ func (k *kubeBundle) HoldsKind(ctx context.Context, kind string) bool {
 		if strings.HasPrefix(key, ki.Kind+"/") && len(files) > 0 {
 			return true
 		}
+	}
+	if k.textAbsent(ctx, ki.Kind) {
+		return true
 	}
 	objs, err := k.Objects(ctx, ki.Kind, "", "")
 	return err == nil && len(objs) > 0

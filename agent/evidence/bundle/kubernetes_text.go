@@ -1,11 +1,13 @@
 package bundle
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +28,20 @@ type textData struct {
 	objs    map[string][]evidence.KubeObject // by kind
 	logs    []textLog
 	skipped []textSkip
+	// absent are kubectl's NotFound answers: the kind was asked about and
+	// the object did not exist (no object is made of them).
+	absent []textAbsence
+	usage  []textUsage
+}
+
+type textAbsence struct {
+	file string
+	kubetext.Absence
+}
+
+type textUsage struct {
+	file string
+	kubetext.Usage
 }
 
 type textLog struct {
@@ -107,6 +123,12 @@ func (k *kubeBundle) texts(ctx context.Context) *textData {
 			for _, s := range res.Skipped {
 				t.skipped = append(t.skipped, textSkip{file: name, Skip: s})
 			}
+			for _, a := range res.Absent {
+				t.absent = append(t.absent, textAbsence{file: name, Absence: a})
+			}
+			for _, u := range res.Usage {
+				t.usage = append(t.usage, textUsage{file: name, Usage: u})
+			}
 		}
 	})
 	if k.text == nil {
@@ -127,6 +149,17 @@ func (k *kubeBundle) textObjects(ctx context.Context, kind string) []evidence.Ku
 	return k.texts(ctx).objs[kind]
 }
 
+// textAbsent reports whether a transcript holds kubectl's NotFound answer
+// for an object of kind.
+func (k *kubeBundle) textAbsent(ctx context.Context, kind string) bool {
+	for _, a := range k.texts(ctx).absent {
+		if a.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
 // textLogs returns the transcript logs of a pod (a command without -n
 // matches the pod in any namespace), for one container or all.
 func (k *kubeBundle) textLogs(ctx context.Context, ns, pod, container string, previous bool) []textLog {
@@ -144,4 +177,35 @@ func (k *kubeBundle) textLogs(ctx context.Context, ns, pod, container string, pr
 // hasPodLogFiles reports whether the bundle holds log files of a pod.
 func (k *kubeBundle) hasPodLogFiles(ns, pod string) bool {
 	return exists(k.fsys, path.Join(kubeDir, ns, pod))
+}
+
+var _ evidence.UsageReader = (*kubeBundle)(nil)
+
+// Usage serves the rows of `kubectl top pod|node` in transcripts. A pod row
+// of a command without -n matches any namespace asked; a reading seen twice
+// (the same pod, container or node) keeps the later one.
+func (k *kubeBundle) Usage(ctx context.Context, kind, namespace string) ([]evidence.Usage, error) {
+	if kind != "" && kind != "Pod" && kind != "Node" {
+		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "usage is read of pods and nodes, not %q", kind)
+	}
+	out := []evidence.Usage{}
+	seen := map[string]int{}
+	for _, u := range k.texts(ctx).usage {
+		if kind != "" && u.Kind != kind || namespace != "" && u.Kind == "Pod" && u.Namespace != "" && u.Namespace != namespace {
+			continue
+		}
+		key := u.Kind + "/" + u.Namespace + "/" + u.Name + "/" + u.Container
+		e := evidence.Usage{Kind: u.Kind, Namespace: u.Namespace, Name: u.Name, Container: u.Container, CPU: u.CPU, Memory: u.Memory,
+			CPUPercent: u.CPUPercent, MemoryPercent: u.MemoryPercent, Time: u.Time, Source: fmt.Sprintf("%s:%d", u.file, u.Line)}
+		if i, ok := seen[key]; ok {
+			out[i] = e
+			continue
+		}
+		seen[key] = len(out)
+		out = append(out, e)
+	}
+	slices.SortStableFunc(out, func(a, b evidence.Usage) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Container, b.Container))
+	})
+	return out, nil
 }

@@ -36,8 +36,10 @@ var fuzzRef = time.Date(2026, 3, 14, 10, 45, 0, 0, time.UTC)
 func checkBounded(t *testing.T, data []byte) {
 	t.Helper()
 	res := kubetext.Parse(data, fuzzRef)
-	if len(res.Objects) > kubetext.MaxObjects || len(res.Events) > kubetext.MaxEvents || len(res.Skipped) > kubetext.MaxSkips {
-		t.Fatalf("unbounded result: %d objects, %d events, %d skipped", len(res.Objects), len(res.Events), len(res.Skipped))
+	if len(res.Objects) > kubetext.MaxObjects || len(res.Events) > kubetext.MaxEvents || len(res.Skipped) > kubetext.MaxSkips ||
+		len(res.Absent) > kubetext.MaxAbsent || len(res.Usage) > kubetext.MaxObjects {
+		t.Fatalf("unbounded result: %d objects, %d events, %d skipped, %d absent, %d usage", len(res.Objects), len(res.Events), len(res.Skipped),
+			len(res.Absent), len(res.Usage))
 	}
 	n := 0
 	for _, l := range res.Logs {
@@ -71,6 +73,8 @@ var commandForms = []string{
 	"kubectl describe hpa h -n ns", "kubectl describe cm c -n ns", "kubectl describe secret s -n ns", "kubectl get pods -o wide -A", "kubectl get deploy,rs,sts,ds,svc,pvc,pv,ing,hpa,ep,no,job,cj -A",
 	"kubectl get events -A", "kubectl events -n ns", "kubectl logs p -c c -p -n ns", "kubectl top pod -A --containers",
 	"kubectl top node", "kubectl get pods -o yaml -n ns", "kubectl get pods -o json -n ns",
+	"kubectl get cm,secrets -A", "kubectl get secret a b -n ns", "kubectl rollout status deploy/d -n ns",
+	"kubectl rollout status sts/s -n ns", "kubectl rollout status ds/d -n ns", "kubectl rollout history deploy/d -n ns",
 }
 
 func FuzzForms(f *testing.F) {

@@ -102,8 +102,42 @@ func init() {
 		"DaemonSet": daemonSetRow, "Job": jobRow, "CronJob": cronJobRow, "Node": nodeRow, "Service": serviceRow,
 		"PersistentVolumeClaim": pvcRow, "PersistentVolume": pvRow, "Ingress": ingressRow,
 		"HorizontalPodAutoscaler": hpaRow, "Endpoints": endpointsRow, "StorageClass": storageClassRow,
-		"Namespace": namespaceRow,
+		"Namespace": namespaceRow, "ConfigMap": configMapRow, "Secret": secretRow,
 	}
+}
+
+// DataCountAnnotation holds the DATA column of a config map or secret table
+// row: how many keys it has. The row shows neither the keys nor their
+// values, so Data stays empty; a describe page or -o yaml of the same
+// object fills it.
+const DataCountAnnotation = "rootcause.dev/kubectl-data-count"
+
+func dataCount(t *table, row []string, meta *metav1.ObjectMeta) bool {
+	n, err := strconv.Atoi(cell(t, row, "DATA"))
+	if err != nil || n < 0 {
+		return false
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[DataCountAnnotation] = strconv.Itoa(n)
+	return true
+}
+
+// configMapRow reads NAME DATA AGE.
+func configMapRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.Object {
+	if !dataCount(t, row, &meta) {
+		return nil
+	}
+	return &corev1.ConfigMap{TypeMeta: typeMeta("ConfigMap"), ObjectMeta: meta}
+}
+
+// secretRow reads NAME TYPE DATA AGE (values are never shown).
+func secretRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.Object {
+	if !dataCount(t, row, &meta) {
+		return nil
+	}
+	return &corev1.Secret{TypeMeta: typeMeta("Secret"), ObjectMeta: meta, Type: corev1.SecretType(cell(t, row, "TYPE"))}
 }
 
 // ratio reads "2/3".

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -161,6 +162,7 @@ func sameValue(a, b any, capturedAt time.Time) bool {
 // kubectl prints for an unset optional flag.
 func ignored(path string, v any) bool {
 	return strings.Contains(path, kubetext.SourceAnnotation) ||
+		strings.Contains(path, kubetext.DataCountAnnotation) || strings.Contains(path, kubetext.RolloutAnnotation) ||
 		(strings.HasSuffix(path, ".optional") && v == false) ||
 		(strings.HasSuffix(path, ".controller") && v == true) ||
 		strings.HasSuffix(path, ".started") && v == true
@@ -365,6 +367,82 @@ func checkTranscript(t *testing.T, text []byte, capturedAt time.Time, wantEvents
 		t.Errorf("logs not read: %v", wantLogs)
 	}
 	checkUsage(t, res.Usage, fix)
+	checkTableCounts(t, res, fix)
+	checkAbsent(t, res.Absent, fix)
+	checkRollout(t, res)
+}
+
+// checkTableCounts compares the DATA column of config map and secret rows
+// with the keys of the objects served.
+func checkTableCounts(t *testing.T, res *kubetext.Result, fix map[string][]map[string]any) {
+	t.Helper()
+	n := 0
+	for _, o := range res.Objects {
+		m := o.(metav1.Object)
+		count, ok := m.GetAnnotations()[kubetext.DataCountAnnotation]
+		if !ok {
+			continue
+		}
+		n++
+		kind := o.GetObjectKind().GroupVersionKind().Kind
+		src := find(fix[kind], m.GetNamespace(), m.GetName())
+		if src == nil {
+			t.Errorf("%s %s: not in the source objects", kind, m.GetName())
+			continue
+		}
+		data, _ := src["data"].(map[string]any)
+		bin, _ := src["binaryData"].(map[string]any)
+		if count != fmt.Sprint(len(data)+len(bin)) {
+			t.Errorf("%s %s: DATA %s, want %d", kind, m.GetName(), count, len(data)+len(bin))
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d config map and secret rows read, want 2", n)
+	}
+}
+
+// checkAbsent checks kubectl's NotFound answers: each names an object the
+// server does not have, and all of them are read.
+func checkAbsent(t *testing.T, absent []kubetext.Absence, fix map[string][]map[string]any) {
+	t.Helper()
+	var got []string
+	for _, a := range absent {
+		got = append(got, a.Kind+" "+a.Namespace+"/"+a.Name)
+		if find(fix[a.Kind], a.Namespace, a.Name) != nil {
+			t.Errorf("%s %s/%s read as absent, but the server has it", a.Kind, a.Namespace, a.Name)
+		}
+	}
+	want := "Secret shop/checkout-db-old, Pod shop/worker-9, Pod shop/checkout-6d8f9c7b5-gone"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("absent: %s, want %s", strings.Join(got, ", "), want)
+	}
+}
+
+// checkRollout checks what kubectl rollout status stated (kept on a text
+// copy of the workload; a structured copy of it wins as it is).
+func checkRollout(t *testing.T, res *kubetext.Result) {
+	t.Helper()
+	want := map[string]string{
+		"Deployment/checkout": `deployment "checkout" exceeded its progress deadline`,
+		"StatefulSet/worker":  "Waiting for statefulset spec update to be observed...",
+	}
+	for _, o := range res.Objects {
+		m := o.(metav1.Object)
+		what := o.GetObjectKind().GroupVersionKind().Kind + "/" + m.GetName()
+		if _, text := m.GetAnnotations()[kubetext.SourceAnnotation]; !text {
+			delete(want, what) // a structured copy (get -o json) wins whole
+			continue
+		}
+		if v, ok := m.GetAnnotations()[kubetext.RolloutAnnotation]; ok {
+			if v != want[what] {
+				t.Errorf("%s: rollout status %q, want %q", what, v, want[what])
+			}
+			delete(want, what)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("rollout status not read: %v", want)
+	}
 }
 
 // checkUsage compares kubectl top rows with the metrics served.

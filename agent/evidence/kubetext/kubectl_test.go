@@ -109,6 +109,22 @@ var transcriptCommands = []struct {
 	{"kubectl top node", 0},
 	{"kubectl get pod worker-0 -n shop -o yaml", 0},
 	{"kubectl get deploy checkout -n shop -o json", 0},
+	{"kubectl get cm -n shop", 0},
+	{"kubectl get secrets -n shop", 0},
+	{"kubectl describe secret checkout-db-old -n shop", 0},
+	{"kubectl get pods worker-0 worker-9 -n shop", 0},
+	{"kubectl logs checkout-6d8f9c7b5-gone -n shop", 0},
+	{"kubectl rollout status deploy/checkout -n shop --watch=false", 0},
+	{"kubectl rollout status sts/worker -n shop --watch=false", 0},
+}
+
+// failingCommands exit non-zero: kubectl answers NotFound for (some of)
+// the objects they name.
+var failingCommands = map[string]bool{
+	"kubectl describe secret checkout-db-old -n shop":              true,
+	"kubectl get pods worker-0 worker-9 -n shop":                   true,
+	"kubectl logs checkout-6d8f9c7b5-gone -n shop":                 true,
+	"kubectl rollout status deploy/checkout -n shop --watch=false": true, // exceeded its progress deadline
 }
 
 // runTranscript runs the commands with real kubectl against the loopback
@@ -135,8 +151,8 @@ func runTranscript(t *testing.T, kubectl, fixtures string, cmds []string) ([]byt
 		cmd.Env = append(os.Environ(), "HOME="+dir, "KUBECACHEDIR="+filepath.Join(dir, "cache"), "TZ=UTC", "LANG=C")
 		out, err := cmd.CombinedOutput()
 		cancel()
-		if err != nil {
-			t.Errorf("%s: %v\n%s", c, err, out)
+		if (err != nil) != failingCommands[c] {
+			t.Errorf("%s: %v (want a failure: %v)\n%s", c, err, failingCommands[c], out)
 		}
 		buf.WriteString("$ " + c + "\n")
 		buf.Write(out)

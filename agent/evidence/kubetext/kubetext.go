@@ -1,9 +1,10 @@
 // Package kubetext reads kubectl output as a terminal shows it: a line
 // "$ kubectl ..." followed by that command's output, repeated. It turns
-// describe pages, get tables (plain and -o wide), event tables, logs and
-// top rows into typed Kubernetes objects, events, log lines and usage
-// samples holding only what the text shows; what a text form does not show
-// stays unset (never guessed). Output of get -o yaml|json inside a
+// describe pages, get tables (plain and -o wide), event tables, logs, top
+// rows, rollout status and kubectl's NotFound answers into typed
+// Kubernetes objects, events, log lines, usage samples and absences
+// holding only what the text shows; what a text form does not show stays
+// unset (never guessed). Output of get -o yaml|json inside a
 // transcript is decoded as structured objects.
 //
 // The command line gives the kind, namespace and container (-n NS,
@@ -31,6 +32,7 @@ const (
 	MaxEvents   = 50000    // events kept
 	MaxLogLines = 200000   // log lines kept, over all logs
 	MaxSkips    = 1000     // skipped commands reported
+	MaxAbsent   = 1000     // NotFound answers kept
 )
 
 // SourceAnnotation is set on every object Parse returns; its value names the
@@ -59,6 +61,11 @@ type Result struct {
 	Logs []Log
 	// Usage are the rows of kubectl top pod|node.
 	Usage []Usage
+	// Absent are the objects kubectl answered NotFound for ("Error from
+	// server (NotFound): secrets "x" not found"): evidence that they did
+	// not exist when the command ran, as a live API's 404 is. No object is
+	// made of them.
+	Absent []Absence
 	// Skipped lists what was not understood and why.
 	Skipped []Skip
 }
@@ -85,6 +92,17 @@ type Usage struct {
 	CPUPercent    int
 	MemoryPercent int
 	Time          time.Time // the capture time
+	Line          int       // 1-based line of the row
+}
+
+// Absence is one object kubectl answered NotFound for.
+type Absence struct {
+	Kind      string // "Secret", "Pod"...
+	Namespace string // from -n; empty for cluster-scoped kinds or when the command did not say
+	Name      string
+	Line      int    // 1-based line of kubectl's error
+	Command   string // the command line, without "$ "
+	Message   string // kubectl's error line
 }
 
 // Skip is one command (or part of one) that was not understood.

@@ -69,7 +69,7 @@ func (p *parser) top(c *command, out []string, first int) {
 		return
 	}
 	for i, row := range t.rows {
-		u := Usage{Kind: kind, Name: t.get(row, "NAME"), CPUPercent: -1, MemoryPercent: -1, Time: p.ref}
+		u := Usage{Kind: kind, Name: t.get(row, "NAME"), CPUPercent: -1, MemoryPercent: -1, Time: p.ref, Line: t.lines[i]}
 		if kind == "Pod" {
 			u.Namespace = c.ns()
 			if ns := t.get(row, "NAMESPACE"); ns != "" {

@@ -155,6 +155,13 @@ func (p *parser) block(b *block) {
 	if strings.HasPrefix(strings.TrimSpace(out[0]), "No resources found") && len(out) == 1 {
 		return // an empty answer: nothing to read
 	}
+	if out = p.notFound(c, out, b.line+1); len(out) == 0 {
+		return // only NotFound answers, recorded as absences
+	}
+	if c.verb == "rollout" {
+		p.rollout(c, out, b.line)
+		return
+	}
 	if msg := kubectlError(c, out); msg != "" {
 		p.skip(b.line, c.text, "kubectl answered an error: "+msg)
 		return
@@ -178,6 +185,67 @@ func (p *parser) block(b *block) {
 // logsErrorRe are the errors kubectl logs prints instead of a log (a log
 // line of the application may well start with "error:").
 var logsErrorRe = regexp.MustCompile(`^(Error from server \(|error: (a container name must be specified|container \S+ is not valid|the server doesn't have|unable to|You must be logged in|pods? "[^"]*" not found))`)
+
+// notFoundRe is kubectl's answer for an object the API server does not
+// have: `Error from server (NotFound): secrets "x" not found` (the
+// resource may carry its group: deployments.apps); kubectl logs of 1.2x
+// and later says `error: error from server (NotFound): pods "x" not found
+// in namespace "shop"`.
+var notFoundRe = regexp.MustCompile(`^(?:error: )?[Ee]rror from server \(NotFound\): ([a-z0-9.-]+) "([^"]+)" not found(?: in namespace "([^"]+)")?$`)
+
+// notFound records the NotFound answers of a command as absences and
+// returns the rest of its output. kubectl prints them on stderr, among the
+// objects it found (get pod a b), so for get and describe they are taken
+// from any line; for logs, whose lines are the application's, only from
+// a short output's first line (the answer instead of a log). A NotFound
+// about another resource than the command names (a namespace) counts too.
+func (p *parser) notFound(c *command, out []string, first int) []string {
+	switch c.verb {
+	case "get", "describe", "logs", "log", "top", "events":
+	default:
+		return out
+	}
+	logs := c.verb == "logs" || c.verb == "log"
+	if logs && (len(out) > 3 || !notFoundRe.MatchString(strings.TrimSpace(out[0]))) {
+		return out
+	}
+	kept := out[:0:0]
+	for i, l := range out {
+		m := notFoundRe.FindStringSubmatch(strings.TrimSpace(l))
+		if m == nil || logs && i > 0 {
+			kept = append(kept, l)
+			continue
+		}
+		kind := kindOf(m[1])
+		if kind == "" {
+			kind = kindOf(strings.SplitN(m[1], ".", 2)[0])
+		}
+		if kind == "" {
+			p.skip(first+i, c.text, "kubectl answered NotFound for a kind not read: "+strings.TrimSpace(l))
+			continue
+		}
+		ns := c.ns()
+		if m[3] != "" {
+			ns = m[3]
+		}
+		if clusterScoped[kind] {
+			ns = ""
+		}
+		if len(p.res.Absent) < MaxAbsent {
+			p.res.Absent = append(p.res.Absent, Absence{Kind: kind, Namespace: ns, Name: m[2], Line: first + i, Command: c.text, Message: strings.TrimSpace(l)})
+		}
+	}
+	if len(kept) == len(out) {
+		return out
+	}
+	// what is left may be blank lines between the answers
+	for _, l := range kept {
+		if strings.TrimSpace(l) != "" {
+			return kept
+		}
+	}
+	return nil
+}
 
 // kubectlError returns the error a command printed instead of output.
 func kubectlError(c *command, out []string) string {

@@ -18,8 +18,8 @@ import (
 )
 
 // testdata/tables.txt holds kubectl get tables the goldens do not show:
-// pods in many states, older event columns, filtered output and kinds not
-// read. Their columns follow kube-apiserver's printers (kubectl prints the
+// pods in many states, older event columns, filtered output, a secrets
+// table. Their columns follow kube-apiserver's printers (kubectl prints the
 // columns the API server sends).
 
 func object[T runtime.Object](t *testing.T, res *kubetext.Result, ns, name string) T {
@@ -136,13 +136,19 @@ func TestGetTables(t *testing.T) {
 		t.Errorf("old-format event: %+v", old)
 	}
 
-	// The filtered table, the version and the secrets are reported, not guessed.
+	// A secret row: its type and key count, no keys, no values.
+	if s := object[*corev1.Secret](t, res, "shop", "checkout-db"); s.Type != corev1.SecretTypeOpaque || len(s.Data) != 0 ||
+		s.Annotations[kubetext.DataCountAnnotation] != "1" || !s.CreationTimestamp.Time.Equal(ref.Add(-40*24*time.Hour)) {
+		t.Errorf("secret row: %+v", s)
+	}
+
+	// The filtered table and the version are reported, not guessed.
 	var reasons []string
 	for _, s := range res.Skipped {
 		reasons = append(reasons, s.Command+": "+s.Reason)
 	}
 	all := strings.Join(reasons, "\n")
-	for _, want := range []string{"grep checkout: no NAME column", "kubectl version output is not read", "get secrets -n shop: get secret tables are not read"} {
+	for _, want := range []string{"grep checkout: no NAME column", "kubectl version output is not read"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("skipped: want %q in\n%s", want, all)
 		}
@@ -250,7 +256,53 @@ No resources found in empty namespace.
 	if len(res.Logs) != 1 || len(res.Logs[0].Lines) != 2 || res.Logs[0].Previous {
 		t.Errorf("logs: %+v", res.Logs)
 	}
-	if len(res.Skipped) != 2 || !strings.Contains(res.Skipped[0].Reason, "NotFound") || res.Skipped[1].Line != 3 {
+	// NotFound is an answer (the pod is absent), BadRequest an error.
+	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "BadRequest") || res.Skipped[0].Line != 3 {
+		t.Errorf("skipped: %+v", res.Skipped)
+	}
+	if len(res.Absent) != 1 || res.Absent[0] != (kubetext.Absence{Kind: "Pod", Namespace: "shop", Name: "gone", Line: 2,
+		Command: "kubectl describe pod gone -n shop", Message: `Error from server (NotFound): pods "gone" not found`}) {
+		t.Errorf("absent: %+v", res.Absent)
+	}
+}
+
+// kubectl's NotFound answers are recorded as absences, whatever the verb,
+// among found objects too (kubectl prints them on stderr, which a terminal
+// interleaves); no object is made of them.
+func TestNotFoundAnswers(t *testing.T) {
+	text := `$ kubectl describe secret ghcr-creds -n logistics
+Error from server (NotFound): secrets "ghcr-creds" not found
+$ kubectl get deploy web api -n shop
+NAME   READY   UP-TO-DATE   AVAILABLE   AGE
+web    2/2     2            2           3d
+Error from server (NotFound): deployments.apps "api" not found
+$ kubectl get pvc data -n nowhere
+Error from server (NotFound): namespaces "nowhere" not found
+$ kubectl logs web-0 -n shop
+Error from server (NotFound): pods "web-0" not found
+$ kubectl get cm a b
+Error from server (NotFound): configmaps "a" not found
+Error from server (NotFound): configmaps "b" not found
+$ kubectl get widgets w -n shop
+Error from server (NotFound): widgets.example.com "w" not found
+$ kubectl logs web-1 -n shop
+2026-03-14T10:00:00Z calling the API
+Error from server (NotFound): pods "x" not found
+`
+	res := kubetext.Parse([]byte(text), time.Time{})
+	want := []string{"Secret logistics/ghcr-creds 2", "Deployment shop/api 6", "Namespace /nowhere 8", "Pod shop/web-0 10",
+		"ConfigMap /a 12", "ConfigMap /b 13"}
+	var got []string
+	for _, a := range res.Absent {
+		got = append(got, fmt.Sprintf("%s %s/%s %d", a.Kind, a.Namespace, a.Name, a.Line))
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("absent:\n%v\nwant\n%v", got, want)
+	}
+	if len(res.Objects) != 1 || len(res.Logs) != 1 || res.Logs[0].Pod != "web-1" || len(res.Logs[0].Lines) != 2 {
+		t.Errorf("objects %d (want the one deployment found), logs %+v", len(res.Objects), res.Logs)
+	}
+	if len(res.Skipped) != 1 || res.Skipped[0].Line != 15 || !strings.Contains(res.Skipped[0].Reason, "kind not read") {
 		t.Errorf("skipped: %+v", res.Skipped)
 	}
 }
@@ -389,5 +441,156 @@ func TestLimits(t *testing.T) {
 	res = kubetext.Parse([]byte(long), time.Time{})
 	if len(res.Logs) != 1 || len(res.Logs[0].Lines[0]) != kubetext.MaxLine {
 		t.Errorf("long line: %d bytes kept", len(res.Logs[0].Lines[0]))
+	}
+}
+
+// get configmaps and get secrets tables (as kube-apiserver's printer columns
+// give them) are objects with their DATA count and age; no keys, no values.
+func TestConfigMapAndSecretTables(t *testing.T) {
+	text := `$ kubectl get configmaps -n reporting
+NAME                    DATA   AGE
+kube-root-ca.crt        1      402d
+report-api-config-v10   2      61d
+$ kubectl get secrets -n logistics
+NAME               TYPE                             DATA   AGE
+carrier-api-keys   Opaque                           3      3d
+ghcr-pull          kubernetes.io/dockerconfigjson   1      3d
+$ kubectl describe cm report-api-config-v10 -n reporting
+Name:         report-api-config-v10
+Namespace:    reporting
+Labels:       <none>
+Annotations:  <none>
+
+Data
+====
+application.yaml:
+----
+server: {}
+timezone:
+----
+UTC
+
+BinaryData
+====
+
+Events:  <none>
+`
+	ref := time.Date(2027, 1, 19, 8, 50, 0, 0, time.UTC)
+	res := kubetext.Parse([]byte(text), ref)
+	if len(res.Skipped) != 0 {
+		t.Fatalf("skipped: %+v", res.Skipped)
+	}
+	cm := object[*corev1.ConfigMap](t, res, "reporting", "kube-root-ca.crt")
+	if cm.Annotations[kubetext.DataCountAnnotation] != "1" || len(cm.Data) != 0 || !cm.CreationTimestamp.Time.Equal(ref.Add(-402*24*time.Hour)) {
+		t.Errorf("config map row: %+v", cm.ObjectMeta)
+	}
+	// the describe page gives the keys; the row adds its count
+	cm = object[*corev1.ConfigMap](t, res, "reporting", "report-api-config-v10")
+	if cm.Annotations[kubetext.DataCountAnnotation] != "2" || len(cm.Data) != 2 || cm.Annotations[kubetext.SourceAnnotation] != "describe" {
+		t.Errorf("config map row and page: %+v %v", cm.ObjectMeta, cm.Data)
+	}
+	s := object[*corev1.Secret](t, res, "logistics", "ghcr-pull")
+	if s.Type != corev1.SecretTypeDockerConfigJson || s.Annotations[kubetext.DataCountAnnotation] != "1" || len(s.Data) != 0 || s.Annotations[kubetext.SourceAnnotation] != "get" {
+		t.Errorf("secret row: %+v", s)
+	}
+	if s := object[*corev1.Secret](t, res, "logistics", "carrier-api-keys"); s.Type != corev1.SecretTypeOpaque || s.Annotations[kubetext.DataCountAnnotation] != "3" {
+		t.Errorf("secret row: %+v", s)
+	}
+}
+
+// kubectl rollout status: the last state printed gives the counts it
+// states, kept verbatim too; rollout history is reported as not read.
+func TestRolloutStatus(t *testing.T) {
+	cases := []struct {
+		name, text                string
+		kind                      string
+		updated, available, specR int32
+		progressing               string
+		skipped                   string
+	}{
+		{name: "waiting, watched", kind: "Deployment", updated: 2, available: 1, text: `$ kubectl rollout status deploy/api -n web
+Waiting for deployment "api" rollout to finish: 1 out of 3 new replicas have been updated...
+Waiting for deployment "api" rollout to finish: 2 out of 3 new replicas have been updated...
+Waiting for deployment "api" rollout to finish: 1 of 2 updated replicas are available...
+`},
+		{name: "new replicas", kind: "Deployment", updated: 1, specR: 3, text: `$ kubectl rollout status deployment api -n web --watch=false
+Waiting for deployment "api" rollout to finish: 1 out of 3 new replicas have been updated...
+`},
+		{name: "timed out", kind: "Deployment", updated: 3, specR: 4, text: `$ kubectl -n web rollout status deploy/api --timeout=30s
+Waiting for deployment "api" rollout to finish: 3 out of 4 new replicas have been updated...
+error: timed out waiting for the condition
+`},
+		{name: "deadline", kind: "Deployment", progressing: "ProgressDeadlineExceeded", text: `$ kubectl rollout status deploy/api -n web
+Waiting for deployment "api" rollout to finish: 0 of 1 updated replicas are available...
+error: deployment "api" exceeded its progress deadline
+`},
+		{name: "done", kind: "Deployment", text: `$ kubectl rollout status deploy/api -n web
+deployment "api" successfully rolled out
+`},
+		{name: "daemon set", kind: "DaemonSet", updated: 2, available: 0, text: `$ kubectl rollout status ds/api -n web
+Waiting for daemon set "api" rollout to finish: 2 out of 5 new pods have been updated...
+`},
+		{name: "stateful set", kind: "StatefulSet", updated: 3, text: `$ kubectl rollout status sts/api -n web
+statefulset rolling update complete 3 pods at revision api-7d9f8c6b5...
+`},
+		{name: "history", skipped: "without times", text: `$ kubectl rollout history deploy/api -n web
+deployment.apps/api
+REVISION  CHANGE-CAUSE
+1         <none>
+2         kubectl set image deployment/api app=api:2.0 --record=true
+`},
+		{name: "unknown line", skipped: "not understood", text: `$ kubectl rollout status deploy/api -n web
+something else entirely
+`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := kubetext.Parse([]byte(tc.text), time.Time{})
+			if tc.skipped != "" {
+				if len(res.Objects) != 0 || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, tc.skipped) {
+					t.Errorf("objects %d, skipped %+v, want skipped %q", len(res.Objects), res.Skipped, tc.skipped)
+				}
+				return
+			}
+			if len(res.Skipped) != 0 || len(res.Objects) != 1 {
+				t.Fatalf("objects %d skipped %+v", len(res.Objects), res.Skipped)
+			}
+			lines := strings.Split(strings.TrimSpace(tc.text), "\n")
+			last := lines[len(lines)-1]
+			if strings.HasPrefix(last, "error: timed out") {
+				last = lines[len(lines)-2]
+			}
+			var meta metav1.ObjectMeta
+			switch tc.kind {
+			case "Deployment":
+				d := object[*appsv1.Deployment](t, res, "web", "api")
+				meta = d.ObjectMeta
+				var specR int32
+				if d.Spec.Replicas != nil {
+					specR = *d.Spec.Replicas
+				}
+				if d.Status.UpdatedReplicas != tc.updated || d.Status.AvailableReplicas != tc.available || specR != tc.specR {
+					t.Errorf("status %+v replicas %d", d.Status, specR)
+				}
+				if tc.progressing != "" && (len(d.Status.Conditions) != 1 || d.Status.Conditions[0].Reason != tc.progressing) {
+					t.Errorf("conditions %+v", d.Status.Conditions)
+				}
+			case "DaemonSet":
+				d := object[*appsv1.DaemonSet](t, res, "web", "api")
+				meta = d.ObjectMeta
+				if d.Status.UpdatedNumberScheduled != tc.updated || d.Status.DesiredNumberScheduled != 5 {
+					t.Errorf("status %+v", d.Status)
+				}
+			case "StatefulSet":
+				s := object[*appsv1.StatefulSet](t, res, "web", "api")
+				meta = s.ObjectMeta
+				if s.Status.UpdatedReplicas != tc.updated {
+					t.Errorf("status %+v", s.Status)
+				}
+			}
+			if meta.Annotations[kubetext.RolloutAnnotation] != strings.TrimPrefix(last, "error: ") || meta.Annotations[kubetext.SourceAnnotation] != "rollout-status" {
+				t.Errorf("annotations %v, want the last line %q", meta.Annotations, last)
+			}
+		})
 	}
 }

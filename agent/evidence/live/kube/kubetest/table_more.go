@@ -295,6 +295,20 @@ func moreTables(kind string, items []any, now time.Time) ([]column, []row, bool)
 			add(m, ep.Name, orNone(s), age(ep.CreationTimestamp.Time, now))
 			ep = corev1.Endpoints{}
 		})
+	case "ConfigMap":
+		cols = []column{name, {Name: "Data", Type: "integer"}, ageCol}
+		var cm corev1.ConfigMap
+		each(&cm, func(m map[string]any) {
+			add(m, cm.Name, int64(len(cm.Data)+len(cm.BinaryData)), age(cm.CreationTimestamp.Time, now))
+			cm = corev1.ConfigMap{}
+		})
+	case "Secret":
+		cols = []column{name, str("Type"), {Name: "Data", Type: "integer"}, ageCol}
+		var sec corev1.Secret
+		each(&sec, func(m map[string]any) {
+			add(m, sec.Name, string(sec.Type), int64(len(sec.Data)), age(sec.CreationTimestamp.Time, now))
+			sec = corev1.Secret{}
+		})
 	default:
 		return nil, nil, false
 	}
