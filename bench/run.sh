@@ -30,6 +30,9 @@ go test ./agent/evidence/bundle -run '^$' -bench PromBundle50MB -benchtime 3x -c
 # Traces: scan, index and service graph of one million spans (part of the
 # localization target: < 10 s and < 500 MB with metrics and logs).
 go test ./agent/evidence/bundle -run '^$' -bench 'TraceScan1M|TraceIndex1M|ServiceGraph1M' -benchtime 3x -benchmem
+# Issue 18: localization over 50 services x 40 min of metrics, 1 GB of logs
+# and 1M spans read from a bundle on disk (target < 10 s, < 500 MB).
+go test ./bench/localize -run '^$' -bench . -benchtime 1x -timeout 30m
 # Bundles of 50,000 objects and 500 MB of logs (open < 2 s, investigate < 300 MB).
 go test ./bench/bundle -run '^$' -bench . -benchtime 3x -timeout 30m
 # Issue 6: analyst on 200 MB of logs (target < 10 s, < 300 MB), eval, demo.

@@ -489,12 +489,22 @@ func isIP(s string) bool {
 			return isIPv6(s[1:k])
 		}
 	}
-	if k := strings.IndexAny(s, ":/"); k > 0 && strings.Count(s, ":") <= 1 {
+	if k := indexColonSlash(s); k > 0 && strings.Count(s, ":") <= 1 {
 		if isIPv4(s[:k]) && allDigits(s[k+1:]) {
 			return true
 		}
 	}
 	return isIPv4(s) || isIPv6(s)
+}
+
+// indexColonSlash is strings.IndexAny(s, ":/") without building a set.
+func indexColonSlash(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ':' || s[i] == '/' {
+			return i
+		}
+	}
+	return -1
 }
 
 func isIPv4(s string) bool {
