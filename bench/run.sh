@@ -14,12 +14,16 @@ go test ./server -run '^$' -bench 'BenchmarkConfigPut' -benchtime 100x
 # (targets: /auth/me >= 0.75, effective config >= 0.9), ETag/304/gzip.
 go test ./server -run '^$' -bench HTTPAuthMeRatio -benchtime 400x -count 3
 go test ./server -run '^$' -bench 'HTTPEffective' -benchtime 400x -count 3
+# The same measurement with one bare handler on both sides: the noise floor.
+go test ./server -run '^$' -bench HTTPRatioControl -benchtime 400x -count 3
 # Config history: include_full=false < 2 ms, growth per version, logging.
 go test ./db -run '^$' -bench ConfigVersionGrowth -benchtime 1x
 go test ./db -run '^$' -bench ConfigHistory -benchtime 2s
 go test ./logwriter -run '^$' -bench LogLine
 # Issue 4: run overhead with a no-op engine (target p50 < 5 ms), list at 100k.
 go test ./agent -run '^$' -bench RunOverhead -benchtime 200x -count 3
+# An investigation of the public OOM scenario through the server (target < 100 ms).
+go test ./agent -run '^$' -bench OOMThroughServer -benchtime 50x -count 3
 go test ./db -run '^$' -bench ListInvestigations -benchtime 2s -count 1
 # The 10,000-version migration check (about 5 minutes, 700 MB of temp disk).
 ROOTCAUSE_TEST_MIGRATION_VERSIONS=10000 go test ./db -run TestMigration0003 -v -timeout 30m

@@ -17,6 +17,7 @@ import (
 	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/metrics"
 	"github.com/rootcause/rootcause/notify"
+	"github.com/rootcause/rootcause/server"
 )
 
 // LogSettings configure the server's structured log (stderr).
@@ -79,11 +80,9 @@ func newLogger(w io.Writer, ls LogSettings) (*slog.Logger, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	if ls.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return slog.New(slog.NewTextHandler(w, opts)), nil
+	// slog's text or JSON handler; the server writes its request lines in
+	// the same format without the handler's generic formatting.
+	return slog.New(server.NewLogHandler(w, ls.Format == "json", lvl)), nil
 }
 
 // observeTx adapts the metrics to db.Options.ObserveTx.

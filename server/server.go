@@ -421,25 +421,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, local bool) {
 		end := time.Now()
 		latency := end.Sub(start)
 		s.cfg.Metrics.ObserveHTTP(route, r.Method, status, latency)
-		// The record is built here rather than through Logger.LogAttrs,
-		// which walks the stack for a source position on every call (a
-		// request line has no use for it).
-		if h := s.log.Handler(); h.Enabled(r.Context(), slog.LevelInfo) {
-			rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
-			rec.AddAttrs(
-				slog.String("method", r.Method),
-				slog.String("route", route),
-				slog.Int("status", status),
-				slog.Duration("latency", latency),
-				slog.String("request_id", info.id),
-				slog.String("principal", info.principal),
-				slog.Int64("bytes", rw.written),
-			)
-			if local {
-				rec.AddAttrs(slog.Bool("local", true))
-			}
-			_ = h.Handle(r.Context(), rec)
-		}
+		s.logRequest(r.Context(), end, &requestLine{method: r.Method, route: route, status: status,
+			latency: latency, id: info.id, principal: info.principal, bytes: rw.written, local: local})
 	}()
 	if local {
 		if err := checkLocalRequest(r); err != nil {
