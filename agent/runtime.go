@@ -69,8 +69,11 @@ type RuntimeConfig struct {
 	QueueSize      int           // default 256
 	DefaultTimeout time.Duration // per run when the agent sets none; default 10m
 	Retention      time.Duration // final investigations older than this are deleted; 0 keeps all
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// A2ATasks, when set, has its finished A2A tasks last saved longer than
+	// Retention ago deleted with the investigations they ran.
+	A2ATasks db.A2ATaskPruner
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Runtime runs investigations on a bounded worker pool. Every
@@ -712,11 +715,20 @@ func (rt *Runtime) retentionLoop() {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		n, err := rt.cfg.Store.DeleteInvestigationsBefore(context.Background(), rt.cfg.Now().Add(-rt.cfg.Retention))
+		cutoff := rt.cfg.Now().Add(-rt.cfg.Retention)
+		n, err := rt.cfg.Store.DeleteInvestigationsBefore(context.Background(), cutoff)
 		if err != nil {
 			rt.cfg.Logger.Warn("deleting old investigations", "err", err)
 		} else if n > 0 {
 			rt.cfg.Logger.Info("deleted old investigations", "count", n)
+		}
+		if rt.cfg.A2ATasks != nil {
+			n, err := rt.cfg.A2ATasks.DeleteA2ATasksBefore(context.Background(), cutoff)
+			if err != nil {
+				rt.cfg.Logger.Warn("deleting old A2A tasks", "err", err)
+			} else if n > 0 {
+				rt.cfg.Logger.Info("deleted old A2A tasks", "count", n)
+			}
 		}
 		select {
 		case <-t.C:

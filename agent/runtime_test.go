@@ -394,3 +394,39 @@ func TestListPagination(t *testing.T) {
 		t.Errorf("deleted %d (%v), want 10", n, err)
 	}
 }
+
+// Retention deletes finished A2A tasks with the investigations they ran;
+// running ones stay.
+func TestRuntimeRetentionDeletesA2ATasks(t *testing.T) {
+	store := db.MustOpen(t)
+	ctx := context.Background()
+	for id, state := range map[string]string{"done": "completed", "running": "working"} {
+		if err := store.SaveA2ATask(ctx, "payments", id, []byte(`{"kind":"task","id":"`+id+`","status":{"state":"`+state+`"}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := time.Now().Add(48 * time.Hour)
+	rt := agent.NewRuntime(agent.RuntimeConfig{
+		Store: store, Engine: callingEngine, Workers: 1,
+		Environment: func(ctx context.Context, team string) (*agent.Environment, error) { return nil, errors.New("unused") },
+		Retention:   24 * time.Hour, A2ATasks: store, Now: func() time.Time { return later },
+	})
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := store.A2ATask(ctx, "payments", "done")
+		if db.ErrorCode(err) == db.ENOTFOUND {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("finished task still stored: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := store.A2ATask(ctx, "payments", "running"); err != nil {
+		t.Errorf("running task: %v", err)
+	}
+}

@@ -39,6 +39,7 @@ func newRuntime(ctx context.Context, s Settings, store *db.DB, hooks *notify.Wor
 		QueueSize:      s.QueueSize,
 		DefaultTimeout: s.InvestigationTimeout,
 		Retention:      s.Retention,
+		A2ATasks:       store, // finished A2A tasks go with the investigations they ran
 		Logger:         logger,
 	}
 	if hooks != nil {

@@ -51,7 +51,8 @@ type Settings struct {
 	SyncWait  time.Duration
 	// InvestigationTimeout bounds a run whose agent sets no timeout.
 	InvestigationTimeout time.Duration
-	// Retention deletes final investigations older than this; 0 keeps all.
+	// Retention deletes final investigations older than this, and finished
+	// A2A tasks last updated before then; 0 keeps all.
 	Retention time.Duration
 	// ConfigHistoryKeep (config_history_keep) is how many of each node's
 	// newest config versions keep their full document in the history

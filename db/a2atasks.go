@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,4 +81,57 @@ func (d *DB) A2ATask(ctx context.Context, team, id string) (json.RawMessage, err
 		return nil
 	})
 	return out, err
+}
+
+// A2ATaskPruner deletes finished A2A tasks (retention); *DB implements it.
+type A2ATaskPruner interface {
+	DeleteA2ATasksBefore(ctx context.Context, t time.Time) (int, error)
+}
+
+// a2aFinalStates are the A2A task states after which a task no longer
+// changes (the protocol's terminal states).
+var a2aFinalStates = map[string]bool{"completed": true, "canceled": true, "failed": true, "rejected": true}
+
+// DeleteA2ATasksBefore deletes the A2A tasks of every team that are in a
+// final state (completed, canceled, failed, rejected) and were last saved
+// before t, and returns how many it deleted. Tasks still running or
+// waiting are kept whatever their age (one cut off by a restart becomes
+// final when next read, and goes at a later pass).
+func (d *DB) DeleteA2ATasksBefore(ctx context.Context, t time.Time) (int, error) {
+	n := 0
+	err := d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketA2ATasks)
+		if b == nil {
+			return fmt.Errorf("bucket %s missing (migration 0002 not applied)", bucketA2ATasks)
+		}
+		var dead [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			var rec struct {
+				UpdatedAt time.Time `json:"updated_at"`
+				Task      struct {
+					Status struct {
+						State string `json:"state"`
+					} `json:"status"`
+				} `json:"task"`
+			}
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return nil // unreadable: left for an operator to look at
+			}
+			if a2aFinalStates[rec.Task.Status.State] && rec.UpdatedAt.Before(t) {
+				dead = append(dead, bytes.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range dead {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
 }

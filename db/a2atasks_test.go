@@ -2,8 +2,10 @@ package db_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rootcause/rootcause/db"
 )
@@ -44,5 +46,53 @@ func TestA2ATasksOwnedAndDurable(t *testing.T) {
 	got, err := d.A2ATask(ctx, "search", "t1")
 	if err != nil || string(got) != `{"id":"t1","secret":"s2"}` {
 		t.Fatalf("after reopening: %s %v", got, err)
+	}
+}
+
+// Retention deletes the tasks in a final state last saved before the
+// cutoff, of every team, and keeps running, waiting and newer ones.
+func TestA2ATasksDeletedAfterRetention(t *testing.T) {
+	now := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+	d, err := db.Open(filepath.Join(t.TempDir(), db.FileName), db.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	tasks := []struct {
+		team, id, state string
+		age             time.Duration
+		kept            bool
+	}{
+		{"search", "old-completed", "completed", 48 * time.Hour, false},
+		{"payments", "old-failed", "failed", 48 * time.Hour, false},
+		{"payments", "old-canceled", "canceled", 25 * time.Hour, false},
+		{"search", "old-rejected", "rejected", 25 * time.Hour, false},
+		{"search", "old-working", "working", 48 * time.Hour, true},
+		{"search", "old-submitted", "submitted", 48 * time.Hour, true},
+		{"payments", "old-input-required", "input-required", 48 * time.Hour, true},
+		{"search", "new-completed", "completed", time.Hour, true},
+		{"payments", "at-cutoff", "completed", 24 * time.Hour, true},
+	}
+	for _, tk := range tasks {
+		now = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC).Add(-tk.age)
+		body := fmt.Sprintf(`{"kind":"task","id":%q,"contextId":"c","status":{"state":%q}}`, tk.id, tk.state)
+		if err := d.SaveA2ATask(ctx, tk.team, tk.id, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+	n, err := d.DeleteA2ATasksBefore(ctx, now.Add(-24*time.Hour))
+	if err != nil || n != 4 {
+		t.Fatalf("deleted %d (%v), want 4", n, err)
+	}
+	for _, tk := range tasks {
+		_, err := d.A2ATask(ctx, tk.team, tk.id)
+		if kept := err == nil; kept != tk.kept {
+			t.Errorf("%s: kept %v (%v), want %v", tk.id, kept, err, tk.kept)
+		}
+	}
+	if n, err := d.DeleteA2ATasksBefore(ctx, now.Add(-24*time.Hour)); err != nil || n != 0 {
+		t.Errorf("second pass deleted %d (%v)", n, err)
 	}
 }
