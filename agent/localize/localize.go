@@ -377,8 +377,12 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 	// The strongest timely own-behaviour deviation of each subject, and
 	// its strongest error deviation: a caller's latency is explained by a
 	// callee's slowness of any cause, its errors only by the callee's
-	// errors.
-	strength := map[string]float64{}
+	// errors. Latency adds up along a call path, so a callee's latency
+	// explains its caller's only when it rose by a comparable amount:
+	// 20 ms more at a callee does not explain 400 ms more at its caller.
+	other := map[string]float64{}   // non-latency own signals
+	latency := map[string]float64{} // latency signals
+	delta := map[string]float64{}   // the largest latency rise, seconds
 	errStrength := map[string]float64{}
 	for _, ep := range eps {
 		if ep.factor < 1 || ep.peak < zThreshold || ep.signal == SignalTraffic || ep.s != nil && ep.s.Outbound {
@@ -386,16 +390,33 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 		}
 		k := string(ep.level) + "/" + ep.subject
 		m := magnitude(ep.peak) * ep.volume()
-		strength[k] = max(strength[k], m)
+		if ep.signal == SignalLatency || ep.signal == SignalTraceLat {
+			latency[k] = max(latency[k], m)
+			if d := ep.rise(); d > 0 {
+				delta[k] = max(delta[k], d)
+			}
+		} else {
+			other[k] = max(other[k], m)
+		}
 		if ep.signal == SignalErrors || ep.signal == SignalTraceErr || ep.fromLogs && ep.dir > 0 {
 			errStrength[k] = max(errStrength[k], m)
 		}
 	}
-	below := func(svc string, need float64, errs bool) string {
-		str := strength
+	// explains reports whether subject k's own deviation explains a
+	// caller's of strength need (and latency rise d, 0 when not latency).
+	explains := func(k string, need, d float64, errs bool) (float64, bool) {
 		if errs {
-			str = errStrength
+			return errStrength[k], errStrength[k] >= need
 		}
+		if other[k] >= need {
+			return other[k], true
+		}
+		if latency[k] >= need && (d <= 0 || delta[k] >= 0.5*d) {
+			return latency[k], true
+		}
+		return 0, false
+	}
+	below := func(svc string, need, d float64, errs bool) string {
 		seen := map[string]bool{svc: true}
 		queue := []string{svc}
 		for len(queue) > 0 {
@@ -406,17 +427,23 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 					continue
 				}
 				seen[n] = true
-				if str[string(LevelService)+"/"+n] >= need {
+				if _, ok := explains(string(LevelService)+"/"+n, need, d, errs); ok {
 					return n
 				}
 				queue = append(queue, n)
 			}
 		}
 		if len(edges) == 0 && strings.EqualFold(svc, entry) {
+			keys := map[string]bool{}
+			for _, m := range []map[string]float64{other, latency, errStrength} {
+				for k := range m {
+					keys[k] = true
+				}
+			}
 			best, bestM := "", 0.0
-			for _, k := range sortedKeys(str) {
+			for _, k := range sortedKeys(keys) {
 				_, name, _ := strings.Cut(k, "/")
-				if m := str[k]; !strings.EqualFold(name, entry) && m >= need && m > bestM {
+				if m, ok := explains(k, need, d, errs); ok && !strings.EqualFold(name, entry) && m > bestM {
 					best, bestM = name, m
 				}
 			}
@@ -429,15 +456,24 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 			continue
 		}
 		errs := ep.signal == SignalErrors || ep.signal == SignalTraceErr
-		if b := below(ep.subject, 0.5*magnitude(ep.peak)*ep.volume(), errs); b != "" {
+		d := 0.0
+		if !errs {
+			d = ep.rise()
+		}
+		if b := below(ep.subject, 0.5*magnitude(ep.peak)*ep.volume(), d, errs); b != "" {
 			ep.factor *= 0.3
-			if ep.note == "" {
-				ep.note = "explained by " + b + ", which it calls"
-			} else {
-				ep.note += "; explained by " + b + ", which it calls"
-			}
+			ep.note = joinNote(ep.note, "explained by "+b+", which it calls")
 		}
 	}
+}
+
+// rise is how much a latency episode rose, in seconds (0 for other
+// units or a fall).
+func (ep *episode) rise() float64 {
+	if ep.s == nil || ep.s.Unit != "s" || ep.dir <= 0 {
+		return 0
+	}
+	return ep.peakVal - ep.ref
 }
 
 // volume is the episode's weight for the requests behind it.
