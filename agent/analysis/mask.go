@@ -354,10 +354,14 @@ func maskCore(s string) string {
 // '.', '-', '#' or ',' (a '-' before digits belongs to them); ok when one
 // was.
 func maskNumericParts(s string) (string, bool) {
-	sep := false
+	sep, signed := false, false
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
-		case '_', '.', '-', '#', ',':
+		case '-':
+			// "_-" or ".-": a sign the rewrite below may drop.
+			signed = signed || i > 0 && (s[i-1] == '_' || s[i-1] == '.')
+			sep = true
+		case '_', '.', '#', ',':
 			sep = true
 		case '/':
 			return s, false
@@ -391,8 +395,8 @@ func maskNumericParts(s string) (string, bool) {
 	}
 	// A '-' between a separator and a number is its sign.
 	out := b.String()
-	if strings.IndexByte(s, '-') < 0 {
-		return out, true
+	if !signed {
+		return out, true // parts are copied whole: no "_-" or ".-" without one in s
 	}
 	out = strings.ReplaceAll(out, "_-"+maskNum, "_"+maskNum)
 	return strings.ReplaceAll(out, ".-"+maskNum, "."+maskNum), true
