@@ -6,6 +6,9 @@ package evidence
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -173,6 +176,17 @@ type MetricID struct {
 	Namespace  string            `json:"namespace"`
 	Name       string            `json:"name"`
 	Dimensions map[string]string `json:"dimensions,omitempty"`
+}
+
+// Key identifies the metric: namespace, name and dimensions in name order,
+// NUL-separated; keys sort metrics by namespace, then name.
+func (m MetricID) Key() string {
+	var b strings.Builder
+	b.WriteString(m.Namespace + "\x00" + m.Name)
+	for _, k := range slices.Sorted(maps.Keys(m.Dimensions)) {
+		b.WriteString("\x00" + k + "=" + m.Dimensions[k])
+	}
+	return b.String()
 }
 
 // MetricDataQuery is one GetMetricData query.

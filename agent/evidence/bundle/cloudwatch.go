@@ -389,32 +389,14 @@ func (c *bundleCloudWatch) ListMetrics(ctx context.Context, namespace string) ([
 			continue
 		}
 		id := evidence.MetricID{Namespace: r.Namespace, Name: r.MetricName, Dimensions: r.dims}
-		k := metricKey(id)
+		k := id.Key()
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, id)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return metricKey(out[i]) < metricKey(out[j]) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out, nil
-}
-
-func metricKey(id evidence.MetricID) string {
-	var b strings.Builder
-	b.WriteString(id.Namespace + "\x00" + id.Name)
-	for _, k := range sortedKeys(id.Dimensions) {
-		b.WriteString("\x00" + k + "=" + id.Dimensions[k])
-	}
-	return b.String()
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // GetMetricData answers each query from the recorded results: by metric

@@ -354,20 +354,6 @@ func newer(a, b evidence.KubeObject) bool {
 	return errA == nil && errB == nil && ra > rb
 }
 
-// typed converts objects to values of their Go type.
-func typed[T any](objs []evidence.KubeObject, err error) ([]T, error) {
-	if err != nil {
-		return nil, err
-	}
-	out := make([]T, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := any(o).(*T); ok {
-			out = append(out, *p)
-		}
-	}
-	return out, nil
-}
-
 // Namespaces are the namespace folders of the dump, the Namespace objects
 // and the namespaces of every object read from files not named after a kind.
 func (k *kubeBundle) Namespaces(ctx context.Context) ([]string, error) {
@@ -421,41 +407,41 @@ func validName(s string) bool {
 
 // Pods lists pods, filtered by a label selector.
 func (k *kubeBundle) Pods(ctx context.Context, namespace, labelSelector string) ([]corev1.Pod, error) {
-	return typed[corev1.Pod](k.Objects(ctx, "Pod", namespace, labelSelector))
+	return evidence.List[corev1.Pod](ctx, k, namespace, labelSelector)
 }
 
 // Events lists events normalised to core/v1, in timeline order per namespace.
 func (k *kubeBundle) Events(ctx context.Context, namespace string) ([]corev1.Event, error) {
-	evs, err := typed[corev1.Event](k.Objects(ctx, "Event", namespace, ""))
+	evs, err := evidence.List[corev1.Event](ctx, k, namespace, "")
 	evidence.SortEvents(evs)
 	return evs, err
 }
 
 // Deployments lists deployments.
 func (k *kubeBundle) Deployments(ctx context.Context, namespace string) ([]appsv1.Deployment, error) {
-	return typed[appsv1.Deployment](k.Objects(ctx, "Deployment", namespace, ""))
+	return evidence.List[appsv1.Deployment](ctx, k, namespace, "")
 }
 
 // ReplicaSets lists replica sets.
 func (k *kubeBundle) ReplicaSets(ctx context.Context, namespace string) ([]appsv1.ReplicaSet, error) {
-	return typed[appsv1.ReplicaSet](k.Objects(ctx, "ReplicaSet", namespace, ""))
+	return evidence.List[appsv1.ReplicaSet](ctx, k, namespace, "")
 }
 
 // DaemonSets lists daemon sets.
 func (k *kubeBundle) DaemonSets(ctx context.Context, namespace string) ([]appsv1.DaemonSet, error) {
-	return typed[appsv1.DaemonSet](k.Objects(ctx, "DaemonSet", namespace, ""))
+	return evidence.List[appsv1.DaemonSet](ctx, k, namespace, "")
 }
 
 // Services lists services.
 func (k *kubeBundle) Services(ctx context.Context, namespace string) ([]corev1.Service, error) {
-	return typed[corev1.Service](k.Objects(ctx, "Service", namespace, ""))
+	return evidence.List[corev1.Service](ctx, k, namespace, "")
 }
 
 // Endpoints serves the Endpoints objects the bundle holds and, for services
 // without one, derives them from service selectors and pod readiness
 // (cluster-info dump does not write endpoints).
 func (k *kubeBundle) Endpoints(ctx context.Context, namespace string) ([]corev1.Endpoints, error) {
-	held, err := typed[corev1.Endpoints](k.Objects(ctx, "Endpoints", namespace, ""))
+	held, err := evidence.List[corev1.Endpoints](ctx, k, namespace, "")
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +469,7 @@ func (k *kubeBundle) Endpoints(ctx context.Context, namespace string) ([]corev1.
 
 // Nodes lists nodes.
 func (k *kubeBundle) Nodes(ctx context.Context) ([]corev1.Node, error) {
-	return typed[corev1.Node](k.Objects(ctx, "Node", "", ""))
+	return evidence.List[corev1.Node](ctx, k, "", "")
 }
 
 // PodLogs reads what `kubectl logs` returns: <ns>/<pod>/logs.txt

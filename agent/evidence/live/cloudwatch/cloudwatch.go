@@ -19,6 +19,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -287,7 +289,7 @@ func (c *Client) GetMetricData(ctx context.Context, qs []evidence.MetricDataQuer
 		byID[id] = q
 		ids = append(ids, id)
 		var dims []cwtypes.Dimension
-		for _, k := range sortedKeys(q.Metric.Dimensions) {
+		for _, k := range slices.Sorted(maps.Keys(q.Metric.Dimensions)) {
 			dims = append(dims, cwtypes.Dimension{Name: aws.String(k), Value: aws.String(q.Metric.Dimensions[k])})
 		}
 		in.MetricDataQueries = append(in.MetricDataQueries, cwtypes.MetricDataQuery{
@@ -331,15 +333,6 @@ func (c *Client) GetMetricData(ctx context.Context, qs []evidence.MetricDataQuer
 	return out, nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 // ListMetrics lists the metrics of namespace (empty: all), at most 20
 // pages of 500.
 func (c *Client) ListMetrics(ctx context.Context, namespace string) ([]evidence.MetricID, error) {
@@ -368,17 +361,8 @@ func (c *Client) ListMetrics(ctx context.Context, namespace string) ([]evidence.
 		}
 		in.NextToken = resp.NextToken
 	}
-	sort.SliceStable(out, func(i, j int) bool { return metricKey(out[i]) < metricKey(out[j]) })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out, nil
-}
-
-func metricKey(id evidence.MetricID) string {
-	var b strings.Builder
-	b.WriteString(id.Namespace + "\x00" + id.Name)
-	for _, k := range sortedKeys(id.Dimensions) {
-		b.WriteString("\x00" + k + "=" + id.Dimensions[k])
-	}
-	return b.String()
 }
 
 // InsightsQuery runs a Logs Insights query over groups in [start, end] and

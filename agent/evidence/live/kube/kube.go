@@ -260,59 +260,46 @@ func (c *Client) list(ctx context.Context, ki evidence.KindInfo, gv, namespace, 
 	return out, nil
 }
 
-func typed[T any](objs []evidence.KubeObject, err error) ([]T, error) {
-	if err != nil {
-		return nil, err
-	}
-	out := make([]T, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := any(o).(*T); ok {
-			out = append(out, *p)
-		}
-	}
-	return out, nil
-}
-
 // Pods lists pods.
 func (c *Client) Pods(ctx context.Context, namespace, labelSelector string) ([]corev1.Pod, error) {
-	return typed[corev1.Pod](c.Objects(ctx, "Pod", namespace, labelSelector))
+	return evidence.List[corev1.Pod](ctx, c, namespace, labelSelector)
 }
 
 // Events lists core/v1 events, normalised and in timeline order.
 func (c *Client) Events(ctx context.Context, namespace string) ([]corev1.Event, error) {
-	out, err := typed[corev1.Event](c.Objects(ctx, "Event", namespace, ""))
+	out, err := evidence.List[corev1.Event](ctx, c, namespace, "")
 	evidence.SortEvents(out)
 	return out, err
 }
 
 // Deployments lists deployments.
 func (c *Client) Deployments(ctx context.Context, namespace string) ([]appsv1.Deployment, error) {
-	return typed[appsv1.Deployment](c.Objects(ctx, "Deployment", namespace, ""))
+	return evidence.List[appsv1.Deployment](ctx, c, namespace, "")
 }
 
 // ReplicaSets lists replica sets.
 func (c *Client) ReplicaSets(ctx context.Context, namespace string) ([]appsv1.ReplicaSet, error) {
-	return typed[appsv1.ReplicaSet](c.Objects(ctx, "ReplicaSet", namespace, ""))
+	return evidence.List[appsv1.ReplicaSet](ctx, c, namespace, "")
 }
 
 // DaemonSets lists daemon sets.
 func (c *Client) DaemonSets(ctx context.Context, namespace string) ([]appsv1.DaemonSet, error) {
-	return typed[appsv1.DaemonSet](c.Objects(ctx, "DaemonSet", namespace, ""))
+	return evidence.List[appsv1.DaemonSet](ctx, c, namespace, "")
 }
 
 // Services lists services.
 func (c *Client) Services(ctx context.Context, namespace string) ([]corev1.Service, error) {
-	return typed[corev1.Service](c.Objects(ctx, "Service", namespace, ""))
+	return evidence.List[corev1.Service](ctx, c, namespace, "")
 }
 
 // Endpoints lists endpoints as the cluster publishes them.
 func (c *Client) Endpoints(ctx context.Context, namespace string) ([]corev1.Endpoints, error) {
-	return typed[corev1.Endpoints](c.Objects(ctx, "Endpoints", namespace, ""))
+	return evidence.List[corev1.Endpoints](ctx, c, namespace, "")
 }
 
 // Nodes lists nodes.
 func (c *Client) Nodes(ctx context.Context) ([]corev1.Node, error) {
-	return typed[corev1.Node](c.Objects(ctx, "Node", "", ""))
+	return evidence.List[corev1.Node](ctx, c, "", "")
 }
 
 // PodLogs streams the logs of one or all containers of a pod through the
