@@ -179,6 +179,8 @@ func init() {
 		"ConfigMap":               {"configmap", "configmaps", "cm"},
 		"Secret":                  {"secret", "secrets"},
 		"StorageClass":            {"storageclass", "storageclasses", "sc"},
+		"ResourceQuota":           {"resourcequota", "resourcequotas", "quota"},
+		"LimitRange":              {"limitrange", "limitranges", "limits"},
 	} {
 		for _, n := range names {
 			kindAliases[n] = kind

@@ -13,6 +13,7 @@ import (
 var apiVersions = map[string]string{
 	"Pod": "v1", "Node": "v1", "Service": "v1", "PersistentVolumeClaim": "v1", "PersistentVolume": "v1",
 	"Namespace": "v1", "Endpoints": "v1", "ConfigMap": "v1", "Secret": "v1", "Event": "v1",
+	"ResourceQuota": "v1", "LimitRange": "v1",
 	"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1",
 	"Job": "batch/v1", "CronJob": "batch/v1", "Ingress": "networking.k8s.io/v1",
 	"HorizontalPodAutoscaler": "autoscaling/v2", "StorageClass": "storage.k8s.io/v1",
@@ -70,8 +71,10 @@ func (p *parser) describe(c *command, out []string, first int) {
 // they get the page's lines too. Pages start at a "Name:" line followed by
 // "Namespace:", so that data lines cannot start a page.
 var pageDescribers = map[string]func(p *parser, root *dnode, meta metav1.ObjectMeta, page []string) (runtime.Object, bool){
-	"ConfigMap": describeConfigMap,
-	"Secret":    describeSecret,
+	"ConfigMap":     describeConfigMap,
+	"Secret":        describeSecret,
+	"ResourceQuota": describeResourceQuota,
+	"LimitRange":    describeLimitRange,
 }
 
 func (p *parser) describePages(c *command, out []string, first int, kind string, fn func(*parser, *dnode, metav1.ObjectMeta, []string) (runtime.Object, bool)) {

@@ -116,6 +116,8 @@ var transcriptCommands = []struct {
 	{"kubectl logs checkout-6d8f9c7b5-gone -n shop", 0},
 	{"kubectl rollout status deploy/checkout -n shop --watch=false", 0},
 	{"kubectl rollout status sts/worker -n shop --watch=false", 0},
+	{"kubectl describe quota -n shop", 0},
+	{"kubectl describe limitrange shop-defaults -n shop", 0},
 }
 
 // failingCommands exit non-zero: kubectl answers NotFound for (some of)

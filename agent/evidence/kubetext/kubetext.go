@@ -47,8 +47,11 @@ type Result struct {
 	// *appsv1.ReplicaSet, *appsv1.StatefulSet, *appsv1.DaemonSet,
 	// *batchv1.Job, *batchv1.CronJob, *corev1.Node, *corev1.Service,
 	// *corev1.PersistentVolumeClaim, *corev1.PersistentVolume,
-	// *networkingv1.Ingress, *autoscalingv2.HorizontalPodAutoscaler, and
-	// anything decoded from -o yaml|json) with TypeMeta set. Namespace
+	// *networkingv1.Ingress, *autoscalingv2.HorizontalPodAutoscaler,
+	// *corev1.ConfigMap, *corev1.Secret (key names or counts only),
+	// *corev1.ResourceQuota, *corev1.LimitRange, *corev1.Endpoints,
+	// *corev1.Namespace, *storagev1.StorageClass, and anything decoded
+	// from -o yaml|json) with TypeMeta set. Namespace
 	// comes from the command line or the text. Objects that several
 	// commands show are merged: a describe page completes a table row.
 	Objects []runtime.Object
