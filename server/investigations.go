@@ -292,13 +292,7 @@ func (s *Server) getInvestigations(w http.ResponseWriter, r *http.Request, _ htt
 	}
 	items := make([]map[string]any, 0, len(list))
 	for _, inv := range list {
-		items = append(items, map[string]any{
-			"investigation_id": inv.ID,
-			"status":           inv.Status,
-			"agent":            inv.Agent,
-			"message":          inv.Message,
-			"created_at":       inv.CreatedAt.UTC(),
-		})
+		items = append(items, investigationItem(inv))
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{
 		"investigations": items,
@@ -476,3 +470,15 @@ func nonNil(s []string) []string {
 }
 
 var _ InvestigationRuntime = (*agent.Runtime)(nil)
+
+// investigationItem is an investigation as lists show it (the REST list
+// and MCP's list_investigations).
+func investigationItem(inv *db.Investigation) map[string]any {
+	return map[string]any{
+		"investigation_id": inv.ID,
+		"status":           inv.Status,
+		"agent":            inv.Agent,
+		"message":          inv.Message,
+		"created_at":       inv.CreatedAt.UTC(),
+	}
+}

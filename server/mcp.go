@@ -300,13 +300,7 @@ func (m *mcpLocal) List(ctx context.Context, team, status string, limit int) (ma
 	}
 	items := make([]any, 0, len(list))
 	for _, inv := range list {
-		items = append(items, map[string]any{
-			"investigation_id": inv.ID,
-			"status":           inv.Status,
-			"agent":            inv.Agent,
-			"message":          inv.Message,
-			"created_at":       inv.CreatedAt.UTC(),
-		})
+		items = append(items, investigationItem(inv))
 	}
 	return map[string]any{"investigations": items,
 		"pagination": map[string]any{"total": total, "limit": limit, "offset": 0}}, nil

@@ -38,18 +38,23 @@ func (s *Server) webhooks() (WebhookService, error) {
 	return s.cfg.Webhooks, nil
 }
 
-// webhookScope is the team a webhook route acts on: a team token's own
-// team (naming another one is 403), or the ?team= of an admin.
-func webhookScope(r *http.Request) (string, error) {
-	return teamScope(PrincipalFrom(r.Context()), r.URL.Query().Get("team"))
+// teamWebhooks returns the delivery service and the team a webhook route
+// acts on: a team token's own team (naming another one is 403), or the
+// ?team= of an admin.
+func (s *Server) teamWebhooks(r *http.Request) (WebhookService, string, error) {
+	svc, err := s.webhooks()
+	if err != nil {
+		return nil, "", err
+	}
+	team, err := teamScope(PrincipalFrom(r.Context()), r.URL.Query().Get("team"))
+	if err != nil {
+		return nil, "", err
+	}
+	return svc, team, nil
 }
 
 func (s *Server) getDeliveries(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	svc, err := s.webhooks()
-	if err != nil {
-		return err
-	}
-	team, err := webhookScope(r)
+	svc, team, err := s.teamWebhooks(r)
 	if err != nil {
 		return err
 	}
@@ -72,11 +77,7 @@ func (s *Server) getDeliveries(w http.ResponseWriter, r *http.Request, _ httprou
 }
 
 func (s *Server) postRedeliver(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	svc, err := s.webhooks()
-	if err != nil {
-		return err
-	}
-	team, err := webhookScope(r)
+	svc, team, err := s.teamWebhooks(r)
 	if err != nil {
 		return err
 	}
@@ -88,11 +89,7 @@ func (s *Server) postRedeliver(w http.ResponseWriter, r *http.Request, ps httpro
 }
 
 func (s *Server) postWebhookTest(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	svc, err := s.webhooks()
-	if err != nil {
-		return err
-	}
-	team, err := webhookScope(r)
+	svc, team, err := s.teamWebhooks(r)
 	if err != nil {
 		return err
 	}
