@@ -173,8 +173,14 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		}
 		f.Summary = c.Explanation
 		f.Evidence = append(f.Evidence, c.Evidence...)
-		if i == 0 && len(res.Candidates) > 1 {
-			f.Evidence = append(f.Evidence, "next suspects: "+nextSuspects(res.Candidates[1:]))
+		if len(out) == len(found) && c.Level == localize.LevelService {
+			// The leader names the runners-up, so that whoever reads the
+			// root cause sees the next places to look before the
+			// consequences.
+			if next := nextSuspects(res.Candidates[i+1:], sc.Service); next != "" {
+				f.Summary += "; next suspects: " + next
+				f.Evidence = append(f.Evidence, "next suspects: "+next)
+			}
 		}
 		if !strings.EqualFold(c.Subject, sc.Service) {
 			f.Related = []string{sc.Service}
@@ -196,11 +202,16 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 // locWeight maps a localization score (0-100) to a finding's weight.
 func locWeight(score float64) float64 { return math.Min(1, math.Sqrt(math.Max(0, score)/100)) }
 
-func nextSuspects(cs []localize.Candidate) string {
+// nextSuspects names up to two runner-up services (not the asked one),
+// with their signal and score.
+func nextSuspects(cs []localize.Candidate, asked string) string {
 	var parts []string
-	for i, c := range cs {
-		if i >= 3 {
+	for _, c := range cs {
+		if len(parts) >= 2 || c.Score < 20 {
 			break
+		}
+		if c.Level != localize.LevelService || c.Timing == localize.TimingEnded || strings.EqualFold(c.Subject, asked) {
+			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s, score %.0f)", c.Subject, c.Signal, c.Score))
 	}

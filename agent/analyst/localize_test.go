@@ -14,6 +14,7 @@ import (
 	"github.com/rootcause/rootcause/agent/analyst"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/tools"
+	"github.com/rootcause/rootcause/finding"
 )
 
 // TestLocalizeAcrossServices investigates a real bundle (OpenMetrics on
@@ -124,12 +125,10 @@ func TestLocalizeAcrossServices(t *testing.T) {
 	}
 }
 
-// TestLocalizeReadsEveryMetricName: a series listing is capped in label-set
-// order, so a system with many pods fills it with its first few names;
-// localization pages through the listing and still reads a metric whose
-// name sorts after hundreds of other series.
-func TestLocalizeReadsEveryMetricName(t *testing.T) {
-	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+// investigateOM writes OpenMetrics text into a bundle captured at now and
+// asks the analyst why frontend's latency alert fired.
+func investigateOM(t *testing.T, now time.Time, om string) *finding.Result {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(`{"captured_at":"`+now.Format(time.RFC3339)+`"}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -137,34 +136,7 @@ func TestLocalizeReadsEveryMetricName(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "prometheus"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var om strings.Builder
-	series := func(name, labels string, f func(m int) float64) {
-		for m := 0; m <= 40; m++ {
-			fmt.Fprintf(&om, "%s{%s} %g %d\n", name, labels, f(m), now.Add(time.Duration(m-40)*time.Minute).Unix())
-		}
-	}
-	wobble := func(m int) float64 { return math.Sin(float64(m) * 1.7) }
-	// More label sets than one listing returns, all sorting first.
-	om.WriteString("# TYPE aaa_build_info gauge\n")
-	for i := 0; i < tools.MaxLabelSets+50; i++ {
-		series("aaa_build_info", fmt.Sprintf(`namespace="shop",instance="host-%04d"`, i), func(int) float64 { return 1 })
-	}
-	om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
-	series("service_latency_p90_seconds", `service="frontend"`, func(m int) float64 {
-		if m >= 37 {
-			return 1.6
-		}
-		return 0.2 + 0.01*wobble(m)
-	})
-	om.WriteString("# TYPE zz_pod_cpu_usage_rate_percent gauge\n")
-	series("zz_pod_cpu_usage_rate_percent", `namespace="shop",pod="cart-7d9f8b6c4-x2kq9",service="cart"`, func(m int) float64 {
-		if m >= 37 {
-			return 95
-		}
-		return 8 + 0.3*wobble(m)
-	})
-	om.WriteString("# EOF\n")
-	if err := os.WriteFile(filepath.Join(dir, "prometheus", "metrics.om"), []byte(om.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "prometheus", "metrics.om"), []byte(om+"# EOF\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bun, err := bundle.OpenDir(dir)
@@ -182,6 +154,44 @@ func TestLocalizeReadsEveryMetricName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// omSeries writes one series of 41 one-minute samples ending at now.
+func omSeries(om *strings.Builder, now time.Time, name, labels string, f func(m int) float64) {
+	for m := 0; m <= 40; m++ {
+		fmt.Fprintf(om, "%s{%s} %g %d\n", name, labels, f(m), now.Add(time.Duration(m-40)*time.Minute).Unix())
+	}
+}
+
+// step is a level before minute 37 and another from it, with a 1% wobble.
+func step(before, after float64) func(int) float64 {
+	return func(m int) float64 {
+		v := before
+		if m >= 37 {
+			v = after
+		}
+		return v + 0.01*v*math.Sin(float64(m)*1.7)
+	}
+}
+
+// TestLocalizeReadsEveryMetricName: a series listing is capped in label-set
+// order, so a system with many pods fills it with its first few names;
+// localization pages through the listing and still reads a metric whose
+// name sorts after hundreds of other series.
+func TestLocalizeReadsEveryMetricName(t *testing.T) {
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	var om strings.Builder
+	// More label sets than one listing returns, all sorting first.
+	om.WriteString("# TYPE aaa_build_info gauge\n")
+	for i := 0; i < tools.MaxLabelSets+50; i++ {
+		omSeries(&om, now, "aaa_build_info", fmt.Sprintf(`namespace="shop",instance="host-%04d"`, i), func(int) float64 { return 1 })
+	}
+	om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
+	omSeries(&om, now, "service_latency_p90_seconds", `service="frontend"`, step(0.2, 1.6))
+	om.WriteString("# TYPE zz_pod_cpu_usage_rate_percent gauge\n")
+	omSeries(&om, now, "zz_pod_cpu_usage_rate_percent", `namespace="shop",pod="cart-7d9f8b6c4-x2kq9",service="cart"`, step(8, 95))
+	res := investigateOM(t, now, om.String())
 	found := false
 	for _, c := range res.Candidates {
 		found = found || c.Subject == "cart"
@@ -205,55 +215,35 @@ func TestLocalizeOutweighsGenericSymptoms(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(`{"captured_at":"`+now.Format(time.RFC3339)+`"}`), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Mkdir(filepath.Join(dir, "prometheus"), 0o755); err != nil {
-				t.Fatal(err)
-			}
 			var om strings.Builder
-			gauge := func(name, labels string, f func(m int) float64) {
-				fmt.Fprintf(&om, "# TYPE %s gauge\n", name)
-				for m := 0; m <= 40; m++ {
-					fmt.Fprintf(&om, "%s{%s} %g %d\n", name, labels, f(m), now.Add(time.Duration(m-40)*time.Minute).Unix())
-				}
-			}
-			wobble := func(m int) float64 { return math.Sin(float64(m) * 1.7) }
-			step := func(before, after float64) func(int) float64 {
-				return func(m int) float64 {
-					if m >= 37 {
-						return after + 0.01*after*wobble(m)
-					}
-					return before + 0.01*before*wobble(m)
-				}
-			}
-			gauge("service_latency_p90_seconds", `service="frontend"`, step(0.2, 1.6))
-			gauge("pod_cpu_usage_rate_percent", `namespace="shop",pod="batch-7d9f8b6c4-x2kq9",service="batch"`, step(tc.before, tc.after))
-			gauge("pod_server_latency_p90_seconds", `namespace="shop",pod="cart-5c8d7f9b6-p4tz2",service="cart"`, step(0.02, 0.03))
-			om.WriteString("# EOF\n")
-			if err := os.WriteFile(filepath.Join(dir, "prometheus", "metrics.om"), []byte(om.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			bun, err := bundle.OpenDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cat := tools.Builtin()
-			toolkit := cat.DefaultToolkit(tools.AgentInvestigation)
-			sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: bun.Sources(now)}, Toolkit: toolkit}
-			res, err := analyst.New(analyst.Options{}).Investigate(context.Background(), &agent.Request{
-				Agent:   agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
-				Message: "frontend latency alert fired: why?",
-				Context: map[string]string{"service": "frontend", "namespace": "shop", "time_window": "10m"},
-			}, &benchRun{sess: sess})
-			if err != nil {
-				t.Fatal(err)
-			}
-			desc := res.RootCause.Description
+			om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
+			omSeries(&om, now, "service_latency_p90_seconds", `service="frontend"`, step(0.2, 1.6))
+			om.WriteString("# TYPE pod_cpu_usage_rate_percent gauge\n")
+			omSeries(&om, now, "pod_cpu_usage_rate_percent", `namespace="shop",pod="batch-7d9f8b6c4-x2kq9",service="batch"`, step(tc.before, tc.after))
+			om.WriteString("# TYPE pod_server_latency_p90_seconds gauge\n")
+			omSeries(&om, now, "pod_server_latency_p90_seconds", `namespace="shop",pod="cart-5c8d7f9b6-p4tz2",service="cart"`, step(0.02, 0.03))
+			desc := investigateOM(t, now, om.String()).RootCause.Description
 			if i, j := strings.Index(desc, "cart"), strings.Index(desc, "batch"); i < 0 || j >= 0 && j < i {
 				t.Fatalf("root cause does not name cart first: %q", desc)
 			}
 		})
+	}
+}
+
+// TestLocalizeNamesNextSuspects: the root cause names localization's
+// runners-up after its leader, before the consequences at the asked
+// service.
+func TestLocalizeNamesNextSuspects(t *testing.T) {
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	var om strings.Builder
+	om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
+	omSeries(&om, now, "service_latency_p90_seconds", `service="frontend"`, step(0.2, 1.6))
+	om.WriteString("# TYPE pod_cpu_usage_rate_percent gauge\n")
+	omSeries(&om, now, "pod_cpu_usage_rate_percent", `namespace="shop",pod="cart-7d9f8b6c4-x2kq9",service="cart"`, step(8, 95))
+	omSeries(&om, now, "pod_cpu_usage_rate_percent", `namespace="shop",pod="email-5c8d7f9b6-p4tz2",service="email"`, step(5, 20))
+	desc := investigateOM(t, now, om.String()).RootCause.Description
+	i, j, k := strings.Index(desc, "cart"), strings.Index(desc, "next suspects: email"), strings.Index(desc, "(frontend)")
+	if i < 0 || j < i || k >= 0 && k < j {
+		t.Fatalf("want cart, then the next suspect email, before the consequences: %q", desc)
 	}
 }
