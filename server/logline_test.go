@@ -91,3 +91,30 @@ func TestLogHandlerLevelAndRecords(t *testing.T) {
 		t.Errorf("derived handler output %q", buf.String())
 	}
 }
+
+// BenchmarkRequestLine is one request line written to a discarding output
+// by slog's TextHandler (the record path) and by LogHandler.
+//
+//	go test ./server -run '^$' -bench RequestLine
+func BenchmarkRequestLine(b *testing.B) {
+	l := requestLine{method: "GET", route: "/api/v1/auth/me", status: 200, latency: 12345 * time.Nanosecond,
+		id: newRequestID(), principal: "tok_0123abcd", bytes: 150}
+	for _, c := range []struct {
+		name string
+		h    slog.Handler
+	}{
+		{"slog_text", slog.NewTextHandler(io.Discard, nil)},
+		{"log_handler_text", NewLogHandler(io.Discard, false, slog.LevelInfo)},
+		{"slog_json", slog.NewJSONHandler(io.Discard, nil)},
+		{"log_handler_json", NewLogHandler(io.Discard, true, slog.LevelInfo)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := &Server{log: slog.New(c.h)}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				s.logRequest(ctx, time.Now(), &l)
+			}
+		})
+	}
+}
