@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/live/internal/apiclient"
 	"github.com/rootcause/rootcause/outbound"
 )
 
@@ -63,24 +64,7 @@ func New(cfg Config) (*Client, error) {
 	if t <= 0 {
 		t = DefaultTimeout
 	}
-	return &Client{api: v1.NewAPI(c), timeout: t, secrets: headerSecrets(cfg.Headers)}, nil
-}
-
-// headerSecrets returns the header values (and their credential part after
-// a scheme such as "Bearer ") worth scrubbing: a server or proxy that quotes
-// the request's Authorization header in an error must not carry the
-// resolved secret into tool results, events, the db or a model prompt.
-func headerSecrets(h map[string]string) []string {
-	var out []string
-	for _, v := range h {
-		for _, s := range []string{v, v[strings.IndexByte(v, ' ')+1:]} {
-			if s = strings.TrimSpace(s); len(s) >= 6 && !slices.Contains(out, s) {
-				out = append(out, s)
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) }) // longest first
-	return out
+	return &Client{api: v1.NewAPI(c), timeout: t, secrets: apiclient.HeaderSecrets(cfg.Headers)}, nil
 }
 
 // scrub returns err with every header secret in its text replaced.
@@ -92,12 +76,7 @@ func (c *Client) scrub(err error) error {
 	if !slices.ContainsFunc(c.secrets, func(s string) bool { return strings.Contains(msg, s) }) {
 		return err
 	}
-	clean := func(s string) string {
-		for _, sec := range c.secrets {
-			s = strings.ReplaceAll(s, sec, "[REDACTED]")
-		}
-		return s
-	}
+	clean := func(s string) string { return apiclient.Redact(s, c.secrets) }
 	var ee *evidence.Error
 	if errors.As(err, &ee) && ee.Err != nil {
 		return &evidence.Error{Source: ee.Source, Code: ee.Code, File: ee.File, Line: ee.Line, Err: errors.New(clean(ee.Err.Error()))}

@@ -122,3 +122,22 @@ func TestLivePrometheusDoesNotQuoteForeignAnswers(t *testing.T) {
 		t.Fatalf("foreign answer: %v", err)
 	}
 }
+
+// A Prometheus (or proxy) error that quotes the request's credentials
+// reaches no caller with them.
+func TestLivePrometheusScrubsHeaderSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"status":"error","errorType":"bad_data","error":"refused %s"}`, r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	c, err := prom.New(prom.Config{URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer prom-secret-123"}, Timeout: 2 * time.Second, Guard: loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Query(context.Background(), "up", time.Now())
+	if err == nil || strings.Contains(err.Error(), "prom-secret-123") || !strings.Contains(err.Error(), "[REDACTED]") {
+		t.Fatalf("error %v: want the secret redacted", err)
+	}
+}

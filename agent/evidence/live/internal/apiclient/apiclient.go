@@ -1,12 +1,14 @@
 // Package apiclient is the small JSON-over-HTTP client of the trace
 // backends (Jaeger, Tempo): GET with the configured headers, bounded
 // answers, typed evidence errors, and resolved header secrets scrubbed from
-// every error. The *http.Client comes from the caller (the outbound guard).
+// every error (HeaderSecrets and Redact, which the Prometheus client uses
+// too). The *http.Client comes from the caller (the outbound guard).
 // It also holds what the backends' clients share beyond HTTP: their
 // Config, the scan bound, trace id checks and the per-trace span scan.
 package apiclient
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,7 +55,7 @@ func New(source, rawURL string, hc *http.Client, headers map[string]string, time
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{Source: source, base: u, http: hc, headers: headers, secrets: headerSecrets(headers), timeout: timeout}, nil
+	return &Client{Source: source, base: u, http: hc, headers: headers, secrets: HeaderSecrets(headers), timeout: timeout}, nil
 }
 
 // StatusError is a non-2xx answer.
@@ -169,10 +171,7 @@ func Status(err error) int {
 }
 
 func (c *Client) errorf(code string, err error) error {
-	msg := err.Error()
-	for _, s := range c.secrets {
-		msg = strings.ReplaceAll(msg, s, "[REDACTED]")
-	}
+	msg := Redact(err.Error(), c.secrets)
 	var se *StatusError
 	if errors.As(err, &se) {
 		cp := *se
@@ -184,9 +183,13 @@ func (c *Client) errorf(code string, err error) error {
 	return &evidence.Error{Source: c.Source, Code: code, Err: errors.New(msg)}
 }
 
-// headerSecrets returns the header values (and their credential part after
-// a scheme such as "Bearer ") worth scrubbing from errors, longest first.
-func headerSecrets(h map[string]string) []string {
+// HeaderSecrets returns the header values (and their credential part after
+// a scheme such as "Bearer ") worth scrubbing from errors, longest first:
+// a server or proxy that quotes the request's Authorization header in an
+// error must not carry the resolved secret into tool results, events, the
+// store or a model prompt. Every HTTP integration with resolved headers
+// uses it (Prometheus too).
+func HeaderSecrets(h map[string]string) []string {
 	var out []string
 	for _, v := range h {
 		for _, s := range []string{v, v[strings.IndexByte(v, ' ')+1:]} {
@@ -195,6 +198,14 @@ func headerSecrets(h map[string]string) []string {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	return out
+}
+
+// Redact replaces every secret (HeaderSecrets) in s with [REDACTED].
+func Redact(s string, secrets []string) string {
+	for _, sec := range secrets {
+		s = strings.ReplaceAll(s, sec, "[REDACTED]")
+	}
+	return s
 }

@@ -108,3 +108,20 @@ func TestScan(t *testing.T) {
 		t.Error("Done changes other results")
 	}
 }
+
+func TestHeaderSecretsAndRedact(t *testing.T) {
+	secrets := HeaderSecrets(map[string]string{"Authorization": "Bearer tok-123456", "X-Scope-OrgID": "acme", "X-Key": "k-abcdefgh"})
+	if want := []string{"Bearer tok-123456", "k-abcdefgh", "tok-123456"}; !slices.Equal(secrets, want) {
+		t.Errorf("secrets %q, want %q (longest first; short values and schemes alone are not secrets)", secrets, want)
+	}
+	for in, want := range map[string]string{
+		"denied: Bearer tok-123456":   "denied: [REDACTED]",
+		"token tok-123456 is revoked": "token [REDACTED] is revoked",
+		"key k-abcdefgh for acme":     "key [REDACTED] for acme",
+		"nothing secret":              "nothing secret",
+	} {
+		if got := Redact(in, secrets); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
