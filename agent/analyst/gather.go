@@ -915,6 +915,7 @@ func (g *gatherer) detect() []Finding {
 	attachCertRenewal(fs, g.k8s.Events)
 	g.attachServices(fs)
 	attachHosts(fs)
+	attachDatabaseInstances(fs, g.gathered())
 	return dedupeFindings(fs)
 }
 

@@ -947,6 +947,13 @@ func affected(w *Hypothesis, sc Scope) []string {
 	if w.Trigger != nil {
 		add(w.Trigger.Subject)
 	}
+	// The database instance behind a database cause, named by the
+	// evidence (attachDatabaseInstances): a system in its own right.
+	for _, f := range append(slices.Clone(w.Primary), w.Support...) {
+		if i := f.fact("db_instance"); i != "" && !slices.Contains(out, i) {
+			out = append(out, i)
+		}
+	}
 	if len(out) > 10 {
 		out = out[:10]
 	}
