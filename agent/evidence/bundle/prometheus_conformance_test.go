@@ -3,7 +3,6 @@ package bundle_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -248,52 +247,6 @@ func liveSeries(v model.Value) []evidence.Series {
 	return out
 }
 
-// diffAnswers compares two answers as sets of series: labels exactly,
-// timestamps exactly, values within eps relative to their magnitude (NaN
-// equals NaN).
-func diffAnswers(want, got []evidence.Series, eps float64) string {
-	key := func(s evidence.Series) string {
-		b, _ := json.Marshal(s.Labels)
-		return string(b)
-	}
-	sorted := func(ss []evidence.Series) []evidence.Series {
-		out := slices.Clone(ss)
-		slices.SortFunc(out, func(a, b evidence.Series) int { return strings.Compare(key(a), key(b)) })
-		return out
-	}
-	w, g := sorted(want), sorted(got)
-	if len(w) != len(g) {
-		var a, b []string
-		for _, s := range w {
-			a = append(a, key(s))
-		}
-		for _, s := range g {
-			b = append(b, key(s))
-		}
-		return fmt.Sprintf("%d series %v, want %d %v", len(g), b, len(w), a)
-	}
-	for i := range w {
-		if key(w[i]) != key(g[i]) {
-			return fmt.Sprintf("series %s, want %s", key(g[i]), key(w[i]))
-		}
-		if len(w[i].Points) != len(g[i].Points) {
-			return fmt.Sprintf("series %s: %d points, want %d", key(w[i]), len(g[i].Points), len(w[i].Points))
-		}
-		for j, p := range w[i].Points {
-			q := g[i].Points[j]
-			if !p.T.Equal(q.T) {
-				return fmt.Sprintf("series %s point %d: time %s, want %s", key(w[i]), j, q.T, p.T)
-			}
-			same := math.IsNaN(p.V) && math.IsNaN(q.V) || p.V == q.V ||
-				math.Abs(p.V-q.V) <= eps*math.Max(1, math.Max(math.Abs(p.V), math.Abs(q.V)))
-			if !same {
-				return fmt.Sprintf("series %s at %s: %v, want %v", key(w[i]), p.T.Format(time.RFC3339), q.V, p.V)
-			}
-		}
-	}
-	return ""
-}
-
 // confQuery is one expression of the suite. Live, when set, is how
 // Prometheus 2.42 spells the same question (a function renamed since).
 // Empty marks answers that are empty at some or all of the times.
@@ -515,7 +468,7 @@ func TestBundlePromQLConformance(t *testing.T) {
 			t.Errorf("%s: bundle error %v, prometheus error %v", what, gotErr, wantErr)
 			return
 		}
-		if msg := diffAnswers(liveSeries(want), got, eps); msg != "" {
+		if msg := evidencetest.DiffSeries(liveSeries(want), got, eps); msg != "" {
 			t.Errorf("%s differs from prometheus: %s", what, msg)
 		}
 		if len(got) > 0 {
@@ -578,7 +531,7 @@ func TestBundlePromQLConformance(t *testing.T) {
 			}
 			wl = append(wl, l)
 		}
-		if msg := diffAnswers(asSeries(wl), asSeries(got), 0); msg != "" {
+		if msg := evidencetest.DiffSeries(asSeries(wl), asSeries(got), 0); msg != "" {
 			t.Errorf("SeriesSet(%s, %s, %s) differs from prometheus: %s", tc.match, tc.start, tc.end, msg)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -264,7 +265,7 @@ func RunMetrics(t *testing.T, m evidence.Metrics, wants []MetricWant) {
 			t.Errorf("%s: %v", w.Expr, err)
 			continue
 		}
-		if msg := diffSeries(w.Want, got, w.Eps); msg != "" {
+		if msg := DiffSeries(w.Want, got, w.Eps); msg != "" {
 			t.Errorf("%s: %s", w.Expr, msg)
 		}
 	}
@@ -284,13 +285,16 @@ func CompareMetrics(t *testing.T, want, got evidence.Metrics, qs []MetricQuery, 
 		if len(a) == 0 {
 			t.Errorf("%s: no series: the query should select data", q.Expr)
 		}
-		if msg := diffSeries(a, b, eps); msg != "" {
+		if msg := DiffSeries(a, b, eps); msg != "" {
 			t.Errorf("%s differs between backends: %s", q.Expr, msg)
 		}
 	}
 }
 
-func diffSeries(want, got []evidence.Series, eps float64) string {
+// DiffSeries compares two answers as sets of series and says how got
+// differs from want, or "": labels exactly, timestamps exactly, values
+// within eps relative to their magnitude (NaN equals NaN).
+func DiffSeries(want, got []evidence.Series, eps float64) string {
 	key := func(s evidence.Series) string {
 		b, _ := json.Marshal(s.Labels)
 		return string(b)
@@ -307,8 +311,8 @@ func diffSeries(want, got []evidence.Series, eps float64) string {
 	}
 	w := slices.Clone(want)
 	g := slices.Clone(got)
-	slices.SortFunc(w, func(a, b evidence.Series) int { return cmpStr(key(a), key(b)) })
-	slices.SortFunc(g, func(a, b evidence.Series) int { return cmpStr(key(a), key(b)) })
+	slices.SortFunc(w, func(a, b evidence.Series) int { return strings.Compare(key(a), key(b)) })
+	slices.SortFunc(g, func(a, b evidence.Series) int { return strings.Compare(key(a), key(b)) })
 	for i := range w {
 		if key(w[i]) != key(g[i]) {
 			return fmt.Sprintf("series %s, want %s", key(g[i]), key(w[i]))
@@ -327,16 +331,6 @@ func diffSeries(want, got []evidence.Series, eps float64) string {
 		}
 	}
 	return ""
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func close(a, b, eps float64) bool {
