@@ -209,6 +209,7 @@ type episode struct {
 	template string
 	lines    int
 	isNew    bool
+	errTmpl  bool // a log episode of an error template
 	// vol weighs a percentile by the requests behind it (1: enough);
 	// hasVol says it was set.
 	vol    float64
@@ -313,6 +314,7 @@ func Rank(in Input) Result {
 	volumeWeights(g, in.Metrics, eps, refEnd)
 	explainCallers(eps, in.Edges, in.Entry, ts, tol)
 	explainByOwnCalls(eps)
+	explainNewPaths(eps, in.Edges, tol)
 	res.Candidates = combine(eps)
 	return res
 }
@@ -577,6 +579,63 @@ func explainByOwnCalls(eps []*episode) {
 		if ep.fromLogs && failing[ep.subject] && !(ep.s != nil && ep.s.Outbound) {
 			ep.factor *= 0.3
 			ep.note = joinNote(ep.note, "its own log reports failing calls to another service")
+		}
+	}
+}
+
+// explainNewPaths lowers a routine template that is new at a service when
+// a service calling it, directly or not, changed what it does at the same
+// time (a log or call-mix change at least half as strong): a flow that
+// resumes or starts at a caller reaches every service it calls, and the
+// new paths there follow from the caller's.
+func explainNewPaths(eps []*episode, edges []Edge, tol time.Duration) {
+	callers := map[string][]string{}
+	for _, e := range edges {
+		if e.Caller != "" && e.Callee != "" && e.Caller != e.Callee {
+			callers[e.Callee] = append(callers[e.Callee], e.Caller)
+		}
+	}
+	if len(callers) == 0 {
+		return
+	}
+	type change struct {
+		m     float64
+		onset time.Time
+	}
+	own := map[string][]change{}
+	for _, ep := range eps {
+		if ep.level == LevelService && ep.peak >= zThreshold && ep.factor >= 0.5 && (ep.fromLogs || ep.signal == SignalTraceOps) {
+			own[ep.subject] = append(own[ep.subject], change{magnitude(ep.peak), ep.onset})
+		}
+	}
+	for _, ep := range eps {
+		if !ep.fromLogs || ep.errTmpl || ep.dir <= 0 || !ep.isNew {
+			continue
+		}
+		need := 0.5 * magnitude(ep.peak)
+		seen := map[string]bool{ep.subject: true}
+		queue := []string{ep.subject}
+		found := ""
+		for len(queue) > 0 && found == "" {
+			c := queue[0]
+			queue = queue[1:]
+			for _, up := range callers[c] {
+				if seen[up] {
+					continue
+				}
+				seen[up] = true
+				for _, ch := range own[up] {
+					if d := ch.onset.Sub(ep.onset); ch.m >= need && d <= tol && d >= -tol {
+						found = up
+						break
+					}
+				}
+				queue = append(queue, up)
+			}
+		}
+		if found != "" {
+			ep.factor *= 0.3
+			ep.note = joinNote(ep.note, "follows a change at "+found+", which calls it")
 		}
 	}
 }

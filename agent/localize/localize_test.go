@@ -399,3 +399,40 @@ func TestLatencyAddsUp(t *testing.T) {
 		})
 	}
 }
+
+// TestNewPathsFollowTheCaller: when a caller starts taking a code path
+// again, every service it calls logs new routine lines too; those follow
+// the caller's change and do not outrank it.
+func TestNewPathsFollowTheCaller(t *testing.T) {
+	logs := []LogTemplate{
+		// travel: its error path gives way to the path that calls seat.
+		{Service: "travel", Template: "INFO query trips <*>", Counts: minutes(map[int]int{35: 30, 36: 30, 37: 30, 38: 30, 39: 30})},
+		{Service: "travel", Template: "INFO rest tickets num <*>", Counts: minutes(map[int]int{37: 10, 38: 9, 39: 10})},
+		// seat and order, which travel calls, log many more new lines.
+		{Service: "seat", Template: "INFO seat health", Counts: minutes(map[int]int{35: 5, 36: 5, 37: 5, 38: 5, 39: 5})},
+		{Service: "seat", Template: "INFO left ticket of interval <*>", Counts: minutes(map[int]int{37: 40, 38: 41, 39: 40})},
+		{Service: "order", Template: "INFO order health", Counts: minutes(map[int]int{35: 5, 36: 5, 37: 5, 38: 5, 39: 5})},
+		{Service: "order", Template: "INFO sold tickets <*>", Counts: minutes(map[int]int{37: 40, 38: 40, 39: 41})},
+	}
+	edges := []Edge{{"ui", "travel"}, {"travel", "seat"}, {"seat", "order"}}
+	res := Rank(Input{Window: win, Entry: "ui", Edges: edges, Metrics: []Series{entryLatency("ui")}, Logs: logs})
+	var order []string
+	for _, c := range res.Candidates {
+		if c.Subject != "ui" {
+			order = append(order, c.Subject)
+		}
+	}
+	if len(order) == 0 || order[0] != "travel" {
+		t.Fatalf("want travel (the caller whose path changed) first: %v %+v", order, res.Candidates)
+	}
+	// Without the call graph the louder callees lead.
+	res = Rank(Input{Window: win, Entry: "ui", Metrics: []Series{entryLatency("ui")}, Logs: logs})
+	for _, c := range res.Candidates {
+		if c.Subject != "ui" {
+			if c.Subject == "travel" {
+				t.Fatalf("without edges travel should not lead: %+v", res.Candidates)
+			}
+			break
+		}
+	}
+}

@@ -308,7 +308,7 @@ func logSplit(t *LogTemplate, svcBins, tBins map[int]int, split int, g *grid) *e
 		weight *= 0.75 // the log covers no earlier time to compare with
 	}
 	ep := &episode{fromLogs: true, subject: t.Service, level: LevelService, signal: SignalLogs, active: true,
-		template: t.Template, lines: incCount, ref: expected, isNew: refCount == 0 && refBins > 0}
+		template: t.Template, lines: incCount, ref: expected, isNew: refCount == 0 && refBins > 0, errTmpl: t.Error}
 	switch {
 	case z >= zThreshold && firstInc >= 0 && (t.Error || ep.isNew):
 		ep.dir, ep.peak, ep.onset = 1, z*weight, g.at(firstInc)
