@@ -96,42 +96,56 @@ var a2aFinalStates = map[string]bool{"completed": true, "canceled": true, "faile
 // final state (completed, canceled, failed, rejected) and were last saved
 // before t, and returns how many it deleted. Tasks still running or
 // waiting are kept whatever their age (one cut off by a restart becomes
-// final when next read, and goes at a later pass).
+// final when next read, and goes at a later pass). The tasks are read
+// outside the write transaction, so writers wait only for the deletes.
 func (d *DB) DeleteA2ATasksBefore(ctx context.Context, t time.Time) (int, error) {
-	n := 0
-	err := d.update(ctx, func(tx *bolt.Tx) error {
+	var dead [][]byte
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketA2ATasks)
 		if b == nil {
 			return fmt.Errorf("bucket %s missing (migration 0002 not applied)", bucketA2ATasks)
 		}
-		var dead [][]byte
-		err := b.ForEach(func(k, v []byte) error {
-			var rec struct {
-				UpdatedAt time.Time `json:"updated_at"`
-				Task      struct {
-					Status struct {
-						State string `json:"state"`
-					} `json:"status"`
-				} `json:"task"`
-			}
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return nil // unreadable: left for an operator to look at
-			}
-			if a2aFinalStates[rec.Task.Status.State] && rec.UpdatedAt.Before(t) {
+		return b.ForEach(func(k, v []byte) error {
+			if a2aTaskExpired(v, t) {
 				dead = append(dead, bytes.Clone(k))
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
+	})
+	if err != nil || len(dead) == 0 {
+		return 0, err
+	}
+	n := 0
+	err = d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketA2ATasks)
 		for _, k := range dead {
-			if err := b.Delete(k); err != nil {
-				return err
+			// saved again since it was read: judged again
+			if v := b.Get(k); v != nil && a2aTaskExpired(v, t) {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+				n++
 			}
-			n++
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// a2aTaskExpired reports whether a stored task record is final and was
+// last saved before t. An unreadable record is kept, for an operator to
+// look at.
+func a2aTaskExpired(v []byte, t time.Time) bool {
+	var rec struct {
+		UpdatedAt time.Time `json:"updated_at"`
+		Task      struct {
+			Status struct {
+				State string `json:"state"`
+			} `json:"status"`
+		} `json:"task"`
+	}
+	return json.Unmarshal(v, &rec) == nil && a2aFinalStates[rec.Task.Status.State] && rec.UpdatedAt.Before(t)
 }
