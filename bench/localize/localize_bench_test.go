@@ -22,6 +22,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -233,6 +234,13 @@ func logInput(ctx context.Context, logs evidence.Logs) ([]localize.LogTemplate, 
 	return out, lines, first
 }
 
+// errorHandlerSpan and minVisits are the analyst's (agent/analyst,
+// localizeTraces): a span of a framework's error path counts as an error;
+// a p90 of fewer visits is not a level.
+var errorHandlerSpan = regexp.MustCompile(`(?i)(^|[.:/ ])error$|errorcontroller|errorhandler|exceptionhandler`)
+
+const minVisits = 5
+
 // traceInput scans the spans of the window once into the service graph of
 // every minute and returns, per service, its exclusive time p90 and error
 // share per minute, the entry's request duration p90, per call edge the
@@ -246,6 +254,12 @@ func traceInput(ctx context.Context, tr evidence.Traces) ([]localize.Series, []l
 	n := 0
 	err := tr.ScanSpans(ctx, win.BaselineStart, win.End, func(s *evidence.Span) error {
 		n++
+		if !s.Error && errorHandlerSpan.MatchString(s.Name) {
+			c := *s
+			c.Error = true
+			bld.Add(&c)
+			return nil
+		}
 		bld.Add(s)
 		return nil
 	})
@@ -272,7 +286,9 @@ func traceInput(ctx context.Context, tr evidence.Traces) ([]localize.Series, []l
 			if st.Requests == 0 {
 				continue
 			}
-			add(key{st.Service, "span self time p90"}, localize.SignalTraceLat, "s", localize.Up, t, st.SelfTime.P90.Seconds())
+			if st.Requests >= minVisits {
+				add(key{st.Service, "span self time p90"}, localize.SignalTraceLat, "s", localize.Up, t, st.SelfTime.P90.Seconds())
+			}
 			add(key{st.Service, "error spans per request"}, localize.SignalTraceErr, "ratio", localize.Up, t, float64(st.ErrorSpans)/float64(st.Requests))
 			if st.Service == entry {
 				add(key{st.Service, "request duration p90 (traces)"}, localize.SignalLatency, "s", localize.Up, t, st.Duration.P90.Seconds())
@@ -482,14 +498,14 @@ func writeTraces(path string, n int) error {
 		for k, s := range chain {
 			name := svcName(s)
 			id := fmt.Sprintf("%08x%08x", i, 2*k)
-			server := evidence.Span{TraceID: tid, SpanID: id, ParentSpanID: parent, Name: "GET /" + name, Service: name,
+			server := evidence.Span{TraceID: tid, SpanID: id, ParentSpanID: parent, Name: operation(s), Service: name,
 				Pod: name + "-0", Namespace: "shop", Kind: evidence.SpanKindServer, Start: at, End: at.Add(dur[k]),
 				Attributes: map[string]string{"http.request.method": "GET", "http.response.status_code": "200"}}
 			batch = append(batch, server)
 			if k+1 < len(chain) {
 				cid := fmt.Sprintf("%08x%08x", i, 2*k+1)
 				cs := at.Add(self[k] / 2)
-				batch = append(batch, evidence.Span{TraceID: tid, SpanID: cid, ParentSpanID: id, Name: "call " + svcName(chain[k+1]),
+				batch = append(batch, evidence.Span{TraceID: tid, SpanID: cid, ParentSpanID: id, Name: operation(chain[k+1]),
 					Service: name, Pod: server.Pod, Namespace: "shop", Kind: evidence.SpanKindClient, Start: cs, End: cs.Add(dur[k+1] + 2*time.Millisecond)})
 				parent, at = cid, cs.Add(time.Millisecond)
 			}
@@ -509,6 +525,12 @@ func writeTraces(path string, n int) error {
 		return err
 	}
 	return f.Close()
+}
+
+// operation names a service's RPC as gRPC instrumentation names its
+// SERVER span and the caller's CLIENT span.
+func operation(svc int) string {
+	return fmt.Sprintf("shop.%s.v1.CatalogService/GetItem", svcName(svc))
 }
 
 // flush writes spans grouped by service in lines of up to 300.
