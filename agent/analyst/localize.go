@@ -380,7 +380,10 @@ func (g *gatherer) localizeTraces(ctx context.Context, w localize.Window) ([]loc
 			if st.Requests >= locMinVisits {
 				add(key{st.Service, "span self time p90", ""}, localize.SignalTraceLat, "s", localize.Up, t, st.SelfTime.P90.Seconds())
 			}
-			add(key{st.Service, "error spans per request", ""}, localize.SignalTraceErr, "ratio", localize.Up, t, float64(st.ErrorSpans)/float64(st.Requests))
+			// The share of requests with an error span, as the lower
+			// bound of its 95% Wilson interval: one failed request of one
+			// is not a service failing every request.
+			add(key{st.Service, "error spans per request (lower bound)", ""}, localize.SignalTraceErr, "ratio", localize.Up, t, localize.WilsonLower(st.ErrorSpans, st.Requests))
 			if strings.EqualFold(st.Service, g.sc.Service) {
 				add(key{st.Service, "request duration p90 (traces)", ""}, localize.SignalLatency, "s", localize.Up, t, st.Duration.P90.Seconds())
 			}

@@ -436,3 +436,17 @@ func TestNewPathsFollowTheCaller(t *testing.T) {
 		}
 	}
 }
+
+func TestWilsonLower(t *testing.T) {
+	for _, tc := range []struct {
+		k, n   int
+		lo, hi float64
+	}{
+		{0, 0, 0, 0}, {0, 50, 0, 0}, {1, 1, 0.20, 0.21}, {5, 5, 0.56, 0.57},
+		{50, 50, 0.92, 0.93}, {10, 100, 0.055, 0.056}, {7, 3, 0.43, 0.44},
+	} {
+		if got := WilsonLower(tc.k, tc.n); got < tc.lo || got > tc.hi {
+			t.Errorf("WilsonLower(%d, %d) = %.4f, want in [%v, %v]", tc.k, tc.n, got, tc.lo, tc.hi)
+		}
+	}
+}

@@ -439,6 +439,21 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
+// WilsonLower is the lower bound of the 95% Wilson score interval of a
+// proportion k/n (0 for n ≤ 0): the smallest rate consistent with k events
+// in n trials, so that 1 failure in 1 request does not read as a service
+// failing every request.
+func WilsonLower(k, n int) float64 {
+	if n <= 0 || k <= 0 {
+		return 0
+	}
+	const z = 1.96
+	p, nf := float64(min(k, n))/float64(n), float64(n)
+	c := p + z*z/(2*nf)
+	d := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf))
+	return math.Max(0, (c-d)/(1+z*z/nf))
+}
+
 // sortedKeys returns a map's keys in order.
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
