@@ -57,3 +57,20 @@ func TestLineTimeFastPath(t *testing.T) {
 		t.Errorf("got %v %v", got, ok)
 	}
 }
+
+// TestLineTimeEveryDay compares the fast path with the time package on
+// every day from 0001 to 2200 at a varying time of day.
+func TestLineTimeEveryDay(t *testing.T) {
+	day := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	end := time.Date(2200, 12, 31, 0, 0, 0, 0, time.UTC)
+	for i := 0; !day.After(end); i++ {
+		at := day.Add(time.Duration(i%86400) * time.Second).Add(time.Duration(i%1000) * time.Millisecond)
+		line := []byte(at.Format("2006-01-02T15:04:05.000Z") + " x")
+		got, ok := LineTime(line)
+		want, wantOK := parseLineTime(line[:24])
+		if ok != wantOK || got != want {
+			t.Fatalf("%s: LineTime = %v %v, the time package: %v %v", line, got, ok, want, wantOK)
+		}
+		day = day.AddDate(0, 0, 1)
+	}
+}
