@@ -289,7 +289,7 @@ func traceInput(ctx context.Context, tr evidence.Traces) ([]localize.Series, []l
 			if st.Requests >= minVisits {
 				add(key{st.Service, "span self time p90"}, localize.SignalTraceLat, "s", localize.Up, t, st.SelfTime.P90.Seconds())
 			}
-			add(key{st.Service, "error spans per request"}, localize.SignalTraceErr, "ratio", localize.Up, t, float64(st.ErrorSpans)/float64(st.Requests))
+			add(key{st.Service, "error spans per request (lower bound)"}, localize.SignalTraceErr, "ratio", localize.Up, t, localize.WilsonLower(st.ErrorSpans, st.Requests))
 			if st.Service == entry {
 				add(key{st.Service, "request duration p90 (traces)"}, localize.SignalLatency, "s", localize.Up, t, st.Duration.P90.Seconds())
 			}
