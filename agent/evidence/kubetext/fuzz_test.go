@@ -75,7 +75,7 @@ var commandForms = []string{
 	"kubectl top node", "kubectl get pods -o yaml -n ns", "kubectl get pods -o json -n ns",
 	"kubectl get cm,secrets -A", "kubectl get secret a b -n ns", "kubectl rollout status deploy/d -n ns",
 	"kubectl rollout status sts/s -n ns", "kubectl rollout status ds/d -n ns", "kubectl rollout history deploy/d -n ns",
-	"kubectl describe quota -n ns", "kubectl describe limits l -n ns",
+	"kubectl describe quota -n ns", "kubectl describe limits l -n ns", "kubectl get quota -A",
 }
 
 func FuzzForms(f *testing.F) {

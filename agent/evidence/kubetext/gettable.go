@@ -102,7 +102,7 @@ func init() {
 		"DaemonSet": daemonSetRow, "Job": jobRow, "CronJob": cronJobRow, "Node": nodeRow, "Service": serviceRow,
 		"PersistentVolumeClaim": pvcRow, "PersistentVolume": pvRow, "Ingress": ingressRow,
 		"HorizontalPodAutoscaler": hpaRow, "Endpoints": endpointsRow, "StorageClass": storageClassRow,
-		"Namespace": namespaceRow, "ConfigMap": configMapRow, "Secret": secretRow,
+		"Namespace": namespaceRow, "ConfigMap": configMapRow, "Secret": secretRow, "ResourceQuota": quotaRow,
 	}
 }
 
@@ -549,4 +549,32 @@ func endpointsRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) run
 		ep.Subsets = append(ep.Subsets, corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{{IP: host}}, Ports: []corev1.EndpointPort{{Port: int32(n)}}})
 	}
 	return ep
+}
+
+// quotaRow reads NAME AGE REQUEST LIMIT, whose cells list
+// "resource: used/hard" (kube-apiserver's printer): the quota's status.
+func quotaRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.Object {
+	q := &corev1.ResourceQuota{TypeMeta: typeMeta("ResourceQuota"), ObjectMeta: meta}
+	for _, col := range []string{"REQUEST", "LIMIT"} {
+		for _, item := range strings.Split(cell(t, row, col), ", ") {
+			name, uh, ok := strings.Cut(strings.TrimSpace(item), ": ")
+			if !ok {
+				continue
+			}
+			u, h, ok := strings.Cut(uh, "/")
+			if !ok {
+				return nil
+			}
+			used, ok1 := quantity(u)
+			hard, ok2 := quantity(h)
+			if !ok1 || !ok2 {
+				return nil
+			}
+			if q.Status.Hard == nil {
+				q.Status.Hard, q.Status.Used = corev1.ResourceList{}, corev1.ResourceList{}
+			}
+			q.Status.Hard[corev1.ResourceName(name)], q.Status.Used[corev1.ResourceName(name)] = hard, used
+		}
+	}
+	return q
 }

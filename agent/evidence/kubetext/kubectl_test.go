@@ -117,6 +117,7 @@ var transcriptCommands = []struct {
 	{"kubectl rollout status deploy/checkout -n shop --watch=false", 0},
 	{"kubectl rollout status sts/worker -n shop --watch=false", 0},
 	{"kubectl describe quota -n shop", 0},
+	{"kubectl get quota -n shop", 0},
 	{"kubectl describe limitrange shop-defaults -n shop", 0},
 }
 

@@ -594,3 +594,28 @@ something else entirely
 		})
 	}
 }
+
+// get resourcequota rows list "resource: used/hard" under REQUEST and
+// LIMIT (kube-apiserver's printer): the quota's status.
+func TestQuotaTable(t *testing.T) {
+	text := `$ kubectl get quota -n risk
+NAME           AGE   REQUEST                                                 LIMIT
+risk-compute   12d   pods: 5/20, requests.cpu: 4500m/8, requests.memory: 11Gi/16Gi   limits.cpu: 9/12, limits.memory: 14Gi/16Gi
+empty          1d
+`
+	res := kubetext.Parse([]byte(text), time.Time{})
+	if len(res.Skipped) != 0 {
+		t.Fatalf("skipped: %+v", res.Skipped)
+	}
+	q := object[*corev1.ResourceQuota](t, res, "risk", "risk-compute")
+	used, hard := q.Status.Used[corev1.ResourceLimitsMemory], q.Status.Hard[corev1.ResourceLimitsMemory]
+	if used.String() != "14Gi" || hard.String() != "16Gi" || len(q.Status.Hard) != 5 || len(q.Spec.Hard) != 0 {
+		t.Errorf("quota: %+v", q.Status)
+	}
+	if cpu := q.Status.Used[corev1.ResourceRequestsCPU]; cpu.MilliValue() != 4500 {
+		t.Errorf("requests.cpu used %s", cpu.String())
+	}
+	if e := object[*corev1.ResourceQuota](t, res, "risk", "empty"); len(e.Status.Hard) != 0 {
+		t.Errorf("empty quota: %+v", e.Status)
+	}
+}

@@ -302,6 +302,30 @@ func moreTables(kind string, items []any, now time.Time) ([]column, []row, bool)
 			add(m, cm.Name, int64(len(cm.Data)+len(cm.BinaryData)), age(cm.CreationTimestamp.Time, now))
 			cm = corev1.ConfigMap{}
 		})
+	case "ResourceQuota":
+		// kube-apiserver's printer: "resource: used/hard, ..." sorted by
+		// resource, limits.* under Limit, the rest under Request.
+		cols = []column{name, ageCol, str("Request"), str("Limit")}
+		var q corev1.ResourceQuota
+		each(&q, func(m map[string]any) {
+			var names []string
+			for r := range q.Status.Hard {
+				names = append(names, string(r))
+			}
+			sortStrings(names)
+			var req, lim []string
+			for _, r := range names {
+				used, hard := q.Status.Used[corev1.ResourceName(r)], q.Status.Hard[corev1.ResourceName(r)]
+				cell := fmt.Sprintf("%s: %s/%s", r, used.String(), hard.String())
+				if strings.HasPrefix(r, "limits.") {
+					lim = append(lim, cell)
+				} else {
+					req = append(req, cell)
+				}
+			}
+			add(m, q.Name, age(q.CreationTimestamp.Time, now), strings.Join(req, ", "), strings.Join(lim, ", "))
+			q = corev1.ResourceQuota{}
+		})
 	case "Secret":
 		cols = []column{name, str("Type"), {Name: "Data", Type: "integer"}, ageCol}
 		var sec corev1.Secret
