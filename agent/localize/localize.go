@@ -235,7 +235,7 @@ func Rank(in Input) Result {
 		if in.Entry == "" || !strings.EqualFold(s.Service, in.Entry) || s.Caller != "" || !s.Signal.propagates() {
 			continue
 		}
-		if ep := g.episodeOf(s, g.index(w.Start)); ep != nil && ep.active {
+		if ep := g.episodeOf(s, g.index(w.Start)); ep != nil && ep.active && ep.peak >= zThreshold {
 			entryEps = append(entryEps, ep)
 		}
 	}
@@ -265,7 +265,7 @@ func Rank(in Input) Result {
 			if !s.Signal.propagates() || s.Outbound {
 				continue
 			}
-			if ep := g.episodeOf(s, g.index(w.Start)); ep != nil && ep.active {
+			if ep := g.episodeOf(s, g.index(w.Start)); ep != nil && ep.active && ep.peak >= zThreshold {
 				onsets = append(onsets, ep.onset)
 			}
 		}

@@ -450,3 +450,19 @@ func TestWilsonLower(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryBlipIsNoSymptom: a one-bin latency blip at the asked service
+// does not mark it as moved nor set the symptom's onset; the onset comes
+// from the other services' episodes.
+func TestEntryBlipIsNoSymptom(t *testing.T) {
+	res := Rank(Input{Window: win, Entry: "frontend", Metrics: []Series{
+		{Service: "frontend", Metric: "latency_p90", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.2, 0.01, from(38, 38, 1.5))},
+		{Service: "cart", Metric: "latency_p90", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.02, 0.001, from(37, 40, 0.3))},
+	}})
+	if res.EntryMoved {
+		t.Errorf("a one-bin blip marked the entry as moved: %q", res.EntryEvidence)
+	}
+	if !res.SymptomOnset.Equal(onset) {
+		t.Errorf("symptom onset %s, want %s (cart's)", res.SymptomOnset, onset)
+	}
+}
