@@ -36,6 +36,7 @@ var mechanisms = []*mechanism{
 	cacheFull,
 	certExpiring,
 	selectorM,
+	scaledToZero,
 	connLeak,
 	databaseErrors,
 	authFailure,

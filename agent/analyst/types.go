@@ -215,7 +215,7 @@ var kinds = map[Kind]kindInfo{
 	KindVolumeProvision: {prior: 0.82},
 	KindLogMatch:        {prior: 0.6},
 	KindSlowOperation:   {prior: 0.62},
-	KindScaledToZero:    {0.84, classCause, "deployment scaled to 0 replicas"},
+	KindScaledToZero:    {prior: 0.84},
 	KindConnRefused:     {prior: 0.5},
 	KindTimeout:         {prior: 0.44},
 	KindSaturation:      {0.44, classCause, "resource saturation"},
