@@ -516,7 +516,7 @@ Waiting for deployment "api" rollout to finish: 1 of 2 updated replicas are avai
 		{name: "new replicas", kind: "Deployment", updated: 1, specR: 3, text: `$ kubectl rollout status deployment api -n web --watch=false
 Waiting for deployment "api" rollout to finish: 1 out of 3 new replicas have been updated...
 `},
-		{name: "timed out", kind: "Deployment", updated: 3, specR: 4, text: `$ kubectl -n web rollout status deploy/api --timeout=30s
+		{name: "timed out", kind: "Deployment", updated: 3, specR: 4, text: `$ kubectl -n web rollout status deploy/api --timeout 30s
 Waiting for deployment "api" rollout to finish: 3 out of 4 new replicas have been updated...
 error: timed out waiting for the condition
 `},
@@ -524,7 +524,7 @@ error: timed out waiting for the condition
 Waiting for deployment "api" rollout to finish: 0 of 1 updated replicas are available...
 error: deployment "api" exceeded its progress deadline
 `},
-		{name: "done", kind: "Deployment", text: `$ kubectl rollout status deploy/api -n web
+		{name: "done", kind: "Deployment", text: `$ kubectl rollout status deploy/api -n web --timeout=2m
 deployment "api" successfully rolled out
 `},
 		{name: "daemon set", kind: "DaemonSet", updated: 2, available: 0, text: `$ kubectl rollout status ds/api -n web
