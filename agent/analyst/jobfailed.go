@@ -235,16 +235,22 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 			if len(lines) == 0 {
 				lines = podLogLines(logs, p.Name)
 			}
-			if line := bestCauseLine(lines); line != "" {
-				f.setFact("line", line)
-				f.setFact("last_log", line)
-				if kind, _ := ClassifyLine(line); kind != "" {
-					f.setFact("line_kind", string(kind))
-				}
-				f.Weight = 0.95
-				f.Evidence = append(f.Evidence, fmt.Sprintf("log of pod %s: %s", p.Name, quote(ReadableLine(line), 240)))
-			}
+			useLog(&f, lines, "pod "+p.Name)
 			break
+		}
+		// The pods are gone (deleted with the Job, or stopped at its
+		// deadline): the log of the run is read from the sources of its
+		// CronJob or Job.
+		if f.fact("line") == "" {
+			for _, set := range logs {
+				if set.Subject == subject || set.Subject == j.name {
+					var lines []string
+					for _, t := range set.Templates {
+						lines = append(lines, t.Example)
+					}
+					useLog(&f, lines, set.Source)
+				}
+			}
 		}
 		if f.Time.IsZero() {
 			f.Time = j.created
@@ -256,6 +262,22 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// useLog sets the line of a failed run's log that says why it failed,
+// read from source (a pod, a log file), when it has one.
+func useLog(f *Finding, lines []string, source string) {
+	line := bestCauseLine(lines)
+	if line == "" || f.fact("line") != "" {
+		return
+	}
+	f.setFact("line", line)
+	f.setFact("last_log", line)
+	if kind, _ := ClassifyLine(line); kind != "" {
+		f.setFact("line_kind", string(kind))
+	}
+	f.Weight = 0.95
+	f.Evidence = append(f.Evidence, fmt.Sprintf("log of %s: %s", source, quote(ReadableLine(line), 240)))
 }
 
 // podExitedWithError reports whether a pod's containers all stopped and
@@ -291,14 +313,20 @@ func podLogLines(logs []LogSet, pod string) []string {
 
 // bestCauseLine picks the line of a failed run's log that says why it
 // failed: a "Caused by:" or an exception with its message before a
-// generic error line, a line naming a known failure before one that only
-// reads as an error; the last of equals.
+// generic error line, a line naming a mechanism (a DNS failure, a
+// throttled call) before one naming only a crash, a line naming a known
+// failure before one that only reads as an error; the last of equals.
 func bestCauseLine(lines []string) string {
 	best, bestScore := "", 0
 	for _, l := range lines {
 		score := 2 * RootCauseScore(l)
 		if k, isErr := ClassifyLine(l); k != "" {
 			score += 3
+			// A named mechanism (a name that does not resolve, a
+			// throttled API) is deeper than the crash it ends in.
+			if c := infoOf(k).class; c == classCause || c == classDependency {
+				score += 2
+			}
 		} else if isErr {
 			score++
 		}

@@ -95,3 +95,41 @@ func TestJobRetrySupersedesCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestJobCauseLine checks that a failed run's log is read for the
+// mechanism behind the crash: a name that does not resolve before the
+// fatal line it ends in, a throttled storage API before the deadline; and
+// that a run whose pods are gone is read from its CronJob's log file.
+func TestJobCauseLine(t *testing.T) {
+	cases := []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"DNS failure before the fatal line", []string{
+			`time="2026-12-09T06:05:13Z" level=info msg="loaded 1184 due invoices from billing-db"`,
+			`time="2026-12-09T06:05:18Z" level=error msg="smtp connect failed" addr="smtp-relay.mail.svc.cluster.local:587" error="dial tcp: lookup smtp-relay.mail.svc.cluster.local on 172.20.0.10:53: no such host"`,
+			`time="2026-12-09T06:05:18Z" level=fatal msg="cannot send invoices: no SMTP connection" sent=0 pending=1184`,
+		}, "no such host"},
+		{"a Caused by line still wins", []string{
+			`2026-03-14 02:00:09 ERROR [main] o.s.boot.SpringApplication : Application run failed`,
+			`Caused by: org.postgresql.util.PSQLException: ERROR: relation "ledger_entries_v2" does not exist`,
+		}, "Caused by"},
+	}
+	for _, c := range cases {
+		if got := bestCauseLine(c.lines); !strings.Contains(got, c.want) {
+			t.Errorf("%s: bestCauseLine = %q, want the line with %q", c.name, got, c.want)
+		}
+	}
+	// A DeadlineExceeded run whose pod was deleted with the Job.
+	t0 := time.Date(2027, 1, 7, 4, 0, 0, 0, time.UTC)
+	k := K8sEvidence{Events: []corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: "Job", Namespace: "data", Name: "warehouse-etl-29913480"},
+		Reason: "DeadlineExceeded", Type: "Warning", Message: "Job was active longer than specified deadline", FirstTimestamp: metav1.NewTime(t0), LastTimestamp: metav1.NewTime(t0)}}}
+	logs := []LogSet{logSet("warehouse-etl", false,
+		`2027-01-07T02:00:44.000Z INFO [etl] extract done: 18,402,117 rows from orders-replica in 39.8s`,
+		`2027-01-07T02:00:51.000Z WARN [etl] s3 PutObject warehouse/daily_orders/dt=2027-01-06/part-00001.parquet attempt 1/10 failed: SlowDown: Please reduce your request rate. (status code: 503, request id: A6A3A4506513270E)`)}
+	fs := detectFailedJobs(k, logs)
+	if len(fs) != 1 || !strings.Contains(fs[0].fact("line"), "SlowDown") {
+		t.Fatalf("findings %+v, want the Job with the SlowDown line", fs)
+	}
+}
