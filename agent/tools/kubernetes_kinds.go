@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
 
 // ResourceDescription is describe_resource's result: one object, the events
@@ -553,7 +554,10 @@ func (w *walker) keyRefs(rel, kind, ns, name, use string, optional *bool, keys [
 	if optional != nil && *optional {
 		detail += " (optional)"
 	}
-	if o != nil && len(keys) > 0 {
+	if o != nil && len(keys) > 0 && keysUnknown(o) {
+		// a kubectl get table row: it counts the keys but does not name them
+		detail += "; keys not shown (a kubectl get row: " + o.GetAnnotations()[kubetext.DataCountAnnotation] + " keys)"
+	} else if o != nil && len(keys) > 0 {
 		have := map[string]bool{}
 		switch x := o.(type) {
 		case *corev1.ConfigMap:
@@ -579,6 +583,21 @@ func (w *walker) keyRefs(rel, kind, ns, name, use string, optional *bool, keys [
 		}
 	}
 	w.ref(rel, kind, ns, name, detail, true)
+}
+
+// keysUnknown reports a ConfigMap or Secret read from a kubectl get table
+// row, whose keys the evidence does not show (never reported missing).
+func keysUnknown(o evidence.KubeObject) bool {
+	if _, ok := o.GetAnnotations()[kubetext.DataCountAnnotation]; !ok {
+		return false
+	}
+	switch x := o.(type) {
+	case *corev1.ConfigMap:
+		return len(x.Data)+len(x.BinaryData) == 0
+	case *corev1.Secret:
+		return len(x.Data) == 0
+	}
+	return false
 }
 
 // claim follows a PVC to its volume and StorageClass (the default class
