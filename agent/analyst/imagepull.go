@@ -26,11 +26,20 @@ var imagePull = &mechanism{
 			return 0.85, imageEvent(msg)
 		case "BackOff":
 			return 0.8, strings.Contains(msg, "pulling image")
+		case "FailedToRetrieveImagePullSecret":
+			// The pull secret the pod names does not exist: the pull
+			// goes without credentials.
+			return 0.85, true
 		}
 		return 0, false
 	},
 	eventCritical: true,
-	eventFacts:    func(f *Finding, e *corev1.Event) { f.setFact("image", imageFromMessage(e.Message)) },
+	eventFacts: func(f *Finding, e *corev1.Event) {
+		f.setFact("image", imageFromMessage(e.Message))
+		if m := pullSecretRE.FindStringSubmatch(e.Message); m != nil && e.Reason == "FailedToRetrieveImagePullSecret" {
+			f.setFact("pull_secret", m[1])
+		}
+	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return c.Kind == KindDeploy || c.fact("image") != "" || strings.Contains(strings.ToLower(c.fact("description")+" "+c.Summary), "image")
 	},
@@ -42,6 +51,9 @@ var imagePull = &mechanism{
 		if why := pullProblem(h.fact("message")); why != "" {
 			d += ": " + why
 		}
+		if sec := h.fact("pull_secret"); sec != "" {
+			d += fmt.Sprintf("; the image pull secret %s that the pods reference (imagePullSecrets) does not exist (FailedToRetrieveImagePullSecret), so the pull goes without credentials", sec)
+		}
 		if m := h.fact("message"); m != "" {
 			d += " — " + truncate(m, 200)
 		}
@@ -49,6 +61,9 @@ var imagePull = &mechanism{
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		r.rollback()
+		if sec := h.fact("pull_secret"); sec != "" {
+			r.high("Create the image pull secret %s in the namespace of %s (kubectl create secret docker-registry %s ...), or point its imagePullSecrets at the secret that exists", sec, h.Subject, sec)
+		}
 		switch pullProblem(h.fact("message")) {
 		case pullNoCredentials:
 			r.high("Give %s credentials for its registry: an imagePullSecret on the pod spec or its ServiceAccount (or node credentials) that the registry accepts%s", h.Subject, parenthesized(h.fact("image")))
@@ -61,6 +76,10 @@ var imagePull = &mechanism{
 		r.low("Gate deploys on the image existing in the registry (CI pushes before the manifest is applied)")
 	},
 }
+
+// pullSecretRE reads the secrets a FailedToRetrieveImagePullSecret event
+// names: "Unable to retrieve some image pull secrets (ghcr-creds); ...".
+var pullSecretRE = regexp.MustCompile(`(?i)image pull secrets? \(([\w.,\s-]+)\)`)
 
 const (
 	pullNoTag         = "the image or its tag does not exist in the registry (not found)"

@@ -1,6 +1,10 @@
 package analyst
 
-import "testing"
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // TestPullProblem reads why a pull failed from the kubelet's messages as
 // containerd and the kubelet print them.
@@ -16,4 +20,16 @@ func TestPullProblem(t *testing.T) {
 			t.Errorf("pullProblem(%q) = %q, want %q", c.msg, got, c.want)
 		}
 	}
+}
+
+// TestPullSecretMissing checks that a pod naming an image pull secret
+// that does not exist is followed to that secret: the pull goes without
+// credentials, whatever the registry answers.
+func TestPullSecretMissing(t *testing.T) {
+	testEvents(t, imagePull, []eventCase{
+		{"Pod", "shipping-rates-7c9d8b6f5-q2w8x", "FailedToRetrieveImagePullSecret", corev1.EventTypeWarning,
+			`Unable to retrieve some image pull secrets (ghcr-creds); attempting to pull the image may not succeed.`,
+			KindImagePull, []string{"image pull secret ghcr-creds", "does not exist"}},
+		{"Pod", "shipping-rates-7c9d8b6f5-q2w8x", "Pulling", corev1.EventTypeNormal, `Pulling image "ghcr.io/haulmark/shipping-rates:1.0.0"`, "", nil},
+	})
 }
