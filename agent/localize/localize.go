@@ -305,6 +305,10 @@ func Rank(in Input) Result {
 			// A client-side measure shows the callees more than the
 			// service: it points away from itself.
 			ep.factor *= 0.25
+		case ep.level == LevelNode && (ep.signal == SignalTraffic || ep.signal == SignalNetwork):
+			// A node's throughput is the sum of its pods' traffic: where
+			// load went, far more often than why anything failed.
+			ep.factor *= 0.25
 		case ep.signal == SignalTraffic || ep.signal == SignalNetwork || ep.signal == SignalTraceOps:
 			// A change of load, throughput or call mix is where a symptom
 			// is felt more often than where it starts.

@@ -466,3 +466,25 @@ func TestEntryBlipIsNoSymptom(t *testing.T) {
 		t.Errorf("symptom onset %s, want %s (cart's)", res.SymptomOnset, onset)
 	}
 }
+
+// TestNodeThroughputIsWhereLoadWent: a node's network throughput surging
+// with the symptom says where load went; a service's new errors at the
+// same minute lead.
+func TestNodeThroughputIsWhereLoadWent(t *testing.T) {
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{
+		entryLatency("ui"),
+		{Node: "node-7", Metric: "node_network_receive_bytes_per_second", Signal: SignalNetwork, Unit: "bytes/s", Bad: Both, Points: wave(52e3, 2e3, from(37, 40, 10e6))},
+	}, Logs: []LogTemplate{
+		{Service: "contacts", Template: "INFO find contacts <*>", Counts: minutes(map[int]int{35: 20, 36: 20, 37: 20, 38: 20, 39: 20})},
+		{Service: "contacts", Template: "ERROR no contacts found <*>", Error: true, Counts: minutes(map[int]int{37: 7, 38: 7, 39: 7})},
+	}})
+	var order []string
+	for _, c := range res.Candidates {
+		if c.Subject != "ui" {
+			order = append(order, c.Subject)
+		}
+	}
+	if len(order) < 2 || order[0] != "contacts" {
+		t.Fatalf("want contacts before node-7: %v %+v", order, res.Candidates)
+	}
+}
