@@ -488,3 +488,23 @@ func TestNodeThroughputIsWhereLoadWent(t *testing.T) {
 		t.Fatalf("want contacts before node-7: %v %+v", order, res.Candidates)
 	}
 }
+
+// TestLogSplitNeedsAReference: an error template that was already there in
+// the service's first logged minute is not new because a split before
+// that minute leaves nothing to compare with.
+func TestLogSplitNeedsAReference(t *testing.T) {
+	logs := []LogTemplate{
+		// order's log starts at minute 36 and already holds its warning.
+		{Service: "order", Template: "INFO get order <*>", Counts: minutes(map[int]int{36: 2, 37: 40, 38: 41, 39: 40})},
+		{Service: "order", Template: "WARN order not found <*>", Error: true, Counts: minutes(map[int]int{36: 2, 37: 4, 38: 4, 39: 3})},
+		// contacts' errors are new against its earlier minutes.
+		{Service: "contacts", Template: "INFO find contacts <*>", Counts: minutes(map[int]int{35: 20, 36: 20, 37: 20, 38: 20, 39: 20})},
+		{Service: "contacts", Template: "ERROR no contacts found <*>", Error: true, Counts: minutes(map[int]int{37: 3, 38: 3, 39: 3})},
+	}
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{entryLatency("ui")}, Logs: logs})
+	for _, c := range res.Candidates {
+		if c.Subject == "order" {
+			t.Fatalf("order's warning, present from its first minute, ranked: %+v", c)
+		}
+	}
+}

@@ -255,18 +255,45 @@ func (g *grid) logEpisodes(ts []LogTemplate, symptom, tol int) []*episode {
 				perBin[b] += n
 			}
 		}
-		var best *episode
+		// A split that leaves the service no earlier line to compare with
+		// is used only when no split does: with a reference, "new" means
+		// new.
+		var best, blind *episode
+		referenced := false
 		for split := lo; split <= hi; split++ {
+			if hasLinesBefore(c.perBin, split) {
+				referenced = true
+			}
 			ep := logSplit(t, c.perBin, perBin, split, g)
-			if ep != nil && (best == nil || ep.peak > best.peak) {
+			if ep == nil {
+				continue
+			}
+			if !hasLinesBefore(c.perBin, split) {
+				if blind == nil || ep.peak > blind.peak {
+					blind = ep
+				}
+			} else if best == nil || ep.peak > best.peak {
 				best = ep
 			}
+		}
+		if !referenced {
+			best = blind
 		}
 		if best != nil {
 			out = append(out, best)
 		}
 	}
 	return out
+}
+
+// hasLinesBefore reports whether the service logged in a bin before split.
+func hasLinesBefore(perBin map[int]int, split int) bool {
+	for b := range perBin {
+		if b < split {
+			return true
+		}
+	}
+	return false
 }
 
 // logSplit tests one template against its service's lines with the bins
