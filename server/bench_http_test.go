@@ -280,6 +280,56 @@ func BenchmarkHTTPEffectiveRatioProductLog(b *testing.B) {
 	benchEffectiveRatio(b, productLogger(b))
 }
 
+// BenchmarkHTTPEffectiveContractHeaders splits the effective config's
+// ratio in two: "headers" is a bare handler answering the same 200 KB with
+// the six headers the route's answer carries beyond the bare one's
+// (X-Request-Id, X-Rootcause-Version, Vary, Cache-Control, ETag,
+// X-Content-Type-Options) and sent the same bearer token, measured
+// against the bare handler (bare_vs_headers) and against the route with
+// the product's log (headers_vs_route). The two ratios multiply to the
+// route's against the bare handler.
+//
+//	go test ./server -run '^$' -bench HTTPEffectiveContractHeaders -benchtime 1000x -count 2
+func BenchmarkHTTPEffectiveContractHeaders(b *testing.B) {
+	h, _, team := benchConfigServerLog(b, productLogger(b))
+	url := loopbackServer(b, h) + "/api/v1/config/me/effective"
+	body := fetch(b, url, team, nil)
+	etag := fetchHeader(b, url, team, "ETag")
+	headers := loopbackServer(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd["X-Request-Id"] = []string{newRequestID()}
+		hd["X-Rootcause-Version"] = []string{"dev"}
+		hd["Vary"] = []string{"Accept-Encoding"}
+		hd["Cache-Control"] = []string{"private, no-cache"}
+		hd["Etag"] = []string{etag}
+		hd["X-Content-Type-Options"] = []string{"nosniff"}
+		bareJSON(body).ServeHTTP(w, r)
+	}))
+	b.Run("bare_vs_headers", func(b *testing.B) {
+		runRatioToken(b, loopbackServer(b, bareJSON(body)), "", headers, team)
+	})
+	b.Run("headers_vs_route", func(b *testing.B) {
+		runRatioToken(b, headers, team, url, team)
+	})
+}
+
+// fetchHeader GETs url with a bearer token and returns the header key of
+// the answer.
+func fetchHeader(b *testing.B, url, token, key string) string {
+	b.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.Header.Get(key)
+}
+
 func benchEffectiveRatio(b *testing.B, logger *slog.Logger) {
 	h, _, team := benchConfigServerLog(b, logger)
 	url := loopbackServer(b, h) + "/api/v1/config/me/effective"
