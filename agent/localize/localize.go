@@ -7,19 +7,27 @@
 // its own reference — the bins before the symptom began — through robust
 // z-scores (median and MAD, as BARO does with median and IQR), with floors
 // per unit so that a move that is tiny in absolute terms (0.002 → 0.006
-// cores) does not count as a deviation. For every signal the episode of
-// deviation that is still under way at the end of the window is found, and
-// its onset compared with the onset of the symptom (the asked service's own
-// latency and error signals): a cause deviates from the symptom's onset on,
-// not before it (the tail of an earlier incident) and not only after it.
+// cores) does not count as a deviation. A latency must hold for two bins,
+// and a percentile weighs by the requests behind it. A log template is
+// judged by its share of its service's lines, with the split between
+// before and since searched near the symptom (logs are often kept only
+// around an incident). For every signal the episode of deviation that is
+// still under way at the end of the window is found, and its onset
+// compared with the onset of the symptom (the asked service's own latency
+// and error signals): a cause deviates from the symptom's onset on, not
+// before it (the tail of an earlier incident) and not only after it.
 // Among signals that began together, a caller whose latency or errors are
 // explained by a callee that deviated at the same time gives way to the
-// callee (the deepest service whose own behaviour changed), using the call
-// graph from traces or from mesh metrics (source → destination labels).
-// Node-level signals are candidates of their own: a node, not a pod on it.
+// callee (the deepest service whose own behaviour changed; a callee's
+// latency explains only a comparable rise, as latency adds up along a
+// path), using the call graph from traces or from mesh metrics (source →
+// destination labels); new code paths at a callee follow a change at its
+// caller. Node-level signals are candidates of their own: a node, not a
+// pod on it.
 //
 // The package knows no system, service name or benchmark: the constants are
-// statistical conventions (a robust z of 3) and unit floors.
+// statistical conventions (a robust z of 3, ten events for a rate, a 95%
+// interval) and unit floors.
 package localize
 
 import (
