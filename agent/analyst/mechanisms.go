@@ -37,6 +37,7 @@ var mechanisms = []*mechanism{
 	certExpiring,
 	selectorM,
 	scaledToZero,
+	portMismatch,
 	connLeak,
 	databaseErrors,
 	authFailure,

@@ -216,6 +216,7 @@ var kinds = map[Kind]kindInfo{
 	KindLogMatch:        {prior: 0.6},
 	KindSlowOperation:   {prior: 0.62},
 	KindScaledToZero:    {prior: 0.84},
+	KindPortMismatch:    {prior: 0.84},
 	KindConnRefused:     {prior: 0.5},
 	KindTimeout:         {prior: 0.44},
 	KindSaturation:      {0.44, classCause, "resource saturation"},

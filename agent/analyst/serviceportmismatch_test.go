@@ -1,0 +1,57 @@
+package analyst
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestPortMismatch checks that a client timing out on a Service's port
+// that the Service does not serve is blamed on the port, and that a call
+// to a port the Service serves is not.
+func TestPortMismatch(t *testing.T) {
+	var svc corev1.Service
+	if err := json.Unmarshal([]byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"kafka-bootstrap","namespace":"telemetry"},
+  "spec":{"type":"ClusterIP","clusterIP":"172.20.91.40","ports":[{"name":"tcp-tls","port":9093,"protocol":"TCP","targetPort":9093}],
+    "selector":{"strimzi.io/cluster":"events","strimzi.io/kind":"Kafka"}}}`), &svc); err != nil {
+		t.Fatal(err)
+	}
+	ev := &Gathered{K8s: K8sEvidence{Services: []ServiceState{{Service: svc}}}, Window: win}
+	cases := []struct {
+		line string
+		want bool
+	}{
+		{`2027-01-18 13:37:15.502 WARN  [main] o.a.k.clients.NetworkClient - [Consumer clientId=events-consumer-1, groupId=events-consumer] Connection to node -1 (kafka-bootstrap.telemetry.svc/172.20.91.40:9092) could not be established. Node may not be available.`, false},
+		{`2027-01-18 13:37:44.409 ERROR [main] c.t.events.ConsumerApp - Timed out waiting for a node assignment after 60000 ms (bootstrap kafka-bootstrap.telemetry.svc:9092)`, true},
+		{`2027-01-18 13:37:44.409 ERROR [main] c.t.events.ConsumerApp - Timed out waiting for a node assignment after 60000 ms (bootstrap kafka-bootstrap.telemetry.svc:9093)`, false},
+	}
+	for _, c := range cases {
+		fs := DetectLogs([]LogSet{logSet("events-consumer", false, c.line)}, win)
+		got := detectPortMismatch(ev, fs)
+		if (len(got) == 1) != c.want {
+			t.Errorf("%q: findings %+v, want one: %v", c.line, got, c.want)
+			continue
+		}
+		if c.want {
+			h := &Hypothesis{Kind: KindPortMismatch, Subject: got[0].Subject, Primary: []*Finding{&got[0]}}
+			if d := describe(h, Scope{}); got[0].Subject != "events-consumer" || !strings.Contains(d, "port 9092") || !strings.Contains(d, "tcp-tls 9093/TCP") {
+				t.Errorf("finding on %s, description %q", got[0].Subject, d)
+			}
+		}
+	}
+}
+
+// TestPortMismatchTargetPort checks that a call naming the port the
+// Service forwards to (its targetPort) is not a mismatch.
+func TestPortMismatchTargetPort(t *testing.T) {
+	var svc corev1.Service
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"inventory-svc","namespace":"checkout"},"spec":{"ports":[{"name":"http","port":80,"protocol":"TCP","targetPort":9090}]}}`), &svc); err != nil {
+		t.Fatal(err)
+	}
+	fs := DetectLogs([]LogSet{logSet("checkout-api", false, `2026-05-07T15:52:10Z level=error msg="ReserveStock failed" err="rpc error: code = DeadlineExceeded desc = context deadline exceeded" target=inventory-svc:9090`)}, win)
+	if got := detectPortMismatch(&Gathered{K8s: K8sEvidence{Services: []ServiceState{{Service: svc}}}, Window: win}, fs); len(got) != 0 {
+		t.Errorf("findings %+v, want none: 9090 is the Service's targetPort", got)
+	}
+}
