@@ -291,6 +291,7 @@ func checkTranscript(b *Bundle, p string, r *CheckReport) {
 	}
 	add(pods, "%d kubectl top pod rows")
 	add(nodes, "%d kubectl top node rows")
+	add(len(res.Rollouts), "%d kubectl rollout status")
 	absent := map[string]int{}
 	for _, a := range res.Absent {
 		absent[a.Kind]++

@@ -446,6 +446,9 @@ func checkRollout(t *testing.T, res *kubetext.Result) {
 	if len(want) > 0 {
 		t.Errorf("rollout status not read: %v", want)
 	}
+	if len(res.Rollouts) != 2 {
+		t.Errorf("rollouts %+v, want 2", res.Rollouts)
+	}
 }
 
 // checkUsage compares kubectl top rows with the metrics served.

@@ -64,6 +64,9 @@ type Result struct {
 	Logs []Log
 	// Usage are the rows of kubectl top pod|node.
 	Usage []Usage
+	// Rollouts are what kubectl rollout status commands stated; each is
+	// also put on the transcript's copy of its workload, if any.
+	Rollouts []Rollout
 	// Absent are the objects kubectl answered NotFound for ("Error from
 	// server (NotFound): secrets "x" not found"): evidence that they did
 	// not exist when the command ran, as a live API's 404 is. No object is

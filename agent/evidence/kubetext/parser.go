@@ -134,6 +134,7 @@ func (p *parser) run(data []byte) {
 	for _, b := range blocks {
 		p.block(b)
 	}
+	p.applyRollouts()
 }
 
 func (p *parser) block(b *block) {

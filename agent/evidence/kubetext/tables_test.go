@@ -498,43 +498,44 @@ Events:  <none>
 	}
 }
 
-// kubectl rollout status: the last state printed gives the counts it
-// states, kept verbatim too; rollout history is reported as not read.
+// kubectl rollout status: the last state printed is what it states, with
+// the counts it gives; rollout history is reported as not read.
 func TestRolloutStatus(t *testing.T) {
 	cases := []struct {
-		name, text                string
-		kind                      string
-		updated, available, specR int32
-		progressing               string
-		skipped                   string
+		name, text                 string
+		kind                       string
+		updated, available, desire int32
+		done, deadline             bool
+		line                       int
+		skipped                    string
 	}{
-		{name: "waiting, watched", kind: "Deployment", updated: 2, available: 1, text: `$ kubectl rollout status deploy/api -n web
+		{name: "waiting, watched", kind: "Deployment", updated: 2, available: 1, desire: -1, line: 4, text: `$ kubectl rollout status deploy/api -n web
 Waiting for deployment "api" rollout to finish: 1 out of 3 new replicas have been updated...
 Waiting for deployment "api" rollout to finish: 2 out of 3 new replicas have been updated...
 Waiting for deployment "api" rollout to finish: 1 of 2 updated replicas are available...
 `},
-		{name: "new replicas", kind: "Deployment", updated: 1, specR: 3, text: `$ kubectl rollout status deployment api -n web --watch=false
+		{name: "new replicas", kind: "Deployment", updated: 1, available: -1, desire: 3, line: 2, text: `$ kubectl rollout status deployment api -n web --watch=false
 Waiting for deployment "api" rollout to finish: 1 out of 3 new replicas have been updated...
 `},
-		{name: "timed out", kind: "Deployment", updated: 3, specR: 4, text: `$ kubectl -n web rollout status deploy/api --timeout 30s
+		{name: "timed out", kind: "Deployment", updated: 3, available: -1, desire: 4, line: 2, text: `$ kubectl -n web rollout status deploy/api --timeout 30s
 Waiting for deployment "api" rollout to finish: 3 out of 4 new replicas have been updated...
 error: timed out waiting for the condition
 `},
-		{name: "deadline", kind: "Deployment", progressing: "ProgressDeadlineExceeded", text: `$ kubectl rollout status deploy/api -n web
+		{name: "deadline", kind: "Deployment", updated: -1, available: -1, desire: -1, deadline: true, line: 3, text: `$ kubectl rollout status deploy/api -n web
 Waiting for deployment "api" rollout to finish: 0 of 1 updated replicas are available...
 error: deployment "api" exceeded its progress deadline
 `},
-		{name: "done", kind: "Deployment", text: `$ kubectl rollout status deploy/api -n web --timeout=2m
+		{name: "done", kind: "Deployment", updated: -1, available: -1, desire: -1, done: true, line: 2, text: `$ kubectl rollout status deploy/api -n web --timeout=2m
 deployment "api" successfully rolled out
 `},
-		{name: "daemon set", kind: "DaemonSet", updated: 2, available: 0, text: `$ kubectl rollout status ds/api -n web
+		{name: "daemon set", kind: "DaemonSet", updated: 2, available: -1, desire: 5, line: 2, text: `$ kubectl rollout status ds/api -n web
 Waiting for daemon set "api" rollout to finish: 2 out of 5 new pods have been updated...
 `},
-		{name: "stateful set", kind: "StatefulSet", updated: 3, text: `$ kubectl rollout status sts/api -n web
+		{name: "stateful set", kind: "StatefulSet", updated: 3, available: -1, desire: -1, done: true, line: 2, text: `$ kubectl rollout status sts/api -n web
 statefulset rolling update complete 3 pods at revision api-7d9f8c6b5...
 `},
 		{name: "history", skipped: "without times", text: `$ kubectl rollout history deploy/api -n web
-deployment.apps/api
+deployment.apps/api 
 REVISION  CHANGE-CAUSE
 1         <none>
 2         kubectl set image deployment/api app=api:2.0 --record=true
@@ -542,56 +543,75 @@ REVISION  CHANGE-CAUSE
 		{name: "unknown line", skipped: "not understood", text: `$ kubectl rollout status deploy/api -n web
 something else entirely
 `},
+		{name: "not rolling update", skipped: "kubectl answered an error", text: `$ kubectl rollout status ds/node-exporter -n monitoring
+error: rollout status is only available for RollingUpdate strategy type
+`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := kubetext.Parse([]byte(tc.text), time.Time{})
+			if len(res.Objects) != 0 {
+				t.Errorf("objects %d: a status line alone makes no object", len(res.Objects))
+			}
 			if tc.skipped != "" {
-				if len(res.Objects) != 0 || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, tc.skipped) {
-					t.Errorf("objects %d, skipped %+v, want skipped %q", len(res.Objects), res.Skipped, tc.skipped)
+				if len(res.Rollouts) != 0 || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, tc.skipped) {
+					t.Errorf("rollouts %+v, skipped %+v, want skipped %q", res.Rollouts, res.Skipped, tc.skipped)
 				}
 				return
 			}
-			if len(res.Skipped) != 0 || len(res.Objects) != 1 {
-				t.Fatalf("objects %d skipped %+v", len(res.Objects), res.Skipped)
+			if len(res.Skipped) != 0 || len(res.Rollouts) != 1 {
+				t.Fatalf("rollouts %+v skipped %+v", res.Rollouts, res.Skipped)
 			}
-			lines := strings.Split(strings.TrimSpace(tc.text), "\n")
-			last := lines[len(lines)-1]
-			if strings.HasPrefix(last, "error: timed out") {
-				last = lines[len(lines)-2]
-			}
-			var meta metav1.ObjectMeta
-			switch tc.kind {
-			case "Deployment":
-				d := object[*appsv1.Deployment](t, res, "web", "api")
-				meta = d.ObjectMeta
-				var specR int32
-				if d.Spec.Replicas != nil {
-					specR = *d.Spec.Replicas
-				}
-				if d.Status.UpdatedReplicas != tc.updated || d.Status.AvailableReplicas != tc.available || specR != tc.specR {
-					t.Errorf("status %+v replicas %d", d.Status, specR)
-				}
-				if tc.progressing != "" && (len(d.Status.Conditions) != 1 || d.Status.Conditions[0].Reason != tc.progressing) {
-					t.Errorf("conditions %+v", d.Status.Conditions)
-				}
-			case "DaemonSet":
-				d := object[*appsv1.DaemonSet](t, res, "web", "api")
-				meta = d.ObjectMeta
-				if d.Status.UpdatedNumberScheduled != tc.updated || d.Status.DesiredNumberScheduled != 5 {
-					t.Errorf("status %+v", d.Status)
-				}
-			case "StatefulSet":
-				s := object[*appsv1.StatefulSet](t, res, "web", "api")
-				meta = s.ObjectMeta
-				if s.Status.UpdatedReplicas != tc.updated {
-					t.Errorf("status %+v", s.Status)
-				}
-			}
-			if meta.Annotations[kubetext.RolloutAnnotation] != strings.TrimPrefix(last, "error: ") || meta.Annotations[kubetext.SourceAnnotation] != "rollout-status" {
-				t.Errorf("annotations %v, want the last line %q", meta.Annotations, last)
+			r := res.Rollouts[0]
+			lines := strings.Split(tc.text, "\n")
+			want := strings.TrimPrefix(lines[tc.line-1], "error: ")
+			if r.Kind != tc.kind || r.Namespace != "web" || r.Name != "api" || r.Line != tc.line || r.Status != want ||
+				r.Updated != tc.updated || r.Available != tc.available || r.Desired != tc.desire || r.Done != tc.done || r.DeadlineExceeded != tc.deadline {
+				t.Errorf("rollout %+v", r)
 			}
 		})
+	}
+}
+
+// A rollout status is put on the transcript's copy of its workload (before
+// or after it, with or without -n), never over a structured copy.
+func TestRolloutStatusOnWorkload(t *testing.T) {
+	text := `$ kubectl rollout status deploy/api
+error: deployment "api" exceeded its progress deadline
+$ kubectl get deploy -n web
+NAME   READY   UP-TO-DATE   AVAILABLE   AGE
+api    0/3     1            0           2h
+web    3/3     3            3           9d
+$ kubectl rollout status deploy/web -n web
+deployment "web" successfully rolled out
+$ kubectl rollout status deploy/gone -n web
+deployment "gone" successfully rolled out
+`
+	res := kubetext.Parse([]byte(text), time.Time{})
+	if len(res.Skipped) != 0 || len(res.Rollouts) != 3 || len(res.Objects) != 2 {
+		t.Fatalf("objects %d rollouts %+v skipped %+v", len(res.Objects), res.Rollouts, res.Skipped)
+	}
+	api := object[*appsv1.Deployment](t, res, "web", "api")
+	if api.Annotations[kubetext.RolloutAnnotation] != `deployment "api" exceeded its progress deadline` || api.Annotations[kubetext.SourceAnnotation] != "get" ||
+		len(api.Status.Conditions) != 1 || api.Status.Conditions[0].Reason != "ProgressDeadlineExceeded" || api.Status.UpdatedReplicas != 1 || *api.Spec.Replicas != 3 {
+		t.Errorf("api: %+v %+v", api.ObjectMeta, api.Status)
+	}
+	web := object[*appsv1.Deployment](t, res, "web", "web")
+	if web.Annotations[kubetext.RolloutAnnotation] != `deployment "web" successfully rolled out` || web.Status.AvailableReplicas != 3 {
+		t.Errorf("web: %+v %+v", web.ObjectMeta, web.Status)
+	}
+	// a structured copy wins as it is
+	res = kubetext.Parse([]byte(`$ kubectl get deploy api -n web -o yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+  namespace: web
+$ kubectl rollout status deploy/api -n web
+deployment "api" successfully rolled out
+`), time.Time{})
+	if d := object[*appsv1.Deployment](t, res, "web", "api"); len(d.Annotations) != 0 || len(res.Rollouts) != 1 {
+		t.Errorf("structured copy: %+v, rollouts %+v", d.ObjectMeta, res.Rollouts)
 	}
 }
 
