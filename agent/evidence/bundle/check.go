@@ -314,11 +314,11 @@ func checkTranscript(b *Bundle, p string, r *CheckReport) {
 	}
 }
 
-// describeAlerts summarises alerts for bundle check: "2 alerts (1 firing:
-// KubeNodeDiskPressure; 1 resolved)".
+// describeAlerts summarises alerts for bundle check: "Alertmanager alerts
+// (1 firing: NodeFilesystemSpaceFillingUp; 1 resolved: KubePodCrashLooping)".
 func describeAlerts(list []evidence.Alert) string {
 	if len(list) == 0 {
-		return "alerts: none (an empty list)"
+		return "Alertmanager alerts: none (an empty list)"
 	}
 	var firing, resolved []string
 	for _, a := range list {
