@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -473,7 +474,36 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 		set.Completed = !running[k]
 		g.logSets = append(g.logSets, set)
 	}
+	g.gatherCalledServices(ctx, sp)
 	return nil
+}
+
+// svcHostRE reads a cluster Service's name and namespace from a host a
+// log line calls ("kafka-bootstrap.streaming.svc:9092").
+var svcHostRE = regexp.MustCompile(`\b([a-z0-9][a-z0-9-]*)\.([a-z0-9][a-z0-9-]*)\.svc\b`)
+
+// gatherCalledServices lists the Services of other namespaces that the
+// pods' logs call by their cluster names, for their ports (what a client
+// may call): at most three namespaces.
+func (g *gatherer) gatherCalledServices(ctx context.Context, sp specialist) {
+	if !sp.run.Has("list_services") {
+		return
+	}
+	listed := map[string]bool{g.sc.Namespace: true}
+	for _, set := range g.logSets {
+		for _, t := range set.Templates {
+			for _, m := range svcHostRE.FindAllStringSubmatch(t.Example, -1) {
+				ns := m[2]
+				if listed[ns] || len(listed) > 3 || ctx.Err() != nil {
+					continue
+				}
+				listed[ns] = true
+				if out, ok := g.call(ctx, sp, "list_services", map[string]any{"namespace": ns}); ok {
+					g.k8s.CalledServices = append(g.k8s.CalledServices, serviceStates(out)...)
+				}
+			}
+		}
+	}
 }
 
 // containerLog reads the last lines of one container's log: its previous

@@ -34,7 +34,10 @@ type K8sEvidence struct {
 	Deployments []appsv1.Deployment
 	ReplicaSets []appsv1.ReplicaSet
 	Services    []ServiceState
-	Nodes       []corev1.Node
+	// CalledServices are the Services of other namespaces that the logs
+	// call by their cluster names (for their ports only).
+	CalledServices []ServiceState
+	Nodes          []corev1.Node
 	// Autoscalers are the HPAs of the workloads whose pods were described.
 	Autoscalers []autoscalingv2.HorizontalPodAutoscaler
 	// PreviousLogs holds the last lines of crashed containers, keyed

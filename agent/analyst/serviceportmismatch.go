@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -44,7 +45,7 @@ func detectPortMismatch(ev *Gathered, found []Finding) []Finding {
 		nums  map[string]bool
 	}
 	svcs := map[string]*svcPorts{}
-	for _, s := range ev.K8s.Services {
+	for _, s := range append(slices.Clone(ev.K8s.Services), ev.K8s.CalledServices...) {
 		sp := &svcPorts{ns: s.Service.Namespace, nums: map[string]bool{}}
 		for _, p := range s.Service.Spec.Ports {
 			n := strconv.Itoa(int(p.Port))

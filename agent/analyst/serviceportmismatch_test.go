@@ -55,3 +55,23 @@ func TestPortMismatchTargetPort(t *testing.T) {
 		t.Errorf("findings %+v, want none: 9090 is the Service's targetPort", got)
 	}
 }
+
+// TestCalledServiceHosts checks which namespaces' Services a log line
+// makes the analyst list: cluster names with their namespace only.
+func TestCalledServiceHosts(t *testing.T) {
+	cases := []struct{ line, want string }{
+		{`Timed out waiting for a node assignment after 60000 ms (bootstrap kafka-bootstrap.streaming.svc:9092)`, "kafka-bootstrap streaming"},
+		{`dial tcp: lookup smtp-relay.mail.svc.cluster.local on 172.20.0.10:53: no such host`, "smtp-relay mail"},
+		{`GET https://api.stripe.com/v1/charges: 503`, ""},
+		{`connect to inventory-svc:9090 failed`, ""},
+	}
+	for _, c := range cases {
+		got := ""
+		if m := svcHostRE.FindStringSubmatch(c.line); m != nil {
+			got = m[1] + " " + m[2]
+		}
+		if got != c.want {
+			t.Errorf("%q: %q, want %q", c.line, got, c.want)
+		}
+	}
+}
