@@ -706,7 +706,17 @@ func podReady(p *corev1.Pod) bool {
 			return c.Status == corev1.ConditionTrue
 		}
 	}
-	return false
+	// No Ready condition (a kubectl get pods row: "1/1 Running"): ready
+	// when it runs and every container is ready.
+	if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if !c.Ready {
+			return false
+		}
+	}
+	return true
 }
 
 // DetectNodes asks the mechanisms what each node condition shows (NotReady
