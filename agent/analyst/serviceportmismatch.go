@@ -3,9 +3,13 @@ package analyst
 import (
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // KindPortMismatch: a client connects to a Service on a port the Service
@@ -26,10 +30,20 @@ var portMismatch = &mechanism{
 		return strings.Contains(t, "port") || strings.Contains(t, "listener") || strings.Contains(t, "tls")
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
+		if pr := h.fact("probe"); pr != "" {
+			return fmt.Sprintf("the %s probe of %s checks port %s, but its container listens on %s (its declared ports), so the probe fails and the pods never become ready",
+				pr, h.Subject, h.fact("port"), h.fact("ports"))
+		}
 		return fmt.Sprintf("%s connects to %s on port %s, a port that service %s does not serve (its ports: %s), so the connection cannot be made: the listener on port %s is gone or was moved",
 			h.Subject, h.fact("service"), h.fact("port"), h.fact("service"), h.fact("ports"), h.fact("port"))
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if pr := h.fact("probe"); pr != "" {
+			r.rollback()
+			r.high("Point the %s probe of %s at the port its server listens on (%s), or name the port in the probe so they cannot drift apart", pr, h.Subject, h.fact("ports"))
+			r.low("Review probes with the ports when a server's listen address changes")
+			return
+		}
 		r.high("Point %s at a port service %s serves (%s), with the protocol that port expects, or restore the listener on port %s", h.Subject, h.fact("service"), h.fact("ports"), h.fact("port"))
 		r.med("Check the client settings of %s (bootstrap servers, URLs, ports) against the Service's ports after every listener change", h.Subject)
 		r.low("Alert on clients failing to connect to a Service right after its ports change")
@@ -64,11 +78,10 @@ func detectPortMismatch(ev *Gathered, found []Finding) []Finding {
 			svcs[s.Service.Name] = sp
 		}
 	}
-	if len(svcs) == 0 {
-		return nil
-	}
+
 	var out []Finding
 	seen := map[string]bool{}
+	out = append(out, probePortMismatch(ev, found)...)
 	for _, f := range found {
 		target, caller := "", ""
 		switch {
@@ -100,4 +113,116 @@ func detectPortMismatch(ev *Gathered, found []Finding) []Finding {
 		out = append(out, g)
 	}
 	return out
+}
+
+// probePortMismatch finds probes failing against a port their container
+// does not declare: the kubelet checks a port nothing listens on.
+func probePortMismatch(ev *Gathered, found []Finding) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, f := range found {
+		if f.Kind != KindProbeFailure && f.Kind != KindLivenessKill || !strings.HasPrefix(f.Object, "pod ") || seen[f.Subject] {
+			continue
+		}
+		key := strings.TrimPrefix(f.Object, "pod ")
+		var p *corev1.Pod
+		for i := range ev.K8s.Pods {
+			if q := &ev.K8s.Pods[i]; q.Namespace+"/"+q.Name == key {
+				p = q
+			}
+		}
+		if p == nil {
+			continue
+		}
+		// Ports need not be declared: the mismatch counts only when the
+		// process runs (no crash, no restart) and refuses the probe's
+		// connection, so nothing listens on the port it checks.
+		if !strings.Contains(strings.ToLower(f.fact("message")), "connection refused") {
+			continue
+		}
+		kind := orWord(f.fact("probe"), "readiness")
+		for _, c := range p.Spec.Containers {
+			if !runsSteadily(p, c.Name) {
+				continue
+			}
+			probe := map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe, "startup": c.StartupProbe}[kind]
+			port, declared := probePort(probe, c.Ports)
+			if port == "" && probe != nil {
+				// The kubelet's message names the port it checked.
+				if m := probeTargetRE.FindStringSubmatch(f.fact("message")); m != nil {
+					port = m[1]
+				}
+			}
+			if port == "" || len(c.Ports) == 0 || slices.Contains(declared, port) {
+				continue
+			}
+			seen[f.Subject] = true
+			var ports []string
+			for _, cp := range c.Ports {
+				ports = append(ports, fmt.Sprintf("%d/%s", cp.ContainerPort, orWord(string(cp.Protocol), "TCP")))
+			}
+			g := Finding{Kind: KindPortMismatch, Subject: f.Subject, Object: f.Object, Namespace: f.Namespace, Time: f.Time, Severity: SevCritical,
+				Weight: 0.9, Source: SrcKubernetes, Related: f.Related}
+			g.Summary = fmt.Sprintf("the %s probe of %s checks port %s; container %s declares %s", kind, f.Subject, port, c.Name, strings.Join(ports, ", "))
+			g.Evidence = append([]string{fmt.Sprintf("container %s of %s declares port %s; its %s probe checks port %s", c.Name, key, strings.Join(ports, ", "), kind, port)}, f.Evidence...)
+			if len(g.Evidence) > 3 {
+				g.Evidence = g.Evidence[:3]
+			}
+			g.setFact("probe", kind)
+			g.setFact("port", port)
+			g.setFact("ports", strings.Join(ports, ", "))
+			out = append(out, g)
+			break
+		}
+	}
+	return out
+}
+
+// runsSteadily reports whether a pod's container runs without having
+// crashed or restarted (a pod row without container states counts).
+func runsSteadily(p *corev1.Pod, name string) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == name {
+			return cs.RestartCount == 0 && cs.State.Waiting == nil && cs.State.Terminated == nil
+		}
+	}
+	return p.Status.Phase == corev1.PodRunning
+}
+
+// probeTargetRE reads the port a failed HTTP or TCP probe checked from
+// the kubelet's message: Get "http://10.244.2.57:8080/healthz": dial tcp
+// 10.244.2.57:8080: connect: connection refused.
+var probeTargetRE = regexp.MustCompile(`(?:https?://|dial tcp )\[?[\w.:-]*?\]?:(\d{2,5})\b`)
+
+// probePort is the port a probe checks (a named port resolved against
+// the container's ports), with the container's port numbers.
+func probePort(p *corev1.Probe, ports []corev1.ContainerPort) (string, []string) {
+	var declared []string
+	for _, cp := range ports {
+		declared = append(declared, strconv.Itoa(int(cp.ContainerPort)))
+	}
+	if p == nil {
+		return "", declared
+	}
+	var port intstr.IntOrString
+	switch {
+	case p.HTTPGet != nil:
+		port = p.HTTPGet.Port
+	case p.TCPSocket != nil:
+		port = p.TCPSocket.Port
+	default:
+		return "", declared
+	}
+	if port.Type == intstr.String {
+		for _, cp := range ports {
+			if cp.Name == port.StrVal {
+				return strconv.Itoa(int(cp.ContainerPort)), declared
+			}
+		}
+		return "", declared // a name the container does not declare: the kubelet says so itself
+	}
+	if port.IntVal == 0 {
+		return "", declared
+	}
+	return strconv.Itoa(int(port.IntVal)), declared
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestPortMismatch checks that a client timing out on a Service's port
@@ -72,6 +73,49 @@ func TestCalledServiceHosts(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("%q: %q, want %q", c.line, got, c.want)
+		}
+	}
+}
+
+// TestProbePortMismatch checks a readiness probe that checks a port its
+// container does not declare (from the probe's spec, or from the kubelet's
+// message when the spec was read from a describe page without it), and
+// that a probe naming the container's port by its name is fine.
+func TestProbePortMismatch(t *testing.T) {
+	podJSON := func(probePort string) corev1.Pod {
+		var p corev1.Pod
+		js := `{"metadata":{"name":"geo-lookup-5d7b9c6f48-kx2vd","namespace":"maps","ownerReferences":[{"kind":"ReplicaSet","name":"geo-lookup-5d7b9c6f48"}]},
+  "spec":{"containers":[{"name":"geo-lookup","image":"registry.maps/geo-lookup:3.4.0","ports":[{"name":"http","containerPort":9090,"protocol":"TCP"}],
+    "readinessProbe":{"httpGet":{"path":"/healthz","port":` + probePort + `},"initialDelaySeconds":5,"periodSeconds":10}}]},
+  "status":{"phase":"Running"}}`
+		if err := json.Unmarshal([]byte(js), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	msg := `Readiness probe failed: Get "http://10.244.2.57:8080/healthz": dial tcp 10.244.2.57:8080: connect: connection refused`
+	cases := []struct {
+		name, port string
+		want       bool
+	}{
+		{"probe on 8080, container on 9090", `8080`, true},
+		{"probe port unknown, the kubelet checked 8080", `0`, true},
+		{"probe names the container's port", `"http"`, false},
+	}
+	for _, c := range cases {
+		p := podJSON(c.port)
+		fs := DetectEvents([]corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "maps", Name: p.Name}, Reason: "Unhealthy",
+			Type: corev1.EventTypeWarning, Count: 160, Message: msg, FirstTimestamp: metav1.NewTime(win.Start), LastTimestamp: metav1.NewTime(win.End)}}, []corev1.Pod{p}, win)
+		got := probePortMismatch(&Gathered{K8s: K8sEvidence{Pods: []corev1.Pod{p}}, Window: win}, fs)
+		if (len(got) == 1) != c.want {
+			t.Errorf("%s: findings %+v, want one: %v", c.name, got, c.want)
+			continue
+		}
+		if c.want {
+			h := &Hypothesis{Kind: KindPortMismatch, Subject: got[0].Subject, Primary: []*Finding{&got[0]}}
+			if d := describe(h, Scope{}); got[0].Subject != "geo-lookup" || !strings.Contains(d, "readiness probe of geo-lookup checks port 8080") || !strings.Contains(d, "9090/TCP") {
+				t.Errorf("%s: finding on %s, description %q", c.name, got[0].Subject, d)
+			}
 		}
 	}
 }
