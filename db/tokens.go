@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -53,19 +54,51 @@ type tokenRecord struct {
 	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
 }
 
-func (r *tokenRecord) token() *Token {
-	return &Token{
-		ID:          r.ID,
-		Kind:        r.Kind,
-		Team:        r.Team,
-		Name:        r.Name,
-		Permissions: append([]string(nil), r.Permissions...),
-		CreatedAt:   r.CreatedAt,
-		ExpiresAt:   r.ExpiresAt,
-		LastUsedAt:  r.LastUsedAt,
-		RevokedAt:   r.RevokedAt,
-		Hash:        cloneBytes(r.Hash),
+func (r *tokenRecord) token() *Token { return &r.copyOut().tok }
+
+// copyOut returns a copy of r as a Token, in one allocation.
+func (r *tokenRecord) copyOut() *tokenCopy {
+	c := &tokenCopy{}
+	t := &c.tok
+	*t = Token{ID: r.ID, Kind: r.Kind, Team: r.Team, Name: r.Name, CreatedAt: r.CreatedAt}
+	switch n := len(r.Permissions); {
+	case n == 0: // nil, as before
+	case n <= len(c.perms):
+		copy(c.perms[:], r.Permissions)
+		t.Permissions = c.perms[:n:n]
+	default:
+		t.Permissions = append([]string(nil), r.Permissions...)
 	}
+	if r.ExpiresAt != nil {
+		c.expires = *r.ExpiresAt
+		t.ExpiresAt = &c.expires
+	}
+	if r.LastUsedAt != nil {
+		c.lastUsed = *r.LastUsedAt
+		t.LastUsedAt = &c.lastUsed
+	}
+	if r.RevokedAt != nil {
+		c.revoked = *r.RevokedAt
+		t.RevokedAt = &c.revoked
+	}
+	if len(r.Hash) == len(c.hash) {
+		copy(c.hash[:], r.Hash)
+		t.Hash = c.hash[:]
+	} else {
+		t.Hash = cloneBytes(r.Hash)
+	}
+	return c
+}
+
+// tokenCopy is a Token returned to a caller together with the storage its
+// slices and time pointers refer to, so that Authenticate's answer is one
+// allocation and still shares nothing with the cached record: the caller
+// may modify it freely.
+type tokenCopy struct {
+	tok                        Token
+	perms                      [4]string // every issued token has at most four
+	expires, lastUsed, revoked time.Time
+	hash                       [sha256.Size]byte
 }
 
 // HasPermission reports whether the token grants perm.
@@ -86,18 +119,28 @@ func errUnauthorized() error {
 
 // hashSecret returns HMAC-SHA256(install key, secret). The keyed HMAC
 // states are pooled (Reset restores the keyed state), which saves setting
-// up the key on every request.
-func (d *DB) hashSecret(secret string) []byte {
+// up the key on every request, and each carries the buffers the secret and
+// the sum pass through, so hashing allocates nothing.
+func (d *DB) hashSecret(secret string) [sha256.Size]byte {
 	ac := d.authCache()
-	m, _ := ac.macs.Get().(hash.Hash)
+	m, _ := ac.macs.Get().(*macState)
 	if m == nil {
-		m = hmac.New(sha256.New, d.installKey)
+		m = &macState{mac: hmac.New(sha256.New, d.installKey)}
 	}
-	m.Write([]byte(secret))
-	sum := m.Sum(nil)
-	m.Reset()
+	m.in = append(m.in[:0], secret...)
+	m.mac.Write(m.in)
+	var sum [sha256.Size]byte
+	copy(sum[:], m.mac.Sum(m.out[:0]))
+	m.mac.Reset()
 	ac.macs.Put(m)
 	return sum
+}
+
+// macState is a pooled keyed HMAC with its input and output buffers.
+type macState struct {
+	mac hash.Hash
+	in  []byte // the secret (at most maxSecretLen bytes in Authenticate)
+	out [sha256.Size]byte
 }
 
 // IssueToken creates a token and returns the full token string (shown once)
@@ -150,9 +193,10 @@ func (d *DB) IssueToken(ctx context.Context, req IssueTokenRequest) (string, *To
 		Team:        req.Team,
 		Name:        req.Name,
 		Permissions: perms,
-		Hash:        d.hashSecret(secret),
 		CreatedAt:   now,
 	}
+	sum := d.hashSecret(secret)
+	rec.Hash = sum[:]
 	if req.TTL > 0 {
 		exp := now.Add(req.TTL)
 		rec.ExpiresAt = &exp
@@ -216,8 +260,10 @@ func validTokenID(id string) bool {
 
 // Authenticate checks a bearer token ("<token_id>.<secret>" or
 // "admin.<secret>"; a leading "Bearer " is tolerated) and returns its
-// metadata. It runs one read transaction and no write: the last-used time
-// is recorded in memory and written in batches (see FlushLastUsed).
+// metadata, a copy the caller owns. It runs at most one read transaction
+// and no write: the last-used time is recorded in memory, at most once per
+// lastUsedNoteInterval per token, and written in batches (see
+// FlushLastUsed).
 func (d *DB) Authenticate(ctx context.Context, bearer string) (*Token, error) {
 	bearer = strings.TrimSpace(bearer)
 	if len(bearer) > 7 && strings.EqualFold(bearer[:7], "bearer ") {
@@ -231,26 +277,38 @@ func (d *DB) Authenticate(ctx context.Context, bearer string) (*Token, error) {
 		return nil, errUnauthorized()
 	}
 	hash := d.hashSecret(secret)
-	ac := d.authCache()
 	now := d.now().UTC()
-	if rec, ok := ac.get(hash, now); ok && !d.closing() {
-		return d.authorize(id, hash, rec, now)
+	if e := d.authCache().get(&hash, now); e != nil && !d.closing() {
+		return d.authorize(id, &hash, e.rec, now, e)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	rec, e, err := d.readToken(ctx, id, hash, now)
+	if err != nil {
+		return nil, err
+	}
+	return d.authorize(id, &hash, rec, now, e)
+}
+
+// readToken reads the record for a secret's hash that is not in the
+// cache. Only a record whose secret checked out is cached, and only if no
+// revocation happened since the read began (see RevokeToken); the cache
+// entry is returned (nil when not cached).
+func (d *DB) readToken(ctx context.Context, id string, hash [sha256.Size]byte, now time.Time) (*tokenRecord, *authEntry, error) {
+	ac := d.authCache()
 	gen := ac.generation()
-	var rec tokenRecord
+	rec := &tokenRecord{}
 	err := d.view(ctx, func(tx *bolt.Tx) error {
 		key := id
 		if id == AdminTokenPrefix {
-			ref := tx.Bucket(bucketTokensByHash).Get(hash)
+			ref := tx.Bucket(bucketTokensByHash).Get(hash[:])
 			if ref == nil {
 				return errUnauthorized()
 			}
 			key = string(ref)
 		}
-		found, err := getJSON(tx.Bucket(bucketTokens), []byte(key), &rec)
+		found, err := getJSON(tx.Bucket(bucketTokens), []byte(key), rec)
 		if err != nil {
 			return err
 		}
@@ -260,21 +318,21 @@ func (d *DB) Authenticate(ctx context.Context, bearer string) (*Token, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if subtle.ConstantTimeCompare(rec.Hash, hash) == 1 && rec.RevokedAt == nil {
-		// Only records whose secret checked out are cached, and only if no
-		// revocation happened since the read began (see RevokeToken).
-		ac.put(hash, &rec, gen, now)
+	var e *authEntry
+	if subtle.ConstantTimeCompare(rec.Hash, hash[:]) == 1 && rec.RevokedAt == nil {
+		e = ac.put(hash, rec, gen, now)
 	}
-	return d.authorize(id, hash, &rec, now)
+	return rec, e, nil
 }
 
 // authorize finishes Authenticate for the record found for the secret's
 // hash: constant-time hash comparison, the id part matching the record,
 // revocation, then expiry (token_expired only once the secret checked out).
-func (d *DB) authorize(id string, hash []byte, rec *tokenRecord, now time.Time) (*Token, error) {
-	if subtle.ConstantTimeCompare(rec.Hash, hash) != 1 {
+// e is the record's cache entry, nil if it is not cached.
+func (d *DB) authorize(id string, hash *[sha256.Size]byte, rec *tokenRecord, now time.Time, e *authEntry) (*Token, error) {
+	if subtle.ConstantTimeCompare(rec.Hash, hash[:]) != 1 {
 		return nil, errUnauthorized()
 	}
 	if id == AdminTokenPrefix {
@@ -290,10 +348,13 @@ func (d *DB) authorize(id string, hash []byte, rec *tokenRecord, now time.Time) 
 	if rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt) {
 		return nil, &Error{Code: ETOKENEXPIRED, Message: "token has expired"}
 	}
-	d.touch(rec.ID, now)
-	tok := rec.token()
-	tok.LastUsedAt = &now
-	return tok, nil
+	if e == nil || e.note(now) {
+		d.touch(rec.ID, now)
+	}
+	c := rec.copyOut()
+	c.lastUsed = now
+	c.tok.LastUsedAt = &c.lastUsed
+	return &c.tok, nil
 }
 
 // Authentication cache.
@@ -311,43 +372,62 @@ func (d *DB) authorize(id string, hash []byte, rec *tokenRecord, now time.Time) 
 // authCacheTTL: the file is locked by the running server, so no other
 // process can revoke through it, but the TTL bounds staleness should that
 // ever change (for example a restore swapping the file).
+//
+// An entry also remembers when it last noted a use of its token: a token
+// used many times a second takes the lock of the last-used notes once per
+// lastUsedNoteInterval, not on every request. The note is what ListTokens
+// shows and FlushLastUsed writes (at most once a minute per token), so
+// last_used_at is exact to within that interval.
 const (
-	authCacheTTL = 10 * time.Second
-	authCacheMax = 10000 // entries; the cache is emptied when full
+	authCacheTTL         = 10 * time.Second
+	authCacheMax         = 10000 // entries; the cache is emptied when full
+	lastUsedNoteInterval = time.Second
 )
 
 type authCache struct {
-	macs    sync.Pool // of hash.Hash: HMAC-SHA256 under the install key
+	macs    sync.Pool // of *macState: HMAC-SHA256 under the install key
 	mu      sync.RWMutex
 	gen     uint64
-	entries map[[sha256.Size]byte]authEntry
+	entries map[[sha256.Size]byte]*authEntry
 }
 
 type authEntry struct {
 	rec     *tokenRecord // never modified once cached
 	expires time.Time
+	noted   atomic.Int64 // Unix nanoseconds of the last use noted through this entry; 0 for none
+}
+
+// note reports whether a use at now is to be noted, and records it: the
+// first use through the entry, the first after lastUsedNoteInterval, or
+// one dated before the last noted (a clock set back).
+func (e *authEntry) note(now time.Time) bool {
+	n := now.UnixNano()
+	last := e.noted.Load()
+	if last != 0 && n >= last && n-last < int64(lastUsedNoteInterval) {
+		return false
+	}
+	e.noted.Store(n)
+	return true
 }
 
 // authCache returns d's cache of verified token records, created on first
 // use.
 func (d *DB) authCache() *authCache {
 	d.authOnce.Do(func() {
-		d.auth = &authCache{entries: map[[sha256.Size]byte]authEntry{}}
+		d.auth = &authCache{entries: map[[sha256.Size]byte]*authEntry{}}
 	})
 	return d.auth
 }
 
-func (c *authCache) get(hash []byte, now time.Time) (*tokenRecord, bool) {
-	if len(hash) != sha256.Size {
-		return nil, false
-	}
+// get returns the live entry for hash, or nil.
+func (c *authCache) get(hash *[sha256.Size]byte, now time.Time) *authEntry {
 	c.mu.RLock()
-	e, ok := c.entries[[sha256.Size]byte(hash)]
+	e := c.entries[*hash]
 	c.mu.RUnlock()
-	if !ok || !now.Before(e.expires) {
-		return nil, false
+	if e == nil || !now.Before(e.expires) {
+		return nil
 	}
-	return e.rec, true
+	return e
 }
 
 func (c *authCache) generation() uint64 {
@@ -356,20 +436,20 @@ func (c *authCache) generation() uint64 {
 	return c.gen
 }
 
-// put caches rec unless the cache was invalidated since gen was read.
-func (c *authCache) put(hash []byte, rec *tokenRecord, gen uint64, now time.Time) {
-	if len(hash) != sha256.Size {
-		return
-	}
+// put caches rec unless the cache was invalidated since gen was read, and
+// returns its entry (nil when not cached).
+func (c *authCache) put(hash [sha256.Size]byte, rec *tokenRecord, gen uint64, now time.Time) *authEntry {
+	e := &authEntry{rec: rec, expires: now.Add(authCacheTTL)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {
-		return
+		return nil
 	}
 	if len(c.entries) >= authCacheMax {
 		clear(c.entries)
 	}
-	c.entries[[sha256.Size]byte(hash)] = authEntry{rec: rec, expires: now.Add(authCacheTTL)}
+	c.entries[hash] = e
+	return e
 }
 
 // invalidate empties the cache and moves its generation on.

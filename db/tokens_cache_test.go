@@ -123,3 +123,92 @@ func TestAuthCacheRevokeRace(t *testing.T) {
 		}
 	}
 }
+
+// A cached token's last-used time still moves: ListTokens shows a use at
+// once when it is the first through the cache entry or comes at least a
+// second after the last one noted, and uses within that second are
+// coalesced into the first. Close writes the latest noted time.
+func TestAuthCacheLastUsedNotes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), db.FileName)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0}
+	d := openTree(t, path, clk.Now)
+	ctx := context.Background()
+	secret, tok, err := d.IssueToken(ctx, db.IssueTokenRequest{Kind: db.TokenTeam, Team: "payments"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastUsed := func() time.Time {
+		t.Helper()
+		list, err := d.ListTokens(ctx)
+		if err != nil || len(list) != 1 || list[0].ID != tok.ID || list[0].LastUsedAt == nil {
+			t.Fatalf("ListTokens = %+v, %v", list, err)
+		}
+		return *list[0].LastUsedAt
+	}
+	for _, c := range []struct {
+		advance time.Duration
+		want    time.Duration // since t0
+	}{
+		{0, 0}, // first use: read from the file, noted
+		{300 * time.Millisecond, 0},
+		{600 * time.Millisecond, 0}, // 0.9 s: within a second of the note
+		{200 * time.Millisecond, 1100 * time.Millisecond}, // 1.1 s: a second after it
+		{500 * time.Millisecond, 1100 * time.Millisecond},
+		{2 * time.Second, 3600 * time.Millisecond},
+		{11 * time.Second, 14600 * time.Millisecond}, // the cache entry expired: read again
+	} {
+		clk.Add(c.advance)
+		got, err := d.Authenticate(ctx, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.LastUsedAt.Equal(clk.Now()) {
+			t.Errorf("Authenticate's LastUsedAt = %v, want the time of the call %v", got.LastUsedAt, clk.Now())
+		}
+		if lu := lastUsed(); !lu.Equal(t0.Add(c.want)) {
+			t.Errorf("at %v: last used %v, want %v", clk.Now().Sub(t0), lu.Sub(t0), c.want)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := db.Open(path, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	list, err := d2.ListTokens(ctx)
+	if err != nil || len(list) != 1 || list[0].LastUsedAt == nil || !list[0].LastUsedAt.Equal(t0.Add(14600*time.Millisecond)) {
+		t.Fatalf("after Close: %+v, %v", list, err)
+	}
+}
+
+// Authenticate's answer is the caller's: changing it changes nothing that
+// a later call returns.
+func TestAuthenticateReturnsACopy(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	d := openTree(t, filepath.Join(t.TempDir(), db.FileName), clk.Now)
+	ctx := context.Background()
+	secret, _, err := d.IssueToken(ctx, db.IssueTokenRequest{Kind: db.TokenTeam, Team: "payments", Write: true, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second from the cache
+		tok, err := d.Authenticate(ctx, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tok.Permissions) != 2 || tok.Permissions[0] != db.PermTeamRead || tok.Permissions[1] != db.PermTeamWrite {
+			t.Fatalf("permissions %v", tok.Permissions)
+		}
+		tok.Permissions[0] = db.PermAdminWrite
+		tok.Permissions = append(tok.Permissions, db.PermAdminRead)
+		*tok.ExpiresAt = tok.ExpiresAt.Add(24 * time.Hour)
+		tok.Hash[0] ^= 0xff
+	}
+	clk.Add(time.Hour)
+	if _, err := d.Authenticate(ctx, secret); db.ErrorCode(err) != db.ETOKENEXPIRED {
+		t.Fatalf("after an hour: err = %v, want token_expired", err)
+	}
+}
