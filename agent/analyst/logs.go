@@ -400,6 +400,14 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 	var order []key
 	for si := range sets {
 		set := &sets[si]
+		// A database server's own log in a pod (a Postgres StatefulSet):
+		// like a host's, its failures are what its callers see.
+		server := ""
+		if !set.Host && set.Origin == SrcLogs {
+			if r := hostRole(*set); r == "postgresql" || r == "mysql" {
+				server = r
+			}
+		}
 		for ti, t := range set.Templates {
 			if t.Incident == 0 {
 				continue
@@ -476,6 +484,9 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 				subject, related = dep, []string{set.Subject}
 			}
 			var process string
+			if server != "" && infoOf(kind).class == classCause && !containsStr(related, server) {
+				related = append(related, server)
+			}
 			if set.Host {
 				// A host's log: the processes it names (a database, a
 				// cache) are what its callers call.
@@ -548,7 +559,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			if set.Completed {
 				f.setFact("resolved", "true")
 			}
-			if set.Host {
+			if set.Host || server != "" && infoOf(kind).class == classCause {
 				f.setFact("host", set.Subject)
 			}
 			if kind == KindThrottling {

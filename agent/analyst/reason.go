@@ -973,9 +973,16 @@ func absorbChanges(hs []*Hypothesis) {
 			continue
 		}
 		// A change that cannot produce a strict mechanism which explains
-		// its symptoms is a coincidence in time.
+		// its symptoms is a coincidence in time; so is a change to the
+		// callers of a dependency whose own failure (a full disk, a
+		// crash) explains what the callers suffer.
 		for _, k := range hs {
-			if m := mechanismOf(k.Kind); m != nil && m.strictTriggers && k.Score >= 0.45 && !fitsMechanism(k, c.Primary[0]) && explainsSupport(k, c) {
+			if k == c || k.class() != classCause || k.Score < 0.45 {
+				continue
+			}
+			strict := mechanismOf(k.Kind) != nil && mechanismOf(k.Kind).strictTriggers && !fitsMechanism(k, c.Primary[0])
+			upstream := k.Subject != c.Subject && !changeTouches(c.Primary[0], k) && explainsVictims(k, c)
+			if strict && explainsSupport(k, c) || upstream {
 				c.Score = math.Min(c.Score, k.Score*0.8)
 			}
 		}
@@ -1003,6 +1010,27 @@ func absorbChanges(hs []*Hypothesis) {
 			c.Score = math.Min(c.Score, best.Score*0.8)
 		}
 	}
+}
+
+// explainsVictims reports whether every symptom a change hypothesis rests
+// on is suffered by a caller of k's subject: a service whose calls to it
+// fail (k's own dependency findings name the callers).
+func explainsVictims(k, c *Hypothesis) bool {
+	callers := map[string]bool{}
+	for _, f := range append(slices.Clone(k.Primary), k.Support...) {
+		if infoOf(f.Kind).class == classDependency && f.Subject == k.Subject && f.fact("caller") != "" {
+			callers[f.fact("caller")] = true
+		}
+	}
+	if len(callers) == 0 || len(c.Support) == 0 {
+		return false
+	}
+	for _, f := range c.Support {
+		if !callers[f.Subject] && !callers[f.fact("caller")] {
+			return false
+		}
+	}
+	return true
 }
 
 // explainsSupport reports whether k accounts for most of the symptoms a
