@@ -45,10 +45,10 @@ var logMatch = &mechanism{
 var (
 	// Phrases a question searches the logs for.
 	searchQuestionRE = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)\b(?:is|are) there (?:(?:any|an|a)\s+)?["']?(.{3,60}?)["']? (?:in|within|among) (?:the )?(?:\w+ )?logs?\b`),
-		regexp.MustCompile(`(?i)\bdo(?:es)? (?:the )?(?:\w+ )?logs? (?:show|contain|mention|have) (?:(?:any|an|a)\s+)?["']?(.{3,60}?)["']?(?:[?.!,]|$)`),
-		regexp.MustCompile(`(?i)\bsearch (?:the )?(?:\w+ )?logs? for ["']?(.{3,60}?)["']?(?:[?.!,]|$)`),
-		regexp.MustCompile(`(?i)\b(?:any|find) ["']?(.{3,60}?)["']? (?:in|within) (?:the )?(?:\w+ )?logs?\b`),
+		regexp.MustCompile(`(?i)\b(?:is|are) there (?:(?:any|an|a)\s+)?["']?(.{3,60}?)["']? (?:in|within|among) (?:the )?(?:[\w.-]+ )?logs?\b`),
+		regexp.MustCompile(`(?i)\bdo(?:es)? (?:the )?(?:[\w.-]+ )?logs? (?:show|contain|mention|have) (?:(?:any|an|a)\s+)?["']?(.{3,60}?)["']?(?:[?.!,]|$)`),
+		regexp.MustCompile(`(?i)\bsearch (?:the )?(?:[\w.-]+ )?logs? for ["']?(.{3,60}?)["']?(?:[?.!,]|$)`),
+		regexp.MustCompile(`(?i)\b(?:any|find) ["']?(.{3,60}?)["']? (?:in|within) (?:the )?(?:[\w.-]+ )?logs?\b`),
 	}
 	quotedRE = regexp.MustCompile(`["“']([^"”']{3,60})["”']`)
 )
@@ -84,7 +84,41 @@ func phraseWords(p string) []string {
 // detectLogSearch answers a question that searches the logs: the templates
 // whose lines contain every word of the phrase asked about.
 func detectLogSearch(ev *Gathered, _ []Finding) []Finding {
-	phrase := searchPhrase(ev.Scope.Message + " " + ev.Scope.Hint)
+	asked := searchPhrase(ev.Scope.Message + " " + ev.Scope.Hint)
+	// "413 or timeout errors": each alternative is searched on its own.
+	var out []Finding
+	for _, phrase := range orAlternatives(asked) {
+		out = append(out, searchLogs(ev, phrase)...)
+	}
+	return out
+}
+
+// orAlternatives splits a phrase asked about into its alternatives ("413
+// or timeout errors" → "413 errors", "timeout errors"): the words after
+// the last alternative (errors, lines) belong to each.
+func orAlternatives(p string) []string {
+	parts := regexp.MustCompile(`(?i)\s+or\s+|\s*/\s*`).Split(p, -1)
+	if len(parts) < 2 {
+		return []string{p}
+	}
+	last := strings.Fields(parts[len(parts)-1])
+	tail := ""
+	if len(last) > 1 {
+		tail = " " + strings.Join(last[1:], " ")
+		parts[len(parts)-1] = last[0]
+	}
+	var out []string
+	for _, a := range parts {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a+tail)
+		}
+	}
+	return out
+}
+
+// searchLogs finds the templates whose lines contain every word of one
+// phrase.
+func searchLogs(ev *Gathered, phrase string) []Finding {
 	words := phraseWords(phrase)
 	if len(words) == 0 {
 		return nil
@@ -133,6 +167,11 @@ func detectLogSearch(ev *Gathered, _ []Finding) []Finding {
 		f.setFact("lines", strconv.Itoa(h.lines))
 		f.setFact("line", h.example)
 		f.setFact("caller", h.set.Subject)
+		// A proxy's line that names the service asked about (an ingress
+		// log's upstream "[media/media-upload-http]") is about it.
+		if svc := ev.Scope.Service; svc != "" && svc != h.set.Subject && strings.Contains(strings.ToLower(h.example), strings.ToLower(svc)) {
+			f.Related = append(f.Related, svc)
+		}
 		if !h.first.IsZero() {
 			f.setFact("first", ts(h.first))
 			f.setFact("last", ts(h.last))

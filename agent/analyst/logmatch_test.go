@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -42,5 +43,25 @@ func TestLogSearch(t *testing.T) {
 		if c.want == 1 && (fs[0].Subject != "bgp-speaker" || fs[0].fact("lines") != "4") {
 			t.Errorf("%q: finding %+v", c.q, fs[0])
 		}
+	}
+}
+
+// TestLogSearchAlternatives checks a question that asks for one thing or
+// another in the logs of a hyphenated service: each alternative is
+// searched, and a proxy's line naming the service's upstream is about it.
+func TestLogSearchAlternatives(t *testing.T) {
+	if got := searchPhrase("Are there any 413 or timeout errors in the media-upload logs since lunchtime?"); got != "413 or timeout errors" {
+		t.Fatalf("searchPhrase = %q", got)
+	}
+	if got := orAlternatives("413 or timeout errors"); strings.Join(got, "|") != "413 errors|timeout errors" {
+		t.Errorf("orAlternatives = %q", got)
+	}
+	ingress := logSet("ingress-nginx", false,
+		`2027-01-11T13:06:52.000Z 203.0.113.224 - - "POST /v1/uploads HTTP/2.0" 413 176 "-" "MediaApp/4.12 (iOS 18.2)" 1515 0.029 [media/media-upload-http] [] - - - - d63b583b8479cb9c`)
+	app := logSet("media-upload", false, `2027-01-11T12:01:29.126Z info upload stored key=u/21da8978/206f5c66.mp4 bytes=49250094 duration_ms=33126`)
+	sc := Scope{Message: "Are there any 413 or timeout errors in the media-upload logs since lunchtime?", Service: "media-upload", Window: win}
+	fs := detectLogSearch(&Gathered{Logs: []LogSet{ingress, app}, Scope: sc, Window: win}, nil)
+	if len(fs) != 1 || fs[0].Subject != "ingress-nginx" || !fs[0].relates("media-upload") || fs[0].fact("phrase") != "413 errors" {
+		t.Errorf("findings %+v, want the ingress's 413 lines, about media-upload", fs)
 	}
 }
