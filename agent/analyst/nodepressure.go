@@ -2,8 +2,11 @@ package analyst
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/rootcause/rootcause/finding"
 )
@@ -48,6 +51,9 @@ var nodePressure = &mechanism{
 		var d string
 		res := h.fact("resource")
 		d = fmt.Sprintf("node %s is under %s pressure (%s): the kubelet evicts pods to reclaim it", s, orWord(res, "resource"), pressureCondition(res))
+		if c := largestConsumer(h); c != "" {
+			d += "; " + c
+		}
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
@@ -68,4 +74,49 @@ var nodePressure = &mechanism{
 		r.add(finding.PriorityMedium, "Set requests and limits (and ephemeral-storage limits) on pods so the scheduler accounts for them")
 		r.add(finding.PriorityLow, "Alert on node MemoryPressure/DiskPressure conditions and on evictions")
 	},
+}
+
+// evictionUseRE reads the kubelet's eviction message: "Container shipper
+// was using 61341208Ki, request is 0, has larger consumption of
+// ephemeral-storage."
+var evictionUseRE = regexp.MustCompile(`Container (\S+) was using (\d+\w*), (?:request is (\S+), )?has larger consumption of ([\w-]+)`)
+
+// largestConsumer names what fills a node under pressure: the container
+// the kubelet's eviction message says uses the most of the resource.
+func largestConsumer(h *Hypothesis) string {
+	best, bestUse := "", int64(0)
+	for _, f := range append(slices.Clone(h.Primary), h.Support...) {
+		if f.Kind != KindEviction {
+			continue
+		}
+		m := evictionUseRE.FindStringSubmatch(f.fact("message"))
+		if m == nil {
+			continue
+		}
+		q, err := resource.ParseQuantity(m[2])
+		if err != nil || q.Value() <= bestUse {
+			continue
+		}
+		bestUse = q.Value()
+		best = fmt.Sprintf("the largest consumer of %s is container %s of %s, using %s", m[4], m[1], f.Subject, humanBytes(q.Value()))
+		if m[3] == "0" {
+			best += " with no request for it"
+		}
+		best += " (the kubelet's eviction message)"
+	}
+	return best
+}
+
+// humanBytes writes a size in binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for x := n / unit; x >= unit && exp < 4; x /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
