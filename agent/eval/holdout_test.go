@@ -23,6 +23,8 @@ var holdoutFloors = map[string]int{
 	"holdout5": 11,
 	"holdout6": 12,
 	"holdout7": 12,
+	"holdout8": 10,
+	"holdout9": 11,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
