@@ -75,9 +75,11 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 	if in.Step <= 0 {
 		in.Step = time.Minute
 	}
-	traceSeries, traceEdges := g.localizeTraces(ctx, in.Window)
+	join := newSpanJoin(in.Step)
+	traceSeries, traceEdges := g.localizeTraces(ctx, in.Window, join)
 	in.Metrics = append(in.Metrics, traceSeries...)
 	in.Edges = append(in.Edges, traceEdges...)
+	in.Ops = g.localizeOps(ctx, plan, join)
 	seenEdge := map[localize.Edge]bool{}
 	for _, e := range in.Edges {
 		seenEdge[e] = true
@@ -219,7 +221,7 @@ func nextSuspects(cs []localize.Candidate, asked string) string {
 }
 
 func locSource(s localize.Signal) string {
-	if s == localize.SignalLogs {
+	if s == localize.SignalLogs || s == localize.SignalOpEvents {
 		return SrcLogs
 	}
 	return SrcMetrics
@@ -330,7 +332,7 @@ var errorHandlerSpan = regexp.MustCompile(`(?i)(^|[.:/ ])error$|errorcontroller|
 // time p90 and its share of error spans per bin, per call edge the calls
 // per trace (a caller that stopped or started calling a service: the
 // caller's own behaviour), the entry service's latency, and the edges.
-func (g *gatherer) localizeTraces(ctx context.Context, w localize.Window) ([]localize.Series, []localize.Edge) {
+func (g *gatherer) localizeTraces(ctx context.Context, w localize.Window, join *spanJoin) ([]localize.Series, []localize.Edge) {
 	if g.src == nil || g.src.Traces == nil || ctx.Err() != nil {
 		return nil, nil
 	}
@@ -343,6 +345,7 @@ func (g *gatherer) localizeTraces(ctx context.Context, w localize.Window) ([]loc
 	}
 	b := tracegraph.NewBuilder(wins...)
 	err := g.src.Traces.ScanSpans(ctx, wins[0].Start, w.End, func(s *evidence.Span) error {
+		join.add(s)
 		if !s.Error && errorHandlerSpan.MatchString(s.Name) {
 			c := *s
 			c.Error = true
@@ -682,4 +685,271 @@ func (g *gatherer) inScope(l evidence.Labels) bool {
 		}
 	}
 	return true
+}
+
+// locMaxJoinSpans bounds the spans indexed for joining log lines to their
+// spans (about 60 bytes each); spans beyond it join nothing.
+const locMaxJoinSpans = 2_000_000
+
+// spanJoin indexes the window's spans by span id, for what each operation
+// (a service's span name) logs and calls per call: log lines carrying a
+// span id are counted at their span's operation, and child spans at their
+// parent's.
+type spanJoin struct {
+	step   time.Duration
+	ids    map[string]int32 // span id → span
+	spans  []joinSpan
+	parent []string // parent span id per span
+	opIdx  map[string]int32
+	ops    [][2]string // service, operation
+	calls  map[int32]map[int64]int
+	events map[opEventKey]map[int64]int
+	evIdx  map[string]int32
+	evs    []string
+}
+
+type joinSpan struct {
+	op     int32
+	minute int64
+}
+
+type opEventKey struct{ op, ev int32 }
+
+func newSpanJoin(step time.Duration) *spanJoin {
+	if step <= 0 {
+		step = time.Minute
+	}
+	return &spanJoin{step: step, ids: map[string]int32{}, opIdx: map[string]int32{}, calls: map[int32]map[int64]int{},
+		events: map[opEventKey]map[int64]int{}, evIdx: map[string]int32{}}
+}
+
+// add indexes one span.
+func (j *spanJoin) add(s *evidence.Span) {
+	if j == nil || s.SpanID == "" || s.Service == "" || s.Name == "" || len(j.spans) >= locMaxJoinSpans {
+		return
+	}
+	if _, dup := j.ids[s.SpanID]; dup {
+		return
+	}
+	key := s.Service + "\x00" + s.Name
+	op, ok := j.opIdx[key]
+	if !ok {
+		op = int32(len(j.ops))
+		j.opIdx[key] = op
+		j.ops = append(j.ops, [2]string{s.Service, s.Name})
+	}
+	minute := s.Start.Unix() / 60
+	j.ids[strings.Clone(s.SpanID)] = int32(len(j.spans))
+	j.spans = append(j.spans, joinSpan{op: op, minute: minute})
+	j.parent = append(j.parent, strings.Clone(s.ParentSpanID))
+	c := j.calls[op]
+	if c == nil {
+		c = map[int64]int{}
+		j.calls[op] = c
+	}
+	c[minute]++
+}
+
+// count adds one event at the operation of span i.
+func (j *spanJoin) count(i int32, event string) {
+	ev, ok := j.evIdx[event]
+	if !ok {
+		if len(j.evs) >= 100_000 {
+			return
+		}
+		ev = int32(len(j.evs))
+		j.evIdx[event] = ev
+		j.evs = append(j.evs, event)
+	}
+	sp := j.spans[i]
+	k := opEventKey{sp.op, ev}
+	m := j.events[k]
+	if m == nil {
+		m = map[int64]int{}
+		j.events[k] = m
+	}
+	m[sp.minute]++
+}
+
+// Trace and span ids in log lines: key-value and JSON forms (TraceID: …,
+// trace_id=…, "traceId":"…", span_id=…) and Spring Sleuth's
+// [app,traceId,spanId,exportable] prefix.
+var (
+	logSpanKV     = regexp.MustCompile(`(?i)\bspan[_.-]?id["']?\s*[:=]\s*["']?([0-9a-f]{16})\b`)
+	logSpanSleuth = regexp.MustCompile(`\[[\w.-]*,([0-9a-f]{16,32}),([0-9a-f]{16})(?:,\w*)?\]`)
+)
+
+// spanOfLine returns the span id a log line carries ("" for none).
+func spanOfLine(text string) string {
+	if strings.Contains(text, "pan") || strings.Contains(text, "PAN") {
+		if m := logSpanKV.FindStringSubmatch(text); m != nil {
+			return strings.ToLower(m[1])
+		}
+	}
+	if strings.IndexByte(text, ',') >= 0 && strings.IndexByte(text, '[') >= 0 {
+		if m := logSpanSleuth.FindStringSubmatch(text); m != nil {
+			return strings.ToLower(m[2])
+		}
+	}
+	return ""
+}
+
+// lineEvent is a log line's event: its first masked tokens (values,
+// identifiers and timestamps masked), enough to tell one log statement
+// from another.
+func lineEvent(text string) string {
+	toks := analysis.Tokens(text)
+	if len(toks) > 12 {
+		toks = toks[:12]
+	}
+	return strings.Join(toks, " ")
+}
+
+// localizeOps joins the pods' log lines to their spans and returns, per
+// operation, what it logs and calls per call. Without indexed spans it
+// reads nothing.
+func (g *gatherer) localizeOps(ctx context.Context, plan []specialist, j *spanJoin) []localize.OpEvent {
+	if j == nil || len(j.spans) == 0 || ctx.Err() != nil {
+		return nil
+	}
+	j.joinChildren()
+	// Log lines carrying a span id.
+	var sp *specialist
+	for i := range plan {
+		if plan[i].run.Has("get_pod_logs") {
+			sp = &plan[i]
+			break
+		}
+	}
+	if sp != nil && g.haveK8s["list_pods"] {
+		since, until := g.window()
+		read := 0
+		for i := range g.k8s.Pods {
+			p := &g.k8s.Pods[i]
+			if ctx.Err() != nil || read >= locMaxLogWorkloads {
+				break
+			}
+			if p.Status.StartTime == nil && p.Status.Phase == corev1.PodPending || g.sc.Namespace != "" && p.Namespace != g.sc.Namespace {
+				continue
+			}
+			out, ok := g.call(ctx, *sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": g.opts.PodLogLimit})
+			if !ok {
+				continue
+			}
+			read++
+			lr, _ := as[*evidence.LogResult](out)
+			if lr == nil {
+				continue
+			}
+			for _, l := range lr.Lines {
+				j.addLine(l.Text)
+			}
+		}
+	}
+	return j.opEvents()
+}
+
+// joinChildren counts each span as an event of its parent's operation:
+// what each operation calls.
+func (j *spanJoin) joinChildren() {
+	for i, p := range j.parent {
+		if p == "" {
+			continue
+		}
+		pi, ok := j.ids[p]
+		if !ok {
+			continue
+		}
+		child := j.ops[j.spans[i].op]
+		// The child's minute is its parent's: a call belongs to the call
+		// that made it.
+		ev, ok := j.evIdx["\x01"+child[0]+"\x00"+child[1]]
+		if !ok {
+			ev = int32(len(j.evs))
+			j.evIdx["\x01"+child[0]+"\x00"+child[1]] = ev
+			j.evs = append(j.evs, "\x01"+child[0]+"\x00"+child[1])
+		}
+		k := opEventKey{j.spans[pi].op, ev}
+		m := j.events[k]
+		if m == nil {
+			m = map[int64]int{}
+			j.events[k] = m
+		}
+		m[j.spans[pi].minute]++
+	}
+}
+
+// addLine counts a log line at the operation of the span whose id it
+// carries (nothing for a line without one, or of a span not indexed).
+func (j *spanJoin) addLine(text string) {
+	id := spanOfLine(text)
+	if id == "" {
+		return
+	}
+	if si, ok := j.ids[id]; ok {
+		j.count(si, lineEvent(text))
+	}
+}
+
+// opEvents returns, per operation and event, the operation's calls and the
+// event's occurrences per minute.
+func (j *spanJoin) opEvents() []localize.OpEvent {
+	keys := make([]opEventKey, 0, len(j.events))
+	for k := range j.events {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a].op != keys[b].op {
+			return keys[a].op < keys[b].op
+		}
+		return keys[a].ev < keys[b].ev
+	})
+	// A service's log covers the minutes in which a line joined one of
+	// its spans: logs are often kept for less time than traces, and calls
+	// in a minute without its log say nothing about what it logs per call.
+	covered := map[string]map[int64]bool{}
+	for k, m := range j.events {
+		if strings.HasPrefix(j.evs[k.ev], "\x01") {
+			continue
+		}
+		svc := j.ops[k.op][0]
+		if covered[svc] == nil {
+			covered[svc] = map[int64]bool{}
+		}
+		for minute := range m {
+			covered[svc][minute] = true
+		}
+	}
+	logCalls := map[int32]map[int64]int{}
+	var out []localize.OpEvent
+	for _, k := range keys {
+		op := j.ops[k.op]
+		ev := j.evs[k.ev]
+		e := localize.OpEvent{Service: op[0], Operation: op[1], Calls: j.calls[k.op], Counts: j.events[k]}
+		if !strings.HasPrefix(ev, "\x01") {
+			lc, ok := logCalls[k.op]
+			if !ok {
+				lc = map[int64]int{}
+				for minute, n := range j.calls[k.op] {
+					if covered[op[0]][minute] {
+						lc[minute] = n
+					}
+				}
+				logCalls[k.op] = lc
+			}
+			e.Calls = lc
+		}
+		if child, ok := strings.CutPrefix(ev, "\x01"); ok {
+			svc, name, _ := strings.Cut(child, "\x00")
+			e.Event = name
+			if svc != op[0] {
+				e.Event = svc + " " + name
+			}
+			e.Error = errorHandlerSpan.MatchString(name)
+		} else {
+			e.Event, e.Log, e.Error = ev, true, analysis.ErrorLike(ev)
+		}
+		out = append(out, e)
+	}
+	return out
 }

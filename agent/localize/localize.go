@@ -22,8 +22,11 @@
 // latency explains only a comparable rise, as latency adds up along a
 // path), using the call graph from traces or from mesh metrics (source →
 // destination labels); new code paths at a callee follow a change at its
-// caller. Node-level signals are candidates of their own: a node, not a
-// pod on it.
+// caller. What an operation does per call (its log lines, joined to its
+// spans by the ids they carry, and its child spans) is compared too: a
+// step it stopped taking while its calls go on is a code path cut short,
+// whatever the traffic. Node-level signals are candidates of their own: a
+// node, not a pod on it.
 //
 // The package knows no system, service name or benchmark: the constants are
 // statistical conventions (a robust z of 3, ten events for a rate, a 95%
@@ -66,6 +69,7 @@ const (
 	SignalTraceLat Signal = "trace_latency" // exclusive (self) span time
 	SignalTraceErr Signal = "trace_errors"  // span errors
 	SignalTraceOps Signal = "trace_calls"   // calls per root trace of an operation
+	SignalOpEvents Signal = "op_events"     // what an operation logs and calls per call
 	SignalOther    Signal = "other"
 )
 
@@ -147,6 +151,9 @@ type Input struct {
 	Logs    []LogTemplate
 	// Edges is the call graph (from traces, mesh metrics or both).
 	Edges []Edge
+	// Ops is what each operation logs and calls per call (log lines joined
+	// to their spans, and child spans).
+	Ops []OpEvent
 }
 
 // Candidate is one ranked suspect.
@@ -218,6 +225,12 @@ type episode struct {
 	lines    int
 	isNew    bool
 	errTmpl  bool // a log episode of an error template
+	// op, calls and opLog describe an operation-event episode: the
+	// operation, its calls since the split, and whether the event is a log
+	// template.
+	op    string
+	calls int
+	opLog bool
 	// vol weighs a percentile by the requests behind it (1: enough);
 	// hasVol says it was set.
 	vol    float64
@@ -301,6 +314,7 @@ func Rank(in Input) Result {
 		eps = append(eps, ep)
 	}
 	eps = append(eps, g.logEpisodes(in.Logs, g.index(ts), int(tol/w.Step))...)
+	eps = append(eps, g.opEpisodes(in.Ops, g.index(ts), int(tol/w.Step))...)
 	for _, ep := range eps {
 		if !ep.fromLogs {
 			// Under way when the symptom began: sporadic signals (errors)
@@ -327,6 +341,7 @@ func Rank(in Input) Result {
 	explainCallers(eps, in.Edges, in.Entry, ts, tol)
 	explainByOwnCalls(eps)
 	explainNewPaths(eps, in.Edges, tol)
+	explainByCalleeOps(eps, in.Edges, tol)
 	res.Candidates = combine(eps)
 	return res
 }
@@ -746,6 +761,8 @@ func family(s Signal) Signal {
 		return SignalLatency
 	case SignalTraceErr, SignalTraceOps:
 		return SignalErrors
+	case SignalOpEvents:
+		return SignalLogs
 	}
 	return s
 }

@@ -392,6 +392,9 @@ func (g *grid) minuteIndex(minute int64) (int, bool) {
 
 // describe writes one direction-correct line about an episode.
 func describe(ep *episode) string {
+	if ep.signal == SignalOpEvents {
+		return describeOp(ep)
+	}
 	if ep.fromLogs {
 		tmpl := ep.template
 		if len(tmpl) > 160 {
