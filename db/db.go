@@ -83,7 +83,8 @@ type NodeService interface {
 // Authenticate returns EUNAUTHORIZED for anything that does not match a
 // live token (malformed, unknown id, wrong secret, revoked) and
 // ETOKENEXPIRED only when the secret matched an expired token. It compares
-// in constant time and records the last-used time.
+// in constant time and records the last-used time. The *Token it returns
+// is the caller's: it shares nothing with the service's own state.
 type TokenService interface {
 	IssueToken(ctx context.Context, req IssueTokenRequest) (secret string, tok *Token, err error)
 	Authenticate(ctx context.Context, bearer string) (*Token, error)

@@ -245,10 +245,12 @@ func (s *Server) verifyBearer(r *http.Request) (*Principal, error) {
 	if err != nil {
 		return nil, authError(err)
 	}
+	// The token is the caller's own copy (db.TokenService), so its
+	// permissions slice is taken as is.
 	p := &Principal{
 		ID:          tok.ID,
 		Team:        tok.Team,
-		Permissions: append([]string(nil), tok.Permissions...),
+		Permissions: tok.Permissions,
 		Name:        tok.Name,
 	}
 	switch tok.Kind {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/logwriter"
+	"github.com/rootcause/rootcause/metrics"
 )
 
 // The benchmarks in this file measure over real TCP connections on
@@ -211,13 +212,14 @@ func pipeLogger(b *testing.B, async bool) *slog.Logger {
 // to a drained pipe, each written directly (one write call per line) or
 // through the asynchronous writer, with slog's TextHandler; "product_log"
 // is the log serve builds (LogHandler through the asynchronous writer, to
-// a file).
+// a file), and "serve" adds the Prometheus metrics serve also wires
+// (Config.Metrics): the server as serve runs it.
 //
 //	go test ./server -run '^$' -bench HTTPAuthMeRatio -benchtime 400x -count 3
 func BenchmarkHTTPAuthMeRatio(b *testing.B) {
 	// "contract_headers" is async_log against a bare handler that also
 	// writes the contract's headers and is sent the same bearer token.
-	for _, mode := range []string{"sync_log", "async_log", "sync_pipe", "async_pipe", "contract_headers", "product_log"} {
+	for _, mode := range []string{"sync_log", "async_log", "sync_pipe", "async_pipe", "contract_headers", "product_log", "serve"} {
 		b.Run(mode, func(b *testing.B) {
 			store, err := db.Open(filepath.Join(b.TempDir(), db.FileName), db.Options{})
 			if err != nil {
@@ -233,15 +235,19 @@ func BenchmarkHTTPAuthMeRatio(b *testing.B) {
 			}
 			var logger *slog.Logger
 			switch {
-			case mode == "product_log":
+			case mode == "product_log" || mode == "serve":
 				logger = productLogger(b)
 			case strings.HasSuffix(mode, "_pipe"):
 				logger = pipeLogger(b, mode == "async_pipe")
 			default:
 				logger = fileLogger(b, mode != "sync_log")
 			}
-			s := New(Config{Nodes: store, Tokens: store, Logger: logger,
-				RateLimits: RateLimits{Read: 1 << 30}})
+			cfg := Config{Nodes: store, Tokens: store, Logger: logger,
+				RateLimits: RateLimits{Read: 1 << 30}}
+			if mode == "serve" {
+				cfg.Metrics = metrics.New("bench")
+			}
+			s := New(cfg)
 			url := loopbackServer(b, s.Handler()) + "/api/v1/auth/me"
 			resp, err := http.DefaultClient.Do(func() *http.Request {
 				r, _ := http.NewRequest(http.MethodGet, url, nil)
@@ -278,6 +284,15 @@ func BenchmarkHTTPEffectiveRatio(b *testing.B) {
 //	go test ./server -run '^$' -bench HTTPEffectiveRatioProductLog -benchtime 400x -count 3
 func BenchmarkHTTPEffectiveRatioProductLog(b *testing.B) {
 	benchEffectiveRatio(b, productLogger(b))
+}
+
+// BenchmarkHTTPEffectiveRatioServe is BenchmarkHTTPEffectiveRatioProductLog
+// with the Prometheus metrics serve wires (Config.Metrics): the server as
+// serve runs it.
+//
+//	go test ./server -run '^$' -bench HTTPEffectiveRatioServe -benchtime 400x -count 3
+func BenchmarkHTTPEffectiveRatioServe(b *testing.B) {
+	benchEffectiveRatio(b, productLogger(b), func(c *Config) { c.Metrics = metrics.New("bench") })
 }
 
 // BenchmarkHTTPEffectiveContractHeaders splits the effective config's
@@ -330,8 +345,8 @@ func fetchHeader(b *testing.B, url, token, key string) string {
 	return resp.Header.Get(key)
 }
 
-func benchEffectiveRatio(b *testing.B, logger *slog.Logger) {
-	h, _, team := benchConfigServerLog(b, logger)
+func benchEffectiveRatio(b *testing.B, logger *slog.Logger, with ...func(*Config)) {
+	h, _, team := benchConfigServerLog(b, logger, with...)
 	url := loopbackServer(b, h) + "/api/v1/config/me/effective"
 	body := fetch(b, url, team, nil)
 	if len(body) < 150_000 {

@@ -517,8 +517,9 @@ func benchConfigServer(b *testing.B) (http.Handler, string, string) {
 	return benchConfigServerLog(b, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
-// benchConfigServerLog is benchConfigServer logging to logger.
-func benchConfigServerLog(b *testing.B, logger *slog.Logger) (http.Handler, string, string) {
+// benchConfigServerLog is benchConfigServer logging to logger, its Config
+// changed by each of with.
+func benchConfigServerLog(b *testing.B, logger *slog.Logger, with ...func(*Config)) (http.Handler, string, string) {
 	b.Helper()
 	store, err := db.Open(filepath.Join(b.TempDir(), db.FileName), db.Options{})
 	if err != nil {
@@ -552,9 +553,12 @@ func benchConfigServerLog(b *testing.B, logger *slog.Logger) (http.Handler, stri
 			b.Fatal(err)
 		}
 	}
-	s := New(Config{Nodes: store, Tokens: store, Logger: logger,
-		RateLimits: RateLimits{Read: -1, Write: -1, Run: -1}})
-	return s.Handler(), admin, team
+	cfg := Config{Nodes: store, Tokens: store, Logger: logger,
+		RateLimits: RateLimits{Read: -1, Write: -1, Run: -1}}
+	for _, f := range with {
+		f(&cfg)
+	}
+	return New(cfg).Handler(), admin, team
 }
 
 // discardWriter is a ResponseWriter that keeps only the status and size,
