@@ -71,12 +71,13 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 	}
 	in := localize.Input{Entry: sc.Service, Window: localize.Window{BaselineStart: sc.Window.BaselineStart, Start: sc.Window.Start, End: sc.Window.End}}
 	in.Metrics, in.Step = g.localizeMetrics(ctx, plan)
-	in.Logs = g.localizeLogs(ctx, plan)
 	if in.Step <= 0 {
 		in.Step = time.Minute
 	}
+	// Spans first: the logs read next are joined to them as they are read.
 	join := newSpanJoin(in.Step)
 	traceSeries, traceEdges := g.localizeTraces(ctx, in.Window, join)
+	in.Logs = g.localizeLogs(ctx, plan, join)
 	in.Metrics = append(in.Metrics, traceSeries...)
 	in.Edges = append(in.Edges, traceEdges...)
 	in.Ops = g.localizeOps(ctx, plan, join)
@@ -231,7 +232,7 @@ func locSource(s localize.Signal) string {
 // into localization input, first reading the logs of the workloads the
 // log gatherer left out (it reads a bounded number of pods, most suspect
 // first; localization needs every service's own logs).
-func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist) []localize.LogTemplate {
+func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist, join *spanJoin) []localize.LogTemplate {
 	sets := slices.Clone(g.logSets)
 	have := map[string]bool{}
 	for _, set := range sets {
@@ -272,8 +273,10 @@ func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist) []locali
 			if lr == nil {
 				continue
 			}
+			join.read(p)
 			var last time.Time
 			for _, l := range lr.Lines {
+				join.addLine(l.Text)
 				if !l.Time.IsZero() {
 					last = l.Time
 				}
@@ -344,9 +347,22 @@ func (g *gatherer) localizeTraces(ctx context.Context, w localize.Window, join *
 		return nil, nil
 	}
 	b := tracegraph.NewBuilder(wins...)
+	// Span names repeat: the error-handler test runs once per distinct
+	// name (the callback runs on the scanning goroutine).
+	errName := map[string]bool{}
+	isErrName := func(name string) bool {
+		v, ok := errName[name]
+		if !ok {
+			v = errorHandlerSpan.MatchString(name)
+			if len(errName) < 10000 {
+				errName[strings.Clone(name)] = v
+			}
+		}
+		return v
+	}
 	err := g.src.Traces.ScanSpans(ctx, wins[0].Start, w.End, func(s *evidence.Span) error {
 		join.add(s)
-		if !s.Error && errorHandlerSpan.MatchString(s.Name) {
+		if !s.Error && isErrName(s.Name) {
 			c := *s
 			c.Error = true
 			b.Add(&c)
@@ -706,6 +722,8 @@ type spanJoin struct {
 	events map[opEventKey]map[int64]int
 	evIdx  map[string]int32
 	evs    []string
+	// readPods are the pods whose lines were joined already.
+	readPods map[string]bool
 }
 
 type joinSpan struct {
@@ -721,6 +739,22 @@ func newSpanJoin(step time.Duration) *spanJoin {
 	}
 	return &spanJoin{step: step, ids: map[string]int32{}, opIdx: map[string]int32{}, calls: map[int32]map[int64]int{},
 		events: map[opEventKey]map[int64]int{}, evIdx: map[string]int32{}}
+}
+
+// read records that a pod's lines were joined.
+func (j *spanJoin) read(p *corev1.Pod) {
+	if j == nil || len(j.spans) == 0 {
+		return
+	}
+	if j.readPods == nil {
+		j.readPods = map[string]bool{}
+	}
+	j.readPods[p.Namespace+"/"+p.Name] = true
+}
+
+// wasRead reports whether a pod's lines were joined already.
+func (j *spanJoin) wasRead(p *corev1.Pod) bool {
+	return j != nil && j.readPods[p.Namespace+"/"+p.Name]
 }
 
 // add indexes one span.
@@ -832,6 +866,10 @@ func (g *gatherer) localizeOps(ctx context.Context, plan []specialist, j *spanJo
 			if p.Status.StartTime == nil && p.Status.Phase == corev1.PodPending || g.sc.Namespace != "" && p.Namespace != g.sc.Namespace {
 				continue
 			}
+			if j.wasRead(p) {
+				read++ // joined while localizeLogs read it
+				continue
+			}
 			out, ok := g.call(ctx, *sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": g.opts.PodLogLimit})
 			if !ok {
 				continue
@@ -882,6 +920,9 @@ func (j *spanJoin) joinChildren() {
 // addLine counts a log line at the operation of the span whose id it
 // carries (nothing for a line without one, or of a span not indexed).
 func (j *spanJoin) addLine(text string) {
+	if j == nil || len(j.spans) == 0 {
+		return
+	}
 	id := spanOfLine(text)
 	if id == "" {
 		return

@@ -7,6 +7,8 @@ import (
 
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/localize"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestSpanOfLine(t *testing.T) {
@@ -85,5 +87,20 @@ func TestSpanJoin(t *testing.T) {
 		if e.Service == "quiet" {
 			t.Errorf("unexpected event of a service without children or lines: %+v", e)
 		}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ts", Name: "price-1"}}
+	if j.wasRead(pod) {
+		t.Error("pod read before it was")
+	}
+	j.read(pod)
+	if !j.wasRead(pod) {
+		t.Error("pod not recorded as read")
+	}
+	var none *spanJoin // no traces: joining is a no-op
+	none.add(&evidence.Span{SpanID: "00000000000000a1", Service: "a", Name: "b"})
+	none.addLine("SpanID: 00000000000000a1")
+	none.read(pod)
+	if none.wasRead(pod) {
+		t.Error("nil join recorded a pod")
 	}
 }
