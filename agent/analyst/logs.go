@@ -401,12 +401,17 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 	for si := range sets {
 		set := &sets[si]
 		// A database server's own log in a pod (a Postgres StatefulSet):
-		// like a host's, its failures are what its callers see.
-		server := ""
-		if !set.Host && set.Origin == SrcLogs {
-			if r := hostRole(*set); r == "postgresql" || r == "mysql" {
-				server = r
+		// like a host's, its failures are what its callers see. (Read
+		// only when the set shows a cause: hostRole reads every template.)
+		server, serverKnown := "", false
+		dbServer := func() string {
+			if !serverKnown {
+				serverKnown = true
+				if r := hostRole(*set); !set.Host && set.Origin == SrcLogs && (r == "postgresql" || r == "mysql") {
+					server = r
+				}
 			}
+			return server
 		}
 		for ti, t := range set.Templates {
 			if t.Incident == 0 {
@@ -484,7 +489,8 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 				subject, related = dep, []string{set.Subject}
 			}
 			var process string
-			if server != "" && infoOf(kind).class == classCause && !containsStr(related, server) {
+			cause := infoOf(kind).class == classCause && !set.Host && set.Origin == SrcLogs && dbServer() != ""
+			if cause && !containsStr(related, server) {
 				related = append(related, server)
 			}
 			if set.Host {
@@ -559,7 +565,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			if set.Completed {
 				f.setFact("resolved", "true")
 			}
-			if set.Host || server != "" && infoOf(kind).class == classCause {
+			if set.Host || cause {
 				f.setFact("host", set.Subject)
 			}
 			if kind == KindThrottling {
