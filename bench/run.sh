@@ -21,6 +21,8 @@ go test ./db -run '^$' -bench ConfigVersionGrowth -benchtime 1x
 go test ./db -run '^$' -bench ConfigHistory -benchtime 2s
 go test ./logwriter -run '^$' -bench LogLine
 go test ./server -run '^$' -bench RequestLine -count 3
+# Per-request work of the store's authentication and the HTTP metrics.
+go test ./metrics -run '^$' -bench ObserveHTTP -count 3
 # Issue 4: run overhead with a no-op engine (target p50 < 5 ms), list at 100k.
 go test ./agent -run '^$' -bench RunOverhead -benchtime 200x -count 3
 # An investigation of the public OOM scenario through the server (target < 100 ms).
