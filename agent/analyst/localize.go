@@ -704,8 +704,8 @@ func (g *gatherer) inScope(l evidence.Labels) bool {
 }
 
 // locMaxJoinSpans bounds the spans indexed for joining log lines to their
-// spans (about 60 bytes each); spans beyond it join nothing.
-const locMaxJoinSpans = 2_000_000
+// spans (about 125 bytes each); spans beyond it join nothing.
+const locMaxJoinSpans = 1_000_000
 
 // spanJoin indexes the window's spans by span id, for what each operation
 // (a service's span name) logs and calls per call: log lines carrying a
