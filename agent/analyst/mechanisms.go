@@ -38,6 +38,7 @@ var mechanisms = []*mechanism{
 	selectorM,
 	scaledToZero,
 	portMismatch,
+	gcPressure,
 	connLeak,
 	databaseErrors,
 	authFailure,

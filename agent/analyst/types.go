@@ -217,6 +217,7 @@ var kinds = map[Kind]kindInfo{
 	KindSlowOperation:   {prior: 0.62},
 	KindScaledToZero:    {prior: 0.84},
 	KindPortMismatch:    {prior: 0.84},
+	KindGCPressure:      {prior: 0.74},
 	KindConnRefused:     {prior: 0.5},
 	KindTimeout:         {prior: 0.44},
 	KindSaturation:      {0.44, classCause, "resource saturation"},

@@ -24,7 +24,7 @@ var holdoutFloors = map[string]int{
 	"holdout6": 12,
 	"holdout7": 12,
 	"holdout8": 10,
-	"holdout9": 11,
+	"holdout9": 12,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:

@@ -1,0 +1,49 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// KindGCPressure: a JVM (Elasticsearch, a Java service) whose heap is full
+// spends its time in garbage collection, so its requests stall.
+const KindGCPressure Kind = "gc_pressure"
+
+// A heap at its limit: long old-generation GC pauses, GC overhead of
+// seconds per interval, circuit breakers refusing requests ("Data too
+// large"). Callers see slow or failing calls to it.
+var gcPressure = &mechanism{
+	kind:       KindGCPressure,
+	class:      classCause,
+	label:      "JVM heap pressure (long garbage-collection pauses)",
+	lines:      regexp.MustCompile(`(?i)\[gc\]\[old\].*duration \[\d+(?:\.\d+)?s\]|overhead, spent \[\d+(?:\.\d+)?s\] collecting|CircuitBreakingException|\bData too large\b|Full GC \(Allocation Failure\)|\bGC overhead\b`),
+	lineWeight: 0.85,
+	// A caller's slow or failing calls that name the JVM's host.
+	related: func(h *Hypothesis, f *Finding) bool {
+		switch infoOf(f.Kind).class {
+		case classDependency, classSymptom:
+		default:
+			if f.Kind != KindSlowOperation {
+				return false
+			}
+		}
+		return h.Subject != "" && strings.Contains(strings.ToLower(f.fact("line")), strings.ToLower(h.Subject))
+	},
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		t := changeText(c)
+		return strings.Contains(t, "heap") || strings.Contains(t, "fielddata") || strings.Contains(t, "mapping") || strings.Contains(t, "xmx") || strings.Contains(t, "cache")
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("the JVM heap of %s is full: it spends its time in garbage collection (long old-generation GC pauses), so its requests stall", h.Subject)
+		if l := h.fact("line"); l != "" {
+			d += " — " + quote(ReadableLine(l), 220)
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		r.high("Relieve the heap of %s: undo what filled it (a mapping or cache change, e.g. fielddata on a text field), or restart it and raise its heap within the memory limit", h.Subject)
+		r.med("Find what holds the heap of %s (heap dump, node stats: fielddata, caches, large aggregations)", h.Subject)
+		r.low("Alert on JVM old-generation GC time and heap use above 85%%")
+	},
+}
