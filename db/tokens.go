@@ -129,6 +129,7 @@ func (d *DB) hashSecret(secret string) [sha256.Size]byte {
 	}
 	m.in = append(m.in[:0], secret...)
 	m.mac.Write(m.in)
+	clear(m.in) // no copy of the secret stays in the pool
 	var sum [sha256.Size]byte
 	copy(sum[:], m.mac.Sum(m.out[:0]))
 	m.mac.Reset()
