@@ -39,6 +39,7 @@ var mechanisms = []*mechanism{
 	scaledToZero,
 	portMismatch,
 	gcPressure,
+	memoryClaim,
 	connLeak,
 	databaseErrors,
 	authFailure,

@@ -218,6 +218,7 @@ var kinds = map[Kind]kindInfo{
 	KindScaledToZero:    {prior: 0.84},
 	KindPortMismatch:    {prior: 0.84},
 	KindGCPressure:      {prior: 0.74},
+	KindMemoryClaim:     {prior: 0.7},
 	KindConnRefused:     {prior: 0.5},
 	KindTimeout:         {prior: 0.44},
 	KindSaturation:      {0.44, classCause, "resource saturation"},
