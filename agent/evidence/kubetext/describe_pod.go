@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func typeMeta(kind string) metav1.TypeMeta {
@@ -383,7 +384,10 @@ func tolerations(items []string) []corev1.Toleration {
 var probeRe = regexp.MustCompile(`^(http-get|tcp-socket|exec|grpc)\s+(.*?)\s*delay=(\d+)s timeout=(\d+)s period=(\d+)s #success=(\d+) #failure=(\d+)`)
 
 // probe reads "http-get http://:8080/healthz delay=0s timeout=1s period=10s
-// #success=1 #failure=3": the handler kind and the timings.
+// #success=1 #failure=3": the handler kind, its target and the timings.
+// kubectl prints the handler as "http-get <scheme>://<host>:<port><path>",
+// "tcp-socket <host>:<port>", "grpc <pod>:<port> <service>" or
+// "exec [cmd ...]"; a port may be a number or a named container port.
 func probe(s string) *corev1.Probe {
 	m := probeRe.FindStringSubmatch(s)
 	if m == nil {
@@ -393,24 +397,52 @@ func probe(s string) *corev1.Probe {
 	pr := &corev1.Probe{InitialDelaySeconds: n(3), TimeoutSeconds: n(4), PeriodSeconds: n(5), SuccessThreshold: n(6), FailureThreshold: n(7)}
 	switch m[1] {
 	case "http-get":
-		pr.HTTPGet = &corev1.HTTPGetAction{Path: probePath(m[2])}
+		scheme, host, port, path := probeURL(m[2])
+		pr.HTTPGet = &corev1.HTTPGetAction{Scheme: scheme, Host: host, Port: port, Path: path}
 	case "tcp-socket":
-		pr.TCPSocket = &corev1.TCPSocketAction{}
+		host, port := probeHostPort(m[2])
+		pr.TCPSocket = &corev1.TCPSocketAction{Host: host, Port: port}
 	case "exec":
 		pr.Exec = &corev1.ExecAction{Command: strings.Fields(strings.Trim(m[2], "[]"))}
 	case "grpc":
-		pr.GRPC = &corev1.GRPCAction{}
+		target, service, _ := strings.Cut(m[2], " ")
+		_, port := probeHostPort(target)
+		pr.GRPC = &corev1.GRPCAction{Port: port.IntVal}
+		if service = strings.TrimSpace(service); service != "" && service != "<service>" {
+			pr.GRPC.Service = &service
+		}
 	}
 	return pr
 }
 
-func probePath(u string) string {
+// probeURL splits kubectl's "http://host:8080/healthz" (host often empty)
+// into the HTTPGetAction's parts.
+func probeURL(u string) (scheme corev1.URIScheme, host string, port intstr.IntOrString, path string) {
+	rest := u
 	if i := strings.Index(u, "://"); i >= 0 {
-		u = u[i+3:]
-		if j := strings.IndexByte(u, '/'); j >= 0 {
-			return u[j:]
-		}
-		return ""
+		scheme = corev1.URIScheme(strings.ToUpper(u[:i]))
+		rest = u[i+3:]
+	} else {
+		return "", "", intstr.IntOrString{}, u
 	}
-	return u
+	hostPort := rest
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		hostPort, path = rest[:j], rest[j:]
+	}
+	host, port = probeHostPort(hostPort)
+	return scheme, host, port, path
+}
+
+// probeHostPort reads "host:port", ":8080", ":http" or "[::1]:8080"; the
+// port is a number when it parses as one and a port name otherwise.
+func probeHostPort(hp string) (string, intstr.IntOrString) {
+	i := strings.LastIndexByte(hp, ':')
+	if i < 0 {
+		return hp, intstr.IntOrString{}
+	}
+	host, p := strings.Trim(hp[:i], "[]"), hp[i+1:]
+	if p == "" {
+		return host, intstr.IntOrString{}
+	}
+	return host, intstr.Parse(p)
 }
