@@ -51,7 +51,7 @@ var (
 	reHelperArg   = regexp.MustCompile(`\b(?:str|seconds)\(s, "([a-z_]+)"\)`)
 	reEnvSettings = regexp.MustCompile(`Settings\[Integration([A-Za-z]+)\]`)
 	reDirect      = regexp.MustCompile(`Settings\[Integration([A-Za-z]+)\]\["([a-z_]+)"\]`)
-	reHelperCall  = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)\((?:settings|s)\)`)
+	reHelperCall  = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)\((?:[^()]*, )?(?:settings|s)(?:, [^()]*)?\)`)
 	reKind        = regexp.MustCompile(`Kind[A-Za-z]+\s*=\s*"([a-z_]+)"`)
 )
 
