@@ -76,7 +76,7 @@ func kindTools() []Tool {
 		{Spec: Spec{Name: "describe_resource", Integration: IntegrationKubernetes, ReadOnly: true, Agents: []string{inv},
 			Description: "Describe one Kubernetes object of any kind read and walk its references: the owner chain (pod → ReplicaSet → " +
 				"Deployment, Job → CronJob), pod → PVC → PV and StorageClass, pod → ConfigMaps, Secrets (key names only) and " +
-				"ServiceAccount (missing objects and keys flagged), pod nodeSelector against node labels, Service → endpoints → pods, " +
+				"ServiceAccount (missing objects and keys flagged; the keys of one known only from a `kubectl get` table row are \"not shown\", never missing), pod nodeSelector against node labels, Service → endpoints → pods, " +
 				"Ingress → Services, HPA → scale target, and the events about it. Related objects are found, missing (the evidence " +
 				"holds that kind but not the object) or unknown (the evidence holds nothing of that kind).",
 			Parameters: objectSchema(`{`+kindProp+`, `+nsProp+`,
