@@ -92,7 +92,11 @@ or from --now.`,
 				return err
 			}
 			for _, p := range b.Problems(cmd.Context()) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "rootcause: warning: %s:%d: %s (the rest of the file is skipped; rootcause bundle check %s lists all)\n", p.File, p.Line, p.What, bundleDir)
+				skipped := "the rest of the file is skipped"
+				if p.File == "alerts.json" {
+					skipped = "none of its alerts is read"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "rootcause: warning: %s:%d: %s (%s; rootcause bundle check %s lists all)\n", p.File, p.Line, p.What, skipped, bundleDir)
 			}
 			var clock time.Time
 			if now != "" {

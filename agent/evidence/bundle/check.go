@@ -58,16 +58,29 @@ func (b *Bundle) RequireEvidence(ctx context.Context) error {
 		b.Name, ErrEmpty, Forms, b.Name)
 }
 
-// Problems lists the Kubernetes files an investigation reads only up to
-// their bad data: files not named after a kind (which may hold any kind, so
-// no single question reports them). Files named after a kind fail the
-// questions of their kind instead, as data gaps.
+// Problems lists the files an investigation reads only up to their bad
+// data, which no single question reports: a malformed alerts.json (its
+// alerts are then missing from every question) and Kubernetes files not
+// named after a kind (which may hold any kind). Files named after a kind
+// fail the questions of their kind instead, as data gaps.
 func (b *Bundle) Problems(ctx context.Context) []CheckItem {
+	var out []CheckItem
+	if exists(b.FS, alertsFile) {
+		if data, err := fs.ReadFile(b.FS, alertsFile); err != nil {
+			out = append(out, CheckItem{File: alertsFile, What: err.Error()})
+		} else if _, err := ParseAlerts(data); err != nil {
+			it := CheckItem{File: alertsFile, What: err.Error()}
+			var e *evidence.Error
+			if errors.As(err, &e) {
+				it.Line, it.What = e.Line, e.Err.Error()
+			}
+			out = append(out, it)
+		}
+	}
 	if !exists(b.FS, kubeDir) {
-		return nil
+		return out
 	}
 	k := b.kube()
-	var out []CheckItem
 	for _, name := range k.index().generic {
 		if err := ctx.Err(); err != nil {
 			return out

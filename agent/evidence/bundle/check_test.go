@@ -110,4 +110,12 @@ func TestProblems(t *testing.T) {
 	if len(ps) != 1 || ps[0].File != "kubernetes/broken.yaml" || ps[0].Line != 6 {
 		t.Errorf("problems %+v, want kubernetes/broken.yaml:6", ps)
 	}
+	b, _ = bundle.Open(fstest.MapFS{
+		"alerts.json":  {Data: []byte("{\"alerts\": [\n  {\"status\": \"firing\", \"labels\": {\"alertname\": \"X\"}, \"startsAt\": \"soon\"}\n]}\n")},
+		"logs/app.log": {Data: []byte("2026-01-02T03:04:05Z ok\n")},
+	}, "b")
+	ps = b.Problems(context.Background())
+	if len(ps) != 1 || ps[0].File != "alerts.json" || ps[0].Line == 0 || !strings.Contains(ps[0].What, "startsAt") {
+		t.Errorf("problems %+v, want alerts.json with its line and the bad field", ps)
+	}
 }
