@@ -685,6 +685,21 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 		g.gaps = append(g.gaps, fmt.Sprintf("metrics: only %d of %d health-related metrics were analysed", g.opts.MaxMetrics, len(picks)))
 		picks = picks[:g.opts.MaxMetrics]
 	}
+	// A claim that a volume is filling is checked from the volume's own
+	// series and the byte-sized series of the pods using it: these come on
+	// top of the limit, so they push no other metric out.
+	if volumeFillRE.MatchString(g.sc.Message + " " + g.sc.Hint + " " + g.sc.Alert) {
+		have := map[string]bool{}
+		for _, p := range picks {
+			have[p.name] = true
+		}
+		for _, n := range volumeClaimMetrics(labels, g.sc) {
+			if !have[n] {
+				_, unit := ClassifyMetric(n)
+				picks = append(picks, pick{n, MetricVolume, unit, 0})
+			}
+		}
+	}
 	step := fmt.Sprintf("%ds", int(stepFor(g.sc.Window).Seconds()))
 	query := func(q string) []evidence.Series {
 		args := map[string]any{"query": q, "start": since, "end": until, "step": step}

@@ -40,6 +40,7 @@ var mechanisms = []*mechanism{
 	portMismatch,
 	gcPressure,
 	memoryClaim,
+	volumeClaim,
 	connLeak,
 	databaseErrors,
 	authFailure,

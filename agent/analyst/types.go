@@ -219,6 +219,7 @@ var kinds = map[Kind]kindInfo{
 	KindPortMismatch:    {prior: 0.84},
 	KindGCPressure:      {prior: 0.74},
 	KindMemoryClaim:     {prior: 0.7},
+	KindVolumeClaim:     {prior: 0.7},
 	KindConnRefused:     {prior: 0.5},
 	KindTimeout:         {prior: 0.44},
 	KindSaturation:      {0.44, classCause, "resource saturation"},

@@ -23,7 +23,7 @@ var holdoutFloors = map[string]int{
 	"holdout5": 11,
 	"holdout6": 12,
 	"holdout7": 12,
-	"holdout8": 11,
+	"holdout8": 12,
 	"holdout9": 12,
 }
 
