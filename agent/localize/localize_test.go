@@ -286,6 +286,41 @@ func TestLatencyMustHold(t *testing.T) {
 	}
 }
 
+// TestLevelsMustHold: a CPU, throughput or call mix that jumps for one bin
+// and is back the next is a blip, whatever its size; one that stays up is
+// a changed state. The last observed bin alone keeps its value.
+func TestLevelsMustHold(t *testing.T) {
+	for _, sig := range []Signal{SignalCPU, SignalNetwork, SignalTraffic, SignalTraceOps, SignalMemory} {
+		t.Run(string(sig), func(t *testing.T) {
+			res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{
+				entryLatency("ui"),
+				{Service: "blip", Metric: "m", Signal: sig, Bad: Up, Points: wave(1, 0.01, from(38, 38, 9))},
+				{Service: "steady", Metric: "m", Signal: sig, Bad: Up, Points: wave(1, 0.01, from(37, 40, 1.5))},
+				{Service: "late", Metric: "m", Signal: sig, Bad: Up, Points: wave(1, 0.01, from(39, 40, 1.5))},
+			}})
+			got := map[string]bool{}
+			for _, c := range res.Candidates {
+				got[c.Subject] = true
+			}
+			if got["blip"] || !got["steady"] || !got["late"] {
+				t.Fatalf("want steady and late (the last bin cannot be judged yet), not blip: %+v", res.Candidates)
+			}
+		})
+	}
+	// Errors are sporadic: one bin of them counts.
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{
+		entryLatency("ui"),
+		{Service: "errs", Metric: "errors", Signal: SignalErrors, Unit: "/s", Bad: Up, Points: wave(0, 0, from(38, 38, 5))},
+	}})
+	found := false
+	for _, c := range res.Candidates {
+		found = found || c.Subject == "errs"
+	}
+	if !found {
+		t.Fatalf("a bin of errors counts: %+v", res.Candidates)
+	}
+}
+
 // TestVolumeWeights: a p90 over a handful of requests weighs less than one
 // over many; the pod's traffic series says how many.
 func TestVolumeWeights(t *testing.T) {

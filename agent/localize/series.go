@@ -165,12 +165,13 @@ func (g *grid) episodeOf(s *Series, refEnd int) *episode {
 			ep.peak, ep.peakVal = d, vals[i]
 		}
 	}
-	if s.Signal == SignalLatency || s.Signal == SignalTraceLat {
-		// Latency must hold: a percentile that jumps for one bin and is
-		// back the next is one slow request, not a slower service. The
-		// peak is the largest deviation held over two consecutive
-		// observed bins; an episode in the last observed bin alone
-		// cannot be judged yet and keeps its value.
+	if s.Signal.holds() {
+		// A level must hold: a percentile that jumps for one bin and is
+		// back the next is one slow request, not a slower service; a
+		// CPU, throughput or call mix that does so is a blip, not a
+		// changed state. The peak is the largest deviation held over two
+		// consecutive observed bins; an episode in the last observed bin
+		// alone cannot be judged yet and keeps its value.
 		prev, prevVal, held, heldVal, pairs := math.NaN(), 0.0, 0.0, 0.0, 0
 		for i := on; i < len(z); i++ {
 			if math.IsNaN(z[i]) {
@@ -200,6 +201,18 @@ func (g *grid) episodeOf(s *Series, refEnd int) *episode {
 		}
 	}
 	return ep
+}
+
+// holds reports whether a deviation of this signal must hold for two
+// observed bins to count at its size: a level (latency, CPU, memory,
+// throughput, load, call mix) that is back to normal the bin after is a
+// blip, not a changed state. Errors are sporadic and count as they come.
+func (s Signal) holds() bool {
+	switch s {
+	case SignalLatency, SignalTraceLat, SignalCPU, SignalMemory, SignalNetwork, SignalTraffic, SignalTraceOps:
+		return true
+	}
+	return false
 }
 
 // logEpisodes turns per-service template counts into episodes: a template
