@@ -552,7 +552,7 @@ func addLines(m *analysis.Miner, source string, lines []evidence.LogLine, fallba
 		if t.IsZero() {
 			continue
 		}
-		m.Add(t, source, l.Text)
+		m.Add(t, source, MiningText(l.Text))
 	}
 }
 

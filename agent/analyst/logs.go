@@ -712,6 +712,60 @@ func ReadableLine(line string) string {
 	return strings.Join(parts, " ")
 }
 
+// MiningText is the form of a log line the template miner reads. A JSON
+// line is flattened: its time, level and message first, then its other
+// fields as key=value in key order, string values unquoted. The miner
+// masks a quoted value as a whole, so a JSON line kept as it is loses its
+// level and message, and a warning folds into the template of the
+// service's access lines. Other lines are returned as they are.
+func MiningText(line string) string {
+	l := strings.TrimSpace(line)
+	if !strings.HasPrefix(l, "{") || !strings.HasSuffix(l, "}") {
+		return line
+	}
+	d := json.NewDecoder(strings.NewReader(l))
+	d.UseNumber()
+	var m map[string]any
+	if d.Decode(&m) != nil || len(m) == 0 {
+		return line
+	}
+	val := func(v any) string {
+		switch x := v.(type) {
+		case string:
+			return x
+		case json.Number:
+			return x.String()
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	var parts []string
+	used := map[string]bool{}
+	for _, group := range [][]string{{"ts", "time", "timestamp", "@timestamp"}, {"level", "severity", "lvl", "log.level"}, {"msg", "message"}} {
+		for _, k := range group {
+			if v, ok := m[k]; ok && !used[k] {
+				parts = append(parts, val(v))
+				used[k] = true
+				break
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return line
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if !used[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+val(m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
 var (
 	credExpiredRE = regexp.MustCompile(`(?i)(api[ _-]?key|token|credential|secret|password|key)[^.;]{0,40}\bexpired|expired[ _-]?(api[ _-]?key|token|credential|key)|ExpiredToken|token (has )?expired|key (has )?expired`)
 	credInvalidRE = regexp.MustCompile(`(?i)invalid[ _-]?(api[ _-]?key|token|credentials?|key)|(api[ _-]?key|token|credentials?) (is )?(invalid|revoked|not valid)|unauthori[sz]ed|authentication failed|InvalidClientTokenId|\b401\b|\b403\b`)

@@ -20,7 +20,7 @@ var holdoutFloors = map[string]int{
 	"holdout2": 12,
 	"holdout3": 12,
 	"holdout4": 11,
-	"holdout5": 11,
+	"holdout5": 12,
 	"holdout6": 12,
 	"holdout7": 12,
 	"holdout8": 12,
