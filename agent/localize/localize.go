@@ -7,8 +7,10 @@
 // its own reference — the bins before the symptom began — through robust
 // z-scores (median and MAD, as BARO does with median and IQR), with floors
 // per unit so that a move that is tiny in absolute terms (0.002 → 0.006
-// cores) does not count as a deviation. A latency must hold for two bins,
-// and a percentile weighs by the requests behind it. A log template is
+// cores) does not count as a deviation. A level (latency, CPU, throughput)
+// must hold for two bins, a series that routinely jumps for a bin or two is
+// judged against its earlier jumps, and a percentile weighs by the
+// requests behind it. A log template is
 // judged by its share of its service's lines, with the split between
 // before and since searched near the symptom (logs are often kept only
 // around an incident). For every signal the episode of deviation that is
@@ -247,6 +249,7 @@ func Rank(in Input) Result {
 		w.BaselineStart = w.Start.Add(-3 * w.End.Sub(w.Start))
 	}
 	g := newGrid(w)
+	g.entry = in.Entry
 	var res Result
 	// Pass 1: the symptom's onset from the entry's own signals, against
 	// the baseline window.
@@ -321,7 +324,8 @@ func Rank(in Input) Result {
 			// need not deviate in every bin to the end.
 			ep.active = !ep.lastAt.Before(ts.Add(-tol))
 		}
-		ep.factor, ep.note = timing(ep, ts, tol)
+		f, note := timing(ep, ts, tol)
+		ep.factor, ep.note = f, joinNote(note, ep.note)
 		switch {
 		case ep.s != nil && ep.s.Outbound:
 			// A client-side measure shows the callees more than the

@@ -321,6 +321,59 @@ func TestLevelsMustHold(t *testing.T) {
 	}
 }
 
+// TestRecurringExcursions: a series that routinely jumps for a bin or two
+// (three or more times in its reference) is judged against those jumps,
+// not against the quiet bins between them; one long earlier episode (an
+// earlier incident) does not make a series routinely noisy; the asked
+// service's own signals are the symptom whatever they did before.
+func TestRecurringExcursions(t *testing.T) {
+	spikes := func(at []int, v float64, then func(int) (float64, bool)) func(int) (float64, bool) {
+		return func(m int) (float64, bool) {
+			for _, a := range at {
+				if m == a {
+					return v, true
+				}
+			}
+			return then(m)
+		}
+	}
+	entry := entryLatency("ui")
+	entry.Points = wave(0.2, 0.01, spikes([]int{5, 12, 19, 26}, 1.5, from(37, 40, 1.5)))
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{
+		entry,
+		// spiky: 5 ms, jumping to 30 ms for a bin four times, now 33 ms.
+		{Service: "spiky", Metric: "latency_p50", Signal: SignalLatency, Unit: "s", Bad: Up,
+			Points: wave(0.005, 0.0002, spikes([]int{5, 12, 19, 26}, 0.030, from(37, 40, 0.033)))},
+		// again: the same level, but its earlier rise was one long episode.
+		{Service: "again", Metric: "latency_p50", Signal: SignalLatency, Unit: "s", Bad: Up,
+			Points: wave(0.005, 0.0002, func(m int) (float64, bool) {
+				if m >= 10 && m <= 16 || m >= 37 {
+					return 0.033, true
+				}
+				return 0, false
+			})},
+		// jumpy: a node's CPU that spikes twice as high as now, three times.
+		{Node: "n1", Metric: "node_cpu", Signal: SignalCPU, Unit: "%", Bad: Up,
+			Points: wave(13, 0.2, spikes([]int{4, 9, 15, 22, 27}, 29, from(37, 40, 24)))},
+	}})
+	if !res.EntryMoved || !res.SymptomOnset.Equal(onset) {
+		t.Fatalf("the entry's own latency is the symptom: moved %v at %v", res.EntryMoved, res.SymptomOnset)
+	}
+	got := map[string]Candidate{}
+	for _, c := range res.Candidates {
+		got[c.Subject] = c
+	}
+	if _, ok := got["spiky"]; ok {
+		t.Errorf("a jump like its routine ones ranked: %+v", got["spiky"])
+	}
+	if _, ok := got["n1"]; ok {
+		t.Errorf("a node spike lower than its routine ones ranked: %+v", got["n1"])
+	}
+	if _, ok := got["again"]; !ok {
+		t.Errorf("one earlier episode made a series routinely noisy: %+v", res.Candidates)
+	}
+}
+
 // TestVolumeWeights: a p90 over a handful of requests weighs less than one
 // over many; the pod's traffic series says how many.
 func TestVolumeWeights(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 // grid is the bin layout of a window.
 type grid struct {
+	entry string // the asked service
 	w     Window
 	start time.Time
 	n     int
@@ -194,6 +195,11 @@ func (g *grid) episodeOf(s *Series, refEnd int) *episode {
 			ep.peak, ep.peakVal = held, heldVal
 		}
 	}
+	if g.entry == "" || !strings.EqualFold(s.Service, g.entry) {
+		// The asked service's own signals are the symptom asked about,
+		// whatever it did before.
+		recurring(ep, vals, z, min(refEnd, on), sign, s.Unit, dev)
+	}
 	for i := len(vals) - 1; i >= 0; i-- {
 		if !math.IsNaN(vals[i]) {
 			ep.last = vals[i]
@@ -201,6 +207,55 @@ func (g *grid) episodeOf(s *Series, refEnd int) *episode {
 		}
 	}
 	return ep
+}
+
+// minExcursions is how many separate short excursions the reference must
+// hold for a series to count as one that makes them routinely: more than
+// the one or two an earlier incident leaves. maxExcursionBins is the
+// longest run of deviating bins that counts as a short excursion (a spike
+// that held no more than two bins); longer runs are episodes of their
+// own, an earlier incident's, and do not make a series routinely noisy.
+const (
+	minExcursions    = 3
+	maxExcursionBins = 2
+)
+
+// recurring judges an episode of a series that already made separate
+// excursions the same way in its reference (a periodic job's CPU, an
+// edge whose latency jumps whenever a batch runs) against those
+// excursions rather than against the quiet bins between them: its peak is
+// the robust z of its peak value among the earlier excursions' peaks
+// (median and MAD, with the unit's floors). A series that routinely jumps
+// to 30 ms is not newly slow at 35 ms, however quiet it is in between.
+func recurring(ep *episode, vals, z []float64, refEnd, sign int, unit string, dev func(i, sign int) bool) {
+	var peaks []float64
+	run, peak := 0, 0.0
+	for i := 0; i <= refEnd; i++ {
+		if i < refEnd && math.IsNaN(z[i]) {
+			continue
+		}
+		if i < refEnd && dev(i, sign) {
+			v := vals[i] * float64(sign)
+			if run == 0 || v > peak {
+				peak = v
+			}
+			run++
+			continue
+		}
+		if run > 0 && run <= maxExcursionBins {
+			peaks = append(peaks, peak)
+		}
+		run = 0
+	}
+	if len(peaks) < minExcursions {
+		return
+	}
+	med := analysis.Median(peaks)
+	scale := math.Max(1.4826*analysis.MAD(peaks), floor(unit, med))
+	if zr := (ep.peakVal*float64(sign) - med) / scale; zr < ep.peak {
+		ep.peak = math.Max(0, zr)
+		ep.note = joinNote(ep.note, fmt.Sprintf("judged against %d earlier excursions like it", len(peaks)))
+	}
 }
 
 // holds reports whether a deviation of this signal must hold for two
