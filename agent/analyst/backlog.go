@@ -15,10 +15,16 @@ import (
 // process records more slowly than they arrive (a slower handler, fewer
 // consumers, a surge of records).
 var backlogM = &mechanism{
-	kind:     KindBacklog,
-	class:    classCause,
-	label:    "consumer lag / backlog growing",
-	metrics:  DetectBacklog,
+	kind:    KindBacklog,
+	class:   classCause,
+	label:   "consumer lag / backlog growing",
+	metrics: DetectBacklog,
+	// The consumer of a queue (named after it: order-events-consumer of
+	// order-events) timing out, failing or slowing down is why the queue
+	// backs up: its findings are this backlog's.
+	related: func(h *Hypothesis, f *Finding) bool {
+		return consumerOf(f.Subject, h.Subject) && consumerFailure[f.Kind]
+	},
 	describe: func(h *Hypothesis, sc Scope) string { return describeBacklog(h) },
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		s := h.Subject
@@ -40,6 +46,21 @@ func describeBacklog(h *Hypothesis) string {
 		subj = on
 	}
 	d := fmt.Sprintf("the %s of %s grows steadily from %s to %s: the consumers fall behind (backlog)", what, subj, orDash(h.fact("baseline")), orDash(h.fact("peak")))
+	said := map[Kind]bool{}
+	for _, f := range h.Support {
+		if !consumerOf(f.Subject, h.Subject) || said[f.Kind] {
+			continue
+		}
+		said[f.Kind] = true
+		switch f.Kind {
+		case KindTimeout:
+			d += fmt.Sprintf("; its consumer %s times out: %s", f.Subject, quote(ReadableLine(f.fact("line")), 160))
+		case KindSlowOperation:
+			d += fmt.Sprintf("; the consumer's log reports the slow call it waits for: %s", quote(ReadableLine(f.fact("line")), 160))
+		case KindLatency, KindErrorRate:
+			d += "; " + f.Summary
+		}
+	}
 	for _, f := range h.Support {
 		if f.Kind == KindConsumerStall {
 			d += fmt.Sprintf("; the consumer's poll loop is too slow (poll timeout, max.poll.interval.ms exceeded, rebalancing): %s", quote(ReadableLine(f.fact("line")), 200))
@@ -47,6 +68,26 @@ func describeBacklog(h *Hypothesis) string {
 		}
 	}
 	return d
+}
+
+// consumerFailure are the kinds of a consumer's failure that back up its
+// queue.
+var consumerFailure = map[Kind]bool{KindTimeout: true, KindSlowOperation: true, KindLatency: true, KindErrorRate: true, KindAppCrash: true, KindCrashLoop: true}
+
+// consumerOf reports whether subject is named as a consumer of queue
+// ("order-events-consumer", "order-events-worker" of "order-events"),
+// not its dead-letter queue.
+func consumerOf(subject, queue string) bool {
+	rest, ok := strings.CutPrefix(strings.ToLower(subject), strings.ToLower(queue)+"-")
+	if !ok || queue == "" {
+		return false
+	}
+	for _, w := range []string{"consumer", "worker", "processor", "handler", "subscriber", "listener", "reader"} {
+		if strings.Contains(rest, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // isBacklogMetric reports whether a metric measures work waiting to be

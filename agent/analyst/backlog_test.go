@@ -29,3 +29,45 @@ func TestBacklog(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklogConsumer: a queue's consumer (named after it) timing out or
+// slowing down is why the queue backs up; the backlog's description
+// follows that hop. The dead-letter queue and unrelated services are not
+// consumers.
+func TestBacklogConsumer(t *testing.T) {
+	for _, c := range []struct {
+		subject, queue string
+		want           bool
+	}{
+		{"order-events-consumer", "order-events", true},
+		{"invoices-worker", "invoices", true},
+		{"order-events-dlq", "order-events", false},
+		{"order-events", "order-events", false},
+		{"orders-api", "order-events", false},
+		{"thumbnail-gen", "order-events", false},
+	} {
+		if got := consumerOf(c.subject, c.queue); got != c.want {
+			t.Errorf("consumerOf(%q, %q) = %v, want %v", c.subject, c.queue, got, c.want)
+		}
+	}
+	h := &Hypothesis{Kind: KindBacklog, Subject: "order-events", Primary: []*Finding{{Kind: KindBacklog, Subject: "order-events",
+		Facts: map[string]string{"what": "queue backlog", "baseline": "13", "peak": "10101"}}}}
+	timeout := &Finding{Kind: KindTimeout, Subject: "order-events-consumer", Facts: map[string]string{"line": "2026-04-27T21:32:51.931Z 97d9154a-4b3c-40de-959c-1f388beb0d89 Task timed out after 30.03 seconds"}}
+	slow := &Finding{Kind: KindSlowOperation, Subject: "order-events-consumer", Facts: map[string]string{"line": "2026-04-27T21:33:22.750Z\t1a7d13a7-41ca-4ec8-b434-6138a2670e0b\tWARN\tfulfillment API slow: 8158ms (p50 budget 500ms)"}}
+	dlq := &Finding{Kind: KindSaturation, Subject: "order-events-dlq"}
+	for _, f := range []*Finding{timeout, slow} {
+		if !backlogM.related(h, f) {
+			t.Errorf("%s of %s not related to the backlog", f.Kind, f.Subject)
+		}
+	}
+	if backlogM.related(h, dlq) {
+		t.Errorf("the dead-letter queue related to the backlog")
+	}
+	h.Support = []*Finding{timeout, slow}
+	d := describe(h, Scope{})
+	for _, s := range []string{"its consumer order-events-consumer times out", "Task timed out after 30.03 seconds", "slow call it waits for", "fulfillment API slow: 8158ms"} {
+		if !strings.Contains(d, s) {
+			t.Errorf("description %q lacks %q", d, s)
+		}
+	}
+}

@@ -45,7 +45,7 @@ var slowOperation = &mechanism{
 var (
 	// Durations log lines report: "completed in 10.01 seconds", "took
 	// 2300ms", "duration=2.5s", "elapsed: 1.2 s", "in 812 ms".
-	durationRE   = regexp.MustCompile(`(?i)(?:\b(?:in|took|took:|duration[=:]?|elapsed[=:]?|latency[=:]?|time[=:]|after)|\bslow [\w -]+:)\s*"?(\d+(?:\.\d+)?)\s*(ms|msec|milliseconds?|s|sec|secs|seconds?|µs|us|microseconds?|m|min|minutes?)\b`)
+	durationRE   = regexp.MustCompile(`(?i)(?:\b(?:in|took|took:|duration[=:]?|elapsed[=:]?|latency[=:]?|time[=:]|after)|\bslow(?: [\w -]+)?:)\s*"?(\d+(?:\.\d+)?)\s*(ms|msec|milliseconds?|s|sec|secs|seconds?|µs|us|microseconds?|m|min|minutes?)\b`)
 	latencyAskRE = regexp.MustCompile(`(?i)\b(slow|latenc|takes? (?:too )?long|took|duration|seconds|response time|timing|sluggish|delay)`)
 	opWordRE     = regexp.MustCompile(`(?i)\b([a-z][\w-]*(?: [a-z][\w-]*)?) (?:call|query|request|job|operation|batch|sync|export|render|upload|download)s?\b|\b(?:call|query|request|operation) (?:to )?([\w.-]+)`)
 )
@@ -82,16 +82,28 @@ const slowBar = 1.0
 // longest time, when it is at least slowBar and several times what other
 // lines of the same template report.
 func detectLoggedDurations(ev *Gathered, _ []Finding) []Finding {
-	if !latencyAskRE.MatchString(ev.Scope.Message + " " + ev.Scope.Hint + " " + ev.Scope.Alert) {
-		return nil
-	}
+	asked := latencyAskRE.MatchString(ev.Scope.Message + " " + ev.Scope.Hint + " " + ev.Scope.Alert)
 	var out []Finding
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
+		// A service whose calls time out: the slow call its log reports
+		// is what it waits for, asked about or not (its own timeout lines
+		// are the symptom, not the slow call).
+		timesOut := false
+		if !asked {
+			for _, t := range set.Templates {
+				if t.Incident > 0 && t.Baseline == 0 && timeoutM.lines.MatchString(t.Example) {
+					timesOut = true
+				}
+			}
+			if !timesOut {
+				continue
+			}
+		}
 		var best *Finding
 		bestMax := 0.0
 		for _, t := range set.Templates {
-			if t.Incident == 0 {
+			if t.Incident == 0 || timesOut && (timeoutM.lines.MatchString(t.Example) || !strings.Contains(strings.ToLower(t.Example), "slow")) {
 				continue
 			}
 			hi, okE := lineDuration(t.Example)

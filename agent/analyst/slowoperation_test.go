@@ -55,3 +55,36 @@ func TestLoggedDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestLoggedDurationsOfTimingOut: a service whose calls time out has the
+// slow call its log reports read even when the question does not ask about
+// latency; its own timeout lines are not that call.
+func TestLoggedDurationsOfTimingOut(t *testing.T) {
+	t0 := time.Date(2026, 4, 27, 21, 30, 0, 0, time.UTC)
+	timedOut := analysis.LogTemplate{Example: "2026-04-27T21:32:51.931Z 97d9154a-4b3c-40de-959c-1f388beb0d89 Task timed out after 30.03 seconds", Incident: 23, FirstIncident: t0}
+	slowCall := analysis.LogTemplate{Example: "2026-04-27T21:33:22.750Z\t1a7d13a7-41ca-4ec8-b434-6138a2670e0b\tWARN\tfulfillment API slow: 8158ms (p50 budget 500ms)", Incident: 6, FirstIncident: t0.Add(3 * time.Minute)}
+	access := analysis.LogTemplate{Example: "2026-04-27T20:55:00.152Z\t2fdaccc3-c713-4eb0-8cc0-bb3a870e2a37\tINFO\tPOST https://fulfillment.internal.acme.io/v1/shipments order_id=27968184 status=201 took 152ms", Incident: 900, Baseline: 570}
+	q := "Order events are backing up in SQS. Lambda order-events-consumer is erroring. Why?"
+	for _, c := range []struct {
+		name string
+		ts   []analysis.LogTemplate
+		want string // the line read, "" for none
+	}{
+		{"times out and logs a slow call", []analysis.LogTemplate{access, timedOut, slowCall}, slowCall.Example},
+		{"times out, no slow call logged", []analysis.LogTemplate{access, timedOut}, ""},
+		{"slow call, no timeouts", []analysis.LogTemplate{access, slowCall}, ""},
+	} {
+		set := LogSet{Source: "/aws/lambda/order-events-consumer", Subject: "order-events-consumer", Origin: SrcCloudWatch, HasBaseline: true, Templates: c.ts}
+		fs := detectLoggedDurations(&Gathered{Logs: []LogSet{set}, Scope: Scope{Message: q}}, nil)
+		got := ""
+		if len(fs) == 1 {
+			got = fs[0].fact("line")
+		}
+		if len(fs) > 1 || got != c.want {
+			t.Errorf("%s: findings %+v, want line %q", c.name, fs, c.want)
+		}
+	}
+	if d, ok := lineDuration(slowCall.Example); !ok || d != 8.158 {
+		t.Errorf("lineDuration(slow call) = %v, %v", d, ok)
+	}
+}

@@ -19,7 +19,7 @@ var holdoutFloors = map[string]int{
 	"holdout":  12,
 	"holdout2": 12,
 	"holdout3": 12,
-	"holdout4": 11,
+	"holdout4": 12,
 	"holdout5": 12,
 	"holdout6": 12,
 	"holdout7": 12,
