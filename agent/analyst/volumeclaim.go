@@ -39,7 +39,10 @@ var volumeClaim = &mechanism{
 		if h.fact("real") == "" {
 			return fmt.Sprintf("the %s alert on %s is not borne out: it is %s full (%s of %s) and %s", alert, target, h.fact("used_pct"), h.fact("used"), h.fact("capacity"), orWord(h.fact("trend"), "not growing"))
 		}
-		d := fmt.Sprintf("the %s alert on %s is real: it is %s full (%s of %s), growing %s, full %s", alert, target, h.fact("used_pct"), h.fact("used"), h.fact("capacity"), orWord(h.fact("rate"), "steadily"), orWord(h.fact("full_in"), "soon"))
+		d := fmt.Sprintf("the %s alert on %s is real: it is %s full (%s of %s)", alert, target, h.fact("used_pct"), h.fact("used"), h.fact("capacity"))
+		if h.fact("growing") != "" {
+			d += fmt.Sprintf(", growing %s, full %s", orWord(h.fact("rate"), "steadily"), orWord(h.fact("full_in"), "soon"))
+		}
 		if g := h.fact("grower"); g != "" {
 			d += fmt.Sprintf("; what grows on it is %s of %s (%s, %s of the volume's growth)", g, orWord(h.fact("pod"), h.Subject), h.fact("grower_rate"), h.fact("grower_share"))
 		}
@@ -209,6 +212,9 @@ func detectVolumeClaim(ev *Gathered, _ []Finding) []Finding {
 		return []Finding{f}
 	}
 	f.setFact("real", "true")
+	if growing {
+		f.setFact("growing", "true")
+	}
 	// What grows on it: the byte-sized series of the pod on the claim
 	// whose growth is the largest share of the volume's.
 	if growing {
@@ -238,6 +244,9 @@ func detectVolumeClaim(ev *Gathered, _ []Finding) []Finding {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s of %s grows %s, %s of the volume's growth", best, orWord(pod, subject), f.fact("grower_rate"), f.fact("grower_share")))
 		}
 	}
-	f.Summary = fmt.Sprintf("volume %s is %s full and filling (full %s): the alert is real", claim, f.fact("used_pct"), orWord(f.fact("full_in"), "soon"))
+	f.Summary = fmt.Sprintf("volume %s is %s full: the alert is real", claim, f.fact("used_pct"))
+	if growing {
+		f.Summary = fmt.Sprintf("volume %s is %s full and filling (full %s): the alert is real", claim, f.fact("used_pct"), orWord(f.fact("full_in"), "soon"))
+	}
 	return []Finding{f}
 }

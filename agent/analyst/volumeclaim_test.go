@@ -43,6 +43,10 @@ func TestVolumeClaim(t *testing.T) {
 			series("kubelet_volume_stats_capacity_bytes", kubelet, 100*gi, 0),
 			series("kubelet_volume_stats_available_bytes", kubelet, 60*gi, 0)},
 			[]string{"not borne out", "40% full"}},
+		{"full but flat", []MetricSet{
+			series("kubelet_volume_stats_capacity_bytes", kubelet, 100*gi, 0),
+			series("kubelet_volume_stats_used_bytes", kubelet, 92*gi, 0)},
+			[]string{"is real", "92% full (92.0 GiB of 100.0 GiB)."}},
 		{"no volume series", []MetricSet{series("elasticsearch_indices_store_size_bytes", pod, 70*gi, 0.05*gi)}, nil},
 	}
 	for _, c := range cases {
