@@ -20,6 +20,12 @@ import (
 // run answers calls itself.
 type fakeK8s struct{ evidence.Kubernetes }
 
+// Objects answers that no object of any kind is held: the engine's tool
+// calls carry these tests' evidence.
+func (fakeK8s) Objects(context.Context, string, string, string) ([]evidence.KubeObject, error) {
+	return nil, nil
+}
+
 // fakeRun answers tool calls from canned results, within a toolkit, and
 // records the calls in one shared list (as the runtime's tools_used).
 type fakeRun struct {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rootcause/rootcause/agent/analysis"
@@ -176,6 +177,15 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		if out, ok := g.call(ctx, sp, "list_pods", map[string]any{"namespace": ns}); ok {
 			g.k8s.Pods, _ = as[[]corev1.Pod](out)
 			g.haveK8s["list_pods"] = true
+		}
+	}
+	if !g.haveK8s["jobs"] && g.src != nil && g.src.Kubernetes != nil {
+		// Job objects carry their own outcome (condition Failed or
+		// Complete) however long ago they ran; no toolkit of the planner's
+		// specialists lists them, so they are read from the source.
+		g.haveK8s["jobs"] = true
+		if jobs, err := evidence.List[batchv1.Job](ctx, g.src.Kubernetes, ns, ""); err == nil {
+			g.k8s.Jobs = jobs
 		}
 	}
 	if !g.haveK8s["get_events"] {

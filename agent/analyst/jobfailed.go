@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -114,9 +115,11 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 		created   time.Time
 		failed    []*corev1.Pod
 		succeeded bool
-		reason    string
-		message   string
-		at        time.Time
+		// statusFailed: the Job object's own condition Failed is true.
+		statusFailed bool
+		reason       string
+		message      string
+		at           time.Time
 	}
 	jobs := map[string]*job{}
 	get := func(ns, name string) *job {
@@ -127,6 +130,29 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 		return jobs[key]
 	}
 	var jobNames []string
+	for i := range k.Jobs {
+		o := &k.Jobs[i]
+		jobNames = append(jobNames, o.Name)
+		j := get(o.Namespace, o.Name)
+		j.created = earliest(j.created, o.CreationTimestamp.Time)
+		if o.Status.StartTime != nil {
+			j.created = earliest(j.created, o.Status.StartTime.Time)
+		}
+		for _, c := range o.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				continue
+			}
+			switch c.Type {
+			case batchv1.JobFailed:
+				j.statusFailed = true
+				if j.reason == "" {
+					j.reason, j.message, j.at = c.Reason, c.Message, c.LastTransitionTime.Time
+				}
+			case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+				j.succeeded = true
+			}
+		}
+	}
 	for i := range k.Events {
 		if e := &k.Events[i]; e.InvolvedObject.Kind == "Job" {
 			jobNames = append(jobNames, e.InvolvedObject.Name)
@@ -185,7 +211,7 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 	var out []Finding
 	for _, key := range keys {
 		j := jobs[key]
-		if j.succeeded || len(j.failed) == 0 && j.reason == "" {
+		if j.succeeded || len(j.failed) == 0 && j.reason == "" && !j.statusFailed {
 			continue
 		}
 		cj := cronJobOf(j.name)
@@ -278,6 +304,32 @@ func useLog(f *Finding, lines []string, source string) {
 	}
 	f.Weight = 0.95
 	f.Evidence = append(f.Evidence, fmt.Sprintf("log of %s: %s", source, quote(ReadableLine(line), 240)))
+	if dep := errorComponent(line); dep != "" {
+		f.setFact("error_component", dep)
+	}
+}
+
+// errorPrefixRE reads the component a wrapped error names first, as Go
+// programs and most clients write their errors ("paystream: 429 Too Many
+// Requests", "ledger-api: 503 Service Unavailable"): a short name, a colon,
+// then an HTTP status the component answered.
+var errorPrefixRE = regexp.MustCompile(`(?:\berr(?:or)?="?|\berror: )([a-z][a-z0-9-]{2,40}): (?:HTTP |status |code )?([45]\d\d)\b`)
+
+// errorWords are prefixes that name an operation or a protocol, not a
+// component.
+var errorWords = map[string]bool{"error": true, "failed": true, "dial": true, "read": true, "write": true, "get": true, "post": true,
+	"put": true, "delete": true, "patch": true, "http": true, "https": true, "rpc": true, "grpc": true, "tcp": true, "status": true,
+	"request": true, "response": true, "code": true, "context": true, "unexpected": true}
+
+// errorComponent names the component a Job's failing line says answered
+// it with an HTTP error status ("" for none): the external API or service
+// the run depends on, an affected system of its own.
+func errorComponent(line string) string {
+	m := errorPrefixRE.FindStringSubmatch(line)
+	if m == nil || errorWords[m[1]] {
+		return ""
+	}
+	return m[1]
 }
 
 // podExitedWithError reports whether a pod's containers all stopped and

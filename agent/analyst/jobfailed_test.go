@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -131,5 +132,53 @@ func TestJobCauseLine(t *testing.T) {
 	fs := detectFailedJobs(k, logs)
 	if len(fs) != 1 || !strings.Contains(fs[0].fact("line"), "SlowDown") {
 		t.Fatalf("findings %+v, want the Job with the SlowDown line", fs)
+	}
+}
+
+// TestFailedJobFromItsStatus: a Job known only as an object whose
+// condition says Failed (a `kubectl get jobs` row, a describe page) is a
+// failed run however long ago it ran, its pods' log gives the line, and a
+// Job whose condition says Complete is not; the component the line's
+// error names as answering with an HTTP error status is kept.
+func TestFailedJobFromItsStatus(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
+	job := func(name string, created time.Time, ct batchv1.JobConditionType, reason string) batchv1.Job {
+		return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fin", CreationTimestamp: metav1.NewTime(created)},
+			Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: ct, Status: corev1.ConditionTrue, Reason: reason}}}}
+	}
+	logs := []LogSet{logSet("payout-sync-29920440", false,
+		`time=2026-11-21T02:08:03.952Z level=WARN msg="request throttled" page=41 status=429 retry_after=60`,
+		`time=2026-11-21T02:10:05.107Z level=ERROR msg="giving up on page" page=41 attempts=3 error="settleco: 429 Too Many Requests: rate limit exceeded"`)}
+	k := K8sEvidence{Jobs: []batchv1.Job{
+		job("payout-sync-29919000", t0.Add(-24*time.Hour), batchv1.JobComplete, ""),
+		job("payout-sync-29920440", t0, batchv1.JobFailed, "BackoffLimitExceeded"),
+		job("ledger-export-29920410", t0.Add(-30*time.Minute), batchv1.JobComplete, ""),
+	}}
+	fs := detectFailedJobs(k, logs)
+	if len(fs) != 1 || fs[0].fact("job") != "payout-sync-29920440" || fs[0].fact("reason") != "BackoffLimitExceeded" {
+		t.Fatalf("findings %+v, want the failed payout-sync run only", fs)
+	}
+	if !strings.Contains(fs[0].fact("line"), "429") || fs[0].fact("error_component") != "settleco" {
+		t.Errorf("line %q dependency %q, want the 429 line and settleco", fs[0].fact("line"), fs[0].fact("error_component"))
+	}
+	// A later successful run of the same CronJob supersedes the failure.
+	k.Jobs = append(k.Jobs, job("payout-sync-29921880", t0.Add(24*time.Hour), batchv1.JobComplete, ""))
+	if fs := detectFailedJobs(k, logs); len(fs) != 0 {
+		t.Errorf("findings %+v after a later success, want none", fs)
+	}
+}
+
+func TestErrorComponent(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{`level=ERROR msg="giving up" error="paystream: 429 Too Many Requests: {...}"`, "paystream"},
+		{`level=error msg="upload failed" err="ledger-api: HTTP 503 Service Unavailable"`, "ledger-api"},
+		{`ERROR sync aborted: error: billing-gw: status 502 bad gateway`, "billing-gw"},
+		{`level=error error="dial tcp 10.0.0.4:443: connect: connection refused"`, ""},
+		{`level=error error="post: 500 Internal Server Error"`, ""},
+		{`level=error msg="payment declined" code=402`, ""},
+	} {
+		if got := errorComponent(c.line); got != c.want {
+			t.Errorf("errorComponent(%q) = %q, want %q", c.line, got, c.want)
+		}
 	}
 }

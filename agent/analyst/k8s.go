@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -38,6 +39,10 @@ type K8sEvidence struct {
 	// call by their cluster names (for their ports only).
 	CalledServices []ServiceState
 	Nodes          []corev1.Node
+	// Jobs are the namespace's Job objects, whose status says whether a
+	// run failed even when its pods and events are gone or older than the
+	// window.
+	Jobs []batchv1.Job
 	// Autoscalers are the HPAs of the workloads whose pods were described.
 	Autoscalers []autoscalingv2.HorizontalPodAutoscaler
 	// PreviousLogs holds the last lines of crashed containers, keyed

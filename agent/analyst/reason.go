@@ -953,6 +953,11 @@ func affected(w *Hypothesis, sc Scope) []string {
 		if i := f.fact("db_instance"); i != "" && !slices.Contains(out, i) {
 			out = append(out, i)
 		}
+		// The component a failing run's error names as answering it with
+		// an error status (an external API): a system in its own right.
+		if d := f.fact("error_component"); d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
 	}
 	if len(out) > 10 {
 		out = out[:10]
