@@ -450,21 +450,11 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 		return 0, false
 	}
 	below := func(svc string, need, d float64, errs bool) string {
-		seen := map[string]bool{svc: true}
-		queue := []string{svc}
-		for len(queue) > 0 {
-			c := queue[0]
-			queue = queue[1:]
-			for _, n := range callees[c] {
-				if seen[n] {
-					continue
-				}
-				seen[n] = true
-				if _, ok := explains(string(LevelService)+"/"+n, need, d, errs); ok {
-					return n
-				}
-				queue = append(queue, n)
-			}
+		if n := nearest(callees, svc, func(n string) bool {
+			_, ok := explains(string(LevelService)+"/"+n, need, d, errs)
+			return ok
+		}); n != "" {
+			return n
 		}
 		if len(edges) == 0 && strings.EqualFold(svc, entry) {
 			keys := map[string]bool{}
@@ -644,26 +634,14 @@ func explainNewPaths(eps []*episode, edges []Edge, tol time.Duration) {
 			continue
 		}
 		need := 0.5 * magnitude(ep.peak)
-		seen := map[string]bool{ep.subject: true}
-		queue := []string{ep.subject}
-		found := ""
-		for len(queue) > 0 && found == "" {
-			c := queue[0]
-			queue = queue[1:]
-			for _, up := range callers[c] {
-				if seen[up] {
-					continue
+		found := nearest(callers, ep.subject, func(up string) bool {
+			for _, ch := range own[up] {
+				if d := ch.onset.Sub(ep.onset); ch.m >= need && d <= tol && d >= -tol {
+					return true
 				}
-				seen[up] = true
-				for _, ch := range own[up] {
-					if d := ch.onset.Sub(ep.onset); ch.m >= need && d <= tol && d >= -tol {
-						found = up
-						break
-					}
-				}
-				queue = append(queue, up)
 			}
-		}
+			return false
+		})
 		if found != "" {
 			ep.factor *= 0.3
 			ep.note = joinNote(ep.note, "follows a change at "+found+", which calls it")
@@ -781,3 +759,25 @@ func magnitude(z float64) float64 {
 }
 
 func hm(t time.Time) string { return t.UTC().Format("15:04") }
+
+// nearest walks graph breadth-first from start (start itself excluded)
+// and returns the first service for which match holds, or "".
+func nearest(graph map[string][]string, start string, match func(string) bool) string {
+	seen := map[string]bool{start: true}
+	queue := []string{start}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		for _, n := range graph[c] {
+			if seen[n] {
+				continue
+			}
+			seen[n] = true
+			if match(n) {
+				return n
+			}
+			queue = append(queue, n)
+		}
+	}
+	return ""
+}

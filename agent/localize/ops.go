@@ -148,26 +148,14 @@ func explainByCalleeOps(eps []*episode, edges []Edge, tol time.Duration) {
 			continue
 		}
 		need := 0.5 * magnitude(ep.peak)
-		seen := map[string]bool{ep.subject: true}
-		queue := []string{ep.subject}
-		found := ""
-		for len(queue) > 0 && found == "" {
-			c := queue[0]
-			queue = queue[1:]
-			for _, down := range callees[c] {
-				if seen[down] {
-					continue
+		found := nearest(callees, ep.subject, func(down string) bool {
+			for _, o := range best[down] {
+				if d := o.onset.Sub(ep.onset); magnitude(o.peak) >= need && d <= tol && d >= -tol {
+					return true
 				}
-				seen[down] = true
-				for _, o := range best[down] {
-					if d := o.onset.Sub(ep.onset); magnitude(o.peak) >= need && d <= tol && d >= -tol {
-						found = down
-						break
-					}
-				}
-				queue = append(queue, down)
 			}
-		}
+			return false
+		})
 		if found != "" {
 			ep.factor *= 0.3
 			ep.note = joinNote(ep.note, "follows a change at "+found+", which it calls")
