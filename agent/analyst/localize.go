@@ -37,9 +37,6 @@ const (
 	// locMaxLogWorkloads bounds the workloads whose logs localization
 	// reads beyond those the log gatherer read.
 	locMaxLogWorkloads = 100
-	// locMinVisits is the fewest visits of a service in a bin for its
-	// span self time there to count.
-	locMinVisits = 5
 )
 
 // localize ranks every service and node by when and how much its own
@@ -325,11 +322,6 @@ func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist, join *sp
 	return out
 }
 
-// errorHandlerSpan matches spans of a framework's error path (Spring's
-// BasicErrorController.error, an "error" handler): where a tracer records no
-// status, a request that failed still shows as such a span.
-var errorHandlerSpan = regexp.MustCompile(`(?i)(^|[.:/ ])error$|errorcontroller|errorhandler|exceptionhandler`)
-
 // localizeTraces builds the service call graph of every bin of the window
 // from the spans (one scan) and returns, per service, its exclusive (self)
 // time p90 and its share of error spans per bin, per call edge the calls
@@ -353,7 +345,7 @@ func (g *gatherer) localizeTraces(ctx context.Context, w localize.Window, join *
 	isErrName := func(name string) bool {
 		v, ok := errName[name]
 		if !ok {
-			v = errorHandlerSpan.MatchString(name)
+			v = localize.ErrorHandlerSpan(name)
 			if len(errName) < 10000 {
 				errName[strings.Clone(name)] = v
 			}
@@ -375,56 +367,7 @@ func (g *gatherer) localizeTraces(ctx context.Context, w localize.Window, join *
 		g.gap("traces", err)
 		return nil, nil
 	}
-	type key struct{ svc, metric, caller string }
-	series := map[key]*localize.Series{}
-	var order []key
-	add := func(k key, sig localize.Signal, unit string, bad localize.Direction, t time.Time, v float64) {
-		s := series[k]
-		if s == nil {
-			s = &localize.Series{Service: k.svc, Caller: k.caller, Metric: k.metric, Signal: sig, Unit: unit, Bad: bad}
-			series[k] = s
-			order = append(order, k)
-		}
-		s.Points = append(s.Points, evidence.Point{T: t, V: v})
-	}
-	edgeSeen := map[localize.Edge]bool{}
-	var edges []localize.Edge
-	for _, gr := range b.Graphs() {
-		t := gr.Window.Start
-		for _, st := range gr.Services {
-			if st.Requests == 0 {
-				continue
-			}
-			// A p90 of a handful of visits is noise, not a level.
-			if st.Requests >= locMinVisits {
-				add(key{st.Service, "span self time p90", ""}, localize.SignalTraceLat, "s", localize.Up, t, st.SelfTime.P90.Seconds())
-			}
-			// The share of requests with an error span, as the lower
-			// bound of its 95% Wilson interval: one failed request of one
-			// is not a service failing every request.
-			add(key{st.Service, "error spans per request (lower bound)", ""}, localize.SignalTraceErr, "ratio", localize.Up, t, localize.WilsonLower(st.ErrorSpans, st.Requests))
-			if strings.EqualFold(st.Service, g.sc.Service) {
-				add(key{st.Service, "request duration p90 (traces)", ""}, localize.SignalLatency, "s", localize.Up, t, st.Duration.P90.Seconds())
-			}
-		}
-		for _, e := range gr.Edges {
-			if e.Caller == "" || e.Callee == "" || e.Caller == e.Callee {
-				continue
-			}
-			if le := (localize.Edge{Caller: e.Caller, Callee: e.Callee}); !edgeSeen[le] {
-				edgeSeen[le] = true
-				edges = append(edges, le)
-			}
-			if gr.Traces > 0 {
-				add(key{e.Caller, "calls to " + e.Callee + " per trace", ""}, localize.SignalTraceOps, "", localize.Both, t, float64(e.Calls)/float64(gr.Traces))
-			}
-		}
-	}
-	out := make([]localize.Series, 0, len(order))
-	for _, k := range order {
-		out = append(out, *series[k])
-	}
-	return out, edges
+	return localize.TraceSeries(b.Graphs(), g.sc.Service)
 }
 
 // locMetric says how a metric name is read for localization.
@@ -986,7 +929,7 @@ func (j *spanJoin) opEvents() []localize.OpEvent {
 			if svc != op[0] {
 				e.Event = svc + " " + name
 			}
-			e.Error = errorHandlerSpan.MatchString(name)
+			e.Error = localize.ErrorHandlerSpan(name)
 		} else {
 			e.Event, e.Log, e.Error = ev, true, analysis.ErrorLike(ev)
 		}

@@ -22,7 +22,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -234,13 +233,6 @@ func logInput(ctx context.Context, logs evidence.Logs) ([]localize.LogTemplate, 
 	return out, lines, first
 }
 
-// errorHandlerSpan and minVisits are the analyst's (agent/analyst,
-// localizeTraces): a span of a framework's error path counts as an error;
-// a p90 of fewer visits is not a level.
-var errorHandlerSpan = regexp.MustCompile(`(?i)(^|[.:/ ])error$|errorcontroller|errorhandler|exceptionhandler`)
-
-const minVisits = 5
-
 // traceInput scans the spans of the window once into the service graph of
 // every minute and returns, per service, its exclusive time p90 and error
 // share per minute, the entry's request duration p90, per call edge the
@@ -254,7 +246,7 @@ func traceInput(ctx context.Context, tr evidence.Traces) ([]localize.Series, []l
 	n := 0
 	err := tr.ScanSpans(ctx, win.BaselineStart, win.End, func(s *evidence.Span) error {
 		n++
-		if !s.Error && errorHandlerSpan.MatchString(s.Name) {
+		if !s.Error && localize.ErrorHandlerSpan(s.Name) {
 			c := *s
 			c.Error = true
 			bld.Add(&c)
@@ -266,52 +258,8 @@ func traceInput(ctx context.Context, tr evidence.Traces) ([]localize.Series, []l
 	if err != nil {
 		return nil, nil, n, err
 	}
-	type key struct{ svc, metric string }
-	series := map[key]*localize.Series{}
-	var order []key
-	add := func(k key, sig localize.Signal, unit string, bad localize.Direction, t time.Time, v float64) {
-		s := series[k]
-		if s == nil {
-			s = &localize.Series{Service: k.svc, Metric: k.metric, Signal: sig, Unit: unit, Bad: bad}
-			series[k] = s
-			order = append(order, k)
-		}
-		s.Points = append(s.Points, evidence.Point{T: t, V: v})
-	}
-	seen := map[localize.Edge]bool{}
-	var edges []localize.Edge
-	for _, g := range bld.Graphs() {
-		t := g.Window.Start
-		for _, st := range g.Services {
-			if st.Requests == 0 {
-				continue
-			}
-			if st.Requests >= minVisits {
-				add(key{st.Service, "span self time p90"}, localize.SignalTraceLat, "s", localize.Up, t, st.SelfTime.P90.Seconds())
-			}
-			add(key{st.Service, "error spans per request (lower bound)"}, localize.SignalTraceErr, "ratio", localize.Up, t, localize.WilsonLower(st.ErrorSpans, st.Requests))
-			if st.Service == entry {
-				add(key{st.Service, "request duration p90 (traces)"}, localize.SignalLatency, "s", localize.Up, t, st.Duration.P90.Seconds())
-			}
-		}
-		for _, e := range g.Edges {
-			if e.Caller == "" || e.Callee == "" || e.Caller == e.Callee {
-				continue
-			}
-			if le := (localize.Edge{Caller: e.Caller, Callee: e.Callee}); !seen[le] {
-				seen[le] = true
-				edges = append(edges, le)
-			}
-			if g.Traces > 0 {
-				add(key{e.Caller, "calls to " + e.Callee + " per trace"}, localize.SignalTraceOps, "", localize.Both, t, float64(e.Calls)/float64(g.Traces))
-			}
-		}
-	}
-	out := make([]localize.Series, 0, len(order))
-	for _, k := range order {
-		out = append(out, *series[k])
-	}
-	return out, edges, n, nil
+	series, edges := localize.TraceSeries(bld.Graphs(), entry)
+	return series, edges, n, nil
 }
 
 func svcName(i int) string { return fmt.Sprintf("svc-%02d", i) }
