@@ -223,6 +223,11 @@ func GroupBatch(lines []string) []int {
 // (rdd_<NUM>_<NUM>); or one whose value part (after the last '=') is at
 // least 30% digits, masked values counting as one digit. HTTP status codes
 // are words: Tokens keeps them because they tell lines apart.
+// ValueLike reports whether a token reads as a value rather than a word,
+// by the batch pass's rule (see valueLike): a number with a unit, a host
+// name, an identifier with a numeric part, or a token at least 30% digits.
+func ValueLike(t string) bool { return valueLike(t) }
+
 func valueLike(t string) bool {
 	if k := strings.LastIndexByte(t, '='); k >= 0 {
 		t = t[k+1:]

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/analysis/tracegraph"
@@ -99,9 +100,12 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 	// symptom (latency, errors, saturation) of a subject whose deviation
 	// began well before the symptom, or was over by then, is an earlier
 	// episode's tail and weighs half.
-	examined := map[string]bool{}
+	examined, nodes := map[string]bool{}, map[string]bool{}
 	for _, s := range in.Metrics {
 		examined[strings.ToLower(s.Service)] = true
+		if s.Service == "" && s.Node != "" {
+			nodes[strings.ToLower(s.Node)] = true
+		}
 	}
 	for _, l := range in.Logs {
 		examined[strings.ToLower(l.Service)] = true
@@ -125,7 +129,10 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		case ok && (c.Timing == localize.TimingBefore || c.Timing == localize.TimingEnded):
 			f.Weight *= 0.5
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: its deviation began at %s, %s (%s)", f.Subject, c.Onset.UTC().Format("15:04"), c.Timing, hm(res.SymptomOnset)))
-		case !ok && len(res.Candidates) > 0 && examined[strings.ToLower(f.Subject)]:
+		case !ok && len(res.Candidates) > 0 && (examined[strings.ToLower(f.Subject)] || nodes[strings.ToLower(f.Subject)]):
+			// A node's own series too: a node whose CPU localization did
+			// not rank moved within its own noise (its routine jumps).
+
 			f.Weight *= 0.5
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: none of its own signals deviated from its own noise with the symptom (%s)", f.Subject, hm(res.SymptomOnset)))
 		case ok && examined[strings.ToLower(f.Subject)]:
@@ -779,7 +786,48 @@ func lineEvent(text string) string {
 	if len(toks) > 12 {
 		toks = toks[:12]
 	}
+	// A token that reads as a value is one, as the template miner reads
+	// it, and so is a number glued to a word by a separator the masking
+	// does not split at ("time：175"): one statement is one event.
+	for i, t := range toks {
+		if strings.HasPrefix(t, "<") {
+			continue
+		}
+		if t = maskGluedNumbers(t); analysis.ValueLike(t) {
+			t = "<*>"
+		}
+		toks[i] = t
+	}
 	return strings.Join(toks, " ")
+}
+
+// maskGluedNumbers masks each run of digits in a token that touches no
+// letter ("time：175" → "time：<*>"; "v2" and "D1345" stay words).
+func maskGluedNumbers(t string) string {
+	isDigit := func(r rune) bool { return r >= '0' && r <= '9' }
+	if strings.IndexFunc(t, isDigit) < 0 {
+		return t
+	}
+	rs := []rune(t)
+	var b strings.Builder
+	for i := 0; i < len(rs); {
+		if !isDigit(rs[i]) {
+			b.WriteRune(rs[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(rs) && isDigit(rs[j]) {
+			j++
+		}
+		if i > 0 && unicode.IsLetter(rs[i-1]) || j < len(rs) && unicode.IsLetter(rs[j]) {
+			b.WriteString(string(rs[i:j]))
+		} else {
+			b.WriteString("<*>")
+		}
+		i = j
+	}
+	return b.String()
 }
 
 // localizeOps joins the pods' log lines to their spans and returns, per

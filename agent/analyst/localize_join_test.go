@@ -30,6 +30,19 @@ func TestSpanOfLine(t *testing.T) {
 	}
 }
 
+func TestLineEvent(t *testing.T) {
+	// One statement is one event whatever its values, even glued to a
+	// word by a separator the masking does not split at; its words stay.
+	a := lineEvent("18:14:02.28 INFO t.s.TravelServiceImpl#366 [getTickets][Calculate distance][calculate time：175 time: Sat May 04]")
+	b := lineEvent("18:14:09.71 INFO t.s.TravelServiceImpl#366 [getTickets][Calculate distance][calculate time：0 time: Sat May 04]")
+	if a != b {
+		t.Errorf("one statement, two events:\n%s\n%s", a, b)
+	}
+	if c := lineEvent("18:14:09.71 INFO t.s.TravelServiceImpl#366 [getTickets][before get basic]"); c == a || !strings.Contains(c, "basic]") {
+		t.Errorf("another statement: %q", c)
+	}
+}
+
 func TestSpanJoin(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	j := newSpanJoin(time.Minute)

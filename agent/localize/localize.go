@@ -233,6 +233,9 @@ type episode struct {
 	op    string
 	calls int
 	opLog bool
+	// switched is the event an operation took more often since, when one
+	// of its steps fell: a branch taken instead, not a step cut short.
+	switched string
 	// vol weighs a percentile by the requests behind it (1: enough);
 	// hasVol says it was set.
 	vol    float64
@@ -326,6 +329,10 @@ func Rank(in Input) Result {
 		}
 		f, note := timing(ep, ts, tol)
 		ep.factor, ep.note = f, joinNote(note, ep.note)
+		if ep.switched != "" {
+			ep.factor *= 0.3
+			ep.note = joinNote(ep.note, "it took another step more often instead: "+shorten(ep.switched, 80))
+		}
 		switch {
 		case ep.s != nil && ep.s.Outbound:
 			// A client-side measure shows the callees more than the
@@ -780,4 +787,12 @@ func nearest(graph map[string][]string, start string, match func(string) bool) s
 		}
 	}
 	return ""
+}
+
+// shorten cuts a text to n bytes with an ellipsis.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

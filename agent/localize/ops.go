@@ -90,10 +90,58 @@ func (g *grid) opEpisodes(ops []OpEvent, symptom, tol int) []*episode {
 		}
 		if best != nil {
 			best.s = &Series{Service: o.Service, Metric: "per-call events of " + o.Operation, Signal: SignalOpEvents}
+			// A branch taken instead (another event of the operation
+			// rose by at least half the fall) is a new mix, not a stop.
+			if alt, gain := g.switchedTo(ops, i, g.index(best.onset)); alt != "" && gain >= 0.5*(best.ref-float64(best.lines)) {
+				best.switched = alt
+			}
 			out = append(out, best)
 		}
 	}
 	return out
+}
+
+// switchedTo looks, among the other routine events of operation ops[i],
+// for those taken more often per call since split than before: a branch
+// the operation took instead (another kind of request, another code path
+// of the same handler), not a step cut short. It returns the event that
+// rose most and the occurrences the rises add over what their rates before
+// predict. Error events do not count: an exception thrown instead of the
+// step is the fault itself.
+func (g *grid) switchedTo(ops []OpEvent, i, split int) (string, float64) {
+	o := &ops[i]
+	alt, top, gain := "", 0.0, 0.0
+	for k := range ops {
+		p := &ops[k]
+		if k == i || p.Error || p.Service != o.Service || p.Operation != o.Operation {
+			continue
+		}
+		var refCalls, incCalls, refN, incN int
+		for b, n := range g.perBin(p.Calls) {
+			if b < split {
+				refCalls += n
+			} else {
+				incCalls += n
+			}
+		}
+		if refCalls == 0 || incCalls == 0 {
+			continue
+		}
+		for b, n := range g.perBin(p.Counts) {
+			if b < split {
+				refN += n
+			} else {
+				incN += n
+			}
+		}
+		if d := float64(incN) - float64(refN)/float64(refCalls)*float64(incCalls); d > 0 {
+			gain += d
+			if d > top {
+				alt, top = p.Event, d
+			}
+		}
+	}
+	return alt, gain
 }
 
 // perBin sums counts per unix minute into the grid's bins.
@@ -121,11 +169,14 @@ func describeOp(ep *episode) string {
 		ep.subject, ep.op, what, ep.lines, ep.calls, hm(ep.onset), ep.ref)
 }
 
-// explainByCalleeOps lowers an operation-event fall at a service when a
-// service it calls, directly or not, changed at the same time at least half
-// as strongly in its own stops, errors or error templates: a callee that
-// fails or stops short returns early to its caller, whose own later steps
-// then stop too; the deepest one is where it began.
+// explainByCalleeOps lowers a departure at a service that follows from its
+// callee's (see followsCallee) when a service it calls, directly or not,
+// changed at the same time at least half as strongly in its own stops,
+// errors or error templates: a callee that fails or stops short returns
+// early to its caller, whose own later steps then stop or change, and whose
+// handling of the failure takes time of its own. The deepest departure
+// along the call path is where it began (Nezha keeps only the earliest
+// break of a trace's pattern).
 func explainByCalleeOps(eps []*episode, edges []Edge, tol time.Duration) {
 	callees := map[string][]string{}
 	for _, e := range edges {
@@ -144,7 +195,7 @@ func explainByCalleeOps(eps []*episode, edges []Edge, tol time.Duration) {
 		}
 	}
 	for _, ep := range eps {
-		if ep.signal != SignalOpEvents || ep.peak < zThreshold {
+		if !followsCallee(ep) || ep.peak < zThreshold {
 			continue
 		}
 		need := 0.5 * magnitude(ep.peak)
@@ -191,4 +242,21 @@ func poissonLowZ(k int, e float64) float64 {
 	// The normal tail's asymptote, where exp(lp) would lose precision.
 	l := -2 * lp
 	return math.Sqrt(l - math.Log(l) - math.Log(2*math.Pi))
+}
+
+// followsCallee reports whether an episode is of a kind a callee's
+// departure explains at its caller: an operation's step that stopped, a
+// routine log template that fell away or is new (the caller's flow after a
+// failed call), and a rise of the caller's own span time (handling the
+// failure: exceptions thrown, retries).
+func followsCallee(ep *episode) bool {
+	switch {
+	case ep.signal == SignalOpEvents:
+		return true
+	case ep.fromLogs && !ep.errTmpl && !(ep.s != nil && ep.s.Outbound):
+		return true
+	case ep.signal == SignalTraceLat && ep.dir > 0:
+		return true
+	}
+	return false
 }

@@ -140,3 +140,62 @@ func TestPoissonLowZ(t *testing.T) {
 		t.Errorf("not monotone in e: %v >= %v", a, b)
 	}
 }
+
+func TestOpBranchSwitch(t *testing.T) {
+	// seat's handler logs "train type other" less per call since minute 37
+	// and "train type G" more: another kind of request, not a step cut
+	// short. price's step stops with nothing taken instead.
+	steady := callsPer(30, 40, 10)
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{entryLatency("ui")}, Ops: []OpEvent{
+		{Service: "seat", Operation: "SeatController.left", Event: "INFO train type other", Log: true, Calls: steady, Counts: callsPer(30, 36, 10)},
+		{Service: "seat", Operation: "SeatController.left", Event: "INFO train type G", Log: true, Calls: steady, Counts: callsPer(37, 40, 10)},
+		{Service: "seat", Operation: "SeatController.left", Event: "ERROR seat lookup failed", Log: true, Error: true, Calls: steady, Counts: callsPer(30, 40, 1)},
+		{Service: "price", Operation: "PriceController.query", Event: "INFO query price", Log: true, Calls: steady, Counts: callsPer(30, 36, 10)},
+		{Service: "price", Operation: "PriceController.query", Event: "ERROR price not found", Log: true, Error: true, Calls: steady, Counts: callsPer(37, 40, 10)},
+	}})
+	scores := map[string]Candidate{}
+	for _, c := range res.Candidates {
+		scores[c.Subject] = c
+	}
+	seat, price := scores["seat"], scores["price"]
+	if price.Score == 0 || seat.Score >= price.Score {
+		t.Fatalf("seat %v (%s) should rank below price %v (%s)", seat.Score, seat.Explanation, price.Score, price.Explanation)
+	}
+	if !strings.Contains(seat.Explanation, "another step more often instead: INFO train type G") {
+		t.Errorf("seat: %q, want the branch it took instead", seat.Explanation)
+	}
+	if strings.Contains(price.Explanation, "instead") {
+		t.Errorf("price: %q, an error thrown instead of the step is the fault, not a branch", price.Explanation)
+	}
+}
+
+func TestCallerDepartureFollowsCallee(t *testing.T) {
+	// travel's own span time rises and a routine template of it is new
+	// when basic, which it calls, starts logging an exception: travel's
+	// handling of the failure follows basic's.
+	self := Series{Service: "travel", Metric: "span self time p90", Signal: SignalTraceLat, Unit: "s", Bad: Up,
+		Points: wave(0.010, 0.001, from(37, 40, 0.080))}
+	logs := []LogTemplate{
+		{Service: "basic", Template: "INFO query for travel", Counts: minutes(map[int]int{30: 20, 31: 20, 32: 20, 33: 20, 34: 20, 35: 20, 36: 20, 37: 20, 38: 20, 39: 20, 40: 20})},
+		{Service: "basic", Template: "ERROR catch price exception", Error: true, Counts: minutes(map[int]int{37: 6, 38: 6, 39: 6, 40: 6})},
+		{Service: "travel", Template: "INFO query trips", Counts: minutes(map[int]int{30: 20, 31: 20, 32: 20, 33: 20, 34: 20, 35: 20, 36: 20, 37: 20, 38: 20, 39: 20, 40: 20})},
+		{Service: "travel", Template: "INFO trip without price", Counts: minutes(map[int]int{37: 8, 38: 8, 39: 8, 40: 8})},
+	}
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{entryLatency("ui"), self}, Logs: logs,
+		Edges: []Edge{{"ui", "travel"}, {"travel", "basic"}}})
+	var first *Candidate
+	for i := range res.Candidates {
+		if res.Candidates[i].Subject != "ui" {
+			first = &res.Candidates[i]
+			break
+		}
+	}
+	if first == nil || first.Subject != "basic" {
+		t.Fatalf("first = %+v, want basic; all %+v", first, res.Candidates)
+	}
+	for _, c := range res.Candidates {
+		if c.Subject == "travel" && !strings.Contains(c.Explanation, "follows a change at basic") {
+			t.Errorf("travel: %q, want it to follow basic", c.Explanation)
+		}
+	}
+}
