@@ -106,7 +106,7 @@ func (k *kubeBundle) holdsAny(ctx context.Context) bool {
 	if len(x.hinted) > 0 || x.podLogs > 0 {
 		return true
 	}
-	if t := k.texts(ctx); len(t.objs) > 0 || len(t.logs) > 0 || len(t.usage) > 0 || len(t.absent) > 0 {
+	if t := k.texts(ctx); len(t.objs) > 0 || len(t.logs) > 0 || len(t.usage) > 0 || len(t.absent) > 0 || len(t.outputs) > 0 {
 		return true
 	}
 	for _, objs := range k.generic(ctx) {
@@ -305,6 +305,16 @@ func checkTranscript(b *Bundle, p string, r *CheckReport) {
 	add(pods, "%d kubectl top pod rows")
 	add(nodes, "%d kubectl top node rows")
 	add(len(res.Rollouts), "%d kubectl rollout status")
+	add(len(res.Histories), "%d kubectl rollout history")
+	add(len(res.Permissions), "%d kubectl auth can-i answers")
+	execs := 0
+	for _, o := range res.Outputs {
+		if o.Exec {
+			execs++
+		}
+	}
+	add(execs, "%d kubectl exec outputs")
+	add(len(res.Outputs)-execs, "%d other command outputs kept as text")
 	absent := map[string]int{}
 	for _, a := range res.Absent {
 		absent[a.Kind]++

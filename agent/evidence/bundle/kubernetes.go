@@ -500,7 +500,8 @@ func (k *kubeBundle) PodLogs(ctx context.Context, q evidence.PodLogQuery) (*evid
 	}
 	dir := path.Join(kubeDir, q.Namespace, q.Pod)
 	hasFiles := k.hasPodLogFiles(q.Namespace, q.Pod)
-	if pod == nil && !hasFiles && len(k.textLogs(ctx, q.Namespace, q.Pod, "", false))+len(k.textLogs(ctx, q.Namespace, q.Pod, "", true)) == 0 {
+	if pod == nil && !hasFiles && len(k.textLogs(ctx, q.Namespace, q.Pod, "", false))+len(k.textLogs(ctx, q.Namespace, q.Pod, "", true))+
+		len(k.textExecs(ctx, q.Namespace, q.Pod, "", "")) == 0 {
 		return nil, evidence.Errorf("kubernetes", evidence.CodeNotFound, "pod %s/%s not found", q.Namespace, q.Pod)
 	}
 	var containers []string
@@ -549,6 +550,8 @@ func (k *kubeBundle) PodLogs(ctx context.Context, q evidence.PodLogQuery) (*evid
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	// What commands run in the pod with kubectl exec printed follows.
+	k.scanTextExecs(ctx, q, firstOr(containers), col)
 	return col.Result(), nil
 }
 

@@ -32,6 +32,14 @@ type textData struct {
 	// the object did not exist (no object is made of them).
 	absent []textAbsence
 	usage  []textUsage
+	// outputs are kubectl exec outputs and other commands' outputs, kept
+	// as text.
+	outputs []textOutput
+}
+
+type textOutput struct {
+	file string
+	kubetext.Output
 }
 
 type textAbsence struct {
@@ -129,6 +137,9 @@ func (k *kubeBundle) texts(ctx context.Context) *textData {
 			for _, u := range res.Usage {
 				t.usage = append(t.usage, textUsage{file: name, Usage: u})
 			}
+			for _, o := range res.Outputs {
+				t.outputs = append(t.outputs, textOutput{file: name, Output: o})
+			}
 		}
 	})
 	if k.text == nil {
@@ -172,6 +183,60 @@ func (k *kubeBundle) textLogs(ctx context.Context, ns, pod, container string, pr
 		out = append(out, l)
 	}
 	return out
+}
+
+// textExecs returns the kubectl exec outputs of a pod (a command without -n
+// matches the pod in any namespace) for one container or all;
+// defaultContainer is the container an exec that named none ran in.
+func (k *kubeBundle) textExecs(ctx context.Context, ns, pod, container, defaultContainer string) []textOutput {
+	var out []textOutput
+	for _, o := range k.texts(ctx).outputs {
+		if !o.Exec || o.Pod != pod || o.Namespace != "" && o.Namespace != ns {
+			continue
+		}
+		if c := cmpOr(o.Container, defaultContainer); container != "" && c != "" && c != container {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// scanTextExecs feeds the kubectl exec outputs of q's pod to col, each as
+// a stream that starts with the command run ("$ curl ..."), and returns
+// how many it read.
+func (k *kubeBundle) scanTextExecs(ctx context.Context, q evidence.PodLogQuery, defaultContainer string, col *evidence.PodLogCollector) int {
+	execs := k.textExecs(ctx, q.Namespace, q.Pod, q.Container, defaultContainer)
+	for _, o := range execs {
+		c := cmpOr(o.Container, cmpOr(q.Container, defaultContainer))
+		src := q.Pod
+		if c != "" {
+			src += "/" + c
+		}
+		col.StartStream()
+		col.Add(src, "$ "+o.Run)
+		for _, line := range o.Lines {
+			col.Add(src, line)
+		}
+	}
+	return len(execs)
+}
+
+var _ evidence.CommandOutputReader = (*kubeBundle)(nil)
+
+// CommandOutputs serves the command outputs of transcripts: kubectl exec
+// outputs of namespace (empty: all; an exec without -n matches any), and
+// every command that ran outside a pod.
+func (k *kubeBundle) CommandOutputs(ctx context.Context, namespace string) ([]evidence.CommandOutput, error) {
+	out := []evidence.CommandOutput{}
+	for _, o := range k.texts(ctx).outputs {
+		if namespace != "" && o.Namespace != "" && o.Namespace != namespace {
+			continue
+		}
+		out = append(out, evidence.CommandOutput{Command: o.Command, Exec: o.Exec, Namespace: o.Namespace, Pod: o.Pod, Target: o.Target,
+			Container: o.Container, Run: o.Run, ExitCode: o.ExitCode, Lines: o.Lines, Source: fmt.Sprintf("%s:%d", o.file, o.Line)})
+	}
+	return out, nil
 }
 
 // hasPodLogFiles reports whether the bundle holds log files of a pod.

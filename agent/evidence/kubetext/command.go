@@ -30,7 +30,7 @@ var valueFlags = map[string]bool{
 	"--max-log-requests": true, "--pod-running-timeout": true, "--as": true, "--as-group": true,
 	"--cache-dir": true, "--certificate-authority": true, "--client-certificate": true, "--client-key": true,
 	"--show-managed-fields": false, "--v": true, "-v": true, "--profile": true, "--profile-output": true,
-	"--timeout": true, "--revision": true,
+	"--timeout": true, "--revision": true, "--subresource": true,
 }
 
 // splitWords splits a shell command line into words, honouring single and

@@ -72,6 +72,14 @@ type Result struct {
 	// not exist when the command ran, as a live API's 404 is. No object is
 	// made of them.
 	Absent []Absence
+	// Outputs are the outputs of commands that are not Kubernetes state:
+	// kubectl exec (in a container), other programs, and kubectl commands
+	// whose output is not read into objects, kept verbatim.
+	Outputs []Output
+	// Histories are what kubectl rollout history printed.
+	Histories []History
+	// Permissions are kubectl auth can-i answers.
+	Permissions []Permission
 	// Skipped lists what was not understood and why.
 	Skipped []Skip
 }

@@ -31,7 +31,7 @@ type parser struct {
 	events   map[eventKey]int
 	logLines int
 	// cutObjects and cutEvents record that a limit was reached (reported once).
-	cutObjects, cutEvents bool
+	cutObjects, cutEvents, cutOutputs bool
 }
 
 func newParser(ref time.Time) *parser {
@@ -64,60 +64,45 @@ func splitLines(data []byte) []string {
 		if len(l) > MaxLine {
 			l = l[:MaxLine]
 		}
-		out = append(out, strings.ToValidUTF8(strings.ReplaceAll(string(l), "\t", "    "), "\uFFFD"))
+		out = append(out, strings.ToValidUTF8(strings.ReplaceAll(stripANSI(string(l)), "\t", "    "), "\uFFFD"))
 	}
 	return out
 }
 
-// commandLine returns the command of a prompt line: "$ kubectl ...", or
-// kubectl after a shell prompt ("user@host:~$ ", "[user@host ~]$ ",
-// "% ", "PS C:\\> "). A line starting with "$ " is a command whatever it
-// runs (it ends the previous command's output); after a longer prompt only
-// kubectl is recognised, so that output lines are not taken for commands.
-func commandLine(l string) (string, bool) {
-	if rest, ok := strings.CutPrefix(l, "$ "); ok {
-		return strings.TrimSpace(rest), true
-	}
-	if len(l) > 0 && (l[0] == ' ' || l[0] == '\t') {
-		return "", false // output is indented; prompts are not
-	}
-	for i := 0; i < len(l) && i < maxPrompt; i++ {
-		c := l[i]
-		if (c != '$' && c != '%' && c != '>' && c != '#') || i+1 >= len(l) || l[i+1] != ' ' {
-			continue
-		}
-		rest := strings.TrimSpace(l[i+2:])
-		if c, ok := parseCommand(rest, 0); ok && kubectlVerbs[c.verb] {
-			return rest, true
-		}
-	}
-	return "", false
-}
-
-// kubectlVerbs are kubectl's commands: after a prompt other than "$ ",
-// "kubectl" must be followed by one of them to start a command.
-var kubectlVerbs = map[string]bool{}
-
-func init() {
-	for _, v := range strings.Fields(`get describe logs log events top alpha apply create delete edit exec port-forward
-		rollout scale autoscale set label annotate patch replace cordon uncordon drain taint config version cluster-info
-		api-resources api-versions auth debug explain expose run wait diff kustomize plugin proxy cp attach certificate
-		completion options`) {
-		kubectlVerbs[v] = true
-	}
-}
-
-// maxPrompt is the longest shell prompt before a command.
-const maxPrompt = 120
-
 func (p *parser) run(data []byte) {
-	lines := splitLines(data)
+	lines := stripStamps(splitLines(data))
+	ps := learnPrompts(lines)
 	var blocks []*block
 	var pre bool
-	for i, l := range lines {
-		if text, ok := commandLine(l); ok {
-			b := &block{text: text, line: i + 1}
-			b.cmd, _ = parseCommand(text, i+1)
+	var session *block // an interactive kubectl exec shell, until its exit
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		text, ok := ps.command(l)
+		if ok {
+			// A command continued with a trailing backslash.
+			first := i
+			for {
+				t, more := continued(text)
+				if !more || i+1 >= len(lines) {
+					break
+				}
+				i++
+				text = strings.TrimSpace(t + " " + continuation(lines[i]))
+			}
+			b := &block{text: text, line: first + 1}
+			b.cmd, _ = parseCommand(text, first+1)
+			if session != nil && b.cmd == nil {
+				// "$ env" typed in the exec shell: the session goes on.
+				session.lines = append(session.lines, lines[first:i+1]...)
+				if shellExit(text) {
+					session = nil
+				}
+				continue
+			}
+			session = nil
+			if b.cmd != nil && execSession(b.cmd) {
+				session = b
+			}
 			blocks = append(blocks, b)
 			continue
 		}
@@ -130,25 +115,32 @@ func (p *parser) run(data []byte) {
 		}
 		b := blocks[len(blocks)-1]
 		b.lines = append(b.lines, l)
+		if session != nil {
+			if m := shellPromptRe.FindStringSubmatch(l); m != nil && shellExit(m[1]) {
+				session = nil
+			}
+		}
 	}
 	for _, b := range blocks {
 		p.block(b)
 	}
 	p.applyRollouts()
+	p.applyHistories()
 }
 
 func (p *parser) block(b *block) {
 	c := b.cmd
-	if c == nil {
-		if b.text != "" {
-			p.skip(b.line, b.text, "not a kubectl command")
-		}
-		return
-	}
 	out := b.lines
 	// Trailing blank lines carry nothing.
 	for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
 		out = out[:len(out)-1]
+	}
+	if c == nil {
+		// Another program's output (curl, dig, psql) is kept as text.
+		if b.text != "" && len(out) > 0 {
+			p.keepText(b.text, nil, out, b.line)
+		}
+		return
 	}
 	if len(out) == 0 {
 		return
@@ -159,8 +151,15 @@ func (p *parser) block(b *block) {
 	if out = p.notFound(c, out, b.line+1); len(out) == 0 {
 		return // only NotFound answers, recorded as absences
 	}
-	if c.verb == "rollout" {
+	switch c.verb {
+	case "rollout":
 		p.rollout(c, out, b.line)
+		return
+	case "exec":
+		p.exec(c, out, b.line)
+		return
+	case "auth":
+		p.auth(c, out, b.line)
 		return
 	}
 	if msg := kubectlError(c, out); msg != "" {
@@ -179,7 +178,9 @@ func (p *parser) block(b *block) {
 	case "top":
 		p.top(c, out, b.line+1)
 	default:
-		p.skip(b.line, c.text, fmt.Sprintf("kubectl %s output is not read", c.verb))
+		// Kept as text: kubectl version, api-resources, config view...
+		p.keepText(c.text, c, out, b.line)
+		p.skip(b.line, c.text, fmt.Sprintf("kubectl %s output is not read into objects (kept as text)", c.verb))
 	}
 }
 
@@ -202,11 +203,11 @@ var notFoundRe = regexp.MustCompile(`^(?:error: )?[Ee]rror from server \(NotFoun
 // about another resource than the command names (a namespace) counts too.
 func (p *parser) notFound(c *command, out []string, first int) []string {
 	switch c.verb {
-	case "get", "describe", "logs", "log", "top", "events":
+	case "get", "describe", "logs", "log", "top", "events", "exec":
 	default:
 		return out
 	}
-	logs := c.verb == "logs" || c.verb == "log"
+	logs := c.verb == "logs" || c.verb == "log" || c.verb == "exec"
 	if logs && (len(out) > 3 || !notFoundRe.MatchString(strings.TrimSpace(out[0]))) {
 		return out
 	}

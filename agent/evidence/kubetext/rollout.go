@@ -81,20 +81,21 @@ var rolloutLines = map[string][]rolloutLine{
 	},
 }
 
-// rollout reads kubectl rollout status into a Rollout. Other rollout
-// subcommands are reported as not read: rollout history lists revisions
-// and change causes without times, which are no changes.
+// rollout reads kubectl rollout status into a Rollout and rollout history
+// into a History. The one-line answers of the other rollout subcommands
+// (restart, undo, pause, resume) are kept as text.
 func (p *parser) rollout(c *command, out []string, line int) {
 	sub := ""
 	if len(c.args) > 0 {
 		sub = c.args[0]
 	}
-	if sub != "status" {
-		why := "kubectl rollout " + sub + " output is not read"
-		if sub == "history" {
-			why = "kubectl rollout history is not read: it lists revisions and change causes without times (the ReplicaSets' revision annotations and creation times give the rollouts)"
-		}
-		p.skip(line, c.text, why)
+	switch sub {
+	case "status":
+	case "history":
+		p.history(c, out, line)
+		return
+	default:
+		p.keepText(c.text, c, out, line)
 		return
 	}
 	cc := *c

@@ -142,16 +142,19 @@ func TestGetTables(t *testing.T) {
 		t.Errorf("secret row: %+v", s)
 	}
 
-	// The filtered table and the version are reported, not guessed.
+	// The filtered table is reported, not guessed; the version is kept as text.
 	var reasons []string
 	for _, s := range res.Skipped {
 		reasons = append(reasons, s.Command+": "+s.Reason)
 	}
 	all := strings.Join(reasons, "\n")
-	for _, want := range []string{"grep checkout: no NAME column", "kubectl version output is not read"} {
+	for _, want := range []string{"grep checkout: no NAME column", "kubectl version output is not read into objects (kept as text)"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("skipped: want %q in\n%s", want, all)
 		}
+	}
+	if len(res.Outputs) != 1 || !strings.HasPrefix(res.Outputs[0].Command, "kubectl version") || len(res.Outputs[0].Lines) == 0 {
+		t.Errorf("kubectl version output not kept as text: %+v", res.Outputs)
 	}
 }
 
@@ -234,8 +237,12 @@ Sat Mar 14 10:45:00 UTC 2026
 		t.Errorf("taints: %+v", n1.Spec.Taints)
 	}
 	object[*corev1.Node](t, res, "", "n2")
-	if len(res.Skipped) != 2 {
+	if len(res.Skipped) != 1 {
 		t.Errorf("skipped: %+v", res.Skipped)
+	}
+	// another program's output is kept as text
+	if len(res.Outputs) != 1 || res.Outputs[0].Command != "date" || res.Outputs[0].Exec || res.Outputs[0].Lines[0] != "Sat Mar 14 10:45:00 UTC 2026" {
+		t.Errorf("outputs: %+v", res.Outputs)
 	}
 }
 
@@ -533,12 +540,6 @@ Waiting for daemon set "api" rollout to finish: 2 out of 5 new pods have been up
 `},
 		{name: "stateful set", kind: "StatefulSet", updated: 3, available: -1, desire: -1, done: true, line: 2, text: `$ kubectl rollout status sts/api -n web
 statefulset rolling update complete 3 pods at revision api-7d9f8c6b5...
-`},
-		{name: "history", skipped: "without times", text: `$ kubectl rollout history deploy/api -n web
-deployment.apps/api 
-REVISION  CHANGE-CAUSE
-1         <none>
-2         kubectl set image deployment/api app=api:2.0 --record=true
 `},
 		{name: "unknown line", skipped: "not understood", text: `$ kubectl rollout status deploy/api -n web
 something else entirely

@@ -1,0 +1,102 @@
+package bundle_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/bundle"
+)
+
+// kubectl exec output reaches the pod's logs (after what kubectl logs
+// printed, each exec a stream led by the command run) and, with other
+// commands' output, the CommandOutputReader; rollout history dates a
+// revision through its ReplicaSet's age.
+const execTranscript = `❯ kubectl get pods -n shop
+NAME                        READY   STATUS    RESTARTS   AGE
+checkout-6d8f9c7b5-x2x9k    1/1     Running   0          3h
+❯ kubectl logs checkout-6d8f9c7b5-x2x9k -n shop
+2027-01-20T17:20:01Z ERROR payment call failed: context deadline exceeded
+❯ kubectl exec -n shop checkout-6d8f9c7b5-x2x9k -- curl -sS -m 3 http://payments:8080/healthz
+Defaulted container "app" out of: app, istio-proxy
+curl: (28) Connection timed out after 3001 milliseconds
+command terminated with exit code 28
+❯ dig +short payments.shop.svc.cluster.local
+10.96.14.2
+❯ kubectl rollout history deploy/checkout -n shop --revision=7
+deployment.apps/checkout with revision #7
+Pod Template:
+  Labels:	app=checkout
+	pod-template-hash=6d8f9c7b5
+  Annotations:	kubernetes.io/change-cause: deploy 2.4.1 (pipeline 5512)
+  Containers:
+   app:
+    Image:	registry.example.com/shop/checkout:2.4.1
+❯ kubectl get rs -n shop
+NAME                  DESIRED   CURRENT   READY   AGE
+checkout-6d8f9c7b5    2         2         2       25m
+`
+
+func TestTranscriptExecAndHistory(t *testing.T) {
+	ctx := context.Background()
+	b := formsBundle(t, fstest.MapFS{"session.txt": {Data: []byte(execTranscript)}})
+	src := b.Sources(b.CapturedAt)
+	k := src.Kubernetes
+	res, err := k.PodLogs(ctx, evidence.PodLogQuery{Namespace: "shop", Pod: "checkout-6d8f9c7b5-x2x9k", Since: b.CapturedAt.Add(-30 * 60e9), Until: b.CapturedAt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range res.Lines {
+		got = append(got, l.Source+" "+l.Text)
+	}
+	want := []string{
+		"checkout-6d8f9c7b5-x2x9k/ 2027-01-20T17:20:01Z ERROR payment call failed: context deadline exceeded",
+		"checkout-6d8f9c7b5-x2x9k/app $ curl -sS -m 3 http://payments:8080/healthz",
+		"checkout-6d8f9c7b5-x2x9k/app curl: (28) Connection timed out after 3001 milliseconds",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("pod logs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// another container's logs do not hold it
+	if res, err := k.PodLogs(ctx, evidence.PodLogQuery{Namespace: "shop", Pod: "checkout-6d8f9c7b5-x2x9k", Container: "istio-proxy"}); err != nil ||
+		len(res.Lines) != 1 || strings.Contains(res.Lines[0].Text, "curl") {
+		t.Errorf("istio-proxy logs: %v %+v", err, res)
+	}
+	outs, err := k.(evidence.CommandOutputReader).CommandOutputs(ctx, "shop")
+	if err != nil || len(outs) != 2 {
+		t.Fatalf("outputs %v %+v", err, outs)
+	}
+	if o := outs[0]; !o.Exec || o.Pod != "checkout-6d8f9c7b5-x2x9k" || o.Container != "app" || o.ExitCode != 28 || o.Source != "session.txt:6" {
+		t.Errorf("exec output %+v", o)
+	}
+	if o := outs[1]; o.Exec || o.Run != "dig +short payments.shop.svc.cluster.local" || o.Lines[0] != "10.96.14.2" || o.Source != "session.txt:10" {
+		t.Errorf("dig output %+v", o)
+	}
+	if outs, _ := k.(evidence.CommandOutputReader).CommandOutputs(ctx, "web"); len(outs) != 1 {
+		t.Errorf("namespace web: %+v (want the dig output only)", outs)
+	}
+	// the revision's ReplicaSet: owned, numbered, with its change cause and age
+	rss, err := k.ReplicaSets(ctx, "shop")
+	if err != nil || len(rss) != 1 {
+		t.Fatalf("replica sets %v %+v", err, rss)
+	}
+	rs := rss[0]
+	if rs.Annotations["deployment.kubernetes.io/revision"] != "7" || rs.Annotations["kubernetes.io/change-cause"] != "deploy 2.4.1 (pipeline 5512)" ||
+		len(rs.OwnerReferences) != 1 || rs.OwnerReferences[0].Name != "checkout" || !rs.CreationTimestamp.Time.Equal(b.CapturedAt.Add(-25*60e9)) {
+		t.Errorf("replica set %+v", rs.ObjectMeta)
+	}
+	r, err := bundle.Check(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read []string
+	for _, it := range r.Read {
+		read = append(read, it.File+" "+it.What)
+	}
+	if all := strings.Join(read, "\n"); !strings.Contains(all, "1 kubectl rollout history, 1 kubectl exec outputs, 1 other command outputs kept as text") {
+		t.Errorf("check read:\n%s", all)
+	}
+}

@@ -1,0 +1,218 @@
+package kubetext
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Output is the verbatim output of a command whose output is not
+// Kubernetes state kubetext reads into objects: a command run in a
+// container with kubectl exec (or typed in a kubectl exec shell), a
+// command run on the operator's machine (curl, dig, openssl, psql), or a
+// kubectl command whose output is not read (auth can-i, get of a custom
+// resource). It is plain text evidence: nothing in it is interpreted.
+type Output struct {
+	Line    int    // 1-based line of the command (of the typed command, in an exec shell)
+	Command string // the command line as typed, without the prompt
+	// Exec: the command ran in a container, through kubectl exec.
+	Exec      bool
+	Namespace string // -n of kubectl exec; empty when the command did not say
+	// Pod is the pod the command ran in; empty when kubectl exec named a
+	// workload ("deploy/web": Target) or the command did not run in a pod.
+	Pod    string
+	Target string // what kubectl exec named, as typed ("web-1", "deploy/web")
+	// Container is -c, or the container kubectl said it defaulted to
+	// ("Defaulted container "app" out of: app, istio-proxy"); empty when
+	// the transcript does not say.
+	Container string
+	// Run is the command run in the container: what follows "--", or what
+	// was typed at the exec shell's prompt. For other commands, Command.
+	Run string
+	// ExitCode is the code kubectl reported ("command terminated with exit
+	// code 7"); -1 when the transcript does not show it.
+	ExitCode int
+	Lines    []string
+}
+
+// MaxOutputs is the most command outputs one Parse keeps.
+const MaxOutputs = 5000
+
+// shellPromptRe matches the prompt of a shell in a container and the
+// command typed after it: `root@web-5d9f8:/app# `, `bash-5.1$ `, `/ # `,
+// `/app $ `, `~ # `, `# `, `I have no name!@web-1:/$ `.
+var shellPromptRe = regexp.MustCompile(`^(?:(?:[\w.-]+|I have no name!)@[\w.-]+:[^\s#$]*[#$]|(?:bash|sh|ash|zsh|dash)-[\d.]+[#$]|[/~][^\s#$]* ?[#$]|[#$]) (.*)$`)
+
+// shells are the commands that open an interactive shell.
+var shells = map[string]bool{"sh": true, "bash": true, "ash": true, "zsh": true, "dash": true, "ksh": true}
+
+// execSession reports whether a kubectl exec opens an interactive shell:
+// -i/-t (or both) with a shell, or with no command at all.
+func execSession(c *command) bool {
+	if c.verb != "exec" {
+		return false
+	}
+	inter := false
+	for f := range c.flags {
+		switch f {
+		case "-it", "-ti", "-i", "-t", "--stdin", "--tty":
+			inter = true
+		}
+	}
+	if !inter {
+		return false
+	}
+	run := execRun(c)
+	if run == "" {
+		return true
+	}
+	w, _ := splitWords(run)
+	if len(w) == 0 {
+		return true
+	}
+	bin := w[0]
+	if i := strings.LastIndexByte(bin, '/'); i >= 0 {
+		bin = bin[i+1:]
+	}
+	if bin == "busybox" && len(w) > 1 {
+		bin = w[1]
+	}
+	return shells[bin] && (len(w) == 1 || len(w) == 2 && (w[1] == "-l" || w[1] == "-i"))
+}
+
+// shellExit reports whether a command typed in a shell ends it.
+func shellExit(s string) bool {
+	w := strings.Fields(s)
+	return len(w) > 0 && (w[0] == "exit" || w[0] == "logout")
+}
+
+// execRun returns the command a kubectl exec runs: the text after " -- ",
+// or (the deprecated form `kubectl exec POD CMD`) the words after the pod.
+func execRun(c *command) string {
+	if _, after, ok := strings.Cut(c.text, " -- "); ok {
+		return strings.TrimSpace(after)
+	}
+	if len(c.args) > 1 {
+		return strings.Join(c.args[1:], " ")
+	}
+	return ""
+}
+
+// execNoise are kubectl's own lines around an exec's output.
+var (
+	defaultedRe  = regexp.MustCompile(`^Defaulted container "([^"]+)" out of: `)
+	exitCodeRe   = regexp.MustCompile(`^command terminated with exit code (\d+)$`)
+	execNoiseRes = []*regexp.Regexp{
+		regexp.MustCompile(`^Unable to use a TTY - input is not a terminal or the right kind of file$`),
+		regexp.MustCompile(`^kubectl exec \[POD\] \[COMMAND\] is DEPRECATED`),
+		regexp.MustCompile(`^If you don't see a command prompt, try pressing enter\.$`),
+	}
+)
+
+// exec reads the output of kubectl exec: one Output for a command, one per
+// typed command for an interactive shell.
+func (p *parser) exec(c *command, out []string, line int) {
+	target := ""
+	if len(c.args) > 0 {
+		target = c.args[0]
+	}
+	if target == "" || strings.HasPrefix(target, "-") {
+		p.keepText(c.text, c, out, line)
+		return
+	}
+	base := Output{Line: line, Command: c.text, Exec: true, Namespace: c.ns(), Target: target, Container: c.container, ExitCode: -1}
+	if k, n, ok := strings.Cut(target, "/"); ok {
+		if kindOf(k) == "Pod" {
+			base.Pod = n
+		}
+	} else {
+		base.Pod = target
+	}
+	// kubectl's own lines: the defaulted container, the exit code.
+	var kept []int // indexes in out of the command's own lines
+	for i, l := range out {
+		t := strings.TrimSpace(l)
+		if m := defaultedRe.FindStringSubmatch(t); m != nil {
+			if base.Container == "" {
+				base.Container = m[1]
+			}
+			continue
+		}
+		if m := exitCodeRe.FindStringSubmatch(t); m != nil {
+			base.ExitCode, _ = strconv.Atoi(m[1])
+			continue
+		}
+		noise := false
+		for _, re := range execNoiseRes {
+			noise = noise || re.MatchString(t)
+		}
+		if !noise {
+			kept = append(kept, i)
+		}
+	}
+	if !execSession(c) {
+		o := base
+		o.Run = execRun(c)
+		for _, i := range kept {
+			o.Lines = append(o.Lines, out[i])
+		}
+		p.addOutput(o)
+		return
+	}
+	// An interactive shell: each prompt line starts a command. Lines before
+	// the first prompt are the shell's banner.
+	var cur *Output
+	for _, i := range kept {
+		l := out[i]
+		m := shellPromptRe.FindStringSubmatch(l)
+		if m == nil {
+			if cur != nil {
+				cur.Lines = append(cur.Lines, l)
+			}
+			continue
+		}
+		if cur != nil {
+			p.addOutput(*cur)
+			cur = nil
+		}
+		run := strings.TrimSpace(m[1])
+		if run == "" || shellExit(run) {
+			continue
+		}
+		o := base
+		o.Line, o.Run, o.ExitCode = line+1+i, run, -1
+		cur = &o
+	}
+	if cur != nil {
+		p.addOutput(*cur)
+	}
+}
+
+// keepText keeps the output of a command that is not read as Kubernetes
+// state, verbatim.
+func (p *parser) keepText(text string, c *command, out []string, line int) {
+	o := Output{Line: line, Command: text, Run: text, ExitCode: -1, Lines: out}
+	if c != nil {
+		o.Namespace = c.ns()
+	}
+	p.addOutput(o)
+}
+
+func (p *parser) addOutput(o Output) {
+	if len(p.res.Outputs) >= MaxOutputs {
+		if !p.cutOutputs {
+			p.cutOutputs = true
+			p.skip(o.Line, o.Command, fmt.Sprintf("more than %d command outputs: the rest are dropped", MaxOutputs))
+		}
+		return
+	}
+	room := MaxLogLines - p.logLines
+	if len(o.Lines) > room {
+		p.skip(o.Line, o.Command, fmt.Sprintf("more than %d log and output lines: the rest are dropped", MaxLogLines))
+		o.Lines = o.Lines[:max(room, 0)]
+	}
+	p.logLines += len(o.Lines)
+	o.Lines = append([]string(nil), o.Lines...)
+	p.res.Outputs = append(p.res.Outputs, o)
+}

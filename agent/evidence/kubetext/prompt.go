@@ -1,0 +1,195 @@
+package kubetext
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// This file finds the commands of a transcript as terminals show them:
+// the prompt before the command, terminal colour codes, a timestamp on
+// every line (a terminal logger's copy) and commands continued over
+// several lines with a trailing backslash.
+
+// ansiRe matches terminal escape sequences: CSI (colours, cursor moves),
+// OSC (window titles, hyperlinks) and two-byte escapes.
+var ansiRe = regexp.MustCompile("\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|[@-Z\\\\-_])")
+
+// stripANSI removes terminal escape sequences from a line.
+func stripANSI(s string) string {
+	if strings.IndexByte(s, 0x1b) < 0 {
+		return s
+	}
+	return ansiRe.ReplaceAllString(s, "")
+}
+
+// stampRe matches a timestamp leading a line copied from a terminal logger
+// (`2026-03-14 10:42:01 `, `[2026-03-14T10:42:01Z] `, `[10:42:01] `).
+var stampRe = regexp.MustCompile(`^(?:\[\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?|\[\d{2}:\d{2}:\d{2}(?:\.\d+)?\]) ?`)
+
+// stripStamps removes the timestamp every line of a terminal logger's copy
+// starts with. It does so only when the command lines carry one and nine in
+// ten non-blank lines do: a transcript of `kubectl logs` output, whose
+// lines start with the application's timestamps, keeps them.
+func stripStamps(lines []string) []string {
+	nonBlank, stamped, commands := 0, 0, 0
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		nonBlank++
+		loc := stampRe.FindStringIndex(l)
+		if loc == nil {
+			if _, ok := commandLine(l); ok {
+				return lines // a command without a stamp: not a stamped copy
+			}
+			continue
+		}
+		stamped++
+		if _, ok := commandLine(l[loc[1]:]); ok {
+			commands++
+		}
+	}
+	if commands == 0 || stamped*10 < nonBlank*9 {
+		return lines
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if loc := stampRe.FindStringIndex(l); loc != nil {
+			l = l[loc[1]:]
+		}
+		out[i] = l
+	}
+	return out
+}
+
+// promptEnds are the characters shells end their prompts with, before the
+// space that precedes the command: `$` (sh, bash), `%` (zsh), `>` (cmd,
+// PowerShell), `#` (root), `❯` (starship, pure), `➜` and `✗`
+// (oh-my-zsh), `λ`, `»`, `→`, `▶`.
+const promptEnds = "$%>#❯➜✗λ»→▶"
+
+// promptGlyphs start a prompt that may show a directory or a branch
+// between the glyph and the command (oh-my-zsh: `➜  shop git:(main) ✗ `).
+const promptGlyphs = "❯➜λ»→▶"
+
+// winPromptRe is cmd.exe's prompt, which needs no space before the
+// command (`C:\Users\ops>kubectl get pods`).
+var winPromptRe = regexp.MustCompile(`^(?:PS )?[A-Za-z]:\\[^>]*>`)
+
+// maxPrompt is the longest shell prompt before a command.
+const maxPrompt = 120
+
+// commandLine returns the command of a prompt line: "$ kubectl ...", or
+// kubectl after a shell prompt ("user@host:~$ ", "[user@host ~]$ ", "% ",
+// "❯ ", "➜  dir git:(main) ✗ ", "PS C:\\> ", "C:\\>"). A line starting
+// with "$ " is a command whatever it runs (it ends the previous command's
+// output); after a longer prompt only kubectl is recognised, so that output
+// lines are not taken for commands.
+func commandLine(l string) (string, bool) {
+	_, text, ok := promptCommand(l)
+	return text, ok
+}
+
+// promptCommand is commandLine that also returns the prompt.
+func promptCommand(l string) (prompt, text string, ok bool) {
+	if rest, ok := strings.CutPrefix(l, "$ "); ok {
+		return "$ ", strings.TrimSpace(rest), true
+	}
+	if len(l) == 0 || l[0] == ' ' || l[0] == '\t' {
+		return "", "", false // output is indented; prompts are not
+	}
+	if m := winPromptRe.FindString(l); m != "" {
+		if rest := strings.TrimSpace(l[len(m):]); isKubectl(rest) {
+			return m, rest, true
+		}
+	}
+	first, _ := utf8.DecodeRuneInString(l)
+	glyph := strings.ContainsRune(promptGlyphs, first)
+	limit := min(len(l), maxPrompt)
+	for i := 1; i < limit; i++ {
+		if l[i] != ' ' || l[i-1] == ' ' {
+			continue
+		}
+		// l[:i] is a candidate prompt: it must end with a prompt
+		// character, or the line start with a prompt glyph.
+		last, _ := utf8.DecodeLastRuneInString(l[:i])
+		if !glyph && !strings.ContainsRune(promptEnds, last) {
+			continue
+		}
+		rest := strings.TrimSpace(l[i:])
+		if isKubectl(rest) {
+			return l[:i+1], rest, true
+		}
+	}
+	return "", "", false
+}
+
+// prompts are the prompts a transcript's kubectl commands follow (other
+// than "$ "): a line that starts with one of them, word for word, is a
+// command too, whatever it runs (dig, curl, openssl after "❯ ").
+type prompts map[string]bool
+
+func learnPrompts(lines []string) prompts {
+	ps := prompts{}
+	for _, l := range lines {
+		if p, _, ok := promptCommand(l); ok && p != "$ " && len(ps) < 16 {
+			ps[p] = true
+		}
+	}
+	return ps
+}
+
+// command returns the command of a line: commandLine, or any command after
+// a prompt learnt from the transcript's kubectl commands.
+func (ps prompts) command(l string) (string, bool) {
+	if text, ok := commandLine(l); ok {
+		return text, true
+	}
+	for p := range ps {
+		if rest, ok := strings.CutPrefix(l, p); ok && rest != "" && rest[0] != ' ' {
+			return strings.TrimSpace(rest), true
+		}
+	}
+	return "", false
+}
+
+// isKubectl reports whether a command line runs one of kubectl's commands.
+func isKubectl(s string) bool {
+	c, ok := parseCommand(s, 0)
+	return ok && kubectlVerbs[c.verb]
+}
+
+// kubectlVerbs are kubectl's commands: after a prompt other than "$ ",
+// "kubectl" must be followed by one of them to start a command.
+var kubectlVerbs = map[string]bool{}
+
+func init() {
+	for _, v := range strings.Fields(`get describe logs log events top alpha apply create delete edit exec port-forward
+		rollout scale autoscale set label annotate patch replace cordon uncordon drain taint config version cluster-info
+		api-resources api-versions auth debug explain expose run wait diff kustomize plugin proxy cp attach certificate
+		completion options`) {
+		kubectlVerbs[v] = true
+	}
+}
+
+// continued reports whether a command line goes on at the next line (it
+// ends with a backslash outside quotes), and returns it without the
+// backslash.
+func continued(s string) (string, bool) {
+	t := strings.TrimRight(s, " ")
+	if !strings.HasSuffix(t, "\\") || strings.HasSuffix(t, "\\\\") {
+		return s, false
+	}
+	return strings.TrimSuffix(t, "\\"), true
+}
+
+// continuation returns the text of a continuation line: the shell's
+// secondary prompt ("> ") and indentation removed.
+func continuation(l string) string {
+	l = strings.TrimSpace(l)
+	if l == ">" {
+		return ""
+	}
+	return strings.TrimSpace(strings.TrimPrefix(l, "> "))
+}
