@@ -109,7 +109,12 @@ type Series struct {
 	// Outbound marks a measure of the service's calls to others (client
 	// latency and errors): it shows its callees more than itself.
 	Outbound bool
-	Points   []evidence.Point
+	// PerBin, when set, is how many samples a percentile series is taken
+	// over in a typical bin (its reference median), for a series that
+	// carries no traffic series of its own (a span-time percentile of
+	// sampled traces).
+	PerBin float64
+	Points []evidence.Point
 }
 
 // Subject is the series' candidate: its node for node series, else its
@@ -569,18 +574,21 @@ func volumeWeights(g *grid, ms []Series, eps []*episode, refEnd int) {
 	}
 	for _, ep := range eps {
 		s := ep.s
-		if s == nil || s.Pod == "" || s.Signal != SignalLatency {
+		if s == nil || s.Signal != SignalLatency && s.Signal != SignalTraceLat {
 			continue
 		}
 		q := quantileOf(s.Metric)
-		r, ok := rate[s.Pod]
-		if q == 0 || !ok {
+		n, known := s.PerBin, s.PerBin > 0
+		if r, ok := rate[s.Pod]; s.Pod != "" && ok && s.Signal == SignalLatency {
+			n, known = r*g.w.Step.Seconds(), true
+		}
+		if q == 0 || !known {
 			continue
 		}
-		tail := (1 - q) * r * g.w.Step.Seconds()
+		tail := (1 - q) * n
 		ep.vol, ep.hasVol = math.Min(1, math.Sqrt(tail/tailRequests)), true
 		if ep.vol < 1 {
-			ep.note = joinNote(ep.note, fmt.Sprintf("a p%.0f over ~%.0f requests a bin", 100*q, r*g.w.Step.Seconds()))
+			ep.note = joinNote(ep.note, fmt.Sprintf("a p%.0f over ~%.0f requests a bin", 100*q, n))
 		}
 	}
 }

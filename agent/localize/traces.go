@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/analysis/tracegraph"
 	"github.com/rootcause/rootcause/agent/evidence"
 )
@@ -42,6 +43,7 @@ func TraceSeries(graphs []*tracegraph.Graph, entry string) ([]Series, []Edge) {
 	}
 	seen := map[Edge]bool{}
 	var edges []Edge
+	visits := map[key][]float64{} // visits per bin behind each percentile
 	for _, gr := range graphs {
 		t := gr.Window.Start
 		for _, st := range gr.Services {
@@ -49,7 +51,9 @@ func TraceSeries(graphs []*tracegraph.Graph, entry string) ([]Series, []Edge) {
 				continue
 			}
 			if st.Requests >= MinTraceVisits {
-				add(key{st.Service, "span self time p90"}, SignalTraceLat, "s", Up, evidence.Point{T: t, V: st.SelfTime.P90.Seconds()})
+				k := key{st.Service, "span self time p90"}
+				add(k, SignalTraceLat, "s", Up, evidence.Point{T: t, V: st.SelfTime.P90.Seconds()})
+				visits[k] = append(visits[k], float64(st.Requests))
 			}
 			add(key{st.Service, "error spans per request (lower bound)"}, SignalTraceErr, "ratio", Up, evidence.Point{T: t, V: WilsonLower(st.ErrorSpans, st.Requests)})
 			if strings.EqualFold(st.Service, entry) {
@@ -71,7 +75,12 @@ func TraceSeries(graphs []*tracegraph.Graph, entry string) ([]Series, []Edge) {
 	}
 	out := make([]Series, 0, len(order))
 	for _, k := range order {
-		out = append(out, *series[k])
+		s := series[k]
+		if v := visits[k]; len(v) > 0 {
+			// A p90 over a handful of visits is its slowest one or two.
+			s.PerBin = analysis.Median(v)
+		}
+		out = append(out, *s)
 	}
 	return out, edges
 }

@@ -2,6 +2,7 @@ package localize
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,9 @@ func TestTraceSeries(t *testing.T) {
 			t.Errorf("%s: %+v (found %v), want signal %s with %d points", want.key, s, ok, want.signal, want.points)
 		}
 	}
+	if p := got["payment|span self time p90"].PerBin; p != 7 {
+		t.Errorf("payment's self time p90 is over %v visits a bin, want 7", p)
+	}
 	if _, ok := got["payment|request duration p90 (traces)"]; ok {
 		t.Error("a service other than the entry has a request duration series")
 	}
@@ -57,5 +61,31 @@ func TestTraceSeries(t *testing.T) {
 		if got := ErrorHandlerSpan(c.name); got != c.want {
 			t.Errorf("ErrorHandlerSpan(%q) = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestSpanTimeVolume: a span self-time p90 over a handful of sampled
+// visits a bin is its slowest one or two and weighs less than the same
+// rise over hundreds.
+func TestSpanTimeVolume(t *testing.T) {
+	self := func(svc string, perBin float64) Series {
+		return Series{Service: svc, Metric: "span self time p90", Signal: SignalTraceLat, Unit: "s", Bad: Up, PerBin: perBin,
+			Points: wave(0.010, 0.001, from(37, 40, 0.080))}
+	}
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{entryLatency("ui"), self("route", 12), self("order", 300)}})
+	var order, route *Candidate
+	for i := range res.Candidates {
+		switch c := &res.Candidates[i]; c.Subject {
+		case "order":
+			order = c
+		case "route":
+			route = c
+		}
+	}
+	if order == nil || route == nil || route.Score >= order.Score {
+		t.Fatalf("route %+v should rank below order %+v", route, order)
+	}
+	if !strings.Contains(route.Explanation, "a p90 over ~12 requests a bin") {
+		t.Errorf("route: %q, want the visits behind its p90", route.Explanation)
 	}
 }
