@@ -67,7 +67,7 @@ func describeBacklog(h *Hypothesis) string {
 			break
 		}
 	}
-	return d
+	return d + pollSettingNote(h)
 }
 
 // consumerFailure are the kinds of a consumer's failure that back up its

@@ -17,7 +17,7 @@ var consumerStall = &mechanism{
 		s := h.Subject
 		var d string
 		d = fmt.Sprintf("the consumers of %s fall behind: their poll loop is too slow (poll timeouts, max.poll.interval.ms exceeded, the group rebalances): %s", s, quote(ReadableLine(h.fact("line")), 220))
-		return d
+		return d + pollSettingNote(h)
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		backlogM.recommend(h, sc, r)

@@ -245,13 +245,17 @@ func ScopeOf(req *agent.Request, now time.Time) Scope {
 	sc := Scope{Message: req.Message, Service: strings.TrimSpace(c["service"]), Namespace: strings.TrimSpace(c["namespace"]),
 		Environment: c["environment"], Hint: c["hint"], Alert: c["related_alert"]}
 	start, end := now.Add(-time.Hour), now
+	given := false
 	if tw := strings.TrimSpace(c["time_window"]); tw != "" {
 		if s, e, ok := parseWindow(tw, now); ok {
-			start, end = s, e
+			start, end, given = s, e, true
 		}
 	}
 	length := max(end.Sub(start), 30*time.Minute)
 	sc.Window = Window{BaselineStart: start.Add(-length), Start: start, End: end}
+	if !given {
+		sc.Window = widenToStatedOnset(sc.Window, req.Message, now)
+	}
 	return sc
 }
 

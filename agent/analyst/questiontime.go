@@ -1,0 +1,130 @@
+package analyst
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// When the question says when the trouble began ("since about 14:10",
+// "p99 jumped around 15:20", "since this morning", "since last night"), the
+// incident window starts a little before that moment even when it lies more
+// than an hour back: an onset the default hour would leave in the baseline
+// (or before it) is the incident itself, not its background. The stated
+// moment only ever widens the window; a window given in the context wins.
+
+// onsetMargin is how long before a stated clock time the window starts: people
+// round ("about 14:10"), and a cause precedes the symptom it is noticed by.
+const onsetMargin = 15 * time.Minute
+
+// maxStatedLookback bounds how far back a stated moment may move the window.
+const maxStatedLookback = 48 * time.Hour
+
+var (
+	clockRe    = regexp.MustCompile(`(?i)(?:^|[^\d:.])([01]?\d|2[0-3])[:h]([0-5]\d)(?::[0-5]\d)?\s*(am|pm)?(?:[^\d:]|$)`)
+	agoRe      = regexp.MustCompile(`(?i)\b(\d+|an?|one|two|three|few)\s*(minutes?|mins?|hours?|hrs?|h)\s+ago\b`)
+	lastSpanRe = regexp.MustCompile(`(?i)\b(?:last|past)\s+(\d+|few|couple of)\s*(minutes?|mins?|hours?|hrs?|days?)\b`)
+)
+
+// statedOnset reads the earliest moment the message gives for the trouble's
+// start, relative to now. ok is false when the message states none.
+func statedOnset(msg string, now time.Time) (time.Time, bool) {
+	var best time.Time
+	take := func(t time.Time) {
+		if t.After(now) || now.Sub(t) > maxStatedLookback {
+			return
+		}
+		if best.IsZero() || t.Before(best) {
+			best = t
+		}
+	}
+	low := strings.ToLower(msg)
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	for _, m := range clockRe.FindAllStringSubmatch(msg, -1) {
+		h, _ := strconv.Atoi(m[1])
+		mi, _ := strconv.Atoi(m[2])
+		switch strings.ToLower(m[3]) {
+		case "pm":
+			if h < 12 {
+				h += 12
+			}
+		case "am":
+			if h == 12 {
+				h = 0
+			}
+		}
+		t := day.Add(time.Duration(h)*time.Hour + time.Duration(mi)*time.Minute)
+		if t.After(now) { // a clock time later than now is yesterday's
+			t = t.Add(-24 * time.Hour)
+		}
+		take(t.Add(-onsetMargin))
+	}
+	for _, m := range agoRe.FindAllStringSubmatch(low, -1) {
+		if d, ok := spanOf(m[1], m[2]); ok {
+			take(now.Add(-d - onsetMargin))
+		}
+	}
+	for _, m := range lastSpanRe.FindAllStringSubmatch(low, -1) {
+		if d, ok := spanOf(m[1], m[2]); ok {
+			take(now.Add(-d))
+		}
+	}
+	// The night before, read on the clock of the evidence (UTC). A part of
+	// today ("this morning") does not move the window: the default hour
+	// already sees the current state, and a vague start would stretch the
+	// baseline over hours without evidence.
+	at := func(ref time.Time, h int) time.Time { return ref.Add(time.Duration(h) * time.Hour) }
+	yesterday := day.Add(-24 * time.Hour)
+	switch {
+	case strings.Contains(low, "last night") || strings.Contains(low, "overnight") || strings.Contains(low, "during the night"):
+		take(at(yesterday, 18))
+	case strings.Contains(low, "since yesterday"):
+		take(yesterday)
+	}
+	return best, !best.IsZero()
+}
+
+// spanOf reads "3 hours", "a few minutes", "an hour" as a duration.
+func spanOf(n, unit string) (time.Duration, bool) {
+	k := 0
+	switch n {
+	case "a", "an", "one":
+		k = 1
+	case "two", "couple of":
+		k = 2
+	case "three", "few":
+		k = 3
+	default:
+		v, err := strconv.Atoi(n)
+		if err != nil || v <= 0 {
+			return 0, false
+		}
+		k = v
+	}
+	var u time.Duration
+	switch {
+	case strings.HasPrefix(unit, "m"):
+		u = time.Minute
+	case strings.HasPrefix(unit, "h"):
+		u = time.Hour
+	case strings.HasPrefix(unit, "d"):
+		u = 24 * time.Hour
+	default:
+		return 0, false
+	}
+	return time.Duration(k) * u, true
+}
+
+// widenToStatedOnset moves the window's start back to the moment the message
+// says the trouble began, when that is earlier than the start; the baseline
+// keeps the window's length (at least 30 minutes) before it.
+func widenToStatedOnset(w Window, msg string, now time.Time) Window {
+	t, ok := statedOnset(msg, now)
+	if !ok || !t.Before(w.Start) {
+		return w
+	}
+	t = t.Truncate(time.Minute)
+	length := max(w.End.Sub(t), 30*time.Minute)
+	return Window{BaselineStart: t.Add(-length), Start: t, End: w.End}
+}

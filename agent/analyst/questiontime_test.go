@@ -1,0 +1,71 @@
+package analyst
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent"
+)
+
+func TestStatedOnset(t *testing.T) {
+	now := time.Date(2026, 6, 30, 16, 45, 0, 0, time.UTC)
+	at := func(h, m int) time.Time { return time.Date(2026, 6, 30, h, m, 0, 0, time.UTC) }
+	cases := []struct {
+		msg  string
+		want time.Time // zero: none stated
+	}{
+		{"cart-api p99 jumped to ~5s around 15:20, p50 is fine", at(15, 5)},
+		{"checkout has been slow since about 14:10, p99 went from ~400ms to 4-5s", at(13, 55)},
+		{"Alert HostDiskWillFillIn4Hours fired for pg-main-01 at 02:41", at(2, 26)},
+		{"errors since 3:05pm", at(14, 50)},
+		{"it failed at 22:30", at(22, 15).Add(-24 * time.Hour)}, // later than now: yesterday's
+		{"started about 2 hours ago", at(14, 30)},
+		{"in the last 3 hours", at(13, 45)},
+		{"emails arrive late since last night", at(18, 0).Add(-24 * time.Hour)},
+		{"broken since yesterday", at(0, 0).Add(-24 * time.Hour)},
+		{"the nightly run at 01:00 and the retry at 03:00", at(0, 45)},
+		{"search felt slow this morning", time.Time{}},
+		{"p99 went from 400ms to 4.5s", time.Time{}},
+		{"version 3.10.2 is out", time.Time{}},
+		{"latency of 1:2 ratio", time.Time{}},
+	}
+	for _, c := range cases {
+		got, ok := statedOnset(c.msg, now)
+		if c.want.IsZero() {
+			if ok {
+				t.Errorf("%q: stated onset %s, want none", c.msg, got)
+			}
+			continue
+		}
+		if !ok || !got.Equal(c.want) {
+			t.Errorf("%q: stated onset %s (%v), want %s", c.msg, got, ok, c.want)
+		}
+	}
+}
+
+func TestScopeWidensToStatedOnset(t *testing.T) {
+	now := time.Date(2026, 6, 30, 16, 45, 0, 0, time.UTC)
+	cases := []struct {
+		msg, window string
+		start       time.Time
+		baseline    time.Time
+	}{
+		// The stated start is older than the default hour: the window reaches it.
+		{"p99 jumped around 15:20", "", time.Date(2026, 6, 30, 15, 5, 0, 0, time.UTC), time.Date(2026, 6, 30, 13, 25, 0, 0, time.UTC)},
+		// Within the default hour: the hour stays.
+		{"failing since 16:30", "", now.Add(-time.Hour), now.Add(-2 * time.Hour)},
+		// A window given in the context wins.
+		{"p99 jumped around 15:20", "30m", now.Add(-30 * time.Minute), now.Add(-time.Hour)},
+		{"no time stated", "", now.Add(-time.Hour), now.Add(-2 * time.Hour)},
+	}
+	for _, c := range cases {
+		req := &agent.Request{Message: c.msg, Context: map[string]string{"service": "cart-api"}}
+		if c.window != "" {
+			req.Context["time_window"] = c.window
+		}
+		w := ScopeOf(req, now).Window
+		if !w.Start.Equal(c.start) || !w.BaselineStart.Equal(c.baseline) || !w.End.Equal(now) {
+			t.Errorf("%q (%q): window %s..%s baseline %s, want %s..%s baseline %s", c.msg, c.window, w.Start, w.End, w.BaselineStart, c.start, now, c.baseline)
+		}
+	}
+}
