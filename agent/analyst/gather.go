@@ -427,6 +427,12 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 	meta := map[string]LogSet{}
 	running := map[string]bool{} // a pod of the workload has not completed
 	var order []string
+	// Raw lines a question needs (a grouped log search, durations).
+	var want *regexp.Regexp
+	if p := lineSearch(g.sc); p != "" {
+		want = regexp.MustCompile(p)
+	}
+	kept := map[string][]evidence.LogLine{}
 	for _, p := range g.podsForLogs() {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -447,6 +453,9 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 		if ok {
 			if lr, _ := as[*evidence.LogResult](out); lr != nil {
 				addLines(m, p.Name, lr.Lines, podLogTime(p, w))
+				if want != nil {
+					kept[key] = keepQuestionLines(want, lr.Lines, kept[key])
+				}
 			}
 		}
 		for _, cs := range p.Status.ContainerStatuses {
@@ -482,6 +491,7 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 		set.Templates = miners[k].Templates()
 		set.HasBaseline = base >= 10
 		set.Completed = !running[k]
+		set.Lines = kept[k]
 		g.logSets = append(g.logSets, set)
 	}
 	g.gatherCalledServices(ctx, sp)
@@ -635,9 +645,34 @@ func (g *gatherer) gatherHostLogs(ctx context.Context, sp specialist) error {
 			base += t.Baseline
 		}
 		g.logSources++
-		g.logSets = append(g.logSets, LogSet{Source: s, Subject: subjectOfSource(s), Origin: SrcLogs, Templates: ts, HasBaseline: base >= 10, Host: true})
+		g.logSets = append(g.logSets, LogSet{Source: s, Subject: subjectOfSource(s), Origin: SrcLogs, Templates: ts, HasBaseline: base >= 10, Host: true,
+			Lines: g.searchQuestionLines(ctx, sp, s)})
 	}
 	return nil
+}
+
+// searchQuestionLines reads the raw lines of a host log source that the
+// question needs (lineSearch), in the baseline and in the incident window
+// separately so that a busy window does not push the baseline out; nil
+// when the question needs none or search_logs is not in the toolkit.
+func (g *gatherer) searchQuestionLines(ctx context.Context, sp specialist, source string) []evidence.LogLine {
+	pattern := lineSearch(g.sc)
+	if pattern == "" || !sp.run.Has("search_logs") {
+		return nil
+	}
+	w := g.sc.Window
+	var lines []evidence.LogLine
+	for _, span := range [][2]time.Time{{w.BaselineStart, w.Start}, {w.Start, w.End}} {
+		out, ok := g.call(ctx, sp, "search_logs", map[string]any{"source": source, "pattern": pattern,
+			"since": span[0].Format(time.RFC3339), "until": span[1].Format(time.RFC3339), "limit": maxQuestionLines / 2})
+		if !ok {
+			continue
+		}
+		if lr, _ := as[*evidence.LogResult](out); lr != nil {
+			lines = append(lines, lr.Lines...)
+		}
+	}
+	return lines
 }
 
 // subjectOfSource names the service a log file or group belongs to:

@@ -22,6 +22,9 @@ var logMatch = &mechanism{
 	label:  "log lines matching the question",
 	detect: detectLogSearch,
 	describe: func(h *Hypothesis, sc Scope) string {
+		if h.fact("group_field") != "" {
+			return describeGroup(h)
+		}
 		d := fmt.Sprintf("yes: the logs of %s show %q", h.Subject, h.fact("phrase"))
 		if n := h.fact("lines"); n != "" {
 			d += fmt.Sprintf(" (%s lines", n)
@@ -86,7 +89,8 @@ func phraseWords(p string) []string {
 func detectLogSearch(ev *Gathered, _ []Finding) []Finding {
 	asked := searchPhrase(ev.Scope.Message + " " + ev.Scope.Hint)
 	// "413 or timeout errors": each alternative is searched on its own.
-	var out []Finding
+	// "Which route do the 504s come from?": the matches grouped.
+	out := detectLogGroups(ev)
 	for _, phrase := range orAlternatives(asked) {
 		out = append(out, searchLogs(ev, phrase)...)
 	}

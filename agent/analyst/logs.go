@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // LogSet is the mined templates of one log source (a pod, a host log file,
@@ -29,6 +30,11 @@ type LogSet struct {
 	// Completed is true when every pod of the source has completed
 	// successfully (a finished Job): its errors were got past.
 	Completed bool
+	// Lines are raw lines read for a question that templates cannot
+	// answer (a grouped log search, durations in request lines): those
+	// of the pod logs read that match lineSearch, or what a search of a
+	// host log returned. Nil for other questions.
+	Lines []evidence.LogLine
 	// classes memoises the classification of each template, in Templates
 	// order: every template is classified once per investigation.
 	classes []lineClass

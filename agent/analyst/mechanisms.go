@@ -28,6 +28,7 @@ var mechanisms = []*mechanism{
 	nodeNotReady,
 	livenessKill,
 	diskFull,
+	resourceAlarm,
 	tlsHandshake,
 	certificateExpired,
 	dnsServer,

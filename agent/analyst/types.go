@@ -215,6 +215,7 @@ var kinds = map[Kind]kindInfo{
 	KindVolumeProvision: {prior: 0.82},
 	KindLogMatch:        {prior: 0.6},
 	KindSlowOperation:   {prior: 0.62},
+	KindResourceAlarm:   {prior: 0.82},
 	KindScaledToZero:    {prior: 0.84},
 	KindPortMismatch:    {prior: 0.84},
 	KindGCPressure:      {prior: 0.74},

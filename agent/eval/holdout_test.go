@@ -25,7 +25,7 @@ var holdoutFloors = map[string]int{
 	"holdout7":  12,
 	"holdout8":  12,
 	"holdout9":  12,
-	"holdout10": 7,
+	"holdout10": 9,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:

@@ -1,0 +1,281 @@
+package analyst
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// A request line is one request an access log records: a proxy's (Envoy's
+// default format and Istio's, nginx's combined format and ingress-nginx's)
+// or a service's own request log (logfmt or flattened JSON: method=,
+// path=, status=, duration_ms=). Its fields let a log search group what it
+// matched by route, upstream or client, and read the time a request took.
+
+// requestLine is the fields of one request.
+type requestLine struct {
+	Method string
+	Path   string // as logged, with its query
+	Route  string // the path without its query, identifiers masked
+	Status int    // 0 when not logged
+	// Flags are Envoy's response flags ("UT", "UF,URX"), "" for none.
+	Flags    string
+	Duration float64 // seconds, -1 when not logged
+	// Upstream is the cluster, service or host the request was sent to.
+	Upstream string
+	Host     string // the authority asked for
+	Client   string // the downstream address
+}
+
+var (
+	quotedReqRE   = regexp.MustCompile(`"([A-Z]{3,7}) (\S+) (?:HTTP/[\d.]+|HTTP/\d)"`)
+	plainReqRE    = regexp.MustCompile(`\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (/\S*) (?:HTTP/[\d.]+ )?([1-5]\d\d)\b(?:\s+(\d+(?:\.\d+)?)\s*(ms|s)\b)?`)
+	quotedFieldRE = regexp.MustCompile(`"([^"]*)"`)
+	envoyFlagsRE  = regexp.MustCompile(`^(?:-|[A-Z]{2,4}(?:,[A-Z]{2,4})*)$`)
+	kvFieldRE     = regexp.MustCompile(`(?:^|[\s{,])"?([A-Za-z_][\w.@-]*)"?\s*[=:]\s*"?([^"\s,}]*)"?`)
+	istioUpRE     = regexp.MustCompile(`\b(?:outbound|inbound)\|\d*\|[^|\s]*\|([\w.-]+)`)
+	bracketUpRE   = regexp.MustCompile(`\[([a-z0-9][\w.-]*-\d{2,5})\]`)
+	clientAddrRE  = regexp.MustCompile(`^(?:\S+\s+)?(\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]{3,39})\s+\S+\s+\S+\s+\[`)
+)
+
+// parseRequestLine reads the request a log line records, if it records
+// one.
+func parseRequestLine(line string) (requestLine, bool) {
+	r := requestLine{Duration: -1}
+	text := MiningText(line)
+	if m := quotedReqRE.FindStringSubmatchIndex(text); m != nil {
+		r.Method, r.Path = text[m[2]:m[3]], text[m[4]:m[5]]
+		rest := text[m[1]:]
+		head := rest
+		if i := strings.IndexByte(head, '"'); i >= 0 {
+			head = head[:i]
+		}
+		fs := strings.Fields(head)
+		if len(fs) > 0 {
+			r.Status = statusCode(fs[0])
+		}
+		quoted := quotedFieldRE.FindAllStringSubmatch(rest, -1)
+		switch {
+		case len(fs) >= 5 && envoyFlagsRE.MatchString(fs[1]) && isCount(fs[2]) && isCount(fs[3]) && isCount(fs[4]):
+			// Envoy: status flags bytes_in bytes_out duration_ms
+			// upstream_ms "xff" "agent" "id" "authority" "upstream".
+			if fs[1] != "-" {
+				r.Flags = fs[1]
+			}
+			r.Duration = msField(fs[4])
+			if len(quoted) >= 4 {
+				r.Host = quoted[3][1]
+			}
+			if len(quoted) >= 5 {
+				r.Upstream = upstreamName(quoted[4][1])
+			}
+		case len(fs) >= 2 && envoyFlagsRE.MatchString(fs[1]) && fs[1] != "-":
+			// Istio: status flags details ... then the counts.
+			r.Flags = fs[1]
+		}
+		if m := istioUpRE.FindStringSubmatch(rest); m != nil {
+			r.Upstream = ShortHost(m[1])
+		}
+		// ingress-nginx: ... "agent" length time [ns-svc-port] [alt] addr ...
+		if m := bracketUpRE.FindStringSubmatch(rest); m != nil && r.Upstream == "" {
+			r.Upstream = m[1]
+			if len(quoted) >= 2 {
+				after := rest[strings.LastIndex(rest, `"`)+1:]
+				if f := strings.Fields(after); len(f) >= 2 && r.Duration < 0 {
+					if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+						r.Duration = v
+					}
+				}
+			}
+		}
+		if m := clientAddrRE.FindStringSubmatch(text); m != nil {
+			r.Client = m[1]
+		}
+	} else if m := plainReqRE.FindStringSubmatch(text); m != nil {
+		r.Method, r.Path, r.Status = m[1], m[2], statusCode(m[3])
+		if m[4] != "" {
+			v, _ := strconv.ParseFloat(m[4], 64)
+			if m[5] == "ms" {
+				v /= 1000
+			}
+			r.Duration = v
+		}
+	}
+	// key=value fields (logfmt, flattened JSON) fill in the rest.
+	for _, m := range kvFieldRE.FindAllStringSubmatch(text, -1) {
+		k, v := strings.ToLower(m[1]), m[2]
+		if v == "" || v == "-" {
+			continue
+		}
+		switch k {
+		case "method", "http_method", "http.method", "verb", "request_method":
+			if r.Method == "" {
+				r.Method = strings.ToUpper(v)
+			}
+		case "path", "uri", "url", "request_uri", "http.path", "http.target", "url.path", "route", "endpoint", "http.route":
+			if r.Path == "" && strings.HasPrefix(v, "/") {
+				r.Path = v
+			}
+		case "status", "status_code", "code", "response_code", "http_status", "http.status_code", "statuscode", "resp_status":
+			if r.Status == 0 {
+				r.Status = statusCode(v)
+			}
+		case "upstream", "upstream_cluster", "cluster", "backend", "upstream_host", "upstream_name", "proxy_upstream_name", "upstream_service":
+			if r.Upstream == "" {
+				r.Upstream = upstreamName(v)
+			}
+		case "host", "authority", "http.host", "server_name":
+			if r.Host == "" {
+				r.Host = v
+			}
+		case "rt", "request_time", "duration", "elapsed", "latency", "response_time", "took":
+			if r.Duration < 0 {
+				r.Duration = durationValue(v, "s")
+			}
+		case "duration_ms", "total_ms", "elapsed_ms", "latency_ms", "response_time_ms", "took_ms", "time_ms":
+			if r.Duration < 0 {
+				r.Duration = durationValue(v, "ms")
+			}
+		}
+	}
+	if r.Path == "" || r.Status == 0 && r.Method == "" {
+		return requestLine{}, false
+	}
+	r.Route = routeOf(r.Path)
+	return r, true
+}
+
+func statusCode(s string) int {
+	if len(s) != 3 || s[0] < '1' || s[0] > '5' {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func isCount(s string) bool {
+	if s == "-" {
+		return true
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
+}
+
+func msField(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return -1
+	}
+	return v / 1000
+}
+
+var durUnitRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)(ms|s|us|µs|m)?$`)
+
+// durationValue reads a duration field in seconds; a bare number is in
+// unit.
+func durationValue(v, unit string) float64 {
+	m := durUnitRE.FindStringSubmatch(v)
+	if m == nil {
+		return -1
+	}
+	x, _ := strconv.ParseFloat(m[1], 64)
+	u := m[2]
+	if u == "" {
+		u = unit
+	}
+	switch u {
+	case "ms":
+		x /= 1000
+	case "us", "µs":
+		x /= 1e6
+	case "m":
+		x *= 60
+	}
+	return x
+}
+
+// upstreamName names an upstream from what a proxy logs for it: a cluster
+// name as it is, a cluster DNS name shortened to its service, an address
+// kept as it is ("-" and empty are none).
+func upstreamName(v string) string {
+	v = strings.TrimPrefix(strings.TrimPrefix(v, "tcp://"), "http://")
+	if v == "" || v == "-" {
+		return ""
+	}
+	if h, p, ok := strings.Cut(v, ":"); ok && isCount(p) && !strings.Contains(p, ".") {
+		if ShortHost(h) != h {
+			return ShortHost(h)
+		}
+		return v
+	}
+	return ShortHost(v)
+}
+
+var idSegmentRE = regexp.MustCompile(`^(?:\d+|[0-9a-f]{8,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[\w.-]*\d[\w.-]*)$`)
+
+// routeOf is a path without its query, with segments that identify one
+// object (numbers, UUIDs, hex, codes carrying digits such as SHP-1702635)
+// masked as {id}: requests to one route share it. Short versions (v1, v2)
+// stay.
+func routeOf(path string) string {
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if s == "" || len(s) <= 3 && !allDigits(s) {
+			continue
+		}
+		if idSegmentRE.MatchString(strings.ToLower(s)) {
+			segs[i] = "{id}"
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// envoyFlagMeaning says what an Envoy response flag means.
+var envoyFlagMeaning = map[string]string{
+	"UT":    "upstream request timeout",
+	"UF":    "upstream connection failure",
+	"UH":    "no healthy upstream",
+	"URX":   "upstream retry limit exceeded",
+	"UC":    "upstream connection terminated",
+	"UR":    "upstream remote reset",
+	"UO":    "upstream overflow (circuit breaker open)",
+	"NR":    "no route configured",
+	"NC":    "no upstream cluster",
+	"DC":    "downstream connection terminated",
+	"LH":    "local health check failed",
+	"RL":    "rate limited locally",
+	"UAEX":  "denied by the external authorization service",
+	"DI":    "delay injected",
+	"FI":    "fault injected",
+	"SI":    "stream idle timeout",
+	"DT":    "request exceeded its max duration",
+	"UPE":   "upstream protocol error",
+	"UMSDR": "upstream max stream duration reached",
+}
+
+// flagsMeaning explains a response flags field ("UT" → "UT: upstream
+// request timeout").
+func flagsMeaning(flags string) string {
+	var out []string
+	for _, f := range strings.Split(flags, ",") {
+		if m := envoyFlagMeaning[f]; m != "" {
+			out = append(out, f+": "+m)
+		}
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,354 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rootcause/rootcause/finding"
+)
+
+// A server that blocks its clients' writes because one of its resources
+// crossed a limit states it in its own log: RabbitMQ's free-disk or memory
+// alarm ("Publishers will be blocked until this alarm clears"),
+// Elasticsearch's flood-stage disk watermark (indices made read-only),
+// Redis refusing writes (MISCONF, OOM command not allowed), PostgreSQL
+// refusing commands to avoid wraparound. The clients see only their side:
+// publishes that time out, writes rejected, "connection.blocked". The
+// server's own statement is the root; the clients are affected systems.
+
+// KindResourceAlarm is a server blocking its clients' writes on a
+// resource alarm.
+const KindResourceAlarm Kind = "resource_alarm"
+
+var resourceAlarm = &mechanism{
+	kind:   KindResourceAlarm,
+	class:  classCause,
+	label:  "server resource alarm blocking writes",
+	detect: detectResourceAlarms,
+	// Only a change to the server itself (its host, its configuration)
+	// triggers its alarm: a client's deploy does not fill the server.
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		for _, f := range h.Primary {
+			if c.Subject == f.Subject || c.Subject != "" && c.Subject == f.fact("host") {
+				return true
+			}
+		}
+		return false
+	},
+	strictTriggers: true,
+	// The clients whose logs show them blocked (not Related: a host's
+	// related names are renamed after the host, attachHosts) suffer it.
+	related: func(h *Hypothesis, f *Finding) bool {
+		for _, c := range strings.Split(h.fact("clients"), ", ") {
+			if c != "" && (f.Subject == c || f.fact("caller") == c) {
+				return true
+			}
+		}
+		return false
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		what := h.Subject
+		if host := h.fact("host"); host != "" && host != h.Subject {
+			what = fmt.Sprintf("the %s server %s", h.Subject, host)
+		} else if server := h.fact("server"); server != "" {
+			what = fmt.Sprintf("the %s server %s", server, h.Subject)
+		}
+		res := h.fact("resource")
+		d := fmt.Sprintf("%s raised its %s alarm and blocks its clients' %s until it clears", what, alarmPhrase(res), orWord(h.fact("blocks"), "writes"))
+		if lv := h.fact("level"); lv != "" {
+			d += " (" + lv + ")"
+		}
+		if l := h.fact("line"); l != "" {
+			d += ": " + quote(ReadableLine(l), 200)
+		}
+		if q := h.fact("growing"); q != "" {
+			d += "; " + q
+		}
+		if c := h.fact("clients"); c != "" {
+			d += fmt.Sprintf(". Its clients are blocked: %s", c)
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		host := orWord(h.fact("host"), h.Subject)
+		switch h.fact("resource") {
+		case "memory":
+			r.high("Free memory on %s (drain or purge what grows, add consumers) so the memory alarm clears; raise the memory limit only as a stopgap", host)
+		default:
+			r.high("Free disk space on %s (purge or consume what fills it, delete old data, grow the volume) so the %s alarm clears", host, alarmPhrase(h.fact("resource")))
+		}
+		if q := h.fact("queue"); q != "" {
+			r.high("Drain the queue %s that fills %s: restore its consumer or purge it", q, host)
+		}
+		r.med("Find what fills %s and why it is not consumed (a consumer scaled to zero, a dead-letter queue nobody reads)", host)
+		r.add(finding.PriorityLow, fmt.Sprintf("Alert on the resource alarms of %s before they block clients (free disk and memory against their limits)", h.Subject))
+	},
+}
+
+func alarmPhrase(res string) string {
+	switch res {
+	case "memory":
+		return "memory"
+	case "disk":
+		return "free-disk"
+	}
+	return "resource"
+}
+
+var (
+	// A server stating that it blocks writes on a resource limit.
+	alarmLineRE = regexp.MustCompile(`(?i)\b(disk|memory) resource limit alarm set|Publishers will be blocked until this alarm clears|Free disk space is insufficient|vm_memory_high_watermark set|memory_high_watermark set|flood[ -]stage disk watermark \[[^\]]*\] exceeded|index read-only / allow delete|FORBIDDEN/12/index read-only|MISCONF Redis is configured to save RDB snapshots|OOM command not allowed when used memory|database is not accepting commands to avoid wraparound`)
+	// The alarm cleared again.
+	alarmClearedRE = regexp.MustCompile(`(?i)resource limit alarm cleared|alarm cleared|watermark (?:\[[^\]]*\] )?no longer exceeded|below the flood[ -]stage`)
+	// A client told it is blocked, with the server's reason.
+	blockedClientRE = regexp.MustCompile(`(?i)connection\.blocked|ConnectionBlocked|connection (?:is |was )?blocked|blocked by (?:the )?(?:broker|server)|cluster_block_exception|FORBIDDEN/12|MISCONF|OOM command not allowed|not accepting commands`)
+	rabbitNodeRE    = regexp.MustCompile(`\brabbit@([\w.-]+)`)
+	alarmNumbersRE  = regexp.MustCompile(`(?i)Free bytes:\s*(\d+)\.?\s*Limit:\s*(\d+)`)
+	reasonRE        = regexp.MustCompile(`(?i)reason="?([^"]+?)"?(?:$|\s\w+=)`)
+)
+
+// alarmServer names the kind of server an alarm line comes from.
+func alarmServer(line string) string {
+	l := strings.ToLower(line)
+	switch {
+	case strings.Contains(l, "publishers will be blocked") || strings.Contains(l, "resource limit alarm") || strings.Contains(l, "rabbit@") ||
+		strings.Contains(l, "vm_memory_high_watermark") || strings.Contains(l, "free disk space is insufficient") ||
+		strings.Contains(l, "connection.blocked") || strings.Contains(l, "amqp"):
+		return "rabbitmq"
+	case strings.Contains(l, "watermark") || strings.Contains(l, "read-only / allow delete") || strings.Contains(l, "cluster_block_exception") || strings.Contains(l, "forbidden/12"):
+		return "elasticsearch"
+	case strings.Contains(l, "misconf") || strings.Contains(l, "oom command not allowed"):
+		return "redis"
+	case strings.Contains(l, "wraparound"):
+		return "postgresql"
+	}
+	return ""
+}
+
+// alarmResource is the resource an alarm line is about.
+func alarmResource(line string) string {
+	l := strings.ToLower(line)
+	switch {
+	case strings.Contains(l, "disk") || strings.Contains(l, "read-only") || strings.Contains(l, "misconf") || strings.Contains(l, "forbidden/12"):
+		return "disk"
+	case strings.Contains(l, "memory"):
+		return "memory"
+	}
+	return ""
+}
+
+// detectResourceAlarms finds servers that state they block their clients'
+// writes (their own log, or the reason their clients were told), and
+// relates the clients whose logs show them blocked.
+func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
+	byServer := map[string]*Finding{}
+	var order []string
+	// Clients that log being blocked, by the server kind they name.
+	clients := map[string][]string{}
+	clientLine := map[string]string{}
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		for _, t := range set.Templates {
+			if t.Incident == 0 {
+				continue
+			}
+			for _, l := range []string{t.Example, t.Last} {
+				if l == "" || !blockedClientRE.MatchString(l) || alarmLineRE.MatchString(l) && set.Host {
+					continue
+				}
+				srv := orWord(alarmServer(l), WellKnownDependency(l, DependencyTarget(l)))
+				if srv == "" || srv == set.Subject || containsStr(clients[srv], set.Subject) {
+					continue
+				}
+				clients[srv] = append(clients[srv], set.Subject)
+				clientLine[srv+"\x00"+set.Subject] = l
+			}
+		}
+	}
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		cleared := alarmClearedAt(set)
+		for _, t := range set.Templates {
+			if t.Incident == 0 && !(t.Baseline > 0 && ev.Window.recent(t.LastSeen)) {
+				continue
+			}
+			line := t.Example
+			if !alarmLineRE.MatchString(line) {
+				if !alarmLineRE.MatchString(t.Last) {
+					continue
+				}
+				line = t.Last
+			}
+			srv := alarmServer(line)
+			role := hostRole(*set)
+			own := set.Host || role != "" || srv != "" && strings.Contains(strings.ToLower(set.Subject), srv)
+			if srv == "" {
+				srv = orWord(role, set.Subject)
+			}
+			// A client quoting the server's refusal (MISCONF, OOM command
+			// not allowed) reports the server's state, one hop away.
+			client := !own && srv != set.Subject
+			f := byServer[srv]
+			if f == nil {
+				f = &Finding{Kind: KindResourceAlarm, Subject: srv, Namespace: set.Namespace, Source: set.Origin, Object: set.Origin + " " + set.Source,
+					Time: orTime(t.FirstIncident, t.FirstSeen), Severity: SevCritical, Weight: 0.95}
+				byServer[srv] = f
+				order = append(order, srv)
+			}
+			if client {
+				f.Weight = min(f.Weight, 0.8)
+				f.setFact("caller", set.Subject)
+			} else {
+				f.Weight = 0.95
+				f.Object = set.Origin + " " + set.Source
+				delete(f.Facts, "caller")
+				host := set.Subject
+				if m := rabbitNodeRE.FindStringSubmatch(line); m != nil {
+					f.Related = appendNew(f.Related, m[1])
+				}
+				f.setFact("host", host)
+				f.Related = appendNew(f.Related, host)
+			}
+			f.Time = earliest(f.Time, orTime(t.FirstIncident, t.FirstSeen))
+			if res := alarmResource(line); res != "" {
+				f.setFact("resource", res)
+			}
+			// The alarm's own statement leads, its numbers follow.
+			if strings.Contains(strings.ToLower(line), "alarm set") || f.fact("line") == "" {
+				delete(f.Facts, "line")
+				f.setFact("line", line)
+			}
+			if m := alarmNumbersRE.FindStringSubmatch(line); m != nil {
+				free, _ := strconv.ParseFloat(m[1], 64)
+				limit, _ := strconv.ParseFloat(m[2], 64)
+				f.setFact("level", fmt.Sprintf("free %s, below its limit of %s", decimalBytes(free), decimalBytes(limit)))
+			}
+			if strings.Contains(strings.ToLower(line), "publishers") {
+				f.setFact("blocks", "publishes")
+			}
+			if !cleared.IsZero() && cleared.After(t.LastSeen) {
+				f.setFact("resolved", "true")
+				f.Weight = 0.4
+			}
+			f.Evidence = appendNew(f.Evidence, templateEvidence(*set, t, line))
+			f.addCount(t.Incident + t.Baseline)
+		}
+	}
+	var out []Finding
+	for _, srv := range order {
+		f := byServer[srv]
+		if srv == "rabbitmq" && f.fact("blocks") == "" {
+			f.setFact("blocks", "publishes")
+		}
+		var names []string
+		for _, c := range clients[srv] {
+			if c == f.fact("host") {
+				continue
+			}
+			names = append(names, c)
+			if len(f.Evidence) < 4 {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s logs that the %s blocks it: %s", c, srv, quote(ReadableLine(clientLine[srv+"\x00"+c]), 200)))
+			}
+		}
+		if len(names) > 0 {
+			f.setFact("clients", strings.Join(names, ", "))
+		}
+		alarmMetrics(ev, f)
+		what := srv
+		if h := f.fact("host"); h != "" && h != srv {
+			what = srv + " on " + h
+		}
+		f.Summary = fmt.Sprintf("%s raised its %s alarm and blocks %s (from %s)", what, alarmPhrase(f.fact("resource")), orWord(f.fact("blocks"), "writes"), hm(f.Time))
+		out = append(out, *f)
+	}
+	return out
+}
+
+// alarmClearedAt is the last time a set logged an alarm clearing.
+func alarmClearedAt(set *LogSet) (t0 time.Time) {
+	for _, t := range set.Templates {
+		if alarmClearedRE.MatchString(t.Example) || alarmClearedRE.MatchString(t.Last) {
+			if t.LastSeen.After(t0) {
+				t0 = t.LastSeen
+			}
+		}
+	}
+	return t0
+}
+
+// alarmMetrics adds what the server's metrics say: an alarm gauge set,
+// and the queue that grows the most, else the largest one (what fills the
+// disk or memory of a broker is its messages).
+func alarmMetrics(ev *Gathered, f *Finding) {
+	type queue struct {
+		name     string
+		from, to float64
+	}
+	var qs []queue
+	for _, ms := range ev.Metrics {
+		n := strings.ToLower(ms.Name)
+		if !strings.Contains(n, f.Subject) && !strings.Contains(n, strings.ReplaceAll(f.Subject, "-", "_")) {
+			continue
+		}
+		for _, s := range ms.Series {
+			if len(s.Points) == 0 {
+				continue
+			}
+			first, last := s.Points[0].V, s.Points[len(s.Points)-1].V
+			switch {
+			case strings.Contains(n, "alarm") && last >= 1 && len(f.Evidence) < 5:
+				f.Evidence = append(f.Evidence, fmt.Sprintf("metric %s is %g (alarm in effect) at %s", ms.Name, last, ts(s.Points[len(s.Points)-1].T)))
+			case strings.Contains(n, "queue") && strings.Contains(n, "messages") && s.Labels["queue"] != "":
+				qs = append(qs, queue{s.Labels["queue"], first, last})
+			}
+		}
+	}
+	if len(qs) == 0 {
+		return
+	}
+	sort.SliceStable(qs, func(i, j int) bool { return qs[i].to-qs[i].from > qs[j].to-qs[j].from })
+	if g := qs[0]; g.to > g.from*1.2 && g.to-g.from >= 1000 {
+		f.setFact("queue", g.name)
+		f.setFact("growing", fmt.Sprintf("the queue %s keeps growing (%s → %s messages)", g.name, compactCount(g.from), compactCount(g.to)))
+		return
+	}
+	sort.SliceStable(qs, func(i, j int) bool { return qs[i].to > qs[j].to })
+	if g := qs[0]; g.to >= 1e5 {
+		f.setFact("queue", g.name)
+		f.setFact("growing", fmt.Sprintf("its largest queue, %s, holds %s messages", g.name, compactCount(g.to)))
+	}
+}
+
+// decimalBytes renders a byte count in decimal units with enough digits
+// to tell a value from a limit just above it (1.998 GB, 2.000 GB).
+func decimalBytes(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.3f GB", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.3f MB", v/1e6)
+	}
+	return fmt.Sprintf("%.0f bytes", v)
+}
+
+// compactCount renders a count as 12.9M, 9.4k or 812.
+func compactCount(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+func appendNew(list []string, s string) []string {
+	if s == "" || containsStr(list, s) {
+		return list
+	}
+	return append(list, s)
+}
