@@ -26,6 +26,7 @@ var holdoutFloors = map[string]int{
 	"holdout8":  12,
 	"holdout9":  12,
 	"holdout10": 9,
+	"holdout12": 3,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
