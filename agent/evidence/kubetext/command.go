@@ -182,6 +182,13 @@ func init() {
 		"StorageClass":            {"storageclass", "storageclasses", "sc"},
 		"ResourceQuota":           {"resourcequota", "resourcequotas", "quota"},
 		"LimitRange":              {"limitrange", "limitranges", "limits"},
+		"NetworkPolicy":           {"networkpolicy", "networkpolicies", "netpol", "networkpolicy.networking.k8s.io", "networkpolicies.networking.k8s.io"},
+		"PodDisruptionBudget":     {"poddisruptionbudget", "poddisruptionbudgets", "pdb", "poddisruptionbudget.policy", "poddisruptionbudgets.policy"},
+		"ServiceAccount":          {"serviceaccount", "serviceaccounts", "sa"},
+		"Role":                    {"role", "roles", "role.rbac.authorization.k8s.io", "roles.rbac.authorization.k8s.io"},
+		"RoleBinding":             {"rolebinding", "rolebindings", "rolebinding.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io"},
+		"ClusterRole":             {"clusterrole", "clusterroles", "clusterrole.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io"},
+		"ClusterRoleBinding":      {"clusterrolebinding", "clusterrolebindings", "clusterrolebinding.rbac.authorization.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io"},
 	} {
 		for _, n := range names {
 			kindAliases[n] = kind

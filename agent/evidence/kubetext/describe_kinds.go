@@ -17,10 +17,14 @@ var apiVersions = map[string]string{
 	"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1",
 	"Job": "batch/v1", "CronJob": "batch/v1", "Ingress": "networking.k8s.io/v1",
 	"HorizontalPodAutoscaler": "autoscaling/v2", "StorageClass": "storage.k8s.io/v1",
+	"NetworkPolicy": "networking.k8s.io/v1", "PodDisruptionBudget": "policy/v1", "ServiceAccount": "v1",
+	"Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
+	"ClusterRole": "rbac.authorization.k8s.io/v1", "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
 }
 
 // clusterScoped kinds have no namespace.
-var clusterScoped = map[string]bool{"Node": true, "PersistentVolume": true, "Namespace": true, "StorageClass": true}
+var clusterScoped = map[string]bool{"Node": true, "PersistentVolume": true, "Namespace": true, "StorageClass": true,
+	"ClusterRole": true, "ClusterRoleBinding": true}
 
 // describers map a kind to the function reading its describe page.
 var describers map[string]func(p *parser, root *dnode, meta metav1.ObjectMeta) (runtime.Object, bool)
@@ -37,6 +41,16 @@ func (p *parser) describe(c *command, out []string, first int) {
 		}
 	}
 	if kind == "" {
+		if p.keepUnknown(c, out, first-1) {
+			why := "describe of a kind not read (kept as text)"
+			for _, t := range ts {
+				if t.kind != "" {
+					why = "describe of mixed resource kinds (kept as text)"
+				}
+			}
+			p.skip(first-1, c.text, why)
+			return
+		}
 		p.skip(first-1, c.text, "describe of an unknown or mixed resource kind")
 		return
 	}

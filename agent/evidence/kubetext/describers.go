@@ -20,5 +20,12 @@ func init() {
 		"Service":                 describeService,
 		"Ingress":                 describeIngress,
 		"HorizontalPodAutoscaler": describeHPA,
+		"NetworkPolicy":           describeNetworkPolicy,
+		"PodDisruptionBudget":     describePDB,
+		"ServiceAccount":          describeServiceAccount,
+		"Role":                    describeRole,
+		"ClusterRole":             describeClusterRole,
+		"RoleBinding":             describeRoleBinding,
+		"ClusterRoleBinding":      describeClusterRoleBinding,
 	}
 }

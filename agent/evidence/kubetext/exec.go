@@ -189,6 +189,34 @@ func (p *parser) exec(c *command, out []string, line int) {
 	}
 }
 
+// secretAssignRe matches a NAME=value or NAME: value line whose name says
+// it holds a secret (env output, config dumps); urlUserinfoRe a URL's
+// password.
+var (
+	secretAssignRe = regexp.MustCompile(`(?i)^(\s*(?:export\s+)?"?[A-Za-z0-9_.-]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|CREDENTIAL)[A-Za-z0-9_.-]*"?\s*[=:]\s*)\S.*$`)
+	urlUserinfoRe  = regexp.MustCompile(`(://[^/\s:@]+:)[^@\s/]+@`)
+	credentialRe   = regexp.MustCompile(`(?i)(authorization:\s*(?:bearer|basic)\s+|--password[= ]|x-api-key:\s*)[^\s'"]+`)
+)
+
+// redact removes what looks like a secret's value from a line of command
+// output: the value of a PASSWORD/SECRET/TOKEN/API_KEY... assignment and
+// the password of a URL. Command outputs are evidence, and secret values
+// are never kept.
+func redact(l string) string {
+	if m := secretAssignRe.FindStringSubmatchIndex(l); m != nil {
+		l = l[:m[3]] + "<redacted>"
+	}
+	l = credentialRe.ReplaceAllString(l, "${1}<redacted>")
+	return urlUserinfoRe.ReplaceAllString(l, "${1}<redacted>@")
+}
+
+// redactCommand removes credentials from a command line: a URL's
+// password, an Authorization header, --password.
+func redactCommand(s string) string {
+	s = credentialRe.ReplaceAllString(s, "${1}<redacted>")
+	return urlUserinfoRe.ReplaceAllString(s, "${1}<redacted>@")
+}
+
 // keepText keeps the output of a command that is not read as Kubernetes
 // state, verbatim.
 func (p *parser) keepText(text string, c *command, out []string, line int) {
@@ -213,6 +241,11 @@ func (p *parser) addOutput(o Output) {
 		o.Lines = o.Lines[:max(room, 0)]
 	}
 	p.logLines += len(o.Lines)
-	o.Lines = append([]string(nil), o.Lines...)
+	o.Command, o.Run = redactCommand(o.Command), redactCommand(o.Run)
+	lines := make([]string, len(o.Lines))
+	for i, l := range o.Lines {
+		lines[i] = redact(l)
+	}
+	o.Lines = lines
 	p.res.Outputs = append(p.res.Outputs, o)
 }

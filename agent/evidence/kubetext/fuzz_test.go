@@ -18,7 +18,7 @@ import (
 
 func seeds(f *testing.F) [][]byte {
 	f.Helper()
-	files, _ := filepath.Glob("testdata/transcripts/*/cluster.txt")
+	files, _ := filepath.Glob("testdata/transcripts*/*/cluster.txt")
 	files = append(files, "testdata/tables.txt")
 	var out [][]byte
 	for _, p := range files {
@@ -37,11 +37,15 @@ func checkBounded(t *testing.T, data []byte) {
 	t.Helper()
 	res := kubetext.Parse(data, fuzzRef)
 	if len(res.Objects) > kubetext.MaxObjects || len(res.Events) > kubetext.MaxEvents || len(res.Skipped) > kubetext.MaxSkips ||
-		len(res.Absent) > kubetext.MaxAbsent || len(res.Usage) > kubetext.MaxObjects {
-		t.Fatalf("unbounded result: %d objects, %d events, %d skipped, %d absent, %d usage", len(res.Objects), len(res.Events), len(res.Skipped),
-			len(res.Absent), len(res.Usage))
+		len(res.Absent) > kubetext.MaxAbsent || len(res.Usage) > kubetext.MaxObjects || len(res.Outputs) > kubetext.MaxOutputs ||
+		len(res.Histories) > kubetext.MaxObjects || len(res.Permissions) > kubetext.MaxObjects {
+		t.Fatalf("unbounded result: %d objects, %d events, %d skipped, %d absent, %d usage, %d outputs", len(res.Objects), len(res.Events), len(res.Skipped),
+			len(res.Absent), len(res.Usage), len(res.Outputs))
 	}
 	n := 0
+	for _, o := range res.Outputs {
+		n += len(o.Lines)
+	}
 	for _, l := range res.Logs {
 		n += len(l.Lines)
 		for _, line := range l.Lines {
@@ -76,6 +80,24 @@ var commandForms = []string{
 	"kubectl get cm,secrets -A", "kubectl get secret a b -n ns", "kubectl rollout status deploy/d -n ns",
 	"kubectl rollout status sts/s -n ns", "kubectl rollout status ds/d -n ns", "kubectl rollout history deploy/d -n ns",
 	"kubectl describe quota -n ns", "kubectl describe limits l -n ns", "kubectl get quota -A",
+	"kubectl rollout history deploy/d -n ns --revision=2", "kubectl exec -n ns p -c c -- curl -sv http://x:8080/",
+	"kubectl exec -it p -n ns -- sh", "kubectl auth can-i get secrets -n ns --as=system:serviceaccount:ns:sa",
+	"kubectl describe netpol -n ns", "kubectl describe pdb p -n ns", "kubectl describe sa s -n ns", "kubectl describe role r -n ns",
+	"kubectl describe rolebinding r -n ns", "kubectl describe clusterrole c", "kubectl describe clusterrolebinding c",
+	"kubectl get netpol,pdb,sa,role,rolebinding -A -o wide", "kubectl get clusterrole,clusterrolebinding -o wide",
+	"dig +short x.ns.svc.cluster.local",
+}
+
+// FuzzPrompts puts fuzzed prompts, colour codes and timestamps in front of
+// a command and its output.
+func FuzzPrompts(f *testing.F) {
+	for _, p := range []string{"$ ", "❯ ", "➜  dir git:(main) ✗ ", "user@host:~$ ", "[u@h ~]$ ", "% ", "PS C:\\> ", "C:\\>", "root@p:/# ",
+		"\x1b[32m$\x1b[0m ", "2026-03-14 10:44:58 $ ", "[10:44:58] ❯ "} {
+		f.Add(p, []byte("kubectl exec -it p -- sh\n/ # env\nA=1\n$ exit\n$ kubectl get pods \\\n> -n ns\nNAME READY\np 1/1\n"))
+	}
+	f.Fuzz(func(t *testing.T, prompt string, body []byte) {
+		checkBounded(t, append([]byte(prompt), body...))
+	})
 }
 
 func FuzzForms(f *testing.F) {

@@ -103,6 +103,9 @@ func init() {
 		"PersistentVolumeClaim": pvcRow, "PersistentVolume": pvRow, "Ingress": ingressRow,
 		"HorizontalPodAutoscaler": hpaRow, "Endpoints": endpointsRow, "StorageClass": storageClassRow,
 		"Namespace": namespaceRow, "ConfigMap": configMapRow, "Secret": secretRow, "ResourceQuota": quotaRow,
+		"NetworkPolicy": netpolRow, "PodDisruptionBudget": pdbRow, "ServiceAccount": serviceAccountRow,
+		"Role": roleRow("Role"), "ClusterRole": roleRow("ClusterRole"),
+		"RoleBinding": bindingRow("RoleBinding"), "ClusterRoleBinding": bindingRow("ClusterRoleBinding"),
 	}
 }
 

@@ -207,3 +207,50 @@ func TestRolloutHistory(t *testing.T) {
 		t.Errorf("ledger-api's replica set owned by %+v", other.OwnerReferences)
 	}
 }
+
+// Output kept as text never keeps a secret's value: environment and config
+// assignments of passwords, tokens and keys, URL passwords and
+// Authorization headers are redacted, and a secret's values asked for in a
+// form not read (-o jsonpath) are not kept at all. A custom resource's
+// table is kept as text.
+func TestKeptTextRedaction(t *testing.T) {
+	text := `$ kubectl exec api-0 -n shop -- env
+DB_HOST=postgres.shop
+DB_PASSWORD=hunter2
+STRIPE_API_KEY=sk_live_abc
+DATABASE_URL=postgres://app:s3cret@postgres:5432/shop
+$ curl -H "Authorization: Bearer eyJhbGciOi" https://api.example.com/v1/me
+{"error":"token expired"}
+$ kubectl get secret shop-db -n shop -o jsonpath='{.data.password}'
+aHVudGVyMg==
+$ kubectl get certificates -n shop
+NAME       READY   SECRET     AGE
+shop-tls   False   shop-tls   3d
+`
+	res := kubetext.Parse([]byte(text), time.Time{})
+	if len(res.Outputs) != 3 {
+		t.Fatalf("outputs %+v", res.Outputs)
+	}
+	env := strings.Join(res.Outputs[0].Lines, "\n")
+	if env != "DB_HOST=postgres.shop\nDB_PASSWORD=<redacted>\nSTRIPE_API_KEY=<redacted>\nDATABASE_URL=postgres://app:<redacted>@postgres:5432/shop" {
+		t.Errorf("env:\n%s", env)
+	}
+	if c := res.Outputs[1].Command; strings.Contains(c, "eyJ") || !strings.Contains(c, "Bearer <redacted>") {
+		t.Errorf("curl command %q", c)
+	}
+	if o := res.Outputs[2]; o.Command != "kubectl get certificates -n shop" || len(o.Lines) != 2 || o.Namespace != "shop" {
+		t.Errorf("custom resource table %+v", o)
+	}
+	for _, o := range res.Outputs {
+		if strings.Contains(strings.Join(o.Lines, "\n"), "aHVudGVyMg") {
+			t.Errorf("a secret's value kept: %+v", o)
+		}
+	}
+	var reasons []string
+	for _, s := range res.Skipped {
+		reasons = append(reasons, s.Reason)
+	}
+	if all := strings.Join(reasons, "\n"); !strings.Contains(all, "kubectl get -o jsonpath={.data.password} is not read\n") || !strings.Contains(all, "get of a kind not read (kept as text)") {
+		t.Errorf("skipped:\n%s", all)
+	}
+}

@@ -240,9 +240,10 @@ Sat Mar 14 10:45:00 UTC 2026
 	if len(res.Skipped) != 1 {
 		t.Errorf("skipped: %+v", res.Skipped)
 	}
-	// another program's output is kept as text
-	if len(res.Outputs) != 1 || res.Outputs[0].Command != "date" || res.Outputs[0].Exec || res.Outputs[0].Lines[0] != "Sat Mar 14 10:45:00 UTC 2026" {
-		t.Errorf("outputs: %+v", res.Outputs)
+	// a describe of mixed kinds and another program's output are kept as text
+	if len(res.Outputs) != 2 || res.Outputs[0].Lines[0] != "Name: x" || res.Outputs[1].Command != "date" || res.Outputs[1].Exec ||
+		res.Outputs[1].Lines[0] != "Sat Mar 14 10:45:00 UTC 2026" || !strings.Contains(res.Skipped[0].Reason, "mixed resource kinds (kept as text)") {
+		t.Errorf("outputs: %+v, skipped %+v", res.Outputs, res.Skipped)
 	}
 }
 

@@ -79,6 +79,7 @@ var Resources = []Resource{
 	{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, nil},
 	{"storage.k8s.io", "v1", "storageclasses", "StorageClass", false, []string{"sc"}},
 	{"policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, []string{"pdb"}},
+	{"policy", "v1beta1", "poddisruptionbudgets", "PodDisruptionBudget", true, []string{"pdb"}},
 	{"rbac.authorization.k8s.io", "v1", "roles", "Role", true, nil},
 	{"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, nil},
 	{"rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, nil},
@@ -90,7 +91,7 @@ var Resources = []Resource{
 
 // sameSchema maps versions to the version whose schema they share: an
 // object written at one is served at both.
-var sameSchema = map[string]string{"batch/v1beta1": "batch/v1", "autoscaling/v2beta2": "autoscaling/v2"}
+var sameSchema = map[string]string{"batch/v1beta1": "batch/v1", "autoscaling/v2beta2": "autoscaling/v2", "policy/v1beta1": "policy/v1"}
 
 func schemaOf(gv string) string {
 	if s, ok := sameSchema[gv]; ok {

@@ -11,6 +11,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -332,6 +335,60 @@ func moreTables(kind string, items []any, now time.Time) ([]column, []row, bool)
 		each(&sec, func(m map[string]any) {
 			add(m, sec.Name, string(sec.Type), int64(len(sec.Data)), age(sec.CreationTimestamp.Time, now))
 			sec = corev1.Secret{}
+		})
+	case "NetworkPolicy":
+		cols = []column{name, str("Pod-Selector"), ageCol}
+		var np networkingv1.NetworkPolicy
+		each(&np, func(m map[string]any) {
+			add(m, np.Name, metav1.FormatLabelSelector(&np.Spec.PodSelector), age(np.CreationTimestamp.Time, now))
+			np = networkingv1.NetworkPolicy{}
+		})
+	case "PodDisruptionBudget":
+		cols = []column{name, str("Min Available"), str("Max Unavailable"), {Name: "Allowed Disruptions", Type: "integer"}, ageCol}
+		var pdb policyv1.PodDisruptionBudget
+		each(&pdb, func(m map[string]any) {
+			minA, maxU := "N/A", "N/A"
+			if pdb.Spec.MinAvailable != nil {
+				minA = pdb.Spec.MinAvailable.String()
+			}
+			if pdb.Spec.MaxUnavailable != nil {
+				maxU = pdb.Spec.MaxUnavailable.String()
+			}
+			add(m, pdb.Name, minA, maxU, int64(pdb.Status.DisruptionsAllowed), age(pdb.CreationTimestamp.Time, now))
+			pdb = policyv1.PodDisruptionBudget{}
+		})
+	case "ServiceAccount":
+		cols = []column{name, {Name: "Secrets", Type: "integer"}, ageCol}
+		var sa corev1.ServiceAccount
+		each(&sa, func(m map[string]any) {
+			add(m, sa.Name, int64(len(sa.Secrets)), age(sa.CreationTimestamp.Time, now))
+			sa = corev1.ServiceAccount{}
+		})
+	case "Role", "ClusterRole":
+		cols = []column{name, {Name: "Created At", Type: "date"}}
+		var r metav1.PartialObjectMetadata
+		each(&r, func(m map[string]any) {
+			add(m, r.Name, r.CreationTimestamp.Time.UTC().Format(time.RFC3339))
+			r = metav1.PartialObjectMetadata{}
+		})
+	case "RoleBinding", "ClusterRoleBinding":
+		cols = []column{name, str("Role"), ageCol, wide("Users"), wide("Groups"), wide("ServiceAccounts")}
+		var rb rbacv1.RoleBinding
+		each(&rb, func(m map[string]any) {
+			var users, groups, sas []string
+			for _, s := range rb.Subjects {
+				switch s.Kind {
+				case "User":
+					users = append(users, s.Name)
+				case "Group":
+					groups = append(groups, s.Name)
+				case "ServiceAccount":
+					sas = append(sas, s.Namespace+"/"+s.Name)
+				}
+			}
+			add(m, rb.Name, rb.RoleRef.Kind+"/"+rb.RoleRef.Name, age(rb.CreationTimestamp.Time, now),
+				strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", "))
+			rb = rbacv1.RoleBinding{}
 		})
 	default:
 		return nil, nil, false

@@ -1,0 +1,150 @@
+package kubetext_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
+	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
+)
+
+// The second set of goldens covers rollout history and the kinds of
+// access and disruption: network policies, pod disruption budgets,
+// service accounts, roles and role bindings, printed by real kubectl from
+// testdata/cluster-more.
+
+const moreFixtures = "testdata/cluster-more"
+
+var moreCommands = []string{
+	"kubectl rollout history deployment/ledger -n pay",
+	"kubectl rollout history deploy ledger -n pay --revision=2",
+	"kubectl get rs -n pay -o wide",
+	"kubectl describe networkpolicy -n pay",
+	"kubectl get netpol -n pay",
+	"kubectl describe pdb ledger -n pay",
+	"kubectl get pdb -n pay",
+	"kubectl describe sa ledger -n pay",
+	"kubectl get sa -n pay",
+	"kubectl describe role ledger-reader -n pay",
+	"kubectl describe rolebinding ledger-reader -n pay",
+	"kubectl get role,rolebinding -n pay -o wide",
+}
+
+var moreRequired = map[string][]string{
+	"NetworkPolicy/ledger-egress": {".spec.podSelector.matchLabels.app", ".spec.policyTypes[Egress]", ".spec.ingress[0].ports[0].port",
+		".spec.ingress[0].ports[0].protocol", ".spec.ingress[0].from[0].namespaceSelector.matchLabels.kubernetes.io/metadata.name",
+		".spec.ingress[0].from[0].podSelector.matchLabels.app", ".spec.egress[0].ports[0].port", ".spec.egress[0].to[0].podSelector.matchLabels.app",
+		".spec.egress[1].to[0].ipBlock.cidr", ".spec.egress[1].to[0].ipBlock.except[10.0.5.0/24]"},
+	"NetworkPolicy/default-deny":  {".spec.policyTypes[Ingress]"},
+	"PodDisruptionBudget/ledger":  {".spec.minAvailable", ".spec.selector.matchLabels.app", ".status.disruptionsAllowed", ".status.expectedPods", ".status.currentHealthy"},
+	"ServiceAccount/ledger":       {".imagePullSecrets[name=ghcr-pull]", ".metadata.annotations.eks.amazonaws.com/role-arn"},
+	"Role/ledger-reader":          {".rules[0].resources[configmaps]", ".rules[0].verbs[watch]", ".rules[1].resourceNames[ledger-db]", ".rules[1].verbs[get]"},
+	"RoleBinding/ledger-reader":   {".roleRef.name", ".roleRef.kind", ".subjects[name=ledger].namespace", ".subjects[name=ledger].kind"},
+	"ReplicaSet/ledger-5b6c7d8f9": {".metadata.annotations.deployment.kubernetes.io/revision", ".metadata.annotations.kubernetes.io/change-cause", ".metadata.ownerReferences[name=ledger].kind", ".metadata.creationTimestamp"},
+	"ReplicaSet/ledger-7f9c8d6b5": {".metadata.ownerReferences[name=ledger].kind", ".spec.template.spec.containers[name=app].image"},
+}
+
+// checkMore parses a transcript of the cluster-more fixtures: every field
+// read equals the source object's, the required ones are read, and the
+// rollout history and the service account's missing secret are read.
+func checkMore(t *testing.T, text []byte, capturedAt time.Time) {
+	t.Helper()
+	s, err := kubetest.Load(moreFixtures, capturedAt.Sub(anchor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := kubetext.Parse(text, capturedAt)
+	for _, sk := range res.Skipped {
+		t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
+	}
+	seen := map[string]bool{}
+	for _, o := range res.Objects {
+		got := toJSONMap(t, o)
+		kind, _ := got["kind"].(string)
+		meta, _ := got["metadata"].(map[string]any)
+		name, _ := meta["name"].(string)
+		ns, _ := meta["namespace"].(string)
+		what := kind + "/" + name
+		seen[what] = true
+		src := find(s.Objects(kind), ns, name)
+		if src == nil {
+			t.Errorf("%s: not in the source objects", what)
+			continue
+		}
+		checkSound(t, what, got, canonical(t, src), capturedAt)
+		fg := map[string]any{}
+		flatten("", got, fg)
+		for _, r := range moreRequired[what] {
+			found := false
+			for p := range fg {
+				found = found || strings.HasPrefix(p, r)
+			}
+			if !found {
+				t.Errorf("%s: %s not read", what, r)
+			}
+		}
+	}
+	for what := range moreRequired {
+		if !seen[what] {
+			t.Errorf("%s: not read", what)
+		}
+	}
+	if len(res.Histories) != 2 || len(res.Histories[0].Revisions) != 3 ||
+		res.Histories[0].Revisions[1].ChangeCause != "helm upgrade ledger charts/ledger --set image.tag=1.9.1" ||
+		res.Histories[1].Revisions[0].PodTemplateHash != "5b6c7d8f9" || res.Histories[1].Revisions[0].Images["app"] != "registry.example.com/pay/ledger:1.9.1" {
+		t.Errorf("histories %+v", res.Histories)
+	}
+	if len(res.Absent) != 1 || res.Absent[0].Kind != "Secret" || res.Absent[0].Name != "ghcr-pull" || res.Absent[0].Namespace != "pay" {
+		t.Errorf("absent %+v: want the pull secret kubectl marked (not found)", res.Absent)
+	}
+}
+
+// TestMoreGoldens parses the committed goldens of this set, and
+// regenerates them with -update.
+func TestMoreGoldens(t *testing.T) {
+	if *update {
+		kubectl := kubectlPath(t)
+		ver, _ := kubectlMinor(t, kubectl)
+		text, now := runTranscript(t, kubectl, moreFixtures, moreCommands)
+		dir := filepath.Join("testdata", "transcripts-more", "kubectl-"+ver)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		meta := fmt.Sprintf("{\"captured_at\": %q}\n", now.Format(time.RFC3339))
+		if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(meta), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cluster.txt"), text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs, _ := filepath.Glob("testdata/transcripts-more/kubectl-*")
+	if len(dirs) < 2 {
+		t.Fatalf("want goldens of at least two kubectl versions, have %v", dirs)
+	}
+	slices.Sort(dirs)
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			text, err := os.ReadFile(filepath.Join(dir, "cluster.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkMore(t, text, readCapturedAt(t, dir))
+		})
+	}
+}
+
+// TestKubectlMatchesMoreGoldens runs the commands with the kubectl
+// installed: a change of kubectl's output shows here.
+func TestKubectlMatchesMoreGoldens(t *testing.T) {
+	kubectl := kubectlPath(t)
+	text, now := runTranscript(t, kubectl, moreFixtures, moreCommands)
+	slack = time.Since(now) + time.Second
+	defer func() { slack = 0 }()
+	checkMore(t, text, now)
+}
