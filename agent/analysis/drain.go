@@ -257,6 +257,11 @@ func NewMiner(baselineStart, incidentStart, incidentEnd time.Time) *Miner {
 // Lines returns how many lines fell in the baseline and incident windows.
 func (m *Miner) Lines() (baseline, incident int) { return m.baseLines, m.incLines }
 
+// Tokens returns the masked tokens of the last line Add mined (true was
+// returned), valid until the next Add: a caller that needs the same line's
+// tokens does not tokenise it twice.
+func (m *Miner) Tokens() []string { return m.toks }
+
 // Add counts one line; it reports whether the line fell in a window.
 func (m *Miner) Add(t time.Time, source, text string) bool {
 	inBase, inInc := m.window(t)

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/analysis/tracegraph"
@@ -73,7 +72,7 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		in.Step = time.Minute
 	}
 	// Spans first: the logs read next are joined to them as they are read.
-	join := newSpanJoin(in.Step)
+	join := newSpanJoin()
 	traceSeries, traceEdges := g.localizeTraces(ctx, in.Window, join)
 	in.Logs = g.localizeLogs(ctx, plan, join)
 	in.Metrics = append(in.Metrics, traceSeries...)
@@ -280,12 +279,14 @@ func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist, join *sp
 			join.read(p)
 			var last time.Time
 			for _, l := range lr.Lines {
-				join.addLine(l.Text)
 				if !l.Time.IsZero() {
 					last = l.Time
 				}
-				if !last.IsZero() {
-					m.Add(last, p.Name, l.Text)
+				// The miner's tokens of the line serve the join too.
+				if !last.IsZero() && m.Add(last, p.Name, l.Text) {
+					join.AddLineTokens(l.Text, m.Tokens())
+				} else {
+					join.AddLine(l.Text)
 				}
 			}
 		}
@@ -360,7 +361,7 @@ func (g *gatherer) localizeTraces(ctx context.Context, w localize.Window, join *
 		return v
 	}
 	err := g.src.Traces.ScanSpans(ctx, wins[0].Start, w.End, func(s *evidence.Span) error {
-		join.add(s)
+		join.Add(s)
 		if !s.Error && isErrName(s.Name) {
 			c := *s
 			c.Error = true
@@ -653,47 +654,18 @@ func (g *gatherer) inScope(l evidence.Labels) bool {
 	return true
 }
 
-// locMaxJoinSpans bounds the spans indexed for joining log lines to their
-// spans (about 125 bytes each); spans beyond it join nothing.
-const locMaxJoinSpans = 1_000_000
-
-// spanJoin indexes the window's spans by span id, for what each operation
-// (a service's span name) logs and calls per call: log lines carrying a
-// span id are counted at their span's operation, and child spans at their
-// parent's.
+// spanJoin is localization's join of log lines to their spans
+// (localize.SpanJoin) with the pods whose lines it joined already.
 type spanJoin struct {
-	step   time.Duration
-	ids    map[string]int32 // span id → span
-	spans  []joinSpan
-	parent []string // parent span id per span
-	opIdx  map[string]int32
-	ops    [][2]string // service, operation
-	calls  map[int32]map[int64]int
-	events map[opEventKey]map[int64]int
-	evIdx  map[string]int32
-	evs    []string
-	// readPods are the pods whose lines were joined already.
+	*localize.SpanJoin
 	readPods map[string]bool
 }
 
-type joinSpan struct {
-	op     int32
-	minute int64
-}
-
-type opEventKey struct{ op, ev int32 }
-
-func newSpanJoin(step time.Duration) *spanJoin {
-	if step <= 0 {
-		step = time.Minute
-	}
-	return &spanJoin{step: step, ids: map[string]int32{}, opIdx: map[string]int32{}, calls: map[int32]map[int64]int{},
-		events: map[opEventKey]map[int64]int{}, evIdx: map[string]int32{}}
-}
+func newSpanJoin() *spanJoin { return &spanJoin{SpanJoin: localize.NewSpanJoin()} }
 
 // read records that a pod's lines were joined.
 func (j *spanJoin) read(p *corev1.Pod) {
-	if j == nil || len(j.spans) == 0 {
+	if j == nil || j.Spans() == 0 {
 		return
 	}
 	if j.readPods == nil {
@@ -707,137 +679,13 @@ func (j *spanJoin) wasRead(p *corev1.Pod) bool {
 	return j != nil && j.readPods[p.Namespace+"/"+p.Name]
 }
 
-// add indexes one span.
-func (j *spanJoin) add(s *evidence.Span) {
-	if j == nil || s.SpanID == "" || s.Service == "" || s.Name == "" || len(j.spans) >= locMaxJoinSpans {
-		return
-	}
-	if _, dup := j.ids[s.SpanID]; dup {
-		return
-	}
-	key := s.Service + "\x00" + s.Name
-	op, ok := j.opIdx[key]
-	if !ok {
-		op = int32(len(j.ops))
-		j.opIdx[key] = op
-		j.ops = append(j.ops, [2]string{s.Service, s.Name})
-	}
-	minute := s.Start.Unix() / 60
-	j.ids[strings.Clone(s.SpanID)] = int32(len(j.spans))
-	j.spans = append(j.spans, joinSpan{op: op, minute: minute})
-	j.parent = append(j.parent, strings.Clone(s.ParentSpanID))
-	c := j.calls[op]
-	if c == nil {
-		c = map[int64]int{}
-		j.calls[op] = c
-	}
-	c[minute]++
-}
-
-// count adds one event at the operation of span i.
-func (j *spanJoin) count(i int32, event string) {
-	ev, ok := j.evIdx[event]
-	if !ok {
-		if len(j.evs) >= 100_000 {
-			return
-		}
-		ev = int32(len(j.evs))
-		j.evIdx[event] = ev
-		j.evs = append(j.evs, event)
-	}
-	sp := j.spans[i]
-	k := opEventKey{sp.op, ev}
-	m := j.events[k]
-	if m == nil {
-		m = map[int64]int{}
-		j.events[k] = m
-	}
-	m[sp.minute]++
-}
-
-// Trace and span ids in log lines: key-value and JSON forms (TraceID: …,
-// trace_id=…, "traceId":"…", span_id=…) and Spring Sleuth's
-// [app,traceId,spanId,exportable] prefix.
-var (
-	logSpanKV     = regexp.MustCompile(`(?i)\bspan[_.-]?id["']?\s*[:=]\s*["']?([0-9a-f]{16})\b`)
-	logSpanSleuth = regexp.MustCompile(`\[[\w.-]*,([0-9a-f]{16,32}),([0-9a-f]{16})(?:,\w*)?\]`)
-)
-
-// spanOfLine returns the span id a log line carries ("" for none).
-func spanOfLine(text string) string {
-	if strings.Contains(text, "pan") || strings.Contains(text, "PAN") {
-		if m := logSpanKV.FindStringSubmatch(text); m != nil {
-			return strings.ToLower(m[1])
-		}
-	}
-	if strings.IndexByte(text, ',') >= 0 && strings.IndexByte(text, '[') >= 0 {
-		if m := logSpanSleuth.FindStringSubmatch(text); m != nil {
-			return strings.ToLower(m[2])
-		}
-	}
-	return ""
-}
-
-// lineEvent is a log line's event: its first masked tokens (values,
-// identifiers and timestamps masked), enough to tell one log statement
-// from another.
-func lineEvent(text string) string {
-	toks := analysis.Tokens(text)
-	if len(toks) > 12 {
-		toks = toks[:12]
-	}
-	// A token that reads as a value is one, as the template miner reads
-	// it, and so is a number glued to a word by a separator the masking
-	// does not split at ("time：175"): one statement is one event.
-	for i, t := range toks {
-		if strings.HasPrefix(t, "<") {
-			continue
-		}
-		if t = maskGluedNumbers(t); analysis.ValueLike(t) {
-			t = "<*>"
-		}
-		toks[i] = t
-	}
-	return strings.Join(toks, " ")
-}
-
-// maskGluedNumbers masks each run of digits in a token that touches no
-// letter ("time：175" → "time：<*>"; "v2" and "D1345" stay words).
-func maskGluedNumbers(t string) string {
-	isDigit := func(r rune) bool { return r >= '0' && r <= '9' }
-	if strings.IndexFunc(t, isDigit) < 0 {
-		return t
-	}
-	rs := []rune(t)
-	var b strings.Builder
-	for i := 0; i < len(rs); {
-		if !isDigit(rs[i]) {
-			b.WriteRune(rs[i])
-			i++
-			continue
-		}
-		j := i
-		for j < len(rs) && isDigit(rs[j]) {
-			j++
-		}
-		if i > 0 && unicode.IsLetter(rs[i-1]) || j < len(rs) && unicode.IsLetter(rs[j]) {
-			b.WriteString(string(rs[i:j]))
-		} else {
-			b.WriteString("<*>")
-		}
-		i = j
-	}
-	return b.String()
-}
-
 // localizeOps joins the pods' log lines to their spans and returns, per
 // operation, what it logs and calls per call. Without indexed spans it
 // reads nothing.
 func (g *gatherer) localizeOps(ctx context.Context, plan []specialist, j *spanJoin) []localize.OpEvent {
-	if j == nil || len(j.spans) == 0 || ctx.Err() != nil {
+	if j == nil || j.Spans() == 0 || ctx.Err() != nil {
 		return nil
 	}
-	j.joinChildren()
 	// Log lines carrying a span id.
 	var sp *specialist
 	for i := range plan {
@@ -871,117 +719,9 @@ func (g *gatherer) localizeOps(ctx context.Context, plan []specialist, j *spanJo
 				continue
 			}
 			for _, l := range lr.Lines {
-				j.addLine(l.Text)
+				j.AddLine(l.Text)
 			}
 		}
 	}
-	return j.opEvents()
-}
-
-// joinChildren counts each span as an event of its parent's operation:
-// what each operation calls.
-func (j *spanJoin) joinChildren() {
-	for i, p := range j.parent {
-		if p == "" {
-			continue
-		}
-		pi, ok := j.ids[p]
-		if !ok {
-			continue
-		}
-		child := j.ops[j.spans[i].op]
-		// The child's minute is its parent's: a call belongs to the call
-		// that made it.
-		ev, ok := j.evIdx["\x01"+child[0]+"\x00"+child[1]]
-		if !ok {
-			ev = int32(len(j.evs))
-			j.evIdx["\x01"+child[0]+"\x00"+child[1]] = ev
-			j.evs = append(j.evs, "\x01"+child[0]+"\x00"+child[1])
-		}
-		k := opEventKey{j.spans[pi].op, ev}
-		m := j.events[k]
-		if m == nil {
-			m = map[int64]int{}
-			j.events[k] = m
-		}
-		m[j.spans[pi].minute]++
-	}
-}
-
-// addLine counts a log line at the operation of the span whose id it
-// carries (nothing for a line without one, or of a span not indexed).
-func (j *spanJoin) addLine(text string) {
-	if j == nil || len(j.spans) == 0 {
-		return
-	}
-	id := spanOfLine(text)
-	if id == "" {
-		return
-	}
-	if si, ok := j.ids[id]; ok {
-		j.count(si, lineEvent(text))
-	}
-}
-
-// opEvents returns, per operation and event, the operation's calls and the
-// event's occurrences per minute.
-func (j *spanJoin) opEvents() []localize.OpEvent {
-	keys := make([]opEventKey, 0, len(j.events))
-	for k := range j.events {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(a, b int) bool {
-		if keys[a].op != keys[b].op {
-			return keys[a].op < keys[b].op
-		}
-		return keys[a].ev < keys[b].ev
-	})
-	// A service's log covers the minutes in which a line joined one of
-	// its spans: logs are often kept for less time than traces, and calls
-	// in a minute without its log say nothing about what it logs per call.
-	covered := map[string]map[int64]bool{}
-	for k, m := range j.events {
-		if strings.HasPrefix(j.evs[k.ev], "\x01") {
-			continue
-		}
-		svc := j.ops[k.op][0]
-		if covered[svc] == nil {
-			covered[svc] = map[int64]bool{}
-		}
-		for minute := range m {
-			covered[svc][minute] = true
-		}
-	}
-	logCalls := map[int32]map[int64]int{}
-	var out []localize.OpEvent
-	for _, k := range keys {
-		op := j.ops[k.op]
-		ev := j.evs[k.ev]
-		e := localize.OpEvent{Service: op[0], Operation: op[1], Calls: j.calls[k.op], Counts: j.events[k]}
-		if !strings.HasPrefix(ev, "\x01") {
-			lc, ok := logCalls[k.op]
-			if !ok {
-				lc = map[int64]int{}
-				for minute, n := range j.calls[k.op] {
-					if covered[op[0]][minute] {
-						lc[minute] = n
-					}
-				}
-				logCalls[k.op] = lc
-			}
-			e.Calls = lc
-		}
-		if child, ok := strings.CutPrefix(ev, "\x01"); ok {
-			svc, name, _ := strings.Cut(child, "\x00")
-			e.Event = name
-			if svc != op[0] {
-				e.Event = svc + " " + name
-			}
-			e.Error = localize.ErrorHandlerSpan(name)
-		} else {
-			e.Event, e.Log, e.Error = ev, true, analysis.ErrorLike(ev)
-		}
-		out = append(out, e)
-	}
-	return out
+	return j.OpEvents()
 }

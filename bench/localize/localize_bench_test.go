@@ -124,17 +124,19 @@ func BenchmarkLocalize(b *testing.B) {
 		b.ReportMetric(cpu.Seconds(), "cpu-s/localization")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
 		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MB")
-		b.Logf("%d services, %d MB of logs (%d lines), %d MB of traces (%d spans), %d series, %d log templates: %s wall, %s CPU, peak heap %d MB, peak RSS %d MB; first: %s",
-			services, logBytes>>20, n.lines, traceBytes>>20, n.spans, n.series, n.templates, elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond),
+		b.Logf("%d services, %d MB of logs (%d lines), %d MB of traces (%d spans), %d series, %d log templates, %d operation events: %s wall, %s CPU, peak heap %d MB, peak RSS %d MB; first: %s",
+			services, logBytes>>20, n.lines, traceBytes>>20, n.spans, n.series, n.templates, n.ops, elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond),
 			peak.Load()>>20, rss>>20, res.Candidates[0].Explanation)
 	}
 }
 
-type counts struct{ lines, spans, series, templates int }
+type counts struct{ lines, spans, series, templates, ops int }
 
-// run is localization over the bundle in dir: the metrics, the logs of
-// every service (one miner per service, one worker per core) and the
-// spans (one scan into per-minute service graphs, alongside the logs).
+// run is localization over the bundle in dir, in the analyst's order: the
+// spans first (one scan into per-minute service graphs and the span index,
+// alongside the metrics), then the logs of every service (one miner per
+// service, one worker per core), each line carrying a span id joined to its
+// span's operation as it is read.
 func run(ctx context.Context, dir string) (localize.Result, counts, error) {
 	var n counts
 	bd, err := bundle.OpenDir(dir)
@@ -143,27 +145,28 @@ func run(ctx context.Context, dir string) (localize.Result, counts, error) {
 	}
 	src := bd.Sources(win.End)
 	in := localize.Input{Window: win, Entry: entry}
+	join := localize.NewSpanJoin()
 	var (
-		traceSeries []localize.Series
-		edges       []localize.Edge
-		traceErr    error
-		inner       sync.WaitGroup
+		metricErr error
+		inner     sync.WaitGroup
 	)
-	inner.Go(func() { traceSeries, edges, n.spans, traceErr = traceInput(ctx, src.Traces) })
-	in.Logs, n.lines, err = logInput(ctx, src.Logs)
+	inner.Go(func() { in.Metrics, metricErr = metricInput(ctx, src.Metrics) })
+	traceSeries, edges, spans, err := traceInput(ctx, src.Traces, join)
 	inner.Wait()
+	n.spans = spans
 	if err != nil {
 		return localize.Result{}, n, err
 	}
-	if traceErr != nil {
-		return localize.Result{}, n, traceErr
+	if metricErr != nil {
+		return localize.Result{}, n, metricErr
 	}
-	if in.Metrics, err = metricInput(ctx, src.Metrics); err != nil {
+	if in.Logs, n.lines, err = logInput(ctx, src.Logs, join); err != nil {
 		return localize.Result{}, n, err
 	}
+	in.Ops = join.OpEvents()
 	in.Metrics = append(in.Metrics, traceSeries...)
 	in.Edges = edges
-	n.series, n.templates = len(in.Metrics), len(in.Logs)
+	n.series, n.templates, n.ops = len(in.Metrics), len(in.Logs), len(in.Ops)
 	return localize.Rank(in), n, nil
 }
 
@@ -187,8 +190,9 @@ func metricInput(ctx context.Context, m evidence.Metrics) ([]localize.Series, er
 }
 
 // logInput mines each log source's lines of the window (baseline and
-// incident) with its own Miner, one worker per core.
-func logInput(ctx context.Context, logs evidence.Logs) ([]localize.LogTemplate, int, error) {
+// incident) with its own Miner, one worker per core, and joins each line
+// that carries a span id to its span.
+func logInput(ctx context.Context, logs evidence.Logs, join *localize.SpanJoin) ([]localize.LogTemplate, int, error) {
 	sources, err := logs.Sources(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -206,7 +210,11 @@ func logInput(ctx context.Context, logs evidence.Logs) ([]localize.LogTemplate, 
 			for s := range jobs {
 				m := analysis.NewMiner(win.BaselineStart, win.Start, win.End)
 				err := logs.Scan(ctx, evidence.LogQuery{Source: s, Since: win.BaselineStart, Until: win.End}, func(l evidence.LogLine) error {
-					m.Add(l.Time, l.Source, l.Text)
+					if m.Add(l.Time, l.Source, l.Text) {
+						join.AddLineTokens(l.Text, m.Tokens())
+					} else {
+						join.AddLine(l.Text)
+					}
 					return nil
 				})
 				var part []localize.LogTemplate
@@ -236,17 +244,27 @@ func logInput(ctx context.Context, logs evidence.Logs) ([]localize.LogTemplate, 
 // traceInput scans the spans of the window once into the service graph of
 // every minute and returns, per service, its exclusive time p90 and error
 // share per minute, the entry's request duration p90, per call edge the
-// calls per trace, and the edges (as the analyst does).
-func traceInput(ctx context.Context, tr evidence.Traces) ([]localize.Series, []localize.Edge, int, error) {
+// calls per trace, and the edges (as the analyst does); every span is
+// indexed for the log join.
+func traceInput(ctx context.Context, tr evidence.Traces, join *localize.SpanJoin) ([]localize.Series, []localize.Edge, int, error) {
 	var wins []tracegraph.Window
 	for t := win.BaselineStart; t.Before(win.End); t = t.Add(win.Step) {
 		wins = append(wins, tracegraph.Window{Start: t, End: t.Add(win.Step)})
 	}
 	bld := tracegraph.NewBuilder(wins...)
 	n := 0
+	errName := map[string]bool{} // the analyst's check, once per distinct name
 	err := tr.ScanSpans(ctx, win.BaselineStart, win.End, func(s *evidence.Span) error {
 		n++
-		if !s.Error && localize.ErrorHandlerSpan(s.Name) {
+		join.Add(s)
+		isErr, ok := errName[s.Name]
+		if !ok {
+			isErr = localize.ErrorHandlerSpan(s.Name)
+			if len(errName) < 10000 {
+				errName[strings.Clone(s.Name)] = isErr
+			}
+		}
+		if !s.Error && isErr {
 			c := *s
 			c.Error = true
 			bld.Add(&c)
@@ -302,7 +320,7 @@ func generate(dir string, logMB, spans int) error {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			errs <- writeLog(filepath.Join(dir, "logs", svcName(i)+".log"), i, int64(logMB)<<20/services)
+			errs <- writeLog(filepath.Join(dir, "logs", svcName(i)+".log"), i, int64(logMB)<<20/services, spans)
 		})
 	}
 	wg.Go(func() { errs <- writeTraces(filepath.Join(dir, "traces", "otlp.jsonl"), spans) })
@@ -361,8 +379,10 @@ func writeMetrics(path string) error {
 }
 
 // writeLog writes size bytes of timestamped lines spread over the window:
-// a dozen routine templates with varying values.
-func writeLog(path string, svc int, size int64) error {
+// a dozen routine templates with varying values; the request, query and
+// downstream-call lines (half of them) carry the trace and span ids of a
+// span of the service, as instrumented loggers write them.
+func writeLog(path string, svc int, size int64, spans int) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -371,20 +391,31 @@ func writeLog(path string, svc int, size int64) error {
 	span := win.End.Sub(win.BaselineStart)
 	var written int64
 	var line []byte
+	traces, step := traceGrid(spans)
+	sid := ""
 	for i := 0; written < size; i++ {
 		t := win.BaselineStart.Add(time.Duration(float64(span) * float64(written) / float64(size)))
 		line = t.AppendFormat(line[:0], "2006-01-02T15:04:05.000000Z07:00")
+		if i%6 == 0 {
+			// The span a line of this minute can name (traces of the
+			// service pass every few seconds).
+			sid = spanAt(svc, t, traces, step)
+		}
+		ids := ""
+		if sid != "" {
+			ids = " trace_id=4bf92f3577b34da6a3ce929d0e0e4736 span_id=" + sid
+		}
 		switch i % 6 {
 		case 0:
-			line = fmt.Appendf(line, " INFO handled request GET /api/v1/items/%d status=200 duration=%dms user=%x\n", i%9973, i%250, i*7919)
+			line = fmt.Appendf(line, " INFO handled request GET /api/v1/items/%d status=200 duration=%dms user=%x%s\n", i%9973, i%250, i*7919, ids)
 		case 1:
 			line = fmt.Appendf(line, " INFO cache hit key=item:%d ratio=0.%02d\n", i%5003, i%100)
 		case 2:
-			line = fmt.Appendf(line, " DEBUG db query took %d ms rows=%d table=items_%d\n", i%40, i%17, svc)
+			line = fmt.Appendf(line, " DEBUG db query took %d ms rows=%d table=items_%d%s\n", i%40, i%17, svc, ids)
 		case 3:
 			line = fmt.Appendf(line, " INFO published event order-%d to topic orders partition %d offset %d\n", i, i%12, i*3)
 		case 4:
-			line = fmt.Appendf(line, " WARN slow call to downstream svc-%02d took %d ms (budget 200 ms)\n", (svc+i)%services, 200+i%300)
+			line = fmt.Appendf(line, " WARN slow call to downstream svc-%02d took %d ms (budget 200 ms)%s\n", (svc+i)%services, 200+i%300, ids)
 		default:
 			line = fmt.Appendf(line, " INFO session %x refreshed for client 10.0.%d.%d:%d\n", i*31337, i%250, i%200, 1024+i%5000)
 		}
@@ -409,9 +440,7 @@ func writeTraces(path string, n int) error {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	rng := rand.New(rand.NewPCG(1, 2))
-	const chainLen = 5 // 5 SERVER and 4 CLIENT spans a trace
-	traces := (n + 2*chainLen - 2) / (2*chainLen - 1)
-	step := win.End.Sub(win.BaselineStart) / time.Duration(max(traces, 1))
+	traces, step := traceGrid(n)
 	var batch []evidence.Span
 	written := 0
 	for i := range traces {
@@ -420,13 +449,7 @@ func writeTraces(path string, n int) error {
 		late := start.Sub(t0) >= 37*time.Minute
 		// The chain's services, then the spans from the innermost out
 		// so that every caller's span encloses its callee's.
-		chain := make([]int, chainLen)
-		for k := 1; k < len(chain); k++ {
-			chain[k] = 1 + (i*7+k*13)%(services-1)
-		}
-		if i%3 == 0 {
-			chain[len(chain)-1] = 37 // the culprit is on a third of the traces
-		}
+		chain := chainOf(i)
 		self := make([]time.Duration, len(chain))
 		for k, s := range chain {
 			self[k] = time.Duration(2+rng.IntN(3)) * time.Millisecond
@@ -473,6 +496,43 @@ func writeTraces(path string, n int) error {
 		return err
 	}
 	return f.Close()
+}
+
+// chainLen is the services a trace passes through: 5 SERVER and 4 CLIENT
+// spans a trace.
+const chainLen = 5
+
+// traceGrid is how many traces n spans make and the time between their
+// starts.
+func traceGrid(n int) (int, time.Duration) {
+	traces := (n + 2*chainLen - 2) / (2*chainLen - 1)
+	return traces, win.End.Sub(win.BaselineStart) / time.Duration(max(traces, 1))
+}
+
+// chainOf is the services trace i calls, svc-00 first.
+func chainOf(i int) []int {
+	chain := make([]int, chainLen)
+	for k := 1; k < len(chain); k++ {
+		chain[k] = 1 + (i*7+k*13)%(services-1)
+	}
+	if i%3 == 0 {
+		chain[len(chain)-1] = 37 // the culprit is on a third of the traces
+	}
+	return chain
+}
+
+// spanAt returns the id of a SERVER span of service svc in a trace that
+// starts at or after t (within a few hundred traces), or "".
+func spanAt(svc int, t time.Time, traces int, step time.Duration) string {
+	i0 := int(t.Sub(win.BaselineStart) / max(step, 1))
+	for i := i0; i < min(i0+300, traces); i++ {
+		for k, c := range chainOf(i) {
+			if c == svc {
+				return fmt.Sprintf("%08x%08x", i, 2*k)
+			}
+		}
+	}
+	return ""
 }
 
 // operation names a service's RPC as gRPC instrumentation names its

@@ -1,0 +1,437 @@
+package localize
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// MaxJoinSpans bounds the spans indexed for joining log lines to their
+// spans (about 125 bytes each); spans beyond it join nothing.
+const MaxJoinSpans = 1_000_000
+
+// SpanJoin indexes the window's spans by span id, for what each operation
+// (a service's span name) logs and calls per call: log lines carrying a
+// span id are counted at their span's operation, and child spans at their
+// parent's.
+type SpanJoin struct {
+	ids    map[uint64]int32 // span id (its key) → span
+	spans  []joinSpan
+	parent []uint64 // parent span's key per span (0: none)
+	opIdx  map[string]int32
+	ops    [][2]string // service, operation
+	calls  map[int32]map[int64]int
+	events map[opEventKey]map[int64]int
+	evIdx  map[string]int32
+	evs    []string
+	// mu guards the events while lines are added from several
+	// goroutines (the spans are all indexed before).
+	mu     sync.Mutex
+	joined bool // the child spans are counted
+}
+
+type joinSpan struct {
+	op     int32
+	minute int64
+}
+
+type opEventKey struct{ op, ev int32 }
+
+// NewSpanJoin returns an empty index.
+func NewSpanJoin() *SpanJoin {
+	return &SpanJoin{ids: map[uint64]int32{}, opIdx: map[string]int32{}, calls: map[int32]map[int64]int{},
+		events: map[opEventKey]map[int64]int{}, evIdx: map[string]int32{}}
+}
+
+// Spans is how many spans are indexed.
+func (j *SpanJoin) Spans() int {
+	if j == nil {
+		return 0
+	}
+	return len(j.spans)
+}
+
+// Add indexes one span. Spans are added before any line, from one
+// goroutine.
+func (j *SpanJoin) Add(s *evidence.Span) {
+	if j == nil || s.SpanID == "" || s.Service == "" || s.Name == "" || len(j.spans) >= MaxJoinSpans {
+		return
+	}
+	id := spanKey(s.SpanID)
+	if _, dup := j.ids[id]; dup || id == 0 {
+		return
+	}
+	key := s.Service + "\x00" + s.Name
+	op, ok := j.opIdx[key]
+	if !ok {
+		op = int32(len(j.ops))
+		j.opIdx[key] = op
+		j.ops = append(j.ops, [2]string{s.Service, s.Name})
+	}
+	minute := s.Start.Unix() / 60
+	j.ids[id] = int32(len(j.spans))
+	j.spans = append(j.spans, joinSpan{op: op, minute: minute})
+	var parent uint64
+	if s.ParentSpanID != "" {
+		parent = spanKey(s.ParentSpanID)
+	}
+	j.parent = append(j.parent, parent)
+	c := j.calls[op]
+	if c == nil {
+		c = map[int64]int{}
+		j.calls[op] = c
+	}
+	c[minute]++
+}
+
+// count adds one event at the operation of span i.
+func (j *SpanJoin) count(i int32, event []byte) {
+	ev, ok := j.evIdx[string(event)]
+	if !ok {
+		if len(j.evs) >= 100_000 {
+			return
+		}
+		ev = int32(len(j.evs))
+		j.evIdx[string(event)] = ev
+		j.evs = append(j.evs, string(event))
+	}
+	sp := j.spans[i]
+	k := opEventKey{sp.op, ev}
+	m := j.events[k]
+	if m == nil {
+		m = map[int64]int{}
+		j.events[k] = m
+	}
+	m[sp.minute]++
+}
+
+// spanKey is a span id's key: the 64-bit value of a 16-digit hex id (W3C
+// Trace Context, every OpenTelemetry SDK), else an FNV-1a hash of its
+// lower-cased text. 0 for none.
+func spanKey(id string) uint64 {
+	if len(id) == 16 {
+		var v uint64
+		ok := true
+		for i := 0; i < 16 && ok; i++ {
+			c := id[i]
+			switch {
+			case c >= '0' && c <= '9':
+				v = v<<4 | uint64(c-'0')
+			case c >= 'a' && c <= 'f':
+				v = v<<4 | uint64(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				v = v<<4 | uint64(c-'A'+10)
+			default:
+				ok = false
+			}
+		}
+		if ok {
+			return v
+		}
+	}
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// Trace and span ids in log lines: key-value and JSON forms (TraceID: …,
+// trace_id=…, "traceId":"…", span_id=…) and Spring Sleuth's
+// [app,traceId,spanId,exportable] prefix.
+var (
+	logSpanSleuth = regexp.MustCompile(`\[[\w.-]*,([0-9a-f]{16,32}),([0-9a-f]{16})(?:,\w*)?\]`)
+)
+
+// spanOfLine returns the span id a log line carries ("" for none).
+func spanOfLine(text string) string {
+	// The key-value forms, read by hand: span, an optional separator,
+	// id, an optional quote, a ':' or '=', an optional quote, 16 hex
+	// digits (a regular expression over the whole line backtracks at
+	// every position).
+	for off := 0; off < len(text); {
+		i := indexPan(text[off:])
+		if i < 0 {
+			break
+		}
+		i += off
+		off = i + 3
+		if i < 1 || text[i-1] != 's' && text[i-1] != 'S' || i >= 2 && isWordByte(text[i-2]) {
+			continue
+		}
+		if id := kvSpanID(text[i+3:]); id != "" {
+			return strings.ToLower(id)
+		}
+	}
+	if strings.IndexByte(text, ',') >= 0 && strings.IndexByte(text, '[') >= 0 {
+		if m := logSpanSleuth.FindStringSubmatch(text); m != nil {
+			return strings.ToLower(m[2])
+		}
+	}
+	return ""
+}
+
+// kvSpanID reads what follows "span" in a key-value span id: an optional
+// '_', '.' or '-', "id", an optional quote, spaces, ':' or '=', spaces, an
+// optional quote and 16 hex digits not followed by a word character.
+func kvSpanID(s string) string {
+	i := 0
+	if i < len(s) && (s[i] == '_' || s[i] == '.' || s[i] == '-') {
+		i++
+	}
+	if i+2 > len(s) || s[i]|0x20 != 'i' || s[i+1]|0x20 != 'd' {
+		return ""
+	}
+	i += 2
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	if i >= len(s) || s[i] != ':' && s[i] != '=' {
+		return ""
+	}
+	i++
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	if i+16 > len(s) {
+		return ""
+	}
+	for k := i; k < i+16; k++ {
+		if c := s[k] | 0x20; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
+	}
+	if i+16 < len(s) && isWordByte(s[i+16]) {
+		return ""
+	}
+	return s[i : i+16]
+}
+
+// isWordByte reports whether c is a regular-expression word character.
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// indexPan returns the index of the first "pan" in s in any case, or -1.
+func indexPan(s string) int {
+	for i := 0; i+3 <= len(s); i++ {
+		if c := s[i]; (c == 'p' || c == 'P') && (s[i+1] == 'a' || s[i+1] == 'A') && (s[i+2] == 'n' || s[i+2] == 'N') {
+			return i
+		}
+	}
+	return -1
+}
+
+// lineEvent is a log line's event: its first masked tokens (values,
+// identifiers and timestamps masked), enough to tell one log statement
+// from another.
+func lineEvent(text string) string {
+	return string(appendEvent(nil, analysis.Tokens(text)))
+}
+
+// appendEvent appends the event of a line's masked tokens (analysis.Tokens)
+// to b: its first twelve. A token that reads as a value is one, as the
+// template miner reads it, and so is a number glued to a word by a
+// separator the masking does not split at ("time：175"): one statement is
+// one event.
+func appendEvent(b []byte, toks []string) []byte {
+	if len(toks) > 12 {
+		toks = toks[:12]
+	}
+	for i, t := range toks {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		// A plain word (no digit, dot or mask in it) is no value: most
+		// tokens, checked cheaply.
+		if !strings.HasPrefix(t, "<") && strings.ContainsAny(t, "0123456789.<") {
+			if t = maskGluedNumbers(t); analysis.ValueLike(t) {
+				t = "<*>"
+			}
+		}
+		b = append(b, t...)
+	}
+	return b
+}
+
+// maskGluedNumbers masks each run of digits in a token that touches no
+// letter ("time：175" → "time：<*>"; "v2" and "D1345" stay words).
+func maskGluedNumbers(t string) string {
+	isDigit := func(r rune) bool { return r >= '0' && r <= '9' }
+	if strings.IndexFunc(t, isDigit) < 0 {
+		return t
+	}
+	rs := []rune(t)
+	var b strings.Builder
+	for i := 0; i < len(rs); {
+		if !isDigit(rs[i]) {
+			b.WriteRune(rs[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(rs) && isDigit(rs[j]) {
+			j++
+		}
+		if i > 0 && unicode.IsLetter(rs[i-1]) || j < len(rs) && unicode.IsLetter(rs[j]) {
+			b.WriteString(string(rs[i:j]))
+		} else {
+			b.WriteString("<*>")
+		}
+		i = j
+	}
+	return b.String()
+}
+
+// joinChildren counts each span as an event of its parent's operation:
+// what each operation calls.
+func (j *SpanJoin) joinChildren() {
+	if j.joined {
+		return
+	}
+	j.joined = true
+	for i, p := range j.parent {
+		if p == 0 {
+			continue
+		}
+		pi, ok := j.ids[p]
+		if !ok {
+			continue
+		}
+		child := j.ops[j.spans[i].op]
+		// The child's minute is its parent's: a call belongs to the call
+		// that made it.
+		ev, ok := j.evIdx["\x01"+child[0]+"\x00"+child[1]]
+		if !ok {
+			ev = int32(len(j.evs))
+			j.evIdx["\x01"+child[0]+"\x00"+child[1]] = ev
+			j.evs = append(j.evs, "\x01"+child[0]+"\x00"+child[1])
+		}
+		k := opEventKey{j.spans[pi].op, ev}
+		m := j.events[k]
+		if m == nil {
+			m = map[int64]int{}
+			j.events[k] = m
+		}
+		m[j.spans[pi].minute]++
+	}
+}
+
+// AddLine counts a log line at the operation of the span whose id it
+// carries (nothing for a line without one, or of a span not indexed). It
+// may be called from several goroutines once every span is added.
+func (j *SpanJoin) AddLine(text string) { j.addLine(text, nil) }
+
+// AddLineTokens is AddLine for a line already tokenised with
+// analysis.Tokens (the template miner's Tokens): the line is not
+// tokenised again.
+func (j *SpanJoin) AddLineTokens(text string, toks []string) {
+	if toks != nil {
+		j.addLine(text, toks)
+	}
+}
+
+func (j *SpanJoin) addLine(text string, toks []string) {
+	if j == nil || len(j.spans) == 0 {
+		return
+	}
+	id := spanOfLine(text)
+	if id == "" {
+		return
+	}
+	si, ok := j.ids[spanKey(id)]
+	if !ok {
+		return
+	}
+	if toks == nil {
+		toks = analysis.Tokens(text)
+	}
+	var buf [256]byte
+	ev := appendEvent(buf[:0], toks)
+	j.mu.Lock()
+	j.count(si, ev)
+	j.mu.Unlock()
+}
+
+// OpEvents returns, per operation and event, the operation's calls and the
+// event's occurrences per minute (the child spans counted first).
+func (j *SpanJoin) OpEvents() []OpEvent {
+	if j == nil {
+		return nil
+	}
+	j.joinChildren()
+	keys := make([]opEventKey, 0, len(j.events))
+	for k := range j.events {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a].op != keys[b].op {
+			return keys[a].op < keys[b].op
+		}
+		return keys[a].ev < keys[b].ev
+	})
+	// A service's log covers the minutes in which a line joined one of
+	// its spans: logs are often kept for less time than traces, and calls
+	// in a minute without its log say nothing about what it logs per call.
+	covered := map[string]map[int64]bool{}
+	for k, m := range j.events {
+		if strings.HasPrefix(j.evs[k.ev], "\x01") {
+			continue
+		}
+		svc := j.ops[k.op][0]
+		if covered[svc] == nil {
+			covered[svc] = map[int64]bool{}
+		}
+		for minute := range m {
+			covered[svc][minute] = true
+		}
+	}
+	logCalls := map[int32]map[int64]int{}
+	var out []OpEvent
+	for _, k := range keys {
+		op := j.ops[k.op]
+		ev := j.evs[k.ev]
+		e := OpEvent{Service: op[0], Operation: op[1], Calls: j.calls[k.op], Counts: j.events[k]}
+		if !strings.HasPrefix(ev, "\x01") {
+			lc, ok := logCalls[k.op]
+			if !ok {
+				lc = map[int64]int{}
+				for minute, n := range j.calls[k.op] {
+					if covered[op[0]][minute] {
+						lc[minute] = n
+					}
+				}
+				logCalls[k.op] = lc
+			}
+			e.Calls = lc
+		}
+		if child, ok := strings.CutPrefix(ev, "\x01"); ok {
+			svc, name, _ := strings.Cut(child, "\x00")
+			e.Event = name
+			if svc != op[0] {
+				e.Event = svc + " " + name
+			}
+			e.Error = ErrorHandlerSpan(name)
+		} else {
+			e.Event, e.Log, e.Error = ev, true, analysis.ErrorLike(ev)
+		}
+		out = append(out, e)
+	}
+	return out
+}
