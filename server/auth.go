@@ -246,8 +246,15 @@ func (s *Server) verifyBearer(r *http.Request) (*Principal, error) {
 		return nil, authError(err)
 	}
 	// The token is the caller's own copy (db.TokenService), so its
-	// permissions slice is taken as is.
-	p := &Principal{
+	// permissions slice is taken as is. The principal lives in the
+	// request's state when there is one (one allocation per request).
+	var p *Principal
+	if info := infoFrom(ctx); info != nil && info.authed == nil {
+		p = &info.self
+	} else {
+		p = new(Principal)
+	}
+	*p = Principal{
 		ID:          tok.ID,
 		Team:        tok.Team,
 		Permissions: tok.Permissions,
@@ -472,8 +479,8 @@ const maxAuthMeEntries = 4096
 type authMeEntry struct {
 	p      Principal // a copy, never modified
 	org    string
-	body   []byte // the answer with its newline
-	length string // len(body) in decimal
+	body   []byte   // the answer with its newline
+	length []string // Content-Length's value (fixedValue of len(body))
 }
 
 func (c *authMeCache) get(p *Principal, org string) *authMeEntry {
@@ -489,7 +496,7 @@ func (c *authMeCache) get(p *Principal, org string) *authMeEntry {
 func (c *authMeCache) put(p *Principal, org string, body []byte) *authMeEntry {
 	cp := *p
 	cp.Permissions = slices.Clone(p.Permissions)
-	e := &authMeEntry{p: cp, org: org, body: body, length: strconv.Itoa(len(body))}
+	e := &authMeEntry{p: cp, org: org, body: body, length: fixedValue(strconv.Itoa(len(body)))}
 	c.mu.Lock()
 	if c.entries == nil || len(c.entries) >= maxAuthMeEntries {
 		c.entries = make(map[string]*authMeEntry)

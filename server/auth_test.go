@@ -630,3 +630,25 @@ func TestHeaderValuesStayApart(t *testing.T) {
 		}
 	}
 }
+
+// A fixed header value is shared by every answer: adding to the header on
+// one answer, or writing that answer, leaves the shared value and the
+// next answer's header as they were.
+func TestFixedHeaderValuesStayShared(t *testing.T) {
+	shared := fixedValue("application/json")
+	first := httptest.NewRecorder()
+	setFixedHeader(first, "Content-Type", shared)
+	first.Header().Add("Content-Type", "text/plain")
+	first.WriteHeader(http.StatusOK)
+	second := httptest.NewRecorder()
+	setFixedHeader(second, "Content-Type", shared)
+	if got := first.Header().Values("Content-Type"); !slices.Equal(got, []string{"application/json", "text/plain"}) {
+		t.Errorf("first answer: %q", got)
+	}
+	if got := second.Header().Values("Content-Type"); !slices.Equal(got, []string{"application/json"}) {
+		t.Errorf("second answer: %q, the shared value was changed", got)
+	}
+	if !slices.Equal(shared, []string{"application/json"}) || cap(shared) != 1 {
+		t.Errorf("shared value %q (cap %d)", shared, cap(shared))
+	}
+}

@@ -25,11 +25,13 @@ type encodedBody struct {
 	body   []byte // the identity body, without the trailing newline
 	wire   []byte // body and its newline, written in one call
 	etag   string // quoted strong entity tag of the identity body
-	length string // len(wire) in decimal
 	gzOnce sync.Once
 	gz     []byte // gzip of body + "\n"
 	gzTag  string // gzipETag
-	gzLen  string // len(gz) in decimal
+	// The header values of both answers, made once with the body
+	// (fixedValue): ETag and Content-Length of the identity body and of
+	// the gzip one.
+	etagValue, lengthValue, gzTagValue, gzLenValue []string
 }
 
 // gzipETag is the entity tag of the gzip representation: another
@@ -43,7 +45,7 @@ func (e *encodedBody) gzipped() []byte {
 		_, _ = zw.Write(e.wire)
 		_ = zw.Close()
 		e.gz = buf.Bytes()
-		e.gzLen = strconv.Itoa(len(e.gz))
+		e.gzLenValue = fixedValue(strconv.Itoa(len(e.gz)))
 	})
 	return e.gz
 }
@@ -73,8 +75,9 @@ func (c *bodyCache) get(key string, b []byte) *encodedBody {
 	sum := sha256.Sum256(b)
 	e = &encodedBody{body: b, wire: append(b[:len(b):len(b)], '\n'),
 		etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`}
-	e.length = strconv.Itoa(len(e.wire))
 	e.gzTag = e.gzipETag()
+	e.etagValue, e.gzTagValue = fixedValue(e.etag), fixedValue(e.gzTag)
+	e.lengthValue = fixedValue(strconv.Itoa(len(e.wire)))
 	c.mu.Lock()
 	if _, ok := c.entries[key]; !ok && len(c.entries) >= c.max {
 		for k := range c.entries {
@@ -92,27 +95,28 @@ func (c *bodyCache) get(key string, b []byte) *encodedBody {
 // accepts it, the identity body otherwise.
 func writeCachedJSON(w http.ResponseWriter, r *http.Request, c *bodyCache, key string, b []byte) error {
 	e := c.get(key, b)
-	// Every value here is computed once per body; header keys are given in
-	// canonical form (setHeader).
-	setHeader(w, "Vary", "Accept-Encoding")
-	setHeader(w, "Cache-Control", "private, no-cache")
+	// Every header value here was made once with the body (fixedValue):
+	// each header is one map assignment under its canonical key.
+	h := w.Header()
+	h["Vary"] = valueVaryEncoding
+	h["Cache-Control"] = valueNoCache
 	gz := len(b) >= minGzipSize && acceptsGzip(r.Header["Accept-Encoding"])
-	etag := e.etag
 	if gz {
-		etag = e.gzTag
+		h["Etag"] = e.gzTagValue
+	} else {
+		h["Etag"] = e.etagValue
 	}
-	setHeader(w, "Etag", etag)
 	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatches(inm, e.etag, e.gzTag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
 	if gz {
-		setHeader(w, "Content-Encoding", "gzip")
-		gzBody := e.gzipped() // sets e.gzLen
-		writeJSONBytes(w, http.StatusOK, gzBody, e.gzLen)
+		h["Content-Encoding"] = valueGzip
+		gzBody := e.gzipped() // sets e.gzLenValue
+		writeJSONBytes(w, http.StatusOK, gzBody, e.gzLenValue)
 		return nil
 	}
-	writeJSONBytes(w, http.StatusOK, e.wire, e.length)
+	writeJSONBytes(w, http.StatusOK, e.wire, e.lengthValue)
 	return nil
 }
 

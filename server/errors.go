@@ -190,16 +190,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 		return fmt.Errorf("encoding response: %w", err)
 	}
 	b = append(b, '\n')
-	writeJSONBytes(w, status, b, strconv.Itoa(len(b)))
+	setHeader(w, "Content-Length", strconv.Itoa(len(b)))
+	writeJSONBody(w, status, b)
 	return nil
 }
 
 // writeJSONBytes writes b, encoded JSON ending with its newline, as
-// writeJSON would; length is len(b) in decimal (a cached answer keeps it).
-func writeJSONBytes(w http.ResponseWriter, status int, b []byte, length string) {
-	setHeader(w, "Content-Type", "application/json")
-	setHeader(w, "Content-Length", length)
-	setHeader(w, "X-Content-Type-Options", "nosniff")
+// writeJSON would; length is its Content-Length value made once with the
+// body (fixedValue of len(b) in decimal), as a cached answer keeps it.
+func writeJSONBytes(w http.ResponseWriter, status int, b []byte, length []string) {
+	setFixedHeader(w, "Content-Length", length)
+	writeJSONBody(w, status, b)
+}
+
+// writeJSONBody writes the JSON headers, status and b in one Write; the
+// caller has set Content-Length.
+func writeJSONBody(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h["Content-Type"] = valueJSON
+	h["X-Content-Type-Options"] = valueNosniff
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

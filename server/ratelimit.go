@@ -53,8 +53,9 @@ type rateLimiter struct {
 	now    func() time.Time
 	limits map[rateClass]int // per minute; negative: unlimited
 	max    int
-	// limitText is each class's limit as sent in X-RateLimit-Limit.
-	limitText [rateAuthFailure + 1]string
+	// limitValue is each class's limit as sent in X-RateLimit-Limit
+	// (fixedValue).
+	limitValue [rateAuthFailure + 1][]string
 	// resetText is the last X-RateLimit-Reset value formatted: requests
 	// within the same second share it.
 	resetText atomic.Pointer[unixText]
@@ -74,30 +75,32 @@ type bucket struct {
 	last   time.Time
 }
 
-// unixText is a Unix time and its decimal text.
+// unixText is a Unix time and its decimal text as a header value
+// (fixedValue).
 type unixText struct {
-	unix int64
-	text string
+	unix  int64
+	value []string
 }
 
 func newRateLimiter(now func() time.Time, max int, limits map[rateClass]int) *rateLimiter {
 	l := &rateLimiter{now: now, limits: limits, max: max, buckets: make(map[bucketKey]*bucket)}
 	for c, n := range limits {
-		if c >= 0 && int(c) < len(l.limitText) {
-			l.limitText[c] = strconv.Itoa(n)
+		if c >= 0 && int(c) < len(l.limitValue) {
+			l.limitValue[c] = fixedValue(strconv.Itoa(n))
 		}
 	}
 	return l
 }
 
-// resetHeader returns the decimal text of unix, formatted once per second.
-func (l *rateLimiter) resetHeader(unix int64) string {
+// resetHeader returns the decimal text of unix as a header value,
+// formatted once per second.
+func (l *rateLimiter) resetHeader(unix int64) []string {
 	if t := l.resetText.Load(); t != nil && t.unix == unix {
-		return t.text
+		return t.value
 	}
-	t := &unixText{unix: unix, text: strconv.FormatInt(unix, 10)}
+	t := &unixText{unix: unix, value: fixedValue(strconv.FormatInt(unix, 10))}
 	l.resetText.Store(t)
-	return t.text
+	return t.value
 }
 
 // state is a bucket's view after refilling to now.
@@ -159,13 +162,13 @@ func (l *rateLimiter) charge(w http.ResponseWriter, id string, class rateClass) 
 	}
 	// Keys are written in canonical form directly: every authenticated
 	// request sets these three, and Header.Set would canonicalise each.
-	limit := l.limitText[class]
-	if limit == "" {
-		limit = strconv.Itoa(st.limit)
+	limit := l.limitValue[class]
+	if limit == nil {
+		limit = fixedValue(strconv.Itoa(st.limit))
 	}
-	setHeader(w, "X-Ratelimit-Limit", limit)
+	setFixedHeader(w, "X-Ratelimit-Limit", limit)
 	setHeader(w, "X-Ratelimit-Remaining", strconv.Itoa(st.remaining))
-	setHeader(w, "X-Ratelimit-Reset", l.resetHeader(ceilUnix(st.reset)))
+	setFixedHeader(w, "X-Ratelimit-Reset", l.resetHeader(ceilUnix(st.reset)))
 	if !st.allowed {
 		return WithRetryAfter(db.Errorf(db.ERATELIMITED, "rate limit exceeded: %d %s requests per minute", st.limit, class), st.retry)
 	}

@@ -201,6 +201,8 @@ type Server struct {
 	a2aHandler http.Handler
 	oidc       *oidcState // console sign-in state (oidc.go); nil when off
 	authMe     authMeCache
+	// versionValue is X-Rootcause-Version's value (fixedValue).
+	versionValue []string
 }
 
 // New returns a Server for cfg with every route registered. It panics if a
@@ -216,6 +218,7 @@ func New(cfg Config) *Server {
 	if s.version == "" {
 		s.version = "dev"
 	}
+	s.versionValue = fixedValue(s.version)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -406,7 +409,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, local bool) {
 	rw.ResponseWriter = w
 	h := w.Header()
 	h["X-Request-Id"] = rw.headerValue(info.id) // HeaderRequestID, in canonical form
-	h["X-Rootcause-Version"] = rw.headerValue(s.version)
+	h["X-Rootcause-Version"] = s.versionValue
 	st.ctx = infoContext{Context: r.Context(), info: info}
 	r = r.WithContext(&st.ctx)
 	defer func() {
@@ -461,9 +464,10 @@ type responseWriter struct {
 	http.ResponseWriter
 	status  int
 	written int64
-	// values backs the header values set through headerValue, so that the
-	// headers of an ordinary answer cost no allocation each.
-	values  [12]string
+	// values backs the per-request header values set through headerValue
+	// (the request id, the remaining rate limit, a length), so that they
+	// cost no allocation each; fixed values are shared (fixedValue).
+	values  [4]string
 	nvalues int
 }
 
@@ -490,6 +494,28 @@ func setHeader(w http.ResponseWriter, key, v string) {
 		return
 	}
 	w.Header()[key] = []string{v}
+}
+
+// fixedValue returns v as a header value slice to be made once and shared
+// by every answer that carries it (setFixedHeader): its length and
+// capacity are 1, so Header.Add copies it rather than appending to it,
+// net/http copies the values before writing them, and nothing in this
+// package modifies a value slice in place.
+func fixedValue(v string) []string { return []string{v}[:1:1] }
+
+// Fixed header values of the common answers.
+var (
+	valueJSON         = fixedValue("application/json")
+	valueNosniff      = fixedValue("nosniff")
+	valueVaryEncoding = fixedValue("Accept-Encoding")
+	valueNoCache      = fixedValue("private, no-cache")
+	valueGzip         = fixedValue("gzip")
+)
+
+// setFixedHeader sets the header key (canonical form) to vs, a value made
+// by fixedValue: one map assignment, no allocation, no canonicalisation.
+func setFixedHeader(w http.ResponseWriter, key string, vs []string) {
+	w.Header()[key] = vs
 }
 
 func (rw *responseWriter) WriteHeader(code int) {
@@ -546,6 +572,9 @@ type requestInfo struct {
 	// saves cloning the request for a second context value.
 	authed *Principal
 	log    *slog.Logger
+	// self holds the principal a bearer token authenticates (verifyBearer),
+	// allocated with the rest of the request's state.
+	self Principal
 }
 
 type infoKey struct{}
