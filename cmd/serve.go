@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/rootcause/rootcause/db"
+	"github.com/rootcause/rootcause/gcfloor"
 	"github.com/rootcause/rootcause/logwriter"
 	"github.com/rootcause/rootcause/metrics"
 	"github.com/rootcause/rootcause/server"
@@ -51,7 +52,7 @@ YAML file, then defaults:
   llm.provider, llm.base_url, llm.model, llm.api_key (a secret reference),
   llm.max_tokens, llm.temperature, llm.timeout, llm.max_steps, llm.max_retries,
   llm.required, llm.tool_result_budget
-  log.format, log.level, metrics.addr
+  log.format, log.level, metrics.addr, gc.heap_floor
 
 packaging/rootcause.example.yaml lists each with its default and meaning
 (docs/operations.md). A bad value stops serve at start-up with the key named;
@@ -107,6 +108,12 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 	} else if up {
 		return fmt.Errorf("a rootcause server is already running on %s (it answers on %s); stop it first", s.DataDir, sock)
 	}
+
+	// No collection while the heap is under gc.heap_floor: a small live
+	// heap would otherwise be collected every few megabytes of requests
+	// (gcfloor, docs/decisions.md).
+	floor := gcfloor.Start(uint64(max(s.GCHeapFloor, 0)))
+	defer floor.Stop()
 
 	met := metrics.New(b.Version) // served at GET /metrics and on metrics.addr (cmd/observability.go)
 	store, err := db.Open(dbPath(s.DataDir), db.Options{Logger: logger, ObserveTx: observeTx(met), ConfigHistoryKeep: s.ConfigHistoryKeep})

@@ -70,6 +70,10 @@ type Settings struct {
 	LLM            LLMSettings
 	Log            LogSettings     // log.format, log.level (cmd/observability.go)
 	Metrics        MetricsSettings // metrics.addr (cmd/observability.go)
+	// GCHeapFloor (gc.heap_floor) is the heap size in bytes below which
+	// serve's garbage collector does not start a collection (package
+	// gcfloor); 0 leaves the collector as GOGC alone sets it.
+	GCHeapFloor int64
 }
 
 // RateLimitSettings are per-minute request limits per principal; 0 means
@@ -165,6 +169,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("llm.max_retries", 2)
 	v.SetDefault("llm.required", false)
 	v.SetDefault("llm.tool_result_budget", 16384)
+	v.SetDefault("gc.heap_floor", "64MB")
 	setObservabilityDefaults(v)
 }
 
@@ -278,6 +283,13 @@ func loadSettings(v *viper.Viper) (Settings, error) {
 	case "", "openai", "anthropic":
 	default:
 		errs = append(errs, fmt.Errorf("setting llm.provider: %q is not openai or anthropic", s.LLM.Provider))
+	}
+	if raw := strings.TrimSpace(str("gc.heap_floor")); raw != "0" && raw != "" {
+		if n, err := parseSize(raw); err != nil {
+			errs = append(errs, fmt.Errorf("setting gc.heap_floor: %w (0 turns it off)", err))
+		} else {
+			s.GCHeapFloor = n
+		}
 	}
 	if ls, ms, err := loadObservability(v); err != nil {
 		errs = append(errs, err)

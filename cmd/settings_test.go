@@ -93,6 +93,8 @@ func TestSettingsErrors(t *testing.T) {
 		{"ErrWorkers below minimum", "ROOTCAUSE_WORKERS", "0", "workers"},
 		{"ErrSyncWait not a duration", "ROOTCAUSE_SYNC_WAIT", "soon", "sync_wait"},
 		{"ErrConfigHistoryKeep negative", "ROOTCAUSE_CONFIG_HISTORY_KEEP", "-1", "config_history_keep"},
+		{"ErrGCHeapFloor not a size", "ROOTCAUSE_GC_HEAP_FLOOR", "large", "gc.heap_floor"},
+		{"ErrGCHeapFloor negative", "ROOTCAUSE_GC_HEAP_FLOOR", "-64MB", "gc.heap_floor"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,6 +103,35 @@ func TestSettingsErrors(t *testing.T) {
 			NewRootCommand(v)
 			if _, err := loadSettings(v); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want mention of %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// gc.heap_floor: a size (64MB by default), 0 turns the floor off.
+func TestSettingsGCHeapFloor(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  int64
+	}{
+		{"", 64 << 20},
+		{"0", 0},
+		{"128MB", 128 << 20},
+		{"1GB", 1 << 30},
+		{"33554432", 32 << 20},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			if tc.value != "" {
+				t.Setenv("ROOTCAUSE_GC_HEAP_FLOOR", tc.value)
+			}
+			v := viper.New()
+			NewRootCommand(v)
+			s, err := loadSettings(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.GCHeapFloor != tc.want {
+				t.Errorf("GCHeapFloor = %d, want %d", s.GCHeapFloor, tc.want)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/db"
+	"github.com/rootcause/rootcause/gcfloor"
 	"github.com/rootcause/rootcause/logwriter"
 	"github.com/rootcause/rootcause/metrics"
 )
@@ -223,7 +224,8 @@ func pipeLogger(b *testing.B, async bool) *slog.Logger {
 // through the asynchronous writer, with slog's TextHandler; "product_log"
 // is the log serve builds (LogHandler through the asynchronous writer, to
 // a file), and "serve" adds the Prometheus metrics serve also wires
-// (Config.Metrics): the server as serve runs it.
+// (Config.Metrics) and the garbage collector's heap floor (serveGC): the
+// server as serve runs it.
 //
 //	go test ./server -run '^$' -bench HTTPAuthMeRatio -benchtime 400x -count 3
 func BenchmarkHTTPAuthMeRatio(b *testing.B) {
@@ -256,6 +258,7 @@ func BenchmarkHTTPAuthMeRatio(b *testing.B) {
 				RateLimits: RateLimits{Read: 1 << 30}}
 			if mode == "serve" {
 				cfg.Metrics = metrics.New("bench")
+				serveGC(b)
 			}
 			s := New(cfg)
 			url := loopbackServer(b, s.Handler()) + "/api/v1/auth/me"
@@ -297,12 +300,21 @@ func BenchmarkHTTPEffectiveRatioProductLog(b *testing.B) {
 }
 
 // BenchmarkHTTPEffectiveRatioServe is BenchmarkHTTPEffectiveRatioProductLog
-// with the Prometheus metrics serve wires (Config.Metrics): the server as
-// serve runs it.
+// with the Prometheus metrics serve wires (Config.Metrics) and its heap
+// floor (serveGC): the server as serve runs it.
 //
 //	go test ./server -run '^$' -bench HTTPEffectiveRatioServe -benchtime 400x -count 3
 func BenchmarkHTTPEffectiveRatioServe(b *testing.B) {
+	serveGC(b)
 	benchEffectiveRatio(b, productLogger(b), func(c *Config) { c.Metrics = metrics.New("bench") })
+}
+
+// serveGC sets the garbage collector's heap floor serve sets by default
+// (gc.heap_floor, 64 MB) for the rest of b. It applies to the whole test
+// process: the bare handler and the clients too.
+func serveGC(b *testing.B) {
+	f := gcfloor.Start(64 << 20)
+	b.Cleanup(f.Stop)
 }
 
 // BenchmarkHTTPEffectiveContractHeaders splits the effective config's
