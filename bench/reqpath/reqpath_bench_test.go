@@ -1,0 +1,479 @@
+// Package reqpath measures the request path of the built product from
+// outside: `rootcause serve` (the real binary, default settings but for the
+// read rate limit) and a bare net/http server (bareserver) answering the
+// same bytes, both on 127.0.0.1, driven by one Go client in this process,
+// in one run:
+//
+//	go test ./bench/reqpath -run '^$' -bench . -benchtime 1000x -count 3
+//
+// Each iteration sends a batch of 64 keep-alive requests from 8 client
+// goroutines to the bare server and one to rootcause, the order alternating
+// every iteration. Reported per side: wall time and CPU per request (the
+// client's, from getrusage, plus the server process's, from /proc), and
+// the ratios bare ÷ rootcause of wall time (ratio: the throughput ratio a
+// load generator sees), of client and server CPU together (cpu-ratio) and
+// of the server processes' CPU alone (server-cpu-ratio). "control_*" runs
+// the same measurement against two bare servers: its spread is the noise
+// floor of the ratios on the machine at the time.
+//
+// rootcause is built from this tree (or taken from $ROOTCAUSE_BENCH_BIN, to
+// compare builds) and started with this process's environment plus
+// ROOTCAUSE_RATE_LIMIT_READ=1000000000 (the default, 100 a minute, would
+// answer 429; the X-RateLimit-* headers are still sent), its log on a file;
+// other settings can be passed the same way (ROOTCAUSE_GC_HEAP_FLOOR=0).
+// The team's effective config is four levels of about 50 KB each (org, two
+// groups, the team), set through the admin API. Also reported: the read
+// and write system calls per request of each server, and rootcause's peak
+// resident memory (route-peak-rss-MB, VmHWM).
+package reqpath
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	clients = 8
+	batch   = 64 // requests per side per iteration
+)
+
+// server is a started process and its base URL.
+type server struct {
+	cmd *exec.Cmd
+	url string
+}
+
+// cpu returns the CPU time (user and system, all threads) the process has
+// used, from /proc/<pid>/stat.
+func (s *server) cpu(b *testing.B) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name (which is in parentheses): state is
+	// field 3, utime 14 and stime 15.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / clockTicks
+}
+
+// syscalls returns the number of read and write system calls the process
+// has made, from /proc/<pid>/io.
+func (s *server) syscalls(b *testing.B) (reads, writes int64) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", s.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
+}
+
+// peakRSS returns the process's peak resident set size in bytes (VmHWM).
+func (s *server) peakRSS(b *testing.B) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times (100 on
+// Linux for every architecture Go supports).
+const clockTicks = 100
+
+// fixture is what every benchmark shares: both servers, the tokens and the
+// answers they serve.
+type fixture struct {
+	rc, bare, bare2 *server
+	admin, team     string
+}
+
+var (
+	setupOnce sync.Once
+	shared    *fixture
+	setupErr  error
+	cleanups  []func()
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+	os.Exit(code)
+}
+
+func setup(b *testing.B) *fixture {
+	b.Helper()
+	setupOnce.Do(func() { shared, setupErr = start() })
+	if setupErr != nil {
+		b.Fatal(setupErr)
+	}
+	return shared
+}
+
+// start builds both binaries, starts rootcause, configures it and starts
+// the bare servers with its answers.
+func start() (*fixture, error) {
+	dir, err := os.MkdirTemp("", "rootcause-reqpath-")
+	if err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+	rcBin := os.Getenv("ROOTCAUSE_BENCH_BIN")
+	if rcBin == "" {
+		rcBin = filepath.Join(dir, "rootcause")
+		if err := goBuild(rcBin, "github.com/rootcause/rootcause"); err != nil {
+			return nil, err
+		}
+	}
+	bareBin := filepath.Join(dir, "bareserver")
+	if err := goBuild(bareBin, "github.com/rootcause/rootcause/bench/reqpath/bareserver"); err != nil {
+		return nil, err
+	}
+
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	logFile, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(rcBin, "serve", "--addr", addr, "--data-dir", data)
+	cmd.Env = append(os.Environ(), "ROOTCAUSE_RATE_LIMIT_READ=1000000000")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		logFile.Close()
+	})
+	f := &fixture{rc: &server{cmd: cmd, url: "http://" + addr}}
+
+	// Configure through the local socket (local trust, as the CLI does).
+	sock := filepath.Join(data, "rootcause.sock")
+	local := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := local.Get("http://rootcause.local/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("rootcause serve did not become ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	call := func(method, path string, body any, out any) error {
+		raw, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, "http://rootcause.local"+path, bytes.NewReader(raw))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := local.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		ans, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, ans)
+		}
+		if out != nil {
+			return json.Unmarshal(ans, out)
+		}
+		return nil
+	}
+	var org struct {
+		Nodes []struct{ Name, Parent string } `json:"nodes"`
+	}
+	if err := call(http.MethodGet, "/api/v1/admin/nodes", nil, &org); err != nil {
+		return nil, err
+	}
+	root := ""
+	for _, n := range org.Nodes {
+		if n.Parent == "" {
+			root = n.Name
+		}
+	}
+	lineage := []string{root, "platform", "core", "payments"}
+	for i, kind := range []string{"group", "group", "team"} {
+		if err := call(http.MethodPost, "/api/v1/admin/nodes", map[string]string{"name": lineage[i+1], "parent": lineage[i], "kind": kind}, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, node := range lineage {
+		// About 50 KB of own config per level: 100 custom agents.
+		agents := map[string]any{}
+		for i := range 100 {
+			agents[fmt.Sprintf("custom_%s_%03d", node, i)] = map[string]any{"prompt": strings.Repeat("investigate carefully ", 22), "timeout": 60 + i}
+		}
+		if err := call(http.MethodPut, "/api/v1/admin/nodes/"+node+"/config", map[string]any{"agents": agents, "slack_channel": "#" + node}, nil); err != nil {
+			return nil, err
+		}
+	}
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if err := call(http.MethodPost, "/api/v1/admin/tokens", map[string]any{"kind": "admin", "name": "bench"}, &tok); err != nil {
+		return nil, err
+	}
+	f.admin = tok.Token
+	if err := call(http.MethodPost, "/api/v1/admin/tokens", map[string]any{"kind": "team", "team": "payments", "name": "bench"}, &tok); err != nil {
+		return nil, err
+	}
+	f.team = tok.Token
+
+	// The bare servers answer exactly rootcause's bodies.
+	me, err := get(f.rc.url+"/api/v1/auth/me", f.admin)
+	if err != nil {
+		return nil, err
+	}
+	eff, err := get(f.rc.url+"/api/v1/config/me/effective", f.team)
+	if err != nil {
+		return nil, err
+	}
+	if len(eff) < 150_000 {
+		return nil, fmt.Errorf("effective config of %d bytes", len(eff))
+	}
+	for name, body := range map[string][]byte{"me.json": me, "effective.json": eff} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range []**server{&f.bare, &f.bare2} {
+		s, err := startBare(bareBin, "/api/v1/auth/me="+filepath.Join(dir, "me.json"),
+			"/api/v1/config/me/effective="+filepath.Join(dir, "effective.json"))
+		if err != nil {
+			return nil, err
+		}
+		*p = s
+	}
+	return f, nil
+}
+
+func goBuild(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build %s: %w", pkg, err)
+	}
+	return nil
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func startBare(bin string, args ...string) (*server, error) {
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return nil, fmt.Errorf("bareserver: %w", err)
+	}
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if !ok {
+		return nil, fmt.Errorf("bareserver said %q", line)
+	}
+	return &server{cmd: cmd, url: "http://" + addr}, nil
+}
+
+// get answers GET url with a bearer token: the body of a 200.
+func get(url, token string) ([]byte, error) {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	return body, err
+}
+
+// processCPU returns the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// load sends batch GET requests to url from clients goroutines and returns
+// the elapsed time and the CPU time this process used meanwhile.
+func load(b *testing.B, client *http.Client, url, token string) (time.Duration, time.Duration) {
+	var wg sync.WaitGroup
+	cpu := processCPU()
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range batch / clients {
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				if token != "" {
+					req.Header.Set("Authorization", "Bearer "+token)
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Errorf("%s: status %d", url, resp.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start), processCPU() - cpu
+}
+
+// side is one of the two servers a ratio compares.
+type side struct {
+	srv          *server
+	path, token  string
+	wall, client time.Duration
+}
+
+// ratio alternates batches between bare and product and reports both sides
+// per request and their ratios (bare ÷ product).
+func ratio(b *testing.B, bare, product *side) {
+	// No Accept-Encoding: both sides answer the identity body.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients * 2, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	run := func(s *side) {
+		w, c := load(b, client, s.srv.url+s.path, s.token)
+		s.wall += w
+		s.client += c
+	}
+	for range 20 { // warm connections, caches and both heaps
+		run(bare)
+		run(product)
+	}
+	bare.wall, bare.client, product.wall, product.client = 0, 0, 0, 0
+	bareCPU, prodCPU := bare.srv.cpu(b), product.srv.cpu(b)
+	bareR, bareW := bare.srv.syscalls(b)
+	prodR, prodW := product.srv.syscalls(b)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		// The side measured second pays for what the first left behind
+		// (garbage, cache misses), so the order alternates.
+		if i%2 == 0 {
+			run(bare)
+			run(product)
+		} else {
+			run(product)
+			run(bare)
+		}
+	}
+	b.StopTimer()
+	bareCPU, prodCPU = bare.srv.cpu(b)-bareCPU, product.srv.cpu(b)-prodCPU
+	r, w := bare.srv.syscalls(b)
+	bareR, bareW = r-bareR, w-bareW
+	r, w = product.srv.syscalls(b)
+	prodR, prodW = r-prodR, w-prodW
+	n := float64(b.N * batch)
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / n }
+	b.ReportMetric(per(bare.wall), "bare-ns/req")
+	b.ReportMetric(per(product.wall), "route-ns/req")
+	b.ReportMetric(float64(bare.wall)/float64(product.wall), "ratio")
+	b.ReportMetric(per(bare.client+bareCPU), "bare-cpu-ns/req")
+	b.ReportMetric(per(product.client+prodCPU), "route-cpu-ns/req")
+	b.ReportMetric(float64(bare.client+bareCPU)/float64(product.client+prodCPU), "cpu-ratio")
+	b.ReportMetric(per(bareCPU), "bare-server-cpu-ns/req")
+	b.ReportMetric(per(prodCPU), "route-server-cpu-ns/req")
+	b.ReportMetric(float64(bareCPU)/float64(prodCPU), "server-cpu-ratio")
+	// Read and write system calls of each server per request: the log
+	// must not add one per request.
+	b.ReportMetric(float64(bareR)/n, "bare-reads/req")
+	b.ReportMetric(float64(bareW)/n, "bare-writes/req")
+	b.ReportMetric(float64(prodR)/n, "route-reads/req")
+	b.ReportMetric(float64(prodW)/n, "route-writes/req")
+	b.ReportMetric(float64(product.srv.peakRSS(b))/(1<<20), "route-peak-rss-MB")
+}
+
+// BenchmarkRequestPath: authenticated GET /api/v1/auth/me (an admin
+// token; target ratio ≥ 0.75) and GET /api/v1/config/me/effective (a team
+// token, 4 levels × 50 KB; target ≥ 0.9) of `rootcause serve` against the
+// bare server answering the same bytes, and the control (bare against
+// bare) for each body.
+func BenchmarkRequestPath(b *testing.B) {
+	f := setup(b)
+	const me, eff = "/api/v1/auth/me", "/api/v1/config/me/effective"
+	for _, c := range []struct {
+		name          string
+		bare, product side
+	}{
+		{"auth_me", side{srv: f.bare, path: me}, side{srv: f.rc, path: me, token: f.admin}},
+		{"effective", side{srv: f.bare, path: eff}, side{srv: f.rc, path: eff, token: f.team}},
+		{"control_auth_me", side{srv: f.bare, path: me}, side{srv: f.bare2, path: me}},
+		{"control_effective", side{srv: f.bare, path: eff}, side{srv: f.bare2, path: eff}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			bare, product := c.bare, c.product
+			ratio(b, &bare, &product)
+		})
+	}
+}
