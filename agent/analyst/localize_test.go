@@ -247,3 +247,41 @@ func TestLocalizeNamesNextSuspects(t *testing.T) {
 		t.Fatalf("want cart, then the next suspect email, before the consequences: %q", desc)
 	}
 }
+
+// TestLocalizeNodeRoutineJumps: a node whose CPU jumps from 13% to 35% for
+// a couple of minutes every week of minutes does so again with the
+// symptom; the saturation detector flags it, localization (which judges
+// the node's series against its earlier jumps) does not rank it, and the
+// node's saturation weighs half: the service localization names stays the
+// root cause, well ahead of the node.
+func TestLocalizeNodeRoutineJumps(t *testing.T) {
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	var om strings.Builder
+	om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
+	omSeries(&om, now, "service_latency_p90_seconds", `service="frontend"`, step(0.2, 1.6))
+	om.WriteString("# TYPE node_cpu_usage_rate_percent gauge\n")
+	omSeries(&om, now, "node_cpu_usage_rate_percent", `node="node-2"`, func(m int) float64 {
+		if m%7 == 3 || m%7 == 4 || m >= 38 {
+			return 35 + 0.5*math.Sin(float64(m))
+		}
+		return 13 + 0.2*math.Sin(float64(m)*1.7)
+	})
+	om.WriteString("# TYPE pod_server_latency_p90_seconds gauge\n")
+	omSeries(&om, now, "pod_server_latency_p90_seconds", `namespace="shop",pod="cart-5c8d7f9b6-p4tz2",service="cart"`, step(0.02, 0.045))
+	res := investigateOM(t, now, om.String())
+	if desc := res.RootCause.Description; !strings.HasPrefix(desc, "cart") {
+		t.Fatalf("root cause does not name cart first: %q", desc)
+	}
+	var cart, node float64
+	for _, c := range res.Candidates {
+		switch {
+		case c.Subject == "cart" && c.Kind == "localized_fault":
+			cart = c.Score
+		case c.Subject == "node-2" && c.Kind == "saturation":
+			node = c.Score
+		}
+	}
+	if cart == 0 || node >= cart/2 {
+		t.Errorf("node-2's saturation scores %v, cart %v: want the node below half of cart", node, cart)
+	}
+}
