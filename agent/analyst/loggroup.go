@@ -321,11 +321,15 @@ func median(vs []float64) float64 {
 }
 
 // lineSearch is the pattern of the raw lines a question needs read: the
-// status a grouped log search asks about; "" when templates answer it.
+// status a grouped log search asks about, the per-call times a latency
+// question needs (durationLinePattern); "" when templates answer it.
 func lineSearch(sc Scope) string {
 	var pats []string
 	if q, ok := parseGroupQuestion(sc.Message + " " + sc.Hint); ok {
 		pats = append(pats, q.statusPattern())
+	}
+	if p := durationLinePattern(sc); p != "" {
+		pats = append(pats, p)
 	}
 	return strings.Join(pats, "|")
 }

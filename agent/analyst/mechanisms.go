@@ -17,6 +17,7 @@ var mechanisms = []*mechanism{
 	volumeProvision,
 	logMatch,
 	slowOperation,
+	slowCall,
 	imagePull,
 	configError,
 	startFailureM,

@@ -216,6 +216,7 @@ var kinds = map[Kind]kindInfo{
 	KindLogMatch:        {prior: 0.6},
 	KindSlowOperation:   {prior: 0.62},
 	KindResourceAlarm:   {prior: 0.82},
+	KindSlowCall:        {prior: 0.5},
 	KindScaledToZero:    {prior: 0.84},
 	KindPortMismatch:    {prior: 0.84},
 	KindGCPressure:      {prior: 0.74},

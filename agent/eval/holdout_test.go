@@ -25,7 +25,8 @@ var holdoutFloors = map[string]int{
 	"holdout7":  12,
 	"holdout8":  12,
 	"holdout9":  12,
-	"holdout10": 9,
+	"holdout10": 10,
+	"holdout11": 2,
 	"holdout12": 3,
 }
 
