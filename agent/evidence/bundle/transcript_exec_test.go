@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
 )
@@ -98,5 +100,57 @@ func TestTranscriptExecAndHistory(t *testing.T) {
 	}
 	if all := strings.Join(read, "\n"); !strings.Contains(all, "1 kubectl rollout history, 1 kubectl exec outputs, 1 other command outputs kept as text") {
 		t.Errorf("check read:\n%s", all)
+	}
+}
+
+// Network policies, endpoints and a service account's missing pull secret
+// read from describe pages reach the Kubernetes source as objects and
+// absences.
+func TestTranscriptAccessKinds(t *testing.T) {
+	ctx := context.Background()
+	text := `$ kubectl describe netpol deny-egress -n shop
+Name:         deny-egress
+Namespace:    shop
+Created on:   2027-01-20 16:00:00 +0000 UTC
+Labels:       <none>
+Annotations:  <none>
+Spec:
+  PodSelector:     app=checkout
+  Not affecting ingress traffic
+  Allowing egress traffic:
+    <none> (Selected pods are isolated for egress connectivity)
+  Policy Types: Egress
+$ kubectl describe ep payments -n shop
+Name:         payments
+Namespace:    shop
+Labels:       app=payments
+Annotations:  <none>
+Subsets:
+Events:  <none>
+$ kubectl describe sa checkout -n shop
+Name:                checkout
+Namespace:           shop
+Labels:              <none>
+Annotations:         <none>
+Image pull secrets:  ghcr-pull (not found)
+Mountable secrets:   <none>
+Tokens:              <none>
+Events:              <none>
+`
+	b := formsBundle(t, fstest.MapFS{"session.txt": {Data: []byte(text)}})
+	k := b.Sources(b.CapturedAt).Kubernetes
+	nps, err := k.Objects(ctx, "NetworkPolicy", "shop", "")
+	if err != nil || len(nps) != 1 {
+		t.Fatalf("network policies %v %+v", err, nps)
+	}
+	eps, err := k.Endpoints(ctx, "shop")
+	if err != nil || len(eps) != 1 || eps[0].Name != "payments" || len(eps[0].Subsets) != 0 {
+		t.Errorf("endpoints %v %+v", err, eps)
+	}
+	if !k.(evidence.KindHolder).HoldsKind(ctx, "Secret") {
+		t.Error("the pull secret kubectl marked (not found) does not count as asked about")
+	}
+	if _, err := evidence.Get[corev1.Secret](ctx, k, "shop", "ghcr-pull"); evidence.CodeOf(err) != evidence.CodeNotFound {
+		t.Errorf("missing pull secret: %v", err)
 	}
 }

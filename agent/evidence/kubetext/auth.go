@@ -55,7 +55,7 @@ func (p *parser) auth(c *command, out []string, line int) {
 			continue // warnings ("Warning: resource 'x' is not namespace scoped")
 		}
 		perm.Line = line + 1 + i
-		if len(p.res.Permissions) < MaxObjects {
+		if len(p.res.Permissions) < MaxAbsent {
 			p.res.Permissions = append(p.res.Permissions, perm)
 		}
 		return

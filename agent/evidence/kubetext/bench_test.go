@@ -3,6 +3,7 @@ package kubetext_test
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
@@ -20,5 +21,30 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		kubetext.Parse(data, fuzzRef)
+	}
+}
+
+// BenchmarkParseHostile reads inputs shaped to make a reader slow: a
+// command continued over every line, long lines after a prompt glyph, an
+// exec shell of 50,000 commands, stamped lines, logs of workloads and
+// rollout histories against many ReplicaSets. Each stays near linear
+// (`go test ./agent/evidence/kubetext -run '^$' -bench ParseHostile`).
+func BenchmarkParseHostile(b *testing.B) {
+	long := strings.Repeat("a ", 1000)
+	for _, in := range []struct{ name, text string }{
+		{"continued", strings.Repeat("$ kubectl get pods \\\n", 50000)},
+		{"glyph-lines", strings.Repeat("❯ "+long+"\n", 2000)},
+		{"exec-shell", "$ kubectl exec -it p -- sh\n" + strings.Repeat("/ # env\nA=1\n", 50000)},
+		{"stamped", strings.Repeat("2026-03-14 10:44:58 $ kubectl get pods\n2026-03-14 10:44:58 NAME READY\n", 20000)},
+		{"workload-logs", strings.Repeat("$ kubectl get pods\nNAME READY\nx-abcd1-efgh2 1/1\n$ kubectl logs deploy/x\nline\n", 5000)},
+		{"histories", strings.Repeat("$ kubectl get rs\nNAME DESIRED\nx-abcd1 1\n$ kubectl rollout history deploy/x\nREVISION  CHANGE-CAUSE\n1 a\n", 5000)},
+	} {
+		b.Run(in.name, func(b *testing.B) {
+			data := []byte(in.text)
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				kubetext.Parse(data, fuzzRef)
+			}
+		})
 	}
 }

@@ -30,7 +30,8 @@ var valueFlags = map[string]bool{
 	"--max-log-requests": true, "--pod-running-timeout": true, "--as": true, "--as-group": true,
 	"--cache-dir": true, "--certificate-authority": true, "--client-certificate": true, "--client-key": true,
 	"--show-managed-fields": false, "--v": true, "-v": true, "--profile": true, "--profile-output": true,
-	"--timeout": true, "--revision": true, "--subresource": true,
+	"--timeout": true, "--revision": true, "--subresource": true, "--image": true, "--copy-to": true, "--target": true,
+	"--restart": true, "--env": true, "--port": true, "--overrides": true, "--labels": true, "--image-pull-policy": true,
 }
 
 // splitWords splits a shell command line into words, honouring single and
@@ -87,6 +88,20 @@ func splitWords(s string) (words []string, piped bool) {
 	return words, false
 }
 
+// kubectlAliases are the aliases of oh-my-zsh's kubectl plugin that run a
+// command whose output is read (its expansion, without "kubectl").
+var kubectlAliases = map[string]string{
+	"kgp": "get pods", "kgpa": "get pods --all-namespaces", "kgpw": "get pods --watch", "kgpwide": "get pods -o wide",
+	"kdp": "describe pods", "kgd": "get deployment", "kdd": "describe deployment", "kgs": "get svc", "kds": "describe svc",
+	"kgn": "get nodes", "kgno": "get nodes", "kdno": "describe node", "kge": "get events", "kl": "logs", "klf": "logs -f",
+	"keti": "exec -t -i", "kgrs": "get rs", "kdrs": "describe rs", "kgcm": "get configmaps", "kdcm": "describe configmap",
+	"kgsec": "get secret", "kdsec": "describe secret", "kgpvc": "get pvc", "kdpvc": "describe pvc", "kgss": "get statefulset",
+	"kdss": "describe statefulset", "kgds": "get daemonset", "kdds": "describe daemonset", "kgj": "get job", "kdj": "describe job",
+	"kgcj": "get cronjob", "kdcj": "describe cronjob", "kgi": "get ingress", "kdi": "describe ingress", "kga": "get all",
+	"kgaa": "get all --all-namespaces", "krh": "rollout history", "krsd": "rollout status deployment", "krsss": "rollout status statefulset",
+	"kgns": "get namespaces", "kdns": "describe namespace", "kgpv": "get pv", "kdpv": "describe pv",
+}
+
 // parseCommand reads a "kubectl ..." command line. ok is false when the
 // line is not a kubectl command.
 func parseCommand(text string, line int) (*command, bool) {
@@ -101,6 +116,11 @@ func parseCommand(text string, line int) (*command, bool) {
 	bin := words[0]
 	if i := strings.LastIndexByte(bin, '/'); i >= 0 {
 		bin = bin[i+1:]
+	}
+	if exp, ok := kubectlAliases[bin]; ok {
+		// oh-my-zsh's kubectl plugin: kgp -n shop is kubectl get pods -n shop
+		words = append(append([]string{"kubectl"}, strings.Fields(exp)...), words[1:]...)
+		bin = "kubectl"
 	}
 	if bin != "kubectl" && bin != "kubectl.exe" && bin != "k" && bin != "oc" {
 		return nil, false

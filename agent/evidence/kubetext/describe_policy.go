@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -381,4 +382,99 @@ func bindingRow(kind string) rowReader {
 		}
 		return &rbacv1.RoleBinding{TypeMeta: typeMeta(kind), ObjectMeta: meta, RoleRef: ref, Subjects: subjects}
 	}
+}
+
+// describeEndpoints reads an Endpoints page: per subset its ready
+// addresses, not-ready addresses and ports. A page with no subset is a
+// service with no endpoint at all.
+func describeEndpoints(p *parser, root *dnode, meta metav1.ObjectMeta) (runtime.Object, bool) {
+	ep := &corev1.Endpoints{TypeMeta: typeMeta("Endpoints"), ObjectMeta: meta}
+	subsets := root.child("Subsets")
+	if subsets == nil {
+		return nil, false
+	}
+	ips := func(v string) []corev1.EndpointAddress {
+		var out []corev1.EndpointAddress
+		for _, ip := range strings.Split(v, ",") {
+			if ip = strings.TrimSpace(ip); ip != "" && !unset(ip) {
+				out = append(out, corev1.EndpointAddress{IP: ip})
+			}
+		}
+		return out
+	}
+	var cur *corev1.EndpointSubset
+	for _, n := range subsets.kids {
+		switch n.key {
+		case "Addresses":
+			ep.Subsets = append(ep.Subsets, corev1.EndpointSubset{Addresses: ips(n.val)})
+			cur = &ep.Subsets[len(ep.Subsets)-1]
+		case "NotReadyAddresses":
+			if cur != nil {
+				cur.NotReadyAddresses = ips(n.val)
+			}
+		case "Ports":
+			if cur == nil {
+				continue
+			}
+			t := n.table(1000)
+			if t == nil {
+				continue
+			}
+			for _, row := range t.rows {
+				port, ok := atoi32(t.get(row, "Port"))
+				if !ok {
+					continue
+				}
+				name := t.get(row, "Name")
+				if unset(name) {
+					name = ""
+				}
+				cur.Ports = append(cur.Ports, corev1.EndpointPort{Name: name, Port: port, Protocol: corev1.Protocol(t.get(row, "Protocol"))})
+			}
+		}
+	}
+	return ep, true
+}
+
+// describeNamespace reads a namespace page: its status (Active or
+// Terminating). The quota and limit sections are read from their own
+// describe pages.
+func describeNamespace(p *parser, root *dnode, meta metav1.ObjectMeta) (runtime.Object, bool) {
+	ns := &corev1.Namespace{TypeMeta: typeMeta("Namespace"), ObjectMeta: meta}
+	ns.Status.Phase = corev1.NamespacePhase(root.get("Status"))
+	return ns, ns.Status.Phase != ""
+}
+
+// describeStorageClass reads a storage class page: provisioner,
+// parameters, reclaim policy, binding mode, volume expansion, and whether
+// it is the default class.
+func describeStorageClass(p *parser, root *dnode, meta metav1.ObjectMeta) (runtime.Object, bool) {
+	if root.get("IsDefaultClass") == "Yes" {
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		meta.Annotations["storageclass.kubernetes.io/is-default-class"] = "true"
+	}
+	sc := &storagev1.StorageClass{TypeMeta: typeMeta("StorageClass"), ObjectMeta: meta, Provisioner: root.get("Provisioner")}
+	for _, kv := range strings.Split(root.get("Parameters"), ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && k != "" {
+			if sc.Parameters == nil {
+				sc.Parameters = map[string]string{}
+			}
+			sc.Parameters[k] = v
+		}
+	}
+	if v := root.get("ReclaimPolicy"); v != "" {
+		rp := corev1.PersistentVolumeReclaimPolicy(v)
+		sc.ReclaimPolicy = &rp
+	}
+	if v := root.get("VolumeBindingMode"); v != "" {
+		m := storagev1.VolumeBindingMode(v)
+		sc.VolumeBindingMode = &m
+	}
+	if v := root.get("AllowVolumeExpansion"); v == "True" || v == "False" || v == "true" || v == "false" {
+		b := strings.EqualFold(v, "true")
+		sc.AllowVolumeExpansion = &b
+	}
+	return sc, sc.Provisioner != ""
 }

@@ -27,5 +27,8 @@ func init() {
 		"ClusterRole":             describeClusterRole,
 		"RoleBinding":             describeRoleBinding,
 		"ClusterRoleBinding":      describeClusterRoleBinding,
+		"Endpoints":               describeEndpoints,
+		"Namespace":               describeNamespace,
+		"StorageClass":            describeStorageClass,
 	}
 }

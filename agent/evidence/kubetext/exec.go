@@ -41,8 +41,14 @@ const MaxOutputs = 5000
 
 // shellPromptRe matches the prompt of a shell in a container and the
 // command typed after it: `root@web-5d9f8:/app# `, `bash-5.1$ `, `/ # `,
-// `/app $ `, `~ # `, `# `, `I have no name!@web-1:/$ `.
-var shellPromptRe = regexp.MustCompile(`^(?:(?:[\w.-]+|I have no name!)@[\w.-]+:[^\s#$]*[#$]|(?:bash|sh|ash|zsh|dash)-[\d.]+[#$]|[/~][^\s#$]* ?[#$]|[#$]) (.*)$`)
+// `/app $ `, `~ # `, `# `, `I have no name!@web-1:/$ `, netshoot's
+// `web-1  ~  # `.
+var shellPromptRe = regexp.MustCompile(`^(?:(?:[\w.-]+|I have no name!)@[\w.-]+:[^\s#$]*[#$]|(?:bash|sh|ash|zsh|dash)-[\d.]+[#$]|[/~][^\s#$]* ?[#$]|[\w.-]+\s+[~/]\S*\s+[#$]|[#$]) (.*)$`)
+
+// execVerbs run commands in the cluster: exec in a pod's container, debug
+// in an ephemeral container of a pod (or on a node), run in a new pod,
+// attach to a running container.
+var execVerbs = map[string]bool{"exec": true, "debug": true, "run": true, "attach": true}
 
 // shells are the commands that open an interactive shell.
 var shells = map[string]bool{"sh": true, "bash": true, "ash": true, "zsh": true, "dash": true, "ksh": true}
@@ -50,7 +56,7 @@ var shells = map[string]bool{"sh": true, "bash": true, "ash": true, "zsh": true,
 // execSession reports whether a kubectl exec opens an interactive shell:
 // -i/-t (or both) with a shell, or with no command at all.
 func execSession(c *command) bool {
-	if c.verb != "exec" {
+	if !execVerbs[c.verb] {
 		return false
 	}
 	inter := false
@@ -103,10 +109,14 @@ func execRun(c *command) string {
 var (
 	defaultedRe  = regexp.MustCompile(`^Defaulted container "([^"]+)" out of: `)
 	exitCodeRe   = regexp.MustCompile(`^command terminated with exit code (\d+)$`)
+	debugNameRe  = regexp.MustCompile(`^Defaulting debug container name to (\S+?)\.?$`)
 	execNoiseRes = []*regexp.Regexp{
 		regexp.MustCompile(`^Unable to use a TTY - input is not a terminal or the right kind of file$`),
 		regexp.MustCompile(`^kubectl exec \[POD\] \[COMMAND\] is DEPRECATED`),
 		regexp.MustCompile(`^If you don't see a command prompt, try pressing enter\.$`),
+		regexp.MustCompile(`^Session ended, resume using '.*' command when the pod is running$`),
+		regexp.MustCompile(`^pod "[^"]+" deleted$`),
+		regexp.MustCompile(`^Creating debugging pod \S+ with container \S+ on node \S+\.$`),
 	}
 )
 
@@ -126,14 +136,25 @@ func (p *parser) exec(c *command, out []string, line int) {
 		if kindOf(k) == "Pod" {
 			base.Pod = n
 		}
+	} else if c.verb == "run" {
+		base.Target = "pod/" + target + " (kubectl run)" // a new pod, not one of the evidence
 	} else {
 		base.Pod = target
+	}
+	if c.verb == "debug" && hasFlag(c, "--copy-to") {
+		base.Pod, base.Target = "", target+" (a copy: kubectl debug --copy-to)"
 	}
 	// kubectl's own lines: the defaulted container, the exit code.
 	var kept []int // indexes in out of the command's own lines
 	for i, l := range out {
 		t := strings.TrimSpace(l)
 		if m := defaultedRe.FindStringSubmatch(t); m != nil {
+			if base.Container == "" {
+				base.Container = m[1]
+			}
+			continue
+		}
+		if m := debugNameRe.FindStringSubmatch(t); m != nil {
 			if base.Container == "" {
 				base.Container = m[1]
 			}

@@ -101,13 +101,18 @@ func FuzzPrompts(f *testing.F) {
 }
 
 func FuzzForms(f *testing.F) {
+	n := 0
 	for _, s := range seeds(f) {
-		// each golden section behind every command form
+		// each golden section behind its own command and two other forms
+		// (the fuzzer varies the form too)
 		for _, sec := range strings.Split(string(s), "\n$ ") {
-			_, body, _ := strings.Cut(sec, "\n")
-			for i := range commandForms {
-				f.Add(uint8(i), []byte(body))
+			cmd, body, _ := strings.Cut(sec, "\n")
+			for i, form := range commandForms {
+				if form == strings.TrimPrefix(cmd, "$ ") || i == n%len(commandForms) || i == (n*7+3)%len(commandForms) {
+					f.Add(uint8(i), []byte(body))
+				}
 			}
+			n++
 		}
 	}
 	f.Fuzz(func(t *testing.T, form uint8, body []byte) {

@@ -58,7 +58,7 @@ func (p *parser) history(c *command, out []string, line int) {
 	var inContainers bool
 	container := ""
 	flush := func() {
-		if h.Name != "" && len(h.Revisions) > 0 && len(p.res.Histories) < MaxObjects {
+		if h.Name != "" && len(h.Revisions) > 0 && len(p.res.Histories) < MaxAbsent {
 			p.res.Histories = append(p.res.Histories, h)
 		}
 	}

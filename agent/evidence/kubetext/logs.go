@@ -2,6 +2,7 @@ package kubetext
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -23,19 +24,48 @@ func (p *parser) logs(c *command, out []string, line int) {
 			container = c.args[1] // kubectl logs POD CONTAINER
 		}
 	}
-	if k, n, ok := strings.Cut(pod, "/"); ok {
-		if kindOf(k) != "Pod" {
-			p.skip(line, c.text, "logs of "+pod+": the pod is not named")
-			return
+	// kubectl's own lines before the log: the container it defaulted to,
+	// the pod it chose among a workload's.
+	chosen := ""
+	for len(out) > 0 {
+		t := strings.TrimSpace(out[0])
+		if m := defaultedRe.FindStringSubmatch(t); m != nil {
+			if container == "" {
+				container = m[1]
+			}
+		} else if m := foundPodsRe.FindStringSubmatch(t); m != nil {
+			chosen = m[1]
+		} else {
+			break
 		}
-		pod = n
+		out, line = out[1:], line+1
 	}
-	if pod == "" || strings.HasPrefix(pod, "-") {
+	if c.flags["-l"] != "" || c.flags["--selector"] != "" || flagOn(c, "--all-containers") || flagOn(c, "--all-pods") {
+		p.skip(line, c.text, "logs of several pods or containers are mixed: not read as one container's log (kept as text)")
+		p.keepText(c.text, c, out, line)
+		if n := len(p.res.Outputs); n > 0 && p.res.Outputs[n-1].Line == line {
+			p.res.Outputs[n-1].Target = pod
+		}
+		return
+	}
+	workload := ""
+	if k, n, ok := strings.Cut(pod, "/"); ok {
+		pod = n
+		if kind := kindOf(k); kind != "Pod" {
+			// kubectl logs deploy/NAME reads one of the workload's pods.
+			workload, pod = kind+"/"+n, chosen
+			if kind == "" {
+				p.skip(line, c.text, "logs of "+k+"/"+n+": the kind is not known (kept as text)")
+				p.keepText(c.text, c, out, line)
+				return
+			}
+		}
+	}
+	if workload == "" && (pod == "" || strings.HasPrefix(pod, "-")) {
 		p.skip(line, c.text, "kubectl logs without a pod name")
 		return
 	}
-	if c.flags["-l"] != "" || c.flags["--selector"] != "" || c.flags["--all-containers"] == "true" {
-		p.skip(line, c.text, "logs of several pods or containers are mixed: not read")
+	if len(out) == 0 {
 		return
 	}
 	room := MaxLogLines - p.logLines
@@ -48,8 +78,78 @@ func (p *parser) logs(c *command, out []string, line int) {
 		out = out[:room]
 	}
 	p.logLines += len(out)
-	p.res.Logs = append(p.res.Logs, Log{Namespace: c.ns(), Pod: pod, Container: container, Previous: c.previous,
-		Line: line, Lines: append([]string(nil), out...)})
+	l := Log{Namespace: c.ns(), Pod: pod, Container: container, Previous: c.previous, Line: line, Lines: append([]string(nil), out...)}
+	if pod == "" {
+		if len(p.workloadLogs) >= MaxAbsent {
+			p.skip(line, c.text, fmt.Sprintf("more than %d logs of workloads: the rest are dropped", MaxAbsent))
+			p.logLines -= len(l.Lines)
+			return
+		}
+		p.workloadLogs = append(p.workloadLogs, workloadLog{Log: l, workload: workload, command: c.text})
+		return
+	}
+	p.res.Logs = append(p.res.Logs, l)
+}
+
+// foundPodsRe is kubectl's note when it reads the logs of one of a
+// workload's pods.
+var foundPodsRe = regexp.MustCompile(`^Found \d+ pods, using pod/(\S+)$`)
+
+// workloadLog is a kubectl logs KIND/NAME output whose pod kubectl did not
+// name.
+type workloadLog struct {
+	Log
+	workload string // Deployment/web
+	command  string
+}
+
+// podSuffix is what follows a workload's name in its pods' names, by kind.
+var podSuffix = map[string]*regexp.Regexp{
+	"Deployment":  regexp.MustCompile(`^[a-z0-9]{4,10}-[a-z0-9]{5}$`),
+	"StatefulSet": regexp.MustCompile(`^\d+$`),
+	"DaemonSet":   regexp.MustCompile(`^[a-z0-9]{5}$`),
+	"ReplicaSet":  regexp.MustCompile(`^[a-z0-9]{5}$`),
+	"Job":         regexp.MustCompile(`^[a-z0-9]{5}$`),
+}
+
+// resolveWorkloadLogs gives each kubectl logs KIND/NAME output the pod it
+// came from when the transcript shows exactly one pod of that workload (by
+// the names the controllers give); otherwise the output is kept as text,
+// attributed to the workload.
+func (p *parser) resolveWorkloadLogs() {
+	for _, wl := range p.workloadLogs {
+		kind, name, _ := strings.Cut(wl.workload, "/")
+		var found []objKey
+		if re := podSuffix[kind]; re != nil {
+			for k := range p.objs {
+				if k.kind != "Pod" || wl.Namespace != "" && k.ns != wl.Namespace {
+					continue
+				}
+				if rest, ok := strings.CutPrefix(k.name, name+"-"); ok && re.MatchString(rest) {
+					found = append(found, k)
+				}
+			}
+		}
+		if len(found) == 1 {
+			wl.Log.Pod = found[0].name
+			if wl.Log.Namespace == "" {
+				wl.Log.Namespace = found[0].ns
+			}
+			p.res.Logs = append(p.res.Logs, wl.Log)
+			continue
+		}
+		p.logLines -= len(wl.Lines) // counted again as output lines
+		p.skip(wl.Line, wl.command, fmt.Sprintf("logs of %s: the transcript shows %d of its pods, so the pod is not known (kept as text)", wl.workload, len(found)))
+		o := Output{Line: wl.Line, Command: wl.command, Run: wl.command, Namespace: wl.Namespace, Target: strings.ToLower(kind) + "/" + name,
+			Container: wl.Container, ExitCode: -1, Lines: wl.Lines}
+		p.addOutput(o)
+	}
+}
+
+// flagOn reports a boolean flag given bare or as =true.
+func flagOn(c *command, name string) bool {
+	v, ok := c.flags[name]
+	return ok && v != "false"
 }
 
 // top reads kubectl top pod|node tables.

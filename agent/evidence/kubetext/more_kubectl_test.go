@@ -33,6 +33,9 @@ var moreCommands = []string{
 	"kubectl describe role ledger-reader -n pay",
 	"kubectl describe rolebinding ledger-reader -n pay",
 	"kubectl get role,rolebinding -n pay -o wide",
+	"kubectl describe endpoints ledger -n pay",
+	"kubectl describe namespace pay",
+	"kubectl describe sc fast-ssd",
 }
 
 var moreRequired = map[string][]string{
@@ -46,6 +49,9 @@ var moreRequired = map[string][]string{
 	"Role/ledger-reader":          {".rules[0].resources[configmaps]", ".rules[0].verbs[watch]", ".rules[1].resourceNames[ledger-db]", ".rules[1].verbs[get]"},
 	"RoleBinding/ledger-reader":   {".roleRef.name", ".roleRef.kind", ".subjects[name=ledger].namespace", ".subjects[name=ledger].kind"},
 	"ReplicaSet/ledger-5b6c7d8f9": {".metadata.annotations.deployment.kubernetes.io/revision", ".metadata.annotations.kubernetes.io/change-cause", ".metadata.ownerReferences[name=ledger].kind", ".metadata.creationTimestamp"},
+	"Endpoints/ledger":            {".subsets[0].addresses[ip=10.244.3.7]", ".subsets[0].notReadyAddresses[ip=10.244.4.9]", ".subsets[0].ports[name=http].port"},
+	"Namespace/pay":               {".status.phase"},
+	"StorageClass/fast-ssd":       {".provisioner", ".reclaimPolicy", ".volumeBindingMode", ".allowVolumeExpansion", ".parameters.type", ".metadata.annotations.storageclass.kubernetes.io/is-default-class"},
 	"ReplicaSet/ledger-7f9c8d6b5": {".metadata.ownerReferences[name=ledger].kind", ".spec.template.spec.containers[name=app].image"},
 }
 

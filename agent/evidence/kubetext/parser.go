@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,8 @@ type parser struct {
 	logLines int
 	// cutObjects and cutEvents record that a limit was reached (reported once).
 	cutObjects, cutEvents, cutOutputs bool
+	// workloadLogs are kubectl logs KIND/NAME outputs waiting for their pod.
+	workloadLogs []workloadLog
 }
 
 func newParser(ref time.Time) *parser {
@@ -81,9 +84,9 @@ func (p *parser) run(data []byte) {
 		if ok {
 			// A command continued with a trailing backslash.
 			first := i
-			for {
+			for n := 0; ; n++ {
 				t, more := continued(text)
-				if !more || i+1 >= len(lines) {
+				if !more || i+1 >= len(lines) || n >= maxContinued || len(text) > MaxLine {
 					break
 				}
 				i++
@@ -126,6 +129,8 @@ func (p *parser) run(data []byte) {
 	}
 	p.applyRollouts()
 	p.applyHistories()
+	p.resolveWorkloadLogs()
+	slices.SortStableFunc(p.res.Outputs, func(a, b Output) int { return a.Line - b.Line })
 }
 
 func (p *parser) block(b *block) {
@@ -155,9 +160,14 @@ func (p *parser) block(b *block) {
 	case "rollout":
 		p.rollout(c, out, b.line)
 		return
-	case "exec":
+	case "exec", "debug", "attach":
 		p.exec(c, out, b.line)
 		return
+	case "run":
+		if execSession(c) || strings.Contains(c.text, " -- ") {
+			p.exec(c, out, b.line)
+			return
+		}
 	case "auth":
 		p.auth(c, out, b.line)
 		return
@@ -203,11 +213,11 @@ var notFoundRe = regexp.MustCompile(`^(?:error: )?[Ee]rror from server \(NotFoun
 // about another resource than the command names (a namespace) counts too.
 func (p *parser) notFound(c *command, out []string, first int) []string {
 	switch c.verb {
-	case "get", "describe", "logs", "log", "top", "events", "exec":
+	case "get", "describe", "logs", "log", "top", "events", "exec", "debug", "attach":
 	default:
 		return out
 	}
-	logs := c.verb == "logs" || c.verb == "log" || c.verb == "exec"
+	logs := c.verb == "logs" || c.verb == "log" || c.verb == "exec" || c.verb == "debug" || c.verb == "attach"
 	if logs && (len(out) > 3 || !notFoundRe.MatchString(strings.TrimSpace(out[0]))) {
 		return out
 	}

@@ -80,6 +80,12 @@ var winPromptRe = regexp.MustCompile(`^(?:PS )?[A-Za-z]:\\[^>]*>`)
 // maxPrompt is the longest shell prompt before a command.
 const maxPrompt = 120
 
+// maxCheck is how much of a line is read to tell whether it runs kubectl.
+const maxCheck = 1024
+
+// maxContinued is the most lines one command is continued over.
+const maxContinued = 64
+
 // commandLine returns the command of a prompt line: "$ kubectl ...", or
 // kubectl after a shell prompt ("user@host:~$ ", "[user@host ~]$ ", "% ",
 // "❯ ", "➜  dir git:(main) ✗ ", "PS C:\\> ", "C:\\>"). A line starting
@@ -156,6 +162,18 @@ func (ps prompts) command(l string) (string, bool) {
 
 // isKubectl reports whether a command line runs one of kubectl's commands.
 func isKubectl(s string) bool {
+	// The first word must be able to start a kubectl command line.
+	first, _, _ := strings.Cut(s, " ")
+	if i := strings.LastIndexByte(first, '/'); i >= 0 {
+		first = first[i+1:]
+	}
+	_, alias := kubectlAliases[first]
+	if !alias && first != "kubectl" && first != "kubectl.exe" && first != "k" && first != "oc" && first != "sudo" && !strings.Contains(first, "=") {
+		return false
+	}
+	if len(s) > maxCheck {
+		s = s[:maxCheck] // the verb comes early: a longer line need not be split whole
+	}
 	c, ok := parseCommand(s, 0)
 	return ok && kubectlVerbs[c.verb]
 }

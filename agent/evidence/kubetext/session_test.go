@@ -1,6 +1,7 @@
 package kubetext_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func TestPrompts(t *testing.T) {
 		{"powershell", "PS C:\\Users\\ops> kubectl get pods -n shop\n" + out},
 		{"cmd", "C:\\Users\\ops>kubectl get pods -n shop\n" + out},
 		{"root", "root@jumpbox:/srv# kubectl get pods -n shop\n" + out},
+		{"oh-my-zsh alias", "➜  ~ kgp -n shop\n" + out},
 		{"colours", "\x1b[01;32mops@bastion\x1b[00m:\x1b[01;34m~\x1b[00m$ kubectl get pods -n shop\n" +
 			"\x1b[1mNAME\x1b[0m    READY   STATUS    RESTARTS   AGE\nweb-1   0/1     \x1b[33mPending\x1b[0m   0          5m\n"},
 		{"continued", "$ kubectl get pods \\\n>   -n shop\n" + out},
@@ -252,5 +254,66 @@ shop-tls   False   shop-tls   3d
 	}
 	if all := strings.Join(reasons, "\n"); !strings.Contains(all, "kubectl get -o jsonpath={.data.password} is not read\n") || !strings.Contains(all, "get of a kind not read (kept as text)") {
 		t.Errorf("skipped:\n%s", all)
+	}
+}
+
+// kubectl logs of a workload reads one of its pods: the one kubectl names
+// ("Found 3 pods, using pod/..."), or the only one of its pods the
+// transcript shows; otherwise the output is kept as text. kubectl debug
+// and kubectl run shells are read as exec shells.
+func TestWorkloadLogsAndDebugShells(t *testing.T) {
+	text := `$ kubectl get pods -n shop
+NAME                        READY   STATUS    RESTARTS   AGE
+web-5d9f8c7b6-abcde         1/1     Running   0          1h
+web-api-7c8d9e6f5-fghij     1/1     Running   0          1h
+worker-0                    1/1     Running   0          1h
+worker-1                    1/1     Running   0          1h
+$ kubectl logs deploy/web -n shop
+2026-03-14T10:40:00Z ERROR upstream timeout
+$ kubectl logs deployment/web-api -n shop --all-containers
+Found 2 pods, using pod/web-api-7c8d9e6f5-fghij
+[app] boom
+$ kubectl logs sts/worker -n shop
+2026-03-14T10:41:00Z WARN lag
+$ kubectl logs deployment/web-api -n shop -c app
+Found 2 pods, using pod/web-api-7c8d9e6f5-fghij
+Defaulted container "app" out of: app, envoy
+2026-03-14T10:42:00Z ERROR db down
+$ kubectl debug -it web-5d9f8c7b6-abcde -n shop --image=nicolaka/netshoot --target=app
+Defaulting debug container name to debugger-x7k2p.
+If you don't see a command prompt, try pressing enter.
+web-5d9f8c7b6-abcde  ~  # dig +short payments.shop.svc.cluster.local
+~ # nc -zv payments 8080
+nc: payments (10.96.14.2:8080): Connection refused
+~ # exit
+$ kubectl run tmp-shell --rm -it -n shop --image busybox --restart=Never -- sh
+If you don't see a command prompt, try pressing enter.
+/ # wget -qO- http://payments:8080/healthz
+wget: can't connect to remote host (10.96.14.2): Connection refused
+/ # exit
+pod "tmp-shell" deleted
+`
+	res := kubetext.Parse([]byte(text), time.Time{})
+	var logs []string
+	for _, l := range res.Logs {
+		logs = append(logs, l.Namespace+"/"+l.Pod+"/"+l.Container+": "+strings.Join(l.Lines, "|"))
+	}
+	want := "shop/web-api-7c8d9e6f5-fghij/app: 2026-03-14T10:42:00Z ERROR db down\nshop/web-5d9f8c7b6-abcde/: 2026-03-14T10:40:00Z ERROR upstream timeout"
+	if got := strings.Join(logs, "\n"); got != want {
+		t.Errorf("logs:\n%s\nwant\n%s", got, want)
+	}
+	var outs []string
+	for _, o := range res.Outputs {
+		outs = append(outs, fmt.Sprintf("%v %s %s %s: %s: %s", o.Exec, o.Pod, o.Target, o.Container, o.Run, strings.Join(o.Lines, "|")))
+	}
+	wantOuts := []string{
+		"false  deployment/web-api : kubectl logs deployment/web-api -n shop --all-containers: [app] boom",
+		"false  statefulset/worker : kubectl logs sts/worker -n shop: 2026-03-14T10:41:00Z WARN lag",
+		"true web-5d9f8c7b6-abcde web-5d9f8c7b6-abcde debugger-x7k2p: dig +short payments.shop.svc.cluster.local: ",
+		"true web-5d9f8c7b6-abcde web-5d9f8c7b6-abcde debugger-x7k2p: nc -zv payments 8080: nc: payments (10.96.14.2:8080): Connection refused",
+		"true  pod/tmp-shell (kubectl run) : wget -qO- http://payments:8080/healthz: wget: can't connect to remote host (10.96.14.2): Connection refused",
+	}
+	if got := strings.Join(outs, "\n"); got != strings.Join(wantOuts, "\n") {
+		t.Errorf("outputs:\n%s\nwant\n%s", got, strings.Join(wantOuts, "\n"))
 	}
 }
