@@ -136,6 +136,9 @@ func ClassifyMetric(name string) (class, unit string) {
 		return MetricFree, unit
 	case has("pg_stat_activity", "threads_connected"):
 		return MetricSaturation, ""
+	// Sessions waiting for locks, a replica's delay: a database blocking.
+	case has("lock_waits", "lock_current_waits", "row_lock_time", "locks_waiting", "seconds_behind_", "replication_lag", "replica_lag", "replay_lag"):
+		return MetricSaturation, unit
 	case has("cpu", "memory", "heap", "connections", "conns", "pool", "in_use", "inuse", "active", "queue", "lag", "backlog",
 		"pending", "threads", "goroutines", "disk", "filesystem", "open_fds", "saturation", "utilization", "usage", "working_set", "load"):
 		if has("limit", "capacity", "max_", "_max", "spec_") {

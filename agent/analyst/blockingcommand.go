@@ -1,0 +1,262 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// KindBlockingCommand: a single-threaded server (Redis, Valkey, KeyDB) runs
+// one command at a time, so a command that walks the whole keyspace or a
+// huge collection (KEYS, FLUSHALL, SMEMBERS of a big set, HGETALL of a big
+// hash, LRANGE 0 -1) stalls every other client for as long as it runs:
+// their reads time out now and then although the server is up, and the
+// root is whoever sends that command — often a new tool, exporter or
+// report, not the clients that time out.
+const KindBlockingCommand Kind = "blocking_command"
+
+var blockingCommand = &mechanism{
+	kind:   KindBlockingCommand,
+	class:  classCause,
+	label:  "a slow command blocks a single-threaded server",
+	detect: detectBlockingCommand,
+	related: func(h *Hypothesis, f *Finding) bool {
+		if infoOf(f.Kind).class == classChange {
+			return false
+		}
+		inst := strings.ToLower(h.Subject)
+		return strings.HasPrefix(strings.ToLower(f.Subject), inst) || slices.ContainsFunc(h.Primary, func(p *Finding) bool { return slices.Contains(p.Related, f.Subject) })
+	},
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		b := h.fact("blocker")
+		return b != "" && strings.EqualFold(c.Subject, b)
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		cmd := orWord(h.fact("command"), "a slow command")
+		d := fmt.Sprintf("%s on %s blocks it: the server runs one command at a time, so while %s walks the keyspace (%s per call) every other client's commands wait and time out", cmd, h.Subject, cmd, orWord(h.fact("per_call"), "seconds"))
+		if b := h.fact("blocker"); b != "" {
+			d += fmt.Sprintf("; %s sends it", b)
+			if l := h.fact("blocker_line"); l != "" {
+				d += ": " + quote(ReadableLine(l), 200)
+			}
+		}
+		if m := h.fact("metric"); m != "" {
+			d += "; " + m
+		}
+		if v := h.fact("victims"); v != "" {
+			d += "; the clients that time out: " + v
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		cmd := orWord(h.fact("command"), "the slow command")
+		b := orWord(h.fact("blocker"), "the client that sends it")
+		r.high("Stop %s from running %s on %s (disable or roll back %s)", b, cmd, h.Subject, b)
+		r.med("Replace %s with an incremental SCAN (or keep a counter) and keep such tools on a replica, never on the primary the application reads", cmd)
+		r.low("Rename or disable dangerous commands (rename-command KEYS \"\") and alert on the server's slowlog and per-command time")
+	},
+}
+
+var (
+	// Commands that walk the whole keyspace or a whole collection.
+	blockingCmds = map[string]bool{"keys": true, "flushall": true, "flushdb": true, "smembers": true, "hgetall": true, "lrange": true,
+		"sunion": true, "sinter": true, "sdiff": true, "zunionstore": true, "zinterstore": true, "sort": true, "save": true, "debug": true, "eval": true, "evalsha": true}
+	cmdMetricRE = regexp.MustCompile(`(?i)^(redis|valkey|keydb)_commands_duration_seconds`)
+	// A client's line naming such a command, with what it took.
+	blockingLineRE = regexp.MustCompile(`(?:\b|=|")(KEYS|FLUSHALL|FLUSHDB|SMEMBERS|HGETALL|LRANGE|SUNION|ZUNIONSTORE|SORT|SAVE)\b`)
+)
+
+// detectBlockingCommand finds a blocking command on a single-threaded
+// server from its per-command time and from the client that logs sending
+// it.
+func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
+	w := ev.Window
+	type hit struct {
+		inst, cmd, metric, perCall string
+		onset                      time.Time
+		blocker, blockerLine       string
+		blockerAt                  time.Time
+	}
+	hits := map[string]*hit{}
+	// The server's time per command: a walking command that takes a share
+	// of its single thread it did not take before.
+	for _, ms := range ev.Metrics {
+		if !cmdMetricRE.MatchString(ms.Name) {
+			continue
+		}
+		for _, s := range ms.Series {
+			cmd := strings.ToLower(orWord(s.Labels["cmd"], s.Labels["command"]))
+			if !blockingCmds[cmd] {
+				continue
+			}
+			inst := strings.ToLower(DependencyName(orWord(s.Labels["instance"], s.Labels["addr"])))
+			var before []float64
+			peak, onset := 0.0, time.Time{}
+			for _, p := range s.Points {
+				switch {
+				case p.T.Before(w.Start):
+					before = append(before, p.V)
+				case !p.T.After(w.End):
+					peak = max(peak, p.V)
+				}
+			}
+			base := medianOf(before)
+			// At least 1% of the thread's time, and several times before.
+			if peak < 0.01 || peak < 5*base+0.005 {
+				continue
+			}
+			for _, p := range s.Points {
+				if !p.T.Before(w.BaselineStart) && p.V >= max(0.005, 3*base) {
+					onset = p.T
+					break
+				}
+			}
+			h := &hit{inst: inst, cmd: strings.ToUpper(cmd), onset: onset,
+				metric: fmt.Sprintf("%s{cmd=%q} of %s rose from %.1f%% to %.1f%% of the server's time", ms.Name, cmd, inst, base*100, peak*100)}
+			hits[inst+"|"+cmd] = h
+		}
+	}
+	// A client's own log of sending it, with what it took.
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		for _, t := range set.Templates {
+			if t.Incident == 0 {
+				continue
+			}
+			m := blockingLineRE.FindStringSubmatch(t.Example)
+			if m == nil {
+				continue
+			}
+			d, ok := fieldDuration(t.Example)
+			if !ok || d < 0.5 {
+				continue
+			}
+			cmd := strings.ToLower(m[1])
+			target := DependencyTarget(t.Example)
+			inst := strings.ToLower(DependencyName(target))
+			if i := strings.Index(inst, "."); i > 0 {
+				inst = inst[:i]
+			}
+			var h *hit
+			for k, x := range hits {
+				if strings.HasSuffix(k, "|"+cmd) && (inst == "" || strings.HasPrefix(x.inst, inst) || strings.HasPrefix(inst, x.inst)) {
+					h = x
+				}
+			}
+			if h == nil {
+				if inst == "" {
+					continue
+				}
+				h = &hit{inst: inst, cmd: strings.ToUpper(cmd), onset: firstOf(t.FirstIncident, t.FirstSeen)}
+				hits[inst+"|"+cmd] = h
+			}
+			h.blocker = orWord(subjectOfSource(set.Source), set.Subject)
+			h.blockerLine = t.Example
+			h.blockerAt = firstOf(t.FirstSeen, t.FirstIncident)
+			h.perCall = formatValue(d, "s")
+			if h.onset.IsZero() || h.blockerAt.Before(h.onset) {
+				h.onset = h.blockerAt
+			}
+		}
+	}
+	keys := make([]string, 0, len(hits))
+	for k := range hits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []Finding
+	for _, k := range keys {
+		h := hits[k]
+		if h.onset.IsZero() || h.onset.Before(w.BaselineStart) {
+			continue
+		}
+		f := Finding{Kind: KindBlockingCommand, Subject: h.inst, Object: "server " + h.inst, Time: h.onset, Severity: SevCritical, Weight: 0.75, Source: SrcMetrics}
+		if h.metric != "" && h.blocker != "" {
+			f.Weight = 0.92
+		} else if h.metric == "" {
+			f.Source = SrcLogs
+		}
+		f.setFact("command", h.cmd)
+		f.setFact("per_call", h.perCall)
+		f.setFact("blocker", h.blocker)
+		f.setFact("blocker_line", h.blockerLine)
+		if h.metric != "" {
+			f.setFact("metric", h.metric)
+			f.Evidence = append(f.Evidence, h.metric)
+		}
+		if h.blocker != "" {
+			f.Related = append(f.Related, h.blocker)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s sends %s to %s, taking %s each time from %s: %s", h.blocker, h.cmd, h.inst, h.perCall, ts(h.blockerAt), quote(ReadableLine(h.blockerLine), 200)))
+		}
+		victims := blockedClients(found, h.inst)
+		for _, v := range victims {
+			if !slices.Contains(f.Related, v) {
+				f.Related = append(f.Related, v)
+			}
+		}
+		f.setFact("victims", strings.Join(victims, ", "))
+		f.setFact("affected", strings.Join(f.Related, ","))
+		f.Summary = fmt.Sprintf("%s on %s blocks the server (%s per call)", h.cmd, h.inst, orWord(h.perCall, "seconds"))
+		out = append(out, f)
+	}
+	return out
+}
+
+// blockedClients are the callers whose calls to the server time out or
+// fail, and the callers of those callers that time out on them.
+func blockedClients(found []Finding, inst string) []string {
+	var out []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for i := range found {
+		f := &found[i]
+		if infoOf(f.Kind).class != classDependency || !strings.HasPrefix(strings.ToLower(f.Subject), inst) {
+			continue
+		}
+		add(f.fact("caller"))
+	}
+	for i := range found {
+		f := &found[i]
+		if infoOf(f.Kind).class == classDependency && slices.Contains(out, f.Subject) {
+			add(f.fact("caller"))
+		}
+	}
+	return out
+}
+
+// fieldDuration is the longest duration a line reports, in prose ("took 2.1
+// s") or as a logfmt/JSON field ("took=1.727s", "elapsed_ms=1727",
+// "duration":"2.1s"), in seconds.
+func fieldDuration(line string) (float64, bool) {
+	best, ok := lineDuration(line)
+	for _, m := range durationFieldRE.FindAllStringSubmatch(line, -1) {
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			continue
+		}
+		unit := strings.ToLower(orWord(m[3], m[1]))
+		switch {
+		case strings.HasPrefix(unit, "ms") || strings.HasPrefix(unit, "milli"):
+			v /= 1000
+		case unit == "us" || unit == "µs" || strings.HasPrefix(unit, "micro"):
+			v /= 1e6
+		case unit == "m" || strings.HasPrefix(unit, "min"):
+			v *= 60
+		case unit == "" || unit == "ns":
+			continue // no unit: not a duration one can read
+		}
+		if v > best {
+			best, ok = v, true
+		}
+	}
+	return best, ok
+}
+
+var durationFieldRE = regexp.MustCompile(`(?i)\b(?:took|elapsed|duration|dur|latency|took_time)(?:_(ms|s|sec|seconds|us|millis))?"?\s*[=:]\s*"?(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds|us|µs|m|min)?\b`)

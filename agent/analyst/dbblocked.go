@@ -1,0 +1,560 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// KindDBBlocked: a database whose sessions (or whose replica's WAL replay)
+// wait behind a long transaction. The database is up and answers, so its
+// callers see no error of their own, only slow calls or stale reads; the
+// root is the transaction that holds the rows (a batch's SELECT … FOR
+// UPDATE whose commit is deferred to the end of its run) or the snapshot
+// (a long report query on a hot standby), and the client that opened it.
+const KindDBBlocked Kind = "db_blocked"
+
+var dbBlocked = &mechanism{
+	kind:   KindDBBlocked,
+	class:  classCause,
+	label:  "database sessions blocked behind a long transaction",
+	detect: detectDBBlocked,
+	// The callers slowed down at the same time (their latency, slow
+	// queries, timeouts) and what names the database's host.
+	related: func(h *Hypothesis, f *Finding) bool {
+		if f.Kind == KindDBBlocked || infoOf(f.Kind).class == classChange {
+			return false
+		}
+		for _, p := range h.Primary {
+			if slices.Contains(p.Related, f.Subject) {
+				return true
+			}
+		}
+		host := strings.ToLower(h.Subject)
+		return host != "" && strings.Contains(strings.ToLower(f.fact("line")), host)
+	},
+	fitsChange: func(h *Hypothesis, c *Finding) bool { return dbBlockChangeRE.MatchString(changeText(c)) },
+	describe:   describeDBBlocked,
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		b := orWord(h.fact("blocker"), "the long transaction")
+		if h.fact("condition") == "replication" {
+			r.high("End the query that holds back replay on %s (%s): cancel it (pg_cancel_backend) so the replica catches up; point reads that need fresh data at the primary meanwhile", h.Subject, b)
+			r.med("Bound how long a standby query may delay replay (max_standby_streaming_delay, not -1) and move long reports to a dedicated replica or a snapshot")
+			r.low("Alert on replication lag (seconds behind the primary) and on the oldest transaction's age on replicas")
+			return
+		}
+		r.high("End or commit the long transaction that holds the locks on %s (%s): kill its session or stop the run, and the waiting sessions proceed", h.Subject, b)
+		r.med("Commit %s in small batches instead of one transaction over the whole run (no SELECT … FOR UPDATE over the table), and schedule it outside peak traffic", b)
+		r.low("Alert on row-lock waits and on the oldest open transaction's age; set lock wait timeouts so callers fail fast")
+	},
+}
+
+var (
+	// Series counting sessions waiting for a lock, or timing the waits.
+	lockWaitMetricRE = regexp.MustCompile(`(?i)row_lock_current_waits|lock_current_waits|lock_waits|locks_waiting|waiting_(queries|sessions|locks)|blocked_(queries|sessions|processes)|lock_wait_count`)
+	lockTimeMetricRE = regexp.MustCompile(`(?i)row_lock_time(_avg|_max)?$|lock_wait_(time|seconds)`)
+	// Series of a replica's delay behind its primary.
+	replLagMetricRE = regexp.MustCompile(`(?i)replication_lag|replica_lag|replay_lag|seconds_behind_(master|source|primary)|slave_lag|standby_lag|lag_seconds$`)
+	// Series of the oldest or longest open transaction, per user/application.
+	txAgeMetricRE = regexp.MustCompile(`(?i)max_tx_duration|oldest_(transaction|xact|tx)|xact_age|transaction_age|long_running_(transactions?|queries)|trx_(time|age)|max_(transaction|query)_(duration|age)`)
+	// A database server's own log saying sessions or replay wait.
+	dbWaitLineRE = regexp.MustCompile(`(?i)recovery still waiting|recovery conflict|conflict with recovery|still waiting for \w*Lock|Lock wait timeout exceeded|deadlock detected|Process holding the lock|blocked by process|waiting for (table metadata|row) lock`)
+	// A client's log saying it opened a transaction that holds rows.
+	holdLineRE = regexp.MustCompile(`(?i)\bfor update\b|\bbegin( transaction)?\b|\bstart transaction\b|\block tables?\b|commit deferred|deferred commit|autocommit\s*[=:]\s*(false|0|off)\b|long[- ]running (transaction|query)|idle in transaction`)
+	// The statement that opens the holding transaction, over a line that
+	// only says the commit waits.
+	strongHoldRE = regexp.MustCompile(`(?i)\bfor update\b|\bbegin( transaction)?\b|\bstart transaction\b|\block tables?\b`)
+	// What a change may do to make a transaction block others.
+	dbBlockChangeRE = regexp.MustCompile(`(?i)max_standby|hot_standby|standby|replica|lock_timeout|lock_wait_timeout|isolation|idle_in_transaction|statement_timeout|oncalendar|schedule|cron|timer|batch|reconcile|report|dashboard|refresh`)
+	sqlUserLabels   = []string{"usename", "user", "username", "application_name", "application", "client", "datname"}
+)
+
+// dbSignal is one database instance's blocking condition.
+type dbSignal struct {
+	instance  string // host of the database (no port)
+	condition string // "lock" or "replication"
+	onset     time.Time
+	before    float64
+	peak      float64
+	metric    string
+	unit      string
+	evidence  []string
+	line      string // the database's own log line, when it has one
+	src       string
+}
+
+// detectDBBlocked finds database instances whose sessions wait on locks or
+// whose replay stalls, and the transaction behind it.
+func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
+	w := ev.Window
+	sigs := map[string]*dbSignal{}
+	get := func(inst, cond string) *dbSignal {
+		k := inst + "|" + cond
+		if sigs[k] == nil {
+			sigs[k] = &dbSignal{instance: inst, condition: cond}
+		}
+		return sigs[k]
+	}
+	for _, ms := range ev.Metrics {
+		cond := ""
+		switch {
+		case lockWaitMetricRE.MatchString(ms.Name):
+			cond = "lock"
+		case replLagMetricRE.MatchString(ms.Name) && !strings.Contains(strings.ToLower(ms.Name), "consumer"):
+			cond = "replication"
+		default:
+			continue
+		}
+		for _, s := range ms.Series {
+			inst := dbInstanceOf(s.Labels)
+			if inst == "" {
+				continue
+			}
+			scale := 1.0
+			if cond == "replication" && (strings.Contains(ms.Name, "_ms") || strings.Contains(ms.Name, "millis")) {
+				scale = 0.001
+			}
+			before, peak, onset, ok := riseOf(s.Points, w, scale, cond)
+			if !ok {
+				continue
+			}
+			sg := get(inst, cond)
+			if sg.onset.IsZero() || onset.Before(sg.onset) || peak > sg.peak {
+				sg.before, sg.peak, sg.metric = before, peak, ms.Name
+				if sg.onset.IsZero() || onset.Before(sg.onset) {
+					sg.onset = onset
+				}
+			}
+			sg.src = SrcMetrics
+		}
+	}
+	// A database's own log saying what waits.
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		for _, t := range set.Templates {
+			if t.Incident == 0 || !dbWaitLineRE.MatchString(t.Example) {
+				continue
+			}
+			cond := "lock"
+			if strings.Contains(strings.ToLower(t.Example), "recovery") {
+				cond = "replication"
+			}
+			inst := set.Subject
+			if inst == "" {
+				inst = subjectOfSource(set.Source)
+			}
+			sg := sigs[inst+"|"+cond]
+			if sg == nil {
+				// The log alone counts when it repeats.
+				if t.Incident < 3 {
+					continue
+				}
+				sg = get(inst, cond)
+				sg.onset = firstOf(t.FirstIncident, t.FirstSeen)
+				sg.src = SrcLogs
+			}
+			if sg.line == "" {
+				sg.line = t.Example
+				sg.evidence = append(sg.evidence, fmt.Sprintf("%s logged %d lines of %q from %s", orWord(set.Subject, set.Source), t.Incident, ReadableLine(t.Example), ts(firstOf(t.FirstIncident, t.FirstSeen))))
+			}
+		}
+	}
+	keys := make([]string, 0, len(sigs))
+	for k := range sigs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []Finding
+	for _, k := range keys {
+		sg := sigs[k]
+		if sg.onset.IsZero() || sg.onset.Before(w.BaselineStart) {
+			continue
+		}
+		f := Finding{Kind: KindDBBlocked, Subject: sg.instance, Object: "database " + sg.instance, Time: sg.onset, Severity: SevCritical,
+			Weight: 0.75, Source: sg.src}
+		f.setFact("host", sg.instance)
+		f.setFact("condition", sg.condition)
+		f.setFact("line", sg.line)
+		if sg.metric != "" {
+			f.setFact("metric", sg.metric)
+			f.setFact("before", fmtCount(sg.before, sg.condition))
+			f.setFact("peak", fmtCount(sg.peak, sg.condition))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s of %s rose from %s to %s (beyond normal since %s)", sg.metric, sg.instance, fmtCount(sg.before, sg.condition), fmtCount(sg.peak, sg.condition), ts(sg.onset)))
+		}
+		if lt := lockTimeOf(ev.Metrics, sg.instance, w); lt != "" && sg.condition == "lock" {
+			f.setFact("lock_time", lt)
+			f.Evidence = append(f.Evidence, lt)
+		}
+		f.Evidence = append(f.Evidence, sg.evidence...)
+		if who, detail, since := txHolderOf(ev.Metrics, sg.instance, w); who != "" {
+			f.setFact("blocker", who)
+			f.setFact("blocker_detail", detail)
+			f.Evidence = append(f.Evidence, detail)
+			f.Weight = 0.9
+			_ = since
+		} else if who, host, line, at := holderInLogs(ev.Logs, sg, w); who != "" {
+			f.setFact("blocker", who)
+			f.setFact("blocker_host", host)
+			f.setFact("blocker_line", line)
+			f.setFact("blocker_since", ts(at))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s opened a transaction at %s that holds its rows: %s", who, ts(at), quote(ReadableLine(line), 200)))
+			f.Weight = 0.9
+		}
+		if who := f.fact("blocker"); who != "" {
+			if c := changeOfBlocker(ev.Changes, who, sg.onset); c != nil {
+				f.setFact("blocker_change", fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
+				f.Evidence = append(f.Evidence, f.fact("blocker_change"))
+			}
+			f.Related = append(f.Related, blockerName(who))
+		}
+		if c := changeOfDatabase(ev.Changes, sg.instance, sg.onset); c != nil {
+			f.setFact("db_change", fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
+			f.Evidence = append(f.Evidence, f.fact("db_change"))
+		}
+		for _, v := range victimsOf(found, sg) {
+			if !slices.Contains(f.Related, v) {
+				f.Related = append(f.Related, v)
+			}
+		}
+		f.setFact("db_instance", sg.instance)
+		f.setFact("affected", strings.Join(f.Related, ","))
+		if sg.condition == "replication" {
+			f.Summary = fmt.Sprintf("replication on %s stalls behind a long transaction (replay lag %s)", sg.instance, orWord(f.fact("peak"), "growing"))
+		} else {
+			f.Summary = fmt.Sprintf("sessions on %s wait for row locks held by a long transaction (%s waiting)", sg.instance, orWord(f.fact("peak"), "many"))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// riseOf measures a blocking series: its baseline median, its peak in the
+// window and the first point beyond normal. Lock waits must reach a few
+// sessions; replication lag a couple of minutes.
+func riseOf(pts []evidence.Point, w Window, scale float64, cond string) (before, peak float64, onset time.Time, ok bool) {
+	var base []float64
+	for _, p := range pts {
+		v := p.V * scale
+		switch {
+		case p.T.Before(w.BaselineStart):
+		case p.T.Before(w.Start):
+			base = append(base, v)
+		case !p.T.After(w.End):
+			peak = max(peak, v)
+		}
+	}
+	before = medianOf(base)
+	floor, factor := 3.0, 4.0
+	if cond == "replication" {
+		floor, factor = 120, 10
+	}
+	limit := max(floor, factor*(before+1))
+	if peak < limit {
+		return 0, 0, time.Time{}, false
+	}
+	mark := max(floor/2, 2*(before+1))
+	if cond == "replication" {
+		mark = max(60, 3*(before+1))
+	}
+	for _, p := range pts {
+		if !p.T.Before(w.BaselineStart) && !p.T.After(w.End) && p.V*scale >= mark {
+			return before, peak, p.T, true
+		}
+	}
+	return before, peak, time.Time{}, false
+}
+
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func fmtCount(v float64, cond string) string {
+	if cond == "replication" {
+		return formatValue(v, "s")
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// dbInstanceOf names the database a series is about: its server or
+// instance label's host.
+func dbInstanceOf(l evidence.Labels) string {
+	for _, k := range []string{"server", "instance", "host", "DBInstanceIdentifier", "db_instance"} {
+		if v := l[k]; v != "" {
+			return strings.ToLower(DependencyName(v))
+		}
+	}
+	return ""
+}
+
+// lockTimeOf describes how long lock waits take on inst, when a series says.
+func lockTimeOf(sets []MetricSet, inst string, w Window) string {
+	for _, ms := range sets {
+		if !lockTimeMetricRE.MatchString(ms.Name) {
+			continue
+		}
+		for _, s := range ms.Series {
+			if dbInstanceOf(s.Labels) != inst {
+				continue
+			}
+			before, peak, _, ok := riseOf(s.Points, w, 1, "lock")
+			if ok {
+				return fmt.Sprintf("%s of %s rose from %.0f to %.0f", ms.Name, inst, before, peak)
+			}
+		}
+	}
+	return ""
+}
+
+// txHolderOf names the longest open transaction on inst from a series of
+// transaction ages per user or application, when one is open for minutes.
+func txHolderOf(sets []MetricSet, inst string, w Window) (who, detail string, since time.Time) {
+	best := 0.0
+	for _, ms := range sets {
+		if !txAgeMetricRE.MatchString(ms.Name) {
+			continue
+		}
+		for _, s := range ms.Series {
+			if dbInstanceOf(s.Labels) != inst {
+				continue
+			}
+			v := 0.0
+			for _, p := range s.Points {
+				if !p.T.Before(w.Start) && !p.T.After(w.End) {
+					v = max(v, p.V)
+				}
+			}
+			if v < 300 || v <= best {
+				continue
+			}
+			var parts []string
+			for _, k := range sqlUserLabels {
+				if x := s.Labels[k]; x != "" && !slices.Contains(parts, x) {
+					parts = append(parts, k+"="+x)
+				}
+			}
+			if len(parts) == 0 {
+				continue
+			}
+			best = v
+			who = strings.Join(parts, ", ")
+			since = w.End.Add(-time.Duration(v * float64(time.Second)))
+			detail = fmt.Sprintf("a long-running transaction on %s (%s) has been open %s (%s), since about %s", inst, who, formatValue(v, "s"), ms.Name, ts(since.Truncate(time.Minute)))
+		}
+	}
+	return who, detail, since
+}
+
+// holderInLogs finds a client whose own log says it opened a transaction
+// holding rows shortly before the database's sessions began to wait, and
+// that was still running then: a batch's SELECT … FOR UPDATE, a deferred
+// commit. A client naming the database's host comes first.
+func holderInLogs(sets []LogSet, sg *dbSignal, w Window) (who, host, line string, at time.Time) {
+	bestRank := -1
+	for i := range sets {
+		set := &sets[i]
+		name := subjectOfSource(set.Source)
+		if strings.EqualFold(name, sg.instance) || strings.EqualFold(set.Subject, sg.instance) {
+			continue
+		}
+		namesHost := false
+		var last time.Time
+		for _, t := range set.Templates {
+			if strings.Contains(strings.ToLower(t.Example), sg.instance) {
+				namesHost = true
+			}
+			if t.LastSeen.After(last) {
+				last = t.LastSeen
+			}
+		}
+		for _, t := range set.Templates {
+			if !holdLineRE.MatchString(t.Example) || t.FirstSeen.IsZero() {
+				continue
+			}
+			lead := sg.onset.Sub(t.FirstSeen)
+			if lead < -2*time.Minute || lead > 90*time.Minute || last.Before(sg.onset) {
+				continue
+			}
+			rank := 1
+			if namesHost {
+				rank += 2
+			}
+			if strongHoldRE.MatchString(t.Example) {
+				rank++
+			}
+			if rank > bestRank || rank == bestRank && t.FirstSeen.Before(at) {
+				bestRank = rank
+				who, line, at = name, t.Example, t.FirstSeen
+				if set.Subject != "" && !strings.EqualFold(set.Subject, name) {
+					host = set.Subject
+				}
+			}
+		}
+	}
+	if who != "" && host != "" {
+		who = fmt.Sprintf("%s (on %s)", who, host)
+	}
+	return who, host, line, at
+}
+
+// blockerName is the system name of a blocker description.
+func blockerName(who string) string {
+	if i := strings.Index(who, " ("); i > 0 {
+		return who[:i]
+	}
+	if strings.Contains(who, "=") {
+		return ""
+	}
+	return who
+}
+
+// changeOfBlocker is the latest change to the client holding the
+// transaction (a batch rescheduled, a dashboard's refresh enabled) before
+// the onset, within a day.
+func changeOfBlocker(cs []evidence.Change, who string, onset time.Time) *evidence.Change {
+	low := strings.ToLower(who)
+	var best *evidence.Change
+	for i := range cs {
+		c := &cs[i]
+		svc := strings.ToLower(c.Service)
+		if svc == "" || !strings.Contains(low, svc) || c.Timestamp.After(onset) || onset.Sub(c.Timestamp) > 24*time.Hour {
+			continue
+		}
+		if best == nil || c.Timestamp.After(best.Timestamp) {
+			best = c
+		}
+	}
+	return best
+}
+
+// changeOfDatabase is a change to the database's own settings that lets a
+// transaction block others (a standby allowed to delay replay forever, a
+// lock timeout removed), at most 30 days before the onset.
+func changeOfDatabase(cs []evidence.Change, inst string, onset time.Time) *evidence.Change {
+	var best *evidence.Change
+	for i := range cs {
+		c := &cs[i]
+		if !strings.EqualFold(DependencyName(c.Service), inst) || c.Timestamp.After(onset) || onset.Sub(c.Timestamp) > 30*24*time.Hour {
+			continue
+		}
+		if !dbBlockChangeRE.MatchString(c.Description) {
+			continue
+		}
+		if best == nil || c.Timestamp.After(best.Timestamp) {
+			best = c
+		}
+	}
+	return best
+}
+
+// victimsOf are the services whose calls slowed or failed when the
+// database began to block: their latency, slow queries and operations,
+// timeouts, from shortly before its onset.
+func victimsOf(found []Finding, sg *dbSignal) []string {
+	var out []string
+	for i := range found {
+		f := &found[i]
+		switch f.Kind {
+		case KindLatency, KindSlowOperation, KindSlowQuery, KindTimeout, KindDatabase, KindErrorRate:
+		default:
+			continue
+		}
+		if f.Subject == "" || f.Subject == "*" || isNodeName(f.Subject) || f.Subject == "node" || strings.EqualFold(f.Subject, sg.instance) {
+			continue
+		}
+		if f.Source == SrcMetrics && dbEngineMetricSubject(f.Subject) {
+			continue
+		}
+		d := f.Time.Sub(sg.onset)
+		if f.Time.IsZero() || d < -10*time.Minute || d > 45*time.Minute {
+			continue
+		}
+		if !slices.Contains(out, f.Subject) {
+			out = append(out, f.Subject)
+		}
+	}
+	return out
+}
+
+// dbEngineMetricSubject reports whether a metric subject is a database
+// exporter's job (mysqld, postgres) rather than a service.
+func dbEngineMetricSubject(s string) bool {
+	switch strings.ToLower(s) {
+	case "mysqld", "mysql", "postgres", "postgresql", "redis", "mongodb":
+		return true
+	}
+	return false
+}
+
+func describeDBBlocked(h *Hypothesis, sc Scope) string {
+	inst := h.Subject
+	var d string
+	if h.fact("condition") == "replication" {
+		d = fmt.Sprintf("replication lag on %s: the replica's WAL replay is stalled (lagging behind the primary", inst)
+		if p := h.fact("peak"); p != "" {
+			d += fmt.Sprintf(", replication lag from %s to %s", h.fact("before"), p)
+		}
+		d += "), so reads from it return stale data"
+		if l := h.fact("line"); l != "" {
+			d += ": " + quote(ReadableLine(l), 180)
+		}
+		if b := h.fact("blocker_detail"); b != "" {
+			d += "; replay waits on a recovery conflict with " + b
+		} else if b := h.fact("blocker"); b != "" {
+			d += "; replay waits on a recovery conflict with a long-running query of " + b
+		}
+	} else {
+		d = fmt.Sprintf("row-lock waits on %s: sessions wait for locks held by a long transaction", inst)
+		if p := h.fact("peak"); p != "" {
+			d += fmt.Sprintf(" (%s sessions waiting for a lock, %s before)", p, h.fact("before"))
+		}
+		if lt := h.fact("lock_time"); lt != "" {
+			d += "; " + lt
+		}
+		if l := h.fact("line"); l != "" {
+			d += ": " + quote(ReadableLine(l), 180)
+		}
+		switch {
+		case h.fact("blocker_line") != "":
+			d += fmt.Sprintf("; the lock holder is %s, which opened a long transaction at %s: %s", h.fact("blocker"), h.fact("blocker_since"), quote(ReadableLine(h.fact("blocker_line")), 180))
+		case h.fact("blocker_detail") != "":
+			d += "; the lock holder: " + h.fact("blocker_detail")
+		}
+	}
+	if c := h.fact("blocker_change"); c != "" {
+		d += "; it runs then since the " + c
+	}
+	if c := h.fact("db_change"); c != "" {
+		d += "; made possible by the " + c
+	}
+	var victims []string
+	for _, f := range h.Primary {
+		for _, r := range f.Related {
+			if r != blockerName(h.fact("blocker")) && !slices.Contains(victims, r) {
+				victims = append(victims, r)
+			}
+		}
+	}
+	if len(victims) > 0 {
+		d += fmt.Sprintf("; the callers wait with it: %s", strings.Join(victims, ", "))
+	}
+	return d
+}
+
+func firstOf(ts ...time.Time) time.Time {
+	for _, t := range ts {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}

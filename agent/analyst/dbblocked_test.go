@@ -1,0 +1,126 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// tmpl is one mined template of a real log line, first seen at first and
+// still seen at last.
+func tmpl(line string, n int, first, last time.Time) analysis.LogTemplate {
+	return analysis.LogTemplate{Template: line, Example: line, Count: n, Incident: n, FirstSeen: first, FirstIncident: first, LastSeen: last}
+}
+
+// TestDBBlocked: a database whose sessions wait on row locks, or whose
+// replica's replay stalls, behind a long transaction is the root; the
+// client holding the transaction is named, the callers are its victims.
+func TestDBBlocked(t *testing.T) {
+	w := testWindow()
+	onset := w.Start.Add(10 * time.Minute)
+	step := func(before, after float64) func(time.Time) float64 {
+		return func(at time.Time) float64 {
+			if at.Before(onset) {
+				return before
+			}
+			return after
+		}
+	}
+	grow := func(at time.Time) float64 { // replay lag growing since the onset
+		if at.Before(onset) {
+			return 0.2
+		}
+		return at.Sub(onset).Seconds()
+	}
+	mysqlInst := evidence.Labels{"instance": "inventory-db-01:9104", "job": "mysqld"}
+	pgInst := evidence.Labels{"instance": "orders-db-replica-1:9187", "job": "postgres", "server": "orders-db-replica-1:5432"}
+	batch := LogSet{Source: "batch-02/stock-reconcile.log", Subject: "batch-02", Origin: SrcLogs, Host: true, Templates: []analysis.LogTemplate{
+		tmpl("2026-05-01 11:08:00,112 INFO stock_reconcile: connected to inventory-db-01.shop.internal:3306 db=inventory user=reconcile autocommit=False isolation=REPEATABLE-READ", 1, onset.Add(-2*time.Minute), onset.Add(-2*time.Minute)),
+		tmpl("2026-05-01 11:08:02,112 INFO stock_reconcile: begin transaction; SELECT ... FROM stock WHERE warehouse_id='ams-1' FOR UPDATE (412388 rows)", 1, onset.Add(-time.Minute), onset.Add(-time.Minute)),
+		tmpl("2026-05-01 11:14:58,112 INFO stock_reconcile: reconciled 19441/412388 rows (ams-1), corrections so far 525, commit deferred until end of run", 12, onset.Add(5*time.Minute), w.End.Add(-3*time.Minute)),
+	}}
+	replicaLog := LogSet{Source: "orders-db-replica-1/postgresql.log", Subject: "orders-db-replica-1", Origin: SrcLogs, Host: true, Templates: []analysis.LogTemplate{
+		tmpl("2026-05-01 11:10:13.004 UTC [614] LOG:  recovery still waiting after 1000.412 ms: recovery conflict on snapshot", 1, onset, onset),
+	}}
+	pgLockLog := LogSet{Source: "pg-main-01/postgresql.log", Subject: "pg-main-01", Origin: SrcLogs, Host: true, Templates: []analysis.LogTemplate{
+		tmpl("2026-05-01 11:10:01.120 UTC [48211] app@shop LOG:  process 48211 still waiting for ShareLock on transaction 91822631 after 1000.052 ms", 14, onset, w.End),
+	}}
+	victim := Finding{Kind: KindLatency, Subject: "inventory-service", Source: SrcMetrics, Time: onset, Weight: 0.8}
+	cases := []struct {
+		name      string
+		metrics   []MetricSet
+		logs      []LogSet
+		instance  string
+		condition string
+		blocker   string // part of the blocker's description
+		victim    string
+	}{
+		{name: "row-lock waits behind a batch's FOR UPDATE transaction",
+			metrics: []MetricSet{
+				{Name: "mysql_global_status_innodb_row_lock_current_waits", Class: MetricSaturation, Series: []evidence.Series{wseries(w, mysqlInst, step(0, 22))}},
+				{Name: "mysql_global_status_innodb_row_lock_time_avg", Class: MetricSaturation, Series: []evidence.Series{wseries(w, mysqlInst, step(2, 1353))}},
+			},
+			logs: []LogSet{batch}, instance: "inventory-db-01", condition: "lock", blocker: "stock-reconcile (on batch-02)", victim: "inventory-service"},
+		{name: "replica replay stalled by a long report query",
+			metrics: []MetricSet{
+				{Name: "pg_replication_lag_seconds", Class: MetricSaturation, Unit: "s", Series: []evidence.Series{wseries(w, pgInst, grow)}},
+				{Name: "pg_stat_activity_max_tx_duration", Class: MetricLatency, Unit: "s", Series: []evidence.Series{
+					wseries(w, evidence.Labels{"instance": "orders-db-replica-1:9187", "usename": "bi_reader", "application_name": "Metabase v0.49.3"}, func(at time.Time) float64 { return at.Sub(w.BaselineStart).Seconds() }),
+					wseries(w, evidence.Labels{"instance": "orders-db-replica-1:9187", "usename": "tracking_ro", "application_name": "order-tracking"}, step(0.1, 0.2)),
+				}},
+			},
+			logs: []LogSet{replicaLog}, instance: "orders-db-replica-1", condition: "replication", blocker: "usename=bi_reader"},
+		{name: "the database's own log of lock waits",
+			logs: []LogSet{pgLockLog}, instance: "pg-main-01", condition: "lock"},
+		{name: "a few lock waits are normal",
+			metrics: []MetricSet{{Name: "mysql_global_status_innodb_row_lock_current_waits", Series: []evidence.Series{wseries(w, mysqlInst, step(0, 1))}}}},
+		{name: "replication a few seconds behind is normal",
+			metrics: []MetricSet{{Name: "pg_replication_lag_seconds", Series: []evidence.Series{wseries(w, pgInst, step(0.2, 4))}}}},
+		{name: "a consumer's lag is not replication",
+			metrics: []MetricSet{{Name: "kafka_consumergroup_lag", Series: []evidence.Series{wseries(w, evidence.Labels{"consumergroup": "email"}, step(10, 30000))}}}},
+		{name: "one recovery conflict line alone",
+			logs: []LogSet{replicaLog}},
+	}
+	for _, c := range cases {
+		fs := detectDBBlocked(&Gathered{Metrics: c.metrics, Logs: c.logs, Window: w}, []Finding{victim})
+		if c.instance == "" {
+			if len(fs) != 0 {
+				t.Errorf("%s: %d findings, want none: %+v", c.name, len(fs), fs[0])
+			}
+			continue
+		}
+		if len(fs) != 1 {
+			t.Errorf("%s: %d findings, want 1", c.name, len(fs))
+			continue
+		}
+		f := fs[0]
+		if f.Subject != c.instance || f.fact("condition") != c.condition {
+			t.Errorf("%s: subject %q condition %q, want %q %q", c.name, f.Subject, f.fact("condition"), c.instance, c.condition)
+		}
+		if c.blocker != "" && !strings.Contains(f.fact("blocker"), c.blocker) {
+			t.Errorf("%s: blocker %q, want it to name %q", c.name, f.fact("blocker"), c.blocker)
+		}
+		if c.victim != "" && !containsStr(f.Related, c.victim) {
+			t.Errorf("%s: related %v, want the victim %s", c.name, f.Related, c.victim)
+		}
+		h := &Hypothesis{Kind: KindDBBlocked, Subject: f.Subject, Primary: []*Finding{&f}, Onset: f.Time}
+		d := dbBlocked.describe(h, Scope{})
+		want := map[string][]string{"lock": {"row-lock waits", c.instance}, "replication": {"replication lag", "recovery conflict", c.instance}}[c.condition]
+		for _, x := range append(want, c.blocker) {
+			if !strings.Contains(d, x) {
+				t.Errorf("%s: description %q does not say %q", c.name, d, x)
+			}
+		}
+	}
+}
+
+func TestClassifyBlockingMetrics(t *testing.T) {
+	for _, n := range []string{"mysql_global_status_innodb_row_lock_current_waits", "mysql_global_status_innodb_row_lock_time_avg", "mysql_slave_status_seconds_behind_master", "pg_replication_lag_seconds"} {
+		if c, _ := ClassifyMetric(n); c != MetricSaturation {
+			t.Errorf("ClassifyMetric(%q) = %q, want %q", n, c, MetricSaturation)
+		}
+	}
+}

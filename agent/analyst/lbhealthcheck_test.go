@@ -1,0 +1,63 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/analysis"
+)
+
+// TestLBHealthCheck reads a load balancer's own log of its health checks
+// (HAProxy's syslog lines as it prints them): every server of a backend
+// marked DOWN by the check is the check's failure, with the reason and the
+// servers' answers to the health path; one server down is not.
+func TestLBHealthCheck(t *testing.T) {
+	w := testWindow()
+	at := w.Start.Add(13 * time.Minute)
+	lines := func(src string, ls ...string) LogSet {
+		set := LogSet{Source: src, Subject: subjectOfSource(src), Origin: SrcLogs, HasBaseline: true}
+		for i, l := range ls {
+			set.Templates = append(set.Templates, analysis.LogTemplate{Template: l, Example: l, Count: 3, Incident: 3, FirstSeen: at.Add(time.Duration(i) * time.Minute), FirstIncident: at.Add(time.Duration(i) * time.Minute), LastSeen: w.End})
+		}
+		return set
+	}
+	down := []string{
+		`2026-09-01T09:13:21.067000+00:00 lb-01 haproxy[2211]: [WARNING]  (2211) : Server be_partner_api/app-01 is DOWN, reason: Layer7 wrong status, code: 404, info: "Not Found", check duration: 5ms. 2 active and 0 backup servers left. 3 sessions active, 0 requeued, 0 remaining in queue.`,
+		`2026-09-01T09:15:10.691000+00:00 lb-01 haproxy[2211]: [WARNING]  (2211) : Server be_partner_api/app-02 is DOWN, reason: Layer7 wrong status, code: 404, info: "Not Found", check duration: 5ms. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.`,
+		`2026-09-01T09:17:04.763000+00:00 lb-01 haproxy[2211]: [ALERT]    (2211) : backend 'be_partner_api' has no server available!`,
+	}
+	app := lines("app-01/partner-api.log", `2026-09-01T09:13:14.059Z DEBUG 4410 --- [partner-api] [nio-8080-exec-2] c.a.partner.web.RequestLog               : GET /healthz 404 1ms remote=10.30.0.5`)
+	oneDown := lines("haproxy.log", `2026-09-01T08:21:13.000000+00:00 lb-01 haproxy[2211]: [WARNING]  (2211) : Server be_webhooks/hook-02 is DOWN, reason: Layer4 timeout, check duration: 2001ms. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.`)
+	cases := []struct {
+		name    string
+		logs    []LogSet
+		subject string
+		says    []string
+	}{
+		{"every server down on a 404 health check", []LogSet{lines("haproxy.log", down...), app}, "partner-api",
+			[]string{"health check fails on every server of partner-api", "be_partner_api", "Layer7 wrong status, code 404", "no server available", "/healthz with 404"}},
+		{"two of three down, no answer logged", []LogSet{lines("haproxy.log", down[:2]...)}, "partner-api", []string{"fails on servers of partner-api", "app-01, app-02"}},
+		{"one server down is that server's problem", []LogSet{oneDown}, "", nil},
+	}
+	for _, c := range cases {
+		fs := detectLBHealthCheck(&Gathered{Logs: c.logs, Window: w, Scope: Scope{Service: "partner-api"}}, nil)
+		if c.subject == "" {
+			if len(fs) != 0 {
+				t.Errorf("%s: %d findings, want none", c.name, len(fs))
+			}
+			continue
+		}
+		if len(fs) != 1 || fs[0].Subject != c.subject {
+			t.Errorf("%s: findings %+v, want one on %s", c.name, fs, c.subject)
+			continue
+		}
+		h := &Hypothesis{Kind: KindLBHealthCheck, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
+		d := lbHealthCheck.describe(h, Scope{})
+		for _, s := range c.says {
+			if !strings.Contains(d, s) {
+				t.Errorf("%s: description %q does not say %q", c.name, d, s)
+			}
+		}
+	}
+}
