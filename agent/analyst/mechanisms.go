@@ -18,6 +18,7 @@ var mechanisms = []*mechanism{
 	logMatch,
 	slowOperation,
 	slowCall,
+	readOnlyDB,
 	imagePull,
 	configError,
 	startFailureM,

@@ -654,7 +654,7 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 			what = strings.Join(subj, ", ")
 		}
 		r.Summary = fmt.Sprintf("No fault found in %s: %s showed nothing abnormal in the incident window.", what, checked)
-		r.RootCause = finding.RootCause{Description: fmt.Sprintf("No fault found: no failing pods, error surges, metric anomalies or risky changes point to a root cause for %s (%s).", what, checked),
+		r.RootCause = finding.RootCause{Description: fmt.Sprintf("No fault found: %s looks healthy — no failing pods, error surges, metric anomalies or risky changes point to a root cause for it (%s).", what, checked),
 			Confidence: conf, Evidence: []string{}}
 		r.RootCause.Evidence = append(r.RootCause.Evidence, "checked: "+checked)
 		var nearby []string
@@ -671,7 +671,7 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		}
 		if len(nearby) > 0 {
 			r.Summary = fmt.Sprintf("No fault found in %s: %s showed nothing abnormal for it. Other failures nearby, unrelated to %s: %s.", what, checked, what, strings.Join(nearby, "; "))
-			r.RootCause.Description = fmt.Sprintf("No fault found in %s: nothing in the evidence (%s) bears on it. Other failures nearby do not involve %s: %s.", what, checked, what, strings.Join(nearby, "; "))
+			r.RootCause.Description = fmt.Sprintf("No fault found in %s: it looks healthy, nothing in the evidence (%s) bears on it. Other failures nearby do not involve %s: %s.", what, checked, what, strings.Join(nearby, "; "))
 		}
 		r.Timeline = timeline(nil, a, sc)
 		if sc.Service != "" {

@@ -217,6 +217,7 @@ var kinds = map[Kind]kindInfo{
 	KindSlowOperation:   {prior: 0.62},
 	KindResourceAlarm:   {prior: 0.82},
 	KindSlowCall:        {prior: 0.5},
+	KindReadOnlyDB:      {prior: 0.8},
 	KindScaledToZero:    {prior: 0.84},
 	KindPortMismatch:    {prior: 0.84},
 	KindGCPressure:      {prior: 0.74},
