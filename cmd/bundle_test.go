@@ -45,8 +45,7 @@ REVISION  CHANGE-CAUSE
 	}{
 		{"alerts and a transcript", map[string]string{"bundle.json": `{"captured_at": "2027-01-13T22:15:00Z"}`, "alerts.json": webhook, "terminal.txt": top},
 			"", []string{"alerts.json   Alertmanager alerts (1 firing: NodeFilesystemSpaceFillingUp)",
-				"terminal.txt  transcript: 1 ConfigMap, 2 kubectl top node rows, 1 Secret not found (kubectl's NotFound answers)",
-				"terminal.txt:10  kubectl rollout history deploy/report-api -n reporting: kubectl rollout history is not read"},
+				"terminal.txt  transcript: 1 ConfigMap, 2 kubectl top node rows, 1 kubectl rollout history, 1 Secret not found (kubectl's NotFound answers)"},
 			[]string{"alerts.json", "bundle.json", "terminal.txt"}, ""},
 		{"malformed alerts", map[string]string{"alerts.json": "{\"alerts\": [\n  {\"labels\": {\"alertname\": \"A\"}, \"startsAt\": \"soon\"}\n]}\n", "terminal.txt": top},
 			"1 files hold bad data", []string{"errors (1)", `alerts.json:2  alerts[0].startsAt: "soon" is not an RFC 3339 time`},

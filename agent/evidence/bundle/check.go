@@ -36,7 +36,7 @@ func (r *CheckReport) Empty() bool { return len(r.Read) == 0 }
 
 // Forms lists what a bundle may hold, for messages about empty bundles.
 const Forms = "kubernetes/ (a cluster-info dump or any kubectl get -o json|yaml output), *.txt kubectl terminal transcripts " +
-	"(at the root or under kubernetes/), prometheus/*.om, logs/*.log, changes.json, alerts.json, cloudwatch/, traces/*.jsonl, repos/, runbooks/"
+	"(at the root or under kubernetes/; *.md, *.log, *.out at the root too), prometheus/*.om, logs/*.log, changes.json, alerts.json, cloudwatch/, traces/*.jsonl, repos/, runbooks/"
 
 // ErrEmpty is returned (wrapped) by RequireEvidence for a bundle that holds
 // nothing rootcause reads.
@@ -187,7 +187,7 @@ func Check(ctx context.Context, b *Bundle) (*CheckReport, error) {
 			checkKubeFile(b.FS, p, r)
 		case top == kubeDir && isPodLog(name):
 			read(p, "pod logs ("+strings.TrimSuffix(name, ".txt")+")")
-		case strings.HasSuffix(name, ".txt") && (top == kubeDir || p == name):
+		case strings.HasSuffix(name, ".txt") && (top == kubeDir || p == name) || p == name && rootTranscript(name) && transcriptFile(b.FS, p):
 			checkTranscript(b, p, r)
 		case top == "prometheus" && strings.HasSuffix(name, ".om"):
 			read(p, "OpenMetrics samples")
@@ -269,13 +269,21 @@ func countKinds(counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// transcriptFile reports whether a file holds a kubectl command line: a
+// Markdown note or a terminal log at the root that holds none is no bundle
+// part.
+func transcriptFile(fsys fs.FS, p string) bool {
+	data, err := fs.ReadFile(fsys, p)
+	return err == nil && kubetext.IsTranscript(data)
+}
+
 func checkTranscript(b *Bundle, p string, r *CheckReport) {
 	data, err := fs.ReadFile(b.FS, p)
 	if err != nil {
 		r.Errors = append(r.Errors, CheckItem{File: p, What: err.Error()})
 		return
 	}
-	if !strings.Contains(string(data), "kubectl") {
+	if !kubetext.IsTranscript(data) {
 		r.Skipped = append(r.Skipped, CheckItem{File: p, What: "not a kubectl terminal transcript (no \"$ kubectl\" line)"})
 		return
 	}

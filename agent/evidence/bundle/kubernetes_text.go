@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"path"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -62,7 +61,8 @@ type textSkip struct {
 	kubetext.Skip
 }
 
-// rootTexts lists the *.txt files at the bundle root.
+// rootTexts lists the files at the bundle root that may be terminal
+// transcripts (see rootTranscript).
 func rootTexts(fsys fs.FS) []string {
 	ents, err := fs.ReadDir(fsys, ".")
 	if err != nil {
@@ -70,11 +70,22 @@ func rootTexts(fsys fs.FS) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".txt") {
+		if e.Type().IsRegular() && rootTranscript(e.Name()) {
 			out = append(out, e.Name())
 		}
 	}
 	return out
+}
+
+// rootTranscript reports whether a file at the bundle root may hold a
+// terminal transcript: *.txt, notes in Markdown (*.md), a terminal log
+// (*.log, *.out) or what script(1) writes (typescript).
+func rootTranscript(name string) bool {
+	switch path.Ext(name) {
+	case ".txt", ".md", ".log", ".out", ".typescript":
+		return true
+	}
+	return name == "typescript"
 }
 
 func (k *kubeBundle) texts(ctx context.Context) *textData {
@@ -91,7 +102,7 @@ func (k *kubeBundle) texts(ctx context.Context) *textData {
 				t.skipped = append(t.skipped, textSkip{file: name, Skip: kubetext.Skip{Reason: err.Error()}})
 				continue
 			}
-			if !strings.Contains(string(data), "kubectl") {
+			if !kubetext.IsTranscript(data) {
 				continue // not a transcript
 			}
 			res := kubetext.Parse(data, k.ref)

@@ -154,3 +154,39 @@ Events:              <none>
 		t.Errorf("missing pull secret: %v", err)
 	}
 }
+
+// Notes in Markdown at the bundle root are read as transcripts: the
+// commands in their code blocks, not the prose around them; a file with no
+// kubectl command in it is not.
+func TestMarkdownNotes(t *testing.T) {
+	ctx := context.Background()
+	notes := "# Incident 4711\n\nCheckout was failing, I looked at the pods:\n\n```console\n" +
+		"❯ kgp -n shop\nNAME                       READY   STATUS             RESTARTS   AGE\n" +
+		"checkout-6d8f9c7b5-x2x9k   0/1     CrashLoopBackOff   7          25m\n```\n\n" +
+		"Then the node looked fine. Next steps: page the DB team.\n"
+	b := formsBundle(t, fstest.MapFS{"notes.md": {Data: []byte(notes)}, "README.md": {Data: []byte("# Bundle\n\n$ make test\nok\n")}})
+	k := b.Sources(b.CapturedAt).Kubernetes
+	if k == nil {
+		t.Fatal("no Kubernetes source from notes.md")
+	}
+	pods, err := k.Pods(ctx, "shop", "")
+	if err != nil || len(pods) != 1 || pods[0].Status.ContainerStatuses[0].State.Waiting.Reason != "CrashLoopBackOff" {
+		t.Fatalf("pods %v %+v", err, pods)
+	}
+	outs, _ := k.(evidence.CommandOutputReader).CommandOutputs(ctx, "")
+	if len(outs) != 0 {
+		t.Errorf("prose or README kept as output: %+v", outs)
+	}
+	r, err := bundle.Check(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, it := range append(r.Read, r.Skipped...) {
+		all = append(all, it.File+" "+it.What)
+	}
+	got := strings.Join(all, "\n")
+	if !strings.Contains(got, "notes.md transcript: 1 Pod") || !strings.Contains(got, "README.md not a bundle part") {
+		t.Errorf("check:\n%s", got)
+	}
+}

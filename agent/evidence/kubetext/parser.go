@@ -78,6 +78,7 @@ func (p *parser) run(data []byte) {
 	var blocks []*block
 	var pre bool
 	var session *block // an interactive kubectl exec shell, until its exit
+	closed := false    // a code fence ended the last command's output
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		text, ok := ps.command(l)
@@ -92,6 +93,7 @@ func (p *parser) run(data []byte) {
 				i++
 				text = strings.TrimSpace(t + " " + continuation(lines[i]))
 			}
+			closed = false
 			b := &block{text: text, line: first + 1}
 			b.cmd, _ = parseCommand(text, first+1)
 			if session != nil && b.cmd == nil {
@@ -109,8 +111,14 @@ func (p *parser) run(data []byte) {
 			blocks = append(blocks, b)
 			continue
 		}
-		if len(blocks) == 0 {
-			if strings.TrimSpace(l) != "" && !pre {
+		if fence(l) {
+			// A Markdown code fence ends the output: the prose after it is
+			// no command's output.
+			closed = true
+			continue
+		}
+		if len(blocks) == 0 || closed {
+			if strings.TrimSpace(l) != "" && !pre && len(blocks) == 0 {
 				pre = true
 				p.skip(i+1, "", "text before the first \"$ kubectl\" line")
 			}

@@ -1,6 +1,7 @@
 package kubetext
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -210,4 +211,35 @@ func continuation(l string) string {
 		return ""
 	}
 	return strings.TrimSpace(strings.TrimPrefix(l, "> "))
+}
+
+// fence reports a Markdown code fence line (```, ```console, ~~~).
+func fence(l string) bool {
+	t := strings.TrimSpace(l)
+	return strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")
+}
+
+// IsTranscript reports whether data holds a kubectl command after a shell
+// prompt (or "$ "), as a terminal transcript does.
+func IsTranscript(data []byte) bool {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		var l []byte
+		if i < 0 {
+			l, data = data, nil
+		} else {
+			l, data = data[:i], data[i+1:]
+		}
+		if len(l) > maxCheck+maxPrompt {
+			l = l[:maxCheck+maxPrompt]
+		}
+		line := stripANSI(strings.TrimRight(string(l), "\r"))
+		if loc := stampRe.FindStringIndex(line); loc != nil {
+			line = line[loc[1]:]
+		}
+		if _, text, ok := promptCommand(line); ok && isKubectl(text) {
+			return true
+		}
+	}
+	return false
 }
