@@ -139,6 +139,9 @@ func ClassifyMetric(name string) (class, unit string) {
 	// Sessions waiting for locks, a replica's delay: a database blocking.
 	case has("lock_waits", "lock_current_waits", "row_lock_time", "locks_waiting", "seconds_behind_", "replication_lag", "replica_lag", "replay_lag"):
 		return MetricSaturation, unit
+	// A DNS probe's lookup time: a resolver that waits for its timeout.
+	case has("dns_lookup_time"):
+		return MetricLatency, "s"
 	case has("cpu", "memory", "heap", "connections", "conns", "pool", "in_use", "inuse", "active", "queue", "lag", "backlog",
 		"pending", "threads", "goroutines", "disk", "filesystem", "open_fds", "saturation", "utilization", "usage", "working_set", "load"):
 		if has("limit", "capacity", "max_", "_max", "spec_") {

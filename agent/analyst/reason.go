@@ -917,6 +917,11 @@ func affected(w *Hypothesis, sc Scope) []string {
 		add(f.fact("caller"))
 		// The host or database instance the failure was seen on.
 		add(f.fact("host"))
+		// The other systems a mechanism names as involved (the callers
+		// waiting on a blocked database, the client blocking it).
+		for _, x := range strings.Split(f.fact("affected"), ",") {
+			add(strings.TrimSpace(x))
+		}
 		if w.Kind == KindNodeNotReady {
 			for _, r := range f.Related {
 				add(r)

@@ -65,7 +65,7 @@ var (
 		"rt": true, "took": true, "time": true, "overall": true, "handler": true, "request_time": true, "response_time": true, "total_time": true, "server": true, "e2e": true}
 	// Fields that are no call: sizes, counts, timestamps.
 	notCallNames  = map[string]bool{"ts": true, "at": true, "timestamp": true, "start": true, "end": true, "started": true, "date": true, "ttl": true, "timeout": true, "deadline": true, "retry_after": true, "interval": true, "uptime": true, "up": true, "age": true}
-	durationAskRE = regexp.MustCompile(`(?i)\b(slow|slower|latenc|takes? (?:too )?long|took|duration|response time|timing|sluggish|delay|where is the time|time (?:is )?(?:going|spent))`)
+	durationAskRE = regexp.MustCompile(`(?i)\b(slow|slower|latenc|p(?:50|75|90|95|99|999)\b|percentile|takes? (?:too )?long|took|duration|response time|timing|sluggish|delay|where is the time|time (?:is )?(?:going|spent))`)
 )
 
 // durationLinePattern is the pattern of request lines carrying durations,
