@@ -145,6 +145,7 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 	// under two names, or a few nodes sharing one burst, do not crowd the
 	// services out.
 	emitted := map[localize.Level]int{}
+	withOnset := false // a candidate emitted began with the symptom
 	for i, c := range res.Candidates {
 		if c.Score < 20 {
 			break
@@ -196,6 +197,25 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 		f.setFact("score", fmt.Sprintf("%.0f", c.Score))
 		out = append(out, f)
 		emitted[c.Level]++
+		withOnset = withOnset || c.Timing == localize.TimingWith
+	}
+	// The asked service's latency or errors being up is the symptom, and
+	// localization names where its current episode comes from. When the
+	// asked service's own signals moved, its current episode began at the
+	// symptom's onset: a latency or error finding of it dated before that
+	// (a deviation that began and settled before, or a build-up from
+	// before the window) is an earlier episode's tail, and weighs half
+	// against a candidate that began with the current episode. The
+	// current episode itself is the finding added below.
+	if res.EntryMoved && withOnset {
+		for i := range out[:len(found)] {
+			f := &out[i]
+			if !strings.EqualFold(f.Subject, sc.Service) || f.Kind != KindLatency && f.Kind != KindErrorRate || f.Time.IsZero() || !f.Time.Before(res.SymptomOnset.Add(-2*in.Step)) {
+				continue
+			}
+			f.Weight *= 0.5
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: this deviation began at %s, before its current episode (%s): an earlier episode's tail", f.Subject, f.Time.UTC().Format("15:04"), hm(res.SymptomOnset)))
+		}
 	}
 	if res.EntryMoved {
 		out = append(out, Finding{Kind: KindLatency, Subject: sc.Service, Object: "service " + sc.Service, Namespace: sc.Namespace,

@@ -285,3 +285,52 @@ func TestLocalizeNodeRoutineJumps(t *testing.T) {
 		t.Errorf("node-2's saturation scores %v, cart %v: want the node below half of cart", node, cart)
 	}
 }
+
+// TestLocalizeEarlierEntryEpisode: the asked service's latency rose once
+// with an earlier fault, settled, and rose again with the current one, when
+// another service's own latency began to rise by a little. The asked
+// service's latency finding, dated from the earlier episode and louder, is
+// that episode's tail and no longer outranks the service where the current
+// episode began. When the asked service's slowdown is one episode that
+// began before the other service moved, that service is not its origin.
+func TestLocalizeEarlierEntryEpisode(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		entry    func(m int) float64 // frontend's latency p90 at minute m (the window starts at 30)
+		wantCart bool
+	}{
+		{"earlier episode inside the window", func(m int) float64 {
+			if m >= 31 && m <= 33 {
+				return 3.2
+			}
+			return step(0.2, 0.5)(m)
+		}, true},
+		{"earlier episode from before the window", func(m int) float64 {
+			if m >= 26 && m <= 33 {
+				return 3.2
+			}
+			return step(0.2, 0.5)(m)
+		}, true},
+		{"one episode, begun before the other service moved", func(m int) float64 {
+			if m >= 31 {
+				return 0.5
+			}
+			return step(0.2, 0.2)(m)
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+			var om strings.Builder
+			om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
+			omSeries(&om, now, "service_latency_p90_seconds", `service="frontend"`, tc.entry)
+			om.WriteString("# TYPE pod_server_latency_p90_seconds gauge\n")
+			omSeries(&om, now, "pod_server_latency_p90_seconds", `namespace="shop",pod="cart-5c8d7f9b6-p4tz2",service="cart"`, step(0.02, 0.027))
+			res := investigateOM(t, now, om.String())
+			desc := res.RootCause.Description
+			i, j := strings.Index(desc, "cart"), strings.Index(desc, "frontend")
+			if cart := i >= 0 && (j < 0 || i < j); cart != tc.wantCart {
+				t.Fatalf("root cause names cart first: %v, want %v: %q %+v", cart, tc.wantCart, desc, res.Candidates)
+			}
+		})
+	}
+}
