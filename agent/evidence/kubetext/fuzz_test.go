@@ -85,7 +85,8 @@ var commandForms = []string{
 	"kubectl describe netpol -n ns", "kubectl describe pdb p -n ns", "kubectl describe sa s -n ns", "kubectl describe role r -n ns",
 	"kubectl describe rolebinding r -n ns", "kubectl describe clusterrole c", "kubectl describe clusterrolebinding c",
 	"kubectl get netpol,pdb,sa,role,rolebinding -A -o wide", "kubectl get clusterrole,clusterrolebinding -o wide",
-	"dig +short x.ns.svc.cluster.local",
+	"dig +short x.ns.svc.cluster.local", "stern p -n ns", "kubectl stern -A p", "kubectl logs deploy/d -n ns",
+	"kubectl debug -it p -n ns --image=busybox -- sh",
 }
 
 // FuzzPrompts puts fuzzed prompts, colour codes and timestamps in front of

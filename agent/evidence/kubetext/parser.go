@@ -149,8 +149,9 @@ func (p *parser) block(b *block) {
 		out = out[:len(out)-1]
 	}
 	if c == nil {
-		// Another program's output (curl, dig, psql) is kept as text.
-		if b.text != "" && len(out) > 0 {
+		// stern's output is logs; another program's output (curl, dig,
+		// psql) is kept as text.
+		if b.text != "" && len(out) > 0 && !p.stern(b.text, out, b.line) {
 			p.keepText(b.text, nil, out, b.line)
 		}
 		return
@@ -178,6 +179,9 @@ func (p *parser) block(b *block) {
 		}
 	case "auth":
 		p.auth(c, out, b.line)
+		return
+	case "stern":
+		p.stern(c.text, out, b.line)
 		return
 	}
 	if msg := kubectlError(c, out); msg != "" {

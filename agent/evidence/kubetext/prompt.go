@@ -140,7 +140,9 @@ type prompts map[string]bool
 func learnPrompts(lines []string) prompts {
 	ps := prompts{}
 	for _, l := range lines {
-		if p, _, ok := promptCommand(l); ok && p != "$ " && len(ps) < 16 {
+		// "# " and "> " lead output lines too (comments, quoted text, a
+		// continued command): they are not learnt.
+		if p, _, ok := promptCommand(l); ok && p != "$ " && p != "# " && p != "> " && len(ps) < 16 {
 			ps[p] = true
 		}
 	}
@@ -169,6 +171,9 @@ func isKubectl(s string) bool {
 		first = first[i+1:]
 	}
 	_, alias := kubectlAliases[first]
+	if first == "stern" {
+		return true // tails pods' logs
+	}
 	if !alias && first != "kubectl" && first != "kubectl.exe" && first != "k" && first != "oc" && first != "sudo" && !strings.Contains(first, "=") {
 		return false
 	}

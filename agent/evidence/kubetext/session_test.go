@@ -317,3 +317,44 @@ pod "tmp-shell" deleted
 		t.Errorf("outputs:\n%s\nwant\n%s", got, strings.Join(wantOuts, "\n"))
 	}
 }
+
+// stern's output is read as the logs of the pods and containers its lines
+// name; its own lines are not log lines.
+func TestStern(t *testing.T) {
+	text := `❯ stern checkout -n shop --since 15m
++ checkout-6d8f9c7b5-x2x9k › app
++ checkout-6d8f9c7b5-x2x9k › istio-proxy
+checkout-6d8f9c7b5-x2x9k app 2026-03-14T10:40:01Z ERROR payment failed: dial tcp 10.96.14.2:8080: connect: connection refused
+checkout-6d8f9c7b5-x2x9k istio-proxy [2026-03-14T10:40:01.120Z] "POST /pay HTTP/1.1" 503 UF
+checkout-6d8f9c7b5-x2x9k app 2026-03-14T10:40:02Z INFO retrying
+- checkout-6d8f9c7b5-x2x9k › istio-proxy
+❯ kubectl stern -A payments
+shop payments-7d9f8c6b5-abcde app 2026-03-14T10:40:03Z WARN slow query
+`
+	res := kubetext.Parse([]byte(text), time.Time{})
+	var got []string
+	for _, l := range res.Logs {
+		got = append(got, fmt.Sprintf("%s/%s/%s: %s", l.Namespace, l.Pod, l.Container, strings.Join(l.Lines, " | ")))
+	}
+	want := []string{
+		"shop/checkout-6d8f9c7b5-x2x9k/app: 2026-03-14T10:40:01Z ERROR payment failed: dial tcp 10.96.14.2:8080: connect: connection refused | 2026-03-14T10:40:02Z INFO retrying",
+		`shop/checkout-6d8f9c7b5-x2x9k/istio-proxy: [2026-03-14T10:40:01.120Z] "POST /pay HTTP/1.1" 503 UF`,
+		"shop/payments-7d9f8c6b5-abcde/app: 2026-03-14T10:40:03Z WARN slow query",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("logs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(res.Outputs) != 0 || len(res.Skipped) != 0 {
+		t.Errorf("outputs %+v skipped %+v", res.Outputs, res.Skipped)
+	}
+}
+
+// After a bare "# " root prompt, only kubectl starts a command: output
+// lines that start with "# " (redis-cli's section headers) stay output.
+func TestBareRootPrompt(t *testing.T) {
+	text := "# kubectl exec redis-0 -n cache -- redis-cli INFO memory\n# Memory\nused_memory_human:3.98G\n# Stats\nevicted_keys:1203\n"
+	res := kubetext.Parse([]byte(text), time.Time{})
+	if len(res.Outputs) != 1 || len(res.Outputs[0].Lines) != 4 || res.Outputs[0].Pod != "redis-0" {
+		t.Errorf("outputs %+v", res.Outputs)
+	}
+}
