@@ -40,6 +40,7 @@ var mechanisms = []*mechanism{
 	dnsServer,
 	dnsResolution,
 	dnsSlow,
+	keepAliveRace,
 	connReset,
 	cacheFull,
 	blockingCommand,

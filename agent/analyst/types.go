@@ -214,6 +214,7 @@ var kinds = map[Kind]kindInfo{
 	KindCreateRefused:   {prior: 0.8},
 	KindVolumeProvision: {prior: 0.82},
 	KindLogMatch:        {prior: 0.6},
+	KindKeepAliveRace:   {prior: 0.78},
 	KindDNSSlow:         {prior: 0.8},
 	KindBlockingCommand: {prior: 0.82},
 	KindLBHealthCheck:   {prior: 0.82},
