@@ -16,6 +16,9 @@ go test ./server -run '^$' -bench HTTPAuthMeRatio -benchtime 400x -count 3
 go test ./server -run '^$' -bench 'HTTPEffective' -benchtime 400x -count 3
 # The same measurement with one bare handler on both sides: the noise floor.
 go test ./server -run '^$' -bench HTTPRatioControl -benchtime 400x -count 3
+# The same ratios from outside: the built rootcause serve against a bare binary.
+go test ./bench/reqpath -run '^$' -bench . -benchtime 1000x -count 2
+go test ./server -run '^$' -bench RouteOwnCode -benchtime 300000x -count 3
 # Config history: include_full=false < 2 ms, growth per version, logging.
 go test ./db -run '^$' -bench ConfigVersionGrowth -benchtime 1x
 go test ./db -run '^$' -bench ConfigHistory -benchtime 2s

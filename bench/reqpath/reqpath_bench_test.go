@@ -116,6 +116,7 @@ const clockTicks = 100
 // answers they serve.
 type fixture struct {
 	rc, bare, bare2 *server
+	headers         *server // bareserver -contract-headers
 	admin, team     string
 }
 
@@ -279,13 +280,16 @@ func start() (*fixture, error) {
 			return nil, err
 		}
 	}
-	for _, p := range []**server{&f.bare, &f.bare2} {
-		s, err := startBare(bareBin, "/api/v1/auth/me="+filepath.Join(dir, "me.json"),
+	for _, p := range []struct {
+		srv  **server
+		flag string
+	}{{&f.bare, "-contract-headers=false"}, {&f.bare2, "-contract-headers=false"}, {&f.headers, "-contract-headers"}} {
+		s, err := startBare(bareBin, p.flag, "/api/v1/auth/me="+filepath.Join(dir, "me.json"),
 			"/api/v1/config/me/effective="+filepath.Join(dir, "effective.json"))
 		if err != nil {
 			return nil, err
 		}
-		*p = s
+		*p.srv = s
 	}
 	return f, nil
 }
@@ -458,7 +462,10 @@ func ratio(b *testing.B, bare, product *side) {
 // token; target ratio ≥ 0.75) and GET /api/v1/config/me/effective (a team
 // token, 4 levels × 50 KB; target ≥ 0.9) of `rootcause serve` against the
 // bare server answering the same bytes, and the control (bare against
-// bare) for each body.
+// bare) for each body. auth_me_headers and auth_me_vs_headers split the
+// first ratio in two at a bare server that writes the contract's headers
+// and is sent the same token: what the headers cost (bare against it) and
+// what the rest of the product's path costs (it against rootcause).
 func BenchmarkRequestPath(b *testing.B) {
 	f := setup(b)
 	const me, eff = "/api/v1/auth/me", "/api/v1/config/me/effective"
@@ -469,6 +476,8 @@ func BenchmarkRequestPath(b *testing.B) {
 		{"auth_me", side{srv: f.bare, path: me}, side{srv: f.rc, path: me, token: f.admin}},
 		{"effective", side{srv: f.bare, path: eff}, side{srv: f.rc, path: eff, token: f.team}},
 		{"control_auth_me", side{srv: f.bare, path: me}, side{srv: f.bare2, path: me}},
+		{"auth_me_headers", side{srv: f.bare, path: me}, side{srv: f.headers, path: me, token: f.admin}},
+		{"auth_me_vs_headers", side{srv: f.headers, path: me, token: f.admin}, side{srv: f.rc, path: me, token: f.admin}},
 		{"control_effective", side{srv: f.bare, path: eff}, side{srv: f.bare2, path: eff}},
 	} {
 		b.Run(c.name, func(b *testing.B) {

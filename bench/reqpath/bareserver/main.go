@@ -6,10 +6,18 @@
 //
 //	bareserver -addr 127.0.0.1:0 /api/v1/auth/me=me.json /api/v1/config/me/effective=effective.json
 //
+// With -contract-headers it also writes the six headers rootcause's API
+// contract puts on an authenticated answer (X-Request-Id, a fresh random id
+// each time; X-Rootcause-Version; X-Ratelimit-Limit, -Remaining and -Reset;
+// X-Content-Type-Options), so that the cost of those headers can be told
+// apart from the rest of the product's request path.
+//
 // It prints "listening on ADDR" on stdout once it accepts connections.
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"log"
@@ -23,6 +31,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "TCP address to listen on")
+	contract := flag.Bool("contract-headers", false, "also write the six headers of rootcause's API contract")
 	flag.Parse()
 	type answer struct {
 		body   []byte
@@ -47,6 +56,16 @@ func main() {
 			return
 		}
 		h := w.Header()
+		if *contract {
+			var id [16]byte
+			rand.Read(id[:])
+			h.Set("X-Request-Id", hex.EncodeToString(id[:]))
+			h.Set("X-Rootcause-Version", "dev")
+			h.Set("X-Ratelimit-Limit", "1000000000")
+			h.Set("X-Ratelimit-Remaining", "999999999")
+			h.Set("X-Ratelimit-Reset", strconv.FormatInt(time.Now().Unix()+60, 10))
+			h.Set("X-Content-Type-Options", "nosniff")
+		}
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", a.length)
 		w.Write(a.body)
