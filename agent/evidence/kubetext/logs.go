@@ -11,6 +11,9 @@ import (
 
 // logs reads the output of kubectl logs: every line is a log line.
 func (p *parser) logs(c *command, out []string, line int) {
+	if p.prefixedLogs(c, out, line) {
+		return // --prefix: each line names its pod and container
+	}
 	pod, container := "", c.container
 	switch len(c.args) {
 	case 0:
@@ -204,4 +207,39 @@ func percent(s string) int {
 		return -1
 	}
 	return n
+}
+
+// prefixRe is the prefix kubectl logs --prefix puts on each line.
+var prefixRe = regexp.MustCompile(`^\[pod/([^/\]]+)/([^\]]+)\] ?(.*)$`)
+
+// prefixedLogs reads the output of kubectl logs --prefix (with -l,
+// --all-containers or a workload): every line starts with
+// "[pod/POD/CONTAINER] ", so it is that container's log line. It reports
+// whether it read the output (all its non-blank lines carry the prefix).
+func (p *parser) prefixedLogs(c *command, out []string, line int) bool {
+	if !flagOn(c, "--prefix") {
+		return false
+	}
+	for _, l := range out {
+		if strings.TrimSpace(l) != "" && !prefixRe.MatchString(l) {
+			return false
+		}
+	}
+	idx := map[[2]string]int{}
+	for _, l := range out {
+		m := prefixRe.FindStringSubmatch(l)
+		if m == nil || p.logLines >= MaxLogLines {
+			continue
+		}
+		k := [2]string{m[1], m[2]}
+		i, ok := idx[k]
+		if !ok {
+			i = len(p.res.Logs)
+			idx[k] = i
+			p.res.Logs = append(p.res.Logs, Log{Namespace: c.ns(), Pod: m[1], Container: m[2], Previous: c.previous, Line: line})
+		}
+		p.res.Logs[i].Lines = append(p.res.Logs[i].Lines, m[3])
+		p.logLines++
+	}
+	return true
 }

@@ -185,7 +185,11 @@ func (p *parser) block(b *block) {
 		return
 	}
 	if msg := kubectlError(c, out); msg != "" {
-		p.skip(b.line, c.text, "kubectl answered an error: "+msg)
+		// The error is evidence too (Forbidden: the credentials may not
+		// list pods; the connection to the server was refused): kept as
+		// text.
+		p.skip(b.line, c.text, "kubectl answered an error (kept as text): "+msg)
+		p.keepText(c.text, c, out, b.line)
 		return
 	}
 	switch c.verb {

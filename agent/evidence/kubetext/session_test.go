@@ -358,3 +358,30 @@ func TestBareRootPrompt(t *testing.T) {
 		t.Errorf("outputs %+v", res.Outputs)
 	}
 }
+
+// An error kubectl printed instead of output is kept as text: a Forbidden
+// answer says what the credentials may not do.
+func TestErrorKeptAsText(t *testing.T) {
+	text := "$ kubectl get pods -n payments --as=system:serviceaccount:ci:deployer\n" +
+		`Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:ci:deployer" cannot list resource "pods" in API group "" in the namespace "payments"` + "\n"
+	res := kubetext.Parse([]byte(text), time.Time{})
+	if len(res.Outputs) != 1 || res.Outputs[0].Namespace != "payments" || !strings.Contains(res.Outputs[0].Lines[0], "cannot list resource") {
+		t.Errorf("outputs %+v", res.Outputs)
+	}
+	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "kubectl answered an error (kept as text)") {
+		t.Errorf("skipped %+v", res.Skipped)
+	}
+}
+
+// kubectl logs --prefix names the pod and container of every line.
+func TestPrefixedLogs(t *testing.T) {
+	text := "$ kubectl logs -l app=checkout -n shop --prefix --all-containers\n" +
+		"[pod/checkout-6d8f9c7b5-x2x9k/app] 2026-03-14T10:40:01Z ERROR payment failed\n" +
+		"[pod/checkout-6d8f9c7b5-q7w2e/app] 2026-03-14T10:40:02Z INFO ok\n" +
+		"[pod/checkout-6d8f9c7b5-x2x9k/app] 2026-03-14T10:40:03Z ERROR payment failed\n"
+	res := kubetext.Parse([]byte(text), time.Time{})
+	if len(res.Logs) != 2 || res.Logs[0].Pod != "checkout-6d8f9c7b5-x2x9k" || res.Logs[0].Container != "app" || len(res.Logs[0].Lines) != 2 ||
+		res.Logs[0].Lines[1] != "2026-03-14T10:40:03Z ERROR payment failed" || res.Logs[1].Namespace != "shop" || len(res.Outputs) != 0 {
+		t.Errorf("logs %+v outputs %+v", res.Logs, res.Outputs)
+	}
+}
