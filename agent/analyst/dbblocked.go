@@ -223,8 +223,13 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 		}
 		f.setFact("db_instance", sg.instance)
 		f.setFact("affected", strings.Join(f.Related, ","))
+		if f.fact("blocker") == "" && sg.line == "" {
+			// A lag, or waits, without what holds them: the database is
+			// where to look, not yet why.
+			f.Weight = 0.6
+		}
 		if sg.condition == "replication" {
-			f.Summary = fmt.Sprintf("replication on %s stalls behind a long transaction (replay lag %s)", sg.instance, orWord(f.fact("peak"), "growing"))
+			f.Summary = fmt.Sprintf("replication on %s stalls (replay lag %s)", sg.instance, orWord(f.fact("peak"), "growing"))
 		} else {
 			f.Summary = fmt.Sprintf("sessions on %s wait for row locks held by a long transaction (%s waiting)", sg.instance, orWord(f.fact("peak"), "many"))
 		}
@@ -504,6 +509,9 @@ func describeDBBlocked(h *Hypothesis, sc Scope) string {
 			d += fmt.Sprintf(", replication lag from %s to %s", h.fact("before"), p)
 		}
 		d += "), so reads from it return stale data"
+		if h.fact("blocker") == "" && h.fact("line") == "" {
+			d += "; what holds replay back is not in the evidence (a long query on the replica, its disk or network)"
+		}
 		if l := h.fact("line"); l != "" {
 			d += ": " + quote(ReadableLine(l), 180)
 		}

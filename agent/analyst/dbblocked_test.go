@@ -117,6 +117,28 @@ func TestDBBlocked(t *testing.T) {
 	}
 }
 
+// TestDBBlockedUnexplained: a replica's lag with nothing saying what holds
+// replay back points at the database, with less weight, and says so.
+func TestDBBlockedUnexplained(t *testing.T) {
+	w := testWindow()
+	onset := w.Start.Add(10 * time.Minute)
+	lag := func(at time.Time) float64 {
+		if at.Before(onset) {
+			return 0.3
+		}
+		return at.Sub(onset).Seconds()
+	}
+	sets := []MetricSet{{Name: "mysql_slave_status_seconds_behind_master", Series: []evidence.Series{wseries(w, evidence.Labels{"instance": "orders-replica-2:9104"}, lag)}}}
+	fs := detectDBBlocked(&Gathered{Metrics: sets, Window: w}, nil)
+	if len(fs) != 1 || fs[0].Subject != "orders-replica-2" || fs[0].Weight > 0.6 {
+		t.Fatalf("findings %+v, want one weak finding on orders-replica-2", fs)
+	}
+	h := &Hypothesis{Kind: KindDBBlocked, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
+	if d := dbBlocked.describe(h, Scope{}); !strings.Contains(d, "replication lag") || !strings.Contains(d, "not in the evidence") {
+		t.Errorf("description %q", d)
+	}
+}
+
 func TestClassifyBlockingMetrics(t *testing.T) {
 	for _, n := range []string{"mysql_global_status_innodb_row_lock_current_waits", "mysql_global_status_innodb_row_lock_time_avg", "mysql_slave_status_seconds_behind_master", "pg_replication_lag_seconds"} {
 		if c, _ := ClassifyMetric(n); c != MetricSaturation {

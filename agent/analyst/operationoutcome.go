@@ -47,6 +47,7 @@ var (
 		regexp.MustCompile(`(?i)\b(?:has|have) (.{3,90}?) (?:gone through|succeeded|completed|finished|run|been (?:sent|uploaded|delivered|done))\b`),
 		regexp.MustCompile(`(?i)\b(?:was|were) (.{3,90}?) (?:sent|uploaded|delivered|successful|processed|completed)\b`),
 	}
+	whyDidRE    = regexp.MustCompile(`(?i)\b(why|how|what|when|where)\b[^.?!]{0,40}\b(did|has|have|was|were)\b`)
 	outcomeStop = map[string]bool{"the": true, "a": true, "an": true, "last": true, "night": true, "night's": true, "nights": true, "today": true, "today's": true,
 		"yesterday": true, "yesterday's": true, "this": true, "morning": true, "morning's": true, "our": true, "my": true, "to": true, "of": true, "for": true,
 		"from": true, "in": true, "on": true, "nightly": true, "daily": true, "hourly": true, "weekly": true, "scheduled": true, "usual": true, "at": true, "and": true, "it": true, "its": true, "job": false, "logs": true, "log": true, "show": true}
@@ -58,6 +59,11 @@ var (
 
 // outcomeSubject is the operation a question asks about, or "".
 func outcomeSubject(text string) string {
+	// "Why did the export fail?" asks for a cause, not whether it went
+	// through.
+	if whyDidRE.MatchString(text) {
+		return ""
+	}
 	for _, re := range outcomeQuestionRE {
 		if m := re.FindStringSubmatch(text); m != nil {
 			return strings.TrimSpace(m[1])

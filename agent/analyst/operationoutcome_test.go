@@ -15,6 +15,8 @@ func TestOutcomeSubject(t *testing.T) {
 		"Has the invoice export completed?":                       "the invoice export",
 		"Was the settlement report sent to the partner?":          "the settlement report",
 		"Why is checkout slow since 14:10?":                       "",
+		"Why did the invoice export fail last night?":             "",
+		"How did the nightly backup fail?":                        "",
 		"Are there any 413 or timeout errors in the upload logs?": "",
 	}
 	for q, want := range cases {
