@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -30,6 +31,14 @@ var portMismatch = &mechanism{
 		return strings.Contains(t, "port") || strings.Contains(t, "listener") || strings.Contains(t, "tls")
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
+		if tp := h.fact("target_port"); tp != "" {
+			d := fmt.Sprintf("service %s sends its traffic to targetPort %s, but the pods of %s listen on %s (their declared container ports), so every connection to them is refused although the pods are ready",
+				h.fact("service"), tp, h.Subject, h.fact("ports"))
+			if c := h.fact("refused"); c != "" {
+				d += ": " + quote(ReadableLine(c), 220)
+			}
+			return d
+		}
 		if pr := h.fact("probe"); pr != "" {
 			return fmt.Sprintf("the %s probe of %s checks port %s, but its container listens on %s (its declared ports), so the probe fails and the pods never become ready",
 				pr, h.Subject, h.fact("port"), h.fact("ports"))
@@ -38,6 +47,12 @@ var portMismatch = &mechanism{
 			h.Subject, h.fact("service"), h.fact("port"), h.fact("service"), h.fact("ports"), h.fact("port"))
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if tp := h.fact("target_port"); tp != "" {
+			r.high("Set the targetPort of service %s to the port its pods listen on (%s), or better to the container port's name, so that they cannot drift apart", h.fact("service"), h.fact("ports"))
+			r.rollback()
+			r.low("Check a Service's targetPort against its pods' container ports when a release changes the listen port")
+			return
+		}
 		if pr := h.fact("probe"); pr != "" {
 			r.rollback()
 			r.high("Point the %s probe of %s at the port its server listens on (%s), or name the port in the probe so they cannot drift apart", pr, h.Subject, h.fact("ports"))
@@ -82,6 +97,7 @@ func detectPortMismatch(ev *Gathered, found []Finding) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	out = append(out, probePortMismatch(ev, found)...)
+	out = append(out, targetPortMismatch(ev, found)...)
 	for _, f := range found {
 		target, caller := "", ""
 		switch {
@@ -225,4 +241,126 @@ func probePort(p *corev1.Probe, ports []corev1.ContainerPort) (string, []string)
 		return "", declared
 	}
 	return strconv.Itoa(int(port.IntVal)), declared
+}
+
+// targetPortMismatch finds Services whose targetPort no container of the
+// pods they select declares (a number not among the containerPorts, a name
+// no port carries): the Service's endpoints point at a port nothing listens
+// on, so connections are refused while the pods, probed on their real
+// port, stay ready.
+func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
+	var out []Finding
+	for _, s := range ev.K8s.Services {
+		sel := s.Service.Spec.Selector
+		if len(sel) == 0 {
+			continue
+		}
+		selects := func(labels map[string]string) bool {
+			for k, v := range sel {
+				if labels[k] != v {
+					return false
+				}
+			}
+			return true
+		}
+		var pods []*corev1.Pod
+		for i := range ev.K8s.Pods {
+			p := &ev.K8s.Pods[i]
+			if p.Namespace == s.Service.Namespace && p.Status.Phase == corev1.PodRunning && selects(p.Labels) {
+				pods = append(pods, p)
+			}
+		}
+		// Pods read from a table carry no spec: the pod template of the
+		// Deployment whose pods the Service selects says the same.
+		for i := range ev.K8s.Deployments {
+			d := &ev.K8s.Deployments[i]
+			if d.Namespace != s.Service.Namespace || !selects(d.Spec.Template.Labels) {
+				continue
+			}
+			p := &corev1.Pod{Spec: d.Spec.Template.Spec}
+			p.Name, p.Namespace, p.Labels = d.Name, d.Namespace, d.Spec.Template.Labels
+			p.OwnerReferences = nil
+			p.CreationTimestamp = d.CreationTimestamp
+			pods = append(pods, p)
+		}
+		if len(pods) == 0 {
+			continue
+		}
+		nums, names := map[string]bool{}, map[string]bool{}
+		var declared []string
+		for _, p := range pods {
+			for _, c := range p.Spec.Containers {
+				for _, cp := range c.Ports {
+					n := strconv.Itoa(int(cp.ContainerPort))
+					if !nums[n] {
+						declared = append(declared, n)
+					}
+					nums[n] = true
+					if cp.Name != "" {
+						names[cp.Name] = true
+					}
+				}
+			}
+		}
+		if len(declared) == 0 {
+			continue // ports not declared: nothing to compare with
+		}
+		for _, sp := range s.Service.Spec.Ports {
+			tp := sp.TargetPort
+			if tp.Type == intstr.Int && tp.IntVal == 0 {
+				tp = intstr.FromInt32(sp.Port)
+			}
+			if tp.Type == intstr.String && names[tp.StrVal] || tp.Type == intstr.Int && nums[strconv.Itoa(int(tp.IntVal))] {
+				continue
+			}
+			wl := WorkloadOfPod(pods[0])
+			if pods[0].Status.Phase == "" {
+				wl = pods[0].Name // a Deployment's template
+			}
+			f := Finding{Kind: KindPortMismatch, Subject: wl, Object: "service " + s.Service.Namespace + "/" + s.Service.Name, Namespace: s.Service.Namespace,
+				Severity: SevCritical, Weight: 0.9, Source: SrcKubernetes, Related: []string{s.Service.Name}}
+			f.setFact("service", s.Service.Name)
+			f.setFact("target_port", tp.String())
+			f.setFact("ports", strings.Join(declared, ", "))
+			f.Evidence = []string{fmt.Sprintf("service %s/%s: port %d → targetPort %s; the pods it selects (%s) declare container ports %s",
+				s.Service.Namespace, s.Service.Name, sp.Port, tp.String(), pods[0].Name, strings.Join(declared, ", "))}
+			// Connections refused on that port (a proxy's upstream, a
+			// caller) show it; the first such line dates it.
+			for _, g := range found {
+				if g.Kind != KindConnRefused {
+					continue
+				}
+				l := g.fact("line")
+				if strings.Contains(l, ":"+tp.String()) || strings.HasSuffix(g.fact("target"), ":"+tp.String()) {
+					f.setFact("refused", l)
+					f.Time = earliest(f.Time, g.Time)
+					if len(f.Evidence) < 3 {
+						f.Evidence = append(f.Evidence, g.Evidence...)
+					}
+				}
+			}
+			// Since the latest release of the workload (the port moved with
+			// it), else since its pods were created.
+			refused := !f.Time.IsZero()
+			if f.Time.IsZero() {
+				for _, g := range found {
+					if infoOf(g.Kind).class == classChange && g.Subject == wl && g.Time.After(f.Time) && ev.Window.recent(g.Time) && !g.Time.After(ev.Window.End) {
+						f.Time = g.Time.Add(time.Second)
+					}
+				}
+			}
+			// A port a container does not declare may still be served
+			// (declaring ports is informational): without refused
+			// connections or a release that moved it, it is no finding.
+			if f.Time.IsZero() {
+				continue
+			}
+			if !refused {
+				f.Weight = 0.8
+			}
+			f.Summary = fmt.Sprintf("service %s targets port %s, but its pods listen on %s", s.Service.Name, tp.String(), strings.Join(declared, ", "))
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -117,5 +119,56 @@ func TestProbePortMismatch(t *testing.T) {
 				t.Errorf("%s: finding on %s, description %q", c.name, got[0].Subject, d)
 			}
 		}
+	}
+}
+
+// TestServiceTargetPortMismatch checks a Service whose targetPort no
+// container of its pods declares, read from real manifests: blamed after
+// the release that moved the port, not when the port is declared (by
+// number or name) or nothing failed or changed.
+func TestServiceTargetPortMismatch(t *testing.T) {
+	svcJSON := func(target string) corev1.Service {
+		var s corev1.Service
+		if err := json.Unmarshal([]byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"cart-api","namespace":"shop"},
+  "spec":{"ports":[{"name":"http","port":80,"protocol":"TCP","targetPort":`+target+`}],"selector":{"app.kubernetes.io/name":"cart-api"}}}`), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var dep appsv1.Deployment
+	if err := json.Unmarshal([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"cart-api","namespace":"shop"},
+  "spec":{"selector":{"matchLabels":{"app.kubernetes.io/name":"cart-api"}},"template":{"metadata":{"labels":{"app.kubernetes.io/name":"cart-api"}},
+    "spec":{"containers":[{"name":"cart-api","image":"registry.example.com/cart-api:3.0.0","ports":[{"containerPort":9090,"name":"web","protocol":"TCP"}],
+      "readinessProbe":{"httpGet":{"path":"/actuator/health/readiness","port":9090}}}]}}}}`), &dep); err != nil {
+		t.Fatal(err)
+	}
+	release := Finding{Kind: KindDeploy, Subject: "cart-api", Time: win.Start.Add(10 * time.Minute)}
+	cases := []struct {
+		name   string
+		target string
+		found  []Finding
+		want   bool
+	}{
+		{"targetPort 8080, container listens on 9090, after the release", `8080`, []Finding{release}, true},
+		{"targetPort names the container port", `"web"`, []Finding{release}, false},
+		{"targetPort is the declared port", `9090`, []Finding{release}, false},
+		{"an undeclared port with nothing failing or changed", `8080`, nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{K8s: K8sEvidence{Services: []ServiceState{{Service: svcJSON(c.target)}}, Deployments: []appsv1.Deployment{dep}}, Window: win}
+			fs := targetPortMismatch(ev, c.found)
+			if (len(fs) == 1) != c.want {
+				t.Fatalf("findings %+v, want one: %v", fs, c.want)
+			}
+			if !c.want {
+				return
+			}
+			f := fs[0]
+			d := portMismatch.describe(&Hypothesis{Kind: KindPortMismatch, Subject: f.Subject, Primary: []*Finding{&f}}, Scope{})
+			if f.Subject != "cart-api" || !strings.Contains(d, "targetPort 8080") || !strings.Contains(d, "listen on 9090") {
+				t.Errorf("subject %q: %s", f.Subject, d)
+			}
+		})
 	}
 }
