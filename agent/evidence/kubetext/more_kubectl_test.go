@@ -36,6 +36,14 @@ var moreCommands = []string{
 	"kubectl describe endpoints ledger -n pay",
 	"kubectl describe namespace pay",
 	"kubectl describe sc fast-ssd",
+	"kubectl auth can-i get secrets/ledger-db -n pay --as=system:serviceaccount:pay:ledger",
+	"kubectl auth can-i list secrets -n pay --as=system:serviceaccount:pay:ledger",
+	"kubectl auth can-i watch configmaps -n pay --as system:serviceaccount:pay:ledger",
+}
+
+func init() {
+	// kubectl auth can-i exits 1 when the answer is no
+	failingCommands["kubectl auth can-i list secrets -n pay --as=system:serviceaccount:pay:ledger"] = true
 }
 
 var moreRequired = map[string][]string{
@@ -104,6 +112,14 @@ func checkMore(t *testing.T, text []byte, capturedAt time.Time) {
 		res.Histories[0].Revisions[1].ChangeCause != "helm upgrade ledger charts/ledger --set image.tag=1.9.1" ||
 		res.Histories[1].Revisions[0].PodTemplateHash != "5b6c7d8f9" || res.Histories[1].Revisions[0].Images["app"] != "registry.example.com/pay/ledger:1.9.1" {
 		t.Errorf("histories %+v", res.Histories)
+	}
+	var perms []string
+	for _, p := range res.Permissions {
+		perms = append(perms, fmt.Sprintf("%s %s %s/%s in %s: %v", p.As, p.Verb, p.Resource, p.Name, p.Namespace, p.Allowed))
+	}
+	if got, want := strings.Join(perms, "\n"), "system:serviceaccount:pay:ledger get secrets/ledger-db in pay: true\n"+
+		"system:serviceaccount:pay:ledger list secrets/ in pay: false\nsystem:serviceaccount:pay:ledger watch configmaps/ in pay: true"; got != want {
+		t.Errorf("permissions:\n%s\nwant\n%s", got, want)
 	}
 	if len(res.Absent) != 1 || res.Absent[0].Kind != "Secret" || res.Absent[0].Name != "ghcr-pull" || res.Absent[0].Namespace != "pay" {
 		t.Errorf("absent %+v: want the pull secret kubectl marked (not found)", res.Absent)

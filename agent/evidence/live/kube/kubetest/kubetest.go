@@ -199,6 +199,11 @@ func (s *Server) Requests() int {
 func (s *Server) Objects(kind string) []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.objectsOf(kind)
+}
+
+// objectsOf is Objects with the lock held.
+func (s *Server) objectsOf(kind string) []map[string]any {
 	for _, r := range Resources {
 		if r.Kind == kind {
 			var out []map[string]any

@@ -54,6 +54,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/apis":
 		writeJSON(w, 200, s.groups())
 		return
+	case "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews":
+		if r.Method == http.MethodPost {
+			s.accessReview(w, r)
+			return
+		}
 	}
 	p := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	var gv string
