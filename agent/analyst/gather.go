@@ -43,6 +43,7 @@ type gatherer struct {
 	logSets    []LogSet
 	metricSets []MetricSet
 	changes    []evidence.Change
+	commands   []evidence.CommandOutput
 	done       map[string]bool // domain → gathered
 
 	calls       int   // successful calls
@@ -186,6 +187,17 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		g.haveK8s["jobs"] = true
 		if jobs, err := evidence.List[batchv1.Job](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.Jobs = jobs
+		}
+	}
+	if !g.haveK8s["commands"] && g.src != nil && g.src.Kubernetes != nil {
+		// Commands handed over with the cluster's state whose output is
+		// not read into objects (a drain, an exec): every namespace's, as a
+		// drain or a node's trouble crosses them.
+		g.haveK8s["commands"] = true
+		if r, ok := g.src.Kubernetes.(evidence.CommandOutputReader); ok {
+			if outs, err := r.CommandOutputs(ctx, ""); err == nil {
+				g.commands = outs
+			}
 		}
 	}
 	if !g.haveK8s["get_events"] {
@@ -1011,7 +1023,7 @@ func (g *gatherer) detect() []Finding {
 
 // gathered is the evidence as mechanisms see it.
 func (g *gatherer) gathered() *Gathered {
-	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Window: g.sc.Window, Scope: g.sc}
+	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Commands: g.commands, Window: g.sc.Window, Scope: g.sc}
 }
 
 // attachHosts names a dependency after the host whose own log shows it

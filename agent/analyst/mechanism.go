@@ -116,8 +116,13 @@ type Gathered struct {
 	Logs    []LogSet
 	Metrics []MetricSet
 	Changes []evidence.Change
-	Window  Window
-	Scope   Scope
+	// Commands are the outputs of commands handed over in terminal
+	// transcripts that are not read into objects (kubectl drain, exec
+	// output, auth can-i, gets of kinds not read): read as they are by the
+	// mechanisms that know a command.
+	Commands []evidence.CommandOutput
+	Window   Window
+	Scope    Scope
 }
 
 // recommender collects recommendations.

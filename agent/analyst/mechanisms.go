@@ -22,6 +22,7 @@ var mechanisms = []*mechanism{
 	slowCall,
 	readOnlyDB,
 	rbacDenied,
+	drainBlocked,
 	imagePull,
 	configError,
 	startFailureM,

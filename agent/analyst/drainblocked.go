@@ -1,0 +1,185 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// A node drain that never finishes because an eviction would violate a
+// PodDisruptionBudget: kubectl drain retries "Cannot evict pod as it would
+// violate the pod's disruption budget" for ever. The budget allows no
+// disruption when it asks for as many healthy pods as the workload runs
+// (minAvailable 3 of 3 replicas, maxUnavailable 0), typically after the
+// workload was scaled down and the budget was not. The budget and the
+// workload are the root; the node and its upgrade are what is blocked.
+
+// KindDrainBlocked is an eviction a PodDisruptionBudget refuses.
+const KindDrainBlocked Kind = "drain_blocked"
+
+var drainBlocked = &mechanism{
+	kind:   KindDrainBlocked,
+	class:  classCause,
+	label:  "eviction blocked by a PodDisruptionBudget",
+	detect: detectDrainBlocked,
+	describe: func(h *Hypothesis, sc Scope) string {
+		pdb := "its PodDisruptionBudget"
+		if p := h.fact("pdb"); p != "" {
+			pdb = "the PodDisruptionBudget " + p
+		}
+		d := fmt.Sprintf("the drain cannot evict pod %s of %s: %s", h.fact("pod"), h.Subject, pdb)
+		if m := h.fact("budget"); m != "" {
+			d += " (" + m + ")"
+		}
+		d += " allows no disruption"
+		if e := h.fact("expected"); e != "" {
+			d += fmt.Sprintf(" while %s runs %s pods, so no pod of it may ever be evicted", h.Subject, e)
+		}
+		if n := h.fact("node"); n != "" {
+			d += fmt.Sprintf("; the drain of %s retries for ever", n)
+		}
+		if c := h.fact("scaled"); c != "" {
+			d += fmt.Sprintf(". The budget was not changed when %s was scaled down: %q", h.Subject, c)
+		}
+		if l := h.fact("line"); l != "" {
+			d += ": " + quote(l, 200)
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		r.high("Let the budget allow one disruption: lower minAvailable of PodDisruptionBudget %s below the replicas of %s (or use maxUnavailable: 1), then the drain finishes", orWord(h.fact("pdb"), h.Subject), h.Subject)
+		r.med("Keep PodDisruptionBudgets in the workload's manifests so a replica change updates them together")
+		r.low("Alert on PodDisruptionBudgets with zero allowed disruptions for more than an hour")
+	},
+}
+
+var (
+	evictBlockedRE = regexp.MustCompile(`(?i)error when evicting pods?/"?([\w.-]+)"?(?: -n "?([\w.-]+)"?)?.*?Cannot evict pod as it would violate the pod's disruption budget|Cannot evict pod as it would violate the pod's disruption budget`)
+	drainNodeRE    = regexp.MustCompile(`\bdrain\s+(?:node/)?([\w.-]+)`)
+	pdbRowRE       = regexp.MustCompile(`^(?:([\w.-]+)\s+)?([\w.-]+)\s+(\S+)\s+(\S+)\s+(\d+)\s+\S+$`)
+	pdbFieldRE     = regexp.MustCompile(`^\s*(minAvailable|maxUnavailable|disruptionsAllowed|expectedPods|currentHealthy|desiredHealthy):\s*"?([\w%]+)"?`)
+	podOrdinalRE   = regexp.MustCompile(`^(.+?)-\d+$`)
+)
+
+// detectDrainBlocked reads drain outputs handed over in transcripts, and
+// the budgets listed or printed next to them.
+func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
+	var f *Finding
+	for _, c := range ev.Commands {
+		for _, l := range c.Lines {
+			m := evictBlockedRE.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			if f == nil {
+				f = &Finding{Kind: KindDrainBlocked, Namespace: m[2], Source: SrcKubernetes, Time: ev.Window.End, Severity: SevCritical, Weight: 0.9,
+					Object: "command " + c.Command}
+				f.setFact("line", strings.TrimSpace(l))
+				if m[1] != "" {
+					f.setFact("pod", orWord(m[2], "?")+"/"+m[1])
+					f.Subject = workloadOfPodName(m[1])
+				}
+				if n := drainNodeRE.FindStringSubmatch(c.Command); n != nil {
+					f.setFact("node", n[1])
+					f.Related = append(f.Related, n[1])
+				}
+			}
+			f.addCount(1)
+		}
+	}
+	if f == nil {
+		return nil
+	}
+	if f.Subject == "" {
+		f.Subject = orWord(f.fact("node"), "the drained node")
+	}
+	f.Evidence = []string{fmt.Sprintf("%s: %s (%s lines)", f.Object, quote(f.fact("line"), 200), f.fact("lines"))}
+	// The drain evicted every other pod: only the budget holds it.
+	evicted := 0
+	for _, c := range ev.Commands {
+		if strings.HasPrefix(f.Object, "command ") && c.Command == strings.TrimPrefix(f.Object, "command ") {
+			for _, l := range c.Lines {
+				if strings.HasSuffix(strings.TrimSpace(l), " evicted") {
+					evicted++
+				}
+			}
+		}
+	}
+	if evicted > 0 {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the drain evicted %s; only %s is refused", plural(evicted, "other pod", "other pods"), f.fact("pod")))
+	}
+	// The workload's pods: as many as the budget needs.
+	var running []string
+	for i := range ev.K8s.Pods {
+		p := &ev.K8s.Pods[i]
+		if p.Namespace == f.Namespace && workloadOfPodName(p.Name) == f.Subject && string(p.Status.Phase) == "Running" {
+			running = append(running, p.Name)
+		}
+	}
+	if len(running) > 0 {
+		f.setFact("running", strconv.Itoa(len(running)))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s runs %s: %s", f.Subject, plural(len(running), "pod", "pods"), strings.Join(running, ", ")))
+	}
+	// The budget: a get pdb row of the namespace that allows 0, its YAML.
+	for _, c := range ev.Commands {
+		if !strings.Contains(strings.ToLower(c.Command), "pdb") && !strings.Contains(strings.ToLower(c.Command), "poddisruptionbudget") {
+			continue
+		}
+		for _, l := range c.Lines {
+			if r := pdbRowRE.FindStringSubmatch(strings.TrimSpace(l)); r != nil && r[5] == "0" && (r[1] == "" || r[1] == f.Namespace) {
+				if f.fact("pdb") == "" || r[2] == f.Subject {
+					delete(f.Facts, "pdb")
+					f.setFact("pdb", r[2])
+					if r[3] != "N/A" {
+						f.Facts["budget"] = "minAvailable " + r[3]
+					} else {
+						f.Facts["budget"] = "maxUnavailable " + r[4]
+					}
+					f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", c.Command, strings.Join(strings.Fields(l), " ")))
+				}
+			}
+			if m := pdbFieldRE.FindStringSubmatch(l); m != nil {
+				switch m[1] {
+				case "minAvailable", "maxUnavailable":
+					f.setFact("budget", m[1]+" "+m[2])
+				case "expectedPods":
+					f.setFact("expected", m[2])
+				case "disruptionsAllowed":
+					f.setFact("allowed", m[2])
+				}
+			}
+		}
+	}
+	if f.fact("expected") == "" && f.fact("budget") != "" {
+		f.setFact("expected", f.fact("running"))
+	}
+	if e := f.fact("expected"); e != "" {
+		if n, err := strconv.Atoi(e); err == nil && len(f.Evidence) < 4 {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("PodDisruptionBudget %s: %s, %d pods expected, %s disruptions allowed", orWord(f.fact("pdb"), f.Subject), f.fact("budget"), n, orWord(f.fact("allowed"), "0")))
+		}
+	}
+	// A change that scaled the workload down left the budget behind.
+	for _, c := range ev.Changes {
+		if c.Service == f.Subject && scaleDownRE.MatchString(c.Description) {
+			f.setFact("scaled", c.Description)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
+		}
+	}
+	f.Summary = fmt.Sprintf("the PodDisruptionBudget of %s blocks evicting %s (drain of %s)", f.Subject, f.fact("pod"), orWord(f.fact("node"), "a node"))
+	return []Finding{*f}
+}
+
+var scaleDownRE = regexp.MustCompile(`(?i)\bscale|\breplicas?\b|(\d+)\s*(?:->|→|to)\s*(\d+)`)
+
+// workloadOfPodName is the workload a pod's name carries: a StatefulSet's
+// name before its ordinal, a Deployment's before its hashes.
+func workloadOfPodName(pod string) string {
+	if w := workloadOfName(pod); w != pod {
+		return w
+	}
+	if m := podOrdinalRE.FindStringSubmatch(pod); m != nil {
+		return m[1]
+	}
+	return pod
+}
