@@ -20,6 +20,12 @@ import (
 //	older kubectl get events:     LAST SEEN FIRST SEEN COUNT NAME KIND SUBOBJECT TYPE REASON SOURCE MESSAGE
 func (p *parser) eventsTable(c *command, out []string, first int) {
 	t := parseTable(out, first, MaxEvents)
+	if t == nil || t.col("REASON") < 0 {
+		if rows := headerless(c, "Event", out); rows != nil {
+			t = parseTable(rows, first-1, MaxEvents)
+			p.skip(first, c.text, "the table header was filtered out: the columns of kubectl's events table are assumed")
+		}
+	}
 	if t == nil || t.col("REASON") < 0 || t.col("MESSAGE") < 0 {
 		p.skip(first-1, c.text, "no REASON and MESSAGE columns in the events table")
 		return

@@ -86,7 +86,8 @@ var commandForms = []string{
 	"kubectl describe rolebinding r -n ns", "kubectl describe clusterrole c", "kubectl describe clusterrolebinding c",
 	"kubectl get netpol,pdb,sa,role,rolebinding -A -o wide", "kubectl get clusterrole,clusterrolebinding -o wide",
 	"dig +short x.ns.svc.cluster.local", "stern p -n ns", "kubectl stern -A p", "kubectl logs deploy/d -n ns",
-	"kubectl debug -it p -n ns --image=busybox -- sh",
+	"kubectl debug -it p -n ns --image=busybox -- sh", "kubectl get pods -A -o wide | grep -v Running",
+	"kubectl get events -A | grep Warning", "kubectl logs -l app=a --prefix -n ns",
 }
 
 // FuzzPrompts puts fuzzed prompts, colour codes and timestamps in front of

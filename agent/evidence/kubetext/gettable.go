@@ -43,6 +43,13 @@ func (p *parser) getTable(c *command, out []string, first int) {
 			break
 		}
 		t := parseTable(out[start:end], first+start, MaxObjects)
+		if (t == nil || t.col("NAME") < 0) && defKind != "" {
+			// a header lost to a pipe: put back for the fixed tables
+			if rows := headerless(c, defKind, out[start:end]); rows != nil {
+				t = parseTable(rows, first+start-1, MaxObjects)
+				p.skip(first+start, c.text, "the table header was filtered out: the columns of kubectl's "+strings.ToLower(defKind)+" table are assumed")
+			}
+		}
 		start = end
 		if t == nil || t.col("NAME") < 0 {
 			p.skip(first+start-1, c.text, "no NAME column: a table header is missing (was the output filtered?)")

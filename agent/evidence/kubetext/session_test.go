@@ -385,3 +385,38 @@ func TestPrefixedLogs(t *testing.T) {
 		t.Errorf("logs %+v outputs %+v", res.Logs, res.Outputs)
 	}
 }
+
+// A pods or events table whose header grep filtered out is read with
+// kubectl's columns for that command; rows that do not fit are not read.
+func TestHeaderlessTables(t *testing.T) {
+	ref := time.Date(2026, 3, 14, 10, 45, 0, 0, time.UTC)
+	text := `$ kubectl get pods -A | grep -v Running
+shop          checkout-6d8f9c7b5-x2x9k         0/1     CrashLoopBackOff   7 (2m ago)   25m
+logistics     carrier-sync-5d4c3b2a19-x8p2q    0/1     ImagePullBackOff   0            3h
+$ kubectl get events -n shop | grep Warning
+61s (x58 over 15m)   Warning   ProvisioningFailed   persistentvolumeclaim/report-scratch   storageclass.storage.k8s.io "fast-ssd" not found
+2m                   Warning   BackOff              pod/checkout-6d8f9c7b5-x2x9k           Back-off restarting failed container app in pod checkout-6d8f9c7b5-x2x9k_shop
+$ kubectl get pods -n shop | grep checkout
+checkout-6d8f9c7b5-x2x9k   something else
+`
+	res := kubetext.Parse([]byte(text), ref)
+	p := object[*corev1.Pod](t, res, "shop", "checkout-6d8f9c7b5-x2x9k")
+	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil ||
+		p.Status.ContainerStatuses[0].State.Waiting.Reason != "CrashLoopBackOff" || p.Status.ContainerStatuses[0].RestartCount != 7 {
+		t.Errorf("pod %+v", p.Status)
+	}
+	object[*corev1.Pod](t, res, "logistics", "carrier-sync-5d4c3b2a19-x8p2q")
+	if len(res.Events) != 2 || res.Events[0].InvolvedObject.Kind != "PersistentVolumeClaim" || res.Events[0].Count != 58 ||
+		res.Events[1].Reason != "BackOff" || res.Events[1].InvolvedObject.Namespace != "shop" {
+		t.Errorf("events %+v", res.Events)
+	}
+	var reasons []string
+	for _, s := range res.Skipped {
+		reasons = append(reasons, s.Reason)
+	}
+	all := strings.Join(reasons, "\n")
+	if !strings.Contains(all, "columns of kubectl's pod table are assumed") || !strings.Contains(all, "columns of kubectl's events table are assumed") ||
+		!strings.Contains(all, "no NAME column") {
+		t.Errorf("skipped:\n%s", all)
+	}
+}
