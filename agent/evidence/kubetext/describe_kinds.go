@@ -65,6 +65,10 @@ func (p *parser) describe(c *command, out []string, first int) {
 	}
 	pages, starts := splitPages(out)
 	if len(pages) == 0 {
+		if p.keepUnknown(c, out, first-1) {
+			p.skip(first-1, c.text, "no \"Name:\" line in the describe output (kept as text)")
+			return
+		}
 		p.skip(first-1, c.text, "no \"Name:\" line in the describe output")
 		return
 	}
@@ -99,6 +103,10 @@ func (p *parser) describePages(c *command, out []string, first int, kind string,
 		}
 	}
 	if len(starts) == 0 {
+		if p.keepUnknown(c, out, first-1) {
+			p.skip(first-1, c.text, "no \"Name:\" line in the describe output (kept as text)")
+			return
+		}
 		p.skip(first-1, c.text, "no \"Name:\" line in the describe output")
 		return
 	}

@@ -50,8 +50,13 @@ func (p *parser) getTable(c *command, out []string, first int) {
 				p.skip(first+start, c.text, "the table header was filtered out: the columns of kubectl's "+strings.ToLower(defKind)+" table are assumed")
 			}
 		}
+		sec, secLine := out[start:end], first+start
 		start = end
 		if t == nil || t.col("NAME") < 0 {
+			if p.keepUnknown(c, sec, secLine-1) {
+				p.skip(secLine, c.text, "no NAME column: a table header is missing (was the output filtered?); kept as text")
+				continue
+			}
 			p.skip(first+start-1, c.text, "no NAME column: a table header is missing (was the output filtered?)")
 			continue
 		}

@@ -153,8 +153,10 @@ func TestGetTables(t *testing.T) {
 			t.Errorf("skipped: want %q in\n%s", want, all)
 		}
 	}
-	if len(res.Outputs) != 1 || !strings.HasPrefix(res.Outputs[0].Command, "kubectl version") || len(res.Outputs[0].Lines) == 0 {
-		t.Errorf("kubectl version output not kept as text: %+v", res.Outputs)
+	// the filtered table and the version are kept as text
+	if len(res.Outputs) != 2 || !strings.Contains(res.Outputs[0].Command, "| grep checkout") ||
+		!strings.HasPrefix(res.Outputs[1].Command, "kubectl version") || len(res.Outputs[1].Lines) == 0 {
+		t.Errorf("outputs: %+v", res.Outputs)
 	}
 }
 
