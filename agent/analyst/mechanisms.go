@@ -23,6 +23,7 @@ var mechanisms = []*mechanism{
 	readOnlyDB,
 	rbacDenied,
 	drainBlocked,
+	jobSidecar,
 	imagePull,
 	configError,
 	startFailureM,

@@ -227,6 +227,7 @@ var kinds = map[Kind]kindInfo{
 	KindReadOnlyDB:      {prior: 0.8},
 	KindRBACDenied:      {prior: 0.84},
 	KindDrainBlocked:    {prior: 0.84},
+	KindJobSidecar:      {prior: 0.84},
 	KindScaledToZero:    {prior: 0.84},
 	KindPortMismatch:    {prior: 0.84},
 	KindGCPressure:      {prior: 0.74},
