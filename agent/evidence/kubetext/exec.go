@@ -115,7 +115,7 @@ var (
 		regexp.MustCompile(`^kubectl exec \[POD\] \[COMMAND\] is DEPRECATED`),
 		regexp.MustCompile(`^If you don't see a command prompt, try pressing enter\.$`),
 		regexp.MustCompile(`^Session ended, resume using '.*' command when the pod is running$`),
-		regexp.MustCompile(`^pod "[^"]+" deleted$`),
+		regexp.MustCompile(`^pod "[^"]+" deleted(?: from \S+ namespace)?$`),
 		regexp.MustCompile(`^Creating debugging pod \S+ with container \S+ on node \S+\.$`),
 	}
 )
