@@ -48,7 +48,8 @@ var (
 	// All servers of a backend down.
 	noServerRE = regexp.MustCompile(`(?i)backend '?([\w.-]+)'? has no server available|no live upstreams while connecting to upstream|no healthy upstream`)
 	// A request line of a health path answered with an error status.
-	healthPathRE = regexp.MustCompile(`(?i)\b(?:GET|HEAD)\s+(/(?:healthz?|health[\w/-]*|healthcheck|status|ping|ready(?:z)?|live(?:z)?|actuator/health)\b)\S*\s*(?:HTTP/[\d.]+"?\s*)?(\d{3})\b`)
+	clusterFieldRE = regexp.MustCompile(`(?i)\b(?:upstream_cluster|cluster(?:_name)?)[=:]\s*"?([\w.-]+)`)
+	healthPathRE   = regexp.MustCompile(`(?i)\b(?:GET|HEAD)\s+(/(?:healthz?|health[\w/-]*|healthcheck|status|ping|ready(?:z)?|live(?:z)?|actuator/health)\b)\S*\s*(?:HTTP/[\d.]+"?\s*)?(\d{3})\b`)
 )
 
 type lbCheck struct {
@@ -94,14 +95,30 @@ func detectLBHealthCheck(ev *Gathered, _ []Finding) []Finding {
 						c.onset = at
 					}
 				}
-				if m := noServerRE.FindStringSubmatch(l); m != nil && m[1] != "" {
-					c := checks[m[1]]
+				if m := noServerRE.FindStringSubmatch(l); m != nil {
+					// HAProxy names the backend; nginx the upstream block
+					// in its upstream URL; Envoy the cluster.
+					b := m[1]
+					if b == "" {
+						if u := upstreamURLRE.FindStringSubmatch(l); u != nil {
+							b = u[1]
+						} else if u := clusterFieldRE.FindStringSubmatch(l); u != nil {
+							b = u[1]
+						}
+					}
+					if b == "" {
+						continue
+					}
+					c := checks[b]
 					if c == nil {
-						c = &lbCheck{proxy: orWord(set.Subject, subjectOfSource(set.Source)), backend: m[1], onset: firstOf(t.FirstIncident, t.FirstSeen)}
-						checks[m[1]] = c
-						order = append(order, m[1])
+						c = &lbCheck{proxy: orWord(set.Subject, subjectOfSource(set.Source)), backend: b, onset: firstOf(t.FirstIncident, t.FirstSeen)}
+						checks[b] = c
+						order = append(order, b)
 					}
 					c.all, c.allLine = true, l
+					if c.reason == "" {
+						c.reason = "no server passes the health check"
+					}
 				}
 			}
 		}

@@ -39,6 +39,10 @@ func TestLBHealthCheck(t *testing.T) {
 			[]string{"health check fails on every server of partner-api", "be_partner_api", "Layer7 wrong status, code 404", "no server available", "/healthz with 404"}},
 		{"two of three down, no answer logged", []LogSet{lines("haproxy.log", down[:2]...)}, "partner-api", []string{"fails on servers of partner-api", "app-01, app-02"}},
 		{"one server down is that server's problem", []LogSet{oneDown}, "", nil},
+		{"nginx with no live upstream", []LogSet{lines("nginx/error.log", `2026/09/01 09:17:05 [error] 31#31: *8812 no live upstreams while connecting to upstream, client: 35.158.201.6, server: partners.example.com, request: "GET /v2/orders HTTP/1.1", upstream: "http://partner_api/v2/orders", host: "partners.example.com"`)}, "partner-api",
+			[]string{"health check fails on every server of partner-api", "partner_api", "no server available"}},
+		{"Envoy with no healthy upstream", []LogSet{lines("envoy.log", `[2026-09-01T09:17:05.120Z] "GET /v2/orders HTTP/1.1" 503 UH 0 19 0 - "35.158.201.6" "curl/8.5" "b1c2" "partners.example.com" "-" upstream_cluster=partner-api no healthy upstream`)}, "partner-api",
+			[]string{"every server of partner-api"}},
 	}
 	for _, c := range cases {
 		fs := detectLBHealthCheck(&Gathered{Logs: c.logs, Window: w, Scope: Scope{Service: "partner-api"}}, nil)
