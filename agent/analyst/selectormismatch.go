@@ -49,6 +49,11 @@ func selectorMismatch(svc corev1.Service, pods []corev1.Pod) (Finding, bool) {
 		if p.Namespace != svc.Namespace || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
+		// A pod read from a table (get pods -o wide) carries no labels:
+		// they are unknown, not missing, and say nothing of the selector.
+		if len(p.Labels) == 0 {
+			continue
+		}
 		wl := WorkloadOfPod(p)
 		matched := 0
 		var missing []string

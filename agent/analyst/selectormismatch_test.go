@@ -24,6 +24,9 @@ func TestSelectorMismatchMechanism(t *testing.T) {
 		{"label renamed on the pods", []corev1.Pod{pod("cart-7f9c6d5b8-2xk4p", map[string]string{"app": "cart", "app.kubernetes.io/component": "backend"}),
 			pod("cart-7f9c6d5b8-9qw7z", map[string]string{"app": "cart", "app.kubernetes.io/component": "backend"})}, []string{"cart", "tier"}},
 		{"value changed on the pods", []corev1.Pod{pod("cart-7f9c6d5b8-2xk4p", map[string]string{"app": "cart", "tier": "api"})}, []string{"cart", "tier=backend"}},
+		// Pods read from a get -o wide table carry no labels: unknown, not
+		// missing.
+		{"pods read from a table, labels unknown", []corev1.Pod{pod("cart-7f9c6d5b8-2xk4p", nil), pod("cart-7f9c6d5b8-9qw7z", nil)}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
