@@ -695,6 +695,9 @@ func subjectOfSource(s string) string {
 	for _, ext := range []string{".jsonl", ".log", ".txt", ".out", ".err"} {
 		b = strings.TrimSuffix(b, ext)
 	}
+	if d := ownerDir(s, b); d != "" {
+		return d
+	}
 	return b
 }
 
