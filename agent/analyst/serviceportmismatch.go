@@ -287,6 +287,10 @@ func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		nums, names := map[string]bool{}, map[string]bool{}
+		// A port read from describe text or a table has no name there: a
+		// named targetPort cannot be checked against it (unknown, not
+		// missing).
+		unnamed := false
 		var declared []string
 		for _, p := range pods {
 			for _, c := range p.Spec.Containers {
@@ -298,6 +302,8 @@ func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
 					nums[n] = true
 					if cp.Name != "" {
 						names[cp.Name] = true
+					} else {
+						unnamed = true
 					}
 				}
 			}
@@ -310,7 +316,7 @@ func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
 			if tp.Type == intstr.Int && tp.IntVal == 0 {
 				tp = intstr.FromInt32(sp.Port)
 			}
-			if tp.Type == intstr.String && names[tp.StrVal] || tp.Type == intstr.Int && nums[strconv.Itoa(int(tp.IntVal))] {
+			if tp.Type == intstr.String && (names[tp.StrVal] || unnamed) || tp.Type == intstr.Int && nums[strconv.Itoa(int(tp.IntVal))] {
 				continue
 			}
 			wl := WorkloadOfPod(pods[0])

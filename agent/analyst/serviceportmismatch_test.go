@@ -135,28 +135,36 @@ func TestServiceTargetPortMismatch(t *testing.T) {
 		}
 		return s
 	}
-	var dep appsv1.Deployment
-	if err := json.Unmarshal([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"cart-api","namespace":"shop"},
+	// portName is the container port's name: "" as in a describe page,
+	// which shows only number and protocol.
+	depJSON := func(portName string) appsv1.Deployment {
+		var dep appsv1.Deployment
+		if err := json.Unmarshal([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"cart-api","namespace":"shop"},
   "spec":{"selector":{"matchLabels":{"app.kubernetes.io/name":"cart-api"}},"template":{"metadata":{"labels":{"app.kubernetes.io/name":"cart-api"}},
-    "spec":{"containers":[{"name":"cart-api","image":"registry.example.com/cart-api:3.0.0","ports":[{"containerPort":9090,"name":"web","protocol":"TCP"}],
+    "spec":{"containers":[{"name":"cart-api","image":"registry.example.com/cart-api:3.0.0","ports":[{"containerPort":9090,"name":"`+portName+`","protocol":"TCP"}],
       "readinessProbe":{"httpGet":{"path":"/actuator/health/readiness","port":9090}}}]}}}}`), &dep); err != nil {
-		t.Fatal(err)
+			t.Fatal(err)
+		}
+		return dep
 	}
 	release := Finding{Kind: KindDeploy, Subject: "cart-api", Time: win.Start.Add(10 * time.Minute)}
 	cases := []struct {
-		name   string
-		target string
-		found  []Finding
-		want   bool
+		name     string
+		target   string
+		portName string
+		found    []Finding
+		want     bool
 	}{
-		{"targetPort 8080, container listens on 9090, after the release", `8080`, []Finding{release}, true},
-		{"targetPort names the container port", `"web"`, []Finding{release}, false},
-		{"targetPort is the declared port", `9090`, []Finding{release}, false},
-		{"an undeclared port with nothing failing or changed", `8080`, nil, false},
+		{"targetPort 8080, container listens on 9090, after the release", `8080`, "web", []Finding{release}, true},
+		{"targetPort names the container port", `"web"`, "web", []Finding{release}, false},
+		{"targetPort names a port no container declares", `"http"`, "web", []Finding{release}, true},
+		{"targetPort named, container port names unknown (text form)", `"http"`, "", []Finding{release}, false},
+		{"targetPort is the declared port", `9090`, "web", []Finding{release}, false},
+		{"an undeclared port with nothing failing or changed", `8080`, "web", nil, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ev := &Gathered{K8s: K8sEvidence{Services: []ServiceState{{Service: svcJSON(c.target)}}, Deployments: []appsv1.Deployment{dep}}, Window: win}
+			ev := &Gathered{K8s: K8sEvidence{Services: []ServiceState{{Service: svcJSON(c.target)}}, Deployments: []appsv1.Deployment{depJSON(c.portName)}}, Window: win}
 			fs := targetPortMismatch(ev, c.found)
 			if (len(fs) == 1) != c.want {
 				t.Fatalf("findings %+v, want one: %v", fs, c.want)
@@ -166,7 +174,7 @@ func TestServiceTargetPortMismatch(t *testing.T) {
 			}
 			f := fs[0]
 			d := portMismatch.describe(&Hypothesis{Kind: KindPortMismatch, Subject: f.Subject, Primary: []*Finding{&f}}, Scope{})
-			if f.Subject != "cart-api" || !strings.Contains(d, "targetPort 8080") || !strings.Contains(d, "listen on 9090") {
+			if f.Subject != "cart-api" || !strings.Contains(d, "targetPort "+strings.Trim(c.target, `"`)) || !strings.Contains(d, "listen on 9090") {
 				t.Errorf("subject %q: %s", f.Subject, d)
 			}
 		})
