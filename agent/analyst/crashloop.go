@@ -2,9 +2,12 @@ package analyst
 
 import (
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,6 +21,22 @@ var crashLoop = &mechanism{
 	class:     classSymptom,
 	label:     "CrashLoopBackOff",
 	container: crashingContainer,
+	// A client failing to reach one of the crashing pods (a lookup of a
+	// StatefulSet pod's name fails while none is ready, connections are
+	// refused) is a victim of the crash.
+	related: func(h *Hypothesis, f *Finding) bool {
+		switch f.Kind {
+		case KindDNS, KindConnRefused:
+		default:
+			return false
+		}
+		for _, s := range []string{f.Subject, f.fact("target")} {
+			if s != "" && s != h.Subject && workloadOfName(s) == h.Subject {
+				return true
+			}
+		}
+		return false
+	},
 	event: func(e *corev1.Event) (float64, bool) {
 		msg := strings.ToLower(e.Message)
 		switch e.Reason {
@@ -61,6 +80,11 @@ func crashingContainer(c *containerState) []Finding {
 		f := c.Base
 		f.Kind, f.Severity, f.Weight = KindCrashLoop, SevCritical, 0.85
 		f.Time = containerSince(p, cs)
+		if t := notReadySince(p); !t.IsZero() && cs.RestartCount > 1 {
+			// Not ready since then, restarting ever since: the loop
+			// began there, not at its latest restart.
+			f.Time = earliest(t, f.Time)
+		}
 		ev := fmt.Sprintf("%s is in CrashLoopBackOff, restart count %d", cobj, cs.RestartCount)
 		if term != nil {
 			if validStart(p, term.StartedAt.Time) {
@@ -121,6 +145,10 @@ func crashingContainer(c *containerState) []Finding {
 var (
 	errDetailRE  = regexp.MustCompile(`(?i)\berr(or)?=|"err(or)?"\s*:|\bcaused by\b|\bexception\b|\b(error|failed|invalid|cannot|can't|unable)\b[^:]*:\s*\S`)
 	genericEndRE = regexp.MustCompile(`(?i)\b(exiting|shutting down|exited|terminating|stopping|bye)\b`)
+	// thrownRE is an exception thrown with its message
+	// ("kafka.common.InconsistentClusterIdException: The Cluster ID …",
+	// "ValueError: …").
+	thrownRE     = regexp.MustCompile(`^\s*(?:[\w$]+\.)*[A-Z]\w*(?:Exception|Error):\s*\S`)
 	configPathRE = regexp.MustCompile(`(?:path|file|config)=["']?(/[\w./-]+)|(/[\w./-]+\.(?:ya?ml|json|toml|conf|cfg|ini|properties|xml|hcl))\b`)
 )
 
@@ -141,7 +169,8 @@ func causeLine(lines []evidence.LogLine) string {
 			score = 4
 		case configInvalidRE.MatchString(t):
 			score = 3
-		case errDetailRE.MatchString(t) && errorWordRE.MatchString(t) && !genericEndRE.MatchString(t):
+		case errDetailRE.MatchString(t) && errorWordRE.MatchString(t) && !genericEndRE.MatchString(t),
+			thrownRE.MatchString(t) && !genericEndRE.MatchString(t):
 			score = 2
 		case errorWordRE.MatchString(t):
 			score = 1
@@ -151,4 +180,45 @@ func causeLine(lines []evidence.LogLine) string {
 		}
 	}
 	return lines[best].Text
+}
+
+// notReadySince is when a pod last became not ready, from its Ready
+// condition (zero when it is ready or the condition is unknown).
+func notReadySince(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse && !c.LastTransitionTime.IsZero() && validStart(p, c.LastTransitionTime.Time) {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// joinCrashVictims puts a dependency that crash-loops before the failures
+// of its clients to reach it: when every finding a dependency hypothesis
+// rests on (lookups of the crashing pods' names failing, connections to
+// them refused) supports a crash-loop hypothesis, the crash is the cause
+// and the failed calls its consequence.
+func joinCrashVictims(hs []*Hypothesis) {
+	for _, k := range hs {
+		if k.Kind != KindCrashLoop || len(k.Support) == 0 {
+			continue
+		}
+		for _, d := range hs {
+			if d == k || d.class() != classDependency || len(d.Primary) == 0 || d.Score <= k.Score {
+				continue
+			}
+			all := true
+			for _, f := range d.Primary {
+				if !slices.Contains(k.Support, f) {
+					all = false
+					break
+				}
+			}
+			if !all {
+				continue
+			}
+			k.Score = math.Min(0.95, d.Score+0.01)
+			d.Score = math.Min(d.Score, k.Score*0.8)
+		}
+	}
 }

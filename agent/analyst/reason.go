@@ -185,6 +185,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 	}
 	joinJobOverlaps(hs, symptoms, changes)
 	joinCacheVictims(hs, symptoms, sc)
+	joinCrashVictims(hs)
 	// Change hypotheses: a change followed by symptoms on what it changed.
 	for _, c := range changes {
 		if h := changeHypothesis(c, symptoms, sc); h != nil {

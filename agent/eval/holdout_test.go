@@ -26,7 +26,7 @@ var holdoutFloors = map[string]int{
 	"holdout8":  12,
 	"holdout9":  12,
 	"holdout10": 10,
-	"holdout11": 8,
+	"holdout11": 9,
 	"holdout12": 11,
 }
 
