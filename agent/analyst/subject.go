@@ -143,10 +143,18 @@ func subjectHealthy(hs []*Hypothesis, sc Scope) bool {
 	for _, s := range subjects {
 		known = known || sc.Known[s]
 	}
-	if !known || len(hs) == 0 || neutral(hs[0], sc) || !elsewhereState(hs[0], sc) || hs[0].Score < healthyBar {
+	// Localization read the subject's own latency and errors and found
+	// them still while it placed a fault elsewhere, upstream of the
+	// subject or apart from it: that fault is a failure nearby, and
+	// whatever the subject shows under the no-fault bar is no fault.
+	quiet := slices.ContainsFunc(hs, nearbyFault)
+	if !known || len(hs) == 0 || hs[0].Score < healthyBar || !quiet && (neutral(hs[0], sc) || !elsewhereState(hs[0], sc)) {
 		return false
 	}
 	for _, h := range hs {
+		if quiet && (nearbyFault(h) || !neutral(h, sc) && h.Score < healthyBar) {
+			continue
+		}
 		if neutral(h, sc) || bearsOn(h, subjects) {
 			return false
 		}
@@ -155,4 +163,10 @@ func subjectHealthy(hs []*Hypothesis, sc Scope) bool {
 		h.elsewhere = true
 	}
 	return true
+}
+
+// nearbyFault reports whether h is a fault localized elsewhere while the
+// asked service's own signals did not move (see localize).
+func nearbyFault(h *Hypothesis) bool {
+	return h.Kind == KindLocalized && slices.ContainsFunc(h.Primary, func(f *Finding) bool { return f.fact("nearby") != "" })
 }
