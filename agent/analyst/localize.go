@@ -140,6 +140,7 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 			f.Weight = math.Min(f.Weight, locWeight(c.Score))
 		}
 	}
+	below, above := reachable(in.Edges, sc.Service, false), reachable(in.Edges, sc.Service, true)
 	out := found
 	// Up to locMaxCandidates services and locMaxNodes nodes: a node seen
 	// under two names, or a few nodes sharing one burst, do not crowd the
@@ -189,7 +190,19 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 				f.Evidence = append(f.Evidence, "next suspects: "+next)
 			}
 		}
-		if !strings.EqualFold(c.Subject, sc.Service) {
+		// A caller's fault does not explain its callee: a fault upstream
+		// of the asked service (what calls it, directly or through
+		// others) and not also below it is not linked to it; when the
+		// asked service's own signals did not move either, it is a
+		// failure nearby.
+		switch {
+		case strings.EqualFold(c.Subject, sc.Service):
+		case above[strings.ToLower(c.Subject)] && !below[strings.ToLower(c.Subject)]:
+			if !res.EntryMoved {
+				f.setFact("nearby", sc.Service)
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s calls %s, whose own latency and error signals did not move", c.Subject, sc.Service))
+			}
+		default:
 			f.Related = []string{sc.Service}
 			f.setFact("caller", sc.Service)
 		}
@@ -223,6 +236,33 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 			Summary: res.EntryEvidence, Evidence: []string{res.EntryEvidence}})
 	}
 	return out
+}
+
+// reachable returns, lower-cased, every service service calls, directly
+// or through others, along the call edges; with up, every service that
+// calls it.
+func reachable(edges []localize.Edge, service string, up bool) map[string]bool {
+	next := map[string][]string{}
+	for _, e := range edges {
+		from, to := strings.ToLower(e.Caller), strings.ToLower(e.Callee)
+		if up {
+			from, to = to, from
+		}
+		next[from] = append(next[from], to)
+	}
+	seen := map[string]bool{}
+	queue := []string{strings.ToLower(service)}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, c := range next[n] {
+			if !seen[c] {
+				seen[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	return seen
 }
 
 // locWeight maps a localization score (0-100) to a finding's weight.

@@ -334,3 +334,47 @@ func TestLocalizeEarlierEntryEpisode(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalizeQuietSubject: a caller's fault does not explain its
+// callee. gateway calls frontend, frontend calls cart (mesh request
+// counters give the edges). When gateway's latency jumps while
+// frontend's own latency stays flat, frontend (the asked service) looks
+// healthy and gateway's fault is a failure nearby; when cart, which
+// frontend calls, slows with frontend, cart is the root cause.
+func TestLocalizeQuietSubject(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		entry, gw   func(m int) float64 // frontend's and gateway's latency p90
+		cart        func(m int) float64 // cart's latency p90
+		want        string              // the service the root cause names
+		wantHealthy bool
+	}{
+		{"caller faulted, asked service still", step(0.2, 0.2), step(0.05, 0.5), step(0.02, 0.02), "gateway", true},
+		{"callee faulted, asked service slowed", step(0.2, 1.6), step(0.05, 0.05), step(0.02, 0.2), "cart", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+			var om strings.Builder
+			om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
+			omSeries(&om, now, "service_latency_p90_seconds", `service="frontend"`, tc.entry)
+			om.WriteString("# TYPE pod_server_latency_p90_seconds gauge\n")
+			omSeries(&om, now, "pod_server_latency_p90_seconds", `namespace="shop",pod="cart-5c8d7f9b6-p4tz2",service="cart"`, tc.cart)
+			omSeries(&om, now, "pod_server_latency_p90_seconds", `namespace="shop",pod="gateway-7d9f8b6c4-x2kq9",service="gateway"`, tc.gw)
+			om.WriteString("# TYPE istio_requests counter\n")
+			for _, e := range [][2]string{{"gateway", "frontend"}, {"frontend", "cart"}} {
+				omSeries(&om, now, "istio_requests_total", `namespace="shop",source_workload="`+e[0]+`",destination_workload="`+e[1]+`"`, func(m int) float64 { return float64(600 * m) })
+			}
+			res := investigateOM(t, now, om.String())
+			desc := res.RootCause.Description
+			if healthy := res.Verdict == finding.VerdictHealthy; healthy != tc.wantHealthy {
+				t.Fatalf("verdict %s, want healthy %v: %q", res.Verdict, tc.wantHealthy, desc)
+			}
+			if !strings.Contains(desc, tc.want) {
+				t.Errorf("root cause does not name %s: %q", tc.want, desc)
+			}
+			if tc.wantHealthy && !strings.Contains(desc, "nearby") {
+				t.Errorf("%s's fault is not listed as a failure nearby: %q", tc.want, desc)
+			}
+		})
+	}
+}
