@@ -27,7 +27,7 @@ var holdoutFloors = map[string]int{
 	"holdout9":  12,
 	"holdout10": 10,
 	"holdout11": 9,
-	"holdout12": 11,
+	"holdout12": 12,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
