@@ -6,7 +6,8 @@ import "context"
 // handed over in a terminal transcript, other than Kubernetes state read
 // into objects: a command run in a container with kubectl exec (curl,
 // nslookup, df -h, env, redis-cli, psql...), a command run on the
-// operator's machine (curl, dig, openssl), or a kubectl command whose
+// operator's machine or over ssh on a host (curl, dig, openssl,
+// systemctl status, cat /etc/resolv.conf), or a kubectl command whose
 // output is not read into objects (auth can-i, get of a custom resource).
 // Nothing in it is interpreted; the lines carry no times of their own
 // unless the program printed them.
@@ -27,9 +28,13 @@ type CommandOutput struct {
 	Run string `json:"run"`
 	// ExitCode is what kubectl reported ("command terminated with exit
 	// code 7"); -1 when not shown.
-	ExitCode int      `json:"exit_code"`
-	Lines    []string `json:"lines"`
-	Source   string   `json:"source"` // the file and line of the command
+	ExitCode int `json:"exit_code"`
+	// Host is the machine the command ran on when the transcript says so:
+	// the host of "ssh host command" (Run is then the command run there)
+	// or the one the prompt names ("ana@ws-041:~$ ").
+	Host   string   `json:"host,omitempty"`
+	Lines  []string `json:"lines"`
+	Source string   `json:"source"` // the file and line of the command
 }
 
 // CommandOutputReader is implemented by Kubernetes sources that hold

@@ -36,7 +36,7 @@ func (r *CheckReport) Empty() bool { return len(r.Read) == 0 }
 
 // Forms lists what a bundle may hold, for messages about empty bundles.
 const Forms = "kubernetes/ (a cluster-info dump or any kubectl get -o json|yaml output), *.txt kubectl terminal transcripts " +
-	"(at the root or under kubernetes/; *.md, *.log, *.out at the root too), prometheus/*.om, logs/*.log, changes.json, alerts.json, cloudwatch/, traces/*.jsonl, repos/, runbooks/"
+	"(at the root or under kubernetes/; *.md, *.log, *.out at the root too), *.txt transcripts of commands on hosts at the root, prometheus/*.om, logs/*.log, changes.json, alerts.json, cloudwatch/, traces/*.jsonl, repos/, runbooks/"
 
 // ErrEmpty is returned (wrapped) by RequireEvidence for a bundle that holds
 // nothing rootcause reads.
@@ -283,8 +283,8 @@ func checkTranscript(b *Bundle, p string, r *CheckReport) {
 		r.Errors = append(r.Errors, CheckItem{File: p, What: err.Error()})
 		return
 	}
-	if !kubetext.IsTranscript(data) {
-		r.Skipped = append(r.Skipped, CheckItem{File: p, What: "not a kubectl terminal transcript (no \"$ kubectl\" line)"})
+	if !textTranscript(p, data) {
+		r.Skipped = append(r.Skipped, CheckItem{File: p, What: "not a terminal transcript (no \"$ kubectl\" line, no shell prompt and command on its first line)"})
 		return
 	}
 	res := kubetext.Parse(data, b.CapturedAt)

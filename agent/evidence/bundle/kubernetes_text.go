@@ -88,6 +88,14 @@ func rootTranscript(name string) bool {
 	return name == "typescript"
 }
 
+// textTranscript reports whether a text file is a terminal transcript: it
+// holds a kubectl command after a prompt, or, for a *.txt, it is a
+// transcript of commands on hosts (systemctl status, dig, cat of a config)
+// whose first line is a shell prompt and a command.
+func textTranscript(name string, data []byte) bool {
+	return kubetext.IsTranscript(data) || path.Ext(name) == ".txt" && kubetext.IsHostTranscript(data)
+}
+
 func (k *kubeBundle) texts(ctx context.Context) *textData {
 	k.textOnce.Do(func() {
 		t := &textData{objs: map[string][]evidence.KubeObject{}}
@@ -102,7 +110,7 @@ func (k *kubeBundle) texts(ctx context.Context) *textData {
 				t.skipped = append(t.skipped, textSkip{file: name, Skip: kubetext.Skip{Reason: err.Error()}})
 				continue
 			}
-			if !kubetext.IsTranscript(data) {
+			if !textTranscript(name, data) {
 				continue // not a transcript
 			}
 			res := kubetext.Parse(data, k.ref)
@@ -245,7 +253,7 @@ func (k *kubeBundle) CommandOutputs(ctx context.Context, namespace string) ([]ev
 			continue
 		}
 		out = append(out, evidence.CommandOutput{Command: o.Command, Exec: o.Exec, Namespace: o.Namespace, Pod: o.Pod, Target: o.Target,
-			Container: o.Container, Run: o.Run, ExitCode: o.ExitCode, Lines: o.Lines, Source: fmt.Sprintf("%s:%d", o.file, o.Line)})
+			Container: o.Container, Run: o.Run, ExitCode: o.ExitCode, Host: o.Host, Lines: o.Lines, Source: fmt.Sprintf("%s:%d", o.file, o.Line)})
 	}
 	return out, nil
 }

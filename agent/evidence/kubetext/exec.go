@@ -33,7 +33,11 @@ type Output struct {
 	// ExitCode is the code kubectl reported ("command terminated with exit
 	// code 7"); -1 when the transcript does not show it.
 	ExitCode int
-	Lines    []string
+	// Host is the machine a command ran on, when the transcript says: the
+	// host of "ssh host command", or the one the prompt names
+	// ("ana@ws-041:~$ "). Empty for kubectl exec and unnamed prompts.
+	Host  string
+	Lines []string
 }
 
 // MaxOutputs is the most command outputs one Parse keeps.
@@ -244,6 +248,19 @@ func (p *parser) keepText(text string, c *command, out []string, line int) {
 	o := Output{Line: line, Command: text, Run: text, ExitCode: -1, Lines: out}
 	if c != nil {
 		o.Namespace = c.ns()
+	}
+	p.addOutput(o)
+}
+
+// keepHost keeps the output of a command that is not read into objects,
+// with the machine it ran on: the host of "ssh host command" (Run is then
+// the command run there), else the host the prompt names.
+func (p *parser) keepHost(b *block, out []string) {
+	o := Output{Line: b.line, Command: b.text, Run: b.text, ExitCode: -1, Lines: out, Host: b.host}
+	if b.cmd != nil {
+		o.Namespace = b.cmd.ns()
+	} else if h, run, ok := sshCommand(b.text); ok {
+		o.Host, o.Run = h, run
 	}
 	p.addOutput(o)
 }

@@ -19,6 +19,7 @@ type block struct {
 	cmd   *command
 	text  string // the command line, when it is not kubectl
 	line  int    // 1-based line of the command
+	host  string // the machine the prompt names, if it does
 	lines []string
 }
 
@@ -94,7 +95,7 @@ func (p *parser) run(data []byte) {
 				text = strings.TrimSpace(t + " " + continuation(lines[i]))
 			}
 			closed = false
-			b := &block{text: text, line: first + 1}
+			b := &block{text: text, line: first + 1, host: promptHost(l)}
 			b.cmd, _ = parseCommand(text, first+1)
 			if session != nil && b.cmd == nil {
 				// "$ env" typed in the exec shell: the session goes on.
@@ -144,15 +145,34 @@ func (p *parser) run(data []byte) {
 func (p *parser) block(b *block) {
 	c := b.cmd
 	out := b.lines
-	// Trailing blank lines carry nothing.
-	for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
+	// Trailing blank lines carry nothing, nor does a prompt the
+	// transcript ends with, nothing typed after it ("❯ ", "PS C:\> ").
+	for len(out) > 0 && barePrompt(out[len(out)-1]) {
 		out = out[:len(out)-1]
+	}
+	if redirected(b.text) {
+		// The output went to a file: what the terminal shows after the
+		// command is its stderr (an error, a warning), or nothing but a
+		// prompt.
+		kept := out[:0:0]
+		for _, l := range out {
+			if !barePrompt(l) {
+				kept = append(kept, l)
+			}
+		}
+		if c != nil && len(kept) > 0 {
+			kept = p.notFound(c, kept, b.line+1)
+		}
+		if len(kept) > 0 {
+			p.keepHost(b, kept)
+		}
+		return
 	}
 	if c == nil {
 		// stern's output is logs; another program's output (curl, dig,
-		// psql) is kept as text.
+		// psql, systemctl status) is kept as text.
 		if b.text != "" && len(out) > 0 && !p.stern(b.text, out, b.line) {
-			p.keepText(b.text, nil, out, b.line)
+			p.keepHost(b, out)
 		}
 		return
 	}

@@ -144,6 +144,10 @@ func learnPrompts(lines []string) prompts {
 		// continued command): they are not learnt.
 		if p, _, ok := promptCommand(l); ok && p != "$ " && p != "# " && p != "> " && len(ps) < 16 {
 			ps[p] = true
+		} else if p, _, _, ok := hostPrompt(l); ok && p != "$ " && len(ps) < 16 {
+			// a prompt naming its machine ("[ana@ws-041 media]$ ")
+			// leads commands on hosts too
+			ps[p] = true
 		}
 	}
 	return ps
