@@ -36,7 +36,7 @@ func (r *CheckReport) Empty() bool { return len(r.Read) == 0 }
 
 // Forms lists what a bundle may hold, for messages about empty bundles.
 const Forms = "kubernetes/ (a cluster-info dump or any kubectl get -o json|yaml output), *.txt kubectl terminal transcripts " +
-	"(at the root or under kubernetes/; *.md, *.log, *.out at the root too), *.txt transcripts of commands on hosts at the root, prometheus/*.om, logs/*.log, changes.json, alerts.json, cloudwatch/, traces/*.jsonl, repos/, runbooks/"
+	"(at the root or under kubernetes/; *.md, *.log, *.out at the root too), *.txt transcripts of commands on hosts at the root or under logs/, prometheus/*.om, logs/*.log, changes.json, alerts.json, cloudwatch/, traces/*.jsonl, repos/, runbooks/"
 
 // ErrEmpty is returned (wrapped) by RequireEvidence for a bundle that holds
 // nothing rootcause reads.
@@ -189,6 +189,8 @@ func Check(ctx context.Context, b *Bundle) (*CheckReport, error) {
 			read(p, "pod logs ("+strings.TrimSuffix(name, ".txt")+")")
 		case strings.HasSuffix(name, ".txt") && (top == kubeDir || p == name) || p == name && rootTranscript(name) && transcriptFile(b.FS, p):
 			checkTranscript(b, p, r)
+		case top == "logs" && strings.HasSuffix(name, ".txt") && hostTranscriptFile(b.FS, p):
+			checkTranscript(b, p, r)
 		case top == "prometheus" && strings.HasSuffix(name, ".om"):
 			read(p, "OpenMetrics samples")
 		case top == "logs" && strings.HasSuffix(name, ".log"):
@@ -275,6 +277,13 @@ func countKinds(counts map[string]int) string {
 func transcriptFile(fsys fs.FS, p string) bool {
 	data, err := fs.ReadFile(fsys, p)
 	return err == nil && kubetext.IsTranscript(data)
+}
+
+// hostTranscriptFile reports whether a *.txt under logs/ is a terminal
+// transcript (see logTexts).
+func hostTranscriptFile(fsys fs.FS, p string) bool {
+	data, err := fs.ReadFile(fsys, p)
+	return err == nil && textTranscript(p, data)
 }
 
 func checkTranscript(b *Bundle, p string, r *CheckReport) {

@@ -78,3 +78,50 @@ DB_PASSWORD=s3cr3t-value
 		}
 	}
 }
+
+// Under logs/, a *.txt transcript of host commands is read as one; a
+// *.txt that is a plain log is not read, and *.log files stay logs.
+func TestHostTranscriptUnderLogs(t *testing.T) {
+	ctx := context.Background()
+	b := formsBundle(t, fstest.MapFS{
+		"logs/lb-01/haproxy-cfg.txt": {Data: []byte("ops@lb-01:~$ sudo sed -n '/^backend be_api/,/^$/p' /etc/haproxy/haproxy.cfg\nbackend be_api\n    server app-01 10.0.3.11:8080 check\n")},
+		"logs/lb-01/haproxy.log":     {Data: []byte("2027-01-20T17:20:01Z haproxy[1]: Server be_api/app-01 is DOWN\n")},
+		"logs/app-01/stdout.txt":     {Data: []byte("2027-01-20T17:20:01Z ERROR boom\n")},
+	})
+	src := b.Sources(b.CapturedAt)
+	if src.Kubernetes == nil {
+		t.Fatal("no source for the transcript under logs/")
+	}
+	outs, err := src.Kubernetes.(evidence.CommandOutputReader).CommandOutputs(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 1 || outs[0].Host != "lb-01" || outs[0].Source != "logs/lb-01/haproxy-cfg.txt:1" || len(outs[0].Lines) != 2 {
+		t.Fatalf("outputs %+v", outs)
+	}
+	r, err := bundle.Check(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, it := range r.Read {
+		got[it.File] = "read " + it.What
+	}
+	for _, it := range r.Skipped {
+		got[it.File] = "skipped " + it.What
+	}
+	for f, w := range map[string]string{
+		"logs/lb-01/haproxy-cfg.txt": "read transcript: 1 other command outputs kept as text",
+		"logs/lb-01/haproxy.log":     "read log source lb-01/haproxy",
+		"logs/app-01/stdout.txt":     "skipped not a bundle part",
+	} {
+		if !strings.HasPrefix(got[f], w) {
+			t.Errorf("%s: %q, want %q", f, got[f], w)
+		}
+	}
+	// no transcript anywhere: no Kubernetes source
+	b = formsBundle(t, fstest.MapFS{"logs/app-01/stdout.txt": {Data: []byte("2027-01-20T17:20:01Z ERROR boom\n")}})
+	if b.Sources(b.CapturedAt).Kubernetes != nil {
+		t.Error("a Kubernetes source for a bundle without transcripts")
+	}
+}

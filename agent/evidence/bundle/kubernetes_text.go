@@ -77,6 +77,26 @@ func rootTexts(fsys fs.FS) []string {
 	return out
 }
 
+// logTexts lists the *.txt files under logs/ that are terminal
+// transcripts (commands typed on hosts, or kubectl): logs/ holds *.log
+// files as logs, and a *.txt there is read only as a transcript.
+func logTexts(fsys fs.FS) []string {
+	var out []string
+	_ = fs.WalkDir(fsys, "logs", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || path.Ext(p) != ".txt" || len(out) >= maxLogTexts {
+			return nil
+		}
+		if data, err := fs.ReadFile(fsys, p); err == nil && textTranscript(p, data) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// maxLogTexts is the most transcripts read under logs/.
+const maxLogTexts = 1000
+
 // rootTranscript reports whether a file at the bundle root may hold a
 // terminal transcript: *.txt, notes in Markdown (*.md), a terminal log
 // (*.log, *.out) or what script(1) writes (typescript).
@@ -100,7 +120,7 @@ func (k *kubeBundle) texts(ctx context.Context) *textData {
 	k.textOnce.Do(func() {
 		t := &textData{objs: map[string][]evidence.KubeObject{}}
 		k.text = t
-		files := append(rootTexts(k.fsys), k.index().text...)
+		files := append(append(rootTexts(k.fsys), logTexts(k.fsys)...), k.index().text...)
 		for _, name := range files {
 			if ctx.Err() != nil {
 				return

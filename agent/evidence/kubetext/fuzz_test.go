@@ -96,6 +96,7 @@ func FuzzPrompts(f *testing.F) {
 	for _, p := range []string{"$ ", "❯ ", "➜  dir git:(main) ✗ ", "user@host:~$ ", "[u@h ~]$ ", "% ", "PS C:\\> ", "C:\\>", "root@p:/# ",
 		"\x1b[32m$\x1b[0m ", "2026-03-14 10:44:58 $ ", "[10:44:58] ❯ "} {
 		f.Add(p, []byte("kubectl exec -it p -- sh\n/ # env\nA=1\n$ exit\n$ kubectl get pods \\\n> -n ns\nNAME READY\np 1/1\n"))
+		f.Add(p, []byte("ssh -p 22 ops@lb-01 'sudo cat /etc/haproxy/haproxy.cfg' > cfg 2>&1\n"+p+"\nops@h:~$ dig x\n;; timed out\n"))
 	}
 	f.Fuzz(func(t *testing.T, prompt string, body []byte) {
 		checkBounded(t, append([]byte(prompt), body...))
