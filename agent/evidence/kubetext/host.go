@@ -1,7 +1,6 @@
 package kubetext
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 )
@@ -44,25 +43,15 @@ func hostPrompt(l string) (prompt, host, text string, ok bool) {
 // followed by a command. A log file starts with its first entry instead,
 // so a log stays a log.
 func IsHostTranscript(data []byte) bool {
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		var l []byte
-		if i < 0 {
-			l, data = data, nil
-		} else {
-			l, data = data[:i], data[i+1:]
-		}
-		if len(l) > maxCheck+maxPrompt {
-			l = l[:maxCheck+maxPrompt]
-		}
-		line := stripANSI(strings.TrimRight(string(l), "\r"))
+	found := false
+	eachCheckLine(data, func(line string) bool {
 		if strings.TrimSpace(line) == "" {
-			continue
+			return true
 		}
-		_, _, _, ok := hostPrompt(line)
-		return ok
-	}
-	return false
+		_, _, _, found = hostPrompt(line)
+		return false
+	})
+	return found
 }
 
 // promptHost returns the machine a prompt line names ("ana@ws-041:~$ ":

@@ -231,6 +231,24 @@ func fence(l string) bool {
 // IsTranscript reports whether data holds a kubectl command after a shell
 // prompt (or "$ "), as a terminal transcript does.
 func IsTranscript(data []byte) bool {
+	found := false
+	eachCheckLine(data, func(line string) bool {
+		if loc := stampRe.FindStringIndex(line); loc != nil {
+			line = line[loc[1]:]
+		}
+		if _, text, ok := promptCommand(line); ok && isKubectl(text) {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// eachCheckLine calls fn with each line of data, carriage return and
+// colour codes removed and cut to the length a prompt check reads, until
+// fn returns false.
+func eachCheckLine(data []byte, fn func(line string) bool) {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		var l []byte
@@ -242,13 +260,8 @@ func IsTranscript(data []byte) bool {
 		if len(l) > maxCheck+maxPrompt {
 			l = l[:maxCheck+maxPrompt]
 		}
-		line := stripANSI(strings.TrimRight(string(l), "\r"))
-		if loc := stampRe.FindStringIndex(line); loc != nil {
-			line = line[loc[1]:]
-		}
-		if _, text, ok := promptCommand(line); ok && isKubectl(text) {
-			return true
+		if !fn(stripANSI(strings.TrimRight(string(l), "\r"))) {
+			return
 		}
 	}
-	return false
 }
