@@ -91,14 +91,7 @@ const minThrottled = 0.25
 // Metrics below the bar refute it: no finding.
 func detectThrottlingClaim(ev *Gathered, _ []Finding) []Finding {
 	sc := ev.Scope
-	text := sc.Message + " " + sc.Hint + " " + sc.Alert
-	if !throttleAlertRE.MatchString(text) {
-		return nil
-	}
-	subject := sc.Service
-	if m := alertPodRE.FindStringSubmatch(text); m != nil && subject == "" {
-		subject = workloadOfName(m[1])
-	}
+	text, subject := alertClaim(sc, throttleAlertRE)
 	if subject == "" {
 		return nil
 	}
@@ -196,4 +189,20 @@ func cpuLimitOf(k K8sEvidence, workload string) string {
 		}
 	}
 	return ""
+}
+
+// alertClaim returns the question's text (message, hint and alert) and the
+// workload an alert's claim is about when the text makes that claim
+// (claim matches it): the asked service, else the workload of the pod the
+// alert names; subject is "" when there is no such claim or workload.
+func alertClaim(sc Scope, claim *regexp.Regexp) (text, subject string) {
+	text = sc.Message + " " + sc.Hint + " " + sc.Alert
+	if !claim.MatchString(text) {
+		return text, ""
+	}
+	subject = sc.Service
+	if m := alertPodRE.FindStringSubmatch(text); m != nil && subject == "" {
+		subject = workloadOfName(m[1])
+	}
+	return text, subject
 }

@@ -52,14 +52,7 @@ var (
 // memory limit against the container's working set and page cache.
 func detectMemoryClaim(ev *Gathered, _ []Finding) []Finding {
 	sc := ev.Scope
-	text := sc.Message + " " + sc.Hint + " " + sc.Alert
-	if !memoryAlertRE.MatchString(text) {
-		return nil
-	}
-	subject := sc.Service
-	if m := alertPodRE.FindStringSubmatch(text); m != nil && subject == "" {
-		subject = workloadOfName(m[1])
-	}
+	text, subject := alertClaim(sc, memoryAlertRE)
 	if subject == "" {
 		return nil
 	}
