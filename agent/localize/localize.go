@@ -443,7 +443,7 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 		} else {
 			other[k] = max(other[k], m)
 		}
-		if ep.signal == SignalErrors || ep.signal == SignalTraceErr || ep.fromLogs && ep.dir > 0 {
+		if ep.signal == SignalErrors || ep.signal == SignalTraceErr || ep.fromLogs && ep.dir > 0 && ep.errTmpl {
 			errStrength[k] = max(errStrength[k], m)
 		}
 	}

@@ -596,3 +596,38 @@ func TestLogSplitNeedsAReference(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsGiveWayOnlyToErrors: a caller's error spans are explained by a
+// callee that failed with them (its errors, a new error template), not by a
+// callee that merely logs a routine line it had not logged before (a new
+// mix of requests reaching it).
+func TestErrorsGiveWayOnlyToErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		calleeErr bool
+		explained bool
+	}{
+		{"a callee's new routine template leaves the caller's errors standing", false, false},
+		{"a callee's new error template explains the caller's errors", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Rank(Input{Window: win, Entry: "ui", Edges: []Edge{{"ui", "travel"}, {"travel", "seat"}}, Metrics: []Series{
+				entryLatency("ui"),
+				{Service: "travel", Metric: "error spans per request", Signal: SignalTraceErr, Unit: "ratio", Bad: Up, Points: wave(0, 0, from(37, 40, 0.5))},
+			}, Logs: []LogTemplate{
+				{Service: "seat", Template: "INFO seat health", Counts: minutes(map[int]int{35: 5, 36: 5, 37: 5, 38: 5, 39: 5})},
+				{Service: "seat", Template: "INFO train number start with <*>", Error: tc.calleeErr, Counts: minutes(map[int]int{37: 40, 38: 41, 39: 40})},
+			}})
+			for _, c := range res.Candidates {
+				if c.Subject != "travel" {
+					continue
+				}
+				if got := strings.Contains(c.Explanation, "explained by seat"); got != tc.explained {
+					t.Fatalf("travel explained by seat = %v, want %v: %q", got, tc.explained, c.Explanation)
+				}
+				return
+			}
+			t.Fatalf("travel missing: %+v", res.Candidates)
+		})
+	}
+}
