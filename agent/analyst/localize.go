@@ -376,7 +376,7 @@ func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist, join *sp
 				continue
 			}
 			lt := localize.LogTemplate{Service: set.Subject, Template: t.Template, Example: t.Example,
-				Error: analysis.ErrorLike(t.Template) || analysis.ErrorLike(t.Example), Counts: t.PerMinute}
+				Error: templateError(t), Counts: t.PerMinute}
 			text := strings.ToLower(t.Example)
 			for _, n := range names {
 				if n != strings.ToLower(set.Subject) && strings.Contains(text, n) && !strings.Contains(strings.ToLower(set.Subject), n) {
@@ -388,6 +388,14 @@ func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist, join *sp
 		}
 	}
 	return out
+}
+
+// templateError reports whether a mined template reads as an error: its
+// text, or its first or last line. The miner folds a severity that varies
+// into a variable (one message logged at INFO, then at ERROR, is one
+// event), so the first line alone may carry the milder level.
+func templateError(t analysis.LogTemplate) bool {
+	return analysis.ErrorLike(t.Template) || analysis.ErrorLike(t.Example) || analysis.ErrorLike(t.Last)
 }
 
 // localizeTraces builds the service call graph of every bin of the window
