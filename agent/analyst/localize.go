@@ -230,6 +230,16 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: this deviation began at %s, before its current episode (%s): an earlier episode's tail", f.Subject, f.Time.UTC().Format("15:04"), hm(res.SymptomOnset)))
 		}
 	}
+	if !res.EntryMoved && withOnset && examined[strings.ToLower(sc.Service)] {
+		for i := range out[:len(found)] {
+			f := &out[i]
+			if !strings.EqualFold(f.Subject, sc.Service) || f.Kind != KindLatency && f.Kind != KindErrorRate {
+				continue
+			}
+			f.Weight *= 0.5
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: none of its own latency and error series held a deviation beyond its own noise with the symptom (%s)", f.Subject, hm(res.SymptomOnset)))
+		}
+	}
 	if res.EntryMoved {
 		out = append(out, Finding{Kind: KindLatency, Subject: sc.Service, Object: "service " + sc.Service, Namespace: sc.Namespace,
 			Time: res.SymptomOnset, Severity: SevWarning, Weight: 0.8, Source: SrcMetrics,

@@ -378,3 +378,42 @@ func TestLocalizeQuietSubject(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalizeEntryBlip: the asked service's latency percentile jumps for
+// one minute and is back the next (a few slow requests), while another
+// service's latency rises and holds from the same minute. Localization,
+// which judged the asked service's own series against their noise, found
+// no deviation that held there: the latency finding of the asked service
+// weighs half and the service whose own latency changed is named first.
+// A slowdown of the asked service that holds still leads when the other
+// service's rise is small.
+func TestLocalizeEntryBlip(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		entry    func(m int) float64 // frontend's latency p90
+		wantCart bool
+	}{
+		{"one-minute jump of the asked service", func(m int) float64 {
+			if m == 38 {
+				return 2.4
+			}
+			return step(0.2, 0.2)(m)
+		}, true},
+		{"a slowdown of the asked service that holds", step(0.2, 2.4), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+			var om strings.Builder
+			om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
+			omSeries(&om, now, "service_latency_p90_seconds", `service="frontend"`, tc.entry)
+			om.WriteString("# TYPE pod_server_latency_p90_seconds gauge\n")
+			omSeries(&om, now, "pod_server_latency_p90_seconds", `namespace="shop",pod="cart-5c8d7f9b6-p4tz2",service="cart"`, step(0.02, 0.027))
+			res := investigateOM(t, now, om.String())
+			desc := res.RootCause.Description
+			i, j := strings.Index(desc, "cart"), strings.Index(desc, "frontend")
+			if cart := i >= 0 && (j < 0 || i < j); cart != tc.wantCart {
+				t.Fatalf("root cause names cart first: %v, want %v: %q %+v", cart, tc.wantCart, desc, res.Candidates)
+			}
+		})
+	}
+}
