@@ -86,6 +86,7 @@ type dbSignal struct {
 	evidence  []string
 	line      string // the database's own log line, when it has one
 	src       string
+	stated    *sqlState // what a SQL client's output stated, when one did
 }
 
 // detectDBBlocked finds database instances whose sessions wait on locks or
@@ -132,6 +133,33 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 			}
 			sg.src = SrcMetrics
 		}
+	}
+	// What a SQL client run against the database printed (psql in the
+	// replica's pod through kubectl exec, mysql on its host): a replay lag
+	// stated at the time of the capture began that long before it.
+	states := map[string]*sqlState{}
+	for _, st := range sqlStates(ev.Commands) {
+		states[st.instance] = st
+		if st.lag < 2*time.Minute {
+			continue
+		}
+		sg := get(st.instance, "replication")
+		onset := w.End.Add(-st.lag).Truncate(time.Second)
+		if sg.onset.IsZero() || onset.Before(sg.onset) {
+			sg.onset = onset
+		}
+		if sg.src == "" {
+			sg.src = SrcKubernetes
+		}
+		sg.stated = st
+		e := fmt.Sprintf("%s on %s (%s) states %s %s: replay stopped about %s", sqlClientRE.FindStringSubmatch(orWord(st.command, "psql"))[2], st.where, st.source, st.lagCol, fmtLag(st.lag), ts(onset.Truncate(time.Minute)))
+		if st.standby {
+			e += "; it is a standby (pg_is_in_recovery = t)"
+		}
+		if st.stalled != "" {
+			e += "; " + st.stalled
+		}
+		sg.evidence = append(sg.evidence, e)
 	}
 	// A database's own log saying what waits.
 	for i := range ev.Logs {
@@ -197,6 +225,13 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 			f.Evidence = append(f.Evidence, detail)
 			f.Weight = 0.9
 			_ = since
+		} else if st := states[sg.instance]; st != nil && st.holder != "" {
+			// The longest open transaction a session list (pg_stat_activity,
+			// SHOW PROCESSLIST) showed on the instance.
+			f.setFact("blocker", st.holder)
+			f.setFact("blocker_detail", fmt.Sprintf("a transaction of %s open %s on %s (%s)", st.holder, fmtLag(st.holderAge), st.where, quote(st.holderDetail, 160)))
+			f.Evidence = append(f.Evidence, "the session list on "+st.where+" shows "+f.fact("blocker_detail"))
+			f.Weight = 0.9
 		} else if who, host, line, at := holderInLogs(ev.Logs, sg, w); who != "" {
 			f.setFact("blocker", who)
 			f.setFact("blocker_host", host)
@@ -212,7 +247,7 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 			}
 			f.Related = append(f.Related, blockerName(who))
 		}
-		if c := changeOfDatabase(ev.Changes, sg.instance, sg.onset); c != nil {
+		if c := changeOfDatabase(append(slices.Clone(ev.Earlier), ev.Changes...), sg.instance, sg.onset); c != nil {
 			f.setFact("db_change", fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
 			f.Evidence = append(f.Evidence, f.fact("db_change"))
 		}
@@ -220,6 +255,24 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 			if !slices.Contains(f.Related, v) {
 				f.Related = append(f.Related, v)
 			}
+		}
+		if st := sg.stated; st != nil {
+			f.setFact("lag_stated", fmtLag(st.lag))
+			for _, x := range st.settings {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s runs with %s: a query on the standby may hold back replay without limit", st.where, x))
+			}
+			if len(st.settings) > 0 {
+				f.setFact("standby_setting", st.settings[0])
+			}
+		}
+		// Clients that read from it see what it holds back (stale reads
+		// from a lagging replica) without an error of their own.
+		for _, c := range clientsOfDatabase(ev, sg.instance) {
+			if c.name == blockerName(f.fact("blocker")) || slices.Contains(f.Related, c.name) {
+				continue
+			}
+			f.Related = append(f.Related, c.name)
+			f.Evidence = append(f.Evidence, c.why)
 		}
 		f.setFact("db_instance", sg.instance)
 		f.setFact("affected", strings.Join(f.Related, ","))
@@ -229,7 +282,7 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 			f.Weight = 0.6
 		}
 		if sg.condition == "replication" {
-			f.Summary = fmt.Sprintf("replication on %s stalls (replay lag %s)", sg.instance, orWord(f.fact("peak"), "growing"))
+			f.Summary = fmt.Sprintf("replication on %s stalls (replay lag %s)", sg.instance, orWord(f.fact("peak"), orWord(f.fact("lag_stated"), "growing")))
 		} else {
 			f.Summary = fmt.Sprintf("sessions on %s wait for row locks held by a long transaction (%s waiting)", sg.instance, orWord(f.fact("peak"), "many"))
 		}
@@ -507,6 +560,8 @@ func describeDBBlocked(h *Hypothesis, sc Scope) string {
 		d = fmt.Sprintf("replication lag on %s: the replica's WAL replay is stalled (lagging behind the primary", inst)
 		if p := h.fact("peak"); p != "" {
 			d += fmt.Sprintf(", replication lag from %s to %s", h.fact("before"), p)
+		} else if l := h.fact("lag_stated"); l != "" {
+			d += fmt.Sprintf(" by %s when it was read", l)
 		}
 		d += "), so reads from it return stale data"
 		if h.fact("blocker") == "" && h.fact("line") == "" {
@@ -543,6 +598,8 @@ func describeDBBlocked(h *Hypothesis, sc Scope) string {
 	}
 	if c := h.fact("db_change"); c != "" {
 		d += "; made possible by the " + c
+	} else if x := h.fact("standby_setting"); x != "" {
+		d += "; made possible by " + x + " on the standby"
 	}
 	var victims []string
 	for _, f := range h.Primary {
@@ -553,7 +610,11 @@ func describeDBBlocked(h *Hypothesis, sc Scope) string {
 		}
 	}
 	if len(victims) > 0 {
-		d += fmt.Sprintf("; the callers wait with it: %s", strings.Join(victims, ", "))
+		if h.fact("condition") == "replication" {
+			d += fmt.Sprintf("; its readers get stale data or wait with it: %s", strings.Join(victims, ", "))
+		} else {
+			d += fmt.Sprintf("; the callers wait with it: %s", strings.Join(victims, ", "))
+		}
 	}
 	return d
 }
@@ -565,4 +626,74 @@ func firstOf(ts ...time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// fmtLag prints a stated lag or age to the second ("37m49s").
+func fmtLag(d time.Duration) string {
+	return d.Truncate(time.Second).String()
+}
+
+// dbClient is a workload that calls a database, and what says so.
+type dbClient struct{ name, why string }
+
+// clientsOfDatabase finds the workloads that call a database instance:
+// those whose changes (of the window or the month before) name it or a
+// Service selecting its pods ("reads served from profiles-db-ro"), or
+// whose containers' environment does.
+func clientsOfDatabase(ev *Gathered, inst string) []dbClient {
+	names := []string{inst}
+	for _, s := range ev.K8s.Services {
+		for _, v := range s.Service.Spec.Selector {
+			if strings.EqualFold(v, inst) && !slices.Contains(names, s.Service.Name) {
+				names = append(names, s.Service.Name)
+			}
+		}
+	}
+	mentions := func(text string) string {
+		low := strings.ToLower(text)
+		for _, n := range names {
+			if i := strings.Index(low, n); i >= 0 && wordEdge(low, i-1) && wordEdge(low, i+len(n)) {
+				return n
+			}
+		}
+		return ""
+	}
+	var out []dbClient
+	seen := map[string]bool{inst: true}
+	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
+		svc := strings.ToLower(c.Service)
+		if svc == "" || seen[svc] || slices.Contains(names, svc) {
+			continue
+		}
+		if n := mentions(c.Description); n != "" {
+			seen[svc] = true
+			out = append(out, dbClient{svc, fmt.Sprintf("%s calls %s: %s change of %s at %s: %q", svc, n, c.Kind, c.Service, ts(c.Timestamp), c.Description)})
+		}
+	}
+	for i := range ev.K8s.Pods {
+		p := &ev.K8s.Pods[i]
+		wl := WorkloadOfPod(p)
+		if seen[wl] {
+			continue
+		}
+		for _, ct := range p.Spec.Containers {
+			for _, e := range ct.Env {
+				if n := mentions(e.Value); n != "" && !seen[wl] {
+					seen[wl] = true
+					out = append(out, dbClient{wl, fmt.Sprintf("%s calls %s (%s=%s)", wl, n, e.Name, e.Value)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// wordEdge reports whether position i of s is outside a name: the start
+// or end of s, or a character that cannot continue a host name.
+func wordEdge(s string, i int) bool {
+	if i < 0 || i >= len(s) {
+		return true
+	}
+	c := s[i]
+	return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_')
 }

@@ -146,3 +146,68 @@ func TestClassifyBlockingMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestDBBlockedStatedBySQLClient: with no lag series, psql run in the
+// replica's pod (kubectl exec in a transcript) states the replay lag, the
+// session holding replay back and a setting that lets it; the replica's
+// own log line, said once, is then its line; a client whose change of the
+// month before moved its reads to the replica's Service reads stale data
+// from it. Without the client's output there is nothing to find.
+func TestDBBlockedStatedBySQLClient(t *testing.T) {
+	w := testWindow()
+	exec := func(run, out string) evidence.CommandOutput {
+		return evidence.CommandOutput{Command: "kubectl exec -it profiles-db-1 -n profiles -- bash", Exec: true, Namespace: "profiles", Pod: "profiles-db-1",
+			Run: run, ExitCode: -1, Lines: strings.Split(out, "\n"), Source: "dba-session.txt:667"}
+	}
+	cmds := []evidence.CommandOutput{
+		exec(`psql -U postgres -d profiles -c "select pg_is_in_recovery(), now() - pg_last_xact_replay_timestamp() as replay_lag;"`,
+			` pg_is_in_recovery |   replay_lag    
+-------------------+-----------------
+ t                 | 00:37:49.118204
+(1 row)
+`),
+		exec(`psql -U postgres -d profiles -c "select pid, usename, application_name, now() - xact_start as xact_age from pg_stat_activity where state <> 'idle';"`,
+			`  pid  |  usename  |   application_name   |    xact_age     
+-------+-----------+----------------------+-----------------
+ 48211 | reporting | growth-weekly-report | 00:39:52.603117
+ 50377 | postgres  | psql                 | 00:00:00.000412
+(2 rows)
+`),
+		exec(`psql -U postgres -c "show max_standby_streaming_delay;"`, ` max_standby_streaming_delay 
+-----------------------------
+ -1
+(1 row)
+`),
+	}
+	stallAt := w.End.Add(-(37*time.Minute + 49*time.Second))
+	dbLog := LogSet{Source: "profiles-db-1", Subject: "profiles-db", Namespace: "profiles", Origin: SrcLogs, Templates: []analysis.LogTemplate{
+		tmpl("2026-05-01 11:22:12.902 UTC [61] LOG:  recovery still waiting after 1000.214 ms: recovery conflict on snapshot", 1, stallAt.Add(time.Second), stallAt.Add(time.Second)),
+	}}
+	svc := ServiceState{}
+	svc.Service.Name, svc.Service.Namespace = "profiles-db-ro", "profiles"
+	svc.Service.Spec.Selector = map[string]string{"app": "profiles-db", "role": "replica"}
+	ev := &Gathered{Commands: cmds, Logs: []LogSet{dbLog}, Window: w, K8s: K8sEvidence{Services: []ServiceState{svc}},
+		Earlier: []evidence.Change{{Timestamp: w.BaselineStart.Add(-6 * 24 * time.Hour), Service: "profile-api", Kind: "deploy", Description: "profile-api 2.9.0: reads served from profiles-db-ro"}}}
+	fs := detectDBBlocked(ev, nil)
+	if len(fs) != 1 {
+		t.Fatalf("%d findings, want 1: %+v", len(fs), fs)
+	}
+	f := fs[0]
+	if f.Subject != "profiles-db" || f.fact("condition") != "replication" || f.fact("blocker") != "growth-weekly-report" || f.Time.Sub(stallAt).Abs() > time.Second {
+		t.Errorf("finding on %s (%s) blocked by %q since %s, want profiles-db replication behind growth-weekly-report since %s", f.Subject, f.fact("condition"), f.fact("blocker"), f.Time, stallAt)
+	}
+	if !containsStr(f.Related, "profile-api") || !strings.Contains(f.fact("line"), "recovery conflict") {
+		t.Errorf("related %v, line %q", f.Related, f.fact("line"))
+	}
+	h := &Hypothesis{Kind: KindDBBlocked, Subject: f.Subject, Primary: []*Finding{&f}, Onset: f.Time}
+	d := dbBlocked.describe(h, Scope{})
+	for _, x := range []string{"replication lag on profiles-db", "37m49s", "growth-weekly-report", "max_standby_streaming_delay = -1", "stale data or wait with it: profile-api"} {
+		if !strings.Contains(d, x) {
+			t.Errorf("description %q does not say %q", d, x)
+		}
+	}
+	ev.Commands = nil
+	if fs := detectDBBlocked(ev, nil); len(fs) != 0 {
+		t.Errorf("without the psql output: %+v", fs)
+	}
+}

@@ -43,6 +43,7 @@ type gatherer struct {
 	logSets    []LogSet
 	metricSets []MetricSet
 	changes    []evidence.Change
+	earlier    []evidence.Change // changes of the month before the window
 	commands   []evidence.CommandOutput
 	done       map[string]bool // domain → gathered
 
@@ -392,6 +393,14 @@ func (g *gatherer) podsForLogs() []*corev1.Pod {
 	}
 	var cs []cand
 	seenWorkload := map[string]bool{}
+	// Pods someone ran commands in (kubectl exec in a transcript) are
+	// where they looked.
+	execIn := map[string]bool{}
+	for _, c := range g.commands {
+		if c.Exec && c.Pod != "" {
+			execIn[c.Namespace+"/"+c.Pod] = true
+		}
+	}
 	for i := range g.k8s.Pods {
 		p := &g.k8s.Pods[i]
 		if p.Status.Phase == corev1.PodPending && p.Status.StartTime == nil {
@@ -399,6 +408,9 @@ func (g *gatherer) podsForLogs() []*corev1.Pod {
 		}
 		wl := WorkloadOfPod(p)
 		s := 0
+		if execIn[p.Namespace+"/"+p.Name] || execIn["/"+p.Name] {
+			s += 3
+		}
 		for _, c := range p.Status.ContainerStatuses {
 			if c.RestartCount > 0 {
 				s += 3
@@ -416,7 +428,7 @@ func (g *gatherer) podsForLogs() []*corev1.Pod {
 		if !seenWorkload[wl] {
 			s += 2
 			seenWorkload[wl] = true
-		} else if s == 0 {
+		} else if s == 0 && !statefulMember(p) {
 			continue
 		}
 		cs = append(cs, cand{p, s})
@@ -430,6 +442,17 @@ func (g *gatherer) podsForLogs() []*corev1.Pod {
 		out = append(out, c.p)
 	}
 	return out
+}
+
+// statefulMember reports whether a pod is a member of a StatefulSet (its
+// owner, or an ordinal name when the owner is unknown): members are not
+// interchangeable (a primary and its replica, brokers with their own
+// partitions), so each one's log is read, not one per workload.
+func statefulMember(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		return o.Kind == "StatefulSet"
+	}
+	return podOrdinalRE.MatchString(p.Name) && workloadOfName(p.Name) != p.Name
 }
 
 func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
@@ -626,8 +649,24 @@ func (g *gatherer) gatherChanges(ctx context.Context, sp specialist) error {
 		return errors.New("no changes")
 	}
 	g.changes, _ = as[[]evidence.Change](out)
+	// The month before: not triggers of what happens now, but how things
+	// are wired and set (a client moved its reads to a replica, a
+	// database's setting relaxed weeks ago).
+	from := g.sc.Window.BaselineStart.Add(-earlierChanges)
+	if out, ok := g.call(ctx, sp, "list_changes", map[string]any{"since": from.Format(time.RFC3339), "until": since}); ok {
+		older, _ := as[[]evidence.Change](out)
+		for _, c := range older {
+			if c.Timestamp.Before(g.sc.Window.BaselineStart) {
+				g.earlier = append(g.earlier, c)
+			}
+		}
+	}
 	return nil
 }
+
+// earlierChanges is how far before the window changes are read as the
+// state of configuration (Gathered.Earlier).
+const earlierChanges = 30 * 24 * time.Hour
 
 func (g *gatherer) gatherHostLogs(ctx context.Context, sp specialist) error {
 	var sources []string
@@ -1026,7 +1065,7 @@ func (g *gatherer) detect() []Finding {
 
 // gathered is the evidence as mechanisms see it.
 func (g *gatherer) gathered() *Gathered {
-	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Commands: g.commands, Window: g.sc.Window, Scope: g.sc}
+	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: g.commands, Window: g.sc.Window, Scope: g.sc}
 }
 
 // attachHosts names a dependency after the host whose own log shows it

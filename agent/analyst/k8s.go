@@ -705,6 +705,14 @@ func podHealthy(p *corev1.Pod) bool {
 	return true
 }
 
+// podStateUnknown reports whether nothing of a pod's state was handed
+// over: a pod a transcript names only in kubectl logs or exec lines has a
+// name and no phase, conditions or container statuses. Its readiness is
+// unknown, not false.
+func podStateUnknown(p *corev1.Pod) bool {
+	return p.Status.Phase == "" && len(p.Status.Conditions) == 0 && len(p.Status.ContainerStatuses) == 0 && len(p.Status.InitContainerStatuses) == 0
+}
+
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {

@@ -116,6 +116,10 @@ type Gathered struct {
 	Logs    []LogSet
 	Metrics []MetricSet
 	Changes []evidence.Change
+	// Earlier are the changes of the month before the window: never
+	// triggers, but what they say of how things are wired and set (a
+	// client's reads moved to a replica, a database setting relaxed).
+	Earlier []evidence.Change
 	// Commands are the outputs of commands handed over in terminal
 	// transcripts that are not read into objects (kubectl drain, exec
 	// output, auth can-i, gets of kinds not read): read as they are by the
