@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"maps"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -228,8 +227,9 @@ type Miner struct {
 
 	forms     map[string]int // masked line -> index in units (batch mode)
 	formToks  [][]string
-	toks      []string // Add's scratch tokens
-	key       []byte   // Add's scratch form key
+	toks      []string // the last line's tokens (a form's, or scratch)
+	scratch   []string // Add's scratch tokens (after the fallback)
+	key       lineKey  // Add's scratch form key
 	drain     *Drain   // set once the miner fell back to online Drain
 	units     []*minerUnit
 	baseLines int
@@ -258,7 +258,8 @@ func NewMiner(baselineStart, incidentStart, incidentEnd time.Time) *Miner {
 func (m *Miner) Lines() (baseline, incident int) { return m.baseLines, m.incLines }
 
 // Tokens returns the masked tokens of the last line Add mined (true was
-// returned), valid until the next Add: a caller that needs the same line's
+// returned), valid until the next Add and not to be modified (a known
+// form's tokens are its stored ones): a caller that needs the same line's
 // tokens does not tokenise it twice.
 func (m *Miner) Tokens() []string { return m.toks }
 
@@ -268,34 +269,33 @@ func (m *Miner) Add(t time.Time, source, text string) bool {
 	if !inBase && !inInc {
 		return false
 	}
-	// Most lines repeat a form already seen: tokens and key are built in
-	// scratch space and copied only for a new form.
-	m.toks = appendTokens(m.toks, text)
-	toks := m.toks
-	if len(toks) == 0 {
+	// Most lines repeat a form already seen: the key is built in scratch
+	// space and the tokens made strings only for a new form.
+	m.key.read(text)
+	if len(m.key.ends) == 0 {
+		m.toks = m.toks[:0]
 		return false
 	}
 	var u *minerUnit
 	if m.drain == nil {
-		m.key = m.key[:0]
-		for i, t := range toks {
-			if i > 0 {
-				m.key = append(m.key, 0)
-			}
-			m.key = append(m.key, t...)
-		}
-		if i, ok := m.forms[string(m.key)]; ok {
+		if i, ok := m.forms[string(m.key.key)]; ok {
 			u = m.units[i]
+			m.toks = m.formToks[i]
 		} else if m.MaxForms <= 0 || len(m.units) < m.MaxForms {
-			m.forms[string(m.key)] = len(m.units)
-			m.formToks = append(m.formToks, slices.Clone(toks))
+			// The key is the tokens joined by 0 bytes: one string holds both.
+			key := string(m.key.key)
+			m.toks = m.key.tokensOf(key, make([]string, 0, len(m.key.ends)))
+			m.forms[key] = len(m.units)
+			m.formToks = append(m.formToks, m.toks)
 			u = m.newUnit(text, source)
 		} else {
 			m.fallBack()
 		}
 	}
 	if m.drain != nil {
-		c := m.drain.AddTokens(toks)
+		m.scratch = m.key.tokens(m.scratch)
+		m.toks = m.scratch
+		c := m.drain.AddTokens(m.toks)
 		if c == nil {
 			return false
 		}

@@ -203,6 +203,11 @@ func TestTokensMaskDatesAndJoinedNumbers(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"connection from 1.2.3.4 () at Fri Jun 17 20:55:07 2005", "connection from <IP> () at <TS> <TS> <NUM> <TS> <NUM>"},
 		{"may I come in", "may I come in"}, // a month name alone is a word
+		{"on Jun, 17 at 10", "on <TS> <NUM> at <NUM>"},
+		{"Sun. Mar. 3 2024", "<TS> <TS> <NUM> <NUM>"},
+		{"released 3, March 2024", "released <NUM>, <TS> <NUM>"},
+		{"JAN 5 12:00:01 host", "<TS> <NUM> <TS> host"},
+		{"took 5 ms Dec 3", "took <NUM> ms <TS> <NUM>"},
 		{"steps=15140##7014##5483", "steps=<NUM>##<NUM>##<NUM>"},
 		{"size = 4,totalTime = 12", "size = <NUM>,totalTime = <NUM>"},
 	} {

@@ -7,6 +7,7 @@
 package analysis
 
 import (
+	"bytes"
 	"strings"
 )
 
@@ -27,19 +28,30 @@ const (
 // only by such values share a template. Quoted values spanning spaces become
 // one token.
 func Tokens(line string) []string {
-	return appendTokens(make([]string, 0, 16), line)
+	k := lineKey{key: make([]byte, 0, len(line)+16), ends: make([]int, 0, 16)}
+	k.read(line)
+	return k.tokens(make([]string, 0, len(k.ends)))
 }
 
-// appendTokens is Tokens appending to out[:0], so that a caller tokenising
-// line after line reuses one slice. The tokens are substrings of line or
-// new strings; out's earlier contents are overwritten.
-func appendTokens(out []string, line string) []string {
-	out = out[:0]
+// lineKey is a line's masked tokens written one after another into key,
+// separated by 0 bytes (the Miner's key of a distinct masked line), with
+// the end of each in ends. A caller that tokenises line after line reuses
+// one lineKey: a line costs no allocation until its tokens are needed as
+// strings.
+type lineKey struct {
+	key   []byte
+	ends  []int
+	month bool // a token of letters begins as a month name does
+}
+
+// read sets k to the masked tokens of line.
+func (k *lineKey) read(line string) {
+	k.key, k.ends, k.month = k.key[:0], k.ends[:0], false
 	i := 0
 	n := len(line)
 	request := false // the token before was a quoted HTTP request line
 	for i < n {
-		for i < n && isSpace(line[i]) {
+		for i < n && byteClass[line[i]]&cSpace != 0 {
 			i++
 		}
 		if i >= n {
@@ -50,43 +62,131 @@ func appendTokens(out []string, line string) []string {
 			if j := strings.IndexByte(line[i+1:], q); j >= 0 {
 				quoted := line[i+1 : i+1+j]
 				request = strings.Contains(quoted, " HTTP/")
+				k.next()
 				if m, _, ok := strings.Cut(quoted, " "); request && ok && isMethod(m) {
 					// An HTTP request line: its method tells lines apart.
-					out = append(out, string(q)+m+" "+maskQuot+string(q))
+					k.key = append(append(append(append(append(k.key, q), m...), ' '), maskQuot...), q)
 				} else {
-					out = append(out, maskQuot)
+					k.key = append(k.key, maskQuot...)
 				}
+				k.ends = append(k.ends, len(k.key))
 				i += j + 2
 				continue
 			}
 		}
-		j := i
-		for j < n && !isSpace(line[j]) {
+		// The token's end, and the classes of its bytes.
+		j, cls := i, uint8(0)
+		for j < n {
+			c := byteClass[line[j]]
+			if c&cSpace != 0 {
+				break
+			}
+			cls |= c
 			j++
 		}
 		// The status code after an access log's request line ("GET /x
 		// HTTP/1.1" 429) tells lines apart: a 429 or 503 is not a 200.
 		tok := line[i:j]
-		switch m := MaskToken(tok); {
+		last := len(k.ends) - 1
+		switch {
 		case request && isStatusCode(tok):
-			out = append(out, tok)
-		case len(out) > 0 && strings.HasSuffix(out[len(out)-1], maskNum) && isUnit(tok):
-			// A quantity and its unit are one value ("1.5 KB", "<1 sec").
-			out[len(out)-1] += " " + tok
-		case len(out) > 0 && strings.HasPrefix(tok, "(") && strings.HasSuffix(m, maskNum) && j < n && parenUnit(line[j:]):
-			// A restated quantity in parentheses ("1344 bytes (1.31 KB)")
-			// joins the value before it.
-			k := j + 1 + strings.IndexByte(line[j+1:], ')')
-			out[len(out)-1] += " " + m + line[j:k+1]
-			j = k + 1
+			k.next()
+			k.key = append(k.key, tok...)
+		case last >= 0 && bytes.HasSuffix(k.key, []byte(maskNum)) && isUnit(tok):
+			// A quantity and its unit are one value ("1.5 KB", "<1 sec"):
+			// the token before is the key's last.
+			k.key = append(append(k.key, ' '), tok...)
+			k.ends = k.ends[:last]
 		default:
-			out = append(out, m)
+			k.next()
+			start := len(k.key)
+			changed := false
+			if cls&cDigit != 0 { // every masked kind holds a digit
+				k.key, changed = appendMaskToken(k.key, tok)
+			}
+			if !changed {
+				k.key = append(k.key, tok...)
+				if cls&^(cLetter|cPunct) == 0 && monthPrefix(tok) && wordIn(monthNames, tok) {
+					k.month = true // maybe a date in words
+				}
+			}
+			if last >= 0 && strings.HasPrefix(tok, "(") && bytes.HasSuffix(k.key[start:], []byte(maskNum)) && j < n && parenUnit(line[j:]) {
+				// A restated quantity in parentheses ("1344 bytes (1.31
+				// KB)") joins the value before it.
+				c := j + 1 + strings.IndexByte(line[j+1:], ')')
+				k.key[start-1] = ' ' // the separator
+				k.key = append(k.key, line[j:c+1]...)
+				k.ends = k.ends[:last]
+				j = c + 1
+			}
 		}
+		k.ends = append(k.ends, len(k.key))
 		request = false
 		i = j
 	}
-	maskDates(out)
+	if k.month {
+		k.maskDates()
+	}
+}
+
+// next starts a token: a separator after the one before.
+func (k *lineKey) next() {
+	if len(k.ends) > 0 {
+		k.key = append(k.key, 0)
+	}
+}
+
+// token returns the bytes of token i.
+func (k *lineKey) token(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = k.ends[i-1] + 1
+	}
+	return k.key[start:k.ends[i]]
+}
+
+// tokens appends the tokens to out[:0] as strings (substrings of one new
+// string).
+func (k *lineKey) tokens(out []string) []string {
+	if len(k.ends) == 0 {
+		return out[:0]
+	}
+	return k.tokensOf(string(k.key), out)
+}
+
+// tokensOf appends the tokens to out[:0] as substrings of s, the key as a
+// string.
+func (k *lineKey) tokensOf(s string, out []string) []string {
+	out = out[:0]
+	start := 0
+	for _, end := range k.ends {
+		out = append(out, s[start:end])
+		start = end + 1
+	}
 	return out
+}
+
+// maskDates masks dates written in words (see maskDates), rewriting the
+// key only for a line with a month name in it.
+func (k *lineKey) maskDates() {
+	month := false
+	for i := range k.ends {
+		if t := k.token(i); monthPrefix(string(t)) && wordIn(monthNames, string(t)) {
+			month = true
+			break
+		}
+	}
+	if !month {
+		return
+	}
+	toks := k.tokens(nil)
+	maskDates(toks)
+	k.key, k.ends = k.key[:0], k.ends[:0]
+	for _, t := range toks {
+		k.next()
+		k.key = append(k.key, t...)
+		k.ends = append(k.ends, len(k.key))
+	}
 }
 
 var (
@@ -121,11 +221,14 @@ func maskDates(toks []string) {
 // two letters, in any case): a cheap test before the set lookup, which
 // most words fail.
 func monthPrefix(t string) bool {
-	if len(t) < 3 {
-		return false
-	}
-	switch string([]byte{t[0] | 0x20, t[1] | 0x20}) {
-	case "ja", "fe", "ma", "ap", "ju", "au", "se", "oc", "no", "de":
+	return len(t) >= 3 && monthPrefix2(t[0], t[1])
+}
+
+// monthPrefix2 reports whether a word's first two letters are a month
+// name's, in any case.
+func monthPrefix2(a, b byte) bool {
+	switch uint16(a|0x20)<<8 | uint16(b|0x20) {
+	case 'j'<<8 | 'a', 'f'<<8 | 'e', 'm'<<8 | 'a', 'a'<<8 | 'p', 'j'<<8 | 'u', 'a'<<8 | 'u', 's'<<8 | 'e', 'o'<<8 | 'c', 'n'<<8 | 'o', 'd'<<8 | 'e':
 		return true
 	}
 	return false
@@ -220,26 +323,66 @@ func hasDigit(s string) bool {
 	return false
 }
 
-func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
+func isSpace(c byte) bool { return byteClass[c]&cSpace != 0 }
+
+// Classes of bytes (byteClass), for scanning a token once.
+const (
+	cSpace  = 1 << iota // ' ', '\t', '\n', '\r': tokens end
+	cDigit              // '0' – '9'
+	cHex                // 'a' – 'f', 'A' – 'F'
+	cAlpha              // the other ASCII letters
+	cPunct              // isPunct's
+	cLetter = cHex | cAlpha
+)
+
+var byteClass = func() (t [256]uint8) {
+	for _, c := range " \t\n\r" {
+		t[c] = cSpace
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = cDigit
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = cAlpha, cAlpha
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c], t[c-'a'+'A'] = cHex, cHex
+	}
+	for _, c := range "()[]{}<>,;\"'`.!?" {
+		t[c] = cPunct
+	}
+	return t
+}()
 
 // MaskToken masks one whitespace-free token. Leading and trailing punctuation
 // is kept (so "(10.0.0.1:5432)," becomes "(<IP>),"); key=value tokens keep
 // the key.
 func MaskToken(tok string) string {
+	b, changed := appendMaskToken(nil, tok)
+	if !changed {
+		return tok
+	}
+	return string(b)
+}
+
+// appendMaskToken appends the masked token to dst when masking changes
+// it (changed true); otherwise it returns dst as it was.
+func appendMaskToken(dst []byte, tok string) ([]byte, bool) {
 	if tok == "" || !hasDigit(tok) {
-		return tok // every masked kind holds a digit
+		return dst, false // every masked kind holds a digit
 	}
 	// key=value and key:value with a variable value keep their key.
 	if k := strings.IndexByte(tok, '='); k > 0 && k < len(tok)-1 {
 		// An HTTP status (status=429) is what a line is about.
 		if isStatusCode(trimQuotes(tok[k+1:], true)) && statusKeys[strings.ToLower(trimQuotes(tok[:k], false))] {
-			return tok
+			return dst, false
 		}
-		v := MaskToken(tok[k+1:])
-		if v == tok[k+1:] {
-			return tok
+		n := len(dst)
+		out, changed := appendMaskToken(append(dst, tok[:k+1]...), tok[k+1:])
+		if !changed {
+			return out[:n], false
 		}
-		return tok[:k+1] + v
+		return out, true
 	}
 	start, end := 0, len(tok)
 	for start < end && isPunct(tok[start]) {
@@ -250,13 +393,16 @@ func MaskToken(tok string) string {
 	}
 	core := tok[start:end]
 	if core == "" {
-		return tok
+		return dst, false
 	}
-	m := maskCore(core)
-	if m == core {
-		return tok
+	n := len(dst)
+	out := append(dst, tok[:start]...)
+	m := len(out)
+	out = appendMaskCore(out, core)
+	if string(out[m:]) == core {
+		return out[:n], false
 	}
-	return tok[:start] + m + tok[end:]
+	return append(out, tok[end:]...), true
 }
 
 // trimQuotes is strings.Trim(s, `"'`), or strings.Trim(s, `"',`) with
@@ -272,82 +418,118 @@ func trimQuotes(s string, comma bool) string {
 	return s
 }
 
-func isPunct(c byte) bool {
-	switch c {
-	case '(', ')', '[', ']', '{', '}', '<', '>', ',', ';', '"', '\'', '`', '.', '!', '?':
-		return true
-	}
-	return false
-}
+func isPunct(c byte) bool { return byteClass[c]&cPunct != 0 }
 
-// maskCore classifies a token without surrounding punctuation.
-func maskCore(s string) string {
+// appendMaskCore classifies a token without surrounding punctuation: it
+// appends the masked form of s (s itself when nothing in
+// it is masked) to dst.
+func appendMaskCore(dst []byte, s string) []byte {
 	if len(s) != 36 && !hasDigit(s) && strings.IndexByte(s, ':') < 0 {
 		// Every kind below needs a digit, except a UUID (36 long) and an
 		// IPv6 address (with a ':') written in hex letters only.
-		return s
+		return append(dst, s...)
 	}
 	if allDigits(s) {
 		// What the cases below make of a plain integer: a long one reads
 		// as hex (an id), the others as a number.
 		if len(s) >= 12 {
-			return maskHex
+			return append(dst, maskHex...)
 		}
-		return maskNum
+		return append(dst, maskNum...)
 	}
 	switch {
 	case isUUID(s):
-		return maskUUID
+		return append(dst, maskUUID...)
 	case isIP(s):
-		return maskIP
+		return append(dst, maskIP...)
 	case isHex(s):
-		return maskHex
+		return append(dst, maskHex...)
 	case isNumberish(s):
-		return maskNum
+		return append(dst, maskNum...)
 	case isTimeish(s):
-		return maskTime
+		return append(dst, maskTime...)
 	}
 	// host:port and path/segments with variable parts.
 	if k := strings.LastIndexByte(s, ':'); k > 0 && k < len(s)-1 && allDigits(s[k+1:]) {
 		host := s[:k]
 		if isIP(host) {
-			return maskIP
+			return append(dst, maskIP...)
 		}
-		return host + ":" + maskNum
+		return append(append(dst, s[:k+1]...), maskNum...)
 	}
 	// Identifiers with numeric parts (blk_-1608999687919862906,
 	// job_1445144423722_0020, core.4721): the numbers go, the words stay.
-	if m, ok := maskNumericParts(s); ok {
-		return m
+	if out, ok := appendNumericParts(dst, s); ok {
+		return out
 	}
 	if strings.IndexByte(s, '/') >= 0 && hasDigit(s) {
-		// Each segment masked on its own; a copy only once one changes.
-		var b []byte
+		// Each segment masked on its own.
 		start := 0
 		for i := 0; i <= len(s); i++ {
 			if i < len(s) && s[i] != '/' {
 				continue
 			}
 			if p := s[start:i]; p != "" {
-				if m := maskCore(p); m != p {
-					if b == nil {
-						b = append(make([]byte, 0, len(s)+8), s[:start]...)
-					}
-					b = append(b, m...)
-				} else if b != nil {
-					b = append(b, p...)
-				}
+				dst = appendMaskCore(dst, p)
 			}
-			if b != nil && i < len(s) {
-				b = append(b, '/')
+			if i < len(s) {
+				dst = append(dst, '/')
 			}
 			start = i + 1
 		}
-		if b != nil {
-			return string(b)
+		return dst
+	}
+	return append(dst, s...)
+}
+
+// appendNumericParts appends the masked form of s by maskNumericParts when
+// one of its parts is masked (ok), without building a string when no
+// sign is in the way.
+func appendNumericParts(dst []byte, s string) ([]byte, bool) {
+	sep, signed := false, false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '-':
+			signed = signed || i > 0 && (s[i-1] == '_' || s[i-1] == '.')
+			sep = true
+		case '_', '.', '#', ',':
+			sep = true
+		case '/':
+			return dst, false
 		}
 	}
-	return s
+	if !sep {
+		return dst, false
+	}
+	if signed {
+		m, ok := maskNumericParts(s)
+		if !ok {
+			return dst, false
+		}
+		return append(dst, m...), true
+	}
+	n := len(dst)
+	changed := false
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] != '_' && s[i] != '.' && s[i] != '-' && s[i] != '#' && s[i] != ',' {
+			continue
+		}
+		if part := s[start:i]; allDigits(part) {
+			dst = append(dst, maskNum...)
+			changed = true
+		} else {
+			dst = append(dst, part...)
+		}
+		if i < len(s) {
+			dst = append(dst, s[i])
+		}
+		start = i + 1
+	}
+	if !changed {
+		return dst[:n], false
+	}
+	return dst, true
 }
 
 // maskNumericParts masks the all-digit parts of a token joined by '_',
@@ -414,9 +596,7 @@ func allDigits(s string) bool {
 	return true
 }
 
-func isHexDigit(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
+func isHexDigit(c byte) bool { return byteClass[c]&(cDigit|cHex) != 0 }
 
 // isHex: 0x literals, or runs of at least 6 hex digits holding a digit and
 // a letter (commit SHAs, trace IDs, pod template hashes are shorter and left

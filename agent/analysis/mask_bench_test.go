@@ -12,6 +12,39 @@ import (
 //
 //	go test ./agent/analysis -run '^$' -bench Tokens -count 3
 func BenchmarkTokens(b *testing.B) {
+	lines := benchLines()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for _, l := range lines {
+			n += len(Tokens(l))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
+}
+
+// BenchmarkMinerAdd counts the same lines, timestamped over a 40-minute
+// window, with a Miner: the per-line cost of template mining (tokens,
+// form lookup, counts).
+//
+//	go test ./agent/analysis -run '^$' -bench MinerAdd -count 3
+func BenchmarkMinerAdd(b *testing.B) {
+	lines := benchLines()
+	t0 := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+	m := NewMiner(t0, t0.Add(30*time.Minute), t0.Add(40*time.Minute))
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, l := range lines {
+			m.Add(t0.Add(time.Duration(i)*400*time.Millisecond), "svc", l)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
+}
+
+// benchLines are lines of a service's log in the shapes of the
+// localization benchmark's logs, with the timestamp they begin with.
+func benchLines() []string {
+	t0 := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
 	lines := make([]string, 6000)
 	for i := range lines {
 		switch i % 6 {
@@ -28,15 +61,12 @@ func BenchmarkTokens(b *testing.B) {
 		default:
 			lines[i] = fmt.Sprintf("INFO session %x refreshed for client 10.0.%d.%d:%d", i*31337, i%250, i%200, 1024+i%5000)
 		}
-	}
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		for _, l := range lines {
-			n += len(Tokens(l))
+		if i%6 == 0 || i%6 == 2 || i%6 == 4 {
+			lines[i] += fmt.Sprintf(" trace_id=4bf92f3577b34da6a3ce929d0e0e4736 span_id=%016x", i*7)
 		}
+		lines[i] = t0.Add(time.Duration(i)*400*time.Millisecond).Format("2006-01-02T15:04:05.000000Z07:00") + " " + lines[i]
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
+	return lines
 }
 
 // TestMinerAddRepeatedFormAllocatesNothing: a line whose masked form was
