@@ -62,7 +62,9 @@ var dnsFatalRE = regexp.MustCompile(`(?i)\[FATAL\]|\[ERROR\]|loop .*detected|plu
 func DetectDNSServer(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, w Window) []Finding {
 	var dns []*corev1.Pod
 	for i := range pods {
-		if isClusterDNS(&pods[i]) {
+		// A pod seen only by name (in a kubectl logs line) has no known
+		// state: it is neither failing nor healthy.
+		if isClusterDNS(&pods[i]) && !podStateUnknown(&pods[i]) {
 			dns = append(dns, &pods[i])
 		}
 	}

@@ -41,6 +41,11 @@ func TestDNSServer(t *testing.T) {
 			[]string{"the cluster DNS (coredns) is failing", "plugin/loop: Loop"}},
 		{"one of three pods", []corev1.Pod{pod("coredns-5d78c9869d-4xk2p", true), pod("coredns-5d78c9869d-9bq7n", false), pod("coredns-5d78c9869d-zz8wq", false)}, nil},
 		{"healthy", []corev1.Pod{pod("coredns-5d78c9869d-4xk2p", false), pod("coredns-5d78c9869d-9bq7n", false)}, nil},
+		// A pod a transcript shows only in "kubectl logs -n kube-system
+		// coredns-…": its name, no state; unknown, not failing.
+		{"seen only by name", []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "coredns-5d78c9869d-4xk2p", Namespace: "kube-system"}}}, nil},
+		{"seen by name beside a crashing pod", []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "coredns-5d78c9869d-9bq7n", Namespace: "kube-system"}}, pod("coredns-5d78c9869d-4xk2p", true)},
+			[]string{"the cluster DNS (coredns) is failing"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
