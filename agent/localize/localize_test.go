@@ -631,3 +631,26 @@ func TestErrorsGiveWayOnlyToErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRoutineFallExactTail: a routine line that falls to almost nothing
+// while its service logs as much as before is judged by the exact Poisson
+// lower tail of what its share predicts (as an operation's steps are): one
+// line where ~37 were expected is far beyond three deviations even at the
+// half weight of a routine template, where the normal approximation
+// understates it.
+func TestRoutineFallExactTail(t *testing.T) {
+	logs := []LogTemplate{
+		{Service: "route", Template: "INFO query route by ids [<*>]", Counts: minutes(map[int]int{33: 12, 34: 12, 35: 12, 36: 12, 37: 1, 38: 0, 39: 0})},
+		{Service: "route", Template: "INFO query route by id <*>", Counts: minutes(map[int]int{33: 10, 34: 10, 35: 10, 36: 10, 37: 22, 38: 22, 39: 23})},
+	}
+	res := Rank(Input{Window: win, Entry: "ui", Metrics: []Series{entryLatency("ui")}, Logs: logs})
+	for _, c := range res.Candidates {
+		if c.Subject == "route" {
+			if !strings.Contains(c.Explanation, "(fell)") {
+				t.Fatalf("route's candidate is not the fall: %q", c.Explanation)
+			}
+			return
+		}
+	}
+	t.Fatalf("route's stopped line not ranked: %+v", res.Candidates)
+}

@@ -395,6 +395,13 @@ func logSplit(t *LogTemplate, svcBins, tBins map[int]int, split int, g *grid) *e
 		expected = float64(refCount) / float64(refN) * float64(incN)
 	}
 	z := (float64(incCount) - expected) / math.Sqrt(expected+1)
+	// A fall is judged by the exact Poisson lower tail, as an operation's
+	// steps are: a line that all but stopped is rarer than the normal
+	// approximation says.
+	fall := 0.0
+	if z < 0 {
+		fall = poissonLowZ(incCount, expected)
+	}
 	weight := 1.0
 	if !t.Error {
 		weight = 0.5
@@ -407,8 +414,8 @@ func logSplit(t *LogTemplate, svcBins, tBins map[int]int, split int, g *grid) *e
 	switch {
 	case z >= zThreshold && firstInc >= 0 && (t.Error || ep.isNew):
 		ep.dir, ep.peak, ep.onset = 1, z*weight, g.at(firstInc)
-	case !t.Error && refBins > 0 && -z >= zThreshold:
-		ep.dir, ep.peak, ep.onset = -1, -z*weight, g.at(split)
+	case !t.Error && refBins > 0 && fall >= zThreshold:
+		ep.dir, ep.peak, ep.onset = -1, fall*weight, g.at(split)
 	default:
 		return nil
 	}
