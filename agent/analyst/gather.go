@@ -737,6 +737,9 @@ func subjectOfSource(s string) string {
 	if d := ownerDir(s, b); d != "" {
 		return d
 	}
+	if w := podLogOwner(b); w != "" {
+		return w
+	}
 	return b
 }
 

@@ -12,15 +12,24 @@ const KindGCPressure Kind = "gc_pressure"
 
 // A heap at its limit: long old-generation GC pauses, GC overhead of
 // seconds per interval, circuit breakers refusing requests ("Data too
-// large"). Callers see slow or failing calls to it.
+// large"), full collections a collector falls back to when the heap is
+// exhausted (unified JVM logging's "Pause Full (G1 Compaction Pause)",
+// "To-space exhausted"; not an explicit System.gc()). Callers see slow or
+// failing calls to it.
 var gcPressure = &mechanism{
 	kind:       KindGCPressure,
 	class:      classCause,
 	label:      "JVM heap pressure (long garbage-collection pauses)",
-	lines:      regexp.MustCompile(`(?i)\[gc\]\[old\].*duration \[\d+(?:\.\d+)?s\]|overhead, spent \[\d+(?:\.\d+)?s\] collecting|CircuitBreakingException|\bData too large\b|Full GC \(Allocation Failure\)|\bGC overhead\b`),
+	lines:      regexp.MustCompile(`(?i)\[gc\]\[old\].*duration \[\d+(?:\.\d+)?s\]|overhead, spent \[\d+(?:\.\d+)?s\] collecting|CircuitBreakingException|\bData too large\b|Full GC \(Allocation Failure\)|\bGC overhead\b|\bPause Full \((?:G1 Compaction|Allocation Failure|Ergonomics|G1 Humongous|G1 Evacuation|GCLocker|Metadata GC Threshold)|\bTo-space exhausted\b`),
 	lineWeight: 0.85,
-	// A caller's slow or failing calls that name the JVM's host.
+	// A caller's slow or failing calls that name the JVM's host; the
+	// JVM's own starvation warnings ("Thread starvation or clock leap
+	// detected"): a stop-the-world pause stops every thread, as a starved
+	// CPU would.
 	related: func(h *Hypothesis, f *Finding) bool {
+		if f.Kind == KindCPUThrottling && f.Subject == h.Subject && f.Source == SrcLogs {
+			return true
+		}
 		switch infoOf(f.Kind).class {
 		case classDependency, classSymptom:
 		default:
@@ -47,3 +56,12 @@ var gcPressure = &mechanism{
 		r.low("Alert on JVM old-generation GC time and heap use above 85%%")
 	},
 }
+
+// gcLogRE is a unified JVM logging line of the gc tag set
+// ("[95.910s][info][gc] GC(58) Pause Full ...", "[info][gc,heap]").
+var gcLogRE = regexp.MustCompile(`\[(?:info|debug)\s*\]\[gc[\],]`)
+
+// levelless reports whether the level a line declares says nothing of how
+// bad it is: unified JVM logging writes every collection at info, the
+// longest full pause as the shortest young one.
+func levelless(line string) bool { return gcLogRE.MatchString(line) }

@@ -10,6 +10,14 @@ func TestGCPressureLines(t *testing.T) {
 		// Milliseconds of GC a second is a healthy JVM; an OutOfMemoryError is a kill.
 		{`[2027-01-08T09:40:00,000][INFO ][o.e.m.j.JvmGcMonitorService] [search-es-2] [gc][81022] overhead, spent [212ms] collecting in the last [1s]`, ""},
 		{`java.lang.OutOfMemoryError: GC overhead limit exceeded`, KindOOMKilled},
+		// Unified JVM logging (-Xlog:gc): full collections G1 falls back to
+		// with the heap exhausted; young pauses and an explicit System.gc()
+		// are routine.
+		{`2026-11-06T12:26:35.910023689Z [95.910s][info][gc] GC(58) Pause Full (G1 Compaction Pause) 1019M->947M(1024M) 1079.526ms`, KindGCPressure},
+		{`[2026-11-06T12:40:01.120+0000][info][gc] GC(112) To-space exhausted`, KindGCPressure},
+		{`[31.554s][info][gc] GC(7) Pause Full (Ergonomics) 1530M->1498M(1536M) 2840.113ms`, KindGCPressure},
+		{`2026-11-06T12:26:14.834206343Z [74.834s][info][gc] GC(41) Pause Young (Mixed) (G1 Evacuation Pause) 996M->940M(1024M) 212.147ms`, ""},
+		{`[12.001s][info][gc] GC(3) Pause Full (System.gc()) 210M->80M(1024M) 95.2ms`, ""},
 	})
 }
 
@@ -26,5 +34,30 @@ func TestGCPressureExplainsSlowCallers(t *testing.T) {
 	other := &Finding{Kind: KindSlowOperation, Subject: "catalog-search", Facts: map[string]string{"line": `slow render: 900ms (template product.html)`}}
 	if !gcPressure.related(h, slow) || gcPressure.related(h, other) {
 		t.Errorf("related: naming the node %v, not naming it %v; want true, false", gcPressure.related(h, slow), gcPressure.related(h, other))
+	}
+}
+
+// TestGCLogLevelless checks that unified JVM logging's info level, which
+// every collection carries, is not read as a routine line.
+func TestGCLogLevelless(t *testing.T) {
+	cases := []struct {
+		line string
+		want bool
+	}{
+		{`2026-11-06T12:26:35.910023689Z [95.910s][info][gc] GC(58) Pause Full (G1 Compaction Pause) 1019M->947M(1024M) 1079.526ms`, true},
+		{`[2026-11-06T12:40:01.120+0000][info][gc,heap] GC(112) Eden regions: 0->0(51)`, true},
+		{`2026-11-06T12:25:09.500Z  INFO 1 --- [recommendations-service] [main] c.n.recs.cache.EmbeddingCache : warming embedding cache`, false},
+		{`[2027-01-08T09:40:00,000][INFO ][o.e.m.j.JvmGcMonitorService] [search-es-2] [gc][81022] overhead, spent [212ms] collecting in the last [1s]`, false},
+	}
+	for _, c := range cases {
+		if got := levelless(c.line); got != c.want {
+			t.Errorf("levelless(%.60q) = %v, want %v", c.line, got, c.want)
+		}
+	}
+	h := &Hypothesis{Kind: KindGCPressure, Subject: "recommendations-service"}
+	starved := &Finding{Kind: KindCPUThrottling, Subject: "recommendations-service", Source: SrcLogs}
+	elsewhere := &Finding{Kind: KindCPUThrottling, Subject: "search-api", Source: SrcLogs}
+	if !gcPressure.related(h, starved) || gcPressure.related(h, elsewhere) {
+		t.Errorf("related: its own starvation warning %v, another's %v; want true, false", gcPressure.related(h, starved), gcPressure.related(h, elsewhere))
 	}
 }

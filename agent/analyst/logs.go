@@ -456,7 +456,9 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 				if kind == KindLogErrors {
 					continue
 				}
-				w0 *= 0.5
+				if !levelless(line) {
+					w0 *= 0.5
+				}
 			case "warn":
 				// A warning that something asked for was not found (a
 				// lookup answered 404) is the service working.
@@ -519,6 +521,17 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 					w0 = max(w0, 0.9)
 				}
 			}
+			// A caller's errors that report its callee's server error
+			// are the callee's failure as the caller saw it.
+			callee := ""
+			if kind == KindLogErrors {
+				if callee = calleeFailure(line); callee == set.Subject {
+					callee = ""
+				}
+				if callee != "" && !containsStr(related, callee) {
+					related = append(related, callee)
+				}
+			}
 			k := key{kind, subject, target}
 			f := merged[k]
 			onset := t.FirstIncident
@@ -569,6 +582,11 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			f.setFact("dependency", DependencyName(target))
 			f.setFact("target", target)
 			f.setFact("well_known", wellKnown)
+			if callee != "" {
+				f.setFact("callee", callee)
+			} else if kind == KindLogErrors {
+				f.setFact("own_errors", "true")
+			}
 			f.setFact("process", process)
 			if set.Completed {
 				f.setFact("resolved", "true")

@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -25,4 +26,23 @@ func ownerDir(source, base string) string {
 		return ""
 	}
 	return dir
+}
+
+// podNameRE is the name Kubernetes gives a Deployment's pod: the workload,
+// its ReplicaSet's pod-template hash and a random suffix, both drawn from
+// the alphabet Kubernetes uses for generated names (no vowels, no 0, 1 or
+// 3), so that a service's own name ("orders-backend-v2") never reads as
+// one.
+var podNameRE = regexp.MustCompile(`^([a-z0-9][a-z0-9.-]*?)-[bcdfghjklmnpqrstvwxz2456789]{6,10}-[bcdfghjklmnpqrstvwxz2456789]{5}$`)
+
+// podLogOwner is the workload a log file named after one of its pods
+// belongs to ("loyalty-service-85f6c9d7b-4lmzt" → "loyalty-service"; what
+// `kubectl logs POD > POD.log` leaves), "" when the name is no pod's. The
+// logs of a workload's pods, old ReplicaSet and new, are then one
+// service's: its deploy is their trigger, its callers' errors theirs.
+func podLogOwner(base string) string {
+	if m := podNameRE.FindStringSubmatch(base); m != nil {
+		return m[1]
+	}
+	return ""
 }

@@ -20,3 +20,25 @@ func TestOwnerDir(t *testing.T) {
 		}
 	}
 }
+
+func TestPodLogOwner(t *testing.T) {
+	cases := []struct{ base, want string }{
+		{"loyalty-service-85f6c9d7b-4lmzt", "loyalty-service"},
+		{"loyalty-service-6fd7b5c9f8-tq2rn", "loyalty-service"},
+		{"kyc-service-6b5d8f7c9-lc4vn", "kyc-service"},
+		{"recommendations-service-5b9f7c8d6-7tqlm", "recommendations-service"},
+		{"web-7d4b9c6f5-x2x9z", "web"},
+		// Not a pod's name: a service's own, a StatefulSet member, a date.
+		{"orders-backend-v2", ""},
+		{"payments-api", ""},
+		{"kafka-2", ""},
+		{"checkout-service-2026-11-18", ""},
+		{"email-sender-worker-queue", ""},
+		{"search-api-abcdefg-hijkl", ""},
+	}
+	for _, c := range cases {
+		if got := podLogOwner(c.base); got != c.want {
+			t.Errorf("podLogOwner(%q) = %q, want %q", c.base, got, c.want)
+		}
+	}
+}

@@ -457,6 +457,11 @@ func changeHypothesis(c *Finding, symptoms []*Finding, sc Scope) *Hypothesis {
 		if !(c.Subject == "*" || f.relates(c.Subject) || f.fact("caller") == c.Subject) {
 			continue
 		}
+		// A caller's errors that report its callee's server errors are
+		// the callee's failure: a change to the caller did not cause it.
+		if calleeAnswered(f) && f.fact("callee") != c.Subject {
+			continue
+		}
 		d := f.Time.Sub(c.Time)
 		if f.Time.IsZero() || d < -2*time.Minute || d > changeBlameFar {
 			continue

@@ -64,7 +64,10 @@ var (
 	totalNames = map[string]bool{"": true, "total": true, "duration": true, "elapsed": true, "latency": true, "request": true, "req": true, "response": true,
 		"rt": true, "took": true, "time": true, "overall": true, "handler": true, "request_time": true, "response_time": true, "total_time": true, "server": true, "e2e": true}
 	// Fields that are no call: sizes, counts, timestamps.
-	notCallNames  = map[string]bool{"ts": true, "at": true, "timestamp": true, "start": true, "end": true, "started": true, "date": true, "ttl": true, "timeout": true, "deadline": true, "retry_after": true, "interval": true, "uptime": true, "up": true, "age": true}
+	notCallNames = map[string]bool{"ts": true, "at": true, "timestamp": true, "start": true, "end": true, "started": true, "date": true, "ttl": true, "timeout": true, "deadline": true, "retry_after": true, "interval": true, "uptime": true, "up": true, "age": true,
+		// A difference between clocks or from an expected moment (a pool's
+		// housekeeper "delta=33s", a replica's lag, a clock's skew).
+		"delta": true, "lag": true, "skew": true, "drift": true, "offset": true, "jitter": true}
 	durationAskRE = regexp.MustCompile(`(?i)\b(slow|slower|latenc|p(?:50|75|90|95|99|999)\b|percentile|takes? (?:too )?long|took|duration|response time|timing|sluggish|delay|where is the time|time (?:is )?(?:going|spent))`)
 )
 

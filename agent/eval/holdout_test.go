@@ -28,6 +28,7 @@ var holdoutFloors = map[string]int{
 	"holdout10": 10,
 	"holdout11": 10,
 	"holdout12": 12,
+	"holdout14": 6,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:

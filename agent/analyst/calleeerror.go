@@ -1,0 +1,51 @@
+package analyst
+
+import (
+	"net"
+	"regexp"
+	"strings"
+)
+
+// A caller's error line that reports the answer of a service it called
+// ("Request failed with status code 500" with the request's URL, "upstream
+// returned 503 for http://inventory:8080/...") describes the callee's
+// failure as the caller saw it: the callee answered, and answered with a
+// server error. Such lines relate the caller's errors to the callee named
+// by the URL, so that the callee's own faults and changes explain them,
+// and a change to the caller does not (it did not make the callee fail).
+
+// calleeStatusRE finds a server-error status reported of a response: an
+// HTTP client's "status code 500", "returned 503", "responded with 502",
+// "response status: 500", "HTTP 500" or a status field.
+var calleeStatusRE = regexp.MustCompile(`(?i)(?:status(?:[ _-]?code)?|returned|responded(?: with)?|response(?: code| status)?|http(?:/\d(?:\.\d)?)?)["']?\s*(?:[:=]\s*)?["']?5\d\d\b`)
+
+// calleeFailure names the service whose server error a caller's log line
+// reports: the host of the URL the line names, when the line also reports
+// a 5xx answer; "" otherwise (no URL, an address, or no server error).
+func calleeFailure(line string) string {
+	if !calleeStatusRE.MatchString(line) {
+		return ""
+	}
+	host := ""
+	if m := urlRE.FindStringSubmatch(line); m != nil && strings.HasPrefix(strings.ToLower(m[0]), "http") {
+		host = m[1]
+	} else if m := upstreamFieldRE.FindStringSubmatch(line); m != nil {
+		host = m[1]
+	}
+	if host == "" || net.ParseIP(host) != nil || stopHosts[strings.ToLower(host)] {
+		return ""
+	}
+	return ShortHost(host)
+}
+
+// upstreamFieldRE is a structured log's field naming the service a
+// request went to (JSON or logfmt): upstream, peer.service, callee,
+// dependency, target_service.
+var upstreamFieldRE = regexp.MustCompile(`(?i)["']?\b(?:upstream(?:_service|_name)?|peer\.service|callee|dependency|target_service|remote_service)["']?\s*[:=]\s*["']?([a-z][\w.-]*[a-z0-9])`)
+
+// calleeAnswered reports whether a finding holds only a caller's lines
+// that report its callee's server errors (none of its own): the callee's
+// failure, which a change to the caller does not explain.
+func calleeAnswered(f *Finding) bool {
+	return f.fact("callee") != "" && f.fact("own_errors") == "" && f.fact("callee") != f.Subject
+}
