@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -29,11 +30,27 @@ type SpanJoin struct {
 	events map[opEventKey]map[int64]int
 	evIdx  map[string]int32
 	evs    []string
+	// formEv remembers the event of a line's tokens by the address of
+	// its first token: a template miner hands over the same stored
+	// tokens for every line of a form (analysis.Miner.Tokens), whose
+	// event is then made once. An entry holds a copy of the tokens it was
+	// made of and serves only tokens equal to them.
+	formEv map[*string]formEvent
 	// mu guards the events while lines are added from several
 	// goroutines (the spans are all indexed before).
 	mu     sync.Mutex
 	joined bool // the child spans are counted
 }
+
+// formEvent is a remembered event (-1: none, the events being full) and
+// the tokens it was made of (the first twelve, as the event).
+type formEvent struct {
+	toks []string
+	ev   int32
+}
+
+// maxFormEvents bounds the remembered events of tokens.
+const maxFormEvents = 100_000
 
 type joinSpan struct {
 	op     int32
@@ -45,7 +62,7 @@ type opEventKey struct{ op, ev int32 }
 // NewSpanJoin returns an empty index.
 func NewSpanJoin() *SpanJoin {
 	return &SpanJoin{ids: map[uint64]int32{}, opIdx: map[string]int32{}, calls: map[int32]map[int64]int{},
-		events: map[opEventKey]map[int64]int{}, evIdx: map[string]int32{}}
+		events: map[opEventKey]map[int64]int{}, evIdx: map[string]int32{}, formEv: map[*string]formEvent{}}
 }
 
 // Spans is how many spans are indexed.
@@ -89,16 +106,25 @@ func (j *SpanJoin) Add(s *evidence.Span) {
 	c[minute]++
 }
 
-// count adds one event at the operation of span i.
-func (j *SpanJoin) count(i int32, event []byte) {
+// event returns the index of an event (-1 when it is new and the events
+// are full).
+func (j *SpanJoin) event(event []byte) int32 {
 	ev, ok := j.evIdx[string(event)]
 	if !ok {
 		if len(j.evs) >= 100_000 {
-			return
+			return -1
 		}
 		ev = int32(len(j.evs))
 		j.evIdx[string(event)] = ev
 		j.evs = append(j.evs, string(event))
+	}
+	return ev
+}
+
+// count adds one event at the operation of span i.
+func (j *SpanJoin) count(i, ev int32) {
+	if ev < 0 {
+		return
 	}
 	sp := j.spans[i]
 	k := opEventKey{sp.op, ev}
@@ -108,6 +134,44 @@ func (j *SpanJoin) count(i int32, event []byte) {
 		j.events[k] = m
 	}
 	m[sp.minute]++
+}
+
+// eventToks are the tokens an event is made of: the first twelve.
+func eventToks(toks []string) []string {
+	if len(toks) > 12 {
+		return toks[:12]
+	}
+	return toks
+}
+
+// rememberedEvent returns the remembered event of tokens, if any.
+func (j *SpanJoin) rememberedEvent(toks []string) (int32, bool) {
+	toks = eventToks(toks)
+	if len(toks) == 0 {
+		return 0, false
+	}
+	e, ok := j.formEv[&toks[0]]
+	if !ok || len(e.toks) != len(toks) {
+		return 0, false
+	}
+	for i, t := range toks {
+		if e.toks[i] != t { // equal stored strings compare by address first
+			return 0, false
+		}
+	}
+	return e.ev, true
+}
+
+// remember keeps the event of tokens, unless their address serves other
+// tokens already (a caller's reused scratch slice).
+func (j *SpanJoin) remember(toks []string, ev int32) {
+	toks = eventToks(toks)
+	if len(toks) == 0 || len(j.formEv) >= maxFormEvents {
+		return
+	}
+	if _, ok := j.formEv[&toks[0]]; !ok {
+		j.formEv[&toks[0]] = formEvent{toks: append([]string(nil), toks...), ev: ev}
+	}
 }
 
 // spanKey is a span id's key: the 64-bit value of a 16-digit hex id (W3C
@@ -153,8 +217,15 @@ var (
 	logSpanSleuth = regexp.MustCompile(`\[[\w.-]*,([0-9a-f]{16,32}),([0-9a-f]{16})(?:,\w*)?\]`)
 )
 
-// spanOfLine returns the span id a log line carries ("" for none).
+// spanOfLine returns the span id a log line carries, lower-cased ("" for
+// none).
 func spanOfLine(text string) string {
+	return strings.ToLower(rawSpanOfLine(text))
+}
+
+// rawSpanOfLine returns the span id a log line carries as written (16 hex
+// digits in any case), or "".
+func rawSpanOfLine(text string) string {
 	// The key-value forms, read by hand: span, an optional separator,
 	// id, an optional quote, a ':' or '=', an optional quote, 16 hex
 	// digits (a regular expression over the whole line backtracks at
@@ -170,12 +241,12 @@ func spanOfLine(text string) string {
 			continue
 		}
 		if id := kvSpanID(text[i+3:]); id != "" {
-			return strings.ToLower(id)
+			return id
 		}
 	}
 	if strings.IndexByte(text, ',') >= 0 && strings.IndexByte(text, '[') >= 0 {
 		if m := logSpanSleuth.FindStringSubmatch(text); m != nil {
-			return strings.ToLower(m[2])
+			return m[2]
 		}
 	}
 	return ""
@@ -229,10 +300,27 @@ func isWordByte(c byte) bool {
 }
 
 // indexPan returns the index of the first "pan" in s in any case, or -1.
+// The 'p's and 'P's are found with strings.IndexByte (vectorised), most
+// lines having few.
 func indexPan(s string) int {
-	for i := 0; i+3 <= len(s); i++ {
-		if c := s[i]; (c == 'p' || c == 'P') && (s[i+1] == 'a' || s[i+1] == 'A') && (s[i+2] == 'n' || s[i+2] == 'N') {
+	lo, up := strings.IndexByte(s, 'p'), strings.IndexByte(s, 'P')
+	for lo >= 0 || up >= 0 {
+		i := lo
+		if i < 0 || up >= 0 && up < i {
+			i = up
+		}
+		if i+3 > len(s) {
+			return -1
+		}
+		if s[i+1]|0x20 == 'a' && s[i+2]|0x20 == 'n' {
 			return i
+		}
+		if i == lo {
+			if lo = strings.IndexByte(s[i+1:], 'p'); lo >= 0 {
+				lo += i + 1
+			}
+		} else if up = strings.IndexByte(s[i+1:], 'P'); up >= 0 {
+			up += i + 1
 		}
 	}
 	return -1
@@ -260,7 +348,7 @@ func appendEvent(b []byte, toks []string) []byte {
 		}
 		// A plain word (no digit, dot or mask in it) is no value: most
 		// tokens, checked cheaply.
-		if !strings.HasPrefix(t, "<") && strings.ContainsAny(t, "0123456789.<") {
+		if !strings.HasPrefix(t, "<") && digitDotOrMask(t) {
 			if t = maskGluedNumbers(t); analysis.ValueLike(t) {
 				t = "<*>"
 			}
@@ -270,12 +358,31 @@ func appendEvent(b []byte, toks []string) []byte {
 	return b
 }
 
+// digitDotOrMask reports whether t holds a digit, a '.' or a '<'.
+func digitDotOrMask(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; c-'0' <= 9 || c == '.' || c == '<' {
+			return true
+		}
+	}
+	return false
+}
+
 // maskGluedNumbers masks each run of digits in a token that touches no
 // letter ("time：175" → "time：<*>"; "v2" and "D1345" stay words).
 func maskGluedNumbers(t string) string {
 	isDigit := func(r rune) bool { return r >= '0' && r <= '9' }
-	if strings.IndexFunc(t, isDigit) < 0 {
+	ascii, digit := true, false
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		ascii = ascii && c < utf8.RuneSelf
+		digit = digit || c-'0' <= 9
+	}
+	if !digit {
 		return t
+	}
+	if ascii {
+		return maskGluedASCII(t)
 	}
 	rs := []rune(t)
 	var b strings.Builder
@@ -297,6 +404,41 @@ func maskGluedNumbers(t string) string {
 		i = j
 	}
 	return b.String()
+}
+
+// maskGluedASCII is maskGluedNumbers for an ASCII token, whose letters are
+// ASCII letters: it allocates only when a run is masked.
+func maskGluedASCII(t string) string {
+	letter := func(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+	var b []byte
+	for i := 0; i < len(t); {
+		if t[i]-'0' > 9 {
+			if b != nil {
+				b = append(b, t[i])
+			}
+			i++
+			continue
+		}
+		j := i
+		for j < len(t) && t[j]-'0' <= 9 {
+			j++
+		}
+		if i > 0 && letter(t[i-1]) || j < len(t) && letter(t[j]) {
+			if b != nil {
+				b = append(b, t[i:j]...)
+			}
+		} else {
+			if b == nil {
+				b = append(make([]byte, 0, len(t)+4), t[:i]...)
+			}
+			b = append(b, "<*>"...)
+		}
+		i = j
+	}
+	if b == nil {
+		return t
+	}
+	return string(b)
 }
 
 // joinChildren counts each span as an event of its parent's operation:
@@ -351,7 +493,7 @@ func (j *SpanJoin) addLine(text string, toks []string) {
 	if j == nil || len(j.spans) == 0 {
 		return
 	}
-	id := spanOfLine(text)
+	id := rawSpanOfLine(text)
 	if id == "" {
 		return
 	}
@@ -359,12 +501,26 @@ func (j *SpanJoin) addLine(text string, toks []string) {
 	if !ok {
 		return
 	}
-	if toks == nil {
+	if toks != nil {
+		j.mu.Lock()
+		if ev, ok := j.rememberedEvent(toks); ok {
+			j.count(si, ev)
+			j.mu.Unlock()
+			return
+		}
+		j.mu.Unlock()
+	}
+	given := toks != nil
+	if !given {
 		toks = analysis.Tokens(text)
 	}
 	var buf [256]byte
-	ev := appendEvent(buf[:0], toks)
+	e := appendEvent(buf[:0], toks)
 	j.mu.Lock()
+	ev := j.event(e)
+	if given {
+		j.remember(toks, ev)
+	}
 	j.count(si, ev)
 	j.mu.Unlock()
 }

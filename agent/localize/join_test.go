@@ -1,10 +1,12 @@
 package localize
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
 )
 
@@ -106,4 +108,96 @@ func TestSpanJoin(t *testing.T) {
 	if none.Spans() != 0 || none.OpEvents() != nil {
 		t.Error("nil join indexed something")
 	}
+}
+
+// TestSpanJoinTokensGiven: lines joined with tokens handed over (a
+// miner's stored tokens of a form, or one scratch slice reused for every
+// line) count the same events as lines tokenised by the join itself.
+func TestSpanJoinTokensGiven(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	// The first two are different statements of as many tokens.
+	lines := []string{
+		"ERROR query failed: timeout span_id=00000000000000a2",
+		"WARN slow query rows=40 span_id=00000000000000a2",
+		"INFO handled GET /items/12 in 4 ms span_id=00000000000000a1",
+		"INFO handled GET /items/13 in 5 ms span_id=00000000000000a1",
+		"WARN slow query rows=41 span_id=00000000000000a1",
+		"INFO handled GET /items/14 in 6 ms span_id=00000000000000a2",
+		"INFO no span here",
+	}
+	newJoin := func() *SpanJoin {
+		j := NewSpanJoin()
+		j.Add(&evidence.Span{SpanID: "00000000000000a1", Service: "api", Name: "GET /items", Start: t0})
+		j.Add(&evidence.Span{SpanID: "00000000000000a2", Service: "api", Name: "query", Start: t0.Add(time.Minute)})
+		return j
+	}
+	want, scratch, mined := newJoin(), newJoin(), newJoin()
+	m := analysis.NewMiner(time.Time{}, t0, t0.Add(time.Hour))
+	var buf []string
+	for round := 0; round < 3; round++ {
+		for _, l := range lines {
+			want.AddLine(l)
+			buf = append(buf[:0], analysis.Tokens(l)...)
+			scratch.AddLineTokens(l, buf)
+			if !m.Add(t0, "api", l) {
+				t.Fatalf("line %q not mined", l)
+			}
+			mined.AddLineTokens(l, m.Tokens())
+		}
+	}
+	w := fmt.Sprint(want.OpEvents())
+	if len(want.OpEvents()) != 5 {
+		t.Fatalf("want 5 events (3 statements, 2 spans), got %s", w)
+	}
+	for name, j := range map[string]*SpanJoin{"reused scratch slice": scratch, "miner's tokens": mined} {
+		if got := fmt.Sprint(j.OpEvents()); got != w {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, w)
+		}
+	}
+}
+
+// BenchmarkSpanJoinAddLine joins lines of the localization benchmark's
+// shapes (half of them carrying the id of an indexed span) with the
+// miner's tokens, as the analyst does: the per-line cost of the join.
+//
+//	go test ./agent/localize -run '^$' -bench SpanJoinAddLine -count 3
+func BenchmarkSpanJoinAddLine(b *testing.B) {
+	t0 := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+	j := NewSpanJoin()
+	for i := range 10000 {
+		j.Add(&evidence.Span{SpanID: fmt.Sprintf("%016x", i+1), Service: fmt.Sprintf("svc-%02d", i%50), Name: "GetItem",
+			Start: t0.Add(time.Duration(i) * 240 * time.Millisecond)})
+	}
+	lines := make([]string, 6000)
+	for i := range lines {
+		ids := fmt.Sprintf(" trace_id=4bf92f3577b34da6a3ce929d0e0e4736 span_id=%016x", 1+i%10000)
+		switch i % 6 {
+		case 0:
+			lines[i] = fmt.Sprintf("INFO handled request GET /api/v1/items/%d status=200 duration=%dms user=%x%s", i%9973, i%250, i*7919, ids)
+		case 1:
+			lines[i] = fmt.Sprintf("INFO cache hit key=item:%d ratio=0.%02d", i%5003, i%100)
+		case 2:
+			lines[i] = fmt.Sprintf("DEBUG db query took %d ms rows=%d table=items_%d%s", i%40, i%17, i%50, ids)
+		case 3:
+			lines[i] = fmt.Sprintf("INFO published event order-%d to topic orders partition %d offset %d", i, i%12, i*3)
+		case 4:
+			lines[i] = fmt.Sprintf("WARN slow call to downstream svc-%02d took %d ms (budget 200 ms)%s", i%50, 200+i%300, ids)
+		default:
+			lines[i] = fmt.Sprintf("INFO session %x refreshed for client 10.0.%d.%d:%d", i*31337, i%250, i%200, 1024+i%5000)
+		}
+		lines[i] = t0.Add(time.Duration(i)*400*time.Millisecond).Format("2006-01-02T15:04:05.000000Z07:00") + " " + lines[i]
+	}
+	m := analysis.NewMiner(t0, t0.Add(30*time.Minute), t0.Add(40*time.Minute))
+	toks := make([][]string, len(lines))
+	for i, l := range lines {
+		m.Add(t0.Add(time.Duration(i)*400*time.Millisecond), "svc", l)
+		toks[i] = m.Tokens()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, l := range lines {
+			j.AddLineTokens(l, toks[i])
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
 }
