@@ -43,9 +43,29 @@ func calleeFailure(line string) string {
 // dependency, target_service.
 var upstreamFieldRE = regexp.MustCompile(`(?i)["']?\b(?:upstream(?:_service|_name)?|peer\.service|callee|dependency|target_service|remote_service)["']?\s*[:=]\s*["']?([a-z][\w.-]*[a-z0-9])`)
 
-// calleeAnswered reports whether a finding holds only a caller's lines
-// that report its callee's server errors (none of its own): the callee's
+// calleeAnswered reports whether a finding holds only a caller's view of
+// its callee (lines reporting the callee's server errors, the duration of
+// its client calls to the callee) and nothing of its own: the callee's
 // failure, which a change to the caller does not explain.
 func calleeAnswered(f *Finding) bool {
-	return f.fact("callee") != "" && f.fact("own_errors") == "" && f.fact("callee") != f.Subject
+	return f.fact("callee") != "" && f.fact("own") == "" && f.fact("callee") != f.Subject
+}
+
+// calleeLabels are the labels by which an OpenTelemetry or Prometheus
+// client metric names the server its calls went to.
+var calleeLabels = []string{"server_address", "server.address", "net_peer_name", "net.peer.name", "peer_service", "peer.service",
+	"http_host", "upstream_service", "target_service", "remote_service", "rpc_service_target"}
+
+// calleeOfLabels names the service a client series measures calls to (""
+// for a server's own series): its server address, shortened to the
+// service ("rate-card.pricing.svc.cluster.local" → "rate-card").
+func calleeOfLabels(l map[string]string) string {
+	for _, k := range calleeLabels {
+		if v := l[k]; v != "" {
+			if h := DependencyName(v); h != "" && net.ParseIP(h) == nil {
+				return ShortHost(h)
+			}
+		}
+	}
+	return ""
 }

@@ -1,6 +1,11 @@
 package analyst
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
 
 func TestCalleeFailure(t *testing.T) {
 	cases := []struct{ line, want string }{
@@ -28,5 +33,45 @@ func TestCalleeFailure(t *testing.T) {
 		if got := calleeFailure(c.line); got != c.want {
 			t.Errorf("calleeFailure(%.70q) = %q, want %q", c.line, got, c.want)
 		}
+	}
+}
+
+// TestClientSeriesNameTheirCallee checks that an OpenTelemetry client
+// duration series is read as the caller's view of the server it names: the
+// caller's latency finding relates to the callee and, with no series of the
+// caller's own, no change to the caller explains it.
+func TestClientSeriesNameTheirCallee(t *testing.T) {
+	cases := []struct {
+		labels map[string]string
+		want   string
+	}{
+		{map[string]string{"service": "quote-api", "server_address": "rate-card.pricing.svc.cluster.local", "http_request_method": "GET"}, "rate-card"},
+		{map[string]string{"service_name": "checkout", "peer_service": "payments"}, "payments"},
+		{map[string]string{"service": "quote-api", "server_address": "10.0.3.7:8080"}, ""},
+		{map[string]string{"service": "rate-card", "http_route": "/v1/rates/{product}"}, ""},
+	}
+	for _, c := range cases {
+		if got := calleeOfLabels(c.labels); got != c.want {
+			t.Errorf("calleeOfLabels(%v) = %q, want %q", c.labels, got, c.want)
+		}
+	}
+	t0 := time.Date(2026, 11, 12, 10, 0, 0, 0, time.UTC)
+	w := Window{BaselineStart: t0.Add(-time.Hour), Start: t0, End: t0.Add(time.Hour)}
+	var pts []evidence.Point
+	for m := -60; m < 60; m++ {
+		v := 0.011 + 0.0005*float64(m%3)
+		if m >= 20 {
+			v = 0.268
+		}
+		pts = append(pts, evidence.Point{T: t0.Add(time.Duration(m) * time.Minute), V: v})
+	}
+	client := evidence.Series{Labels: evidence.Labels{"service": "quote-api", "server_address": "rate-card.pricing.svc.cluster.local"}, Points: pts}
+	fs := DetectMetrics([]MetricSet{{Name: "http_client_request_duration_seconds", Class: MetricLatency, Unit: "s", Origin: SrcMetrics, Series: []evidence.Series{client}}}, w)
+	if len(fs) != 1 || fs[0].Subject != "quote-api" || !fs[0].relates("rate-card") || !calleeAnswered(&fs[0]) {
+		t.Fatalf("findings = %+v, want quote-api's latency related to rate-card, the callee's only", fs)
+	}
+	deploy := &Finding{Kind: KindDeploy, Subject: "quote-api", Time: t0.Add(15 * time.Minute), Weight: 0.9, Source: SrcChanges}
+	if h := changeHypothesis(deploy, []*Finding{&fs[0]}, Scope{Service: "quote-api"}); h != nil {
+		t.Errorf("a deploy of the caller is blamed for its calls to rate-card slowing: %+v", h)
 	}
 }

@@ -585,7 +585,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			if callee != "" {
 				f.setFact("callee", callee)
 			} else if kind == KindLogErrors {
-				f.setFact("own_errors", "true")
+				f.setFact("own", "true")
 			}
 			f.setFact("process", process)
 			if set.Completed {

@@ -8,6 +8,7 @@ package analyst
 var mechanisms = []*mechanism{
 	fdExhaustion,
 	clockSkew,
+	faultInjection,
 	workerPool,
 	slowQuery,
 	dbBlocked,

@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -360,6 +361,16 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 				f.setFact("baseline", formatValue(sh.before, ms.Unit))
 				best[k] = f
 				order = append(order, k)
+			}
+			// A client series measures the server it calls: the caller's
+			// view of its callee.
+			if callee := calleeOfLabels(s.Labels); callee != "" && !strings.EqualFold(callee, subject) {
+				f.setFact("callee", callee)
+				if !slices.Contains(f.Related, callee) {
+					f.Related = append(f.Related, callee)
+				}
+			} else {
+				f.setFact("own", "true")
 			}
 			if sh.start.Before(f.Time) {
 				f.Time = sh.start

@@ -226,6 +226,7 @@ var kinds = map[Kind]kindInfo{
 	KindSlowCall:        {prior: 0.5},
 	KindReadOnlyDB:      {prior: 0.8},
 	KindRBACDenied:      {prior: 0.84},
+	KindFaultInjection:  {prior: 0.84},
 	KindDrainBlocked:    {prior: 0.84},
 	KindJobSidecar:      {prior: 0.84},
 	KindScaledToZero:    {prior: 0.84},
