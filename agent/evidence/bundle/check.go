@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
@@ -332,6 +334,7 @@ func checkTranscript(b *Bundle, p string, r *CheckReport) {
 	}
 	add(execs, "%d kubectl exec outputs")
 	add(len(res.Outputs)-execs, "%d other command outputs kept as text")
+	add(len(seenPods(res, p)), "%d pods seen only in kubectl logs, exec or top (state unknown)")
 	absent := map[string]int{}
 	for _, a := range res.Absent {
 		absent[a.Kind]++
@@ -352,6 +355,23 @@ func checkTranscript(b *Bundle, p string, r *CheckReport) {
 	if what == "" && len(res.Skipped) == 0 {
 		r.Skipped = append(r.Skipped, CheckItem{File: p, What: "no kubectl command read"})
 	}
+}
+
+// seenPods are the pods a transcript shows only through commands run in
+// them or about them (see textData.addSeenPods).
+func seenPods(res *kubetext.Result, file string) []*corev1.Pod {
+	have := map[string]bool{}
+	for _, o := range res.Objects {
+		if p, ok := o.(*corev1.Pod); ok {
+			have[p.Namespace+"/"+p.Name] = true
+		}
+	}
+	for _, a := range res.Absent {
+		if a.Kind == "Pod" {
+			have[a.Namespace+"/"+a.Name] = true
+		}
+	}
+	return kubetext.SeenPods(res.Sightings(file), func(ns, name string) bool { return have[ns+"/"+name] })
 }
 
 // describeAlerts summarises alerts for bundle check: "Alertmanager alerts

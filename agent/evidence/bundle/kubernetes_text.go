@@ -34,6 +34,9 @@ type textData struct {
 	// outputs are kubectl exec outputs and other commands' outputs, kept
 	// as text.
 	outputs []textOutput
+	// seen are the pods the commands run in them or about them show
+	// (kubectl logs, exec, top pod rows), of every transcript.
+	seen []kubetext.Sighting
 }
 
 type textOutput struct {
@@ -179,12 +182,39 @@ func (k *kubeBundle) texts(ctx context.Context) *textData {
 			for _, o := range res.Outputs {
 				t.outputs = append(t.outputs, textOutput{file: name, Output: o})
 			}
+			t.seen = append(t.seen, res.Sightings(name)...)
 		}
+		t.addSeenPods()
 	})
 	if k.text == nil {
 		return &textData{}
 	}
 	return k.text
+}
+
+// addSeenPods serves the pods that transcripts show only through
+// commands run in them or about them (kubectl logs POD, kubectl exec POD,
+// kubectl top pod rows) as pods whose state is unknown (kubetext.SeenPods):
+// the pod listing then reaches them, and their logs with it. They come
+// after every other transcript object, and structured files come first,
+// so any fuller form of the same pod wins.
+func (t *textData) addSeenPods() {
+	if len(t.seen) == 0 {
+		return
+	}
+	have := map[string]bool{}
+	for _, o := range t.objs["Pod"] {
+		have[o.GetNamespace()+"/"+o.GetName()] = true
+	}
+	for _, a := range t.absent {
+		if a.Kind == "Pod" {
+			have[a.Namespace+"/"+a.Name] = true
+		}
+	}
+	known := func(ns, name string) bool { return have[ns+"/"+name] }
+	for _, p := range kubetext.SeenPods(t.seen, known) {
+		t.objs["Pod"] = append(t.objs["Pod"], p)
+	}
 }
 
 func cmpOr(a, b string) string {

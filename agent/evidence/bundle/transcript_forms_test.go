@@ -127,7 +127,7 @@ func TestCheckTranscriptForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the rollout status names no workload the transcript shows: no object
-	want := "transcript: 2 Secret, 2 kubectl top pod rows, 1 kubectl top node rows, 1 kubectl rollout status, 1 PersistentVolumeClaim, 1 Secret not found (kubectl's NotFound answers)"
+	want := "transcript: 2 Secret, 2 kubectl top pod rows, 1 kubectl top node rows, 1 kubectl rollout status, 2 pods seen only in kubectl logs, exec or top (state unknown), 1 PersistentVolumeClaim, 1 Secret not found (kubectl's NotFound answers)"
 	if len(r.Read) != 2 || r.Read[1].What != want || len(r.Skipped) != 0 {
 		t.Errorf("check read %+v skipped %+v\nwant %q", r.Read, r.Skipped, want)
 	}
