@@ -1,10 +1,12 @@
 package localize
 
 import (
+	"math/bits"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -21,11 +23,12 @@ const MaxJoinSpans = 1_000_000
 // span id are counted at their span's operation, and child spans at their
 // parent's.
 type SpanJoin struct {
-	ids    map[uint64]int32 // span id (its key) → span
+	ids    spanTable // span id (its key) → span
 	spans  []joinSpan
 	parent []uint64 // parent span's key per span (0: none)
 	opIdx  map[string]int32
 	ops    [][2]string // service, operation
+	lastOp int32       // the last span's
 	calls  map[int32]map[int64]int
 	events map[opEventKey]map[int64]int
 	evIdx  map[string]int32
@@ -40,7 +43,27 @@ type SpanJoin struct {
 	// goroutines (the spans are all indexed before).
 	mu     sync.Mutex
 	joined bool // the child spans are counted
+	// While deferring (Defer until SpansDone), lines wait for the spans:
+	// their span keys and events are kept in pending (guarded by mu).
+	deferring atomic.Bool
+	pending   []*pendingLines
+	nPending  int
+	drained   *sync.Cond // signalled when the pending lines are joined
 }
+
+// pendingLines is a chunk of lines kept while the spans are read: span
+// key and event per line.
+type pendingLines struct {
+	keys [pendingChunk]uint64
+	evs  [pendingChunk]int32
+	n    int
+}
+
+const pendingChunk = 1 << 15
+
+// maxDeferredLines bounds the lines kept while the spans are read (12
+// bytes each, 48 MB); a line beyond it waits for SpansDone.
+var maxDeferredLines = 4_000_000
 
 // formEvent is a remembered event (-1: none, the events being full) and
 // the tokens it was made of (the first twelve, as the event).
@@ -61,7 +84,7 @@ type opEventKey struct{ op, ev int32 }
 
 // NewSpanJoin returns an empty index.
 func NewSpanJoin() *SpanJoin {
-	return &SpanJoin{ids: map[uint64]int32{}, opIdx: map[string]int32{}, calls: map[int32]map[int64]int{},
+	return &SpanJoin{opIdx: map[string]int32{}, calls: map[int32]map[int64]int{},
 		events: map[opEventKey]map[int64]int{}, evIdx: map[string]int32{}, formEv: map[*string]formEvent{}}
 }
 
@@ -73,25 +96,84 @@ func (j *SpanJoin) Spans() int {
 	return len(j.spans)
 }
 
-// Add indexes one span. Spans are added before any line, from one
-// goroutine.
+// Defer lets lines be added while the spans are still being added (from
+// other goroutines than the one adding spans): until SpansDone, a line's
+// span key and event are kept, and joined when SpansDone is called. A
+// caller reads its logs alongside its spans this way.
+func (j *SpanJoin) Defer() {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	if j.drained == nil {
+		j.drained = sync.NewCond(&j.mu)
+	}
+	j.mu.Unlock()
+	j.deferring.Store(true)
+}
+
+// SpansDone ends a Defer: the lines kept are joined to the spans added,
+// and later lines are joined as they come. It is called on the goroutine
+// that added the spans, after the last.
+func (j *SpanJoin) SpansDone() {
+	if j == nil || !j.deferring.Load() {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, c := range j.pending {
+		for k := range c.n {
+			if si, ok := j.ids.get(c.keys[k]); ok {
+				j.count(si, c.evs[k])
+			}
+		}
+	}
+	j.pending, j.nPending = nil, 0
+	j.deferring.Store(false)
+	j.drained.Broadcast()
+}
+
+// keep adds a line to the pending ones (with mu held).
+func (j *SpanJoin) keep(key uint64, ev int32) {
+	if ev < 0 {
+		return
+	}
+	var c *pendingLines
+	if n := len(j.pending); n > 0 && j.pending[n-1].n < pendingChunk {
+		c = j.pending[n-1]
+	} else {
+		c = new(pendingLines)
+		j.pending = append(j.pending, c)
+	}
+	c.keys[c.n], c.evs[c.n] = key, ev
+	c.n++
+	j.nPending++
+}
+
+// Add indexes one span. Spans are added before any line (or, after Defer,
+// before SpansDone), from one goroutine.
 func (j *SpanJoin) Add(s *evidence.Span) {
 	if j == nil || s.SpanID == "" || s.Service == "" || s.Name == "" || len(j.spans) >= MaxJoinSpans {
 		return
 	}
 	id := spanKey(s.SpanID)
-	if _, dup := j.ids[id]; dup || id == 0 {
-		return
+	if id == 0 || !j.ids.add(id, int32(len(j.spans))) {
+		return // none, or a duplicate
 	}
-	key := s.Service + "\x00" + s.Name
-	op, ok := j.opIdx[key]
-	if !ok {
-		op = int32(len(j.ops))
-		j.opIdx[key] = op
-		j.ops = append(j.ops, [2]string{s.Service, s.Name})
+	// Spans come grouped by service and operation: the last one's is
+	// checked first.
+	op := j.lastOp
+	if len(j.ops) == 0 || j.ops[op][0] != s.Service || j.ops[op][1] != s.Name {
+		key := s.Service + "\x00" + s.Name
+		var ok bool
+		if op, ok = j.opIdx[key]; !ok {
+			op = int32(len(j.ops))
+			j.opIdx[key] = op
+			j.ops = append(j.ops, [2]string{s.Service, s.Name})
+		}
+		j.lastOp = op
 	}
 	minute := s.Start.Unix() / 60
-	j.ids[id] = int32(len(j.spans))
 	j.spans = append(j.spans, joinSpan{op: op, minute: minute})
 	var parent uint64
 	if s.ParentSpanID != "" {
@@ -119,6 +201,72 @@ func (j *SpanJoin) event(event []byte) int32 {
 		j.evs = append(j.evs, string(event))
 	}
 	return ev
+}
+
+// spanTable maps span keys (never 0) to spans: open addressing with
+// linear probing over one array, a lookup touching one cache line or two
+// (a million spans are looked up once per line carrying an id).
+type spanTable struct {
+	slots []spanSlot
+	n     int
+	shift uint // 64 - log2(len(slots))
+}
+
+type spanSlot struct {
+	key uint64 // 0: empty
+	val int32
+}
+
+// slot is where the probe for key begins (Fibonacci hashing: span ids
+// are often sequential).
+func (t *spanTable) slot(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> t.shift }
+
+// get returns the span of key.
+func (t *spanTable) get(key uint64) (int32, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := t.slot(key); ; i = (i + 1) & mask {
+		switch s := &t.slots[i]; s.key {
+		case key:
+			return s.val, true
+		case 0:
+			return 0, false
+		}
+	}
+}
+
+// add sets key's span unless key is there already (false).
+func (t *spanTable) add(key uint64, val int32) bool {
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := t.slot(key); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.key == key {
+			return false
+		}
+		if s.key == 0 {
+			s.key, s.val = key, val
+			t.n++
+			return true
+		}
+	}
+}
+
+// grow doubles the slots (at least 1024) and puts the keys back.
+func (t *spanTable) grow() {
+	old := t.slots
+	size := max(2*len(old), 1024)
+	t.slots, t.n = make([]spanSlot, size), 0
+	t.shift = uint(64 - bits.TrailingZeros(uint(size)))
+	for _, s := range old {
+		if s.key != 0 {
+			t.add(s.key, s.val)
+		}
+	}
 }
 
 // count adds one event at the operation of span i.
@@ -452,7 +600,7 @@ func (j *SpanJoin) joinChildren() {
 		if p == 0 {
 			continue
 		}
-		pi, ok := j.ids[p]
+		pi, ok := j.ids.get(p)
 		if !ok {
 			continue
 		}
@@ -490,36 +638,55 @@ func (j *SpanJoin) AddLineTokens(text string, toks []string) {
 }
 
 func (j *SpanJoin) addLine(text string, toks []string) {
-	if j == nil || len(j.spans) == 0 {
+	if j == nil {
+		return
+	}
+	deferred := j.deferring.Load()
+	if !deferred && len(j.spans) == 0 {
 		return
 	}
 	id := rawSpanOfLine(text)
 	if id == "" {
 		return
 	}
-	si, ok := j.ids[spanKey(id)]
-	if !ok {
-		return
+	key := spanKey(id)
+	var si int32
+	if !deferred {
+		var ok bool
+		if si, ok = j.ids.get(key); !ok {
+			return
+		}
 	}
-	if toks != nil {
+	j.mu.Lock()
+	ev, ok := j.rememberedEvent(toks)
+	if !ok {
+		j.mu.Unlock()
+		given := toks != nil
+		if !given {
+			toks = analysis.Tokens(text)
+		}
+		var buf [256]byte
+		e := appendEvent(buf[:0], toks)
 		j.mu.Lock()
-		if ev, ok := j.rememberedEvent(toks); ok {
-			j.count(si, ev)
+		ev = j.event(e)
+		if given {
+			j.remember(toks, ev)
+		}
+	}
+	if deferred {
+		for j.deferring.Load() && j.nPending >= maxDeferredLines {
+			j.drained.Wait()
+		}
+		if j.deferring.Load() {
+			j.keep(key, ev)
 			j.mu.Unlock()
 			return
 		}
-		j.mu.Unlock()
-	}
-	given := toks != nil
-	if !given {
-		toks = analysis.Tokens(text)
-	}
-	var buf [256]byte
-	e := appendEvent(buf[:0], toks)
-	j.mu.Lock()
-	ev := j.event(e)
-	if given {
-		j.remember(toks, ev)
+		// The spans are all in since: the line joins now.
+		if si, ok = j.ids.get(key); !ok {
+			j.mu.Unlock()
+			return
+		}
 	}
 	j.count(si, ev)
 	j.mu.Unlock()
@@ -531,6 +698,7 @@ func (j *SpanJoin) OpEvents() []OpEvent {
 	if j == nil {
 		return nil
 	}
+	j.SpansDone()
 	j.joinChildren()
 	keys := make([]opEventKey, 0, len(j.events))
 	for k := range j.events {

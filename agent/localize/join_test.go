@@ -2,7 +2,9 @@ package localize
 
 import (
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,4 +202,118 @@ func BenchmarkSpanJoinAddLine(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
+}
+
+// TestSpanJoinDeferred: lines added from several goroutines while the
+// spans are still being added (Defer, then SpansDone) count as when the
+// spans came first, also when the kept lines reach their bound and the
+// goroutines wait for the spans.
+func TestSpanJoinDeferred(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var spans []evidence.Span
+	for i := range 40 {
+		parent := ""
+		if i%4 != 0 {
+			parent = fmt.Sprintf("%016x", i-i%4+1)
+		}
+		spans = append(spans, evidence.Span{SpanID: fmt.Sprintf("%016x", i+1), ParentSpanID: parent, Service: fmt.Sprintf("svc-%d", i%3),
+			Name: fmt.Sprintf("op-%d", i%4), Start: t0.Add(time.Duration(i) * 20 * time.Second)})
+	}
+	var lines []string
+	for i := range 300 {
+		lines = append(lines, fmt.Sprintf("INFO step %d of job %d took %d ms span_id=%016x", i%3, i, i%70, 1+i%50)) // ids past 40: no span
+		if i%5 == 0 {
+			lines = append(lines, fmt.Sprintf("ERROR job %d failed: timeout SpanId: %016X", i, 1+i%40))
+		}
+	}
+	want := NewSpanJoin()
+	for i := range spans {
+		want.Add(&spans[i])
+	}
+	for _, l := range lines {
+		want.AddLine(l)
+	}
+	// The order of events made by several goroutines varies: compared
+	// as sets.
+	set := func(es []OpEvent) string {
+		var out []string
+		for _, e := range es {
+			out = append(out, fmt.Sprint(e))
+		}
+		sort.Strings(out)
+		return strings.Join(out, "\n")
+	}
+	w := set(want.OpEvents())
+	for _, bound := range []int{4_000_000, 7} {
+		old := maxDeferredLines
+		maxDeferredLines = bound
+		j := NewSpanJoin()
+		j.Defer()
+		var wg sync.WaitGroup
+		for g := range 3 {
+			wg.Go(func() {
+				m := analysis.NewMiner(time.Time{}, t0, t0.Add(time.Hour))
+				for k := g; k < len(lines); k += 3 {
+					if m.Add(t0, "svc", lines[k]) {
+						j.AddLineTokens(lines[k], m.Tokens())
+					}
+				}
+			})
+		}
+		if bound == 7 {
+			// The goroutines wait once 7 lines are kept.
+			for full := false; !full; time.Sleep(time.Millisecond) {
+				j.mu.Lock()
+				full = j.nPending == bound
+				j.mu.Unlock()
+			}
+		} else {
+			wg.Wait() // every line kept
+			if j.nPending == 0 {
+				t.Fatal("no line kept")
+			}
+		}
+		for i := range spans {
+			j.Add(&spans[i])
+		}
+		j.SpansDone()
+		wg.Wait()
+		maxDeferredLines = old
+		if got := set(j.OpEvents()); got != w {
+			t.Errorf("bound %d: deferred join\n got %s\nwant %s", bound, got, w)
+		}
+	}
+}
+
+// TestSpanTable: the span index keeps every key through its growth, finds
+// none it was not given and refuses a key twice.
+func TestSpanTable(t *testing.T) {
+	var tb spanTable
+	if _, ok := tb.get(7); ok {
+		t.Fatal("empty table found a key")
+	}
+	keys := map[uint64]int32{}
+	for i := range 5000 {
+		k := uint64(i+1) << 32 // sequential ids in the high half, as "%08x%08x" makes them
+		if i%2 == 1 {
+			k = uint64(i)*0x9E3779B97F4A7C15 | 1
+		}
+		if !tb.add(k, int32(i)) {
+			t.Fatalf("key %x refused", k)
+		}
+		keys[k] = int32(i)
+	}
+	for k, v := range keys {
+		if got, ok := tb.get(k); !ok || got != v {
+			t.Fatalf("get(%x) = %d, %v, want %d", k, got, ok, v)
+		}
+		if tb.add(k, -1) {
+			t.Fatalf("key %x added twice", k)
+		}
+	}
+	for i := range 5000 {
+		if _, ok := tb.get(uint64(i+1)<<32 + 1); ok {
+			t.Fatalf("found a key never added")
+		}
+	}
 }

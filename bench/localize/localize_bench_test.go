@@ -61,7 +61,11 @@ func envInt(name string, def int) int {
 
 // BenchmarkLocalize runs localization end to end on the generated bundle
 // and reports the wall time, the process's CPU time, the peak heap in use
-// and the peak resident set of the run.
+// and the peak resident set of the run, in two orders: spans-first, the
+// analyst's (every span indexed before the logs are read), and
+// overlapped (the logs read and mined alongside the spans, the lines
+// carrying a span id kept until the spans are in: localize.SpanJoin's
+// Defer).
 func BenchmarkLocalize(b *testing.B) {
 	logMB, spans := envInt("LOCALIZE_BENCH_LOG_MB", 1024), envInt("LOCALIZE_BENCH_SPANS", 1_000_000)
 	dir := os.Getenv("ROOTCAUSE_BENCH_LOCALIZE")
@@ -87,7 +91,16 @@ func BenchmarkLocalize(b *testing.B) {
 		}
 		return nil
 	})
-	b.ResetTimer()
+	for _, overlap := range []bool{false, true} {
+		name := "spans-first"
+		if overlap {
+			name = "overlapped"
+		}
+		b.Run(name, func(b *testing.B) { benchRun(b, dir, overlap, logBytes, traceBytes) })
+	}
+}
+
+func benchRun(b *testing.B, dir string, overlap bool, logBytes, traceBytes int64) {
 	for b.Loop() {
 		runtime.GC()
 		resetPeakRSS()
@@ -109,7 +122,7 @@ func BenchmarkLocalize(b *testing.B) {
 			}
 		})
 		start, cpu0 := time.Now(), cpuTime()
-		res, n, err := run(context.Background(), dir)
+		res, n, err := run(context.Background(), dir, overlap)
 		elapsed, cpu := time.Since(start), cpuTime()-cpu0
 		close(stop)
 		wg.Wait()
@@ -124,20 +137,26 @@ func BenchmarkLocalize(b *testing.B) {
 		b.ReportMetric(cpu.Seconds(), "cpu-s/localization")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
 		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MB")
-		b.Logf("%d services, %d MB of logs (%d lines), %d MB of traces (%d spans), %d series, %d log templates, %d operation events: %s wall, %s CPU, peak heap %d MB, peak RSS %d MB; first: %s",
-			services, logBytes>>20, n.lines, traceBytes>>20, n.spans, n.series, n.templates, n.ops, elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond),
+		b.Logf("%d services, %d MB of logs (%d lines), %d MB of traces (%d spans), %d series, %d log templates, %d operation events: %s wall (spans and metrics %s, logs %s), %s CPU, peak heap %d MB, peak RSS %d MB; first: %s",
+			services, logBytes>>20, n.lines, traceBytes>>20, n.spans, n.series, n.templates, n.ops, elapsed.Round(time.Millisecond),
+			n.spanPhase.Round(time.Millisecond), n.logPhase.Round(time.Millisecond), cpu.Round(time.Millisecond),
 			peak.Load()>>20, rss>>20, res.Candidates[0].Explanation)
 	}
 }
 
-type counts struct{ lines, spans, series, templates, ops int }
+type counts struct {
+	lines, spans, series, templates, ops int
+	spanPhase, logPhase                  time.Duration // wall time of the spans (with the metrics) and of the logs
+}
 
-// run is localization over the bundle in dir, in the analyst's order: the
-// spans first (one scan into per-minute service graphs and the span index,
-// alongside the metrics), then the logs of every service (one miner per
-// service, one worker per core), each line carrying a span id joined to its
-// span's operation as it is read.
-func run(ctx context.Context, dir string) (localize.Result, counts, error) {
+// run is localization over the bundle in dir. In the analyst's order
+// (overlap false): the spans first (one scan into per-minute service
+// graphs and the span index, alongside the metrics), then the logs of
+// every service (one miner per service, one worker per core), each line
+// carrying a span id joined to its span's operation as it is read. With
+// overlap, the logs are read alongside the spans and the metrics, the
+// join keeping the lines that carry a span id until the spans are in.
+func run(ctx context.Context, dir string, overlap bool) (localize.Result, counts, error) {
 	var n counts
 	bd, err := bundle.OpenDir(dir)
 	if err != nil {
@@ -147,21 +166,35 @@ func run(ctx context.Context, dir string) (localize.Result, counts, error) {
 	in := localize.Input{Window: win, Entry: entry}
 	join := localize.NewSpanJoin()
 	var (
-		metricErr error
-		inner     sync.WaitGroup
+		metricErr, traceErr error
+		traceSeries         []localize.Series
+		edges               []localize.Edge
+		inner               sync.WaitGroup
 	)
+	start := time.Now()
 	inner.Go(func() { in.Metrics, metricErr = metricInput(ctx, src.Metrics) })
-	traceSeries, edges, spans, err := traceInput(ctx, src.Traces, join)
+	traces := func() {
+		traceSeries, edges, n.spans, traceErr = traceInput(ctx, src.Traces, join)
+		n.spanPhase = time.Since(start)
+	}
+	if overlap {
+		join.Defer()
+		inner.Go(func() {
+			traces()
+			join.SpansDone()
+		})
+	} else {
+		traces()
+		inner.Wait()
+	}
+	logStart := time.Now()
+	in.Logs, n.lines, err = logInput(ctx, src.Logs, join)
+	n.logPhase = time.Since(logStart)
 	inner.Wait()
-	n.spans = spans
-	if err != nil {
-		return localize.Result{}, n, err
-	}
-	if metricErr != nil {
-		return localize.Result{}, n, metricErr
-	}
-	if in.Logs, n.lines, err = logInput(ctx, src.Logs, join); err != nil {
-		return localize.Result{}, n, err
+	for _, e := range []error{traceErr, metricErr, err} {
+		if e != nil {
+			return localize.Result{}, n, e
+		}
 	}
 	in.Ops = join.OpEvents()
 	in.Metrics = append(in.Metrics, traceSeries...)
