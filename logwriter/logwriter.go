@@ -5,8 +5,11 @@
 // for the terminal, journal or disk behind stderr.
 //
 // The goroutine gathers lines for up to BatchDelay after the first one
-// before it writes, so that a busy server makes a few hundred write calls a
-// second rather than one per request or two.
+// before it writes, so that a busy server makes about twenty write calls a
+// second rather than one per request or two. Each batch also costs the
+// goroutine's wake-ups (the first line's signal and the delay's timer),
+// which on a busy server were more of the log's cost than formatting and
+// writing the lines (docs/performance.md).
 //
 // Nothing is ever dropped: when more than the buffer limit is waiting, Write
 // blocks until the background write has caught up (back-pressure instead of
@@ -27,10 +30,10 @@ const DefaultLimit = 1 << 20
 
 // BatchDelay is how long the background goroutine waits after waking for
 // a line before it writes what has accumulated: a log line reaches the
-// output at most about this much later than without the wait, and Flush
-// and Close may wait this much longer. A batch that reaches half the limit
-// is written at once.
-const BatchDelay = 2 * time.Millisecond
+// output at most about this much later than without the wait (Flush and
+// Close end the wait at once). A batch that reaches half the limit is
+// written at once.
+const BatchDelay = 50 * time.Millisecond
 
 // Writer is an asynchronous buffered writer. Create it with New; it is safe
 // for concurrent use. Each Write's bytes reach the output contiguously and
