@@ -75,8 +75,10 @@ func (b *Bundle) Sources(now time.Time) *evidence.Sources {
 		now = b.CapturedAt
 	}
 	s := &evidence.Sources{}
+	var kb *kubeBundle
 	if k := b.kubernetes(); k != nil {
 		s.Kubernetes = k
+		kb, _ = k.(*kubeBundle)
 	}
 	if m := b.metrics(); m != nil {
 		s.Metrics = m
@@ -84,7 +86,7 @@ func (b *Bundle) Sources(now time.Time) *evidence.Sources {
 	if l := b.logs(); l != nil {
 		s.Logs = l
 	}
-	if c := b.changes(); c != nil {
+	if c := b.changes(kb); c != nil {
 		s.Changes = c
 	}
 	if c := b.cloudwatch(); c != nil {

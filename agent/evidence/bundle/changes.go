@@ -16,19 +16,23 @@ import (
 // ChangeKinds are the kinds a change may have.
 var ChangeKinds = []string{"deploy", "config", "feature_flag", "infra"}
 
-// changes returns the bundle's Changes source, or nil when the bundle has
-// no changes.json. The file is read and validated on first use, so a
-// malformed file fails list_changes with a clear error and the rest of the
-// bundle still serves.
-func (b *Bundle) changes() evidence.Changes {
-	if !exists(b.FS, "changes.json") {
+// changes returns the bundle's Changes source: changes.json, and the Helm
+// release revisions transcripts show (helm history, helm list, helm
+// status); nil when the bundle has neither. The file is read and
+// validated on first use, so a malformed file fails list_changes with a
+// clear error and the rest of the bundle still serves.
+func (b *Bundle) changes(k *kubeBundle) evidence.Changes {
+	file := exists(b.FS, "changes.json")
+	if !file && (k == nil || len(k.helmChanges(context.Background())) == 0) {
 		return nil
 	}
-	return &bundleChanges{fsys: b.FS}
+	return &bundleChanges{fsys: b.FS, file: file, kube: k}
 }
 
 type bundleChanges struct {
 	fsys fs.FS
+	file bool        // changes.json exists
+	kube *kubeBundle // transcripts, for Helm releases; may be nil
 	once sync.Once
 	list []evidence.Change
 	err  error
@@ -44,12 +48,20 @@ type rawChange struct {
 }
 
 func (c *bundleChanges) load() {
-	data, err := fs.ReadFile(c.fsys, "changes.json")
-	if err != nil {
-		c.err = &evidence.Error{Source: "changes", Code: evidence.CodeMalformed, File: "changes.json", Err: err}
-		return
+	if c.file {
+		data, err := fs.ReadFile(c.fsys, "changes.json")
+		if err != nil {
+			c.err = &evidence.Error{Source: "changes", Code: evidence.CodeMalformed, File: "changes.json", Err: err}
+			return
+		}
+		if c.list, c.err = ParseChanges(data); c.err != nil {
+			return
+		}
 	}
-	c.list, c.err = ParseChanges(data)
+	if c.kube != nil {
+		c.list = append(c.list, c.kube.helmChanges(context.Background())...)
+		sort.SliceStable(c.list, func(i, j int) bool { return c.list[i].Timestamp.Before(c.list[j].Timestamp) })
+	}
 }
 
 // ParseChanges parses and validates a changes.json document and returns the

@@ -326,6 +326,7 @@ func checkTranscript(b *Bundle, p string, r *CheckReport) {
 	add(len(res.Rollouts), "%d kubectl rollout status")
 	add(len(res.Histories), "%d kubectl rollout history")
 	add(len(res.Permissions), "%d kubectl auth can-i answers")
+	add(len(res.Releases), "%d helm release revisions")
 	execs := 0
 	for _, o := range res.Outputs {
 		if o.Exec {

@@ -37,6 +37,14 @@ type textData struct {
 	// seen are the pods the commands run in them or about them show
 	// (kubectl logs, exec, top pod rows), of every transcript.
 	seen []kubetext.Sighting
+	// releases are the Helm release revisions of helm history, helm list
+	// and helm status outputs.
+	releases []textRelease
+}
+
+type textRelease struct {
+	file string
+	kubetext.Release
 }
 
 type textOutput struct {
@@ -183,6 +191,9 @@ func (k *kubeBundle) texts(ctx context.Context) *textData {
 				t.outputs = append(t.outputs, textOutput{file: name, Output: o})
 			}
 			t.seen = append(t.seen, res.Sightings(name)...)
+			for _, r := range res.Releases {
+				t.releases = append(t.releases, textRelease{file: name, Release: r})
+			}
 		}
 		t.addSeenPods()
 	})
@@ -215,6 +226,62 @@ func (t *textData) addSeenPods() {
 	for _, p := range kubetext.SeenPods(t.seen, known) {
 		t.objs["Pod"] = append(t.objs["Pod"], p)
 	}
+}
+
+// helmChanges turns the Helm release revisions of transcripts into deploy
+// changes of the release, one per revision (the copy whose time helm printed
+// with its zone wins over the history table's wall clock), skipping those
+// without a time.
+func (k *kubeBundle) helmChanges(ctx context.Context) []evidence.Change {
+	type key struct {
+		ns, name string
+		rev      int64
+	}
+	best := map[key]textRelease{}
+	var order []key
+	for _, r := range k.texts(ctx).releases {
+		if r.Updated.IsZero() {
+			continue
+		}
+		kk := key{r.Namespace, r.Name, r.Revision}
+		old, seen := best[kk]
+		if !seen {
+			order = append(order, kk)
+		}
+		if !seen || r.ZoneShown && !old.ZoneShown || r.ZoneShown == old.ZoneShown && len(r.Description) > len(old.Description) {
+			if seen && r.Description == "" {
+				r.Description = old.Description
+			}
+			best[kk] = r
+		}
+	}
+	out := make([]evidence.Change, 0, len(order))
+	for _, kk := range order {
+		r := best[kk]
+		desc := fmt.Sprintf("helm release %s revision %d", r.Name, r.Revision)
+		if r.Namespace != "" {
+			desc = fmt.Sprintf("helm release %s/%s revision %d", r.Namespace, r.Name, r.Revision)
+		}
+		if r.Chart != "" {
+			desc += " (chart " + r.Chart
+			if r.AppVersion != "" {
+				desc += ", app version " + r.AppVersion
+			}
+			desc += ")"
+		}
+		if r.Status != "" {
+			desc += " " + r.Status
+		}
+		if r.Description != "" {
+			desc += ": " + r.Description
+		}
+		if !r.ZoneShown {
+			desc += " (helm printed the time without its zone: read as UTC)"
+		}
+		out = append(out, evidence.Change{Timestamp: r.Updated, Service: r.Name, Kind: "deploy", Description: desc,
+			Revision: fmt.Sprint(r.Revision), Source: fmt.Sprintf("%s:%d", r.file, r.Line)})
+	}
+	return out
 }
 
 func cmpOr(a, b string) string {

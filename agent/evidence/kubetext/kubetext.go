@@ -80,6 +80,9 @@ type Result struct {
 	Histories []History
 	// Permissions are kubectl auth can-i answers.
 	Permissions []Permission
+	// Releases are the Helm release revisions helm history, helm list and
+	// helm status printed (their output is kept in Outputs too).
+	Releases []Release
 	// Skipped lists what was not understood and why.
 	Skipped []Skip
 }

@@ -3,6 +3,7 @@ package kubetext
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -120,18 +121,47 @@ var podSuffix = map[string]*regexp.Regexp{
 // the names the controllers give); otherwise the output is kept as text,
 // attributed to the workload.
 func (p *parser) resolveWorkloadLogs() {
+	if len(p.workloadLogs) == 0 {
+		return
+	}
+	// The pods by the names their controllers could have: the name
+	// without its last one or two "-" parts, in its namespace and in any
+	// ("*"). Each workload's candidates are worked out once, so the cost
+	// stays linear in the pods and the logs.
+	byPrefix := map[string][]objKey{}
+	for k := range p.objs {
+		if k.kind != "Pod" {
+			continue
+		}
+		name := k.name
+		for range 2 {
+			i := strings.LastIndexByte(name, '-')
+			if i <= 0 {
+				break
+			}
+			name = name[:i]
+			byPrefix[k.ns+"/"+name] = append(byPrefix[k.ns+"/"+name], k)
+			byPrefix["*/"+name] = append(byPrefix["*/"+name], k)
+		}
+	}
+	done := map[string][]objKey{}
 	for _, wl := range p.workloadLogs {
 		kind, name, _ := strings.Cut(wl.workload, "/")
-		var found []objKey
-		if re := podSuffix[kind]; re != nil {
-			for k := range p.objs {
-				if k.kind != "Pod" || wl.Namespace != "" && k.ns != wl.Namespace {
-					continue
-				}
+		ns := wl.Namespace
+		if ns == "" {
+			ns = "*"
+		}
+		key := kind + "/" + ns + "/" + name
+		found, ok := done[key]
+		if re := podSuffix[kind]; re != nil && !ok {
+			for _, k := range byPrefix[ns+"/"+name] {
 				if rest, ok := strings.CutPrefix(k.name, name+"-"); ok && re.MatchString(rest) {
 					found = append(found, k)
 				}
 			}
+			slices.SortFunc(found, func(a, b objKey) int { return strings.Compare(a.ns+"/"+a.name, b.ns+"/"+b.name) })
+			found = slices.CompactFunc(found, func(a, b objKey) bool { return a == b })
+			done[key] = found
 		}
 		if len(found) == 1 {
 			wl.Log.Pod = found[0].name

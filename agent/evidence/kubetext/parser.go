@@ -172,6 +172,7 @@ func (p *parser) block(b *block) {
 		// stern's output is logs; another program's output (curl, dig,
 		// psql, systemctl status) is kept as text.
 		if b.text != "" && len(out) > 0 && !p.stern(b.text, out, b.line) {
+			p.helm(b.text, out, b.line)
 			p.keepHost(b, out)
 		}
 		return
