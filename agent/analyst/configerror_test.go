@@ -1,6 +1,13 @@
 package analyst
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
+	corev1 "k8s.io/api/core/v1"
+)
 
 // TestMissingRef names what a CreateContainerConfigError message says is
 // missing, as the kubelet prints it.
@@ -14,6 +21,100 @@ func TestMissingRef(t *testing.T) {
 	for _, c := range cases {
 		if got := missingRef(c.msg); got != c.want {
 			t.Errorf("missingRef(%q) = %q, want %q", c.msg, got, c.want)
+		}
+	}
+}
+
+// TestConfigErrorLatestEvent: events of one kind on one pod tell its
+// history; the one seen last is its state now. A Secret first not found,
+// then found without the key the pod asks for, is missing that key, in
+// whichever order the events were listed.
+func TestConfigErrorLatestEvent(t *testing.T) {
+	const describeEvents = `$ kubectl describe pod web-6f4c8b9d7-r8xvm -n shop
+Name:             web-6f4c8b9d7-r8xvm
+Namespace:        shop
+Status:           Pending
+Controlled By:  ReplicaSet/web-6f4c8b9d7
+Containers:
+  app:
+    Image:          ghcr.io/acme/web:3.2.0
+    State:          Waiting
+      Reason:       CreateContainerConfigError
+    Ready:          False
+    Restart Count:  0
+Events:
+  Type     Reason     Age                  From               Message
+  ----     ------     ----                 ----               -------
+  Normal   Scheduled  35m                  default-scheduler  Successfully assigned shop/web-6f4c8b9d7-r8xvm to node-1
+  Warning  Failed     25m (x12 over 35m)   kubelet            Error: secret "web-db" not found
+  Normal   Pulled     30s (x158 over 35m)  kubelet            Container image "ghcr.io/acme/web:3.2.0" already present on machine
+  Warning  Failed     30s (x112 over 25m)  kubelet            Error: couldn't find key DB_PASSWORD in Secret shop/web-db
+`
+	const getEvents = `$ kubectl get events -n shop --sort-by=.lastTimestamp
+LAST SEEN   TYPE      REASON      OBJECT                    MESSAGE
+30s         Warning   Failed      pod/web-6f4c8b9d7-r8xvm   Error: couldn't find key DB_PASSWORD in Secret shop/web-db
+25m         Warning   Failed      pod/web-6f4c8b9d7-r8xvm   Error: secret "web-db" not found
+`
+	now := time.Date(2026, 5, 6, 13, 40, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}
+	for name, session := range map[string]string{"describe page": describeEvents, "events newest first": getEvents} {
+		res := kubetext.Parse([]byte(session), now)
+		var pods []corev1.Pod
+		for _, o := range res.Objects {
+			if p, ok := o.(*corev1.Pod); ok {
+				pods = append(pods, *p)
+			}
+		}
+		var got *Finding
+		for _, f := range DetectEvents(res.Events, pods, w) {
+			if f.Kind == KindConfigError {
+				got = &f
+			}
+		}
+		if got == nil {
+			t.Fatalf("%s: no config error from %d events", name, len(res.Events))
+		}
+		if m := got.fact("missing"); m != "key DB_PASSWORD in secret shop/web-db" {
+			t.Errorf("%s: missing %q, want the key", name, m)
+		}
+		if !strings.Contains(got.Summary, "couldn't find key") || !strings.Contains(got.Evidence[0], "couldn't find key") {
+			t.Errorf("%s: summary %q, evidence %q: the latest event should lead", name, got.Summary, got.Evidence)
+		}
+	}
+}
+
+// TestLatestEventBackOff: a back-off that goes on after the failure it
+// repeats stopped being logged is not a new state: the failure keeps the
+// facts.
+func TestLatestEventBackOff(t *testing.T) {
+	const session = `$ kubectl describe pod rates-6f7b8d9c45-k9wtx -n logistics
+Name:             rates-6f7b8d9c45-k9wtx
+Namespace:        logistics
+Status:           Pending
+Controlled By:  ReplicaSet/rates-6f7b8d9c45
+Containers:
+  rates:
+    Image:          ghcr.io/haulmark/rates:1.0.0
+    State:          Waiting
+      Reason:       ImagePullBackOff
+    Ready:          False
+    Restart Count:  0
+Events:
+  Type     Reason     Age                From     Message
+  ----     ------     ----               ----     -------
+  Warning  Failed     22m (x4 over 24m)  kubelet  Failed to pull image "ghcr.io/haulmark/rates:1.0.0": rpc error: code = NotFound desc = failed to pull and unpack image "ghcr.io/haulmark/rates:1.0.0": not found
+  Warning  Failed     30s (x43 over 24m) kubelet  Error: ImagePullBackOff
+`
+	now := time.Date(2027, 1, 20, 17, 21, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}
+	res := kubetext.Parse([]byte(session), now)
+	fs := DetectEvents(res.Events, nil, w)
+	if len(fs) == 0 {
+		t.Fatalf("no finding from %d events", len(res.Events))
+	}
+	for _, f := range fs {
+		if !strings.Contains(f.fact("message"), "not found") || !strings.Contains(f.Summary, "Failed to pull") {
+			t.Errorf("%s: message %q, summary %q: the back-off superseded the failure", f.Kind, f.fact("message"), f.Summary)
 		}
 	}
 }

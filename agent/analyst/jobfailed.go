@@ -27,7 +27,13 @@ var jobFailed = &mechanism{
 	class: classCause,
 	label: "Job failed (backoff limit or deadline reached)",
 	detect: func(ev *Gathered, _ []Finding) []Finding {
-		return detectFailedJobs(ev.K8s, ev.Logs)
+		fs := detectFailedJobs(ev.K8s, ev.Logs)
+		for i := range fs {
+			if f := &fs[i]; f.fact("reason") == "DeadlineExceeded" {
+				explainDeadline(f, ev.Logs, []string{f.Subject, f.fact("job")}, ev.Changes, jobStart(ev.K8s, f.fact("job")))
+			}
+		}
+		return fs
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return c.Kind == KindDeploy || c.Kind == KindConfigChange || strings.Contains(strings.ToLower(c.fact("description")), "secret")
@@ -41,6 +47,7 @@ var jobFailed = &mechanism{
 		if r := h.fact("reason"); r != "" {
 			d += fmt.Sprintf(" (%s: %s)", r, jobReasonWords(r))
 		}
+		d += describeDeadline(h)
 		if p := h.fact("pod"); p != "" {
 			d += fmt.Sprintf(": its pod %s", p)
 			if c := h.fact("exit_code"); c != "" {
@@ -70,6 +77,16 @@ var jobFailed = &mechanism{
 		r.med("Check whether the Job's work is idempotent before re-running it (a half-applied migration, a partial backup)")
 		r.low("Alert on failed Jobs (kube_job_status_failed > 0) and on CronJobs whose last successful run is too old")
 	},
+}
+
+// jobStart is when a Job started, when its object says.
+func jobStart(k K8sEvidence, name string) time.Time {
+	for i := range k.Jobs {
+		if j := &k.Jobs[i]; j.Name == name && j.Status.StartTime != nil {
+			return j.Status.StartTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 // jobReasonWords says what a Job failure reason means.

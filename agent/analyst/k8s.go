@@ -394,6 +394,7 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 		obj  string
 	}
 	merged := map[key]*Finding{}
+	latest := map[key]time.Time{} // last time of the event that set a finding's facts
 	var order []key
 	succeeded := successTimes(events)
 	for i := range events {
@@ -467,12 +468,41 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 		}
 		f.Time = earliest(f.Time, first)
 		count := max(e.Count, 1)
-		f.Evidence = append(f.Evidence, fmt.Sprintf("event %s on %s: %s (%s, first %s, last %s)", e.Reason, obj, quote(e.Message, 300), plural(int(count), "time", "times"), ts(first), ts(last)))
-		if f.Summary == "" {
-			f.Summary = fmt.Sprintf("%s on %s: %s", e.Reason, obj, truncate(e.Message, 160))
+		// An event that went on after another of the same reason stopped
+		// (a Secret not found, then a key not found in it) is the object's
+		// state now; the earlier one is superseded history, quoted after
+		// it, and its facts give way. Events seen together, a back-off
+		// repeating the failure, or another reason (a pull secret not
+		// retrieved, then the pull failing) are one state: the first keeps
+		// its facts and the others add what it lacks.
+		sameState := e.Reason == f.fact("reason") && !backOffRE.MatchString(e.Message)
+		current := f.fact("message") == "" || sameState && last.Sub(latest[k]) > supersededAfter
+		superseded := !current && sameState && latest[k].Sub(last) > supersededAfter
+		if current {
+			latest[k] = last
 		}
-		f.setFact("message", e.Message)
-		f.setFact("reason", e.Reason)
+		line := fmt.Sprintf("event %s on %s: %s (%s, first %s, last %s)", e.Reason, obj, quote(e.Message, 300), plural(int(count), "time", "times"), ts(first), ts(last))
+		if current {
+			f.Evidence = append([]string{line}, f.Evidence...)
+			f.Summary = fmt.Sprintf("%s on %s: %s", e.Reason, obj, truncate(e.Message, 160))
+		} else {
+			f.Evidence = append(f.Evidence, line)
+		}
+		if current {
+			// What an earlier event said gives way to this one's facts.
+			g := Finding{}
+			g.setFact("message", e.Message)
+			g.setFact("reason", e.Reason)
+			if m.eventFacts != nil {
+				m.eventFacts(&g, e)
+			}
+			if f.Facts == nil {
+				f.Facts = map[string]string{}
+			}
+			maps.Copy(f.Facts, g.Facts)
+		} else if !superseded && m.eventFacts != nil {
+			m.eventFacts(f, e)
+		}
 		var seen int
 		fmt.Sscan(f.fact("count"), &seen)
 		if f.Facts == nil {
@@ -483,12 +513,9 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 			f.Severity = SevInfo
 			f.Weight = min(f.Weight, weight)
 			f.setFact("resolved", "true")
-			if !strings.HasSuffix(f.Summary, "(resolved since)") {
-				f.Summary += " (resolved since)"
-			}
 		}
-		if m.eventFacts != nil {
-			m.eventFacts(f, e)
+		if f.fact("resolved") != "" && !strings.HasSuffix(f.Summary, "(resolved since)") {
+			f.Summary += " (resolved since)"
 		}
 		if io.Kind == "Node" {
 			f.setFact("node", io.Name)
@@ -504,6 +531,13 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 	}
 	return out
 }
+
+// supersededAfter: an event last seen this long before another of its
+// kind on the same object is past (see DetectEvents).
+const supersededAfter = 5 * time.Minute
+
+// backOffRE: a message that only says the kubelet backs off retrying.
+var backOffRE = regexp.MustCompile(`(?i)back-?off`)
 
 // successTimes maps each controller ("Kind ns/name") to the last time it
 // created a pod (SuccessfulCreate).

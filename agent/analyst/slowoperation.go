@@ -44,8 +44,9 @@ var slowOperation = &mechanism{
 
 var (
 	// Durations log lines report: "completed in 10.01 seconds", "took
-	// 2300ms", "duration=2.5s", "elapsed: 1.2 s", "in 812 ms".
-	durationRE   = regexp.MustCompile(`(?i)(?:\b(?:in|took|took:|duration[=:]?|elapsed[=:]?|latency[=:]?|time[=:]|after)|\bslow(?: [\w -]+)?:)\s*"?(\d+(?:\.\d+)?)\s*(ms|msec|milliseconds?|s|sec|secs|seconds?|µs|us|microseconds?|m|min|minutes?)\b`)
+	// 2300ms", "took=2300ms", "last_bulk_took=591ms", "duration=2.5s",
+	// "elapsed: 1.2 s", "in 812 ms".
+	durationRE   = regexp.MustCompile(`(?i)(?:\b(?:in|took|took:|duration[=:]?|elapsed[=:]?|latency[=:]?|time[=:]|after)|(?:\b|_)took=|\bslow(?: [\w -]+)?:)\s*"?(\d+(?:\.\d+)?)\s*(ms|msec|milliseconds?|s|sec|secs|seconds?|µs|us|microseconds?|m|min|minutes?)\b`)
 	latencyAskRE = regexp.MustCompile(`(?i)\b(slow|latenc|takes? (?:too )?long|took|duration|seconds|response time|timing|sluggish|delay)`)
 	opWordRE     = regexp.MustCompile(`(?i)\b([a-z][\w-]*(?: [a-z][\w-]*)?) (?:call|query|request|job|operation|batch|sync|export|render|upload|download)s?\b|\b(?:call|query|request|operation) (?:to )?([\w.-]+)`)
 )

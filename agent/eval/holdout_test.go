@@ -28,7 +28,8 @@ var holdoutFloors = map[string]int{
 	"holdout10": 10,
 	"holdout11": 10,
 	"holdout12": 12,
-	"holdout14": 7,
+	"holdout13": 6,
+	"holdout14": 9,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
