@@ -75,7 +75,7 @@ func (k *lineKey) read(line string) {
 			}
 		}
 		// The token's end, and the classes of its bytes.
-		j, cls := i, uint8(0)
+		j, cls := i, uint16(0)
 		for j < n {
 			c := byteClass[line[j]]
 			if c&cSpace != 0 {
@@ -106,7 +106,7 @@ func (k *lineKey) read(line string) {
 			}
 			if !changed {
 				k.key = append(k.key, tok...)
-				if cls&^(cLetter|cPunct) == 0 && monthPrefix(tok) && wordIn(monthNames, tok) {
+				if cls&^(cLetter|cPunct|cDot) == 0 && monthPrefix(tok) && wordIn(monthNames, tok) {
 					k.month = true // maybe a date in words
 				}
 			}
@@ -331,11 +331,18 @@ const (
 	cDigit              // '0' – '9'
 	cHex                // 'a' – 'f', 'A' – 'F'
 	cAlpha              // the other ASCII letters
-	cPunct              // isPunct's
+	cPunct              // isPunct's but '.'
+	cDot                // '.'
+	cColon              // ':'
+	cSlash              // '/'
+	cOther              // any other byte ('-', '_', '=', non-ASCII...)
 	cLetter = cHex | cAlpha
 )
 
-var byteClass = func() (t [256]uint8) {
+var byteClass = func() (t [256]uint16) {
+	for c := range t {
+		t[c] = cOther
+	}
 	for _, c := range " \t\n\r" {
 		t[c] = cSpace
 	}
@@ -348,11 +355,20 @@ var byteClass = func() (t [256]uint8) {
 	for c := 'a'; c <= 'f'; c++ {
 		t[c], t[c-'a'+'A'] = cHex, cHex
 	}
-	for _, c := range "()[]{}<>,;\"'`.!?" {
+	for _, c := range "()[]{}<>,;\"'`!?" {
 		t[c] = cPunct
 	}
+	t['.'], t[':'], t['/'] = cDot, cColon, cSlash
 	return t
 }()
+
+// classes returns the classes of the bytes of s.
+func classes(s string) (c uint16) {
+	for i := 0; i < len(s); i++ {
+		c |= byteClass[s[i]]
+	}
+	return c
+}
 
 // MaskToken masks one whitespace-free token. Leading and trailing punctuation
 // is kept (so "(10.0.0.1:5432)," becomes "(<IP>),"); key=value tokens keep
@@ -418,18 +434,19 @@ func trimQuotes(s string, comma bool) string {
 	return s
 }
 
-func isPunct(c byte) bool { return byteClass[c]&cPunct != 0 }
+func isPunct(c byte) bool { return byteClass[c]&(cPunct|cDot) != 0 }
 
 // appendMaskCore classifies a token without surrounding punctuation: it
 // appends the masked form of s (s itself when nothing in
 // it is masked) to dst.
 func appendMaskCore(dst []byte, s string) []byte {
-	if len(s) != 36 && !hasDigit(s) && strings.IndexByte(s, ':') < 0 {
+	cls := classes(s)
+	if len(s) != 36 && cls&(cDigit|cColon) == 0 {
 		// Every kind below needs a digit, except a UUID (36 long) and an
 		// IPv6 address (with a ':') written in hex letters only.
 		return append(dst, s...)
 	}
-	if allDigits(s) {
+	if cls == cDigit { // all digits
 		// What the cases below make of a plain integer: a long one reads
 		// as hex (an id), the others as a number.
 		if len(s) >= 12 {
@@ -437,16 +454,19 @@ func appendMaskCore(dst []byte, s string) []byte {
 		}
 		return append(dst, maskNum...)
 	}
+	// The classes rule out most kinds before their scan: an IP address
+	// has only hex digits and separators, a hex string only hex digits
+	// (or a 0x), a number no ':' or '/', a time no hex letter.
 	switch {
 	case isUUID(s):
 		return append(dst, maskUUID...)
-	case isIP(s):
+	case (s[0] == '[' || cls&^(cDigit|cHex|cDot|cColon|cSlash) == 0 && cls&(cDot|cColon) != 0) && isIP(s):
 		return append(dst, maskIP...)
-	case isHex(s):
+	case (cls&^(cDigit|cHex) == 0 || s[0] == '0' && len(s) > 2 && s[1]|0x20 == 'x') && isHex(s):
 		return append(dst, maskHex...)
-	case isNumberish(s):
+	case cls&(cColon|cSlash) == 0 && isNumberish(s):
 		return append(dst, maskNum...)
-	case isTimeish(s):
+	case cls&cHex == 0 && isTimeish(s):
 		return append(dst, maskTime...)
 	}
 	// host:port and path/segments with variable parts.
@@ -462,7 +482,7 @@ func appendMaskCore(dst []byte, s string) []byte {
 	if out, ok := appendNumericParts(dst, s); ok {
 		return out
 	}
-	if strings.IndexByte(s, '/') >= 0 && hasDigit(s) {
+	if cls&cSlash != 0 && cls&cDigit != 0 {
 		// Each segment masked on its own.
 		start := 0
 		for i := 0; i <= len(s); i++ {
