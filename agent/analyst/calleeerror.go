@@ -69,3 +69,57 @@ func calleeOfLabels(l map[string]string) string {
 	}
 	return ""
 }
+
+// roleSuffixRE is the part of a service's name that says what it is, not
+// what it does about ("tax-service", "inventory-api", "pricing-svc").
+var roleSuffixRE = regexp.MustCompile(`(?i)[-_](?:service|svc|api|server|srv|app|backend|worker)$`)
+
+// serviceStem is what a service's name says it deals with ("tax-service" →
+// "tax", "inventory-reservation-api" → "inventory reservation"); "" when
+// the name carries no role suffix or what is left is too short to mean
+// anything.
+func serviceStem(name string) string {
+	if !roleSuffixRE.MatchString(name) {
+		return ""
+	}
+	s := strings.ToLower(roleSuffixRE.ReplaceAllString(name, ""))
+	s = strings.NewReplacer("-", " ", "_", " ").Replace(s)
+	if len(s) < 3 {
+		return ""
+	}
+	return s
+}
+
+// relateNamedServices relates a caller's new errors to the known services
+// their text names by what those services deal with ("validate tax quote:
+// quote has 0 lines" names tax-service; "inventory reservation failed"
+// inventory-reservation-api): a caller rejecting what a callee answered
+// says so in the callee's terms even with no URL or status in the line.
+func relateNamedServices(fs []*Finding, sc Scope) {
+	type stem struct {
+		name string
+		re   *regexp.Regexp
+	}
+	var stems []stem
+	for k := range sc.Known {
+		if s := serviceStem(k); s != "" {
+			stems = append(stems, stem{k, regexp.MustCompile(`(?i)(?:^|[^\w-])` + regexp.QuoteMeta(s) + `(?:$|[^\w-])`)})
+		}
+	}
+	if len(stems) == 0 {
+		return
+	}
+	for _, f := range fs {
+		if f.Kind != KindLogErrors || f.fact("line") == "" {
+			continue
+		}
+		text := ReadableLine(f.fact("line"))
+		own := serviceStem(f.Subject)
+		for _, s := range stems {
+			if strings.EqualFold(s.name, f.Subject) || serviceStem(s.name) == own || f.relates(s.name) || !s.re.MatchString(text) {
+				continue
+			}
+			f.Related = append(f.Related, s.name)
+		}
+	}
+}

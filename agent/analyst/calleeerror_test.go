@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -73,5 +74,34 @@ func TestClientSeriesNameTheirCallee(t *testing.T) {
 	deploy := &Finding{Kind: KindDeploy, Subject: "quote-api", Time: t0.Add(15 * time.Minute), Weight: 0.9, Source: SrcChanges}
 	if h := changeHypothesis(deploy, []*Finding{&fs[0]}, Scope{Service: "quote-api"}); h != nil {
 		t.Errorf("a deploy of the caller is blamed for its calls to rate-card slowing: %+v", h)
+	}
+}
+
+// TestRelateNamedServices checks that a caller's errors naming what a known
+// service deals with relate to that service, and that its own name, a
+// service with no role suffix and a word inside another word do not.
+func TestRelateNamedServices(t *testing.T) {
+	stems := map[string]string{"tax-service": "tax", "inventory-reservation-api": "inventory reservation", "payment-orchestrator": "", "ui-app": "", "order_worker": "order"}
+	for name, want := range stems {
+		if got := serviceStem(name); got != want {
+			t.Errorf("serviceStem(%q) = %q, want %q", name, got, want)
+		}
+	}
+	sc := Scope{Service: "order-service", Known: map[string]bool{"tax-service": true, "order-service": true, "payment-orchestrator": true, "inventory-reservation-api": true, "basket-service": true}}
+	mk := func(subject, line string) *Finding {
+		return &Finding{Kind: KindLogErrors, Subject: subject, Facts: map[string]string{"line": line}}
+	}
+	fs := []*Finding{
+		mk("order-service", `{"time":"2026-11-16T18:33:05.398024Z","level":"ERROR","msg":"place order failed","order_ref":"ORD-6CBEF34F","country":"UK","err":"validate tax quote: quote q_ba9ca50dad has 0 lines for 4 taxable items"}`),
+		mk("order-service", `level=error msg="inventory reservation failed" sku=KB-1182 err="409 conflict"`),
+		mk("order-service", `level=error msg="payment declined" psp=checkout.com code=20051`),
+		mk("order-service", `level=error msg="syntax error in taxonomy file" file=/etc/order/basket-rules.yaml`),
+	}
+	relateNamedServices(fs, sc)
+	want := [][]string{{"tax-service"}, {"inventory-reservation-api"}, nil, nil}
+	for i, f := range fs {
+		if !slices.Equal(f.Related, want[i]) {
+			t.Errorf("%q: related %v, want %v", f.fact("line"), f.Related, want[i])
+		}
 	}
 }

@@ -70,10 +70,12 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 			take(now.Add(-d))
 		}
 	}
-	// The night before, read on the clock of the evidence (UTC). A part of
-	// today ("this morning") does not move the window: the default hour
-	// already sees the current state, and a vague start would stretch the
-	// baseline over hours without evidence.
+	// The night before, read on the clock of the evidence (UTC). A moment
+	// of today ("felt slow this morning") does not move the window: the
+	// default hour already sees the current state, and a vague start would
+	// stretch the baseline over hours without evidence. A morning the
+	// trouble has lasted through ("has been timing out … this morning")
+	// does: its onset lies hours back, before any default baseline.
 	at := func(ref time.Time, h int) time.Time { return ref.Add(time.Duration(h) * time.Hour) }
 	yesterday := day.Add(-24 * time.Hour)
 	switch {
@@ -81,9 +83,19 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 		take(at(yesterday, 18))
 	case strings.Contains(low, "since yesterday"):
 		take(yesterday)
+	case sinceMorningRE.MatchString(low) && now.Sub(at(day, 6)) > 2*time.Hour:
+		// "since this morning", "has been timing out … this morning": the
+		// trouble has lasted since the morning began, not an hour.
+		take(at(day, 6))
 	}
 	return best, !best.IsZero()
 }
+
+// sinceMorningRE is a morning the trouble has lasted through: "since this
+// morning", or a present perfect ("has been timing out for customers this
+// morning") in the same sentence. A past tense ("felt slow this morning")
+// is a moment, which the default hour already covers.
+var sinceMorningRE = regexp.MustCompile(`\bsince (?:early )?this morning\b|\b(?:has|have|'ve|'s) been\b[^.?!]{0,80}\bthis morning\b`)
 
 // spanOf reads "3 hours", "a few minutes", "an hour" as a duration.
 func spanOf(n, unit string) (time.Duration, bool) {

@@ -25,6 +25,9 @@ func TestStatedOnset(t *testing.T) {
 		{"broken since yesterday", at(0, 0).Add(-24 * time.Hour)},
 		{"the nightly run at 01:00 and the retry at 03:00", at(0, 45)},
 		{"search felt slow this morning", time.Time{}},
+		// A morning the trouble has lasted through starts at 06:00.
+		{"The billing portal's invoice history page has been timing out for lots of customers this morning. What happened?", at(6, 0)},
+		{"checkout errors since this morning", at(6, 0)},
 		{"p99 went from 400ms to 4.5s", time.Time{}},
 		{"version 3.10.2 is out", time.Time{}},
 		{"latency of 1:2 ratio", time.Time{}},

@@ -153,6 +153,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 			f.Subject = orWord(WellKnownDependency(f.fact("line"), ""), dbEngineOf(f.fact("line")))
 		}
 	}
+	relateNamedServices(fs, sc)
 	var changes, symptoms []*Finding
 	for _, f := range fs {
 		if infoOf(f.Kind).class == classChange {
