@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/rootcause/rootcause/logwriter"
 )
 
 // The request log line is written for every request, and slog's generic
@@ -24,14 +27,17 @@ import (
 // bytes. Handlers derived with WithAttrs or WithGroup are slog's own.
 type LogHandler struct {
 	slog.Handler
-	out  *lockedWriter
+	out  io.Writer // w, serialised by lockedWriter unless it serialises its own writes
 	json bool
 }
 
 // NewLogHandler returns the LogHandler writing text (or JSON when json is
 // true) to w for records at level and above.
 func NewLogHandler(w io.Writer, json bool, level slog.Leveler) *LogHandler {
-	out := &lockedWriter{w: w}
+	var out io.Writer = w
+	if _, ok := w.(*logwriter.Writer); !ok {
+		out = &lockedWriter{w: w}
+	}
 	opts := &slog.HandlerOptions{Level: level}
 	h := &LogHandler{out: out, json: json}
 	if json {
@@ -43,7 +49,9 @@ func NewLogHandler(w io.Writer, json bool, level slog.Leveler) *LogHandler {
 }
 
 // lockedWriter serialises the writes of the wrapped handler and of the
-// request lines, as slog's handler does its own.
+// request lines, as slog's handler does its own. A logwriter.Writer (the
+// output serve uses) takes each Write whole and in order by itself, and
+// is written to without it.
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -161,14 +169,34 @@ func appendLogString(b []byte, s string, json bool) []byte {
 }
 
 // appendRFC3339Millis is slog's text time format: RFC 3339 with exactly
-// three fractional digits.
+// three fractional digits. Lines come many to a second, so the text of the
+// second (date, time and zone) is formatted once per second and location
+// and only the milliseconds per line.
 func appendRFC3339Millis(b []byte, t time.Time) []byte {
-	const prefixLen = len("2006-01-02T15:04:05.000")
-	n := len(b)
-	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b[:n+prefixLen], b[n+prefixLen+1:]...) // drop the fourth digit
+	sec, loc := t.Unix(), t.Location()
+	st := lastSecond.Load()
+	if st == nil || st.sec != sec || st.loc != loc {
+		st = &secondText{sec: sec, loc: loc,
+			text: time.Unix(sec, 0).In(loc).AppendFormat(nil, "2006-01-02T15:04:05.000Z07:00")}
+		lastSecond.Store(st)
+	}
+	const dot = len("2006-01-02T15:04:05.")
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, st.text[:dot]...)
+	b = append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, st.text[dot+3:]...)
 }
+
+// secondText is the text of one second in one location as
+// appendRFC3339Millis writes it, with milliseconds 000.
+type secondText struct {
+	sec  int64
+	loc  *time.Location
+	text []byte
+}
+
+// lastSecond is the second most recently written by appendRFC3339Millis.
+var lastSecond atomic.Pointer[secondText]
 
 // logRequest writes the request line of l ending at t to the server log:
 // through LogHandler's own path when the log's handler is one, else as a

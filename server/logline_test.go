@@ -5,9 +5,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rootcause/rootcause/logwriter"
 )
 
 // TestRequestLineSameAsSlog checks that a request line written through
@@ -116,5 +120,90 @@ func BenchmarkRequestLine(b *testing.B) {
 				s.logRequest(ctx, time.Now(), &l)
 			}
 		})
+	}
+}
+
+// TestRFC3339MillisPerSecondText checks the time text of request lines,
+// made once per second and location, against time's own formatting for
+// runs of times in the same second, across seconds, and alternating
+// locations (each switch formats the second afresh).
+func TestRFC3339MillisPerSecondText(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("IST", 5*3600+1800), time.FixedZone("W", -8*3600), time.Local}
+	base := time.Date(2026, 11, 25, 23, 59, 58, 0, time.UTC)
+	const layout = "2006-01-02T15:04:05.000Z07:00"
+	for _, tc := range []struct {
+		name string
+		step time.Duration
+		n    int
+	}{
+		{"same second", 997 * time.Microsecond, 900},
+		{"across seconds and days", 333*time.Millisecond + 7, 40},
+		{"sub-millisecond", 1, 50},
+	} {
+		for _, alternate := range []bool{false, true} {
+			for i := range tc.n {
+				tm := base.Add(time.Duration(i) * tc.step)
+				loc := zones[0]
+				if alternate {
+					loc = zones[i%len(zones)]
+				}
+				tm = tm.In(loc)
+				got := string(appendRFC3339Millis([]byte("x="), tm))
+				if want := "x=" + tm.Format(layout); got != want {
+					t.Fatalf("%s (alternate=%v) %d: got %q, want %q", tc.name, alternate, i, got, want)
+				}
+			}
+		}
+	}
+	// Years of fewer than four digits and before 1970.
+	for _, tm := range []time.Time{time.Date(999, 3, 4, 5, 6, 7, 8e6, time.UTC), time.Date(1969, 12, 31, 23, 59, 59, 999e6, time.UTC)} {
+		if got, want := string(appendRFC3339Millis(nil, tm)), tm.Format(layout); got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
+
+// TestLogLinesWholeThroughLogwriter writes request lines and ordinary
+// records from several goroutines through a LogHandler over a
+// logwriter.Writer (serve's output, written to without lockedWriter) and
+// checks that every line arrives whole.
+func TestLogLinesWholeThroughLogwriter(t *testing.T) {
+	var out bytes.Buffer // written only by the logwriter's goroutine, read after Close
+	lw := logwriter.New(&out)
+	h := NewLogHandler(lw, false, slog.LevelInfo)
+	if _, ok := h.out.(*lockedWriter); ok {
+		t.Fatal("a logwriter.Writer output is wrapped in lockedWriter")
+	}
+	s := &Server{log: slog.New(h)}
+	const goroutines, lines = 4, 300
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range lines {
+				s.logRequest(context.Background(), time.Now(), &requestLine{method: "GET", route: "/api/v1/auth/me",
+					status: 200, latency: time.Duration(i), id: newRequestID(), principal: "tok_" + strconv.Itoa(g), bytes: int64(i)})
+				s.log.Info("other", "goroutine", g, "seq", i)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := lw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	requests, others := 0, 0
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "time=") && strings.Contains(line, " msg=request method=GET route=/api/v1/auth/me status=200 ") && strings.Contains(line, " bytes="):
+			requests++
+		case strings.HasPrefix(line, "time=") && strings.Contains(line, " msg=other goroutine=") && strings.Contains(line, " seq="):
+			others++
+		default:
+			t.Fatalf("broken line %q", line)
+		}
+	}
+	if requests != goroutines*lines || others != goroutines*lines {
+		t.Fatalf("%d request lines and %d others, want %d each", requests, others, goroutines*lines)
 	}
 }
