@@ -240,11 +240,15 @@ type Miner struct {
 // minerUnit holds the counts of one form (batch mode) or one Drain
 // cluster (after the fallback).
 type minerUnit struct {
-	t        LogTemplate
-	minutes  map[int64]int
-	first    int // sequence number of the first line
-	last     int // sequence number of the last line
-	lastText string
+	t       LogTemplate
+	minutes map[int64]int
+	// Lines come in time order mostly: the count of the current minute
+	// is kept here and added to minutes when the minute changes (flush).
+	curMinute int64
+	curLines  int
+	first     int // sequence number of the first line
+	last      int // sequence number of the last line
+	lastText  string
 }
 
 // NewMiner returns a Miner over the given windows. A zero baselineStart
@@ -325,10 +329,12 @@ func (m *Miner) Add(t time.Time, source, text string) bool {
 		}
 	}
 	if !t.IsZero() {
-		if u.minutes == nil {
-			u.minutes = map[int64]int{}
+		if minute := t.Unix() / 60; u.curLines > 0 && minute == u.curMinute {
+			u.curLines++
+		} else {
+			u.flush()
+			u.curMinute, u.curLines = minute, 1
 		}
-		u.minutes[t.Unix()/60]++
 		if s.FirstSeen.IsZero() || t.Before(s.FirstSeen) {
 			s.FirstSeen = t
 		}
@@ -342,6 +348,27 @@ func (m *Miner) Add(t time.Time, source, text string) bool {
 	return true
 }
 
+// flush adds the current minute's lines to the unit's minutes.
+func (u *minerUnit) flush() {
+	if u.curLines == 0 {
+		return
+	}
+	if u.minutes == nil {
+		u.minutes = map[int64]int{}
+	}
+	u.minutes[u.curMinute] += u.curLines
+	u.curLines = 0
+}
+
+// flush adds every unit's current minute to its minutes.
+func (m *Miner) flush() {
+	for _, u := range m.units {
+		if u != nil {
+			u.flush()
+		}
+	}
+}
+
 func (m *Miner) newUnit(text, source string) *minerUnit {
 	u := &minerUnit{t: LogTemplate{Example: text, Source: source}, first: m.seq + 1}
 	if m.drain == nil {
@@ -353,6 +380,7 @@ func (m *Miner) newUnit(text, source string) *minerUnit {
 // fallBack replays the forms into a Drain tree, merging their counts per
 // cluster; later lines go through the tree.
 func (m *Miner) fallBack() {
+	m.flush()
 	m.drain = NewDrain()
 	forms := m.units
 	m.units = nil
@@ -446,6 +474,7 @@ func containsString(list []string, s string) bool {
 // groups returns the template units with their template text: the batch
 // miner's groups of forms, or the Drain clusters after a fallback.
 func (m *Miner) groups() ([]*minerUnit, []string) {
+	m.flush()
 	if m.drain != nil {
 		var us []*minerUnit
 		var texts []string

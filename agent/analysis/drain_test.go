@@ -348,3 +348,28 @@ func BenchmarkMiner(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
 }
+
+// TestMinerPerMinute: the per-minute counts hold lines out of time order
+// and lines added after Templates was called.
+func TestMinerPerMinute(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+	m := NewMiner(t0, t0.Add(30*time.Minute), t0.Add(40*time.Minute))
+	want := map[int64]int{}
+	add := func(min int) {
+		at := t0.Add(time.Duration(min)*time.Minute + 5*time.Second)
+		m.Add(at, "p", fmt.Sprintf("request %d served", min))
+		want[at.Unix()/60]++
+	}
+	for _, min := range []int{1, 1, 2, 1, 5, 5, 5, 2, 39} {
+		add(min)
+	}
+	if ts := m.Templates(); len(ts) != 1 || fmt.Sprint(ts[0].PerMinute) != fmt.Sprint(want) {
+		t.Fatalf("per minute %v, want %v", ts[0].PerMinute, want)
+	}
+	for _, min := range []int{39, 5, 6, 6} {
+		add(min)
+	}
+	if ts := m.Templates(); len(ts) != 1 || fmt.Sprint(ts[0].PerMinute) != fmt.Sprint(want) || ts[0].Count != 13 {
+		t.Fatalf("per minute %v (%d lines), want %v (13)", ts[0].PerMinute, ts[0].Count, want)
+	}
+}

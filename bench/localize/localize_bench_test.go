@@ -60,8 +60,9 @@ func envInt(name string, def int) int {
 }
 
 // BenchmarkLocalize runs localization end to end on the generated bundle
-// and reports the wall time, the process's CPU time, the peak heap in use
-// and the peak resident set of the run, in two orders: spans-first, the
+// and reports the wall time, the process's CPU time, the peak heap in use,
+// the peak resident set and the memory allocated (bytes and objects) of
+// the run, in two orders: spans-first, the
 // analyst's (every span indexed before the logs are read), and
 // overlapped (the logs read and mined alongside the spans, the lines
 // carrying a span id kept until the spans are in: localize.SpanJoin's
@@ -121,9 +122,12 @@ func benchRun(b *testing.B, dir string, overlap bool, logBytes, traceBytes int64
 				}
 			}
 		})
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
 		start, cpu0 := time.Now(), cpuTime()
 		res, n, err := run(context.Background(), dir, overlap)
 		elapsed, cpu := time.Since(start), cpuTime()-cpu0
+		runtime.ReadMemStats(&ms1)
 		close(stop)
 		wg.Wait()
 		if err != nil {
@@ -137,6 +141,8 @@ func benchRun(b *testing.B, dir string, overlap bool, logBytes, traceBytes int64
 		b.ReportMetric(cpu.Seconds(), "cpu-s/localization")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
 		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MB")
+		b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/(1<<20), "alloc-MB")
+		b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/1e6, "M-allocs")
 		b.Logf("%d services, %d MB of logs (%d lines), %d MB of traces (%d spans), %d series, %d log templates, %d operation events: %s wall (spans and metrics %s, logs %s), %s CPU, peak heap %d MB, peak RSS %d MB; first: %s",
 			services, logBytes>>20, n.lines, traceBytes>>20, n.spans, n.series, n.templates, n.ops, elapsed.Round(time.Millisecond),
 			n.spanPhase.Round(time.Millisecond), n.logPhase.Round(time.Millisecond), cpu.Round(time.Millisecond),
