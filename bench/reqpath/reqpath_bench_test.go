@@ -14,7 +14,8 @@
 // load generator sees), of client and server CPU together (cpu-ratio) and
 // of the server processes' CPU alone (server-cpu-ratio). "control_*" runs
 // the same measurement against two bare servers: its spread is the noise
-// floor of the ratios on the machine at the time.
+// floor of the ratios on the machine at the time. Each result also gives
+// the one-minute load average at its end (loadavg).
 //
 // rootcause is built from this tree (or taken from $ROOTCAUSE_BENCH_BIN, to
 // compare builds) and started with this process's environment plus
@@ -456,6 +457,22 @@ func ratio(b *testing.B, bare, product *side) {
 	b.ReportMetric(float64(prodR)/n, "route-reads/req")
 	b.ReportMetric(float64(prodW)/n, "route-writes/req")
 	b.ReportMetric(float64(product.srv.peakRSS(b))/(1<<20), "route-peak-rss-MB")
+	// Other processes' load moves the wall-time ratio most: the figure
+	// goes with the one-minute load average at the end of the run.
+	b.ReportMetric(loadAverage(b), "loadavg")
+}
+
+// loadAverage returns the one-minute load average, from /proc/loadavg.
+func loadAverage(b *testing.B) float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := strconv.ParseFloat(strings.Fields(string(raw))[0], 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
 }
 
 // BenchmarkRequestPath: authenticated GET /api/v1/auth/me (an admin
