@@ -189,6 +189,10 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		if jobs, err := evidence.List[batchv1.Job](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.Jobs = jobs
 		}
+		// So do CronJobs: suspended, or what they last scheduled.
+		if crons, err := evidence.List[batchv1.CronJob](ctx, g.src.Kubernetes, ns, ""); err == nil {
+			g.k8s.CronJobs = crons
+		}
 	}
 	if !g.haveK8s["commands"] && g.src != nil && g.src.Kubernetes != nil {
 		// Commands handed over with the cluster's state whose output is

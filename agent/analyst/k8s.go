@@ -43,6 +43,8 @@ type K8sEvidence struct {
 	// run failed even when its pods and events are gone or older than the
 	// window.
 	Jobs []batchv1.Job
+	// CronJobs are the namespace's CronJob objects.
+	CronJobs []batchv1.CronJob
 	// Autoscalers are the HPAs of the workloads whose pods were described.
 	Autoscalers []autoscalingv2.HorizontalPodAutoscaler
 	// PreviousLogs holds the last lines of crashed containers, keyed

@@ -12,6 +12,7 @@ var mechanisms = []*mechanism{
 	workerPool,
 	slowQuery,
 	dbBlocked,
+	cronJobSuspended,
 	jobFailed,
 	missingEnv,
 	cpuThrottling,

@@ -229,6 +229,7 @@ var kinds = map[Kind]kindInfo{
 	KindFaultInjection:  {prior: 0.84},
 	KindDrainBlocked:    {prior: 0.84},
 	KindJobSidecar:      {prior: 0.84},
+	KindCronSuspended:   {prior: 0.84},
 	KindScaledToZero:    {prior: 0.84},
 	KindPortMismatch:    {prior: 0.84},
 	KindGCPressure:      {prior: 0.74},
