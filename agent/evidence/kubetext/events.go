@@ -21,9 +21,11 @@ import (
 func (p *parser) eventsTable(c *command, out []string, first int) {
 	t := parseTable(out, first, MaxEvents)
 	if t == nil || t.col("REASON") < 0 {
-		if rows := headerless(c, "Event", out); rows != nil {
-			t = parseTable(rows, first-1, MaxEvents)
-			p.skip(first, c.text, "the table header was filtered out: the columns of kubectl's events table are assumed")
+		if ht := headerless(c, "Event", out, first, MaxEvents); ht != nil {
+			t = ht
+			if c.piped {
+				p.skip(first, c.text, "the table header was filtered out: the columns of kubectl's events table are assumed")
+			}
 		}
 	}
 	if t == nil || t.col("REASON") < 0 || t.col("MESSAGE") < 0 {

@@ -19,6 +19,8 @@ import (
 func seeds(f *testing.F) [][]byte {
 	f.Helper()
 	files, _ := filepath.Glob("testdata/transcripts*/*/cluster.txt")
+	helm, _ := filepath.Glob("testdata/transcripts-helm/*/session.txt")
+	files = append(files, helm...)
 	files = append(files, "testdata/tables.txt")
 	var out [][]byte
 	for _, p := range files {
@@ -88,6 +90,8 @@ var commandForms = []string{
 	"dig +short x.ns.svc.cluster.local", "stern p -n ns", "kubectl stern -A p", "kubectl logs deploy/d -n ns",
 	"kubectl debug -it p -n ns --image=busybox -- sh", "kubectl get pods -A -o wide | grep -v Running",
 	"kubectl get events -A | grep Warning", "kubectl logs -l app=a --prefix -n ns",
+	"helm history r -n ns", "helm history r -n ns -o yaml", "helm ls -A -o json", "helm status r -n ns",
+	"kubectl get pods -A -o wide --no-headers", "kubectl get ev -n ns --no-headers", "kubectl logs p -n ns --all-containers",
 }
 
 // FuzzPrompts puts fuzzed prompts, colour codes and timestamps in front of

@@ -45,9 +45,11 @@ func (p *parser) getTable(c *command, out []string, first int) {
 		t := parseTable(out[start:end], first+start, MaxObjects)
 		if (t == nil || t.col("NAME") < 0) && defKind != "" {
 			// a header lost to a pipe: put back for the fixed tables
-			if rows := headerless(c, defKind, out[start:end]); rows != nil {
-				t = parseTable(rows, first+start-1, MaxObjects)
-				p.skip(first+start, c.text, "the table header was filtered out: the columns of kubectl's "+strings.ToLower(defKind)+" table are assumed")
+			if ht := headerless(c, defKind, out[start:end], first+start, MaxObjects); ht != nil {
+				t = ht
+				if c.piped {
+					p.skip(first+start, c.text, "the table header was filtered out: the columns of kubectl's "+strings.ToLower(defKind)+" table are assumed")
+				}
 			}
 		}
 		sec, secLine := out[start:end], first+start

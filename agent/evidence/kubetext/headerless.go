@@ -6,7 +6,8 @@ import (
 )
 
 // Output piped through grep (`kubectl get pods -A | grep -v Running`)
-// loses the table's header but keeps its alignment. For the tables whose
+// loses the table's header but keeps its alignment, and --no-headers
+// leaves it out. For the tables whose
 // columns are fixed — pods and events — the header is put back: the
 // columns kubectl prints for that command (-A adds NAMESPACE, -o wide the
 // pod's IP and node), at the positions the first row's cells start. When a
@@ -14,10 +15,12 @@ import (
 
 var readyRe = regexp.MustCompile(`^\d+/\d+$`)
 
-// headerless returns the rows of a piped get pods or get events output
-// with the header kubectl printed for it, or nil when they do not fit.
-func headerless(c *command, kind string, rows []string) []string {
-	if !c.piped || len(rows) == 0 {
+// headerless reads the rows of a piped or --no-headers get pods or get
+// events output (the first at line first) as a table with the columns
+// kubectl printed for it, or returns nil when they do not fit, or there
+// are more than maxRows.
+func headerless(c *command, kind string, rows []string, first, maxRows int) *table {
+	if !c.piped && !flagOn(c, "--no-headers") || len(rows) == 0 {
 		return nil
 	}
 	var cols []string
@@ -48,12 +51,12 @@ func headerless(c *command, kind string, rows []string) []string {
 	default:
 		return nil
 	}
-	first := rows[0]
-	if !fits(splitRuns(first)) {
+	row0 := rows[0]
+	if !fits(splitRuns(row0)) {
 		return nil
 	}
 	// the header's columns start where the first row's cells start
-	r := []rune(first)
+	r := []rune(row0)
 	var starts []int
 	for i := 0; i < len(r) && len(starts) < len(cols); i++ {
 		if r[i] != ' ' && (i == 0 || i >= 2 && r[i-1] == ' ' && r[i-2] == ' ') {
@@ -63,28 +66,31 @@ func headerless(c *command, kind string, rows []string) []string {
 	if len(starts) != len(cols) {
 		return nil
 	}
-	var h []rune
-	for i, s := range starts {
-		for len(h) < s {
-			h = append(h, ' ')
-		}
-		if len(h) > s {
-			return nil // a column name wider than the column: not kubectl's layout
-		}
-		h = append(h, []rune(cols[i])...)
-		if i+1 < len(starts) && len(h)+2 > starts[i+1] {
-			return nil
+	if c.piped {
+		// A pipe kept kubectl's layout, header included: every column is
+		// at least as wide as its name and two spaces.
+		w := 0
+		for i, s := range starts {
+			if w > s {
+				return nil // a column name wider than the column: not kubectl's layout
+			}
+			w = s + len([]rune(cols[i])) + 2
 		}
 	}
-	out := []string{string(h)}
-	for _, l := range rows {
+	t := &table{cols: cols, starts: starts}
+	for i, l := range rows {
 		if strings.TrimSpace(l) == "" {
 			break
 		}
 		if !fits(splitRuns(l)) {
 			return nil // all rows or none: a guess about some is no reading
 		}
-		out = append(out, l)
+		if len(t.rows) >= maxRows {
+			t.cut = true
+			break
+		}
+		t.rows = append(t.rows, cells(l, starts))
+		t.lines = append(t.lines, first+i)
 	}
-	return out
+	return t
 }

@@ -44,7 +44,11 @@ func (p *parser) logs(c *command, out []string, line int) {
 		}
 		out, line = out[1:], line+1
 	}
-	if c.flags["-l"] != "" || c.flags["--selector"] != "" || flagOn(c, "--all-containers") || flagOn(c, "--all-pods") {
+	if flagOn(c, "--all-containers") && c.flags["-l"] == "" && c.flags["--selector"] == "" && !flagOn(c, "--all-pods") {
+		// every container of one pod, one after another with nothing
+		// between them: the pod's log, the container of each line unknown
+		container = ""
+	} else if c.flags["-l"] != "" || c.flags["--selector"] != "" || flagOn(c, "--all-containers") || flagOn(c, "--all-pods") {
 		p.skip(line, c.text, "logs of several pods or containers are mixed: not read as one container's log (kept as text)")
 		p.keepText(c.text, c, out, line)
 		if n := len(p.res.Outputs); n > 0 && p.res.Outputs[n-1].Line == line {

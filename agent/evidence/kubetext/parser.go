@@ -186,6 +186,16 @@ func (p *parser) block(b *block) {
 	if out = p.notFound(c, out, b.line+1); len(out) == 0 {
 		return // only NotFound answers, recorded as absences
 	}
+	if n := kubectlNotes(c, out); n > 0 {
+		// kubectl's own warnings on stderr before the output (a short
+		// name's ambiguity, a deprecated API, an API group it could not
+		// list): kept as text, the output read after them.
+		p.keepText(c.text, c, out[:n], b.line)
+		if out = out[n:]; len(out) == 0 {
+			return
+		}
+		b.line += n
+	}
 	switch c.verb {
 	case "rollout":
 		p.rollout(c, out, b.line)
@@ -294,6 +304,30 @@ func (p *parser) notFound(c *command, out []string, first int) []string {
 		}
 	}
 	return nil
+}
+
+// kubectlNoteRe matches what kubectl writes on stderr before a command's
+// output: "Warning: short name "ev" could also match lower priority
+// resource events.events.k8s.io", "Warning: policy/v1beta1
+// PodDisruptionBudget is deprecated...", and its klog lines
+// ("E0314 10:02:03.123456   4242 memcache.go:265] couldn't get current
+// server API group list: ...").
+var kubectlNoteRe = regexp.MustCompile(`^(Warning: |[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ [\w.-]+:\d+\] )`)
+
+// kubectlNotes returns how many of the first lines of a command's output
+// are kubectl's own notes. Logs and commands run in containers are left
+// whole: their lines are the program's (klog lines included).
+func kubectlNotes(c *command, out []string) int {
+	switch c.verb {
+	case "get", "describe", "events", "top", "rollout":
+	default:
+		return 0 // auth can-i reads its own warnings
+	}
+	n := 0
+	for n < len(out) && n < 64 && kubectlNoteRe.MatchString(strings.TrimSpace(out[n])) {
+		n++
+	}
+	return n
 }
 
 // kubectlError returns the error a command printed instead of output.
