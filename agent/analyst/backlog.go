@@ -46,6 +46,10 @@ func describeBacklog(h *Hypothesis) string {
 		subj = on
 	}
 	d := fmt.Sprintf("the %s of %s grows steadily from %s to %s: the consumers fall behind (backlog)", what, subj, orDash(h.fact("baseline")), orDash(h.fact("peak")))
+	if p := h.fact("partition"); p != "" {
+		d = fmt.Sprintf("the %s of %s grows steadily from %s to %s, all of it on partition %s while the other %s partitions are drained: the consumer is stuck on one record of partition %s (a message it fails on and retries without end, a poison message), not slow",
+			what, subj, orDash(h.fact("baseline")), orDash(h.fact("peak")), p, h.fact("other_partitions"), p)
+	}
 	said := map[Kind]bool{}
 	for _, f := range h.Support {
 		if !consumerOf(f.Subject, h.Subject) || said[f.Kind] {
@@ -127,6 +131,7 @@ func DetectBacklog(sets []MetricSet, w Window) []Finding {
 		type agg struct {
 			subject, detail, ns string
 			sum                 map[time.Time]float64
+			parts               map[string][]evidence.Point // by partition
 		}
 		by := map[string]*agg{}
 		var order []string
@@ -141,12 +146,15 @@ func DetectBacklog(sets []MetricSet, w Window) []Finding {
 			k := sub + "|" + det
 			a := by[k]
 			if a == nil {
-				a = &agg{subject: sub, detail: det, ns: s.Labels["namespace"], sum: map[time.Time]float64{}}
+				a = &agg{subject: sub, detail: det, ns: s.Labels["namespace"], sum: map[time.Time]float64{}, parts: map[string][]evidence.Point{}}
 				by[k] = a
 				order = append(order, k)
 			}
 			for _, p := range inWindow(s.Points, w.BaselineStart, w.End) {
 				a.sum[p.T] += p.V
+			}
+			if part := s.Labels["partition"]; part != "" {
+				a.parts[part] = append(a.parts[part], inWindow(s.Points, w.Start, w.End)...)
 			}
 		}
 		for _, k := range order {
@@ -158,6 +166,7 @@ func DetectBacklog(sets []MetricSet, w Window) []Finding {
 			sort.Slice(pts, func(i, j int) bool { return pts[i].T.Before(pts[j].T) })
 			f, ok := backlogFinding(ms, a.subject, a.detail, a.ns, pts, w)
 			if ok {
+				stuckPartition(&f, a.parts)
 				out = append(out, f)
 			}
 		}
@@ -241,4 +250,35 @@ func backlogFinding(ms MetricSet, subject, detail, ns string, pts []evidence.Poi
 	f.setFact("baseline", fmt.Sprintf("%.0f", before))
 	f.setFact("peak", fmt.Sprintf("%.0f", peak))
 	return f, true
+}
+
+// stuckPartition notes on a growing lag that it sits on one partition: at
+// the end of the window that partition holds nearly all of it while the
+// others are drained. A consumer that is merely slow lags on every
+// partition it owns; one stuck on a record (a poison message retried
+// without end, a record its handler always fails on) lags on that
+// record's partition alone.
+func stuckPartition(f *Finding, parts map[string][]evidence.Point) {
+	if len(parts) < 3 {
+		return
+	}
+	var total, top float64
+	name := ""
+	for p, pts := range parts {
+		last, ok := lastPoint(pts)
+		if !ok {
+			return
+		}
+		total += last.V
+		if last.V > top {
+			top, name = last.V, p
+		}
+	}
+	if total <= 0 || top < 0.9*total {
+		return
+	}
+	f.setFact("partition", name)
+	f.setFact("other_partitions", fmt.Sprintf("%d", len(parts)-1))
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f of the %.0f messages of lag are on partition %s at the end of the window; the other %d partitions are drained: one partition stuck, not the consumers slow",
+		top, total, name, len(parts)-1))
 }

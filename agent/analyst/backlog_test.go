@@ -3,6 +3,9 @@ package analyst
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 func TestBacklog(t *testing.T) {
@@ -69,5 +72,34 @@ func TestBacklogConsumer(t *testing.T) {
 		if !strings.Contains(d, s) {
 			t.Errorf("description %q lacks %q", d, s)
 		}
+	}
+}
+
+// TestStuckPartition checks that a lag held by one partition while the
+// others are drained is told from consumers lagging everywhere.
+func TestStuckPartition(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	pts := func(vs ...float64) []evidence.Point {
+		var out []evidence.Point
+		for i, v := range vs {
+			out = append(out, evidence.Point{T: t0.Add(time.Duration(i) * time.Minute), V: v})
+		}
+		return out
+	}
+	stuck := map[string][]evidence.Point{"0": pts(3, 0), "1": pts(12, 2), "2": pts(0, 1), "7": pts(17200, 18021)}
+	f := Finding{Kind: KindBacklog, Subject: "shipment-notifier"}
+	stuckPartition(&f, stuck)
+	if f.fact("partition") != "7" || f.fact("other_partitions") != "3" || len(f.Evidence) != 1 {
+		t.Errorf("stuck partition: facts %v, evidence %v; want partition 7 of 4", f.Facts, f.Evidence)
+	}
+	h := &Hypothesis{Kind: KindBacklog, Subject: "shipment-notifier", Primary: []*Finding{&f}}
+	if d := describeBacklog(h); !strings.Contains(d, "partition 7") || !strings.Contains(d, "stuck") {
+		t.Errorf("describe = %q", d)
+	}
+	slow := map[string][]evidence.Point{"0": pts(3000, 4100), "1": pts(2800, 3900), "2": pts(3100, 4300)}
+	g := Finding{Kind: KindBacklog, Subject: "order-events"}
+	stuckPartition(&g, slow)
+	if g.fact("partition") != "" {
+		t.Errorf("lag on every partition read as partition %s stuck", g.fact("partition"))
 	}
 }

@@ -9,6 +9,7 @@ var mechanisms = []*mechanism{
 	fdExhaustion,
 	clockSkew,
 	faultInjection,
+	healthCheckErrors,
 	workerPool,
 	slowQuery,
 	dbBlocked,
