@@ -40,7 +40,8 @@ type SpanJoin struct {
 	// made of and serves only tokens equal to them.
 	formEv map[*string]formEvent
 	// mu guards the events while lines are added from several
-	// goroutines (the spans are all indexed before).
+	// goroutines (the spans all indexed before, or the lines kept until
+	// they are: Defer).
 	mu     sync.Mutex
 	joined bool // the child spans are counted
 	// While deferring (Defer until SpansDone), lines wait for the spans:
