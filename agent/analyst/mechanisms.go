@@ -10,6 +10,7 @@ var mechanisms = []*mechanism{
 	clockSkew,
 	faultInjection,
 	healthCheckErrors,
+	noisyNeighbour,
 	workerPool,
 	slowQuery,
 	dbBlocked,

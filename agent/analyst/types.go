@@ -228,6 +228,7 @@ var kinds = map[Kind]kindInfo{
 	KindRBACDenied:      {prior: 0.84},
 	KindFaultInjection:  {prior: 0.84},
 	KindCheckErrors:     {prior: 0.8},
+	KindNoisyNeighbour:  {prior: 0.8},
 	KindDrainBlocked:    {prior: 0.84},
 	KindJobSidecar:      {prior: 0.84},
 	KindCronSuspended:   {prior: 0.84},

@@ -29,7 +29,7 @@ var holdoutFloors = map[string]int{
 	"holdout11": 10,
 	"holdout12": 12,
 	"holdout13": 7,
-	"holdout14": 11,
+	"holdout14": 12,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
