@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -192,6 +193,10 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		// So do CronJobs: suspended, or what they last scheduled.
 		if crons, err := evidence.List[batchv1.CronJob](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.CronJobs = crons
+		}
+		// And Ingresses, whose backends name the Services' ports.
+		if ings, err := evidence.List[networkingv1.Ingress](ctx, g.src.Kubernetes, ns, ""); err == nil {
+			g.k8s.Ingresses = ings
 		}
 	}
 	if !g.haveK8s["commands"] && g.src != nil && g.src.Kubernetes != nil {

@@ -14,6 +14,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -45,6 +46,8 @@ type K8sEvidence struct {
 	Jobs []batchv1.Job
 	// CronJobs are the namespace's CronJob objects.
 	CronJobs []batchv1.CronJob
+	// Ingresses are the namespace's Ingress objects.
+	Ingresses []networkingv1.Ingress
 	// Autoscalers are the HPAs of the workloads whose pods were described.
 	Autoscalers []autoscalingv2.HorizontalPodAutoscaler
 	// PreviousLogs holds the last lines of crashed containers, keyed

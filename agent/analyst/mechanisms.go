@@ -54,6 +54,7 @@ var mechanisms = []*mechanism{
 	selectorM,
 	scaledToZero,
 	portMismatch,
+	ingressPort,
 	gcPressure,
 	memoryClaim,
 	volumeClaim,
