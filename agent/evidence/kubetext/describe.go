@@ -148,15 +148,28 @@ func splitKey(s string) (key, val string, valCol int, ok bool) {
 
 // parseDescribe builds the tree of one describe page. lines start at line
 // number first.
+// maxEventLines bounds the lines of one event message read.
+const maxEventLines = 200
+
 func parseDescribe(lines []string, first int) *dnode {
 	root := &dnode{indent: -1, valCol: -1}
 	stack := []*dnode{root}
 	var lastVal *dnode // the last line with a value, for continuations
+	var events *dnode  // the Events: section, the page's last
 	for i, l := range lines {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
 		ind := indentOf(l)
+		if ind == 0 && events != nil && len(events.kids) > 0 {
+			// An event's message that holds newlines is printed as it
+			// is: its later lines start at the margin, under its row.
+			last := events.kids[len(events.kids)-1]
+			if len(last.more) < maxEventLines {
+				last.more = append(last.more, strings.TrimSpace(l))
+			}
+			continue
+		}
 		if lastVal != nil && lastVal.valCol > 0 && ind == lastVal.valCol && ind > lastVal.indent {
 			lastVal.more = append(lastVal.more, strings.TrimSpace(l))
 			continue
@@ -173,6 +186,9 @@ func parseDescribe(lines []string, first int) *dnode {
 		parent := stack[len(stack)-1]
 		parent.kids = append(parent.kids, n)
 		stack = append(stack, n)
+		if ind == 0 && n.hasKey && n.key == "Events" {
+			events = n
+		}
 		if n.valCol > 0 {
 			lastVal = n
 		} else {

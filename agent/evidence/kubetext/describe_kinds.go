@@ -172,7 +172,18 @@ func (p *parser) describeEvents(root *dnode, kind string, meta metav1.ObjectMeta
 	if t == nil || t.col("Reason") < 0 {
 		return
 	}
+	var read []corev1.Event
+	defer func() {
+		for _, e := range read {
+			p.addEvent(e)
+		}
+	}()
 	for i, row := range t.rows {
+		if typ := t.get(row, "Type"); typ != "Normal" && typ != "Warning" && t.col("Type") >= 0 && len(read) > 0 {
+			// a later line of the last event's message
+			read[len(read)-1].Message += "\n" + strings.TrimSpace(t.raw[i])
+			continue
+		}
 		e := corev1.Event{
 			ObjectMeta: metav1.ObjectMeta{Namespace: eventNamespace(meta.Namespace)},
 			InvolvedObject: corev1.ObjectReference{Kind: kind, APIVersion: apiVersions[kind], Namespace: meta.Namespace,
@@ -196,7 +207,7 @@ func (p *parser) describeEvents(root *dnode, kind string, meta metav1.ObjectMeta
 			p.skip(t.lines[i], "", "event row without a reason")
 			continue
 		}
-		p.addEvent(e)
+		read = append(read, e)
 	}
 }
 

@@ -35,7 +35,21 @@ func (p *parser) eventsTable(c *command, out []string, first int) {
 	if t.cut {
 		p.skip(first-1, c.text, fmt.Sprintf("more than %d rows: the rest are dropped", MaxEvents))
 	}
+	// kubectl events prints a message that holds newlines as it is: its
+	// later lines follow the row, in no column. An event's type is Normal
+	// or Warning (the API server accepts no other), so a line whose TYPE
+	// cell is neither, after an event, continues its message.
+	var read []corev1.Event
+	defer func() {
+		for _, e := range read {
+			p.addEvent(e)
+		}
+	}()
 	for i, row := range t.rows {
+		if typ := t.get(row, "TYPE"); typ != "Normal" && typ != "Warning" && t.col("TYPE") >= 0 && len(read) > 0 {
+			read[len(read)-1].Message += "\n" + strings.TrimSpace(t.raw[i])
+			continue
+		}
 		e := corev1.Event{Type: t.get(row, "TYPE"), Reason: t.get(row, "REASON"), Message: t.get(row, "MESSAGE")}
 		ns := t.get(row, "NAMESPACE")
 		if ns == "" {
@@ -87,7 +101,7 @@ func (p *parser) eventsTable(c *command, out []string, first int) {
 		if e.LastTimestamp.IsZero() {
 			e.LastTimestamp = metav1.Time{}
 		}
-		p.addEvent(e)
+		read = append(read, e)
 	}
 }
 

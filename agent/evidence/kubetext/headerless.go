@@ -90,6 +90,7 @@ func headerless(c *command, kind string, rows []string, first, maxRows int) *tab
 			break
 		}
 		t.rows = append(t.rows, cells(l, starts))
+		t.raw = append(t.raw, l)
 		t.lines = append(t.lines, first+i)
 	}
 	return t

@@ -26,11 +26,16 @@ type block struct {
 type objKey struct{ kind, ns, name string }
 
 type parser struct {
-	ref      time.Time
-	res      Result
-	objs     map[objKey]int // index in res.Objects
-	form     map[objKey]string
-	events   map[eventKey]int
+	ref    time.Time
+	res    Result
+	objs   map[objKey]int // index in res.Objects
+	form   map[objKey]string
+	events map[eventKey]int
+	// cutMsgs are the events whose message kubectl get events cut at
+	// its first line ("...: exit status 32..."), by their key without the
+	// message, so that the whole message (kubectl events, describe)
+	// replaces them.
+	cutMsgs  map[eventKey][]int
 	logLines int
 	// cutObjects and cutEvents record that a limit was reached (reported once).
 	cutObjects, cutEvents, cutOutputs bool
@@ -39,7 +44,7 @@ type parser struct {
 }
 
 func newParser(ref time.Time) *parser {
-	return &parser{ref: ref, objs: map[objKey]int{}, form: map[objKey]string{}, events: map[eventKey]int{}}
+	return &parser{ref: ref, objs: map[objKey]int{}, form: map[objKey]string{}, events: map[eventKey]int{}, cutMsgs: map[eventKey][]int{}}
 }
 
 func (p *parser) result() *Result { return &p.res }
@@ -452,6 +457,22 @@ type eventKey struct {
 // addEvent records an event, up to MaxEvents; the same event seen twice
 // (a describe section and an events table) is kept once.
 func (p *parser) addEvent(e corev1.Event) {
+	// kubectl get events prints a message of several lines as its first
+	// line and "...": the same event as the whole message.
+	bare := eventKey{e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, "", e.Count}
+	first, _, multi := strings.Cut(e.Message, "\n")
+	for _, i := range p.cutMsgs[bare] {
+		o := &p.res.Events[i]
+		switch {
+		case o.Message == first+"..." && multi:
+			delete(p.events, eventKey{bare.kind, bare.name, bare.reason, o.Message, bare.count})
+			o.Message = e.Message
+			p.events[eventKey{bare.kind, bare.name, bare.reason, e.Message, bare.count}] = i
+			return
+		case strings.HasSuffix(e.Message, "...") && strings.HasPrefix(o.Message, strings.TrimSuffix(e.Message, "...")+"\n"):
+			return
+		}
+	}
 	k := eventKey{e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message, e.Count}
 	if i, ok := p.events[k]; ok {
 		o := &p.res.Events[i]
@@ -477,5 +498,8 @@ func (p *parser) addEvent(e corev1.Event) {
 		e.Name = fmt.Sprintf("%s.text%d", e.InvolvedObject.Name, len(p.res.Events)+1)
 	}
 	p.events[k] = len(p.res.Events)
+	if len(p.cutMsgs[bare]) < 8 && (multi || strings.HasSuffix(e.Message, "...")) {
+		p.cutMsgs[bare] = append(p.cutMsgs[bare], len(p.res.Events))
+	}
 	p.res.Events = append(p.res.Events, e)
 }

@@ -9,8 +9,9 @@ type table struct {
 	cols   []string
 	starts []int // rune offset of each column
 	rows   [][]string
-	lines  []int // line number of each row
-	cut    bool  // rows beyond the maximum were dropped
+	raw    []string // each row as printed
+	lines  []int    // line number of each row
+	cut    bool     // rows beyond the maximum were dropped
 }
 
 // maxColumns bounds the columns of a table (kubectl's widest has 11).
@@ -121,6 +122,7 @@ func parseTable(lines []string, first int, maxRows int) *table {
 			break
 		}
 		t.rows = append(t.rows, cells(l, t.starts))
+		t.raw = append(t.raw, l)
 		t.lines = append(t.lines, first+1+i)
 	}
 	return t
