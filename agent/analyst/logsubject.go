@@ -29,11 +29,12 @@ func ownerDir(source, base string) string {
 }
 
 // podNameRE is the name Kubernetes gives a Deployment's pod: the workload,
-// its ReplicaSet's pod-template hash and a random suffix, both drawn from
-// the alphabet Kubernetes uses for generated names (no vowels, no 0, 1 or
-// 3), so that a service's own name ("orders-backend-v2") never reads as
-// one.
-var podNameRE = regexp.MustCompile(`^([a-z0-9][a-z0-9.-]*?)-[bcdfghjklmnpqrstvwxz2456789]{6,10}-[bcdfghjklmnpqrstvwxz2456789]{5}$`)
+// its ReplicaSet's pod-template hash drawn from the alphabet Kubernetes
+// uses for generated names (no vowels, no 0, 1 or 3) and a five-character
+// suffix (a name copied by hand may carry any letter or digit there), so
+// that a service's own name ("orders-backend-v2") never reads as one. The
+// hash must hold a digit: "search-api-bdfghk-hello" is no pod.
+var podNameRE = regexp.MustCompile(`^([a-z0-9][a-z0-9.-]*?)-([bcdfghjklmnpqrstvwxz2456789]{6,10})-[a-z0-9]{5}$`)
 
 // podLogOwner is the workload a log file named after one of its pods
 // belongs to ("loyalty-service-85f6c9d7b-4lmzt" → "loyalty-service"; what
@@ -41,7 +42,7 @@ var podNameRE = regexp.MustCompile(`^([a-z0-9][a-z0-9.-]*?)-[bcdfghjklmnpqrstvwx
 // logs of a workload's pods, old ReplicaSet and new, are then one
 // service's: its deploy is their trigger, its callers' errors theirs.
 func podLogOwner(base string) string {
-	if m := podNameRE.FindStringSubmatch(base); m != nil {
+	if m := podNameRE.FindStringSubmatch(base); m != nil && strings.ContainsAny(m[2], "0123456789") {
 		return m[1]
 	}
 	return ""

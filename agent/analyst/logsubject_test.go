@@ -28,6 +28,7 @@ func TestPodLogOwner(t *testing.T) {
 		{"kyc-service-6b5d8f7c9-lc4vn", "kyc-service"},
 		{"recommendations-service-5b9f7c8d6-7tqlm", "recommendations-service"},
 		{"web-7d4b9c6f5-x2x9z", "web"},
+		{"search-api-5f7b8c9d6-qw3lp", "search-api"},
 		// Not a pod's name: a service's own, a StatefulSet member, a date.
 		{"orders-backend-v2", ""},
 		{"payments-api", ""},
@@ -35,6 +36,7 @@ func TestPodLogOwner(t *testing.T) {
 		{"checkout-service-2026-11-18", ""},
 		{"email-sender-worker-queue", ""},
 		{"search-api-abcdefg-hijkl", ""},
+		{"search-api-bdfghk-hello", ""},
 	}
 	for _, c := range cases {
 		if got := podLogOwner(c.base); got != c.want {
