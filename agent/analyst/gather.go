@@ -198,6 +198,10 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		if ings, err := evidence.List[networkingv1.Ingress](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.Ingresses = ings
 		}
+		// And DaemonSets, whose tolerations decide the nodes they cover.
+		if dss, err := evidence.List[appsv1.DaemonSet](ctx, g.src.Kubernetes, ns, ""); err == nil {
+			g.k8s.DaemonSets = dss
+		}
 	}
 	if !g.haveK8s["commands"] && g.src != nil && g.src.Kubernetes != nil {
 		// Commands handed over with the cluster's state whose output is

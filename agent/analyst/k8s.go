@@ -48,6 +48,8 @@ type K8sEvidence struct {
 	CronJobs []batchv1.CronJob
 	// Ingresses are the namespace's Ingress objects.
 	Ingresses []networkingv1.Ingress
+	// DaemonSets are the namespace's DaemonSet objects.
+	DaemonSets []appsv1.DaemonSet
 	// Autoscalers are the HPAs of the workloads whose pods were described.
 	Autoscalers []autoscalingv2.HorizontalPodAutoscaler
 	// PreviousLogs holds the last lines of crashed containers, keyed

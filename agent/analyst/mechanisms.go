@@ -35,6 +35,7 @@ var mechanisms = []*mechanism{
 	hpaMax,
 	mountFailure,
 	unschedulableM,
+	daemonSetTaint,
 	quotaExceeded,
 	nodeNotReady,
 	livenessKill,
