@@ -65,6 +65,9 @@ func (p *parser) describe(c *command, out []string, first int) {
 	}
 	pages, starts := splitPages(out)
 	if len(pages) == 0 {
+		if c.piped && len(ts) == 1 && ts[0].name != "" && p.describeTail(c, kind, ts[0].name, out) {
+			return
+		}
 		if p.keepUnknown(c, out, first-1) {
 			p.skip(first-1, c.text, "no \"Name:\" line in the describe output (kept as text)")
 			return
@@ -209,6 +212,58 @@ func (p *parser) describeEvents(root *dnode, kind string, meta metav1.ObjectMeta
 		}
 		read = append(read, e)
 	}
+}
+
+// describeTail reads the end of a describe page a pipe kept (`kubectl
+// describe pod x | tail -5`): when every line is a row of its Events table
+// (or that table's header, or a later line of a row's message), the rows
+// are the described object's events. It reports whether it read them.
+func (p *parser) describeTail(c *command, kind, name string, out []string) bool {
+	var read []corev1.Event
+	ns := c.ns()
+	if clusterScoped[kind] {
+		ns = ""
+	}
+	for _, l := range out {
+		t := strings.TrimSpace(l)
+		if t == "" || isDashes(t) || t == "Events:" {
+			continue
+		}
+		f := splitRuns(t)
+		if len(f) >= 5 && f[0] == "Type" && f[1] == "Reason" {
+			continue // the table's header
+		}
+		if len(f) < 5 || f[0] != "Normal" && f[0] != "Warning" {
+			if len(read) == 0 || len(read) > MaxEvents {
+				return false
+			}
+			read[len(read)-1].Message += "\n" + t // a message's later line
+			continue
+		}
+		last, firstAge, n, ok := eventAge(f[2])
+		if !ok {
+			return false
+		}
+		e := corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: eventNamespace(ns)},
+			InvolvedObject: corev1.ObjectReference{Kind: kind, APIVersion: apiVersions[kind], Namespace: ns, Name: name},
+			Type:           f[0], Reason: f[1], Message: strings.Join(f[4:], "  "),
+			LastTimestamp: p.before(last), FirstTimestamp: p.before(firstAge), Count: n,
+		}
+		if comp, host, ok := strings.Cut(f[3], ", "); ok {
+			e.Source = corev1.EventSource{Component: comp, Host: host}
+		} else if !unset(f[3]) {
+			e.Source = corev1.EventSource{Component: f[3]}
+		}
+		read = append(read, e)
+	}
+	if len(read) == 0 || len(read) > MaxEvents {
+		return false
+	}
+	for _, e := range read {
+		p.addEvent(e)
+	}
+	return true
 }
 
 // eventNamespace is where an object's events live: its namespace, or

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +86,57 @@ func TestKubectlMatchesEventsGoldens(t *testing.T) {
 	kubectl := kubectlPath(t)
 	text, now := runTranscript(t, kubectl, eventsFixtures, eventCommands)
 	checkEvents(t, text, now)
+}
+
+// The end of a describe page a pipe kept (`kubectl describe pod x | tail
+// -5`, as on-call notes often hold) is read as the described object's
+// events when every line is one of its Events rows: the same events the
+// whole page gives, cut from kubectl's real pages (the goldens).
+func TestDescribeTail(t *testing.T) {
+	for _, tc := range []struct {
+		golden, command string
+		tail, events    int
+	}{
+		{"testdata/transcripts/kubectl-1.32/cluster.txt", "kubectl describe pod checkout-6d8f9c7b5-x2x9k -n shop", 3, 3},
+		{"testdata/transcripts-events/kubectl-1.32/cluster.txt", "kubectl describe pod web-1 -n shop", 5, 2},
+		{"testdata/transcripts-events/kubectl-1.32/cluster.txt", "kubectl describe pod web-1 -n shop", 8, 2},
+	} {
+		t.Run(fmt.Sprintf("%s|tail-%d", tc.command, tc.tail), func(t *testing.T) {
+			g, err := os.ReadFile(tc.golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			capturedAt := readCapturedAt(t, filepath.Dir(tc.golden))
+			_, page, ok := strings.Cut(string(g), "$ "+tc.command+"\n")
+			if !ok {
+				t.Fatalf("%s not in %s", tc.command, tc.golden)
+			}
+			page, _, _ = strings.Cut(page, "\n$ ")
+			lines := strings.Split(strings.TrimRight(page, "\n"), "\n")
+			whole := kubetext.Parse([]byte("$ "+tc.command+"\n"+page), capturedAt)
+			cut := kubetext.Parse([]byte("$ "+tc.command+" | tail -"+fmt.Sprint(tc.tail)+"\n"+strings.Join(lines[len(lines)-tc.tail:], "\n")+"\n"), capturedAt)
+			for _, sk := range cut.Skipped {
+				t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
+			}
+			if len(cut.Events) != tc.events || len(cut.Outputs) != 0 || len(cut.Objects) != 0 {
+				t.Fatalf("%d events, %d outputs, %d objects: want %d events only", len(cut.Events), len(cut.Outputs), len(cut.Objects), tc.events)
+			}
+			for _, e := range cut.Events {
+				found := false
+				for _, w := range whole.Events {
+					found = found || e.Reason == w.Reason && e.Message == w.Message && e.Count == w.Count && e.Type == w.Type &&
+						e.InvolvedObject.Kind == w.InvolvedObject.Kind && e.InvolvedObject.Name == w.InvolvedObject.Name &&
+						e.InvolvedObject.Namespace == w.InvolvedObject.Namespace && e.LastTimestamp.Equal(&w.LastTimestamp) && e.Source == w.Source
+				}
+				if !found {
+					t.Errorf("event %+v: not one of the whole page's", e)
+				}
+			}
+		})
+	}
+	// a page cut elsewhere is kept as text, as before
+	res := kubetext.Parse([]byte("$ kubectl describe deploy web -n shop | grep -A2 Limits\n    Limits:\n      cpu:     1\n      memory:  1Gi\n"), time.Time{})
+	if len(res.Events) != 0 || len(res.Outputs) != 1 || len(res.Skipped) != 1 {
+		t.Errorf("grep of a describe page: %+v", res)
+	}
 }
