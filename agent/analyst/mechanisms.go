@@ -33,6 +33,7 @@ var mechanisms = []*mechanism{
 	startFailureM,
 	configInvalid,
 	hpaMax,
+	hpaBlind,
 	mountFailure,
 	unschedulableM,
 	daemonSetTaint,

@@ -28,7 +28,7 @@ var holdoutFloors = map[string]int{
 	"holdout10": 10,
 	"holdout11": 10,
 	"holdout12": 12,
-	"holdout13": 9,
+	"holdout13": 10,
 	"holdout14": 12,
 }
 
