@@ -92,6 +92,7 @@ var commandForms = []string{
 	"kubectl get events -A | grep Warning", "kubectl logs -l app=a --prefix -n ns",
 	"helm history r -n ns", "helm history r -n ns -o yaml", "helm ls -A -o json", "helm status r -n ns",
 	"kubectl get pods -A -o wide --no-headers", "kubectl get ev -n ns --no-headers", "kubectl logs p -n ns --all-containers",
+	"kubectl describe pod p -n ns | tail -5",
 }
 
 // FuzzPrompts puts fuzzed prompts, colour codes and timestamps in front of
