@@ -74,7 +74,16 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 	// Spans first: the logs read next are joined to them as they are read.
 	join := newSpanJoin()
 	traceSeries, traceEdges := g.localizeTraces(ctx, in.Window, join)
-	in.Logs = g.localizeLogs(ctx, plan, join)
+	// A log file named after a service (a host log source) is read when
+	// that service is one the metrics or traces know.
+	known := map[string]bool{}
+	for _, s := range append(slices.Clone(in.Metrics), traceSeries...) {
+		known[strings.ToLower(s.Service)] = true
+	}
+	for _, e := range traceEdges {
+		known[strings.ToLower(e.Callee)], known[strings.ToLower(e.Caller)] = true, true
+	}
+	in.Logs = g.localizeLogs(ctx, plan, join, known)
 	in.Metrics = append(in.Metrics, traceSeries...)
 	in.Edges = append(in.Edges, traceEdges...)
 	in.Ops = g.localizeOps(ctx, plan, join)
@@ -240,12 +249,27 @@ func (g *gatherer) localize(ctx context.Context, plan []specialist, found []Find
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: none of its own latency and error series held a deviation beyond its own noise with the symptom (%s)", f.Subject, hm(res.SymptomOnset)))
 		}
 	}
-	if res.EntryMoved {
+	// The asked service's own episode that localization explained by a
+	// service it calls, and emitted, is that service's consequence: the
+	// finding for that service keeps the verdict from "healthy", and the
+	// asked service's episode is not added as a symptom of its own (where
+	// it would support a change to the asked service).
+	if res.EntryMoved && !(res.EntryExplainedBy != "" && emittedSubject(out[len(found):], res.EntryExplainedBy)) {
 		out = append(out, Finding{Kind: KindLatency, Subject: sc.Service, Object: "service " + sc.Service, Namespace: sc.Namespace,
 			Time: res.SymptomOnset, Severity: SevWarning, Weight: 0.8, Source: SrcMetrics,
 			Summary: res.EntryEvidence, Evidence: []string{res.EntryEvidence}})
 	}
 	return out
+}
+
+// emittedSubject reports whether one of the findings is about subject.
+func emittedSubject(fs []Finding, subject string) bool {
+	for _, f := range fs {
+		if strings.EqualFold(f.Subject, subject) {
+			return true
+		}
+	}
+	return false
 }
 
 // reachable returns, lower-cased, every service service calls, directly
@@ -302,10 +326,11 @@ func locSource(s localize.Signal) string {
 }
 
 // localizeLogs turns the pod log templates already mined per workload
-// into localization input, first reading the logs of the workloads the
+// (and those of log files named after a service it knows) into
+// localization input, first reading the logs of the workloads the
 // log gatherer left out (it reads a bounded number of pods, most suspect
 // first; localization needs every service's own logs).
-func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist, join *spanJoin) []localize.LogTemplate {
+func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist, join *spanJoin, known map[string]bool) []localize.LogTemplate {
 	sets := slices.Clone(g.logSets)
 	have := map[string]bool{}
 	for _, set := range sets {
@@ -378,7 +403,7 @@ func (g *gatherer) localizeLogs(ctx context.Context, plan []specialist, join *sp
 	}
 	var out []localize.LogTemplate
 	for _, set := range sets {
-		if set.Host || set.Origin != SrcLogs || set.Subject == "" {
+		if set.Host && !known[strings.ToLower(set.Subject)] || set.Origin != SrcLogs || set.Subject == "" {
 			continue
 		}
 		for _, t := range set.Templates {
@@ -462,6 +487,9 @@ type locMetric struct {
 	unit    string
 	bad     localize.Direction
 	counter bool
+	// mean marks a histogram's or summary's _sum, read with its _count
+	// as the mean per request (rate of the sum over rate of the count).
+	mean bool
 }
 
 // classifyLocMetric reads a metric name: latency, errors and success,
@@ -484,44 +512,58 @@ func classifyLocMetric(name string) (locMetric, bool) {
 	}
 	switch {
 	case has("success"):
-		return locMetric{localize.SignalErrors, pctOr(n, ""), localize.Down, false}, true
+		return locMetric{localize.SignalErrors, pctOr(n, ""), localize.Down, false, false}, true
 	case has("error", "fail", "5xx", "exception"):
 		u := pctOr(n, "")
 		if counter {
 			u = "/s"
 		}
-		return locMetric{localize.SignalErrors, u, localize.Up, counter}, true
-	case has("latency", "duration", "response_time"):
-		if strings.HasSuffix(n, "_count") || strings.HasSuffix(n, "_sum") {
-			return locMetric{}, false
+		return locMetric{localize.SignalErrors, u, localize.Up, counter, false}, true
+	case has("latency", "duration", "response_time") || has("request", "http", "rpc") && has("_seconds_sum", "_seconds_count"):
+		// A latency exposed only as a histogram or summary (OpenTelemetry's
+		// http.server.request.duration, Micrometer's
+		// http_server_requests_seconds): its _sum over its _count is the
+		// mean per request, and its _count is the requests, by status
+		// code when labelled so (a 5xx count is errors).
+		switch {
+		case strings.HasSuffix(n, "_count"):
+			return locMetric{localize.SignalTraffic, "/s", localize.Both, true, false}, true
+		case strings.HasSuffix(n, "_sum"):
+			u := "s"
+			if has("millisecond", "_ms") {
+				u = "ms"
+			}
+			return locMetric{localize.SignalLatency, u, localize.Up, false, true}, true
+		case strings.HasSuffix(n, "_max"):
+			return locMetric{}, false // the slowest request of a bin: one request
 		}
 		u := "s"
 		if has("millisecond", "_ms") {
 			u = "ms"
 		}
-		return locMetric{localize.SignalLatency, u, localize.Up, false}, true
+		return locMetric{localize.SignalLatency, u, localize.Up, false, false}, true
 	case has("cpu"):
 		if has("throttl", "period") {
 			return locMetric{}, false
 		}
 		if strings.HasSuffix(n, "_seconds_total") {
-			return locMetric{localize.SignalCPU, "cores", localize.Up, true}, true
+			return locMetric{localize.SignalCPU, "cores", localize.Up, true, false}, true
 		}
-		return locMetric{localize.SignalCPU, pctOr(n, ""), localize.Up, counter}, true
+		return locMetric{localize.SignalCPU, pctOr(n, ""), localize.Up, counter, false}, true
 	case has("memory"):
 		u := pctOr(n, "")
 		if has("bytes") {
 			u = "bytes"
 		}
-		return locMetric{localize.SignalMemory, u, localize.Up, false}, true
+		return locMetric{localize.SignalMemory, u, localize.Up, false, false}, true
 	case has("network", "receive_bytes", "transmit_bytes"):
 		u := ""
 		if has("bytes") {
 			u = "bytes/s"
 		}
-		return locMetric{localize.SignalNetwork, u, localize.Both, counter}, true
+		return locMetric{localize.SignalNetwork, u, localize.Both, counter, false}, true
 	case has("requests_total", "request_total", "_ops", "requests_count", "calls_total"):
-		return locMetric{localize.SignalTraffic, "/s", localize.Both, counter}, true
+		return locMetric{localize.SignalTraffic, "/s", localize.Both, counter, false}, true
 	}
 	return locMetric{}, false
 }
@@ -538,7 +580,7 @@ func pctOr(n, other string) string {
 
 // Label names that carry the owner of a series.
 var (
-	locServiceLabels = []string{"service", "app", "app_kubernetes_io_name", "deployment", "workload", "job_name"}
+	locServiceLabels = []string{"service", "app", "application", "app_kubernetes_io_name", "deployment", "workload", "job_name"}
 	locCalleeLabels  = []string{"destination_workload", "destination_app", "destination_service_name", "dst_deployment", "server_service_name"}
 	locCallerLabels  = []string{"source_workload", "source_app", "deployment", "client_service_name"}
 	locNodeLabels    = []string{"node", "kubernetes_node", "nodename"}
@@ -603,20 +645,34 @@ func (g *gatherer) localizeMetrics(ctx context.Context, plan []specialist) ([]lo
 		}
 		ss, _ := as[[]evidence.Series](out)
 		m := names[n]
-		if m.counter {
+		metric := n
+		switch {
+		case m.mean:
+			base := strings.TrimSuffix(n, "_sum")
+			cout, ok := g.call(ctx, *sp, "prometheus_query_range", map[string]any{"query": base + "_count", "start": since, "end": until, "step": fmt.Sprintf("%ds", int(step.Seconds()))})
+			if !ok {
+				continue
+			}
+			counts, _ := as[[]evidence.Series](cout)
+			ss, metric = meanSeries(ss, counts), base+" (mean)"
+		case m.counter:
 			ss = analysis.RateSeries(ss)
 		}
 		for _, s := range ss {
 			if !g.inScope(s.Labels) || len(s.Points) == 0 {
 				continue
 			}
-			ls := localize.Series{Metric: n, Signal: m.signal, Unit: m.unit, Bad: m.bad, Points: s.Points,
+			ls := localize.Series{Metric: metric, Signal: m.signal, Unit: m.unit, Bad: m.bad, Points: s.Points,
 				Outbound: strings.Contains(strings.ToLower(n), "client")}
 			// Requests answered with a 5xx (Istio's response_code,
 			// Linkerd's status_code, OpenTelemetry's
 			// http.response.status_code) are errors.
 			if m.signal == localize.SignalTraffic {
-				if code := locLabel(s.Labels, locCodeLabels); len(code) == 3 && code[0] == '5' {
+				code := locLabel(s.Labels, locCodeLabels)
+				if c := s.Labels["status"]; code == "" && len(c) == 3 && c[0] >= '1' && c[0] <= '5' {
+					code = c // Micrometer's status label, when it holds an HTTP code
+				}
+				if len(code) == 3 && code[0] == '5' {
 					ls.Signal, ls.Bad, ls.Metric = localize.SignalErrors, localize.Up, n+" ("+code+")"
 					// A series of errors begins with the first error: before
 					// it, the rate was zero.

@@ -417,3 +417,130 @@ func TestLocalizeEntryBlip(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalizeReadsHistograms: services that expose their latency only as
+// histograms (OpenTelemetry's http.server.request.duration, Micrometer's
+// http_server_requests_seconds tagged with the application) are read
+// through their _sum over their _count (the mean per request) and their
+// 5xx _count (errors): cart, whose requests begin to fail and slow down
+// with the symptom, is localized, ahead of catalog, which did not change.
+func TestLocalizeReadsHistograms(t *testing.T) {
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	var om strings.Builder
+	// counter writes a cumulative series from a per-second rate.
+	counter := func(name, labels string, rate func(m int) float64) {
+		v := 0.0
+		omSeries(&om, now, name, labels, func(m int) float64 { v += 60 * rate(m); return v })
+	}
+	flat := func(r float64) func(int) float64 { return func(int) float64 { return r } }
+	after := func(r float64) func(int) float64 {
+		return func(m int) float64 {
+			if m >= 37 {
+				return r
+			}
+			return 0
+		}
+	}
+	om.WriteString("# TYPE http_server_request_duration_seconds histogram\n")
+	fe := `namespace="shop",service="frontend",http_route="/",http_response_status_code=`
+	counter("http_server_request_duration_seconds_count", fe+`"200"`, flat(20))
+	counter("http_server_request_duration_seconds_sum", fe+`"200"`, func(m int) float64 { return 20 * step(0.08, 0.9)(m) })
+	counter("http_server_request_duration_seconds_count", fe+`"500"`, after(4))
+	counter("http_server_request_duration_seconds_sum", fe+`"500"`, after(4*0.9))
+	ca := `namespace="shop",service="catalog",http_route="/items",http_response_status_code="200"`
+	counter("http_server_request_duration_seconds_count", ca, flat(15))
+	counter("http_server_request_duration_seconds_sum", ca, func(m int) float64 { return 15 * step(0.01, 0.01)(m) })
+	om.WriteString("# TYPE http_server_requests_seconds summary\n")
+	cart := `application="cart",namespace="shop",method="GET",uri="/cart",status=`
+	counter("http_server_requests_seconds_count", cart+`"200"`, flat(20))
+	counter("http_server_requests_seconds_sum", cart+`"200"`, func(m int) float64 { return 20 * step(0.02, 0.7)(m) })
+	counter("http_server_requests_seconds_count", cart+`"500"`, after(4))
+	counter("http_server_requests_seconds_sum", cart+`"500"`, after(4*0.7))
+	res := investigateOM(t, now, om.String())
+	for _, c := range res.Candidates {
+		if c.Kind != string(analyst.KindLocalized) {
+			continue
+		}
+		if c.Subject != "cart" {
+			t.Fatalf("first localized candidate is %s, want cart: %+v", c.Subject, res.Candidates)
+		}
+		if !strings.Contains(c.Evidence, "(mean)") && !strings.Contains(c.Evidence, "(500)") {
+			t.Errorf("cart's candidate does not say which histogram moved: %q", c.Evidence)
+		}
+		return
+	}
+	t.Fatalf("no localized candidate (cart's histograms unread): %q %+v", res.RootCause.Description, res.Candidates)
+}
+
+// TestLocalizeReadsServiceLogFiles: a bundle's log file named after a
+// service the metrics know (logs/cart.log) is that service's log for
+// localization: cart, whose metrics stay flat while its log begins to
+// repeat a new error with the symptom, is localized; a file named after
+// nothing the metrics or traces know is not read as a service.
+func TestLocalizeReadsServiceLogFiles(t *testing.T) {
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	for _, d := range []string{"prometheus", "logs"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(`{"captured_at":"`+now.Format(time.RFC3339)+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var om strings.Builder
+	om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
+	omSeries(&om, now, "service_latency_p90_seconds", `service="frontend"`, step(0.2, 1.6))
+	om.WriteString("# TYPE pod_cpu_usage_rate_percent gauge\n")
+	omSeries(&om, now, "pod_cpu_usage_rate_percent", `namespace="shop",pod="cart-7d9f8b6c4-x2kq9",service="cart"`, step(20, 20))
+	om.WriteString("# EOF\n")
+	if err := os.WriteFile(filepath.Join(dir, "prometheus", "metrics.om"), []byte(om.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cart, other strings.Builder
+	for m := 0; m <= 40; m++ {
+		at := now.Add(time.Duration(m-40) * time.Minute)
+		for i := 0; i < 10; i++ {
+			ts := at.Add(time.Duration(i) * 5 * time.Second).Format(time.RFC3339Nano)
+			fmt.Fprintf(&cart, "%s INFO cart served basket %d items=%d\n", ts, m*10+i, i%4)
+			fmt.Fprintf(&other, "%s INFO audit record %d stored\n", ts, m*10+i)
+			if m >= 37 {
+				fmt.Fprintf(&cart, "%s INFO cart refused basket %d: stock reservation rejected for sku %d\n", ts, m*10+i, 7000+i)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "logs", "cart.log"), []byte(cart.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "logs", "audit-trail.log"), []byte(other.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bun, err := bundle.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := tools.Builtin()
+	toolkit := cat.DefaultToolkit(tools.AgentInvestigation)
+	sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: bun.Sources(now)}, Toolkit: toolkit}
+	res, err := analyst.New(analyst.Options{}).Investigate(context.Background(), &agent.Request{
+		Agent:   agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
+		Message: "frontend latency alert fired: why?",
+		Context: map[string]string{"service": "frontend", "namespace": "shop", "time_window": "10m"},
+	}, &benchRun{sess: sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range res.Candidates {
+		if c.Kind != string(analyst.KindLocalized) {
+			continue
+		}
+		if c.Subject == "audit-trail" {
+			t.Errorf("a log file named after no known service was localized: %+v", c)
+		}
+		found = found || c.Subject == "cart" && strings.Contains(c.Evidence, "template")
+	}
+	if !found {
+		t.Fatalf("cart's log file was not read for localization: %+v", res.Candidates)
+	}
+}

@@ -204,6 +204,11 @@ type Result struct {
 	// signals deviated in the incident window; EntryEvidence says how.
 	EntryMoved    bool
 	EntryEvidence string
+	// EntryExplainedBy names the service the entry calls that explains
+	// every latency and error episode of the entry still under way (it
+	// deviated at the same time, as strongly, in its own signals): the
+	// entry's symptom is that service's consequence. Empty otherwise.
+	EntryExplainedBy string
 }
 
 // Robust-z threshold for a deviated bin (the usual 3 robust deviations).
@@ -232,6 +237,8 @@ type episode struct {
 	lines    int
 	isNew    bool
 	errTmpl  bool // a log episode of an error template
+	// explainedBy is the callee that explains a caller's latency or errors.
+	explainedBy string
 	// op, calls and opLog describe an operation-event episode: the
 	// operation, its calls since the split, and whether the event is a log
 	// template.
@@ -355,11 +362,32 @@ func Rank(in Input) Result {
 	}
 	volumeWeights(g, in.Metrics, eps, refEnd)
 	explainCallers(eps, in.Edges, in.Entry, ts, tol)
+	res.EntryExplainedBy = entryExplainedBy(eps, in.Entry)
 	explainByOwnCalls(eps)
 	explainNewPaths(eps, in.Edges, tol)
 	explainByCalleeOps(eps, in.Edges, tol)
 	res.Candidates = combine(eps)
 	return res
+}
+
+// entryExplainedBy returns the callee that explains every latency and
+// error episode of the entry under way (a measure of its own, not of its
+// calls), or "" when one of them stands on its own or there is none.
+func entryExplainedBy(eps []*episode, entry string) string {
+	by := ""
+	for _, ep := range eps {
+		if entry == "" || ep.level != LevelService || !strings.EqualFold(ep.subject, entry) || ep.fromLogs || !ep.signal.propagates() ||
+			!ep.active || ep.peak < zThreshold || ep.s == nil || ep.s.Caller != "" || ep.s.Outbound {
+			continue
+		}
+		if ep.explainedBy == "" {
+			return ""
+		}
+		if by == "" {
+			by = ep.explainedBy
+		}
+	}
+	return by
 }
 
 // densest returns the onset with the most onsets within tol of it (the
@@ -497,6 +525,7 @@ func explainCallers(eps []*episode, edges []Edge, entry string, ts time.Time, to
 		}
 		if b := below(ep.subject, 0.5*magnitude(ep.peak)*ep.volume(), d, errs); b != "" {
 			ep.factor *= 0.3
+			ep.explainedBy = b
 			ep.note = joinNote(ep.note, "explained by "+b+", which it calls")
 		}
 	}
@@ -640,7 +669,9 @@ func explainNewPaths(eps []*episode, edges []Edge, tol time.Duration) {
 	}
 	own := map[string][]change{}
 	for _, ep := range eps {
-		if ep.level == LevelService && ep.peak >= zThreshold && ep.factor >= 0.5 && (ep.fromLogs || ep.signal == SignalTraceOps) {
+		// A caller's errors are no flow that starts: they stop what it
+		// does, and start no new path at what it calls.
+		if ep.level == LevelService && ep.peak >= zThreshold && ep.factor >= 0.5 && (ep.fromLogs && !ep.errTmpl || ep.signal == SignalTraceOps) {
 			own[ep.subject] = append(own[ep.subject], change{magnitude(ep.peak), ep.onset})
 		}
 	}

@@ -654,3 +654,67 @@ func TestRoutineFallExactTail(t *testing.T) {
 	}
 	t.Fatalf("route's stopped line not ranked: %+v", res.Candidates)
 }
+
+// TestCallerErrorsStartNoPath: a routine line new at a callee follows a
+// change of what its caller does (a flow that starts there), not the
+// caller's errors: a caller that begins to fail stops what it does. The
+// callee's new line keeps its weight and is not "follows a change at" the
+// failing caller.
+func TestCallerErrorsStartNoPath(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		callerErr bool
+		follows   bool
+	}{
+		{"a caller's new routine path: the callee's new line follows it", false, true},
+		{"a caller's new error: the callee's new line is its own", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Rank(Input{Window: win, Entry: "ui", Edges: []Edge{{"ui", "orders"}, {"orders", "tax"}}, Metrics: []Series{entryLatency("ui")}, Logs: []LogTemplate{
+				{Service: "orders", Template: "INFO orders health", Counts: minutes(map[int]int{35: 200, 36: 200, 37: 200, 38: 200, 39: 200})},
+				{Service: "orders", Template: "place order <*> quote has <*> lines", Error: tc.callerErr, Counts: minutes(map[int]int{37: 30, 38: 31, 39: 30})},
+				{Service: "tax", Template: "INFO tax health", Counts: minutes(map[int]int{35: 200, 36: 200, 37: 200, 38: 200, 39: 200})},
+				{Service: "tax", Template: "no jurisdiction for destination, returning quote without lines", Counts: minutes(map[int]int{37: 20, 38: 20, 39: 21})},
+			}})
+			for _, c := range res.Candidates {
+				if c.Subject != "tax" {
+					continue
+				}
+				if got := strings.Contains(c.Explanation, "follows a change at orders"); got != tc.follows {
+					t.Fatalf("tax follows orders = %v, want %v: %q", got, tc.follows, c.Explanation)
+				}
+				return
+			}
+			t.Fatalf("tax missing: %+v", res.Candidates)
+		})
+	}
+}
+
+// TestEntryExplainedBy: the entry's own error episode explained by a
+// callee that failed with it is reported as that callee's consequence;
+// an entry episode that stands alone is not.
+func TestEntryExplainedBy(t *testing.T) {
+	entryErrs := Series{Service: "ui", Metric: "requests (500)", Signal: SignalErrors, Unit: "/s", Bad: Up, Points: wave(0, 0, from(37, 40, 5))}
+	for _, tc := range []struct {
+		name       string
+		calleeErrs bool
+		want       string
+	}{
+		{"a callee's errors explain the entry's", true, "loyalty"},
+		{"the entry's errors stand alone", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := []Series{entryErrs, {Service: "loyalty", Metric: "cpu", Signal: SignalCPU, Unit: "cores", Bad: Up, Points: wave(0.5, 0.01, nil)}}
+			if tc.calleeErrs {
+				ms = append(ms, Series{Service: "loyalty", Metric: "requests (500)", Signal: SignalErrors, Unit: "/s", Bad: Up, Points: wave(0, 0, from(37, 40, 5))})
+			}
+			res := Rank(Input{Window: win, Entry: "ui", Edges: []Edge{{"ui", "loyalty"}}, Metrics: ms})
+			if !res.EntryMoved {
+				t.Fatalf("entry did not move: %+v", res)
+			}
+			if res.EntryExplainedBy != tc.want {
+				t.Fatalf("EntryExplainedBy = %q, want %q: %+v", res.EntryExplainedBy, tc.want, res.Candidates)
+			}
+		})
+	}
+}
