@@ -19,7 +19,8 @@ import (
 // testdata/cluster (goldens in testdata/transcripts-forms): tables without
 // their header (--no-headers), kubectl's own warning before a table (the
 // short name "ev" is ambiguous on servers that serve events.k8s.io), and
-// the logs of every container of one pod.
+// the logs of every container of one pod, and a pod table with its labels
+// and no header (`kubectl get -A --show-labels -o wide pod`, filtered).
 
 var formCommands = []string{
 	"kubectl get ev -A",
@@ -27,6 +28,7 @@ var formCommands = []string{
 	"kubectl get pods -n shop --no-headers",
 	"kubectl get pods -A -o wide --no-headers",
 	"kubectl logs checkout-6d8f9c7b5-x2x9k -n shop --all-containers",
+	"kubectl get -A --show-labels -o wide pod --no-headers",
 }
 
 // checkForms parses a transcript of formCommands: nothing skipped, every
@@ -60,7 +62,7 @@ func checkForms(t *testing.T, text []byte, capturedAt time.Time) {
 		q := p.DeepCopy()
 		q.Status.ContainerStatuses = nil
 		checkSound(t, "Pod/"+p.Name, toJSONMap(t, q), canonical(t, src), capturedAt)
-		if p.Annotations[kubetext.SourceAnnotation] != "get-wide" || p.Status.PodIP == "" && p.Name != "report-28511430-7xk2p" {
+		if p.Annotations[kubetext.SourceAnnotation] != "get-wide" || p.Status.PodIP == "" && p.Name != "report-28511430-7xk2p" || len(p.Labels) == 0 {
 			t.Errorf("pod %s/%s: the -o wide row not read: %+v", p.Namespace, p.Name, p.Status)
 		}
 	}

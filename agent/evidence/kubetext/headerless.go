@@ -34,6 +34,9 @@ func headerless(c *command, kind string, rows []string, first, maxRows int) *tab
 		if c.all {
 			cols = append([]string{"NAMESPACE"}, cols...)
 		}
+		if flagOn(c, "--show-labels") {
+			cols = append(cols, "LABELS")
+		}
 		ready := 1
 		if c.all {
 			ready = 2
