@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,10 @@ var dnsServer = &mechanism{
 	class: classCause,
 	label: "cluster DNS (CoreDNS) failure",
 	detect: func(ev *Gathered, _ []Finding) []Finding {
-		return DetectDNSServer(ev.K8s.Pods, ev.K8s.PreviousLogs, ev.Window)
+		if fs := DetectDNSServer(ev.K8s.Pods, ev.K8s.PreviousLogs, ev.Window); len(fs) > 0 {
+			return fs
+		}
+		return dnsScaledDown(ev.K8s.Events, ev.Window)
 	},
 	// Callers failing to resolve names are the cluster DNS's victims.
 	victims: func(f *Finding) bool { return f.Kind == KindDNS },
@@ -37,6 +41,12 @@ var dnsServer = &mechanism{
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		s := h.Subject
+		if from := h.fact("scaled_from"); from != "" {
+			r.add(finding.PriorityHigh, fmt.Sprintf("Scale %s back to %s replicas (kubectl scale deployment %s -n %s --replicas=%s) and revert what scaled it down (the proportional autoscaler's parameters, a replica count edit)", s, from, s, orWord(h.top().Namespace, "kube-system"), from))
+			r.add(finding.PriorityMedium, "Set a floor for the cluster DNS's replicas (the autoscaler's min, a PodDisruptionBudget) and consider NodeLocal DNSCache")
+			r.add(finding.PriorityLow, "Alert on CoreDNS request latency and on its replicas falling below the floor")
+			return
+		}
 		r.rollback()
 		r.add(finding.PriorityHigh, fmt.Sprintf("Restore the cluster DNS: fix %s (revert its last Corefile/config change, e.g. a forward loop to /etc/resolv.conf) and restart its pods", s))
 		r.add(finding.PriorityMedium, "Check the upstream resolvers CoreDNS forwards to and the loop plugin's report")
@@ -124,4 +134,48 @@ func DetectDNSServer(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, 
 	}
 	f.Related = []string{"kube-dns", "coredns"}
 	return []Finding{f}
+}
+
+// scaledDownRE reads the deployment controller's "Scaled down replica set
+// coredns-6f9b8d7c5 to 1 from 4".
+var scaledDownRE = regexp.MustCompile(`Scaled down replica set (\S+) (?:to (\d+) from (\d+)|from (\d+) to (\d+))`)
+
+// dnsScaledDown finds the cluster DNS's Deployment scaled down to half its
+// replicas or fewer in the window (a proportional autoscaler's parameters
+// changed, a replica count edited): its pods healthy, each now answers
+// several times the queries, and lookups time out under load.
+func dnsScaledDown(events []corev1.Event, w Window) []Finding {
+	for i := range events {
+		e := &events[i]
+		if e.Reason != "ScalingReplicaSet" {
+			continue
+		}
+		m := scaledDownRE.FindStringSubmatch(e.Message)
+		if m == nil {
+			continue
+		}
+		wl := trimHash(m[1])
+		if wl != "coredns" && wl != "kube-dns" {
+			continue
+		}
+		to, from := m[2], m[3]
+		if to == "" {
+			from, to = m[4], m[5]
+		}
+		n, _ := strconv.Atoi(to)
+		was, _ := strconv.Atoi(from)
+		first, _ := eventTime(e)
+		if was < 2 || n*2 > was || !w.recent(first) {
+			continue
+		}
+		f := Finding{Kind: KindDNSServer, Subject: wl, Namespace: orWord(e.InvolvedObject.Namespace, e.Namespace), Source: SrcEvents, Severity: SevCritical,
+			Weight: 0.8, Time: first, Related: []string{"kube-dns", "coredns"}}
+		f.Object = "deployment " + f.Namespace + "/" + wl
+		f.setFact("scaled_from", from)
+		f.setFact("scaled_to", to)
+		f.Summary = fmt.Sprintf("cluster DNS %s scaled down from %s to %s replicas, each left to answer the lookups of %d: queries time out under load", wl, from, to, was/max(n, 1))
+		f.Evidence = []string{fmt.Sprintf("event ScalingReplicaSet on %s: %q at %s", f.Object, e.Message, ts(first))}
+		return []Finding{f}
+	}
+	return nil
 }

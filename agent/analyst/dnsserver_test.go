@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
 
 func TestDNSServer(t *testing.T) {
@@ -70,5 +71,46 @@ func TestDNSServer(t *testing.T) {
 				t.Errorf("recommendations %v", recs)
 			}
 		})
+	}
+}
+
+// TestDNSScaledDown: the cluster DNS's Deployment scaled down to half its
+// replicas or fewer (the deployment controller's event, as kubectl get
+// events prints it) leaves its pods too few for the lookups; a scale-down
+// by one, or of another Deployment, is not that.
+func TestDNSScaledDown(t *testing.T) {
+	now := time.Date(2026, 11, 17, 15, 5, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-160 * time.Minute), Start: now.Add(-80 * time.Minute), End: now}
+	table := func(row string) string {
+		return "$ kubectl get events -n kube-system\nLAST SEEN   TYPE     REASON              OBJECT               MESSAGE\n" + row + "\n"
+	}
+	cases := []struct {
+		name, row string
+		want      bool
+	}{
+		{"4 to 1", "71m         Normal   ScalingReplicaSet   deployment/coredns   Scaled down replica set coredns-6f9b8d7c5 to 1 from 4", true},
+		{"older kubectl wording", "71m         Normal   ScalingReplicaSet   deployment/coredns   Scaled down replica set coredns-6f9b8d7c5 from 4 to 2", true},
+		{"one less", "71m         Normal   ScalingReplicaSet   deployment/coredns   Scaled down replica set coredns-6f9b8d7c5 to 3 from 4", false},
+		{"another deployment", "71m         Normal   ScalingReplicaSet   deployment/web       Scaled down replica set web-6f9b8d7c5 to 1 from 4", false},
+	}
+	for _, c := range cases {
+		res := kubetext.Parse([]byte(table(c.row)), now)
+		fs := dnsScaledDown(res.Events, w)
+		if !c.want {
+			if len(fs) != 0 {
+				t.Errorf("%s: findings %+v", c.name, fs)
+			}
+			continue
+		}
+		if len(fs) != 1 || fs[0].Subject != "coredns" || !fs[0].Time.Equal(now.Add(-71*time.Minute)) {
+			t.Fatalf("%s: findings %+v from %d events", c.name, fs, len(res.Events))
+		}
+		h := &Hypothesis{Kind: KindDNSServer, Subject: "coredns", Primary: []*Finding{&fs[0]}}
+		if d := describe(h, Scope{}); !strings.Contains(d, "cluster DNS (coredns)") || !strings.Contains(d, "scaled down from 4 to") {
+			t.Errorf("%s: %q", c.name, d)
+		}
+		if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "back to 4 replicas") {
+			t.Errorf("%s: recommendations %v", c.name, recs)
+		}
 	}
 }

@@ -26,7 +26,7 @@ var holdoutFloors = map[string]int{
 	"holdout8":  12,
 	"holdout9":  12,
 	"holdout10": 10,
-	"holdout11": 10,
+	"holdout11": 11,
 	"holdout12": 12,
 	"holdout13": 10,
 	"holdout14": 12,
