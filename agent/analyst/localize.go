@@ -708,6 +708,9 @@ func (g *gatherer) localizeMetrics(ctx context.Context, plan []specialist) ([]lo
 				}
 				if ls.Service == "" && ls.Pod == "" {
 					ls.Node = locLabel(s.Labels, locNodeLabels)
+					if ls.Node == "" && nodeExporterName(n) {
+						ls.Node = hostOfInstance(s.Labels["instance"])
+					}
 				}
 			}
 			if ls.Service == "" && ls.Node == "" {
@@ -764,6 +767,21 @@ func (g *gatherer) listAllMetrics(ctx context.Context, sp specialist, since, unt
 		}
 	}
 	return all
+}
+
+// nodeExporterName reports whether a metric is node_exporter's, or a
+// recording rule over it (instance:node_cpu_utilisation:rate5m): its
+// instance label is the node.
+func nodeExporterName(n string) bool {
+	return strings.HasPrefix(n, "node_") || strings.HasPrefix(n, "instance:node_")
+}
+
+// hostOfInstance is an instance label without its port.
+func hostOfInstance(v string) string {
+	if h, p, ok := strings.Cut(v, ":"); ok && p != "" && strings.Trim(p, "0123456789") == "" {
+		return h
+	}
+	return v
 }
 
 func locLabel(l evidence.Labels, keys []string) string {

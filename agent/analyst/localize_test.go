@@ -544,3 +544,33 @@ func TestLocalizeReadsServiceLogFiles(t *testing.T) {
 		t.Fatalf("cart's log file was not read for localization: %+v", res.Candidates)
 	}
 }
+
+// TestLocalizeNodeExporterInstance: node_exporter's series and recording
+// rules over them name their node by the instance label (job is the
+// exporter, not a service): the node whose CPU saturates with the symptom
+// is a node candidate, named without the exporter's port.
+func TestLocalizeNodeExporterInstance(t *testing.T) {
+	for _, tc := range []struct{ name, metric, instance, want string }{
+		{"recording rule, host name", "instance:node_cpu_utilisation:rate5m", "ip-10-40-3-112.eu-west-1.compute.internal", "ip-10-40-3-112.eu-west-1.compute.internal"},
+		{"exporter gauge, address and port", "node_cpu_busy_ratio", "10.40.3.112:9100", "10.40.3.112"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+			var om strings.Builder
+			om.WriteString("# TYPE service_latency_p90_seconds gauge\n")
+			omSeries(&om, now, "service_latency_p90_seconds", `service="frontend"`, step(0.2, 1.6))
+			fmt.Fprintf(&om, "# TYPE %s gauge\n", tc.metric)
+			omSeries(&om, now, tc.metric, fmt.Sprintf(`instance=%q,job="node-exporter"`, tc.instance), step(0.3, 0.98))
+			res := investigateOM(t, now, om.String())
+			for _, c := range res.Candidates {
+				if c.Kind == string(analyst.KindLocalized) && c.Subject == tc.want {
+					return
+				}
+				if c.Kind == string(analyst.KindLocalized) && c.Subject == "node-exporter" {
+					t.Fatalf("the exporter's job was localized as a service: %+v", res.Candidates)
+				}
+			}
+			t.Fatalf("node %s not localized: %+v", tc.want, res.Candidates)
+		})
+	}
+}
