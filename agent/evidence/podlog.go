@@ -27,13 +27,17 @@ var jsonTimeKeys = []string{`"ts":"`, `"time":"`, `"timestamp":"`, `"@timestamp"
 // ref also resolves the year turn: a yearless time more than a day after ref
 // is placed in the previous year. A logfmt time key leading the line
 // (time=, ts=, timestamp=, t=) is skipped, and JSON lines are read for
-// their "ts", "time", "timestamp" or "@timestamp" field.
+// their "ts", "time", "timestamp" or "@timestamp" field, a string or a
+// number since the Unix epoch (pino's milliseconds, zap's seconds).
 func ParseLogTime(line string, ref time.Time) time.Time {
 	if len(line) < 14 {
 		return time.Time{}
 	}
 	// JSON lines carry their time in a field.
 	if line[0] == '{' {
+		if t, ok := jsonEpochTime(line); ok {
+			return t
+		}
 		for _, key := range jsonTimeKeys {
 			if i := strings.Index(line, key); i >= 0 {
 				line = line[i+len(key):]
@@ -80,6 +84,73 @@ func ParseLogTime(line string, ref time.Time) time.Time {
 		return withYear(t, ref)
 	}
 	return time.Time{}
+}
+
+// jsonEpochKeys are the fields of a JSON log line that may hold its time
+// as a number since the Unix epoch: pino's "time" (milliseconds), zap's
+// and many others' "ts" (seconds with a fraction).
+var jsonEpochKeys = []string{`"time":`, `"ts":`, `"timestamp":`}
+
+// jsonEpochTime reads a JSON line's time given as a number since the Unix
+// epoch, in seconds (10 digits, maybe a fraction), milliseconds (13),
+// microseconds (16) or nanoseconds (19), between 2000 and 2100.
+func jsonEpochTime(line string) (time.Time, bool) {
+	for _, key := range jsonEpochKeys {
+		i := strings.Index(line, key)
+		if i < 0 {
+			continue
+		}
+		rest := strings.TrimLeft(line[i+len(key):], " ")
+		n := 0
+		for n < len(rest) && n < 20 && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		digits := rest[:n]
+		frac := ""
+		if n == 10 && n < len(rest) && rest[n] == '.' {
+			m := n + 1
+			for m < len(rest) && m < n+10 && rest[m] >= '0' && rest[m] <= '9' {
+				m++
+			}
+			frac = rest[n+1 : m]
+			n = m
+		}
+		if n == 0 {
+			continue // a string, read as one
+		}
+		if n < len(rest) && rest[n] != ',' && rest[n] != '}' && rest[n] != ' ' {
+			return time.Time{}, false
+		}
+		var v int64
+		for _, c := range digits {
+			v = v*10 + int64(c-'0')
+		}
+		var t time.Time
+		switch len(digits) {
+		case 10:
+			ns := int64(0)
+			if frac != "" {
+				f := (frac + "000000000")[:9]
+				for _, c := range f {
+					ns = ns*10 + int64(c-'0')
+				}
+			}
+			t = time.Unix(v, ns)
+		case 13:
+			t = time.UnixMilli(v)
+		case 16:
+			t = time.UnixMicro(v)
+		case 19:
+			t = time.Unix(0, v)
+		default:
+			return time.Time{}, false
+		}
+		if t.Year() < 2000 || t.Year() > 2100 {
+			return time.Time{}, false
+		}
+		return t.UTC(), true
+	}
+	return time.Time{}, false
 }
 
 func parseISOPrefix(line string) time.Time {

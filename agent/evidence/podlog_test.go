@@ -25,6 +25,12 @@ func TestParseLogTime(t *testing.T) {
 		{"2026-99-14T10:02:03Z bad date", time.Time{}},
 		{"short", time.Time{}},
 		{"Info: 1234 5678", time.Time{}},
+		{`{"level":30,"time":1773484923259,"pid":1,"msg":"request completed"}`, time.Date(2026, 3, 14, 10, 42, 3, 259e6, time.UTC)},
+		{`{"level":"info","ts":1773484923.2591,"caller":"x.go:1","msg":"m"}`, time.Date(2026, 3, 14, 10, 42, 3, 259100e3, time.UTC)},
+		{`{"ts": 1773484923, "msg": "m"}`, time.Date(2026, 3, 14, 10, 42, 3, 0, time.UTC)},
+		{`{"time":1773484923259000000,"msg":"ns"}`, time.Date(2026, 3, 14, 10, 42, 3, 259e6, time.UTC)},
+		{`{"time":12,"msg":"not an epoch"}`, time.Time{}},
+		{`{"time":1773484923259x,"msg":"m"}`, time.Time{}},
 	}
 	for _, tc := range cases {
 		if got := ParseLogTime(tc.line, ref); !got.Equal(tc.want) {
