@@ -202,6 +202,10 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		if dss, err := evidence.List[appsv1.DaemonSet](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.DaemonSets = dss
 		}
+		// And StatefulSets, whose pod management orders their members.
+		if sss, err := evidence.List[appsv1.StatefulSet](ctx, g.src.Kubernetes, ns, ""); err == nil {
+			g.k8s.StatefulSets = sss
+		}
 	}
 	if !g.haveK8s["commands"] && g.src != nil && g.src.Kubernetes != nil {
 		// Commands handed over with the cluster's state whose output is

@@ -50,6 +50,8 @@ type K8sEvidence struct {
 	Ingresses []networkingv1.Ingress
 	// DaemonSets are the namespace's DaemonSet objects.
 	DaemonSets []appsv1.DaemonSet
+	// StatefulSets are the namespace's StatefulSet objects.
+	StatefulSets []appsv1.StatefulSet
 	// Autoscalers are the HPAs of the workloads whose pods were described.
 	Autoscalers []autoscalingv2.HorizontalPodAutoscaler
 	// PreviousLogs holds the last lines of crashed containers, keyed

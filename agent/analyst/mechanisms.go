@@ -16,6 +16,7 @@ var mechanisms = []*mechanism{
 	dbBlocked,
 	cronJobSuspended,
 	jobFailed,
+	orderedReady,
 	missingEnv,
 	cpuThrottling,
 	createRefused,

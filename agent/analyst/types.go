@@ -232,6 +232,7 @@ var kinds = map[Kind]kindInfo{
 	KindDrainBlocked:    {prior: 0.84},
 	KindJobSidecar:      {prior: 0.84},
 	KindCronSuspended:   {prior: 0.84},
+	KindOrderedReady:    {prior: 0.84},
 	KindHPABlind:        {prior: 0.84},
 	KindDaemonSetTaint:  {prior: 0.84},
 	KindIngressPort:     {prior: 0.84},

@@ -1,0 +1,70 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestOrderedReady: a StatefulSet of three with OrderedReady whose only
+// pod is not ready, its log waiting for the peers never created, is
+// deadlocked; all three present, or the policy Parallel, is not.
+func TestOrderedReady(t *testing.T) {
+	now := time.Date(2026, 9, 2, 6, 45, 0, 0, time.UTC)
+	const pods = `$ kubectl get pods -n messaging
+NAME         READY   STATUS    RESTARTS     AGE
+rabbitmq-0   0/1     Running   6 (4m ago)   48m
+%s`
+	wait := "2026-09-02 06:40:13.135002+00:00 [error] <0.230.0> Timeout contacting cluster nodes: ['rabbit@rabbitmq-2.rabbitmq-headless.messaging.svc.cluster.local',"
+	cases := []struct {
+		name, more string
+		policy     appsv1.PodManagementPolicyType
+		want       bool
+	}{
+		{"only the first member, waiting for its peers", "", appsv1.OrderedReadyPodManagement, true},
+		{"the default policy", "", "", true},
+		{"all members present", "rabbitmq-1   0/1     Running   0            48m\nrabbitmq-2   0/1     Running   0            48m\n", "", false},
+		{"parallel", "", appsv1.ParallelPodManagement, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := kubetext.Parse([]byte(strings.Replace(pods, "%s", c.more, 1)), now)
+			ev := &Gathered{Window: Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now},
+				K8s: K8sEvidence{PreviousLogs: map[string][]evidence.LogLine{"messaging/rabbitmq-0/rabbitmq": {{Text: wait}}}}}
+			for _, o := range res.Objects {
+				if p, ok := o.(*corev1.Pod); ok {
+					if len(p.Status.ContainerStatuses) > 0 {
+						p.Status.ContainerStatuses[0].Name = "rabbitmq"
+					}
+					ev.K8s.Pods = append(ev.K8s.Pods, *p)
+				}
+			}
+			three := int32(3)
+			ss := appsv1.StatefulSet{}
+			ss.Name, ss.Namespace, ss.Spec.Replicas, ss.Spec.PodManagementPolicy = "rabbitmq", "messaging", &three, c.policy
+			ev.K8s.StatefulSets = []appsv1.StatefulSet{ss}
+			fs := detectOrderedReady(ev, nil)
+			if !c.want {
+				if len(fs) != 0 {
+					t.Fatalf("findings %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Weight < 0.9 {
+				t.Fatalf("findings %+v from %d pods", fs, len(ev.K8s.Pods))
+			}
+			h := &Hypothesis{Kind: KindOrderedReady, Subject: "rabbitmq", Primary: []*Finding{&fs[0]}}
+			d := describe(h, Scope{})
+			for _, w := range []string{"OrderedReady", "rabbitmq-0 is not ready", "rabbitmq-1, rabbitmq-2 are never created", "Timeout contacting cluster nodes"} {
+				if !strings.Contains(d, w) {
+					t.Errorf("%q does not say %q", d, w)
+				}
+			}
+		})
+	}
+}
