@@ -506,18 +506,7 @@ func appendMaskCore(dst []byte, s string) []byte {
 // one of its parts is masked (ok), without building a string when no
 // sign is in the way.
 func appendNumericParts(dst []byte, s string) ([]byte, bool) {
-	sep, signed := false, false
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '-':
-			signed = signed || i > 0 && (s[i-1] == '_' || s[i-1] == '.')
-			sep = true
-		case '_', '.', '#', ',':
-			sep = true
-		case '/':
-			return dst, false
-		}
-	}
+	sep, signed := numericSeparators(s)
 	if !sep {
 		return dst, false
 	}
@@ -552,23 +541,29 @@ func appendNumericParts(dst []byte, s string) ([]byte, bool) {
 	return dst, true
 }
 
-// maskNumericParts masks the all-digit parts of a token joined by '_',
-// '.', '-', '#' or ',' (a '-' before digits belongs to them); ok when one
-// was.
-func maskNumericParts(s string) (string, bool) {
-	sep, signed := false, false
+// numericSeparators reports whether s joins parts by '_', '.', '-', '#' or
+// ',' (sep; never when s holds a '/'), and whether a '-' follows '_' or
+// '.' (signed: "_-" or ".-", a sign a rewrite part by part may drop).
+func numericSeparators(s string) (sep, signed bool) {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '-':
-			// "_-" or ".-": a sign the rewrite below may drop.
 			signed = signed || i > 0 && (s[i-1] == '_' || s[i-1] == '.')
 			sep = true
 		case '_', '.', '#', ',':
 			sep = true
 		case '/':
-			return s, false
+			return false, false
 		}
 	}
+	return sep, signed
+}
+
+// maskNumericParts masks the all-digit parts of a token joined by '_',
+// '.', '-', '#' or ',' (a '-' before digits belongs to them); ok when one
+// was.
+func maskNumericParts(s string) (string, bool) {
+	sep, signed := numericSeparators(s)
 	if !sep {
 		return s, false
 	}
