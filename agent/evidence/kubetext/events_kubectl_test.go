@@ -51,41 +51,12 @@ func checkEvents(t *testing.T, text []byte, capturedAt time.Time) {
 }
 
 func TestEventsGoldens(t *testing.T) {
-	if *update {
-		kubectl := kubectlPath(t)
-		ver, _ := kubectlMinor(t, kubectl)
-		text, now := runTranscript(t, kubectl, eventsFixtures, eventCommands)
-		dir := filepath.Join("testdata", "transcripts-events", "kubectl-"+ver)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		meta := fmt.Sprintf("{\"captured_at\": %q}\n", now.Format(time.RFC3339))
-		if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(meta), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cluster.txt"), text, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dirs, _ := filepath.Glob("testdata/transcripts-events/kubectl-*")
-	if len(dirs) == 0 {
-		t.Fatal("no goldens")
-	}
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			text, err := os.ReadFile(filepath.Join(dir, "cluster.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkEvents(t, text, readCapturedAt(t, dir))
-		})
-	}
+	updateGolden(t, "transcripts-events", eventsFixtures, eventCommands)
+	checkGoldens(t, "transcripts-events", 1, checkEvents)
 }
 
 func TestKubectlMatchesEventsGoldens(t *testing.T) {
-	kubectl := kubectlPath(t)
-	text, now := runTranscript(t, kubectl, eventsFixtures, eventCommands)
-	checkEvents(t, text, now)
+	matchKubectl(t, kubectlPath(t), eventsFixtures, eventCommands, checkEvents)
 }
 
 // The end of a describe page a pipe kept (`kubectl describe pod x | tail

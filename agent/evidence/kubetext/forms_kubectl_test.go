@@ -1,10 +1,6 @@
 package kubetext_test
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,42 +101,10 @@ func checkForms(t *testing.T, text []byte, capturedAt time.Time) {
 }
 
 func TestFormsGoldens(t *testing.T) {
-	if *update {
-		kubectl := kubectlPath(t)
-		ver, _ := kubectlMinor(t, kubectl)
-		text, now := runTranscript(t, kubectl, "testdata/cluster", formCommands)
-		dir := filepath.Join("testdata", "transcripts-forms", "kubectl-"+ver)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		meta := fmt.Sprintf("{\"captured_at\": %q}\n", now.Format(time.RFC3339))
-		if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(meta), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cluster.txt"), text, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dirs, _ := filepath.Glob("testdata/transcripts-forms/kubectl-*")
-	if len(dirs) == 0 {
-		t.Fatal("no goldens")
-	}
-	slices.Sort(dirs)
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			text, err := os.ReadFile(filepath.Join(dir, "cluster.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkForms(t, text, readCapturedAt(t, dir))
-		})
-	}
+	updateGolden(t, "transcripts-forms", "testdata/cluster", formCommands)
+	checkGoldens(t, "transcripts-forms", 1, checkForms)
 }
 
 func TestKubectlMatchesFormsGoldens(t *testing.T) {
-	kubectl := kubectlPath(t)
-	text, now := runTranscript(t, kubectl, "testdata/cluster", formCommands)
-	slack = time.Since(now) + time.Second
-	defer func() { slack = 0 }()
-	checkForms(t, text, now)
+	matchKubectl(t, kubectlPath(t), "testdata/cluster", formCommands, checkForms)
 }

@@ -107,16 +107,7 @@ type kubectlRunner struct {
 func newKubectlRunner(t *testing.T, kubectl, bundleDir string) *kubectlRunner {
 	t.Helper()
 	shift := time.Now().UTC().Truncate(time.Second).Sub(capturedAtOf(t, bundleDir))
-	srv, err := kubetest.Load(bundleDir, shift)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Serve(t)
-	dir := t.TempDir()
-	kc, err := srv.Kubeconfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, dir := serveFixtures(t, bundleDir, shift)
 	return &kubectlRunner{t: t, kubectl: kubectl, kc: kc, dir: dir, shift: shift}
 }
 

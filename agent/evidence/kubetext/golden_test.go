@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -310,23 +309,9 @@ func checkTranscript(t *testing.T, text []byte, capturedAt time.Time, wantEvents
 	for _, s := range res.Skipped {
 		t.Errorf("skipped line %d %q: %s", s.Line, s.Command, s.Reason)
 	}
-	seen := map[string]bool{}
-	for _, o := range res.Objects {
-		got := toJSONMap(t, o)
-		kind, _ := got["kind"].(string)
-		meta, _ := got["metadata"].(map[string]any)
-		name, _ := meta["name"].(string)
-		ns, _ := meta["namespace"].(string)
-		what := kind + "/" + name
-		seen[what] = true
-		src := find(fix[kind], ns, name)
-		if src == nil {
-			t.Errorf("%s: not in the source objects", what)
-			continue
-		}
-		checkSound(t, what, got, canonical(t, src), capturedAt)
+	seen := checkObjectsSound(t, res.Objects, func(kind string) []map[string]any { return fix[kind] }, capturedAt, func(what string, got map[string]any) {
 		checkRequired(t, what, got)
-	}
+	})
 	for what := range required {
 		if !seen[what] {
 			t.Errorf("%s: not read", what)
@@ -495,20 +480,9 @@ func checkUsage(t *testing.T, usage []kubetext.Usage, fix map[string][]map[strin
 
 // TestTranscriptGoldens parses every committed kubectl golden.
 func TestTranscriptGoldens(t *testing.T) {
-	dirs, _ := filepath.Glob("testdata/transcripts/kubectl-*")
-	if len(dirs) < 2 {
-		t.Fatalf("want goldens of at least two kubectl versions, have %v", dirs)
-	}
-	slices.Sort(dirs)
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			text, err := os.ReadFile(filepath.Join(dir, "cluster.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkTranscript(t, text, readCapturedAt(t, dir), true)
-		})
-	}
+	checkGoldens(t, "transcripts", 2, func(t *testing.T, text []byte, capturedAt time.Time) {
+		checkTranscript(t, text, capturedAt, true)
+	})
 }
 
 // TestKubectlMatchesGoldens runs the transcript commands with the kubectl
@@ -517,10 +491,9 @@ func TestTranscriptGoldens(t *testing.T) {
 func TestKubectlMatchesGoldens(t *testing.T) {
 	kubectl := kubectlPath(t)
 	_, minor := kubectlMinor(t, kubectl)
-	text, now := runTranscript(t, kubectl, "testdata/cluster", commandsFor(minor))
-	slack = time.Since(now) + time.Second
-	defer func() { slack = 0 }()
-	checkTranscript(t, text, now, minor >= 26)
+	matchKubectl(t, kubectl, "testdata/cluster", commandsFor(minor), func(t *testing.T, text []byte, capturedAt time.Time) {
+		checkTranscript(t, text, capturedAt, minor >= 26)
+	})
 }
 
 var _ runtime.Object = (*corev1.Pod)(nil)

@@ -67,11 +67,7 @@ func TestHelmGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", c, err, out)
 			}
-			buf.WriteString("$ " + c + "\n")
-			buf.Write(out)
-			if len(out) > 0 && out[len(out)-1] != '\n' {
-				buf.WriteByte('\n')
-			}
+			appendCommand(&buf, c, out)
 		}
 		gdir := filepath.Join("testdata", "transcripts-helm", "helm-"+minor)
 		if err := os.MkdirAll(gdir, 0o755); err != nil {
@@ -81,19 +77,9 @@ func TestHelmGoldens(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dirs, _ := filepath.Glob("testdata/transcripts-helm/helm-*")
-	if len(dirs) == 0 {
-		t.Fatal("no helm goldens")
-	}
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			text, err := os.ReadFile(filepath.Join(dir, "session.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkHelm(t, text)
-		})
-	}
+	eachGolden(t, "testdata/transcripts-helm/helm-*", "session.txt", 1, func(t *testing.T, text []byte, _ string) {
+		checkHelm(t, text)
+	})
 }
 
 type helmFixture struct {

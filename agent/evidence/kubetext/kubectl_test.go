@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
 )
 
 var update = flag.Bool("update", false, "regenerate the kubectl transcript goldens with the kubectl on PATH (or $KUBECTL)")
@@ -136,16 +134,7 @@ var failingCommands = map[string]bool{
 func runTranscript(t *testing.T, kubectl, fixtures string, cmds []string) ([]byte, time.Time) {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
-	srv, err := kubetest.Load(fixtures, now.Sub(anchor))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Serve(t)
-	dir := t.TempDir()
-	kc, err := srv.Kubeconfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, dir := serveFixtures(t, fixtures, now.Sub(anchor))
 	var buf bytes.Buffer
 	for _, c := range cmds {
 		args := strings.Fields(c)[1:]
@@ -157,11 +146,7 @@ func runTranscript(t *testing.T, kubectl, fixtures string, cmds []string) ([]byt
 		if (err != nil) != failingCommands[c] {
 			t.Errorf("%s: %v (want a failure: %v)\n%s", c, err, failingCommands[c], out)
 		}
-		buf.WriteString("$ " + c + "\n")
-		buf.Write(out)
-		if len(out) > 0 && out[len(out)-1] != '\n' {
-			buf.WriteByte('\n')
-		}
+		appendCommand(&buf, c, out)
 	}
 	return buf.Bytes(), now
 }
@@ -186,15 +171,5 @@ func TestKubectlGoldens(t *testing.T) {
 	kubectl := kubectlPath(t)
 	ver, minor := kubectlMinor(t, kubectl)
 	text, now := runTranscript(t, kubectl, "testdata/cluster", commandsFor(minor))
-	dir := filepath.Join("testdata", "transcripts", "kubectl-"+ver)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	meta := fmt.Sprintf("{\"captured_at\": %q}\n", now.Format(time.RFC3339))
-	if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(meta), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cluster.txt"), text, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeGolden(t, filepath.Join("testdata", "transcripts", "kubectl-"+ver), text, now)
 }

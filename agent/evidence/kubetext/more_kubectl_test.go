@@ -2,9 +2,6 @@ package kubetext_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,21 +73,7 @@ func checkMore(t *testing.T, text []byte, capturedAt time.Time) {
 	for _, sk := range res.Skipped {
 		t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
 	}
-	seen := map[string]bool{}
-	for _, o := range res.Objects {
-		got := toJSONMap(t, o)
-		kind, _ := got["kind"].(string)
-		meta, _ := got["metadata"].(map[string]any)
-		name, _ := meta["name"].(string)
-		ns, _ := meta["namespace"].(string)
-		what := kind + "/" + name
-		seen[what] = true
-		src := find(s.Objects(kind), ns, name)
-		if src == nil {
-			t.Errorf("%s: not in the source objects", what)
-			continue
-		}
-		checkSound(t, what, got, canonical(t, src), capturedAt)
+	seen := checkObjectsSound(t, res.Objects, s.Objects, capturedAt, func(what string, got map[string]any) {
 		fg := map[string]any{}
 		flatten("", got, fg)
 		for _, r := range moreRequired[what] {
@@ -102,7 +85,7 @@ func checkMore(t *testing.T, text []byte, capturedAt time.Time) {
 				t.Errorf("%s: %s not read", what, r)
 			}
 		}
-	}
+	})
 	for what := range moreRequired {
 		if !seen[what] {
 			t.Errorf("%s: not read", what)
@@ -129,44 +112,12 @@ func checkMore(t *testing.T, text []byte, capturedAt time.Time) {
 // TestMoreGoldens parses the committed goldens of this set, and
 // regenerates them with -update.
 func TestMoreGoldens(t *testing.T) {
-	if *update {
-		kubectl := kubectlPath(t)
-		ver, _ := kubectlMinor(t, kubectl)
-		text, now := runTranscript(t, kubectl, moreFixtures, moreCommands)
-		dir := filepath.Join("testdata", "transcripts-more", "kubectl-"+ver)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		meta := fmt.Sprintf("{\"captured_at\": %q}\n", now.Format(time.RFC3339))
-		if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(meta), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cluster.txt"), text, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dirs, _ := filepath.Glob("testdata/transcripts-more/kubectl-*")
-	if len(dirs) < 2 {
-		t.Fatalf("want goldens of at least two kubectl versions, have %v", dirs)
-	}
-	slices.Sort(dirs)
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			text, err := os.ReadFile(filepath.Join(dir, "cluster.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkMore(t, text, readCapturedAt(t, dir))
-		})
-	}
+	updateGolden(t, "transcripts-more", moreFixtures, moreCommands)
+	checkGoldens(t, "transcripts-more", 2, checkMore)
 }
 
 // TestKubectlMatchesMoreGoldens runs the commands with the kubectl
 // installed: a change of kubectl's output shows here.
 func TestKubectlMatchesMoreGoldens(t *testing.T) {
-	kubectl := kubectlPath(t)
-	text, now := runTranscript(t, kubectl, moreFixtures, moreCommands)
-	slack = time.Since(now) + time.Second
-	defer func() { slack = 0 }()
-	checkMore(t, text, now)
+	matchKubectl(t, kubectlPath(t), moreFixtures, moreCommands, checkMore)
 }

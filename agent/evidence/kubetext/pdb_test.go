@@ -2,7 +2,6 @@ package kubetext_test
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,44 +71,12 @@ func checkPDB(t *testing.T, text []byte, capturedAt time.Time) {
 }
 
 func TestPDBGoldens(t *testing.T) {
-	if *update {
-		kubectl := kubectlPath(t)
-		ver, _ := kubectlMinor(t, kubectl)
-		text, now := runTranscript(t, kubectl, moreFixtures, pdbCommands)
-		dir := filepath.Join("testdata", "transcripts-pdb", "kubectl-"+ver)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		meta := fmt.Sprintf("{\"captured_at\": %q}\n", now.Format(time.RFC3339))
-		if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(meta), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cluster.txt"), text, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dirs, _ := filepath.Glob("testdata/transcripts-pdb/kubectl-*")
-	if len(dirs) == 0 {
-		t.Fatal("no goldens")
-	}
-	slices.Sort(dirs)
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			text, err := os.ReadFile(filepath.Join(dir, "cluster.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkPDB(t, text, readCapturedAt(t, dir))
-		})
-	}
+	updateGolden(t, "transcripts-pdb", moreFixtures, pdbCommands)
+	checkGoldens(t, "transcripts-pdb", 1, checkPDB)
 }
 
 func TestKubectlMatchesPDBGoldens(t *testing.T) {
-	kubectl := kubectlPath(t)
-	text, now := runTranscript(t, kubectl, moreFixtures, pdbCommands)
-	slack = time.Since(now) + time.Second
-	defer func() { slack = 0 }()
-	checkPDB(t, text, now)
+	matchKubectl(t, kubectlPath(t), moreFixtures, pdbCommands, checkPDB)
 }
 
 // A command whose output went to a file shows none in the transcript:
