@@ -56,25 +56,16 @@ DB_PASSWORD=s3cr3t-value
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("outputs\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	r, err := bundle.Check(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var read, skipped strings.Builder
-	for _, it := range r.Read {
-		read.WriteString(it.File + " " + it.What + "\n")
-	}
-	for _, it := range r.Skipped {
-		skipped.WriteString(it.File + " " + it.What + "\n")
-	}
+	reads, skips := checkReport(t, ctx, b)
+	read, skipped := strings.Join(reads, "\n"), strings.Join(skips, "\n")
 	for _, w := range []string{"cart-01-dns.txt transcript: 2 other command outputs kept as text", "profile-01.txt transcript: 2 other command outputs kept as text"} {
-		if !strings.Contains(read.String(), w) {
-			t.Errorf("read lacks %q:\n%s", w, read.String())
+		if !strings.Contains(read, w) {
+			t.Errorf("read lacks %q:\n%s", w, read)
 		}
 	}
 	for _, w := range []string{"app.txt not a terminal transcript", "notes.txt not a terminal transcript"} {
-		if !strings.Contains(skipped.String(), w) {
-			t.Errorf("skipped lacks %q:\n%s", w, skipped.String())
+		if !strings.Contains(skipped, w) {
+			t.Errorf("skipped lacks %q:\n%s", w, skipped)
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rootcause/rootcause/agent/evidence"
-	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
 
@@ -111,15 +110,8 @@ func TestSeenPods(t *testing.T) {
 		t.Errorf("namespaces %q", nss)
 	}
 
-	r, err := bundle.Check(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reads []string
-	for _, it := range r.Read {
-		reads = append(reads, it.File+": "+it.What)
-	}
-	if got := strings.Join(reads, "\n"); !strings.Contains(got, "a-session.txt: transcript: 2 kubectl logs outputs, 4 kubectl top pod rows, 1 kubectl exec outputs, 3 pods seen only in kubectl logs, exec or top (state unknown), 1 Pod not found") {
+	reads, _ := checkReport(t, ctx, b)
+	if got := strings.Join(reads, "\n"); !strings.Contains(got, "a-session.txt transcript: 2 kubectl logs outputs, 4 kubectl top pod rows, 1 kubectl exec outputs, 3 pods seen only in kubectl logs, exec or top (state unknown), 1 Pod not found") {
 		t.Errorf("check:\n%s", got)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rootcause/rootcause/agent/evidence"
-	"github.com/rootcause/rootcause/agent/evidence/bundle"
 )
 
 // kubectl exec output reaches the pod's logs (after what kubectl logs
@@ -90,14 +89,7 @@ func TestTranscriptExecAndHistory(t *testing.T) {
 		len(rs.OwnerReferences) != 1 || rs.OwnerReferences[0].Name != "checkout" || !rs.CreationTimestamp.Time.Equal(b.CapturedAt.Add(-25*60e9)) {
 		t.Errorf("replica set %+v", rs.ObjectMeta)
 	}
-	r, err := bundle.Check(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var read []string
-	for _, it := range r.Read {
-		read = append(read, it.File+" "+it.What)
-	}
+	read, _ := checkReport(t, ctx, b)
 	if all := strings.Join(read, "\n"); !strings.Contains(all, "1 kubectl rollout history, 1 kubectl exec outputs, 1 other command outputs kept as text") {
 		t.Errorf("check read:\n%s", all)
 	}
@@ -177,15 +169,8 @@ func TestMarkdownNotes(t *testing.T) {
 	if len(outs) != 0 {
 		t.Errorf("prose or README kept as output: %+v", outs)
 	}
-	r, err := bundle.Check(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all []string
-	for _, it := range append(r.Read, r.Skipped...) {
-		all = append(all, it.File+" "+it.What)
-	}
-	got := strings.Join(all, "\n")
+	read, skipped := checkReport(t, ctx, b)
+	got := strings.Join(append(read, skipped...), "\n")
 	if !strings.Contains(got, "notes.md transcript: 1 Pod") || !strings.Contains(got, "README.md not a bundle part") {
 		t.Errorf("check:\n%s", got)
 	}

@@ -34,16 +34,6 @@ jlee@mbp ~ % kubectl -n logistics rollout status deploy/shipping-rates
 Waiting for deployment "shipping-rates" rollout to finish: 0 of 1 updated replicas are available...
 `
 
-func formsBundle(t *testing.T, files fstest.MapFS) *bundle.Bundle {
-	t.Helper()
-	files["bundle.json"] = &fstest.MapFile{Data: []byte(`{"captured_at": "2027-01-20T17:25:00Z"}`)}
-	b, err := bundle.Open(files, "forms")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestTranscriptAbsences(t *testing.T) {
 	ctx := context.Background()
 	b := formsBundle(t, fstest.MapFS{"debug-session.txt": {Data: []byte(formsTranscript)}})
