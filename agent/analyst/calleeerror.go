@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"math"
 	"net"
 	"regexp"
 	"strings"
@@ -120,6 +121,70 @@ func relateNamedServices(fs []*Finding, sc Scope) {
 				continue
 			}
 			f.Related = append(f.Related, s.name)
+			if f.fact("answer") == "" && badAnswerRE.MatchString(text) && !ownBugRE.MatchString(text) {
+				f.setFact("answer", s.name)
+			}
+		}
+	}
+}
+
+// badAnswerRE finds a caller's words for an answer it could not use: an
+// empty, invalid or truncated payload, or one that "has 0 lines" / "came
+// back with no items"; ownBugRE finds a caller's own bug ("invalid memory
+// address or nil pointer dereference"), which is not one.
+var (
+	badAnswerRE = regexp.MustCompile(`(?i)\b(?:empty|blank|malformed|invalid|incomplete|truncated|unparsable|unparseable)\b|\b(?:has|have|had|with|contains?|returned|got|came back with)\s+(?:0|zero|no)\s+[a-z]`)
+	ownBugRE    = regexp.MustCompile(`(?i)nil pointer|null ?pointer|invalid memory address|index out of (?:range|bounds)|segmentation|\bpanic\b|stack overflow|undefined is not`)
+)
+
+// calleeAnswersBadly turns a caller's errors that describe what a named
+// callee answered (relateNamedServices recorded the callee as "answer")
+// into the callee's failure when the callee itself behaved anew at or
+// before their onset: it logged a template new in the window, localization
+// found its own signals moved first, or it was changed (a flag, a config,
+// a deploy) shortly before. The caller rejecting a bad answer is then a
+// consequence, and a change to the caller did not cause it. It returns
+// the callers and callees so related ("order-service" → "tax-service").
+func calleeAnswersBadly(fs []*Finding) map[string]string {
+	out := map[string]string{}
+	for _, f := range fs {
+		x := f.fact("answer")
+		if f.Kind != KindLogErrors || x == "" || f.Time.IsZero() {
+			continue
+		}
+		for _, g := range fs {
+			if g == f || g.Subject != x || g.Time.IsZero() || g.Time.After(f.Time) {
+				continue
+			}
+			changed := infoOf(g.Kind).class == classChange && f.Time.Sub(g.Time) <= triggerNear
+			anew := g.Kind == KindLocalized || g.Source == SrcLogs && infoOf(g.Kind).class != classChange
+			if !changed && !anew {
+				continue
+			}
+			f.setFact("callee", x)
+			delete(f.Facts, "own")
+			out[f.Subject] = x
+			break
+		}
+	}
+	return out
+}
+
+// demoteAnsweredCallers keeps a change to a caller from standing above
+// the callee whose bad answers the caller's errors report: the callee's
+// cause (its new behaviour, the change that brought it) is the root, and
+// the caller's change scores below it.
+func demoteAnsweredCallers(hs []*Hypothesis, answered map[string]string) {
+	for _, c := range hs {
+		x := answered[c.Subject]
+		if c.class() != classChange || x == "" {
+			continue
+		}
+		for _, k := range hs {
+			if k == c || k.Subject != x || k.class() == classSymptom || k.Score < 0.45 {
+				continue
+			}
+			c.Score = math.Min(c.Score, k.Score*0.8)
 		}
 	}
 }

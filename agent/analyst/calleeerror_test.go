@@ -105,3 +105,68 @@ func TestRelateNamedServices(t *testing.T) {
 		}
 	}
 }
+
+// TestCalleeAnswersBadly checks that a caller's errors rejecting what a
+// named callee answered ("quote has 0 lines") are the callee's failure
+// when the callee logged something new or was changed at or before their
+// onset: the callee is the root and the caller's earlier deploy is not.
+// Without such a sign from the callee, or with a line that does not
+// describe the callee's answer, the caller's deploy stays the suspect.
+func TestCalleeAnswersBadly(t *testing.T) {
+	at := func(hm string) time.Time {
+		t, _ := time.Parse("2006-01-02T15:04:05Z", "2026-11-16T"+hm+"Z")
+		return t
+	}
+	const (
+		emptyQuote = `2026-11-16T18:33:05.398024559Z {"time":"2026-11-16T18:33:05.398024Z","level":"ERROR","source":{"function":"github.com/vendra/order-service/internal/orders.(*Service).Place","file":"/src/internal/orders/place.go","line":142},"msg":"place order failed","order_ref":"ORD-6CBEF34F","country":"UK","err":"validate tax quote: quote q_ba9ca50dad has 0 lines for 4 taxable items"}`
+		emptyCart  = `2026-11-16T18:33:05Z ERROR [checkout] c.v.o.OrderService : order ORD-1 rejected: pricing returned an empty basket total for 3 items`
+		ownBug     = `2026-11-16T18:33:05.398024559Z {"time":"2026-11-16T18:33:05.398024Z","level":"ERROR","msg":"place order failed","err":"validate tax quote: runtime error: invalid memory address or nil pointer dereference"}`
+		notAnswer  = `2026-11-16T18:33:05Z level=error msg="place order failed" err="tax rounding rule EU-5 not configured for order ORD-1"`
+		newWarn    = `2026-11-16T18:32:45.000000000Z {"ts":"2026-11-16T18:32:45.000Z","level":"warning","logger":"tax.quote","msg":"no jurisdiction for destination, returning quote without lines","country":"UK","postcode_prefix":"SW1A","suppressed":26}`
+	)
+	deploy := func(svc string) Finding {
+		return Finding{Kind: KindDeploy, Subject: svc, Object: "change", Time: at("18:20:15"), Weight: 0.9, Source: SrcChanges,
+			Summary: "deploy of " + svc, Facts: map[string]string{"description": svc + " v9.14.0: stricter order validation (tax, shipping, totals)"}}
+	}
+	flag := func(svc, when string) Finding {
+		return Finding{Kind: KindFeatureFlag, Subject: svc, Object: "change", Time: at(when), Weight: 0.9, Source: SrcChanges,
+			Summary: "feature flag change of " + svc, Facts: map[string]string{"description": "unleash: jurisdictions.v2 enabled 100%"}}
+	}
+	callerErrors := func(svc, line string) Finding {
+		return Finding{Kind: KindLogErrors, Subject: svc, Object: "logs " + svc, Time: at("18:34:00"), Weight: 0.8, Severity: SevCritical, Source: SrcLogs,
+			Summary: svc + " logs: 40 error lines new or surging since 18:34 UTC", Facts: map[string]string{"line": line, "lines": "40", "caller": svc, "own": "true"}}
+	}
+	callerRate := Finding{Kind: KindLatency, Subject: "order-service", Object: "service order-service", Time: at("18:33:00"), Weight: 0.8, Source: SrcMetrics,
+		Summary: "http_server_request_duration_seconds_count (500) of order-service rose from 0/s to 2.44/s at 18:33"}
+	calleeNew := Finding{Kind: KindLocalized, Subject: "tax-service", Object: "service tax-service", Time: at("18:32:00"), Weight: 0.58, Severity: SevWarning, Source: SrcLogs,
+		Related: []string{"order-service"}, Summary: "tax-service logged 19 lines of a template new since 18:32 (none before): " + newWarn,
+		Facts: map[string]string{"caller": "order-service", "signal": "logs"}}
+	known := map[string]bool{"order-service": true, "tax-service": true, "pricing-api": true, "checkout-service": true, "payment-orchestrator": true}
+	cases := []struct {
+		name     string
+		findings []Finding
+		want     string // the leading hypothesis's subject and kind
+	}{
+		{"empty quote after the callee's flag and new template", []Finding{deploy("order-service"), flag("tax-service", "18:32:40"), callerErrors("order-service", emptyQuote), calleeNew, callerRate}, "tax-service localized_fault"},
+		{"empty answer after the callee's flag only", []Finding{deploy("checkout-service"), flag("pricing-api", "18:31:00"), callerErrors("checkout-service", emptyCart)}, "pricing-api feature_flag"},
+		{"empty quote, the callee silent", []Finding{deploy("order-service"), callerErrors("order-service", emptyQuote), callerRate}, "order-service deploy"},
+		{"empty quote, the callee changed after the errors began", []Finding{deploy("order-service"), flag("tax-service", "18:40:00"), callerErrors("order-service", emptyQuote), callerRate}, "order-service deploy"},
+		{"the caller's own bug naming the callee", []Finding{deploy("order-service"), flag("tax-service", "18:32:40"), callerErrors("order-service", ownBug), callerRate}, "order-service deploy"},
+		{"the caller's own settings naming the callee", []Finding{deploy("order-service"), flag("tax-service", "18:32:40"), callerErrors("order-service", notAnswer), callerRate}, "order-service deploy"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sc := Scope{Service: c.findings[0].Subject, Known: known, Window: Window{BaselineStart: at("17:10:00"), Start: at("18:10:00"), End: at("19:10:00")}}
+			a := Reason(c.findings, sc)
+			if len(a.Hypotheses) == 0 {
+				t.Fatalf("no hypothesis, want %s", c.want)
+			}
+			if got := a.Hypotheses[0].Subject + " " + string(a.Hypotheses[0].Kind); got != c.want {
+				for _, h := range a.Hypotheses {
+					t.Logf("%s %s %.3f", h.Subject, h.Kind, h.Score)
+				}
+				t.Errorf("leading hypothesis %s, want %s", got, c.want)
+			}
+		})
+	}
+}

@@ -154,6 +154,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 		}
 	}
 	relateNamedServices(fs, sc)
+	answered := calleeAnswersBadly(fs)
 	var changes, symptoms []*Finding
 	for _, f := range fs {
 		if infoOf(f.Kind).class == classChange {
@@ -194,6 +195,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 		}
 	}
 	absorbChanges(hs)
+	demoteAnsweredCallers(hs, answered)
 	subjectFirst(hs, sc)
 	sort.SliceStable(hs, func(i, j int) bool {
 		if hs[i].Score != hs[j].Score {
