@@ -119,6 +119,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	}
 	a := Reason(findings, sc)
 	res := Build(a, sc, g.dataGaps(plan), g.checked())
+	g.explainResolvedAlert(ctx, res)
 	if !a.Healthy && len(a.Hypotheses) > 0 {
 		run.Step("searching runbooks", step, total)
 		res.Runbooks = g.runbooks(ctx, plan, a.Hypotheses[0])

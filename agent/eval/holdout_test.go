@@ -28,7 +28,7 @@ var holdoutFloors = map[string]int{
 	"holdout10": 10,
 	"holdout11": 11,
 	"holdout12": 12,
-	"holdout13": 11,
+	"holdout13": 12,
 	"holdout14": 12,
 }
 
