@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
-	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
 )
 
 // An event whose message holds newlines (a failed NFS mount: the mount
@@ -25,14 +24,7 @@ var eventCommands = []string{"kubectl get events -n shop", "kubectl events -n sh
 
 func checkEvents(t *testing.T, text []byte, capturedAt time.Time) {
 	t.Helper()
-	s, err := kubetest.Load(eventsFixtures, capturedAt.Sub(anchor))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := kubetext.Parse(text, capturedAt)
-	for _, sk := range res.Skipped {
-		t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
-	}
+	s, res := parseAgainst(t, eventsFixtures, text, capturedAt)
 	src := s.Objects("Event")
 	if len(res.Events) != len(src) {
 		t.Errorf("%d events read, want %d: %+v", len(res.Events), len(src), res.Events)
@@ -86,9 +78,7 @@ func TestDescribeTail(t *testing.T) {
 			lines := strings.Split(strings.TrimRight(page, "\n"), "\n")
 			whole := kubetext.Parse([]byte("$ "+tc.command+"\n"+page), capturedAt)
 			cut := kubetext.Parse([]byte("$ "+tc.command+" | tail -"+fmt.Sprint(tc.tail)+"\n"+strings.Join(lines[len(lines)-tc.tail:], "\n")+"\n"), capturedAt)
-			for _, sk := range cut.Skipped {
-				t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
-			}
+			noSkipped(t, cut)
 			if len(cut.Events) != tc.events || len(cut.Outputs) != 0 || len(cut.Objects) != 0 {
 				t.Fatalf("%d events, %d outputs, %d objects: want %d events only", len(cut.Events), len(cut.Outputs), len(cut.Objects), tc.events)
 			}

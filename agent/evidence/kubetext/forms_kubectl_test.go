@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
-	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
 )
 
 // Forms recorded tool outputs are full of, printed by real kubectl from
@@ -32,14 +31,7 @@ var formCommands = []string{
 // text.
 func checkForms(t *testing.T, text []byte, capturedAt time.Time) {
 	t.Helper()
-	s, err := kubetest.Load("testdata/cluster", capturedAt.Sub(anchor))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := kubetext.Parse(text, capturedAt)
-	for _, sk := range res.Skipped {
-		t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
-	}
+	s, res := parseAgainst(t, "testdata/cluster", text, capturedAt)
 	pods := 0
 	for _, o := range res.Objects {
 		p, ok := o.(*corev1.Pod)

@@ -19,7 +19,6 @@ import (
 	"github.com/rootcause/rootcause/agent/eval"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/evidence/live/kube"
-	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
 )
 
 // The four-forms test: one incident (orders-api crashlooping because a
@@ -228,15 +227,7 @@ func writeForms(t *testing.T, kubectl, dir string) {
 func writeCapture(t *testing.T, dir string) {
 	t.Helper()
 	capturedAt := capturedAtOf(t, incidentDir)
-	srv, err := kubetest.Load(incidentDir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Serve(t)
-	kc, err := srv.Kubeconfig(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, _ := serveFixtures(t, incidentDir, 0)
 	k, err := kube.New(kube.Config{Kubeconfig: kc})
 	if err != nil {
 		t.Fatal(err)

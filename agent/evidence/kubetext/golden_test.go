@@ -306,9 +306,7 @@ func checkTranscript(t *testing.T, text []byte, capturedAt time.Time, wantEvents
 	t.Helper()
 	fix := fixtures(t, capturedAt)
 	res := kubetext.Parse(text, capturedAt)
-	for _, s := range res.Skipped {
-		t.Errorf("skipped line %d %q: %s", s.Line, s.Command, s.Reason)
-	}
+	noSkipped(t, res)
 	seen := checkObjectsSound(t, res.Objects, func(kind string) []map[string]any { return fix[kind] }, capturedAt, func(what string, got map[string]any) {
 		checkRequired(t, what, got)
 	})

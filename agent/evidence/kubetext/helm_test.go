@@ -118,9 +118,7 @@ func checkHelm(t *testing.T, text []byte) {
 		src[fmt.Sprintf("%s/%s/%d", f.Namespace, f.Name, f.Version)] = f
 	}
 	res := kubetext.Parse(text, time.Date(2026, 3, 14, 10, 45, 0, 0, time.UTC))
-	for _, sk := range res.Skipped {
-		t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
-	}
+	noSkipped(t, res)
 	if len(res.Outputs) != len(helmCommands) {
 		t.Errorf("%d outputs kept as text, want %d (one per command)", len(res.Outputs), len(helmCommands))
 	}

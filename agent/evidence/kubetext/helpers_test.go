@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
 )
 
@@ -144,4 +145,26 @@ func checkObjectsSound(t *testing.T, objs []runtime.Object, srcOf func(kind stri
 		more(what, got)
 	}
 	return seen
+}
+
+// parseAgainst loads the fixtures as they were at
+// capturedAt, parses the transcript and fails the test for every line
+// skipped. It returns the fixtures and what was read.
+func parseAgainst(t *testing.T, fixtures string, text []byte, capturedAt time.Time) (*kubetest.Server, *kubetext.Result) {
+	t.Helper()
+	s, err := kubetest.Load(fixtures, capturedAt.Sub(anchor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := kubetext.Parse(text, capturedAt)
+	noSkipped(t, res)
+	return s, res
+}
+
+// noSkipped fails the test for every line the parser skipped.
+func noSkipped(t *testing.T, res *kubetext.Result) {
+	t.Helper()
+	for _, sk := range res.Skipped {
+		t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
+	}
 }

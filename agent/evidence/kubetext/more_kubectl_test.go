@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rootcause/rootcause/agent/evidence/kubetext"
-	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
 )
 
 // The second set of goldens covers rollout history and the kinds of
@@ -65,14 +62,7 @@ var moreRequired = map[string][]string{
 // rollout history and the service account's missing secret are read.
 func checkMore(t *testing.T, text []byte, capturedAt time.Time) {
 	t.Helper()
-	s, err := kubetest.Load(moreFixtures, capturedAt.Sub(anchor))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := kubetext.Parse(text, capturedAt)
-	for _, sk := range res.Skipped {
-		t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
-	}
+	s, res := parseAgainst(t, moreFixtures, text, capturedAt)
 	seen := checkObjectsSound(t, res.Objects, s.Objects, capturedAt, func(what string, got map[string]any) {
 		fg := map[string]any{}
 		flatten("", got, fg)

@@ -12,7 +12,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
-	"github.com/rootcause/rootcause/agent/evidence/live/kube/kubetest"
 )
 
 // Disruption budgets as a drain investigation shows them: every
@@ -29,14 +28,7 @@ var pdbCommands = []string{
 // equal to its source, with its spec and status.
 func checkPDB(t *testing.T, text []byte, capturedAt time.Time) {
 	t.Helper()
-	s, err := kubetest.Load(moreFixtures, capturedAt.Sub(anchor))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := kubetext.Parse(text, capturedAt)
-	for _, sk := range res.Skipped {
-		t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
-	}
+	s, res := parseAgainst(t, moreFixtures, text, capturedAt)
 	if len(res.Outputs) != 0 {
 		t.Errorf("outputs kept as text: %+v", res.Outputs)
 	}
@@ -109,9 +101,7 @@ func TestRedirectedOutput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			text := strings.ReplaceAll(string(table), "$ ", "❯ ") + "❯ " + tc.redirect + "\n" + tc.after
 			res := kubetext.Parse([]byte(text), time.Time{})
-			for _, sk := range res.Skipped {
-				t.Errorf("skipped line %d %q: %s", sk.Line, sk.Command, sk.Reason)
-			}
+			noSkipped(t, res)
 			var kept []string
 			for _, o := range res.Outputs {
 				kept = append(kept, o.Lines...)
