@@ -35,6 +35,7 @@ var mechanisms = []*mechanism{
 	configInvalid,
 	hpaMax,
 	hpaBlind,
+	noGracefulShutdown,
 	mountFailure,
 	unschedulableM,
 	daemonSetTaint,

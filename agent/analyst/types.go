@@ -259,6 +259,9 @@ var kinds = map[Kind]kindInfo{
 	KindFeatureFlag:     {0.42, classChange, "feature flag change"},
 	KindInfraChange:     {0.36, classChange, "infrastructure change"},
 	KindResourceChange:  {0.4, classChange, "resource limit change"},
+
+	// Pods that stop at once while the edge still routes to them.
+	KindNoGracefulShutdown: {prior: 0.84},
 }
 
 func infoOf(k Kind) kindInfo {

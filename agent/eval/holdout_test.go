@@ -26,7 +26,7 @@ var holdoutFloors = map[string]int{
 	"holdout8":  12,
 	"holdout9":  12,
 	"holdout10": 10,
-	"holdout11": 11,
+	"holdout11": 12,
 	"holdout12": 12,
 	"holdout13": 12,
 	"holdout14": 12,

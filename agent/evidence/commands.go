@@ -44,3 +44,17 @@ type CommandOutput struct {
 type CommandOutputReader interface {
 	CommandOutputs(ctx context.Context, namespace string) ([]CommandOutput, error)
 }
+
+// LoggedPodLister is implemented by Kubernetes sources that hold pods'
+// logs apart from their listing (a bundle's <namespace>/<pod>/logs.txt
+// files, a proxy's logs copied without its pod): LoggedPods names the pods
+// whose logs PodLogs serves, of namespace (empty: all).
+type LoggedPodLister interface {
+	LoggedPods(ctx context.Context, namespace string) ([]PodRef, error)
+}
+
+// PodRef names a pod.
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}

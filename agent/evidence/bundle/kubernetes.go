@@ -659,3 +659,44 @@ func readPodLogLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
 	}
 	return line, err
 }
+
+var _ evidence.LoggedPodLister = (*kubeBundle)(nil)
+
+// LoggedPods names the pods whose logs the bundle holds as files
+// (kubernetes/<namespace>/<pod>/logs.txt or logs-<c>-previous.txt), of
+// namespace (empty: all), whether or not a pod listing shows them.
+func (k *kubeBundle) LoggedPods(ctx context.Context, namespace string) ([]evidence.PodRef, error) {
+	if namespace != "" && !validName(namespace) {
+		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "invalid namespace %q", namespace)
+	}
+	if !exists(k.fsys, kubeDir) {
+		return nil, nil
+	}
+	nss, err := fs.ReadDir(k.fsys, kubeDir)
+	if err != nil {
+		return nil, nil
+	}
+	var out []evidence.PodRef
+	for _, ns := range nss {
+		if !ns.IsDir() || namespace != "" && ns.Name() != namespace || !validName(ns.Name()) {
+			continue
+		}
+		pods, err := fs.ReadDir(k.fsys, path.Join(kubeDir, ns.Name()))
+		if err != nil {
+			continue
+		}
+		for _, p := range pods {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if !p.IsDir() || !validName(p.Name()) {
+				continue
+			}
+			files, err := fs.ReadDir(k.fsys, path.Join(kubeDir, ns.Name(), p.Name()))
+			if err == nil && slices.ContainsFunc(files, func(f fs.DirEntry) bool { return f.Type().IsRegular() && isPodLog(f.Name()) }) {
+				out = append(out, evidence.PodRef{Namespace: ns.Name(), Name: p.Name()})
+			}
+		}
+	}
+	return out, nil
+}
