@@ -32,6 +32,11 @@ var jobFailed = &mechanism{
 			if f := &fs[i]; f.fact("reason") == "DeadlineExceeded" {
 				explainDeadline(f, ev.Logs, []string{f.Subject, f.fact("job")}, ev.Changes, jobStart(ev.K8s, f.fact("job")))
 			}
+			// No line of its log and no timing says why: the finding only
+			// restates that the Job failed (capped in confidence).
+			if f := &fs[i]; f.fact("slow_line") == "" && (f.fact("line") == "" || statusOnlyRE.MatchString(ReadableLine(f.fact("line")))) {
+				f.setFact("state_only", "true")
+			}
 		}
 		return fs
 	},
@@ -307,12 +312,32 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 	return out
 }
 
+// statusOnlyRE is an exception's head that names a status and no reason
+// ("kubernetes.client.exceptions.ApiException: (403)", "HTTPError: 500").
+var statusOnlyRE = regexp.MustCompile(`^[\w.]*(?:Exception|Error)\s*:?\s*\(?\d{3}\)?\s*$`)
+
 // useLog sets the line of a failed run's log that says why it failed,
 // read from source (a pod, a log file), when it has one.
 func useLog(f *Finding, lines []string, source string) {
 	line := bestCauseLine(lines)
 	if line == "" || f.fact("line") != "" {
 		return
+	}
+	// A client's exception names its status at its head ("ApiException:
+	// (403)") and the reason in its body, lines below ("HTTP response
+	// body: {... is forbidden: User ...}", fabric8's "Message: ... is
+	// forbidden"): an RBAC refusal there is the root, the Job's failure
+	// its consequence (rbacdenied.go names the user, verb and resource).
+	for _, l := range lines {
+		if forbiddenRE.MatchString(l) {
+			l = forbiddenMessage(l)
+			f.setFact("line", l)
+			f.setFact("last_log", l)
+			f.setFact("explained_by", string(KindRBACDenied))
+			f.Weight = 0.7
+			f.Evidence = append(f.Evidence, fmt.Sprintf("log of %s: %s", source, quote(ReadableLine(l), 240)))
+			return
+		}
 	}
 	f.setFact("line", line)
 	f.setFact("last_log", line)

@@ -26,8 +26,15 @@ var rbacDenied = &mechanism{
 	label:  "RBAC permission denied (forbidden) to the workload's ServiceAccount",
 	detect: detectRBACDenied,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		if rbacChangeRE.MatchString(c.fact("description")) {
+			return true
+		}
+		if c.Kind == KindDeploy && imageOnlyRE.MatchString(c.fact("description")) {
+			return false // the same manifests, another image: no new ServiceAccount
+		}
 		return c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange || c.Kind == KindInfraChange)
 	},
+	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		scope := "at the cluster scope"
 		if ns := h.fact("namespace"); ns != "" {
@@ -43,7 +50,7 @@ var rbacDenied = &mechanism{
 			d += fmt.Sprintf("; %s cannot take its leader lease, so no replica becomes leader and it stays idle although its pods run", h.Subject)
 		}
 		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 240)
+			d += ": " + quote(forbiddenMessage(ReadableLine(l)), 240)
 		}
 		return d
 	},
@@ -62,7 +69,31 @@ func nsFlag(ns string) string {
 	return " -n " + ns
 }
 
-var forbiddenRE = regexp.MustCompile(`is forbidden: User "([^"]+)" cannot (\w+) resource "([^"]+)" in API group "([^"]*)"(?: in the namespace "([^"]+)"| at the cluster scope)?`)
+// forbiddenRE reads the refusal as client-go, fabric8 ("Failure executing:
+// GET ... Message: ... is forbidden: ...") and the Python client print it;
+// the Python client's "HTTP response body:" line holds it inside a JSON
+// Status, its quotes escaped (\").
+// rbacChangeRE reads a change of the RBAC objects or the ServiceAccounts;
+// imageOnlyRE a deploy that only pushed or re-tagged an image.
+var (
+	rbacChangeRE = regexp.MustCompile(`(?i)\brbac\b|serviceaccount|service account|rolebinding|clusterrole|\brole\b`)
+	imageOnlyRE  = regexp.MustCompile(`(?i)\bre-?tag|image (?:pushed|push|bump)|retagged`)
+)
+
+// forbiddenMessage is the refusal of a line as the API server wrote it:
+// the message of a JSON Status with its quotes unescaped, else the line.
+func forbiddenMessage(line string) string {
+	s := strings.ReplaceAll(line, `\"`, `"`)
+	if i := strings.Index(s, `"message":"`); i >= 0 && strings.Contains(s[i:], "is forbidden") {
+		s = s[i+len(`"message":"`):]
+		if j := strings.Index(s, `","reason"`); j >= 0 {
+			s = s[:j]
+		}
+	}
+	return s
+}
+
+var forbiddenRE = regexp.MustCompile(`is forbidden: User \\?"([^"\\]+)\\?" cannot (\w+) resource \\?"([^"\\]+)\\?" in API group \\?"([^"\\]*)\\?"(?: in the namespace \\?"([^"\\]+)\\?"| at the cluster scope)?`)
 
 // detectRBACDenied reads the API server's refusals the workloads log.
 func detectRBACDenied(ev *Gathered, _ []Finding) []Finding {

@@ -614,6 +614,11 @@ func confidence(a *Analysis) float64 {
 	if w.class() == classChange {
 		c = math.Min(c, 60)
 	}
+	// A root that only restates a failure state (a Job failed, a claim
+	// not provisioned) with no reason read behind it is one hop short.
+	if w.fact("state_only") == "true" {
+		c = math.Min(c, 70)
+	}
 	switch {
 	case w.class() == classSymptom:
 		// A symptom is what failed, not why: no mechanism explains it.

@@ -27,6 +27,9 @@ var volumeProvision = &mechanism{
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		d := strings.ToLower(c.fact("description") + " " + c.Summary)
+		if h.fact("problem") == "kms_key" {
+			return strings.Contains(d, "kms") || strings.Contains(d, "encryption key")
+		}
 		return strings.Contains(d, "storage") || strings.Contains(d, "migrat") || strings.Contains(d, "cluster") || c.Kind == KindInfraChange
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -36,11 +39,13 @@ var volumeProvision = &mechanism{
 			d += fmt.Sprintf(": its StorageClass %s does not exist in this cluster (not found), so nothing can provision it", h.fact("storage_class"))
 		case "provisioner":
 			d += fmt.Sprintf(": the provisioner of StorageClass %s fails to create it", orWord(h.fact("storage_class"), "(default)"))
+		case "kms_key":
+			d += fmt.Sprintf(": the provisioner of StorageClass %s cannot use the KMS encryption key the class encrypts its volumes with (the key's state or its key policy refuses it), so no volume can be created", orWord(h.fact("storage_class"), "(default)"))
 		case "no_class":
 			d += ": no PersistentVolume matches it and it names no StorageClass (and there is no default)"
 		}
 		if m := h.fact("message"); m != "" {
-			d += " — " + quote(truncate(m, 200), 210)
+			d += " — " + quoteError(m, 240)
 		}
 		return d
 	},
@@ -48,6 +53,8 @@ var volumeProvision = &mechanism{
 		switch h.fact("problem") {
 		case "class_missing":
 			r.high("Create the StorageClass %s in this cluster, or change the claim (the StatefulSet's volumeClaimTemplates) to a StorageClass that exists (kubectl get storageclass), then delete the Pending claim so it is recreated", h.fact("storage_class"))
+		case "kms_key":
+			r.high("Make the KMS key of StorageClass %s usable: check its state (aws kms describe-key: Enabled, not PendingDeletion or Disabled; cancel a scheduled deletion) and that its key policy lets the CSI driver's role use it (kms:CreateGrant, kms:GenerateDataKeyWithoutPlaintext), or point the class at a key that is", orWord(h.fact("storage_class"), "(default)"))
 		case "provisioner":
 			r.high("Fix the volume provisioner of StorageClass %s (its controller's logs: credentials, quota, zone)", orWord(h.fact("storage_class"), "(default)"))
 		default:
@@ -78,10 +85,21 @@ func classifyClaimEvent(e *corev1.Event) (problem, class string) {
 		return "no_class", ""
 	}
 	if m := classNameRE.FindStringSubmatch(e.Message); m != nil {
-		return "provisioner", m[1]
+		class = m[1]
+	}
+	if kmsErrorRE.MatchString(e.Message) {
+		return "kms_key", class
+	}
+	if class != "" {
+		return "provisioner", class
 	}
 	return "provisioner", ""
 }
+
+// kmsErrorRE reads a provisioning error caused by the volume's encryption
+// key (AWS InvalidKMSKey.*, "KMS key ... pending deletion / disabled",
+// kms:CreateGrant denied; GCP/Azure customer-managed key errors).
+var kmsErrorRE = regexp.MustCompile(`(?i)\bKMS\b|kms:|kmsKeyId|customer[- ]managed (?:encryption )?key|encryption key|cloudkms|key vault`)
 
 // detectClaimFailures finds claims whose events say they cannot get a
 // volume, attributed to the workloads whose pods use them.
@@ -120,12 +138,15 @@ func detectClaimFailures(k K8sEvidence) []Finding {
 			f.setFact("problem", problem)
 			f.setFact("storage_class", class)
 			f.setFact("message", e.Message)
-			f.Summary = fmt.Sprintf("PersistentVolumeClaim %s cannot get a volume: %s", key, truncate(e.Message, 160))
+			if strings.TrimSpace(e.Message) == "" {
+				f.setFact("state_only", "true")
+			}
+			f.Summary = fmt.Sprintf("PersistentVolumeClaim %s cannot get a volume: %s", key, clipMiddle(e.Message, 200))
 			byClaim[key] = f
 		}
 		f.Time = earliest(f.Time, first)
 		if len(f.Evidence) < 3 {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("event %s on persistentvolumeclaim %s: %s (%s, first %s, last %s)", e.Reason, key, quote(e.Message, 240), plural(int(max(e.Count, 1)), "time", "times"), ts(first), ts(last)))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("event %s on persistentvolumeclaim %s: %s (%s, first %s, last %s)", e.Reason, key, quoteError(e.Message, 240), plural(int(max(e.Count, 1)), "time", "times"), ts(first), ts(last)))
 		}
 	}
 	keys := make([]string, 0, len(byClaim))
