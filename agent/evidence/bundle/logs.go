@@ -212,6 +212,12 @@ func LineTime(line []byte) (time.Time, bool) {
 	if len(line) < 20 {
 		return time.Time{}, false
 	}
+	if line[0] == '{' {
+		// A JSON line (zap, pino, logrus, bunyan) carries its time in a
+		// field: "ts", "time", "timestamp" or "@timestamp".
+		t := evidence.ParseLogTime(string(line), time.Time{})
+		return t, !t.IsZero()
+	}
 	if line[0] == '[' {
 		line = line[1:]
 	}
