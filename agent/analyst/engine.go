@@ -110,6 +110,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	findings := g.detect()
 	findings = g.localize(ctx, plan, findings)
 	findings = append(findings, g.gatherEdgeShutdown(ctx, plan)...)
+	findings = append(findings, g.gatherWebhookBackend(ctx, plan)...)
 	findings = append(findings, e.askPeers(ctx, req, run, sc)...)
 	sc.Known = g.knownNames()
 	sc.Nodes = g.nodeNames()

@@ -59,6 +59,8 @@ var mechanisms = []*mechanism{
 	scaledToZero,
 	portMismatch,
 	ingressPort,
+	ingressClass,
+	webhookUnreachable,
 	gcPressure,
 	memoryClaim,
 	volumeClaim,

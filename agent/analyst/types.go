@@ -262,6 +262,10 @@ var kinds = map[Kind]kindInfo{
 
 	// Pods that stop at once while the edge still routes to them.
 	KindNoGracefulShutdown: {prior: 0.84},
+
+	// An Ingress no controller serves; a webhook whose service is down.
+	KindIngressClass:       {prior: 0.84},
+	KindWebhookUnreachable: {prior: 0.84},
 }
 
 func infoOf(k Kind) kindInfo {
