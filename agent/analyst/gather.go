@@ -757,7 +757,7 @@ func subjectOfSource(s string) string {
 	if w := podLogOwner(b); w != "" {
 		return w
 	}
-	return b
+	return trimLogStream(b)
 }
 
 // gatherMetrics discovers series, keeps those whose names say something

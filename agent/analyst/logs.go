@@ -79,6 +79,8 @@ type logRule struct {
 var logRules = []logRule{
 	lineRule(certificateExpired),
 	lineRule(tlsHandshake),
+	// A host out of source ports for new outgoing connections.
+	lineRule(ephemeralPorts),
 	// A process at its file-descriptor limit: sockets and files fail.
 	lineRule(fdExhaustion),
 	// A clock off its reference: tokens rejected as not yet valid, the
@@ -596,6 +598,13 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			}
 			if kind == KindThrottling {
 				f.setFact("external", externalHost(line))
+			}
+			// A proxy out of source ports fails the requests of the
+			// services it routes to.
+			if kind == KindEphemeralPorts {
+				if s := proxiedService(line); s != "" && s != f.Subject && !containsStr(f.Related, s) {
+					f.Related = append(f.Related, s)
+				}
 			}
 			if kind == KindAuth {
 				if c := CredentialProblem(line); c != "" {

@@ -51,6 +51,7 @@ var mechanisms = []*mechanism{
 	dnsResolution,
 	dnsSlow,
 	keepAliveRace,
+	ephemeralPorts,
 	connReset,
 	cacheFull,
 	blockingCommand,

@@ -215,6 +215,7 @@ var kinds = map[Kind]kindInfo{
 	KindVolumeProvision: {prior: 0.82},
 	KindLogMatch:        {prior: 0.6},
 	KindKeepAliveRace:   {prior: 0.78},
+	KindEphemeralPorts:  {prior: 0.8},
 	KindDNSSlow:         {prior: 0.8},
 	KindBlockingCommand: {prior: 0.82},
 	KindLBHealthCheck:   {prior: 0.82},

@@ -222,7 +222,7 @@ func LineTime(line []byte) (time.Time, bool) {
 		line = line[1:]
 	}
 	if line[0] < '0' || line[0] > '9' || len(line) < 20 || line[4] != '-' {
-		return time.Time{}, false
+		return otherLineTime(line)
 	}
 	end := 19
 	for end < len(line) && end < 40 && line[end] != ' ' && line[end] != ']' && line[end] != '\t' {
