@@ -2,9 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -163,11 +163,7 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 	}
-	keys := make([]string, 0, len(hits))
-	for k := range hits {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(hits))
 	var out []Finding
 	for _, k := range keys {
 		h := hits[k]

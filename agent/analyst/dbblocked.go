@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -192,11 +193,7 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 	}
-	keys := make([]string, 0, len(sigs))
-	for k := range sigs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(sigs))
 	var out []Finding
 	for _, k := range keys {
 		sg := sigs[k]

@@ -874,19 +874,23 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 	return nil
 }
 
+// seriesKeyWithoutName identifies a series by its labels other than
+// __name__, so that series of two metrics over the same object match.
+func seriesKeyWithoutName(l evidence.Labels) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		if k != "__name__" {
+			keys = append(keys, k+"="+l[k])
+		}
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
 // ratioSeries divides each series by the series of the same labels
 // (without __name__) in den.
 func ratioSeries(num, den []evidence.Series) []evidence.Series {
-	key := func(l evidence.Labels) string {
-		keys := make([]string, 0, len(l))
-		for k := range l {
-			if k != "__name__" {
-				keys = append(keys, k+"="+l[k])
-			}
-		}
-		sort.Strings(keys)
-		return strings.Join(keys, ",")
-	}
+	key := seriesKeyWithoutName
 	byKey := map[string]map[time.Time]float64{}
 	for _, d := range den {
 		m := map[time.Time]float64{}
@@ -925,16 +929,7 @@ func stepFor(w Window) time.Duration {
 // meanSeries divides the rate of a _sum by the rate of its _count, series
 // matched on their labels without __name__.
 func meanSeries(sums, counts []evidence.Series) []evidence.Series {
-	key := func(l evidence.Labels) string {
-		keys := make([]string, 0, len(l))
-		for k := range l {
-			if k != "__name__" {
-				keys = append(keys, k+"="+l[k])
-			}
-		}
-		sort.Strings(keys)
-		return strings.Join(keys, ",")
-	}
+	key := seriesKeyWithoutName
 	byKey := map[string][]evidence.Point{}
 	win := map[string]time.Duration{}
 	for _, c := range counts {

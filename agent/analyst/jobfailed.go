@@ -2,7 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -225,11 +227,7 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 			lastOK[j.ns+"/"+cj] = j.created
 		}
 	}
-	keys := make([]string, 0, len(jobs))
-	for key := range jobs {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(jobs))
 	var out []Finding
 	for _, key := range keys {
 		j := jobs[key]

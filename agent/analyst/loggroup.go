@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -294,11 +295,7 @@ func describeGroup(h *Hypothesis) string {
 
 // mostCommon is the most frequent key of a count map and its count.
 func mostCommon(m map[string]int) (string, int) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	best, n := "", 0
 	for _, k := range keys {
 		if m[k] > n {

@@ -2,8 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -149,11 +150,7 @@ func detectClaimFailures(k K8sEvidence) []Finding {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("event %s on persistentvolumeclaim %s: %s (%s, first %s, last %s)", e.Reason, key, quoteError(e.Message, 240), plural(int(max(e.Count, 1)), "time", "times"), ts(first), ts(last)))
 		}
 	}
-	keys := make([]string, 0, len(byClaim))
-	for key := range byClaim {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(byClaim))
 	out := make([]Finding, 0, len(keys))
 	for _, key := range keys {
 		out = append(out, *byClaim[key])
