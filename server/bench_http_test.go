@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rootcause/rootcause/db"
 	"github.com/rootcause/rootcause/gcfloor"
 	"github.com/rootcause/rootcause/logwriter"
 	"github.com/rootcause/rootcause/metrics"
@@ -233,18 +231,7 @@ func BenchmarkHTTPAuthMeRatio(b *testing.B) {
 	// writes the contract's headers and is sent the same bearer token.
 	for _, mode := range []string{"sync_log", "async_log", "sync_pipe", "async_pipe", "contract_headers", "product_log", "serve"} {
 		b.Run(mode, func(b *testing.B) {
-			store, err := db.Open(filepath.Join(b.TempDir(), db.FileName), db.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { store.Close() })
-			if _, err := store.EnsureOrg(context.Background(), "acme"); err != nil {
-				b.Fatal(err)
-			}
-			tok, _, err := store.IssueToken(context.Background(), db.IssueTokenRequest{Kind: db.TokenAdmin})
-			if err != nil {
-				b.Fatal(err)
-			}
+			store, tok := benchStore(b)
 			var logger *slog.Logger
 			switch {
 			case mode == "product_log" || mode == "serve":
@@ -496,18 +483,7 @@ func (c *connWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p)
 //
 //	go test ./server -run '^$' -bench RouteOwnCode -benchtime 300000x -count 3
 func BenchmarkRouteOwnCode(b *testing.B) {
-	store, err := db.Open(filepath.Join(b.TempDir(), db.FileName), db.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
-	if _, err := store.EnsureOrg(context.Background(), "acme"); err != nil {
-		b.Fatal(err)
-	}
-	tok, _, err := store.IssueToken(context.Background(), db.IssueTokenRequest{Kind: db.TokenAdmin})
-	if err != nil {
-		b.Fatal(err)
-	}
+	store, tok := benchStore(b)
 	h := New(Config{Nodes: store, Tokens: store, Logger: productLogger(b),
 		RateLimits: RateLimits{Read: 1 << 30}, Metrics: metrics.New("bench")}).Handler()
 	req, _ := http.NewRequest(http.MethodGet, "/api/v1/auth/me", http.NoBody)

@@ -15,10 +15,9 @@ import (
 	"github.com/rootcause/rootcause/db"
 )
 
-// benchServer is a Server over a real bbolt database with an admin token,
-// logging discarded and limits high enough never to trigger (the limiter
-// still runs).
-func benchServer(b *testing.B) (http.Handler, string) {
+// benchStore is a real bbolt database in the benchmark's temporary
+// directory with an organization and an admin token.
+func benchStore(b *testing.B) (*db.DB, string) {
 	b.Helper()
 	store, err := db.Open(filepath.Join(b.TempDir(), db.FileName), db.Options{})
 	if err != nil {
@@ -32,6 +31,15 @@ func benchServer(b *testing.B) (http.Handler, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return store, tok
+}
+
+// benchServer is a Server over a real bbolt database with an admin token,
+// logging discarded and limits high enough never to trigger (the limiter
+// still runs).
+func benchServer(b *testing.B) (http.Handler, string) {
+	b.Helper()
+	store, tok := benchStore(b)
 	s := New(Config{
 		Nodes: store, Tokens: store,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
