@@ -13,7 +13,7 @@ var dnsResolution = &mechanism{
 	kind:       KindDNS,
 	class:      classDependency,
 	label:      "DNS resolution failure",
-	lines:      regexp.MustCompile(`(?i)no such host|NXDOMAIN|Temporary failure in name resolution|could not resolve|Name or service not known|server misbehaving|ENOTFOUND|getaddrinfo|UnknownHostException|name resolution`),
+	lines:      regexp.MustCompile(`(?i)no such host|NXDOMAIN|Temporary failure in name resolution|could not resolve|Name or service not known|server misbehaving|\bENOTFOUND\b|getaddrinfo|UnknownHostException|name resolution`),
 	lineWeight: 0.85,
 	fitsChange: func(h *Hypothesis, c *Finding) bool { return networkChangeFits(c) },
 	describe: func(h *Hypothesis, sc Scope) string {

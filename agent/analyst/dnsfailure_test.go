@@ -24,6 +24,8 @@ func TestDNSFailure(t *testing.T) {
 		{`Error: getaddrinfo ENOTFOUND ledger.internal`, KindDNS},
 		{`socket.gaierror: [Errno -3] Temporary failure in name resolution`, KindDNS},
 		{`GET /api/hosts 200 12ms`, ""},
+		// Spring's logger of unmapped paths is not Node's ENOTFOUND.
+		{`2026-12-08T16:02:46.127Z  WARN 1 --- [inventory-service] [nio-8080-exec-5] o.s.web.servlet.PageNotFound                  : No mapping for GET /metrics`, ""},
 	})
 	h := &Hypothesis{Kind: KindDNS, Subject: "payments", Primary: []*Finding{{Kind: KindDNS, Subject: "payments",
 		Facts: map[string]string{"caller": "checkout", "target": "payments.shop.svc.cluster.local", "line": `dial tcp: lookup payments.shop.svc.cluster.local on 10.96.0.10:53: no such host`}}}}
