@@ -210,7 +210,7 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 	}
 
 	servers := []*http.Server{
-		{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)},
+		{Handler: api.Handler(), ConnContext: server.CorkContext, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)},
 		{Handler: api.LocalHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)},
 	}
 	met.QueueDepthFunc(rt.QueueDepth)
@@ -225,7 +225,8 @@ func serve(ctx context.Context, s Settings, b Build, logger *slog.Logger) error 
 			return err
 		}
 	}
-	listeners := []net.Listener{tcpLn, sockLn}
+	// Large answers leave in one write (server.CorkListener).
+	listeners := []net.Listener{server.CorkListener(tcpLn), sockLn}
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
 		go func() {

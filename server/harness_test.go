@@ -123,7 +123,11 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		o(&cfg)
 	}
 	h.srv = New(cfg)
-	ts := httptest.NewServer(h.srv.Handler())
+	// Served as `rootcause serve` serves it: through CorkListener.
+	ts := httptest.NewUnstartedServer(h.srv.Handler())
+	ts.Listener = CorkListener(ts.Listener)
+	ts.Config.ConnContext = CorkContext
+	ts.Start()
 	t.Cleanup(ts.Close)
 	h.url = ts.URL
 

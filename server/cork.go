@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+)
+
+// A large answer in one write system call.
+//
+// net/http writes an answer through a 4 KB buffer per connection: the status
+// line and the headers go into it, a body larger than the buffer fills it,
+// the full buffer is written (one system call, one small TCP segment the
+// client wakes up for), and then the rest of the body in a second call.
+// Profiled under load (docs/performance.md), that first small write was
+// about 8 % of a bare handler's CPU for a 200 KB answer.
+//
+// Connections accepted through CorkListener can be corked by a handler
+// around a large write (corkFrom, cork, uncork): while corked, a write
+// smaller than corkDirect is copied and held; the next larger write sends
+// what is held and itself with one writev; uncork sends anything still
+// held. Nothing is reordered (the connection's writes all go through it),
+// nothing is held past the handler's own write, and an uncorked connection
+// writes exactly as before.
+
+// corkMin is the smallest body worth corking for: net/http copies a
+// smaller one into its buffers and writes the whole answer at the end.
+const corkMin = 2 << 10
+
+// corkDirect is the size from which a corked write is sent at once, with
+// whatever is held before it; smaller writes are held (net/http's are at
+// most its 4 KB buffer).
+const corkDirect = 16 << 10
+
+// CorkListener wraps ln so that its TCP connections can be corked by the
+// handlers of a server whose ConnContext is CorkContext. Other connections
+// are returned as they are.
+func CorkListener(ln net.Listener) net.Listener { return corkListener{ln} }
+
+type corkListener struct{ net.Listener }
+
+func (l corkListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok && err == nil {
+		return &corkConn{Conn: tc, tcp: tc}, nil
+	}
+	return c, err
+}
+
+// CorkContext is an http.Server's ConnContext that lets the handlers find
+// the connection's cork (see CorkListener).
+func CorkContext(ctx context.Context, c net.Conn) context.Context {
+	if cc, ok := c.(*corkConn); ok {
+		return context.WithValue(ctx, corkKey{}, cc)
+	}
+	return ctx
+}
+
+type corkKey struct{}
+
+// corkFrom returns the cork of the request's connection, or nil.
+func corkFrom(ctx context.Context) *corkConn {
+	cc, _ := ctx.Value(corkKey{}).(*corkConn)
+	return cc
+}
+
+// corkConn is a TCP connection whose writes can be held while corked.
+// Like net.Conn writes from net/http, its writes come from one goroutine at
+// a time (the connection's); cork and uncork are called from that
+// goroutine, by the handler.
+type corkConn struct {
+	net.Conn
+	tcp     *net.TCPConn
+	corked  bool
+	pending []byte      // held bytes (a copy)
+	bufs    net.Buffers // the writev's vector, reused
+	vec     [2][]byte
+}
+
+// cork holds the connection's small writes until a large one or uncork.
+func (c *corkConn) cork() { c.corked = true }
+
+// uncork sends whatever is held and ends the cork.
+func (c *corkConn) uncork() error {
+	c.corked = false
+	return c.flush()
+}
+
+func (c *corkConn) flush() error {
+	if len(c.pending) == 0 {
+		return nil
+	}
+	p := c.pending
+	c.pending = c.pending[:0]
+	_, err := c.Conn.Write(p)
+	return err
+}
+
+func (c *corkConn) Write(p []byte) (int, error) {
+	if !c.corked {
+		if len(c.pending) > 0 {
+			if err := c.flush(); err != nil {
+				return 0, err
+			}
+		}
+		return c.Conn.Write(p)
+	}
+	if len(p) < corkDirect && len(c.pending)+len(p) <= corkDirect {
+		if c.pending == nil {
+			c.pending = make([]byte, 0, 4<<10)
+		}
+		c.pending = append(c.pending, p...)
+		return len(p), nil
+	}
+	if len(c.pending) == 0 {
+		return c.Conn.Write(p)
+	}
+	held := len(c.pending)
+	c.vec = [2][]byte{c.pending, p}
+	c.bufs = c.vec[:]
+	n, err := c.bufs.WriteTo(c.tcp) // one writev
+	c.vec, c.bufs = [2][]byte{}, nil
+	c.pending = c.pending[:0]
+	if err == nil && n != int64(held+len(p)) {
+		err = io.ErrShortWrite
+	}
+	written := int(n) - held
+	if written < 0 {
+		written = 0
+		if err == nil {
+			err = errors.New("cork: held bytes not written")
+		}
+	}
+	return written, err
+}
+
+// ReadFrom keeps *net.TCPConn's sendfile and splice (net/http's
+// response.ReadFrom uses them), after sending anything held.
+func (c *corkConn) ReadFrom(r io.Reader) (int64, error) {
+	if err := c.flush(); err != nil {
+		return 0, err
+	}
+	return c.tcp.ReadFrom(r)
+}
+
+// CloseWrite keeps net/http's graceful close of TCP connections.
+func (c *corkConn) CloseWrite() error {
+	if err := c.flush(); err != nil {
+		return err
+	}
+	return c.tcp.CloseWrite()
+}

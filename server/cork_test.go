@@ -1,0 +1,262 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rootcause/rootcause/db"
+)
+
+// tcpPair returns both ends of a loopback TCP connection, the first
+// accepted through CorkListener.
+func tcpPair(t *testing.T) (*corkConn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cl := CorkListener(ln)
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := cl.Accept()
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := <-accepted
+	cc, ok := srv.(*corkConn)
+	if !ok {
+		t.Fatalf("CorkListener accepted a %T", srv)
+	}
+	t.Cleanup(func() { cc.Close(); client.Close() })
+	return cc, client
+}
+
+// threadWrites returns the write system calls the calling thread has made
+// (/proc/thread-self/io), or -1 where that is not available.
+func threadWrites() int {
+	raw, err := os.ReadFile("/proc/thread-self/io")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return -1
+}
+
+// TestCorkOneWrite: corked, net/http's two writes of a large answer (its
+// full 4 KB buffer, then the rest of the body) leave in one system call,
+// byte for byte and in order; uncorked, the connection writes as it is
+// asked to.
+func TestCorkOneWrite(t *testing.T) {
+	if threadWrites() < 0 {
+		t.Skip("no /proc/thread-self/io")
+	}
+	head := bytes.Repeat([]byte("h"), 4096)
+	body := make([]byte, 60<<10) // well under the loopback socket buffers
+	for i := range body {
+		body[i] = byte('a' + i%26)
+	}
+	want := append(append([]byte{}, head...), body...)
+	// The fewest write calls of a few tries: a try can be charged a write
+	// of the runtime's own (waking the network poller) on the same thread.
+	calls := func(corked bool) int {
+		fewest := 1 << 30
+		for range 5 {
+			srv, client := tcpPair(t)
+			got := make(chan []byte, 1)
+			go func() {
+				b, _ := io.ReadAll(io.LimitReader(client, int64(len(want))))
+				got <- b
+			}()
+			n := func() int {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				before := threadWrites()
+				if corked {
+					srv.cork()
+				}
+				if n, err := srv.Write(head); err != nil || n != len(head) {
+					t.Fatalf("Write(head) = %d, %v", n, err)
+				}
+				if n, err := srv.Write(body); err != nil || n != len(body) {
+					t.Fatalf("Write(body) = %d, %v", n, err)
+				}
+				if corked {
+					if err := srv.uncork(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return threadWrites() - before
+			}()
+			if b := <-got; !bytes.Equal(b, want) {
+				t.Fatalf("corked %v: received %d bytes, not what was written", corked, len(b))
+			}
+			fewest = min(fewest, n)
+		}
+		return fewest
+	}
+	if n := calls(false); n != 2 {
+		t.Errorf("uncorked: %d write calls, want 2", n)
+	}
+	if n := calls(true); n != 1 {
+		t.Errorf("corked: %d write calls, want 1", n)
+	}
+}
+
+// TestCorkHoldsOnlyWhileCorked: small writes are held while corked and
+// sent, in order, by uncork or by the next write after it; nothing is held
+// once uncorked.
+func TestCorkHoldsOnlyWhileCorked(t *testing.T) {
+	srv, client := tcpPair(t)
+	srv.cork()
+	for _, s := range []string{"one ", "two "} {
+		if n, err := srv.Write([]byte(s)); err != nil || n != len(s) {
+			t.Fatalf("Write(%q) = %d, %v", s, n, err)
+		}
+	}
+	if len(srv.pending) != len("one two ") {
+		t.Fatalf("%d bytes held, want %d", len(srv.pending), len("one two "))
+	}
+	if err := srv.uncork(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Write([]byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	if len(srv.pending) != 0 {
+		t.Fatalf("%d bytes held after uncork", len(srv.pending))
+	}
+	got := make([]byte, len("one two three"))
+	if _, err := io.ReadFull(client, got); err != nil || string(got) != "one two three" {
+		t.Fatalf("received %q, %v", got, err)
+	}
+	// Held bytes above corkDirect go out with the write that passes it.
+	srv.cork()
+	small := bytes.Repeat([]byte("s"), corkDirect-10)
+	srv.Write(small)
+	srv.Write([]byte("0123456789abcdef"))
+	if len(srv.pending) != 0 {
+		t.Fatalf("%d bytes still held past corkDirect", len(srv.pending))
+	}
+	srv.uncork()
+	rest := make([]byte, len(small)+16)
+	if _, err := io.ReadFull(client, rest); err != nil || !bytes.HasSuffix(rest, []byte("0123456789abcdef")) || !bytes.HasPrefix(rest, small) {
+		t.Fatalf("received %d bytes out of order, %v", len(rest), err)
+	}
+}
+
+// TestCorkContextOnlyForCorkConns: the context of a connection that did not
+// come through CorkListener has no cork, and a handler writes as before.
+func TestCorkContextOnlyForCorkConns(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if corkFrom(CorkContext(context.Background(), a)) != nil {
+		t.Fatal("a pipe has a cork")
+	}
+	srv, _ := tcpPair(t)
+	if corkFrom(CorkContext(context.Background(), srv)) != srv {
+		t.Fatal("CorkContext lost the connection's cork")
+	}
+}
+
+// TestLargeEffectiveConfigThroughCork serves a 3-level effective config of
+// about 160 KB through CorkListener and CorkContext as serve wires them,
+// with keep-alive requests pipelined on one connection: each answer (the
+// identity body, a 304, gzip, /auth/me, an error) arrives whole, in order,
+// with its headers.
+func TestLargeEffectiveConfigThroughCork(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	for _, node := range []string{"acme", "platform", "payments"} {
+		agents := map[string]any{}
+		for i := range 100 {
+			agents[fmt.Sprintf("custom_%s_%03d", node, i)] = map[string]any{"prompt": strings.Repeat("investigate carefully ", 22), "timeout": 60 + i}
+		}
+		if _, err := h.db.PatchNodeConfig(ctx, node, map[string]any{"agents": agents}, db.Actor{ID: "test"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := h.do(req{path: "/api/v1/config/me/effective", token: "payments-read", header: map[string]string{"Accept-Encoding": "identity"}})
+	if plain.status != 200 || len(plain.body) < 100<<10 {
+		t.Fatalf("effective: %d, %d bytes", plain.status, len(plain.body))
+	}
+	etag := plain.header.Get("ETag")
+
+	// The harness serves through CorkListener and CorkContext.
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	type ask struct {
+		path, token, extra string
+		status             int
+		body               []byte
+	}
+	asks := []ask{
+		{"/api/v1/config/me/effective", "payments-read", "", 200, plain.body},
+		{"/api/v1/config/me/effective", "payments-read", "If-None-Match: " + etag + "\r\n", 304, nil},
+		{"/api/v1/auth/me", "payments-read", "", 200, nil},
+		{"/api/v1/config/me/effective", "payments-read", "Accept-Encoding: gzip\r\n", 200, nil},
+		{"/api/v1/config/me/effective", "", "", 401, nil},
+		{"/api/v1/config/me/effective", "payments-read", "", 200, plain.body},
+	}
+	var reqs bytes.Buffer
+	for _, a := range asks {
+		fmt.Fprintf(&reqs, "GET %s HTTP/1.1\r\nHost: rootcause\r\n%s", a.path, a.extra)
+		if a.token != "" {
+			fmt.Fprintf(&reqs, "Authorization: Bearer %s\r\n", h.tokens[a.token])
+		}
+		reqs.WriteString("\r\n")
+	}
+	if _, err := c.Write(reqs.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	for i, a := range asks {
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != a.status {
+			t.Fatalf("answer %d (%s): %d, %v", i, a.path, resp.StatusCode, err)
+		}
+		if resp.Header.Get(HeaderRequestID) == "" || resp.Header.Get(HeaderVersion) == "" {
+			t.Errorf("answer %d: headers %v", i, resp.Header)
+		}
+		if a.body != nil {
+			if !bytes.Equal(body, a.body) || resp.Header.Get("Content-Length") != strconv.Itoa(len(a.body)) || resp.Header.Get("ETag") != etag {
+				t.Fatalf("answer %d: %d bytes (Content-Length %s), want the %d of the effective config", i, len(body), resp.Header.Get("Content-Length"), len(a.body))
+			}
+			for _, k := range []string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "X-Content-Type-Options", "Vary", "Cache-Control"} {
+				if resp.Header.Get(k) == "" {
+					t.Errorf("answer %d: no %s", i, k)
+				}
+			}
+		}
+	}
+}
