@@ -533,6 +533,7 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 			g.k8s.PreviousLogs[key] = lines
 			addLines(m, p.Name, lines, terminatedAt(cs))
 		}
+		g.initContainerLogs(ctx, sp, p, m)
 	}
 	for _, k := range order {
 		set := meta[k]
@@ -575,6 +576,41 @@ func (g *gatherer) gatherCalledServices(ctx context.Context, sp specialist) {
 				}
 			}
 		}
+	}
+}
+
+// initContainerLogs reads the log of the init container a pod is at when
+// it has not got past its init containers: the one running now (what it
+// waits for) or crash-looping (why it fails) is the pod's current state,
+// and its own log the first place to read. The lines are kept with the
+// containers' last lines (CurrentLogs marks a running container's); a
+// previous instance's lines are mined with the pod's log, whose own
+// lines hold the current instance's.
+func (g *gatherer) initContainerLogs(ctx context.Context, sp specialist, p *corev1.Pod, m *analysis.Miner) {
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.Ready || cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
+			continue // done: the next one is where the pod is
+		}
+		key := p.Namespace + "/" + p.Name + "/" + cs.Name
+		if _, ok := g.k8s.PreviousLogs[key]; ok {
+			return
+		}
+		switch {
+		case cs.State.Running != nil:
+			if lines := g.containerLog(ctx, sp, p, cs.Name, false); len(lines) > 0 {
+				g.k8s.CurrentLogs[key] = true
+				g.k8s.PreviousLogs[key] = lines
+			}
+		case cs.RestartCount > 0 || cs.LastTerminationState.Terminated != nil || cs.State.Terminated != nil:
+			if lines := g.containerLog(ctx, sp, p, cs.Name, true); len(lines) > 0 {
+				g.k8s.PreviousLogs[key] = lines
+				addLines(m, p.Name, lines, terminatedAt(cs))
+			} else if lines := g.containerLog(ctx, sp, p, cs.Name, false); len(lines) > 0 {
+				g.k8s.CurrentLogs[key] = true
+				g.k8s.PreviousLogs[key] = lines
+			}
+		}
+		return
 	}
 }
 

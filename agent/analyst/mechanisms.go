@@ -14,6 +14,7 @@ var mechanisms = []*mechanism{
 	workerPool,
 	slowQuery,
 	dbBlocked,
+	migrationLock,
 	cronJobSuspended,
 	jobFailed,
 	orderedReady,

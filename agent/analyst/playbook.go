@@ -367,7 +367,7 @@ func rollbackAction(c *Finding) string {
 func consequences(h *Hypothesis) string {
 	var labels []string
 	for _, f := range h.Support {
-		if f.Kind == h.Kind || infoOf(f.Kind).class == classChange {
+		if f.Kind == h.Kind || infoOf(f.Kind).class == classChange || upstreamOf(h, f) {
 			continue
 		}
 		l := infoOf(f.Kind).label
@@ -379,6 +379,20 @@ func consequences(h *Hypothesis) string {
 		}
 	}
 	return strings.Join(labels, ", ")
+}
+
+// upstreamOf reports whether f is the hop before h's cause, not its
+// consequence: an object a primary finding names in its "upstream" fact
+// (the killed holder of a lock left behind).
+func upstreamOf(h *Hypothesis, f *Finding) bool {
+	for _, p := range h.Primary {
+		for _, u := range strings.Split(p.fact("upstream"), "|") {
+			if u != "" && (f.Object == u || strings.HasPrefix(f.Object, u+" ")) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dependencyKindOf names what a caller's failing calls go to when the lines

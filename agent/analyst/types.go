@@ -223,6 +223,7 @@ var kinds = map[Kind]kindInfo{
 	KindOutcome:         {prior: 0.72},
 	KindSlowOperation:   {prior: 0.62},
 	KindDBBlocked:       {prior: 0.8},
+	KindMigrationLock:   {prior: 0.86},
 	KindResourceAlarm:   {prior: 0.82},
 	KindSlowCall:        {prior: 0.5},
 	KindReadOnlyDB:      {prior: 0.8},

@@ -30,7 +30,7 @@ var holdoutFloors = map[string]int{
 	"holdout12": 12,
 	"holdout13": 12,
 	"holdout14": 12,
-	"holdout15": 11,
+	"holdout15": 12,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
