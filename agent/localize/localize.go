@@ -361,6 +361,13 @@ func Rank(in Input) Result {
 		}
 	}
 	volumeWeights(g, in.Metrics, eps, refEnd)
+	idle := idleServices(in)
+	for _, ep := range eps {
+		if ep.level == LevelService && idle[strings.ToLower(ep.subject)] {
+			ep.factor *= idleWeight
+			ep.note = joinNote(ep.note, "it served no request in the window (its request rate read zero throughout, and no trace reached it): on no request's path")
+		}
+	}
 	explainCallers(eps, in.Edges, in.Entry, ts, tol)
 	res.EntryExplainedBy = entryExplainedBy(eps, in.Entry)
 	explainByOwnCalls(eps)
@@ -368,6 +375,64 @@ func Rank(in Input) Result {
 	explainByCalleeOps(eps, in.Edges, tol)
 	res.Candidates = combine(eps)
 	return res
+}
+
+// idleWeight is what a service that served no request weighs: the weight
+// of a caller explained by a callee (explainCallers), as its changes are
+// no origin of what the asked service's requests met.
+const idleWeight = 0.3
+
+// idleServices returns the services (lower case) that served no request
+// in the whole window, baseline included: each of their request-rate
+// series (traffic, and request counts by status) reads zero in every bin,
+// and no trace series or call edge names them. A service that serves no
+// request is on no request's path: its memory or CPU moving, or its log,
+// cannot be where the asked service's latency or errors come from (a
+// shared node shows as the node's own candidate). A service that went
+// down during the window served requests before it, and is not idle.
+func idleServices(in Input) map[string]bool {
+	zero := map[string]bool{} // request-rate series seen, all zero so far
+	busy := map[string]bool{}
+	for i := range in.Metrics {
+		s := &in.Metrics[i]
+		if s.Service == "" {
+			continue
+		}
+		svc := strings.ToLower(s.Service)
+		switch {
+		case s.Caller != "":
+			// An edge series: calls between two services.
+			busy[svc], busy[strings.ToLower(s.Caller)] = true, true
+			continue
+		case s.Signal == SignalTraceLat || s.Signal == SignalTraceErr || s.Signal == SignalTraceOps:
+			busy[svc] = true
+			continue
+		case s.Outbound || s.Unit != "/s" || s.Signal != SignalTraffic && s.Signal != SignalErrors:
+			continue
+		}
+		nonzero := false
+		for _, p := range s.Points {
+			if p.V != 0 && !math.IsNaN(p.V) {
+				nonzero = true
+				break
+			}
+		}
+		if nonzero || len(s.Points) == 0 {
+			busy[svc] = true
+		} else if s.Signal == SignalTraffic {
+			zero[svc] = true
+		}
+	}
+	for _, e := range in.Edges {
+		busy[strings.ToLower(e.Caller)], busy[strings.ToLower(e.Callee)] = true, true
+	}
+	idle := map[string]bool{}
+	for svc := range zero {
+		if !busy[svc] {
+			idle[svc] = true
+		}
+	}
+	return idle
 }
 
 // entryExplainedBy returns the callee that explains every latency and

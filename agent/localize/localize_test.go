@@ -718,3 +718,51 @@ func TestEntryExplainedBy(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleServiceIsOnNoPath: a service that served no request in the whole
+// window (its request rate reads zero throughout, no trace reached it) is
+// on no request's path: its memory doubling with the symptom gives way to
+// a service the requests reach whose own log began to fail. One that
+// served requests (a non-zero rate, a call edge, or a rate that fell to
+// zero during the window: it went down) keeps its weight.
+func TestIdleServiceIsOnNoPath(t *testing.T) {
+	zero := wave(0, 0, nil)
+	for _, tc := range []struct {
+		name    string
+		traffic []evidence.Point
+		edges   []Edge
+		leader  string
+	}{
+		{"no request all window: idle", zero, nil, "verif"},
+		{"requests served: not idle", wave(0.4, 0.05, nil), nil, "office"},
+		{"a call edge reaches it: not idle", zero, []Edge{{"ui", "office"}, {"ui", "verif"}}, "office"},
+		{"went down during the window: not idle", wave(0.4, 0.05, from(33, 40, 0)), nil, "office"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Rank(Input{Window: win, Entry: "ui", Edges: tc.edges, Metrics: []Series{
+				entryLatency("ui"),
+				{Service: "office", Pod: "office-1", Metric: "memory_working_set_bytes", Signal: SignalMemory, Unit: "bytes", Bad: Up, Points: wave(48e6, 0, from(37, 40, 96e6))},
+				{Service: "office", Pod: "office-1", Metric: "pod_workload_ops", Signal: SignalTraffic, Unit: "/s", Bad: Both, Points: tc.traffic},
+			}, Logs: []LogTemplate{
+				{Service: "verif", Template: "INFO verify code <*>", Counts: minutes(map[int]int{34: 6, 35: 6, 36: 6, 37: 6, 38: 6, 39: 6})},
+				{Service: "verif", Template: "ERROR code not found", Error: true, Counts: minutes(map[int]int{37: 2, 38: 2, 39: 2})},
+			}})
+			var order []string
+			for _, c := range res.Candidates {
+				if c.Subject != "ui" {
+					order = append(order, c.Subject)
+				}
+			}
+			if len(order) == 0 || order[0] != tc.leader {
+				t.Fatalf("leader %v, want %s first: %+v", order, tc.leader, res.Candidates)
+			}
+			if tc.leader == "verif" {
+				for _, c := range res.Candidates {
+					if c.Subject == "office" && !strings.Contains(c.Explanation, "served no request") {
+						t.Errorf("idle office's explanation does not say why it weighs less: %q", c.Explanation)
+					}
+				}
+			}
+		})
+	}
+}
