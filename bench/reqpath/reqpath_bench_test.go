@@ -119,6 +119,9 @@ type fixture struct {
 	rc, bare, bare2 *server
 	headers         *server // bareserver -contract-headers
 	admin, team     string
+	// alt is a second rootcause (ROOTCAUSE_BENCH_COMPARE), nil without.
+	alt               *server
+	altAdmin, altTeam string
 }
 
 var (
@@ -165,104 +168,19 @@ func start() (*fixture, error) {
 		return nil, err
 	}
 
-	addr, err := freeAddr()
-	if err != nil {
+	f := &fixture{}
+	if f.rc, f.admin, f.team, err = startRootcause(filepath.Join(dir, "rc"), rcBin, nil); err != nil {
 		return nil, err
 	}
-	data := filepath.Join(dir, "data")
-	logFile, err := os.Create(filepath.Join(dir, "serve.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(rcBin, "serve", "--addr", addr, "--data-dir", data)
-	cmd.Env = append(os.Environ(), "ROOTCAUSE_RATE_LIMIT_READ=1000000000")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	cleanups = append(cleanups, func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		logFile.Close()
-	})
-	f := &fixture{rc: &server{cmd: cmd, url: "http://" + addr}}
-
-	// Configure through the local socket (local trust, as the CLI does).
-	sock := filepath.Join(data, "rootcause.sock")
-	local := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := local.Get("http://rootcause.local/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+	if env := os.Getenv("ROOTCAUSE_BENCH_COMPARE"); env != "" {
+		bin := rcBin
+		if b := os.Getenv("ROOTCAUSE_BENCH_COMPARE_BIN"); b != "" {
+			bin = b
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("rootcause serve did not become ready: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	call := func(method, path string, body any, out any) error {
-		raw, _ := json.Marshal(body)
-		req, _ := http.NewRequest(method, "http://rootcause.local"+path, bytes.NewReader(raw))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := local.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		ans, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, ans)
-		}
-		if out != nil {
-			return json.Unmarshal(ans, out)
-		}
-		return nil
-	}
-	var org struct {
-		Nodes []struct{ Name, Parent string } `json:"nodes"`
-	}
-	if err := call(http.MethodGet, "/api/v1/admin/nodes", nil, &org); err != nil {
-		return nil, err
-	}
-	root := ""
-	for _, n := range org.Nodes {
-		if n.Parent == "" {
-			root = n.Name
-		}
-	}
-	lineage := []string{root, "platform", "core", "payments"}
-	for i, kind := range []string{"group", "group", "team"} {
-		if err := call(http.MethodPost, "/api/v1/admin/nodes", map[string]string{"name": lineage[i+1], "parent": lineage[i], "kind": kind}, nil); err != nil {
+		if f.alt, f.altAdmin, f.altTeam, err = startRootcause(filepath.Join(dir, "alt"), bin, strings.Fields(env)); err != nil {
 			return nil, err
 		}
 	}
-	for _, node := range lineage {
-		// About 50 KB of own config per level: 100 custom agents.
-		agents := map[string]any{}
-		for i := range 100 {
-			agents[fmt.Sprintf("custom_%s_%03d", node, i)] = map[string]any{"prompt": strings.Repeat("investigate carefully ", 22), "timeout": 60 + i}
-		}
-		if err := call(http.MethodPut, "/api/v1/admin/nodes/"+node+"/config", map[string]any{"agents": agents, "slack_channel": "#" + node}, nil); err != nil {
-			return nil, err
-		}
-	}
-	var tok struct {
-		Token string `json:"token"`
-	}
-	if err := call(http.MethodPost, "/api/v1/admin/tokens", map[string]any{"kind": "admin", "name": "bench"}, &tok); err != nil {
-		return nil, err
-	}
-	f.admin = tok.Token
-	if err := call(http.MethodPost, "/api/v1/admin/tokens", map[string]any{"kind": "team", "team": "payments", "name": "bench"}, &tok); err != nil {
-		return nil, err
-	}
-	f.team = tok.Token
 
 	// The bare servers answer exactly rootcause's bodies.
 	me, err := get(f.rc.url+"/api/v1/auth/me", f.admin)
@@ -293,6 +211,115 @@ func start() (*fixture, error) {
 		*p.srv = s
 	}
 	return f, nil
+}
+
+// startRootcause starts `bin serve` with its data and log in dir, env added
+// to its environment, sets up the four-level config and returns the server
+// with an admin and a team token.
+func startRootcause(dir, bin string, env []string) (rc *server, admin, team string, err error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, "", "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", "", err
+	}
+	data := filepath.Join(dir, "data")
+	logFile, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		return nil, "", "", err
+	}
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--data-dir", data)
+	cmd.Env = append(append(os.Environ(), "ROOTCAUSE_RATE_LIMIT_READ=1000000000"), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, "", "", err
+	}
+	cleanups = append(cleanups, func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		logFile.Close()
+	})
+	rc = &server{cmd: cmd, url: "http://" + addr}
+
+	// Configure through the local socket (local trust, as the CLI does).
+	sock := filepath.Join(data, "rootcause.sock")
+	local := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := local.Get("http://rootcause.local/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, "", "", fmt.Errorf("rootcause serve did not become ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	call := func(method, path string, body any, out any) error {
+		raw, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, "http://rootcause.local"+path, bytes.NewReader(raw))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := local.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		ans, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, ans)
+		}
+		if out != nil {
+			return json.Unmarshal(ans, out)
+		}
+		return nil
+	}
+	var org struct {
+		Nodes []struct{ Name, Parent string } `json:"nodes"`
+	}
+	if err := call(http.MethodGet, "/api/v1/admin/nodes", nil, &org); err != nil {
+		return nil, "", "", err
+	}
+	root := ""
+	for _, n := range org.Nodes {
+		if n.Parent == "" {
+			root = n.Name
+		}
+	}
+	lineage := []string{root, "platform", "core", "payments"}
+	for i, kind := range []string{"group", "group", "team"} {
+		if err := call(http.MethodPost, "/api/v1/admin/nodes", map[string]string{"name": lineage[i+1], "parent": lineage[i], "kind": kind}, nil); err != nil {
+			return nil, "", "", err
+		}
+	}
+	for _, node := range lineage {
+		// About 50 KB of own config per level: 100 custom agents.
+		agents := map[string]any{}
+		for i := range 100 {
+			agents[fmt.Sprintf("custom_%s_%03d", node, i)] = map[string]any{"prompt": strings.Repeat("investigate carefully ", 22), "timeout": 60 + i}
+		}
+		if err := call(http.MethodPut, "/api/v1/admin/nodes/"+node+"/config", map[string]any{"agents": agents, "slack_channel": "#" + node}, nil); err != nil {
+			return nil, "", "", err
+		}
+	}
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if err := call(http.MethodPost, "/api/v1/admin/tokens", map[string]any{"kind": "admin", "name": "bench"}, &tok); err != nil {
+		return nil, "", "", err
+	}
+	admin = tok.Token
+	if err := call(http.MethodPost, "/api/v1/admin/tokens", map[string]any{"kind": "team", "team": "payments", "name": "bench"}, &tok); err != nil {
+		return nil, "", "", err
+	}
+	team = tok.Token
+
+	return rc, admin, team, nil
 }
 
 func goBuild(out, pkg string) error {
@@ -479,7 +506,11 @@ func loadAverage(b *testing.B) float64 {
 // token; target ratio ≥ 0.75) and GET /api/v1/config/me/effective (a team
 // token, 4 levels × 50 KB; target ≥ 0.9) of `rootcause serve` against the
 // bare server answering the same bytes, and the control (bare against
-// bare) for each body. auth_me_headers and auth_me_vs_headers split the
+// bare) for each body. With ROOTCAUSE_BENCH_COMPARE set to environment
+// assignments (ROOTCAUSE_GC_HEAP_FLOOR=0), a second rootcause is started
+// with them (and ROOTCAUSE_BENCH_COMPARE_BIN, if set, as its binary), and
+// compare_auth_me and compare_effective measure the first against it in
+// the same way, to compare settings or builds in one run. auth_me_headers and auth_me_vs_headers split the
 // first ratio in two at a bare server that writes the contract's headers
 // and is sent the same token: what the headers cost (bare against it) and
 // what the rest of the product's path costs (it against rootcause).
@@ -496,7 +527,15 @@ func BenchmarkRequestPath(b *testing.B) {
 		{"auth_me_headers", side{srv: f.bare, path: me}, side{srv: f.headers, path: me, token: f.admin}},
 		{"auth_me_vs_headers", side{srv: f.headers, path: me, token: f.admin}, side{srv: f.rc, path: me, token: f.admin}},
 		{"control_effective", side{srv: f.bare, path: eff}, side{srv: f.bare2, path: eff}},
+		// rootcause against the second one of ROOTCAUSE_BENCH_COMPARE: as
+		// everywhere, ratio is the first's time ÷ the second's (above 1,
+		// the second is faster).
+		{"compare_auth_me", side{srv: f.rc, path: me, token: f.admin}, side{srv: f.alt, path: me, token: f.altAdmin}},
+		{"compare_effective", side{srv: f.rc, path: eff, token: f.team}, side{srv: f.alt, path: eff, token: f.altTeam}},
 	} {
+		if c.product.srv == nil {
+			continue // no second rootcause
+		}
 		b.Run(c.name, func(b *testing.B) {
 			bare, product := c.bare, c.product
 			ratio(b, &bare, &product)
