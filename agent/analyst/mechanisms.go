@@ -12,6 +12,7 @@ var mechanisms = []*mechanism{
 	healthCheckErrors,
 	noisyNeighbour,
 	workerPool,
+	threadDeadlock,
 	slowQuery,
 	dbBlocked,
 	migrationLock,

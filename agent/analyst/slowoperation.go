@@ -48,12 +48,19 @@ var (
 	// "elapsed: 1.2 s", "in 812 ms".
 	durationRE   = regexp.MustCompile(`(?i)(?:\b(?:in|took|took:|duration[=:]?|elapsed[=:]?|latency[=:]?|time[=:]|after)|(?:\b|_)took=|\bslow(?: [\w -]+)?:)\s*"?(\d+(?:\.\d+)?)\s*(ms|msec|milliseconds?|s|sec|secs|seconds?|µs|us|microseconds?|m|min|minutes?)\b`)
 	latencyAskRE = regexp.MustCompile(`(?i)\b(slow|latenc|takes? (?:too )?long|took|duration|seconds|response time|timing|sluggish|delay)`)
-	opWordRE     = regexp.MustCompile(`(?i)\b([a-z][\w-]*(?: [a-z][\w-]*)?) (?:call|query|request|job|operation|batch|sync|export|render|upload|download)s?\b|\b(?:call|query|request|operation) (?:to )?([\w.-]+)`)
+	// threadHeaderRE matches a JVM thread dump's header of a thread,
+	// whose cpu= and elapsed= are the thread's age, not an operation's
+	// duration.
+	threadHeaderRE = regexp.MustCompile(`^\s*(?:\S+\s+)?"[^"]*" #\d+ .*\belapsed=[\d.]+s\b`)
+	opWordRE       = regexp.MustCompile(`(?i)\b([a-z][\w-]*(?: [a-z][\w-]*)?) (?:call|query|request|job|operation|batch|sync|export|render|upload|download)s?\b|\b(?:call|query|request|operation) (?:to )?([\w.-]+)`)
 )
 
 // lineDuration is the longest duration a log line reports, in seconds.
 func lineDuration(line string) (float64, bool) {
 	best, ok := 0.0, false
+	if threadHeaderRE.MatchString(line) {
+		return 0, false
+	}
 	for _, m := range durationRE.FindAllStringSubmatch(line, -1) {
 		v, err := strconv.ParseFloat(m[1], 64)
 		if err != nil {

@@ -18,6 +18,9 @@ func TestLineDuration(t *testing.T) {
 		{"GET /api/orders took 812 ms", 0.812, true},
 		{"batch export finished, elapsed: 2.5 min", 150, true},
 		{"retrying in 5 attempts", 0, false},
+		// A JVM thread dump's header: the thread's age, not a duration.
+		{`"HikariPool-1 housekeeper" #40 [77] daemon prio=5 os_prio=0 cpu=88.12ms elapsed=2013.80s tid=0x00007f3c2d1b4000 nid=77 waiting on condition  [0x00007f3bf4fff000]`, 0, false},
+		{`2026-08-19T15:03:31.664Z "http-nio-8080-exec-7" #52 daemon prio=5 os_prio=0 cpu=1842.11ms elapsed=2011.55s tid=0x00007f3c2c0a1000 nid=88 waiting for monitor entry`, 0, false},
 	}
 	for _, c := range cases {
 		got, ok := lineDuration(c.line)

@@ -207,6 +207,7 @@ var kinds = map[Kind]kindInfo{
 	// and label from there; their priors stay here, tuned with the rest.
 	KindFDExhaustion:    {prior: 0.8},
 	KindWorkerPool:      {prior: 0.74},
+	KindDeadlock:        {prior: 0.86},
 	KindSlowQuery:       {prior: 0.72},
 	KindClockSkew:       {prior: 0.8},
 	KindJobFailed:       {prior: 0.8},
