@@ -111,6 +111,8 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	findings = g.localize(ctx, plan, findings)
 	findings = append(findings, g.gatherEdgeShutdown(ctx, plan)...)
 	findings = append(findings, g.gatherWebhookBackend(ctx, plan)...)
+	findings = append(findings, g.gatherCSIPlugins(ctx, plan, findings)...)
+	findings = append(findings, g.gatherStuckNamespaces(ctx, plan)...)
 	findings = append(findings, e.askPeers(ctx, req, run, sc)...)
 	sc.Known = g.knownNames()
 	sc.Nodes = g.nodeNames()

@@ -64,6 +64,8 @@ var mechanisms = []*mechanism{
 	ingressPort,
 	ingressClass,
 	webhookUnreachable,
+	csiDriver,
+	namespaceStuck,
 	gcPressure,
 	memoryClaim,
 	volumeClaim,

@@ -269,6 +269,13 @@ var kinds = map[Kind]kindInfo{
 	// An Ingress no controller serves; a webhook whose service is down.
 	KindIngressClass:       {prior: 0.84},
 	KindWebhookUnreachable: {prior: 0.84},
+
+	// Platform plumbing behind a stuck object or a slow service: a CSI
+	// driver not registered on the node, an aggregated API down under a
+	// namespace's deletion, a node's connection-tracking table full, an ACME
+	// challenge the CA cannot reach.
+	KindCSIDriver:      {prior: 0.86},
+	KindNamespaceStuck: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {

@@ -442,6 +442,19 @@ func describeEndpoints(p *parser, root *dnode, meta metav1.ObjectMeta) (runtime.
 func describeNamespace(p *parser, root *dnode, meta metav1.ObjectMeta) (runtime.Object, bool) {
 	ns := &corev1.Namespace{TypeMeta: typeMeta("Namespace"), ObjectMeta: meta}
 	ns.Status.Phase = corev1.NamespacePhase(root.get("Status"))
+	// A Terminating namespace's conditions say what holds its deletion
+	// (NamespaceDeletionDiscoveryFailure: a group whose discovery fails).
+	if t := root.child("Conditions").table(100); t != nil {
+		for _, row := range t.rows {
+			c := corev1.NamespaceCondition{Type: corev1.NamespaceConditionType(t.get(row, "Type")), Status: corev1.ConditionStatus(t.get(row, "Status")),
+				Reason: t.get(row, "Reason"), Message: t.get(row, "Message")}
+			if c.Type == "" {
+				continue
+			}
+			c.LastTransitionTime, _ = parseDescribeTime(t.get(row, "LastTransitionTime"))
+			ns.Status.Conditions = append(ns.Status.Conditions, c)
+		}
+	}
 	return ns, ns.Status.Phase != ""
 }
 
