@@ -113,6 +113,8 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	findings = append(findings, g.gatherWebhookBackend(ctx, plan)...)
 	findings = append(findings, g.gatherCSIPlugins(ctx, plan, findings)...)
 	findings = append(findings, g.gatherStuckNamespaces(ctx, plan)...)
+	findings = g.explainPortConflicts(ctx, findings)
+	findings = append(findings, g.gatherMeshPolicy(ctx, plan, findings)...)
 	findings = append(findings, e.askPeers(ctx, req, run, sc)...)
 	sc.Known = g.knownNames()
 	sc.Nodes = g.nodeNames()

@@ -39,6 +39,12 @@ var jobFailed = &mechanism{
 			if f := &fs[i]; f.fact("slow_line") == "" && (f.fact("line") == "" || statusOnlyRE.MatchString(ReadableLine(f.fact("line")))) {
 				f.setFact("state_only", "true")
 			}
+			// A log that says only how a call failed (reset, refused,
+			// timed out) names the dependency's failure, not its cause:
+			// one hop short, like a caller's reports (capped alike).
+			if f := &fs[i]; slices.Contains([]Kind{KindConnReset, KindConnRefused, KindTimeout}, Kind(f.fact("line_kind"))) {
+				f.setFact("state_only", "true")
+			}
 		}
 		return fs
 	},

@@ -54,6 +54,7 @@ var mechanisms = []*mechanism{
 	dnsSlow,
 	keepAliveRace,
 	ephemeralPorts,
+	meshMTLS,
 	connReset,
 	cacheFull,
 	blockingCommand,

@@ -270,6 +270,9 @@ var kinds = map[Kind]kindInfo{
 	KindIngressClass:       {prior: 0.84},
 	KindWebhookUnreachable: {prior: 0.84},
 
+	// Plaintext from outside the mesh to a namespace that requires mTLS.
+	KindMeshMTLS: {prior: 0.86},
+
 	// Platform plumbing behind a stuck object or a slow service: a CSI
 	// driver not registered on the node, an aggregated API down under a
 	// namespace's deletion, a node's connection-tracking table full, an ACME
