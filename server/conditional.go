@@ -116,13 +116,6 @@ func writeCachedJSON(w http.ResponseWriter, r *http.Request, c *bodyCache, key s
 		writeJSONBytes(w, http.StatusOK, gzBody, e.gzLenValue)
 		return nil
 	}
-	if len(e.wire) >= corkMin {
-		// Headers and body in one write system call (cork.go).
-		if cc := corkFrom(r.Context()); cc != nil {
-			cc.cork()
-			defer cc.uncork()
-		}
-	}
 	writeJSONBytes(w, http.StatusOK, e.wire, e.lengthValue)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 )
 
 // A large answer in one write system call.
@@ -17,7 +18,8 @@ import (
 // about 8 % of a bare handler's CPU for a 200 KB answer.
 //
 // Connections accepted through CorkListener can be corked by a handler
-// around a large write (corkFrom, cork, uncork): while corked, a write
+// around a large write (corkOf, cork, uncork; writeJSONBody does for every
+// JSON answer of corkMin bytes or more): while corked, a write
 // smaller than corkDirect is copied and held; the next larger write sends
 // what is held and itself with one writev; uncork sends anything still
 // held. Nothing is reordered (the connection's writes all go through it),
@@ -58,6 +60,15 @@ func CorkContext(ctx context.Context, c net.Conn) context.Context {
 }
 
 type corkKey struct{}
+
+// corkOf returns the cork of the connection w answers on: w must be the
+// server's own responseWriter (serve's), else there is none.
+func corkOf(w http.ResponseWriter) *corkConn {
+	if rw, ok := w.(*responseWriter); ok && rw.ctx != nil {
+		return corkFrom(rw.ctx)
+	}
+	return nil
+}
 
 // corkFrom returns the cork of the request's connection, or nil.
 func corkFrom(ctx context.Context) *corkConn {

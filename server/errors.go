@@ -205,10 +205,19 @@ func writeJSONBytes(w http.ResponseWriter, status int, b []byte, length []string
 
 // writeJSONBody writes the JSON headers, status and b in one Write; the
 // caller has set Content-Length.
+//
+// A body larger than corkMin goes out with the headers in one write system
+// call when the connection allows it (cork.go).
 func writeJSONBody(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h["Content-Type"] = valueJSON
 	h["X-Content-Type-Options"] = valueNosniff
+	if len(b) >= corkMin {
+		if cc := corkOf(w); cc != nil {
+			cc.cork()
+			defer cc.uncork()
+		}
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

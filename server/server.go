@@ -412,6 +412,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, local bool) {
 	h["X-Rootcause-Version"] = s.versionValue
 	st.ctx = infoContext{Context: r.Context(), info: info}
 	r = r.WithContext(&st.ctx)
+	rw.ctx = &st.ctx
 	defer func() {
 		status := rw.status
 		if status == 0 {
@@ -469,6 +470,9 @@ type responseWriter struct {
 	// cost no allocation each; fixed values are shared (fixedValue).
 	values  [4]string
 	nvalues int
+	// ctx is the request's context, where writeJSONBody finds the
+	// connection's cork (corkOf).
+	ctx context.Context
 }
 
 // headerValue returns v as a header value slice ([]string{v}), taken from
