@@ -105,6 +105,9 @@ var logRules = []logRule{
 	lineRule(connReset),
 	lineRule(timeoutM),
 	lineRule(throttlingM),
+	// A token signed with a key the validator's cached key set lacks:
+	// before the generic 401.
+	lineRule(signingKeyUnknown),
 	lineRule(authFailure),
 	// A consumer whose poll loop is too slow: the group coordinator
 	// evicts it and the group rebalances.
@@ -598,6 +601,10 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			}
 			if kind == KindThrottling {
 				f.setFact("external", externalHost(line))
+				if c := cloudAPIOf(line); c != "" {
+					f.setFact("cloud", c)
+					f.setFact("resource", orWord(bucketOf(line), setBucket(set)))
+				}
 			}
 			// A proxy out of source ports fails the requests of the
 			// services it routes to.
@@ -642,6 +649,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 		out = append(out, *f)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	shareThrottledResource(out)
 	return out
 }
 

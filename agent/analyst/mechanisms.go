@@ -72,6 +72,7 @@ var mechanisms = []*mechanism{
 	volumeClaim,
 	connLeak,
 	databaseErrors,
+	signingKeyUnknown,
 	authFailure,
 	backlogM,
 	consumerStall,

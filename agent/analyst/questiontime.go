@@ -22,7 +22,9 @@ const onsetMargin = 15 * time.Minute
 const maxStatedLookback = 48 * time.Hour
 
 var (
-	clockRe    = regexp.MustCompile(`(?i)(?:^|[^\d:.])([01]?\d|2[0-3])[:h]([0-5]\d)(?::[0-5]\d)?\s*(am|pm)?(?:[^\d:]|$)`)
+	clockRe = regexp.MustCompile(`(?i)(?:^|[^\d:.])([01]?\d|2[0-3])[:h]([0-5]\d)(?::[0-5]\d)?\s*(am|pm)?(?:[^\d:]|$)`)
+	// A bare hour with its half of the day: "since about 1pm", "at 11 am".
+	hourRe     = regexp.MustCompile(`(?i)(?:^|[^\d:.])(1[0-2]|0?[1-9])\s*(am|pm|a\.m\.|p\.m\.)(?:[^a-z]|$)`)
 	agoRe      = regexp.MustCompile(`(?i)\b(\d+|an?|one|two|three|few)\s*(minutes?|mins?|hours?|hrs?|h)\s+ago\b`)
 	lastSpanRe = regexp.MustCompile(`(?i)\b(?:last|past)\s+(\d+|few|couple of)\s*(minutes?|mins?|hours?|hrs?|days?)\b`)
 )
@@ -56,6 +58,20 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 		}
 		t := day.Add(time.Duration(h)*time.Hour + time.Duration(mi)*time.Minute)
 		if t.After(now) { // a clock time later than now is yesterday's
+			t = t.Add(-24 * time.Hour)
+		}
+		take(t.Add(-onsetMargin))
+	}
+	for _, m := range hourRe.FindAllStringSubmatch(msg, -1) {
+		h, _ := strconv.Atoi(m[1])
+		if h == 12 {
+			h = 0
+		}
+		if strings.HasPrefix(strings.ToLower(m[2]), "p") {
+			h += 12
+		}
+		t := day.Add(time.Duration(h) * time.Hour)
+		if t.After(now) {
 			t = t.Add(-24 * time.Hour)
 		}
 		take(t.Add(-onsetMargin))

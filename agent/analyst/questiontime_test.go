@@ -18,6 +18,11 @@ func TestStatedOnset(t *testing.T) {
 		{"checkout has been slow since about 14:10, p99 went from ~400ms to 4-5s", at(13, 55)},
 		{"Alert HostDiskWillFillIn4Hours fired for pg-main-01 at 02:41", at(2, 26)},
 		{"errors since 3:05pm", at(14, 50)},
+		{"Customer CSV exports are failing or taking forever since about 1pm. What's going on?", at(12, 45)},
+		{"broken since 11 am", at(10, 45)},
+		{"started at 12pm", at(11, 45)},
+		{"it failed at 11 p.m.", at(22, 45).Add(-24 * time.Hour)}, // later than now: yesterday's
+		{"runs 5 replicas at 2 CPUs", time.Time{}},
 		{"it failed at 22:30", at(22, 15).Add(-24 * time.Hour)}, // later than now: yesterday's
 		{"started about 2 hours ago", at(14, 30)},
 		{"in the last 3 hours", at(13, 45)},

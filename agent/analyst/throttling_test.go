@@ -11,7 +11,28 @@ func TestThrottling(t *testing.T) {
 		{`botocore.exceptions.ClientError: An error occurred (ThrottlingException) when calling the PutItem operation: Rate exceeded`, KindThrottling},
 		{`{"level":"warn","msg":"upstream answered","status":429,"path":"/v1/quotes"}`, KindThrottling},
 		{`{"level":"info","msg":"request","status":200,"duration_ms":429}`, ""},
+		// Cloud APIs' throttle replies in their own words.
+		{`2026-07-08 13:05:44,217 ERROR   export.worker - job=771273 export failed: An error occurred (SlowDown) when calling the UploadPart operation (reached max retries: 4): Please reduce your request rate.`, KindThrottling},
+		{`2026-07-08 13:01:29,707 WARNING botocore.retryhandler - job=771271 retry needed: PutObject/UploadPart got 503 SlowDown (attempt 1/5), sleeping 6.50s`, KindThrottling},
+		{`com.amazonaws.services.s3.model.AmazonS3Exception: Please reduce your request rate. (Service: Amazon S3; Status Code: 503; Error Code: SlowDown; Request ID: 7Q8R)`, KindThrottling},
+		{`software.amazon.awssdk.services.dynamodb.model.ProvisionedThroughputExceededException: The level of configured provisioned throughput for the table was exceeded. (Service: DynamoDb, Status Code: 400)`, KindThrottling},
+		{`operation error S3: PutObject, https response error StatusCode: 503, RequestID: 4X1, api error SlowDown: Please reduce your request rate.`, KindThrottling},
+		{`googleapi: Error 403: Rate Limit Exceeded, rateLimitExceeded`, KindThrottling},
+		{`{"level":"info","msg":"slow down the poller","interval":"5s"}`, ""},
 	})
+	for _, c := range []struct{ line, cloud, bucket string }{
+		{`An error occurred (SlowDown) when calling the UploadPart operation (reached max retries: 4): Please reduce your request rate.`, "S3", ""},
+		{`uploaded s3://acme-exports-prod/tenants/t-1190/exports/771201.csv.gz parts=24`, "S3", "acme-exports-prod"},
+		{`botocore.exceptions.ClientError: An error occurred (ProvisionedThroughputExceededException) when calling the PutItem operation`, "DynamoDB", ""},
+		{`POST https://api.sendgrid.com/v3/mail/send -> HTTP 429 Too Many Requests`, "", ""},
+	} {
+		if got := cloudAPIOf(c.line); got != c.cloud {
+			t.Errorf("cloudAPIOf(%q) = %q, want %q", c.line, got, c.cloud)
+		}
+		if got := bucketOf(c.line); got != c.bucket {
+			t.Errorf("bucketOf(%q) = %q, want %q", c.line, got, c.bucket)
+		}
+	}
 	cases := []struct {
 		facts   map[string]string
 		trigger *Finding
@@ -22,6 +43,8 @@ func TestThrottling(t *testing.T) {
 		{map[string]string{"caller": "quotes", "line": `"status":429`}, &Finding{Kind: KindConfigChange, Facts: map[string]string{"revision": "r42"}},
 			"rate-limit misconfiguration in quotes (config change r42)"},
 		{map[string]string{"caller": "quotes", "target": "pricing", "line": `"status":429`}, nil, "quotes is throttled (rate limited) by pricing"},
+		{map[string]string{"caller": "quotes", "cloud": "S3", "resource": "acme-exports-prod", "contender": "archiver", "line": `An error occurred (SlowDown) when calling the UploadPart operation`}, nil,
+			"quotes is throttled by S3: its requests on acme-exports-prod exceed the request rate S3 serves, and are refused (SlowDown)"},
 	}
 	for _, c := range cases {
 		h := &Hypothesis{Kind: KindThrottling, Subject: "quotes", Trigger: c.trigger, Primary: []*Finding{{Kind: KindThrottling, Subject: "quotes", Facts: c.facts}}}
@@ -30,6 +53,33 @@ func TestThrottling(t *testing.T) {
 		}
 		if len(recommend(h, Scope{})) == 0 {
 			t.Errorf("no recommendations")
+		}
+	}
+}
+
+// TestThrottledResourceShared links two services a cloud API throttles on
+// the same bucket, and leaves apart those on different buckets.
+func TestThrottledResourceShared(t *testing.T) {
+	mk := func(caller, cloud, res string) Finding {
+		return Finding{Kind: KindThrottling, Subject: caller, Facts: map[string]string{"caller": caller, "cloud": cloud, "resource": res}}
+	}
+	cases := []struct {
+		name string
+		fs   []Finding
+		want string // contender of the first
+	}{
+		{"same bucket", []Finding{mk("export-service", "S3", "exports"), mk("archiver", "S3", "exports")}, "archiver"},
+		{"bucket unknown on one side", []Finding{mk("export-service", "S3", ""), mk("archiver", "S3", "exports")}, "archiver"},
+		{"different buckets", []Finding{mk("export-service", "S3", "exports"), mk("archiver", "S3", "logs")}, ""},
+		{"different providers", []Finding{mk("export-service", "S3", ""), mk("archiver", "DynamoDB", "")}, ""},
+	}
+	for _, c := range cases {
+		shareThrottledResource(c.fs)
+		if got := c.fs[0].fact("contender"); got != c.want {
+			t.Errorf("%s: contender %q, want %q", c.name, got, c.want)
+		}
+		if c.want != "" && !c.fs[0].relates(c.want) {
+			t.Errorf("%s: %v does not relate to %s", c.name, c.fs[0].Related, c.want)
 		}
 	}
 }

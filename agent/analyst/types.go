@@ -270,6 +270,9 @@ var kinds = map[Kind]kindInfo{
 	KindIngressClass:       {prior: 0.84},
 	KindWebhookUnreachable: {prior: 0.84},
 
+	// Tokens signed with a key the validator's cached JWKS lacks.
+	KindSigningKeyUnknown: {prior: 0.84},
+
 	// Plaintext from outside the mesh to a namespace that requires mTLS.
 	KindMeshMTLS: {prior: 0.86},
 
