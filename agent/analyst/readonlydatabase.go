@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Writes refused because the database they reach is read-only: after a
@@ -40,6 +41,9 @@ var readOnlyDB = &mechanism{
 		if h.Subject != engine {
 			what = fmt.Sprintf("%s, a read-only %s", h.Subject, engine)
 		}
+		if p := h.fact("new_primary"); p != "" {
+			return describeElection(h, engine)
+		}
 		d := fmt.Sprintf("writes from %s reach %s (a replica/reader, not the writer), so they fail", orWord(h.fact("clients"), "the clients"), what)
 		if l := h.fact("line"); l != "" {
 			d += ": " + quote(ReadableLine(l), 200)
@@ -51,6 +55,12 @@ var readOnlyDB = &mechanism{
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if h.fact("new_primary") != "" && h.fact("recovered") != "" {
+			r.med("Step the primary of %s down before maintenance that restarts it (a planned election takes a second or two, not the election timeout)", h.Subject)
+			r.med("Let the clients retry writes across an election (retryable writes, a retry on NotWritablePrimary / read-only errors) so an election costs latency, not 500s")
+			r.low("Alert on elections of %s, not only on its clients' errors", h.Subject)
+			return
+		}
 		r.high("Recycle the database connections of %s (restart its pods or flush its pool) so that they reconnect to the current writer endpoint", orWord(h.fact("clients"), "the clients"))
 		r.med("Connect through the cluster's writer endpoint with a short DNS TTL and validate pooled connections on checkout (pool_pre_ping, test-on-borrow, check that the server is not in recovery)")
 		r.low("Alert on failovers of %s and on read-only errors in its clients' logs", h.Subject)
@@ -60,6 +70,12 @@ var readOnlyDB = &mechanism{
 var (
 	// A write refused by a read-only server, as clients quote it.
 	readOnlyWriteRE = regexp.MustCompile(`(?i)cannot execute \w+(?: \w+)? in a read-only transaction|ReadOnlySqlTransaction|running with the --(?:super-)?read-only option|\bREADONLY You can't write against a read only replica|NotWritablePrimary|not master and slaveOk=false|\bnot master\b|read-only replica|database is read-only|in read-only mode`)
+	// A replica set or cluster electing a new primary: MongoDB's
+	// election and state transition, Patroni's and PostgreSQL's
+	// promotion, Redis Sentinel's switch of master.
+	electionRE = regexp.MustCompile(`(?i)Starting an election|Election succeeded|assuming primary role|Transition to primary complete|stepping down from primary|promoted self to leader|received promote request|selected new timeline ID|\+switch-master|\+elected-leader|\+failover-end|new primary (?:elected|member)|primary election`)
+	// The line of the member that became the primary.
+	newPrimaryRE = regexp.MustCompile(`(?i)assuming primary role|Transition to primary complete|promoted self to leader|received promote request|selected new timeline ID`)
 	// A database server that restarted as a standby.
 	standbyRE = regexp.MustCompile(`(?i)entering standby mode|ready to accept read-only connections|started streaming WAL|demot(?:ed|ing) to (?:replica|standby|secondary)|transition(?:ing)? to SECONDARY|MASTER <-> REPLICA sync started|super_read_only.*(?:ON|1)`)
 )
@@ -69,6 +85,7 @@ var (
 func detectReadOnlyWrites(ev *Gathered, _ []Finding) []Finding {
 	var f *Finding
 	var clients []string
+	var last time.Time // the last refused write
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
 		for _, t := range set.Templates {
@@ -91,7 +108,12 @@ func detectReadOnlyWrites(ev *Gathered, _ []Finding) []Finding {
 			}
 			f.Time = earliest(f.Time, orTime(t.FirstIncident, t.FirstSeen))
 			f.addCount(t.Incident)
-			server := set.Host || hostRole(*set) != ""
+			// A host log named after a client is the client's: the
+			// server is the source whose lines show a database.
+			server := hostRole(*set) != ""
+			if !server {
+				last = latest(last, t.LastSeen)
+			}
 			if !server {
 				clients = appendNew(clients, set.Subject)
 				if f.fact("line") == "" || RootCauseScore(line) > RootCauseScore(f.fact("line")) {
@@ -132,6 +154,7 @@ func detectReadOnlyWrites(ev *Gathered, _ []Finding) []Finding {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s %s logged that the database restarted as a standby: %s", set.Origin, set.Source, quote(ReadableLine(hits[0]), 200)))
 		}
 	}
+	readElection(ev, f, last)
 	f.Subject = orWord(f.fact("host"), orWord(f.fact("engine"), "database"))
 	if f.fact("engine") == "" {
 		f.setFact("engine", "database")
@@ -155,4 +178,81 @@ func readOnlyEngine(line string) string {
 		return "MongoDB"
 	}
 	return ""
+}
+
+// readElection reads, in the database members' logs, an election of a new
+// primary around the refused writes (from ten minutes before their onset
+// to five after): the member that became primary and when. Writes that
+// stopped failing within two minutes of it recovered with the election.
+func readElection(ev *Gathered, f *Finding, last time.Time) {
+	from, to := f.Time.Add(-10*time.Minute), f.Time.Add(5*time.Minute)
+	var line, primary string
+	var at time.Time
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		for _, t := range set.Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				if l == "" || t.FirstSeen.Before(from) || t.FirstSeen.After(to) || !electionRE.MatchString(l) {
+					continue
+				}
+				np := newPrimaryRE.MatchString(l)
+				if line == "" || np && (primary == "" || t.FirstSeen.Before(at)) {
+					line, at = l, t.FirstSeen
+					if np {
+						primary = set.Subject
+					}
+				}
+			}
+		}
+	}
+	if line == "" {
+		return
+	}
+	f.setFact("election", line)
+	f.setFact("new_primary", primary)
+	f.setFact("elected_at", at.UTC().Format("15:04:05"))
+	f.setFact("errors_from", f.Time.UTC().Format("15:04:05"))
+	if !last.IsZero() {
+		f.setFact("errors_to", last.UTC().Format("15:04:05"))
+		if !at.IsZero() && last.Sub(at) < 2*time.Minute && ev.Window.End.Sub(last) > 5*time.Minute {
+			f.setFact("recovered", "true")
+		}
+	}
+	if f.fact("host") == "" && primary != "" {
+		f.setFact("host", memberSet(primary))
+	}
+	f.Weight = max(f.Weight, 0.95)
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%s logged the election of a new primary at %s: %s", orWord(primary, "a member"), at.UTC().Format("15:04:05"), quote(ReadableLine(line), 200)))
+}
+
+// memberSet names the replica set of a member ("mongo-profiles-1" →
+// "mongo-profiles").
+func memberSet(member string) string {
+	if i := strings.LastIndexByte(member, '-'); i > 0 && strings.Trim(member[i+1:], "0123456789") == "" && i < len(member)-1 {
+		return member[:i]
+	}
+	return member
+}
+
+// describeElection explains writes refused while a new primary was
+// elected.
+func describeElection(h *Hypothesis, engine string) string {
+	d := fmt.Sprintf("writes from %s were refused (%s not primary) while the %s replica set %s elected a new primary: %s became primary at %s UTC (%s)",
+		orWord(h.fact("clients"), "the clients"), engine, engine, h.Subject, h.fact("new_primary"), h.fact("elected_at"), quote(ReadableLine(h.fact("election")), 140))
+	if l := h.fact("line"); l != "" {
+		d += "; the clients saw " + quote(ReadableLine(l), 160)
+	}
+	if h.fact("recovered") != "" {
+		d += fmt.Sprintf(". The errors ran from %s to %s UTC and stopped once the clients found the new primary: a failover of the primary, over", h.fact("errors_from"), h.fact("errors_to"))
+	} else {
+		d += "; the clients' pooled connections (or a cached address) may still point at the old primary"
+	}
+	return d
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -254,11 +254,23 @@ func clip(s string, n int) string {
 // explainResolvedAlert turns a healthy result about a subject whose alert
 // has resolved into "healthy now; the alert fired because ...".
 func (g *gatherer) explainResolvedAlert(ctx context.Context, res *finding.Result) {
-	if res == nil || res.Verdict != finding.VerdictHealthy || g.src == nil || g.src.Alerts == nil {
+	if res == nil {
 		return
 	}
 	w := g.sc.Window
-	alerts, err := g.src.Alerts.List(ctx, w.BaselineStart, w.End)
+	var alerts []evidence.Alert
+	var err error
+	if g.src != nil && g.src.Alerts != nil {
+		alerts, err = g.src.Alerts.List(ctx, w.BaselineStart, w.End)
+	}
+	// A failure asked about that is over: healthy now, with its cause
+	// (overnow.go).
+	if res.Verdict != finding.VerdictHealthy && err == nil && answerOverNow(res, g.logSets, alerts, g.sc) {
+		return
+	}
+	if res.Verdict != finding.VerdictHealthy || g.src == nil || g.src.Alerts == nil {
+		return
+	}
 	if err != nil || len(alerts) == 0 {
 		return
 	}
