@@ -67,6 +67,7 @@ var mechanisms = []*mechanism{
 	webhookUnreachable,
 	csiDriver,
 	namespaceStuck,
+	acmeChallenge,
 	gcPressure,
 	memoryClaim,
 	volumeClaim,

@@ -282,6 +282,7 @@ var kinds = map[Kind]kindInfo{
 	// challenge the CA cannot reach.
 	KindCSIDriver:      {prior: 0.86},
 	KindNamespaceStuck: {prior: 0.86},
+	KindACMEChallenge:  {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {

@@ -1,0 +1,130 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// TestReadACMEFailure reads cert-manager's Challenge status, its
+// controller's log line (quotes escaped in err="…") and the CA's
+// authorization error as they are printed; lines about a challenge that
+// works are not failures.
+func TestReadACMEFailure(t *testing.T) {
+	cases := []struct {
+		line string
+		want acmeFailure
+		ok   bool
+	}{
+		{`  Reason:      Waiting for HTTP-01 challenge propagation: failed to perform self check GET request 'http://shop.example.com/.well-known/acme-challenge/Vd0mXq2s': Get "http://shop.example.com/.well-known/acme-challenge/Vd0mXq2s": dial tcp 203.0.113.45:80: i/o timeout`,
+			acmeFailure{domain: "shop.example.com", url: "http://shop.example.com/.well-known/acme-challenge/Vd0mXq2s", err: "dial tcp 203.0.113.45:80: i/o timeout", typ: "HTTP-01"}, true},
+		{`E1125 09:13:14.417765       1 sync.go:208] "propagation check failed" err="failed to perform self check GET request 'http://www.shop.example.com/.well-known/acme-challenge/Lq7r': Get \"http://www.shop.example.com/.well-known/acme-challenge/Lq7r\": dial tcp 203.0.113.45:80: i/o timeout" logger="cert-manager.controller" resource_name="shop-example-com-tls-4-2877391840-880214077" resource_namespace="storefront" resource_kind="Challenge"`,
+			acmeFailure{challenge: "shop-example-com-tls-4-2877391840-880214077", domain: "www.shop.example.com", url: "http://www.shop.example.com/.well-known/acme-challenge/Lq7r", err: "dial tcp 203.0.113.45:80: i/o timeout", typ: "HTTP-01"}, true},
+		{`  Reason:      Waiting for HTTP-01 challenge propagation: wrong status code '404', expected '200'`, acmeFailure{}, false},
+		{`E0304 10:01:02.000000       1 sync.go:190] "Failed to accept challenge" err="acme: authorization error for api.example.org: 400 urn:ietf:params:acme:error:connection: 198.51.100.7: Fetching http://api.example.org/.well-known/acme-challenge/abc: Timeout during connect (likely firewall problem)" resource_name="api-example-org-tls-1-1234567-7654321"`,
+			acmeFailure{challenge: "api-example-org-tls-1-1234567-7654321", domain: "api.example.org", err: "400 urn:ietf:params:acme:error:connection: 198.51.100.7: Fetching http://api.example.org/.well-known/acme-challenge/abc: Timeout during connect (likely firewall problem)"}, true},
+		{`  Reason:      Waiting for DNS-01 challenge propagation: DNS record for "example.net" not yet propagated`,
+			acmeFailure{err: `DNS record for`, typ: "DNS-01"}, true},
+		{`I1125 09:12:43.998104       1 pod.go:59] "found one existing HTTP01 solver pod" logger="cert-manager.controller.http01" resource_name="shop-example-com-tls-4-2877391840-3126589925"`, acmeFailure{}, false},
+		{`  Reason:      Successfully authorized domain`, acmeFailure{}, false},
+	}
+	for _, c := range cases {
+		got, ok := readACMEFailure(c.line)
+		if ok != c.ok || got != c.want {
+			t.Errorf("readACMEFailure(%.70q) = %+v, %v; want %+v, %v", c.line, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestCertificateOfChallenge strips the revision and hashes cert-manager
+// adds to a certificate's name.
+func TestCertificateOfChallenge(t *testing.T) {
+	for in, want := range map[string]string{
+		"shop-example-com-tls-4-2877391840-3126589925": "shop-example-com-tls",
+		"api-tls-12-1234567-7654321":                   "api-tls",
+		"shop-example-com-tls":                         "",
+		"cm-acme-http-solver-7xw2q":                    "",
+	} {
+		if got := certificateOfChallenge(in); got != want {
+			t.Errorf("certificateOfChallenge(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// acmeCommands is what a transcript hands over: the challenges, one
+// described, the listeners of the load balancer (table or JSON), an
+// outside curl and the solver answering inside.
+func acmeCommands(listeners []string) []evidence.CommandOutput {
+	cmds := []evidence.CommandOutput{
+		{Command: "kubectl get challenges -n storefront", Lines: []string{
+			"NAME                                            STATE     DOMAIN                 AGE",
+			"shop-example-com-tls-4-2877391840-3126589925    pending   shop.example.com       24d",
+			"shop-example-com-tls-4-2877391840-880214077     pending   www.shop.example.com   24d"}},
+		{Command: "kubectl describe challenge shop-example-com-tls-4-2877391840-3126589925 -n storefront", Lines: []string{
+			"Status:",
+			"  Presented:   true",
+			"  Reason:      Waiting for HTTP-01 challenge propagation: failed to perform self check GET request 'http://shop.example.com/.well-known/acme-challenge/Vd0m': Get \"http://shop.example.com/.well-known/acme-challenge/Vd0m\": dial tcp 203.0.113.45:80: i/o timeout",
+			"  State:       pending"}},
+		{Command: "kubectl exec -n storefront deploy/storefront -- curl -s -o /dev/null -w '%{http_code}\\n' http://cm-acme-http-solver-5bx8n.storefront.svc:8089/.well-known/acme-challenge/Vd0m",
+			Exec: true, Target: "deploy/storefront", Run: "curl -s -o /dev/null -w '%{http_code}\\n' http://cm-acme-http-solver-5bx8n.storefront.svc:8089/.well-known/acme-challenge/Vd0m", Lines: []string{"200"}},
+		{Command: "curl -sv -m 10 http://shop.example.com/.well-known/acme-challenge/Vd0m", Lines: []string{
+			"*   Trying 203.0.113.45:80...", "* Connection timed out after 10001 milliseconds", "curl: (28) Connection timed out after 10001 milliseconds"}},
+	}
+	if listeners != nil {
+		cmds = append(cmds, evidence.CommandOutput{Command: "aws elbv2 describe-listeners --load-balancer-arn arn:aws:elasticloadbalancing:eu-west-1:1:loadbalancer/net/x/y", Lines: listeners})
+	}
+	return cmds
+}
+
+// TestDetectACMEChallenges: one finding per certificate with its domains
+// and the pending age as onset; a load balancer without the challenge's
+// port, or a change that cut the path, is the reason (weight up); with
+// neither the finding restates the failure (state_only).
+func TestDetectACMEChallenges(t *testing.T) {
+	now := time.Date(2026, 11, 25, 9, 20, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}
+	table := []string{"------------------------", "|   DescribeListeners  |", "+-------+--------------+", "| Port  |  Protocol    |",
+		"+-------+--------------+", "|  443  |  TCP         |", "+-------+--------------+"}
+	jsonOut := []string{`[`, `  {`, `    "Port": 443,`, `    "Protocol": "TLS"`, `  },`, `  {`, `    "Port": 80,`, `    "Protocol": "TCP"`, `  }`, `]`}
+	change := evidence.Change{Timestamp: time.Date(2026, 10, 31, 16, 40, 0, 0, time.UTC), Service: "edge-nlb", Kind: "infra",
+		Description: "terraform edge: public NLB listeners HTTPS only (drop TCP/80 listener and its security group rule)", Revision: "infra-edge#377"}
+	cases := []struct {
+		name      string
+		listeners []string
+		changes   []evidence.Change
+		stateOnly bool
+		want      []string
+	}{
+		{"listener table without port 80", table, nil, false, []string{"ACME HTTP-01 challenge for shop.example.com, www.shop.example.com", "i/o timeout", "no listener on port 80 (its listeners: 443)", "HTTP 200 from deploy/storefront", "Connection timed out"}},
+		{"port 80 served, change names the listener", jsonOut, []evidence.Change{change}, false, []string{"infra-edge#377", "port 80 of 203.0.113.45 is not reachable"}},
+		{"no reason shown", nil, nil, true, []string{"self check GET http://shop.example.com"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectACMEChallenges(acmeCommands(c.listeners), nil, c.changes, Scope{Namespace: "storefront"}, w)
+			if len(fs) != 1 {
+				t.Fatalf("findings %+v", fs)
+			}
+			f := fs[0]
+			if f.Subject != "shop-example-com-tls" || (f.fact("state_only") == "true") != c.stateOnly || !f.Time.Equal(now.Add(-24*24*time.Hour)) {
+				t.Errorf("subject %q state_only %q onset %s", f.Subject, f.fact("state_only"), f.Time)
+			}
+			if strings.Contains(strings.Join(c.listeners, ""), `"Port": 80`) && f.fact("listeners") != "" {
+				t.Errorf("a listener on port 80 was reported missing: %s", f.fact("listeners"))
+			}
+			h := &Hypothesis{Kind: KindACMEChallenge, Subject: f.Subject, Primary: []*Finding{&f}}
+			d := describe(h, Scope{})
+			for _, s := range c.want {
+				if !strings.Contains(d, s) {
+					t.Errorf("description lacks %q: %s", s, d)
+				}
+			}
+		})
+	}
+	// Nothing about challenges: nothing found.
+	if fs := detectACMEChallenges([]evidence.CommandOutput{{Command: "kubectl get certificate", Lines: []string{"NAME   READY", "x   True"}}}, nil, nil, Scope{}, w); len(fs) != 0 {
+		t.Errorf("findings without a failing challenge: %+v", fs)
+	}
+}
