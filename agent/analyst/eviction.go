@@ -55,7 +55,9 @@ func evictedPod(p *corev1.Pod, base Finding) ([]Finding, bool) {
 	obj := base.Object
 	f := base
 	f.Kind, f.Severity, f.Weight = KindEviction, SevWarning, 0.8
-	f.Time = p.Status.StartTime.Time
+	if p.Status.StartTime != nil {
+		f.Time = p.Status.StartTime.Time
+	}
 	for _, c := range p.Status.Conditions {
 		if !c.LastTransitionTime.IsZero() {
 			f.Time = earliest(f.Time, c.LastTransitionTime.Time)

@@ -17,3 +17,26 @@ func TestEviction(t *testing.T) {
 		{"Pod", "api-6b7c9d8f4-k2x9z", "Killing", corev1.EventTypeNormal, "Stopping container api", "", nil},
 	})
 }
+
+// A pod read from a `get pods` row ("Evicted") has no start time: it is
+// still an eviction, dated by its conditions if any.
+func TestEvictedPodWithoutStartTime(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  corev1.Pod
+		want bool
+	}{
+		{"evicted, no start time", corev1.Pod{Status: corev1.PodStatus{Reason: "Evicted", Message: "The node was low on resource: memory."}}, true},
+		{"running, no start time", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, ok := evictedPod(&tc.pod, Finding{Object: "pod/api-1"})
+			if ok != tc.want || len(fs) != map[bool]int{true: 1}[tc.want] {
+				t.Fatalf("evictedPod = %d findings, %v; want %v", len(fs), ok, tc.want)
+			}
+			if ok && fs[0].Kind != KindEviction {
+				t.Errorf("kind %s, want %s", fs[0].Kind, KindEviction)
+			}
+		})
+	}
+}

@@ -699,13 +699,15 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 	}
 	r.Candidates = candidates(a, sc)
 	w := a.Hypotheses[0]
-	r.RootCause = finding.RootCause{Description: describe(w, sc), Confidence: conf, Evidence: evidenceOf(w)}
+	r.Timeline = timeline(w, a, sc)
+	ev := evidenceOf(w)
+	conf = calibrate(a, conf, answerShape{timeline: len(r.Timeline), evidence: len(ev)})
+	r.RootCause = finding.RootCause{Description: describe(w, sc), Confidence: conf, Evidence: ev}
 	r.Verdict = finding.VerdictIdentified
 	if conf < 55 {
 		r.Verdict = finding.VerdictInconclusive
 	}
 	r.Summary = summary(w, conf, r.Verdict)
-	r.Timeline = timeline(w, a, sc)
 	r.AffectedSystems = affected(w, sc)
 	// What the question is about, when the evidence shows it failing.
 	for _, subj := range sc.Subjects() {

@@ -1,0 +1,77 @@
+package analyst
+
+import (
+	"testing"
+	"time"
+)
+
+// TestCalibrate checks each calibration rule on the trait it names: an
+// answer with that trait is held at calibrationCap, one without keeps its
+// confidence, and an answer already below the cap is not raised.
+func TestCalibrate(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f := func(k Kind, subject, src string) *Finding {
+		return &Finding{Kind: k, Subject: subject, Time: t0, Weight: 0.9, Source: src}
+	}
+	hyp := func(k Kind, subject string, score float64, primary []*Finding, support ...*Finding) *Hypothesis {
+		return &Hypothesis{Kind: k, Subject: subject, Score: score, Onset: t0, Primary: primary, Support: support}
+	}
+	oomState := f(KindOOMKilled, "api", SrcKubernetes)
+	oomEvent := f(KindOOMKilled, "api", SrcEvents)
+	podPending := f(KindUnschedulable, "api", SrcEvents)
+	memGrowth := f(KindSaturation, "api", SrcMetrics)
+	full := answerShape{timeline: 4, evidence: 5}
+	cases := []struct {
+		name  string
+		a     *Analysis
+		shape answerShape
+		conf  float64
+		want  float64
+		rule  string
+	}{
+		{"corroborated cause keeps its confidence",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindOOMKilled, "api", 0.9, []*Finding{oomState, oomEvent}, memGrowth)}}, full, 90, 90, ""},
+		{"a fault localized from signals is where, not why",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindLocalized, "web", 0.9, []*Finding{f(KindLocalized, "web", SrcMetrics)}, oomState)}}, full, 88, 70, "localized only"},
+		{"one timeline entry",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindOOMKilled, "api", 0.9, []*Finding{oomState}, memGrowth)}}, answerShape{timeline: 1, evidence: 4}, 90, 70, "thin"},
+		{"one evidence line",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindOOMKilled, "api", 0.9, []*Finding{oomState}, memGrowth)}}, answerShape{timeline: 3, evidence: 1}, 90, 70, "thin"},
+		{"read only from events",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindOOMKilled, "api", 0.9, []*Finding{oomEvent}, podPending)}}, full, 85, 70, "events only"},
+		{"events with the object's state",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindOOMKilled, "api", 0.9, []*Finding{oomEvent, oomState})}}, full, 85, 85, ""},
+		{"two unrelated rivals nearly as strong",
+			&Analysis{Hypotheses: []*Hypothesis{
+				hyp(KindOOMKilled, "api", 0.9, []*Finding{oomState}, memGrowth),
+				hyp(KindDiskFull, "db", 0.85, []*Finding{f(KindDiskFull, "db", SrcLogs)}),
+				hyp(KindDNS, "web", 0.8, []*Finding{f(KindDNS, "web", SrcLogs)}),
+			}}, full, 80, 70, "competing causes"},
+		{"one rival nearly as strong (confidence lowers it already)",
+			&Analysis{Hypotheses: []*Hypothesis{
+				hyp(KindOOMKilled, "api", 0.9, []*Finding{oomState}, memGrowth),
+				hyp(KindDiskFull, "db", 0.85, []*Finding{f(KindDiskFull, "db", SrcLogs)}),
+				hyp(KindDNS, "web", 0.5, []*Finding{f(KindDNS, "web", SrcLogs)}),
+			}}, full, 80, 80, ""},
+		{"rivals the root explains are not competing",
+			&Analysis{Hypotheses: []*Hypothesis{
+				hyp(KindOOMKilled, "api", 0.9, []*Finding{oomState}, memGrowth, podPending),
+				hyp(KindSaturation, "api", 0.88, []*Finding{memGrowth}),
+				hyp(KindUnschedulable, "api", 0.86, []*Finding{podPending}),
+			}}, full, 90, 90, ""},
+		{"already below the cap",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindLocalized, "web", 0.6, []*Finding{f(KindLocalized, "web", SrcMetrics)})}}, full, 55, 55, "localized only"},
+		{"a healthy verdict is left alone",
+			&Analysis{Healthy: true, Hypotheses: []*Hypothesis{hyp(KindLocalized, "web", 0.2, []*Finding{f(KindLocalized, "web", SrcMetrics)})}}, answerShape{}, 13, 13, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := calibrate(c.a, c.conf, c.shape); got != c.want {
+				t.Errorf("calibrate = %.0f, want %.0f", got, c.want)
+			}
+			if got := calibrationRuleOf(c.a, c.shape); got != c.rule {
+				t.Errorf("rule %q, want %q", got, c.rule)
+			}
+		})
+	}
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package eval
+
+// raceEnabled is true when the tests run under the race detector.
+const raceEnabled = true
