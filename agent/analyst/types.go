@@ -276,6 +276,11 @@ var kinds = map[Kind]kindInfo{
 	// Plaintext from outside the mesh to a namespace that requires mTLS.
 	KindMeshMTLS: {prior: 0.86},
 
+	// Pods evicted for pods of a higher PriorityClass.
+	KindPreempted: {prior: 0.84},
+	// A server bound to the loopback address inside its pod.
+	KindLoopbackBind: {prior: 0.86},
+
 	// Platform plumbing behind a stuck object or a slow service: a CSI
 	// driver not registered on the node, an aggregated API down under a
 	// namespace's deletion, a node's connection-tracking table full, an ACME
@@ -283,6 +288,7 @@ var kinds = map[Kind]kindInfo{
 	KindCSIDriver:      {prior: 0.86},
 	KindNamespaceStuck: {prior: 0.86},
 	KindACMEChallenge:  {prior: 0.86},
+	KindConntrackFull:  {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {

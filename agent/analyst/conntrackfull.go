@@ -1,0 +1,202 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// A node's connection-tracking table full. Every connection through a
+// Linux node (pods' traffic through kube-proxy's NAT included) takes an
+// entry in nf_conntrack until it closes and its TIME_WAIT entry times out;
+// at nf_conntrack_max the kernel drops the first packet of each new
+// connection and logs "nf_conntrack: table full, dropping packet". The
+// dropped SYN is retried after 1 s, then 3 s: every pod on that node —
+// and only there — sees connects that take seconds, p99 latency and
+// upstream timeouts, while its upstreams are fine and pods on other nodes
+// are not slow. Whatever churns connections on the node (a client opening
+// a connection per request, keepalive off, a burst of concurrency) fills
+// the table; the victims are the workloads that share the node.
+
+// KindConntrackFull is a node whose connection-tracking table is full.
+const KindConntrackFull Kind = "conntrack_full"
+
+var conntrackFull = &mechanism{
+	kind:   KindConntrackFull,
+	class:  classCause,
+	label:  "connection-tracking table full on a node",
+	detect: detectConntrackFull,
+	related: func(h *Hypothesis, f *Finding) bool {
+		for _, w := range strings.Split(h.fact("workloads"), ",") {
+			if w != "" && (f.Subject == w || f.fact("caller") == w) {
+				return true
+			}
+		}
+		return false
+	},
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return connChurnChangeRE.MatchString(changeText(c))
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("the connection-tracking table of node %s is full: the kernel drops the first packet of new connections (%s, %s since %s), so connects through that node wait for SYN retransmits (1 s, 3 s)",
+			h.Subject, quote(h.fact("line"), 90), plural(atoiOr(h.fact("count")), "drop report", "drop reports"), hm(h.Onset))
+		if u := h.fact("usage"); u != "" {
+			d += "; " + u
+		}
+		if v := h.fact("victims"); v != "" {
+			d += "; the pods that run on that node: " + v
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if t := h.Trigger; t != nil {
+			r.high("Stop the connection churn that fills the table: revert or fix %s (%s) — reuse connections (keepalive) and bound concurrency", orWord(t.fact("revision"), t.Subject), truncate(t.fact("description"), 120))
+		} else {
+			r.high("Find what opens connections at a high rate on %s (conntrack -S, conntrack -L | awk on the source, ss -s) and make it reuse connections", h.Subject)
+		}
+		r.med("Raise net.netfilter.nf_conntrack_max on %s (and nf_conntrack_buckets) as a stopgap, or shorten nf_conntrack_tcp_timeout_time_wait; move the affected pods off the node meanwhile", h.Subject)
+		r.low("Alert on node_nf_conntrack_entries / node_nf_conntrack_entries_limit above 80%% and on 'nf_conntrack: table full' in kernel logs")
+	},
+}
+
+var (
+	// conntrackFullRE is the kernel's report of a full table (older
+	// kernels said ip_conntrack).
+	conntrackFullRE = regexp.MustCompile(`\b(?:nf|ip)_conntrack: (?:(?:nf|ip)_conntrack: )?table full, dropping packet`)
+	// syslogHostRE reads the host of a syslog or journal line
+	// ("2026-11-25T14:04:22Z ip-10-0-7-19 kernel: …", "Nov 25 14:04:22
+	// ip-10-0-7-19 kernel: …").
+	syslogHostRE = regexp.MustCompile(`^(?:\S+|[A-Z][a-z]{2}\s+\d+\s+[\d:]+)\s+([A-Za-z0-9][\w.-]*)\s+kernel:`)
+	// connChurnChangeRE is a change that makes a client open many
+	// connections: concurrency raised, keepalive or pooling off.
+	connChurnChangeRE = regexp.MustCompile(`(?i)keep-?alive|concurrency|connection pool|pool size|max connections|parallel|workers? \d|\bsweep|crawl|conntrack|new connection per`)
+)
+
+// detectConntrackFull finds the kernel's "table full" reports in host
+// logs, one finding per node, with the workloads whose pods run there
+// (Kubernetes pods, or kube_pod_info series) as its victims.
+func detectConntrackFull(ev *Gathered, found []Finding) []Finding {
+	type node struct {
+		f     Finding
+		count int
+	}
+	nodes := map[string]*node{}
+	var order []string
+	for _, s := range ev.Logs {
+		for _, t := range s.Templates {
+			if t.Incident == 0 || !conntrackFullRE.MatchString(t.Example) {
+				continue
+			}
+			host := ""
+			if m := syslogHostRE.FindStringSubmatch(t.Example); m != nil {
+				host = m[1]
+			}
+			host = orWord(host, s.Subject)
+			n := nodes[host]
+			if n == nil {
+				n = &node{f: Finding{Kind: KindConntrackFull, Subject: host, Object: "node " + host, Source: SrcLogs, Severity: SevCritical, Weight: 0.9}}
+				n.f.setFact("line", strings.TrimSpace(conntrackFullRE.FindString(t.Example)))
+				n.f.setFact("source", s.Source)
+				nodes[host] = n
+				order = append(order, host)
+			}
+			n.count += t.Incident
+			n.f.Time = earliest(n.f.Time, orTime(t.FirstIncident, t.FirstSeen))
+			n.f.Evidence = append(n.f.Evidence, fmt.Sprintf("%s: %s (%d lines in the window, first at %s)", s.Source, truncate(strings.TrimSpace(t.Example), 200), t.Incident, ts(orTime(t.FirstIncident, t.FirstSeen))))
+		}
+	}
+	var out []Finding
+	for _, host := range order {
+		n := nodes[host]
+		f := &n.f
+		f.setFact("count", fmt.Sprint(n.count))
+		pods := podsOnNode(ev, host)
+		var workloads, victims []string
+		for _, p := range pods {
+			w := workloadOfName(p)
+			if !slices.Contains(workloads, w) {
+				workloads = append(workloads, w)
+			}
+		}
+		slices.Sort(workloads)
+		for _, w := range workloads {
+			var mine []string
+			for _, p := range pods {
+				if workloadOfName(p) == w {
+					mine = append(mine, p)
+				}
+			}
+			victims = append(victims, fmt.Sprintf("%s (%s)", w, strings.Join(mine, ", ")))
+		}
+		f.setFact("workloads", strings.Join(workloads, ","))
+		f.Related = append(f.Related, workloads...)
+		if len(victims) > 0 {
+			f.setFact("victims", strings.Join(victims, "; "))
+			f.Evidence = append(f.Evidence, "pods on "+host+": "+strings.Join(victims, "; "))
+		}
+		if u := conntrackUsage(ev.Metrics, host); u != "" {
+			f.setFact("usage", u)
+			f.Evidence = append(f.Evidence, u)
+		}
+		f.Summary = fmt.Sprintf("node %s: nf_conntrack table full, dropping packets (%d reports)", host, n.count)
+		out = append(out, *f)
+	}
+	return out
+}
+
+// podsOnNode names the pods that run on node: from the pods listed, else
+// from kube-state-metrics' kube_pod_info{pod, node}.
+func podsOnNode(ev *Gathered, node string) []string {
+	var out []string
+	for _, p := range ev.K8s.Pods {
+		if sameNode(p.Spec.NodeName, node) && !slices.Contains(out, p.Name) {
+			out = append(out, p.Name)
+		}
+	}
+	for _, set := range ev.Metrics {
+		for _, s := range set.Series {
+			if s.Labels["__name__"] != "kube_pod_info" && set.Name != "kube_pod_info" {
+				continue
+			}
+			if p := s.Labels["pod"]; p != "" && sameNode(s.Labels["node"], node) && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// conntrackUsage says how full the node's table is when node_exporter's
+// entries and limit series were gathered ("" otherwise).
+func conntrackUsage(sets []MetricSet, node string) string {
+	var entries, limit float64
+	for _, set := range sets {
+		for _, s := range set.Series {
+			n := orWord(s.Labels["__name__"], set.Name)
+			if n != "node_nf_conntrack_entries" && n != "node_nf_conntrack_entries_limit" {
+				continue
+			}
+			if !sameNode(orWord(s.Labels["node"], DependencyName(s.Labels["instance"])), node) || len(s.Points) == 0 {
+				continue
+			}
+			v := s.Points[len(s.Points)-1].V
+			if n == "node_nf_conntrack_entries" {
+				entries = max(entries, v)
+			} else {
+				limit = v
+			}
+		}
+	}
+	if entries <= 0 || limit <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("node_nf_conntrack_entries %.0f of node_nf_conntrack_entries_limit %.0f (%.0f%%)", entries, limit, 100*entries/limit)
+}
+
+func atoiOr(s string) int {
+	n := 0
+	fmt.Sscan(s, &n)
+	return n
+}

@@ -1,0 +1,325 @@
+package analyst
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// KindPreempted is a workload whose running pods the scheduler evicted to
+// make room for pods of a higher priority.
+const KindPreempted Kind = "preempted"
+
+// Preemption by a higher PriorityClass: when a pending pod's priority is
+// above running pods' and no node has room, the scheduler evicts the lower
+// ones (event Preempted: "Preempted by pod <uid> on node <node>", older
+// schedulers "Preempted by <namespace>/<pod> on node <node>"). A Job's
+// preempted pods count as failed pods: preempted often enough, it reaches
+// its backoff limit with nothing wrong in its own code or log. The
+// preemptors are named from their UIDs (pods listed with their UID and
+// priority class), the priorities from the PriorityClasses listed, and the
+// change that added the higher class from the month's changes.
+var preemptionM = &mechanism{
+	kind:   KindPreempted,
+	class:  classCause,
+	label:  "pods preempted by higher-priority pods",
+	detect: detectPreemptions,
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return strings.Contains(strings.ToLower(changeText(c)), "priorityclass") || strings.Contains(strings.ToLower(changeText(c)), "priority class")
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("the pods of %s were preempted %s: the scheduler evicted them to make room for pods of a higher priority", h.Subject, timesWord(h.fact("count")))
+		if p := h.fact("preemptors"); p != "" {
+			d += " (" + p + ")"
+		}
+		if v := h.fact("victim_class"); v != "" {
+			d += fmt.Sprintf(", above %s's own PriorityClass %s", h.Subject, v)
+		}
+		if j := h.fact("job_failed"); j != "" {
+			d += fmt.Sprintf("; each preempted pod counts as a failed pod, so the Job %s reached its backoff limit (BackoffLimitExceeded) and stopped", j)
+		}
+		if c := h.fact("class_change"); c != "" {
+			d += "; the higher class is new: " + c
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		cls := orWord(h.fact("preemptor_class"), "the preempting pods'")
+		r.high("Stop %s's pods from being preempted: give them a PriorityClass at or above %s, or keep the higher-priority pods off the nodes %s needs (taints, node affinity, a quota on the class); then re-run it", h.Subject, cls, h.Subject)
+		r.med("Give Jobs a podFailurePolicy that ignores disruptions (onPodConditions DisruptionTarget: Ignore) so preemptions do not count against backoffLimit")
+		r.low("Review new PriorityClasses with preemptionPolicy PreemptLowerPriority before adding them, and alert on Preempted events")
+	},
+}
+
+// timesWord says how many times ("3 times").
+func timesWord(n string) string {
+	switch n {
+	case "", "1":
+		return "once"
+	}
+	return n + " times"
+}
+
+// preemptedRE reads the scheduler's Preempted event: the preemptor by UID
+// or by namespace/name, and the node.
+var preemptedRE = regexp.MustCompile(`^Preempted by (?:pod )?(\S+?)(?: on node (\S+?))?\.?$`)
+
+// podRef is a pod named in listings: name, namespace, priority class.
+type podRef struct {
+	namespace, name, class string
+}
+
+// podsByUID indexes the pods the evidence names by UID: pod objects, and
+// tables handed over as text whose columns hold a UID and a priority class
+// (kubectl get pods -o custom-columns=NAME:...,UID:.metadata.uid,PRIORITY:.spec.priorityClassName).
+func podsByUID(pods []corev1.Pod, outs []evidence.CommandOutput) map[string]podRef {
+	m := map[string]podRef{}
+	for i := range pods {
+		p := &pods[i]
+		if p.UID != "" {
+			m[string(p.UID)] = podRef{p.Namespace, p.Name, p.Spec.PriorityClassName}
+		}
+	}
+	for _, o := range outs {
+		var cols []string
+		for _, l := range o.Lines {
+			f := strings.Fields(l)
+			if cols == nil {
+				if slices.Contains(f, "UID") && slices.Contains(f, "NAME") {
+					cols = f
+				}
+				continue
+			}
+			if len(f) != len(cols) {
+				continue
+			}
+			row := map[string]string{}
+			for i, c := range cols {
+				row[c] = f[i]
+				if strings.Contains(c, "PRIORITY") && !strings.Contains(c, "VALUE") {
+					row["PRIORITY"] = f[i]
+				}
+			}
+			ns := orWord(row["NAMESPACE"], flagValue(o.Run, "-n", "--namespace"))
+			cls := row["PRIORITY"]
+			if cls == "<none>" {
+				cls = ""
+			}
+			if _, ok := m[row["UID"]]; !ok {
+				m[row["UID"]] = podRef{ns, row["NAME"], cls}
+			}
+		}
+	}
+	return m
+}
+
+// getPCRE is a get of PriorityClasses by their short name.
+var getPCRE = regexp.MustCompile(`\bget\s+pc\b`)
+
+// priorityValues reads PriorityClasses and their values from `kubectl get
+// priorityclass` tables (NAME, VALUE, GLOBAL-DEFAULT, AGE...).
+func priorityValues(outs []evidence.CommandOutput) map[string]string {
+	m := map[string]string{}
+	for _, o := range outs {
+		run := strings.ToLower(o.Run)
+		if !strings.Contains(run, "priorityclass") && !getPCRE.MatchString(run) {
+			continue
+		}
+		var cols []string
+		for _, l := range o.Lines {
+			f := strings.Fields(l)
+			if cols == nil {
+				if slices.Contains(f, "VALUE") && slices.Contains(f, "NAME") {
+					cols = f
+				}
+				continue
+			}
+			if len(f) < len(cols) {
+				continue
+			}
+			var name, value string
+			for i, c := range cols {
+				switch c {
+				case "NAME":
+					name = f[i]
+				case "VALUE":
+					value = f[i]
+				}
+			}
+			if name != "" && value != "" {
+				m[name] = value
+			}
+		}
+	}
+	return m
+}
+
+// victimClass is the PriorityClass of a workload's pods: from its CronJob's
+// or Job's pod template, else from a jsonpath query of it handed over as
+// text.
+func victimClass(k K8sEvidence, outs []evidence.CommandOutput, subject string) string {
+	for i := range k.CronJobs {
+		if c := &k.CronJobs[i]; c.Name == subject {
+			if p := c.Spec.JobTemplate.Spec.Template.Spec.PriorityClassName; p != "" {
+				return p
+			}
+		}
+	}
+	for i := range k.Jobs {
+		if j := &k.Jobs[i]; cronJobOf(j.Name) == subject || j.Name == subject {
+			if p := j.Spec.Template.Spec.PriorityClassName; p != "" {
+				return p
+			}
+		}
+	}
+	for _, o := range outs {
+		if !strings.Contains(o.Run, "priorityClassName") || !strings.Contains(o.Run, subject) || len(o.Lines) != 1 {
+			continue
+		}
+		if v := strings.TrimSpace(o.Lines[0]); v != "" && !strings.ContainsAny(v, " \t") {
+			return v
+		}
+	}
+	return ""
+}
+
+// detectPreemptions reads the Preempted events of the pods under
+// investigation, one finding per workload.
+func detectPreemptions(ev *Gathered, _ []Finding) []Finding {
+	type group struct {
+		events []*corev1.Event
+		first  time.Time
+	}
+	groups := map[string]*group{}
+	var order []string
+	for i := range ev.K8s.Events {
+		e := &ev.K8s.Events[i]
+		if e.Reason != "Preempted" || e.InvolvedObject.Kind != "Pod" || !preemptedRE.MatchString(strings.TrimSpace(e.Message)) {
+			continue
+		}
+		if ev.Scope.Namespace != "" && e.InvolvedObject.Namespace != "" && e.InvolvedObject.Namespace != ev.Scope.Namespace {
+			continue
+		}
+		wl := workloadOfName(e.InvolvedObject.Name)
+		if cj := cronJobOf(wl); cj != "" {
+			wl = cj
+		}
+		g := groups[wl]
+		if g == nil {
+			g = &group{}
+			groups[wl] = g
+			order = append(order, wl)
+		}
+		g.events = append(g.events, e)
+		if t, _ := eventTime(e); !t.IsZero() {
+			g.first = earliest(g.first, t)
+		}
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	byUID := podsByUID(ev.K8s.Pods, ev.Commands)
+	values := priorityValues(ev.Commands)
+	var out []Finding
+	for _, wl := range order {
+		g := groups[wl]
+		sort.SliceStable(g.events, func(i, j int) bool {
+			a, _ := eventTime(g.events[i])
+			b, _ := eventTime(g.events[j])
+			return a.Before(b)
+		})
+		e0 := g.events[0]
+		f := Finding{Kind: KindPreempted, Subject: wl, Object: "pod " + e0.InvolvedObject.Namespace + "/" + e0.InvolvedObject.Name,
+			Namespace: e0.InvolvedObject.Namespace, Time: g.first, Severity: SevCritical, Weight: 0.9, Source: SrcEvents}
+		f.setFact("count", fmt.Sprint(len(g.events)))
+		var names []string
+		classes := map[string]bool{}
+		var preemptorClass string
+		for _, e := range g.events {
+			m := preemptedRE.FindStringSubmatch(strings.TrimSpace(e.Message))
+			who := m[1]
+			desc := who
+			if r, ok := byUID[who]; ok {
+				desc = r.name
+				if r.namespace != "" {
+					desc = r.namespace + "/" + r.name
+				}
+				if r.class != "" {
+					classes[r.class] = true
+					preemptorClass = orWord(preemptorClass, r.class)
+				}
+				f.Related = append(f.Related, workloadOfName(r.name))
+			} else if _, name, ok := strings.Cut(who, "/"); ok {
+				f.Related = append(f.Related, workloadOfName(name))
+			}
+			if !slices.Contains(names, desc) {
+				names = append(names, desc)
+			}
+			t, _ := eventTime(e)
+			if len(f.Evidence) < 3 {
+				ev := fmt.Sprintf("event Preempted on pod %s/%s at %s: %q", e.InvolvedObject.Namespace, e.InvolvedObject.Name, ts(t), strings.TrimSpace(e.Message))
+				if desc != who {
+					ev += fmt.Sprintf(" (pod %s", desc)
+					if r := byUID[who]; r.class != "" {
+						ev += ", PriorityClass " + r.class
+					}
+					ev += ")"
+				}
+				f.Evidence = append(f.Evidence, ev)
+			}
+		}
+		pre := "by " + strings.Join(names, ", ")
+		if len(classes) > 0 {
+			var cs []string
+			for _, c := range slices.Sorted(maps.Keys(classes)) {
+				if v := values[c]; v != "" {
+					cs = append(cs, fmt.Sprintf("PriorityClass %s, value %s", c, v))
+				} else {
+					cs = append(cs, "PriorityClass "+c)
+				}
+			}
+			pre += " of " + strings.Join(cs, "; ")
+		}
+		f.setFact("preemptors", pre)
+		f.setFact("preemptor_class", preemptorClass)
+		if v := victimClass(ev.K8s, ev.Commands, wl); v != "" {
+			if val := values[v]; val != "" {
+				v = fmt.Sprintf("%s (value %s)", v, val)
+			}
+			f.setFact("victim_class", v)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s's pods run with PriorityClass %s; the preempting pods' is %s", wl, v, orWord(preemptorClass, "higher")))
+		}
+		for i := range ev.K8s.Jobs {
+			j := &ev.K8s.Jobs[i]
+			if cronJobOf(j.Name) != wl && j.Name != wl {
+				continue
+			}
+			for _, c := range j.Status.Conditions {
+				if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && c.Reason == "BackoffLimitExceeded" {
+					f.setFact("job_failed", j.Name)
+				}
+			}
+		}
+		if preemptorClass != "" {
+			for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
+				if strings.Contains(strings.ToLower(c.Description), strings.ToLower(preemptorClass)) && strings.Contains(strings.ToLower(c.Description), "priorityclass") {
+					f.setFact("class_change", fmt.Sprintf("%s at %s: %q", orWord(c.Service, "a change"), ts(c.Timestamp), c.Description))
+					f.Evidence = append(f.Evidence, fmt.Sprintf("change of %s at %s: %q", orWord(c.Service, "the cluster"), ts(c.Timestamp), c.Description))
+					break
+				}
+			}
+		}
+		f.Summary = fmt.Sprintf("%s pods preempted %s %s", wl, timesWord(f.fact("count")), pre)
+		out = append(out, f)
+	}
+	return out
+}
