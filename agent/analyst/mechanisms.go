@@ -74,6 +74,7 @@ var mechanisms = []*mechanism{
 	gcPressure,
 	memoryClaim,
 	volumeClaim,
+	retryAmplification,
 	connLeak,
 	databaseErrors,
 	signingKeyUnknown,
