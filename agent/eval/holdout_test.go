@@ -31,7 +31,7 @@ var holdoutFloors = map[string]int{
 	"holdout13": 12,
 	"holdout14": 12,
 	"holdout15": 12,
-	"holdout16": 9,
+	"holdout16": 11,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
