@@ -273,6 +273,11 @@ var kinds = map[Kind]kindInfo{
 
 	// Tokens signed with a key the validator's cached JWKS lacks.
 	KindSigningKeyUnknown: {prior: 0.84},
+	// Idle keep-alive connections closed by the server or a proxy under
+	// the client that reuses them.
+	KindIdleConnClosed: {prior: 0.8},
+	// Kafka partitions below min.insync.replicas (brokers' log dirs failed).
+	KindKafkaMinISR: {prior: 0.8},
 
 	// Plaintext from outside the mesh to a namespace that requires mTLS.
 	KindMeshMTLS: {prior: 0.86},

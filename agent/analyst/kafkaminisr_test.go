@@ -1,0 +1,91 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// TestKafkaMinISR reads producers' NOT_ENOUGH_REPLICAS (the Java client's
+// Sender and exception, a partition leader's own error) with the brokers'
+// failed log directories into one finding on the cluster, names the
+// retention change that grew the brokers' data, and leaves producers'
+// other Kafka errors alone.
+func TestKafkaMinISR(t *testing.T) {
+	w := testWindow()
+	at := w.Start.Add(5 * time.Minute)
+	set := func(src string, ls ...string) LogSet {
+		s := LogSet{Source: src + ".log", Subject: src, Origin: SrcLogs, Host: true}
+		for _, l := range ls {
+			s.Templates = append(s.Templates, analysis.LogTemplate{Template: l, Example: l, Count: 6, Incident: 6, FirstSeen: at, FirstIncident: at, LastSeen: w.End})
+		}
+		return s
+	}
+	producer := set("order-service",
+		`2026-04-14T02:34:00.761Z  WARN 1 --- [order-service] [kafka-producer-network-thread | order-service-producer-1] o.a.k.c.p.i.Sender                       : [Producer clientId=order-service-producer-1] Got error produce response with correlation id 48213 on topic-partition orders.events-4, retrying (2147483646 attempts left). Error: NOT_ENOUGH_REPLICAS`,
+		`Caused by: org.apache.kafka.common.errors.NotEnoughReplicasException: Messages are rejected since there are fewer in-sync replicas than required.`,
+		`2026-04-14T02:34:40.471Z ERROR 1 --- [order-service] [nio-8080-exec-32] c.a.o.api.OrderController                : order confirmation failed orderId=ORD-52647383: event publish to orders.events timed out after 30000 ms`)
+	leader := set("kafka-1-server",
+		`2026-04-14T02:34:10.654541950Z [2026-04-14 02:34:10,654] ERROR [ReplicaManager broker=1] Error processing append operation on partition orders.events-7 (kafka.server.ReplicaManager)`,
+		`org.apache.kafka.common.errors.NotEnoughReplicasException: The size of the current ISR Set(1) is insufficient to satisfy the min.isr requirement of 2 for partition orders.events-7`)
+	full := set("kafka-2-server",
+		`2026-04-14T02:31:12.526132368Z [2026-04-14 02:31:12,526] ERROR Error while appending records to clickstream.raw-3 in dir /var/lib/kafka/data (org.apache.kafka.storage.internals.log.LogDirFailureChannel)`,
+		`java.io.IOException: No space left on device`,
+		`2026-04-14T02:31:12.010132447Z [2026-04-14 02:31:12,010] ERROR [ReplicaManager broker=2] Stopping serving replicas in dir /var/lib/kafka/data (kafka.server.ReplicaManager)`,
+		`2026-04-14T02:31:12.200133951Z [2026-04-14 02:31:12,200] ERROR Shutdown broker because all log dirs in /var/lib/kafka/data have failed (kafka.log.LogManager)`)
+	retention := evidence.Change{Timestamp: at.Add(-5 * 24 * time.Hour), Service: "kafka", Kind: "config", Description: "topic clickstream.raw: retention.ms 86400000 -> 604800000 (analytics asked for 7 days of replay)"}
+	timeout := Finding{Kind: KindTimeout, Subject: "orders", Related: []string{"order-service"},
+		Facts: map[string]string{"caller": "order-service", "line": "order confirmation failed orderId=ORD-52647383: event publish to orders.events timed out after 30000 ms"}}
+	cases := []struct {
+		name    string
+		logs    []LogSet
+		earlier []evidence.Change
+		says    []string
+		related []string
+	}{
+		{"brokers' disks full", []LogSet{producer, leader, full}, []evidence.Change{retention},
+			[]string{"Kafka broker kafka-2-server took its log directory /var/lib/kafka/data offline", `"No space left on device" (disk full)`, "partitions of orders.events on kafka", "min.insync.replicas = 2", "order-service's sends fail", "retention.ms 86400000 -> 604800000"},
+			[]string{"order-service", "kafka-2-server", "orders"}},
+		{"the producer's log alone", []LogSet{producer}, nil,
+			[]string{"partitions of orders.events on kafka are left with fewer in-sync replicas", "order-service's sends fail"}, []string{"order-service"}},
+		{"other producer errors are not this", []LogSet{set("order-service",
+			`[Producer clientId=p-1] Got error produce response with correlation id 1 on topic-partition orders.events-4, retrying. Error: NOT_LEADER_OR_FOLLOWER`,
+			`org.apache.kafka.common.errors.TimeoutException: Expiring 1 record(s) for orders.events-4:30001 ms has passed since batch creation`)}, nil, nil, nil},
+	}
+	for _, c := range cases {
+		fs := detectKafkaMinISR(&Gathered{Logs: c.logs, Earlier: c.earlier, Window: w}, []Finding{timeout})
+		if c.says == nil {
+			if len(fs) != 0 {
+				t.Errorf("%s: %d findings, want none", c.name, len(fs))
+			}
+			continue
+		}
+		if len(fs) != 1 || fs[0].Subject != "kafka" {
+			t.Errorf("%s: findings %+v, want one on kafka", c.name, fs)
+			continue
+		}
+		for _, r := range c.related {
+			if !fs[0].relates(r) {
+				t.Errorf("%s: %v does not relate to %s", c.name, fs[0].Related, r)
+			}
+		}
+		h := &Hypothesis{Kind: KindKafkaMinISR, Subject: "kafka", Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
+		d := describe(h, Scope{})
+		for _, s := range c.says {
+			if !strings.Contains(d, s) {
+				t.Errorf("%s: description %q does not say %q", c.name, d, s)
+			}
+		}
+		if recs := recommend(h, Scope{}); len(recs) == 0 {
+			t.Errorf("%s: no recommendations", c.name)
+		}
+	}
+	deploy := &Finding{Kind: KindDeploy, Facts: map[string]string{"description": "order-service 7.3.1: bump jackson-databind 2.17.0"}}
+	change := &Finding{Kind: KindConfigChange, Facts: map[string]string{"description": retention.Description}}
+	if kafkaMinISR.fitsChange(nil, deploy) || !kafkaMinISR.fitsChange(nil, change) || !kafkaMinISR.strictTriggers {
+		t.Errorf("only a change to what the brokers keep may trigger it")
+	}
+}
