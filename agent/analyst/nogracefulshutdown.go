@@ -60,8 +60,6 @@ var (
 	// quoted request line, then the status (Envoy, nginx, Traefik and
 	// HAProxy's HTTP format all write it so), then Envoy's response flags.
 	accessStatusRE = regexp.MustCompile(`"([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3}) (\S+)?`)
-	// clfTimeRE is the common log format's time.
-	clfTimeRE = regexp.MustCompile(`\[(\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4})\]`)
 	// asks5xxRE is a question or alert about server errors.
 	asks5xxRE = regexp.MustCompile(`(?i)\b5xx\b|\b50[234]\b|5\d\d|server errors?|error rate|errors?\b`)
 	// sigtermExitRE is a process that exits on the signal at once.
@@ -187,12 +185,6 @@ func detectEdgeShutdown(in edgeInput) []Finding {
 	var errs []edgeError
 	for _, l := range in.Lines {
 		m := accessStatusRE.FindStringSubmatch(l.Text)
-		if l.Time.IsZero() {
-			// nginx's and HAProxy's common log time.
-			if c := clfTimeRE.FindStringSubmatch(l.Text); c != nil {
-				l.Time, _ = time.Parse("02/Jan/2006:15:04:05 -0700", c[1])
-			}
-		}
 		if m == nil || l.Time.IsZero() || m[3][0] != '5' {
 			continue
 		}

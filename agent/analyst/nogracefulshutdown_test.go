@@ -118,10 +118,16 @@ func TestNoGracefulShutdown(t *testing.T) {
 			if c.lastLine != "" {
 				k.PreviousLogs["travel/fares-api-7c5d9b8f6-2gqzn/fares-api"] = []evidence.LogLine{{Text: c.lastLine}}
 			}
-			var lines []evidence.LogLine
-			for _, l := range c.proxy {
-				lines = append(lines, evidence.LogLine{Time: evidence.ParseLogTime(l, now), Source: "envoy-7x2qk", Text: l})
+			// The proxy's log as get_pod_logs serves it: each line
+			// timed by the collector, as read from a bundle or a cluster.
+			col, err := evidence.NewPodLogCollector("kubernetes", evidence.PodLogQuery{Namespace: "projectcontour", Pod: "envoy-7x2qk"}, now)
+			if err != nil {
+				t.Fatal(err)
 			}
+			for _, l := range c.proxy {
+				col.Add("envoy-7x2qk/envoy", l)
+			}
+			lines := col.Result().Lines
 			own := []LogSet{{Source: "fares-api-7c5d9b8f6-5nq2t", Subject: "fares-api", Namespace: "travel", Templates: []analysis.LogTemplate{
 				{Example: `2026-11-23T16:30:11.033Z INFO request duration_ms=91 method=GET path=/v2/fares status=200`}}}}
 			got := detectEdgeShutdown(edgeInput{Subject: "fares-api", Namespace: "travel", Proxies: []string{"projectcontour/envoy-7x2qk"}, Lines: lines, K8s: &k, Logs: own})

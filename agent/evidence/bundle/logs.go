@@ -36,12 +36,13 @@ func (b *Bundle) logs() evidence.Logs {
 	if len(files) == 0 {
 		return nil
 	}
-	return &bundleLogs{fsys: b.FS, files: files}
+	return &bundleLogs{fsys: b.FS, files: files, ref: b.CapturedAt}
 }
 
 type bundleLogs struct {
 	fsys  fs.FS
 	files map[string]string // source → path
+	ref   time.Time         // when the bundle was captured: the year of yearless times
 }
 
 func (l *bundleLogs) Sources(ctx context.Context) ([]string, error) {
@@ -58,6 +59,7 @@ func (l *bundleLogs) Scan(ctx context.Context, q evidence.LogQuery, fn func(evid
 	if err != nil {
 		return err
 	}
+	m.ref = l.ref
 	var sources []string
 	if q.Source != "" {
 		if _, ok := l.files[q.Source]; !ok {
@@ -92,6 +94,9 @@ func (l *bundleLogs) Scan(ctx context.Context, q evidence.LogQuery, fn func(evid
 type LogMatcher struct {
 	re           *regexp.Regexp
 	since, until time.Time
+	// ref resolves the year of yearless times (syslog, klog): the
+	// bundle's capture time, else the window's end, else now.
+	ref time.Time
 }
 
 // NewLogMatcher compiles q; an invalid pattern is an evidence.Error with
@@ -129,8 +134,8 @@ func (m *LogMatcher) Until() time.Time { return m.until }
 // MatchText reports whether text matches the pattern.
 func (m *LogMatcher) MatchText(text string) bool { return m.re == nil || m.re.MatchString(text) }
 
-// ScanLog streams the plain-text log r (one event a line, each starting
-// with an RFC 3339 timestamp) and calls fn for each line of source that
+// ScanLog streams the plain-text log r (one event a line, each with the
+// time evidence.LineTime reads) and calls fn for each line of source that
 // matches m, in file order. Lines that do not start with a parsable
 // timestamp (stack traces, wrapped messages) inherit the time of the
 // previous line; lines before the first timestamp have a zero time and are
@@ -146,6 +151,10 @@ func ScanLog(ctx context.Context, r io.Reader, source string, m *LogMatcher, fn 
 		long  []byte
 		count int
 	)
+	ref := m.ref
+	if ref.IsZero() {
+		ref = m.until
+	}
 	for {
 		line, err := readLine(br, &long)
 		if len(line) > 0 || err == nil {
@@ -153,7 +162,7 @@ func ScanLog(ctx context.Context, r io.Reader, source string, m *LogMatcher, fn 
 			if count&1023 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if t, ok := LineTime(line); ok {
+			if t, ok := evidence.LineTime(line, ref); ok {
 				last = t
 			}
 			if !m.until.IsZero() && !last.IsZero() && last.After(m.until.Add(time.Minute)) {
@@ -203,97 +212,4 @@ func readLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
 		line = line[:MaxLogLine]
 	}
 	return line, err
-}
-
-// LineTime parses the RFC 3339 timestamp at the start of line (optionally
-// in square brackets; "T" or a space between date and time; a timestamp
-// without a zone is taken as UTC).
-func LineTime(line []byte) (time.Time, bool) {
-	if len(line) < 20 {
-		return time.Time{}, false
-	}
-	if line[0] == '{' {
-		// A JSON line (zap, pino, logrus, bunyan) carries its time in a
-		// field: "ts", "time", "timestamp" or "@timestamp".
-		t := evidence.ParseLogTime(string(line), time.Time{})
-		return t, !t.IsZero()
-	}
-	if line[0] == '[' {
-		line = line[1:]
-	}
-	if line[0] < '0' || line[0] > '9' || len(line) < 20 || line[4] != '-' {
-		return otherLineTime(line)
-	}
-	end := 19
-	for end < len(line) && end < 40 && line[end] != ' ' && line[end] != ']' && line[end] != '\t' {
-		end++
-	}
-	if t, ok := utcTime(line[:end]); ok {
-		return t, true
-	}
-	return parseLineTime(line[:end])
-}
-
-// utcTime parses the common form of a log timestamp without allocating:
-// "2006-01-02T15:04:05Z" with a fraction of up to nine digits (or a space
-// for the "T"), every field in range and a day of month up to 28. Any other
-// form is left to parseLineTime (ok false), which reads it the same way.
-func utcTime(b []byte) (time.Time, bool) {
-	n := len(b)
-	if n < 20 || n > 30 || b[n-1] != 'Z' || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
-		return time.Time{}, false
-	}
-	num := func(i, w int) (int, bool) {
-		v := 0
-		for _, c := range b[i : i+w] {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v, true
-	}
-	year, ok1 := num(0, 4)
-	month, ok2 := num(5, 2)
-	day, ok3 := num(8, 2)
-	hour, ok4 := num(11, 2)
-	minute, ok5 := num(14, 2)
-	sec, ok6 := num(17, 2)
-	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || month < 1 || month > 12 || day < 1 || day > 28 || hour > 23 || minute > 59 || sec > 59 {
-		return time.Time{}, false
-	}
-	nsec := 0
-	if n > 20 {
-		// ".d" to ".ddddddddd" before the Z.
-		if b[19] != '.' || n < 22 {
-			return time.Time{}, false
-		}
-		frac, ok := num(20, n-21)
-		if !ok {
-			return time.Time{}, false
-		}
-		for range 9 - (n - 21) {
-			frac *= 10
-		}
-		nsec = frac
-	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
-}
-
-// parseLineTime parses a timestamp as RFC 3339 ("T" or a space between
-// date and time; without a zone, UTC).
-func parseLineTime(b []byte) (time.Time, bool) {
-	s := string(b)
-	if s[10] == ' ' {
-		s = s[:10] + "T" + s[11:]
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		// A space-separated date and time followed by a zone-less remainder.
-		if t2, err2 := time.Parse("2006-01-02T15:04:05", s[:19]); err2 == nil {
-			return t2.UTC(), true
-		}
-		return time.Time{}, false
-	}
-	return t.UTC(), true
 }
