@@ -28,15 +28,17 @@ import (
 // does: "sync_log" writes each request line with its own write call (the
 // handler straight on the file), "async_log" through logwriter.
 
-// loopbackServer serves h on 127.0.0.1 and returns its base URL.
+// loopbackServer serves h on 127.0.0.1 and returns its base URL, through
+// CorkListener as serve does (a bare handler never corks: its writes pass
+// straight through).
 func loopbackServer(b *testing.B, h http.Handler) string {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnContext: CorkContext}
+	go srv.Serve(CorkListener(ln))
 	b.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()
 }
