@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // A node's connection-tracking table full. Every connection through a
@@ -106,6 +107,42 @@ func detectConntrackFull(ev *Gathered, found []Finding) []Finding {
 			n.f.Evidence = append(n.f.Evidence, fmt.Sprintf("%s: %s (%d lines in the window, first at %s)", s.Source, truncate(strings.TrimSpace(t.Example), 200), t.Incident, ts(orTime(t.FirstIncident, t.FirstSeen))))
 		}
 	}
+	// The kernel log read on the node itself: dmesg or journalctl -k
+	// through ssh or kubectl debug node/…, handed over as command output.
+	for _, c := range ev.Commands {
+		var first time.Time
+		count, host, example := 0, "", ""
+		for _, l := range c.Lines {
+			if !conntrackFullRE.MatchString(l) {
+				continue
+			}
+			count++
+			if example == "" {
+				example = strings.TrimSpace(l)
+				first = kernelLineTime(l, ev.Window)
+			}
+			if m := syslogHostRE.FindStringSubmatch(l); m != nil && host == "" {
+				host = m[1]
+			}
+		}
+		if count == 0 {
+			continue
+		}
+		host = orWord(c.Host, orWord(host, debugNode(c.Command)))
+		if host == "" {
+			continue
+		}
+		n := nodes[host]
+		if n == nil {
+			n = &node{f: Finding{Kind: KindConntrackFull, Subject: host, Object: "node " + host, Source: SrcLogs, Severity: SevCritical, Weight: 0.9}}
+			n.f.setFact("line", strings.TrimSpace(conntrackFullRE.FindString(example)))
+			nodes[host] = n
+			order = append(order, host)
+		}
+		n.count += count
+		n.f.Time = earliest(n.f.Time, first)
+		n.f.Evidence = append(n.f.Evidence, fmt.Sprintf("%s on %s: %s (%d lines)", truncate(c.Command, 80), host, truncate(example, 200), count))
+	}
 	var out []Finding
 	for _, host := range order {
 		n := nodes[host]
@@ -193,6 +230,42 @@ func conntrackUsage(sets []MetricSet, node string) string {
 		return ""
 	}
 	return fmt.Sprintf("node_nf_conntrack_entries %.0f of node_nf_conntrack_entries_limit %.0f (%.0f%%)", entries, limit, 100*entries/limit)
+}
+
+var (
+	// debugNodeRE is the node of `kubectl debug node/NAME`.
+	debugNodeRE = regexp.MustCompile(`\bdebug\s+node/([A-Za-z0-9][\w.-]*)`)
+	// dmesgTimeRE is dmesg -T's time ("[Wed Nov 25 14:04:22 2026]").
+	dmesgTimeRE = regexp.MustCompile(`^\[(\w{3} \w{3} +\d+ \d{2}:\d{2}:\d{2} \d{4})\]`)
+	// rfc3339LeadRE is a line's leading RFC 3339 time.
+	rfc3339LeadRE = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-]\d{2}:\d{2}))`)
+)
+
+// debugNode is the node a `kubectl debug node/NAME` ran on ("" for other
+// commands).
+func debugNode(cmd string) string {
+	if m := debugNodeRE.FindStringSubmatch(cmd); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// kernelLineTime is when a kernel line was logged, read from its leading
+// RFC 3339 time or dmesg -T's; a line without one (dmesg's seconds since
+// boot) is dated at the window's start.
+func kernelLineTime(l string, w Window) time.Time {
+	l = strings.TrimSpace(l)
+	if m := rfc3339LeadRE.FindStringSubmatch(l); m != nil {
+		if t, err := time.Parse(time.RFC3339Nano, m[1]); err == nil {
+			return t
+		}
+	}
+	if m := dmesgTimeRE.FindStringSubmatch(l); m != nil {
+		if t, err := time.Parse("Mon Jan _2 15:04:05 2006", m[1]); err == nil {
+			return t
+		}
+	}
+	return w.Start
 }
 
 func atoiOr(s string) int {

@@ -115,3 +115,41 @@ func TestConntrackChurnChange(t *testing.T) {
 		}
 	}
 }
+
+// TestConntrackFullCommands: the kernel log read on the node in a
+// transcript (dmesg -T through ssh, journalctl -k in kubectl debug node)
+// names the node and dates the first drop; other output is no finding.
+func TestConntrackFullCommands(t *testing.T) {
+	now := time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}
+	cases := []struct {
+		name  string
+		cmd   evidence.CommandOutput
+		host  string
+		onset time.Time
+	}{
+		{"dmesg -T over ssh", evidence.CommandOutput{Command: "ssh ip-10-0-7-19 sudo dmesg -T | grep conntrack", Host: "ip-10-0-7-19", Lines: []string{
+			"[Wed Nov 25 14:04:22 2026] nf_conntrack: nf_conntrack: table full, dropping packet",
+			"[Wed Nov 25 14:07:28 2026] nf_conntrack: nf_conntrack: table full, dropping packet"}},
+			"ip-10-0-7-19", time.Date(2026, 11, 25, 14, 4, 22, 0, time.UTC)},
+		{"journalctl -k in kubectl debug node", evidence.CommandOutput{Command: "kubectl debug node/worker-3 -it --image=busybox -- chroot /host journalctl -k", Lines: []string{
+			"Nov 25 14:10:03 worker-3 kernel: nf_conntrack: table full, dropping packet"}},
+			"worker-3", w.Start},
+		{"dmesg without drops", evidence.CommandOutput{Command: "ssh ip-10-0-7-19 dmesg", Host: "ip-10-0-7-19", Lines: []string{
+			"[4120993.118204] IPv4: martian source 10.0.7.255 from 10.0.7.1, on dev eth0"}}, "", time.Time{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectConntrackFull(&Gathered{Commands: []evidence.CommandOutput{c.cmd}, Window: w}, nil)
+			if c.host == "" {
+				if len(fs) != 0 {
+					t.Fatalf("findings %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Subject != c.host || !fs[0].Time.Equal(c.onset) || fs[0].fact("line") == "" {
+				t.Fatalf("findings %+v", fs)
+			}
+		})
+	}
+}
