@@ -77,6 +77,7 @@ var mechanisms = []*mechanism{
 	memoryClaim,
 	volumeClaim,
 	retryAmplification,
+	scrapeFailing,
 	connLeak,
 	databaseErrors,
 	signingKeyUnknown,

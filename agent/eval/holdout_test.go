@@ -32,7 +32,7 @@ var holdoutFloors = map[string]int{
 	"holdout14": 12,
 	"holdout15": 12,
 	"holdout16": 11,
-	"holdout17": 8,
+	"holdout17": 10,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
