@@ -62,13 +62,14 @@ var idleConnClosed = &mechanism{
 
 var (
 	// The client's own words for a request sent on a connection the other
-	// side had closed: Go's net/http, Apache HttpClient, OkHttp, urllib3,
-	// Node.
-	idleClosedRE = regexp.MustCompile(`(?i)server closed idle connection|NoHttpResponseException|failed to respond|unexpected end of stream on|RemoteDisconnected|Remote end closed connection without response|socket hang up`)
+	// side had closed: Go's net/http, Apache HttpClient, OkHttp, urllib3.
+	// (Node's "socket hang up" is any reset: it counts only with a sign of
+	// reuse, like a reset.)
+	idleClosedRE = regexp.MustCompile(`(?i)server closed idle connection|NoHttpResponseException|(?:target server|:\d{2,5}) failed to respond|unexpected end of stream on|RemoteDisconnected|Remote end closed connection without response`)
 	// A Go client's error ending in a bare EOF: the connection was closed
 	// before any response ("Post \"https://…\": EOF").
 	bareEOFRE = regexp.MustCompile(`(?i)(?:GET|POST|PUT|PATCH|DELETE|HEAD) \\?"[^"\\]+\\?": EOF\b`)
-	resetRE   = regexp.MustCompile(`(?i)connection reset by peer|ECONNRESET|broken pipe`)
+	resetRE   = regexp.MustCompile(`(?i)connection reset by peer|ECONNRESET|broken pipe|socket hang up`)
 	// A line that says the connection was a reused one.
 	reusedRE = regexp.MustCompile(`(?i)"?conn(?:ection)?_?reused"?\s*[:=]\s*"?true|\breused[=:]\s*true|"reused"\s*:\s*true|was_idle[=:]\s*true`)
 	// How long the failing connection sat idle.

@@ -47,6 +47,8 @@ func TestIdleConnClosed(t *testing.T) {
 		{"Apache HttpClient", []LogSet{set("billing-worker", javaNoResp)}, nil, "tax.internal.acme.io", []string{"closed by the other side"}, nil},
 		{"urllib3", []LogSet{set("billing-worker", pyRemote)}, nil, "", []string{"an early close"}, nil},
 		{"resets without a sign of reuse are not this", []LogSet{set("billing-worker", `{"level":"error","msg":"call failed","error":"read tcp 10.0.0.1:4431->10.0.0.2:443: read: connection reset by peer"}`)}, nil, "-", nil, nil},
+		{"a hang-up without a sign of reuse is not this", []LogSet{set("billing-worker", `{"level":50,"msg":"quote failed","err":{"type":"Error","message":"socket hang up","code":"ECONNRESET"}}`)}, nil, "-", nil, nil},
+		{"a callee that failed to respond in time is not this", []LogSet{set("billing-worker", `ERROR quote failed: upstream tax-engine failed to respond within 5000 ms`)}, nil, "-", nil, nil},
 		{"timeouts on reused connections are not this", []LogSet{set("billing-worker", `{"level":"error","msg":"call failed","conn_reused":true,"error":"Post \"https://tax/v2\": context deadline exceeded"}`)}, nil, "-", nil, nil},
 	}
 	for _, c := range cases {
