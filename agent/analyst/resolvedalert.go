@@ -268,6 +268,11 @@ func (g *gatherer) explainResolvedAlert(ctx context.Context, res *finding.Result
 	if res.Verdict != finding.VerdictHealthy && err == nil && answerOverNow(res, g.logSets, alerts, g.sc) {
 		return
 	}
+	// A workload asked about that is fully available now, its alert a
+	// rollout's passing dip (rolloutover.go).
+	if res.Verdict != finding.VerdictHealthy && g.answerRolloutOver(ctx, res) {
+		return
+	}
 	if res.Verdict != finding.VerdictHealthy || g.src == nil || g.src.Alerts == nil {
 		return
 	}

@@ -31,7 +31,7 @@ var holdoutFloors = map[string]int{
 	"holdout13": 12,
 	"holdout14": 12,
 	"holdout15": 12,
-	"holdout16": 11,
+	"holdout16": 12,
 	"holdout17": 10,
 }
 
