@@ -47,6 +47,14 @@ var calibrationRules = []calibrationRule{
 	{"events only", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return onlySource(w, SrcEvents)
 	}},
+	// A limit reached (a container killed at its memory limit, a broker's
+	// resource alarm, every worker of a server busy) is a state: the root
+	// is what drove use to the limit (a change, growth or a leak, a surge
+	// of load, slow work holding the workers). With none of them found,
+	// only the consequences of the limit, the answer stops one hop short.
+	{"limit without what drove it", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return limitStates[w.Kind] && !drivenBy(w)
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
@@ -76,6 +84,35 @@ func calibrationRuleOf(a *Analysis, s answerShape) string {
 		}
 	}
 	return ""
+}
+
+// limitStates are the kinds whose finding is a limit reached, not what
+// reached it.
+var limitStates = map[Kind]bool{KindOOMKilled: true, KindResourceAlarm: true, KindWorkerPool: true}
+
+// drivers are the kinds of findings that say what drives use up to a
+// limit.
+var drivers = map[Kind]bool{KindSaturation: true, KindLoadSurge: true, KindBacklog: true, KindConnLeak: true,
+	KindCacheFull: true, KindSlowQuery: true}
+
+// drivenBy reports whether h has something that drove it to its limit: a
+// change that triggered it, a finding of growth, load or slow work among
+// its support, or a growth its own findings state.
+func drivenBy(h *Hypothesis) bool {
+	if h.Trigger != nil || h.dbLoad != nil {
+		return true
+	}
+	for _, f := range h.Support {
+		if drivers[f.Kind] {
+			return true
+		}
+	}
+	for _, f := range h.Primary {
+		if f.fact("leak_rate") != "" || f.fact("growing") != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // onlySource reports whether every finding of h, primary and support,
