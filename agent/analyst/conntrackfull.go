@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // A node's connection-tracking table full. Every connection through a
@@ -40,8 +42,14 @@ var conntrackFull = &mechanism{
 		return connChurnChangeRE.MatchString(changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
-		d := fmt.Sprintf("the connection-tracking table of node %s is full: the kernel drops the first packet of new connections (%s, %s since %s), so connects through that node wait for SYN retransmits (1 s, 3 s)",
-			h.Subject, quote(h.fact("line"), 90), plural(atoiOr(h.fact("count")), "drop report", "drop reports"), hm(h.Onset))
+		var d string
+		if n := atoiOr(h.fact("count")); n > 0 {
+			d = fmt.Sprintf("the connection-tracking table of node %s is full: the kernel drops the first packet of new connections (%s, %s since %s), so connects through that node wait for SYN retransmits (1 s, 3 s)",
+				h.Subject, quote(h.fact("line"), 90), plural(n, "drop report", "drop reports"), hm(h.Onset))
+		} else {
+			d = fmt.Sprintf("the connection-tracking table of node %s is full (%s since %s): at its limit the kernel drops the first packet of new connections, so connects through that node wait for SYN retransmits (1 s, 3 s)",
+				h.Subject, h.fact("line"), hm(h.Onset))
+		}
 		if u := h.fact("usage"); u != "" {
 			d += "; " + u
 		}
@@ -143,11 +151,25 @@ func detectConntrackFull(ev *Gathered, found []Finding) []Finding {
 		n.f.Time = earliest(n.f.Time, first)
 		n.f.Evidence = append(n.f.Evidence, fmt.Sprintf("%s on %s: %s (%d lines)", truncate(c.Command, 80), host, truncate(example, 200), count))
 	}
+	// Without the kernel's reports, node_exporter's entries at their
+	// limit say the same.
+	for _, u := range conntrackAtLimit(ev.Metrics, ev.Window) {
+		if slices.ContainsFunc(order, func(h string) bool { return sameNode(h, u.node) }) {
+			continue
+		}
+		f := Finding{Kind: KindConntrackFull, Subject: u.node, Object: "node " + u.node, Source: SrcMetrics, Severity: SevCritical, Weight: 0.85, Time: u.onset}
+		f.setFact("line", fmt.Sprintf("node_nf_conntrack_entries at %.0f%% of its limit", 100*u.ratio))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("node_nf_conntrack_entries of %s reached %.0f of its limit %.0f (%.0f%%) at %s", u.node, u.entries, u.limit, 100*u.ratio, ts(u.onset)))
+		nodes[u.node] = &node{f: f}
+		order = append(order, u.node)
+	}
 	var out []Finding
 	for _, host := range order {
 		n := nodes[host]
 		f := &n.f
-		f.setFact("count", fmt.Sprint(n.count))
+		if n.count > 0 {
+			f.setFact("count", fmt.Sprint(n.count))
+		}
 		pods := podsOnNode(ev, host)
 		var workloads, victims []string
 		for _, p := range pods {
@@ -172,7 +194,7 @@ func detectConntrackFull(ev *Gathered, found []Finding) []Finding {
 			f.setFact("victims", strings.Join(victims, "; "))
 			f.Evidence = append(f.Evidence, "pods on "+host+": "+strings.Join(victims, "; "))
 		}
-		if u := conntrackUsage(ev.Metrics, host); u != "" {
+		if u := conntrackUsage(ev.Metrics, host); u != "" && f.Source != SrcMetrics {
 			f.setFact("usage", u)
 			f.Evidence = append(f.Evidence, u)
 		}
@@ -266,6 +288,64 @@ func kernelLineTime(l string, w Window) time.Time {
 		}
 	}
 	return w.Start
+}
+
+// conntrackLimit is a node whose table reached its limit in the window.
+type conntrackLimit struct {
+	node                  string
+	entries, limit, ratio float64
+	onset                 time.Time
+}
+
+// conntrackAtLimit finds the nodes whose node_nf_conntrack_entries reached
+// 95 % of node_nf_conntrack_entries_limit within the window, with the
+// first time they did.
+func conntrackAtLimit(sets []MetricSet, w Window) []conntrackLimit {
+	limits := map[string]float64{}
+	type ser struct {
+		node string
+		pts  []evidence.Point
+	}
+	var entries []ser
+	for _, set := range sets {
+		for _, s := range set.Series {
+			n := orWord(s.Labels["__name__"], set.Name)
+			node := orWord(s.Labels["node"], DependencyName(s.Labels["instance"]))
+			if node == "" || len(s.Points) == 0 {
+				continue
+			}
+			switch n {
+			case "node_nf_conntrack_entries_limit":
+				limits[node] = max(limits[node], s.Points[len(s.Points)-1].V)
+			case "node_nf_conntrack_entries":
+				entries = append(entries, ser{node, s.Points})
+			}
+		}
+	}
+	var out []conntrackLimit
+	for _, e := range entries {
+		limit := limits[e.node]
+		if limit <= 0 {
+			continue
+		}
+		// Full within the window; since the first time it was, from the
+		// baseline on.
+		var first *evidence.Point
+		full := false
+		for i, p := range e.pts {
+			if !w.BaselineStart.IsZero() && p.T.Before(w.BaselineStart) || !w.End.IsZero() && p.T.After(w.End) || p.V/limit < 0.95 {
+				continue
+			}
+			if first == nil {
+				first = &e.pts[i]
+			}
+			full = full || !p.T.Before(w.Start)
+		}
+		if full {
+			out = append(out, conntrackLimit{node: e.node, entries: first.V, limit: limit, ratio: first.V / limit, onset: first.T})
+		}
+	}
+	return out
 }
 
 func atoiOr(s string) int {

@@ -153,3 +153,39 @@ func TestConntrackFullCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestConntrackAtLimit: without the kernel's reports, entries at 95 % of
+// the limit within the window make the finding, dated from when they got
+// there; a node well below its limit, or full only before the baseline,
+// does not.
+func TestConntrackAtLimit(t *testing.T) {
+	now := time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}
+	series := func(node string, vals ...float64) evidence.Series {
+		s := evidence.Series{Labels: evidence.Labels{"__name__": "node_nf_conntrack_entries", "node": node}}
+		for i, v := range vals {
+			s.Points = append(s.Points, evidence.Point{T: now.Add(time.Duration(i-len(vals)+1) * 30 * time.Minute), V: v})
+		}
+		return s
+	}
+	limit := func(node string) evidence.Series {
+		return evidence.Series{Labels: evidence.Labels{"__name__": "node_nf_conntrack_entries_limit", "node": node}, Points: []evidence.Point{{T: now, V: 262144}}}
+	}
+	sets := []MetricSet{{Name: "node_nf_conntrack_entries", Class: MetricState, Series: []evidence.Series{
+		series("ip-10-0-7-19.eu-north-1.compute.internal", 40000, 41000, 262000, 262108, 262100),
+		series("ip-10-0-8-112.eu-north-1.compute.internal", 40000, 43000, 43592, 42000, 41000),
+		series("ip-10-0-9-46.eu-north-1.compute.internal", 262144, 40000, 40000, 40000, 40000, 40000, 40000),
+	}}, {Name: "node_nf_conntrack_entries_limit", Class: MetricState, Series: []evidence.Series{
+		limit("ip-10-0-7-19.eu-north-1.compute.internal"), limit("ip-10-0-8-112.eu-north-1.compute.internal"), limit("ip-10-0-9-46.eu-north-1.compute.internal")}}}
+	if c, _ := ClassifyMetric("node_nf_conntrack_entries_limit"); c != MetricState {
+		t.Errorf("node_nf_conntrack_entries_limit is class %q: it must be gathered as a state", c)
+	}
+	fs := detectConntrackFull(&Gathered{Metrics: sets, Window: w}, nil)
+	if len(fs) != 1 || fs[0].Subject != "ip-10-0-7-19.eu-north-1.compute.internal" || !fs[0].Time.Equal(now.Add(-time.Hour)) || fs[0].Source != SrcMetrics {
+		t.Fatalf("findings %+v", fs)
+	}
+	h := &Hypothesis{Kind: KindConntrackFull, Subject: fs[0].Subject, Onset: fs[0].Time, Primary: []*Finding{&fs[0]}}
+	if d := describe(h, Scope{}); !strings.Contains(d, "at 100% of its limit") || strings.Contains(d, "drop report") {
+		t.Errorf("description: %s", d)
+	}
+}

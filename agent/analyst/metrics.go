@@ -108,6 +108,11 @@ func ClassifyMetric(name string) (class, unit string) {
 	if IsStateMetric(n) {
 		return MetricState, ""
 	}
+	// A node's connection-tracking entries and their limit are read
+	// against each other (conntrackfull.go), never as a shift of their own.
+	if has("nf_conntrack_entries") {
+		return MetricState, ""
+	}
 	if IsCacheMetric(n) {
 		return MetricCache, unit
 	}
