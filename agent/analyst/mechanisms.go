@@ -55,6 +55,7 @@ var mechanisms = []*mechanism{
 	dnsServer,
 	dnsResolution,
 	dnsSlow,
+	resolverTimeout,
 	keepAliveRace,
 	idleConnClosed,
 	ephemeralPorts,

@@ -210,6 +210,7 @@ var kinds = map[Kind]kindInfo{
 	KindDeadlock:        {prior: 0.86},
 	KindRetryStorm:      {prior: 0.84},
 	KindScrapeFailing:   {prior: 0.84},
+	KindResolverTimeout: {prior: 0.84},
 	KindSlowQuery:       {prior: 0.72},
 	KindClockSkew:       {prior: 0.8},
 	KindJobFailed:       {prior: 0.8},

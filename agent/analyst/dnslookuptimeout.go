@@ -1,0 +1,171 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Lookups that time out at the resolver: a caller's calls to several
+// different services all fail or wait with "lookup X on 10.96.0.10:53:
+// i/o timeout" (Go), EAI_AGAIN (Node, glibc), because the cluster DNS
+// (CoreDNS, kube-dns) or the resolver it forwards to does not answer in
+// time — too few replicas, CPU-throttled, overloaded. Every callee then
+// looks slow or down at once while none of them is: the resolver, named
+// by the address the lookups ask, is the one cause. CoreDNS's own log
+// (plugin/errors ... i/o timeout) and a change to it confirm it.
+
+// KindResolverTimeout is a resolver whose lookups time out for many names.
+const KindResolverTimeout Kind = "dns_lookup_timeout"
+
+var (
+	// lookupTimeoutRE is a failed lookup of a name at a resolver that did
+	// not answer: Go's "lookup HOST on IP:53: ... i/o timeout", Node's
+	// "getaddrinfo EAI_AGAIN HOST".
+	lookupTimeoutRE = regexp.MustCompile(`(?i)lookup ([\w.-]+) on ([\w.:\[\]-]+:53): (?:read udp [^:]+:\d+->[^:]+:\d+: )?(?:i/o timeout|timeout|server misbehaving)|getaddrinfo EAI_AGAIN ([\w.-]+)`)
+	// dnsServerNameRE names a cluster DNS source or change.
+	dnsServerNameRE = regexp.MustCompile(`(?i)\b(coredns|kube-dns|node-local-dns|nodelocaldns|dns-autoscaler)\b`)
+)
+
+var resolverTimeout = &mechanism{
+	kind:   KindResolverTimeout,
+	class:  classCause,
+	label:  "DNS lookups time out (the resolver does not answer in time)",
+	detect: detectResolverTimeouts,
+	// The callers' timeouts and latency, and the lookups' failures, are
+	// what the resolver's timeouts produce.
+	related: func(h *Hypothesis, f *Finding) bool {
+		callers := strings.Split(h.fact("callers"), ", ")
+		if slices.Contains(callers, f.Subject) && (f.Kind == KindLatency || f.Kind == KindTimeout || f.Kind == KindErrorRate || f.Kind == KindLogErrors || f.Kind == KindDNS) {
+			return true
+		}
+		return slices.Contains(callers, f.fact("caller")) && (f.Kind == KindTimeout || f.Kind == KindDNS)
+	},
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return dnsServerNameRE.MatchString(changeText(c)) || resolverChangeRE.MatchString(changeText(c))
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("DNS lookups time out at the resolver %s", orWord(h.fact("resolver"), h.Subject))
+		if h.Subject != h.fact("resolver") {
+			d = fmt.Sprintf("the cluster DNS %s does not answer in time: lookups at %s time out", h.Subject, orWord(h.fact("resolver"), "its address"))
+		}
+		d += fmt.Sprintf(" for %s — %s — so every call of %s that resolves a name waits for the resolver's timeout (about 5 s) or fails, and all its downstream services look slow or down at once while they are not",
+			orWord(h.fact("callers"), "its callers"), orWord(h.fact("names"), "several names"), orWord(h.fact("callers"), "them"))
+		if l := h.fact("line"); l != "" {
+			d += ": " + quote(ReadableLine(l), 220)
+		}
+		if l := h.fact("server_line"); l != "" {
+			d += fmt.Sprintf(". %s's own log shows its lookups timing out: %s", h.Subject, quote(ReadableLine(l), 160))
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		r.high("Give the cluster DNS (%s) capacity back: scale its replicas up (restore its autoscaler or a floor of replicas) and lift its CPU limit if it is throttled", h.Subject)
+		r.med("Cache lookups near the callers (NodeLocal DNSCache) and cut needless lookups (ndots:5 search-path expansion: use fully qualified names ending in a dot)")
+		r.low("Alert on CoreDNS request latency, its CPU throttling and lookups timing out in clients' logs")
+	},
+}
+
+// detectResolverTimeouts reads, per caller, lookups of at least two
+// different names timing out at one resolver address.
+func detectResolverTimeouts(ev *Gathered, _ []Finding) []Finding {
+	type stat struct {
+		names   []string
+		callers []string
+		count   int
+		first   time.Time
+		line    string
+		ns      string
+	}
+	byResolver := map[string]*stat{}
+	var order []string
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		if dnsServerNameRE.MatchString(set.Subject) {
+			continue
+		}
+		for _, t := range set.Templates {
+			if t.Incident == 0 {
+				continue
+			}
+			for _, l := range []string{t.Example, t.Last} {
+				m := lookupTimeoutRE.FindStringSubmatch(l)
+				if m == nil {
+					continue
+				}
+				name, resolver := m[1], m[2]
+				if name == "" {
+					name, resolver = m[3], "the resolver"
+				}
+				s := byResolver[resolver]
+				if s == nil {
+					s = &stat{}
+					byResolver[resolver] = s
+					order = append(order, resolver)
+				}
+				s.names = appendNew(s.names, ShortHost(name))
+				s.callers = appendNew(s.callers, set.Subject)
+				s.count += t.Incident
+				s.first = earliest(s.first, orTime(t.FirstIncident, t.FirstSeen))
+				if s.line == "" {
+					s.line, s.ns = l, set.Namespace
+				}
+			}
+		}
+	}
+	var out []Finding
+	for _, resolver := range order {
+		s := byResolver[resolver]
+		if len(s.names) < 2 {
+			continue
+		}
+		subject, serverLine := clusterDNSName(ev)
+		if subject == "" {
+			subject = resolver
+		}
+		f := Finding{Kind: KindResolverTimeout, Subject: subject, Namespace: s.ns, Source: SrcLogs, Time: s.first, Severity: SevCritical, Weight: 0.9,
+			Related:  slices.Clone(s.callers),
+			Summary:  fmt.Sprintf("lookups of %d names time out at the resolver %s", len(s.names), resolver),
+			Evidence: []string{fmt.Sprintf("%s: %d lookups of %s time out at %s (from %s): %s", strings.Join(s.callers, ", "), s.count, strings.Join(s.names, ", "), resolver, hm(s.first), quote(ReadableLine(s.line), 200))}}
+		f.setFact("resolver", resolver)
+		f.setFact("names", strings.Join(s.names, ", "))
+		f.setFact("callers", strings.Join(s.callers, ", "))
+		f.setFact("line", s.line)
+		if serverLine != "" {
+			f.setFact("server_line", serverLine)
+			f.Weight = 0.95
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s logs lookups timing out: %s", subject, quote(ReadableLine(serverLine), 200)))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// clusterDNSName names the cluster DNS from a log source of it (with one
+// of its lines of lookups timing out or failing) or a change to it.
+func clusterDNSName(ev *Gathered) (name, line string) {
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		m := dnsServerNameRE.FindStringSubmatch(set.Subject)
+		if m == nil {
+			continue
+		}
+		name = strings.ToLower(m[1])
+		for _, t := range set.Templates {
+			if t.Incident > 0 && strings.Contains(t.Example, "timeout") {
+				return name, t.Example
+			}
+		}
+	}
+	if name != "" {
+		return name, ""
+	}
+	for _, c := range ev.Changes {
+		if m := dnsServerNameRE.FindStringSubmatch(c.Service + " " + c.Description); m != nil {
+			return strings.ToLower(m[1]), ""
+		}
+	}
+	return "", ""
+}
