@@ -50,7 +50,7 @@ var loopbackBind = &mechanism{
 
 // loopbackListenRE is a server's line that it listens on a loopback
 // address, with the port.
-var loopbackListenRE = regexp.MustCompile(`(?i)\b(?:listen(?:ing)?|running|serving|started|bound|bind(?:ing)?|accepting connections)\b[^\n]{0,40}?\b(?:https?://)?(127\.0\.0\.1|localhost|\[::1\]):(\d{2,5})\b`)
+var loopbackListenRE = regexp.MustCompile(`(?i)\b(?:listen(?:ing)?|running|serving|started|bound|bind(?:ing)?|accepting connections)\b[^\n]{0,40}?(?:^|[\s/=("'@])(?:https?://)?(127\.0\.0\.1|localhost|\[::1\]):(\d{2,5})\b`)
 
 // probeRefusedRE is a kubelet's probe failure for a refused connection:
 // the kind of probe and the address it dialled.
