@@ -47,7 +47,9 @@ var namespaceStuck = &mechanism{
 		if a := h.fact("apiservice"); a != "" {
 			d += fmt.Sprintf("; the aggregated APIService %s is unavailable (Available %s)", a, orWord(h.fact("available"), "False"))
 		}
-		if s := h.fact("service"); s != "" {
+		if s := h.fact("service"); s != "" && h.fact("inferred") != "" {
+			d += fmt.Sprintf("; the group is likely served by %s (named after it; the APIService was not shown)", s)
+		} else if s != "" {
 			d += fmt.Sprintf(", served by %s", s)
 		}
 		if b := h.fact("backend_state"); b != "" {
@@ -97,6 +99,9 @@ func blockingCondition(ns *corev1.Namespace) *corev1.NamespaceCondition {
 // apiService is one row of `kubectl get apiservice`.
 type apiService struct {
 	name, service, available string
+	// inferred: the service was not shown but taken from the workload
+	// named after the group.
+	inferred bool
 }
 
 // apiServices reads the `kubectl get apiservice(s)` tables handed over as
@@ -160,6 +165,13 @@ func (g *gatherer) gatherStuckNamespaces(ctx context.Context, plan []specialist)
 					api = a
 				}
 			}
+			if api.service == "" {
+				// The APIService's service not shown: the failing
+				// workload named after the group's leading label
+				// (metrics-server for metrics.k8s.io) stands in for it,
+				// named as inferred.
+				api.service, api.inferred = g.groupWorkload(ctx, plan, m[1]), true
+			}
 			if svcNS, svc, ok := strings.Cut(api.service, "/"); ok {
 				b = g.serviceBackend(ctx, plan, svcNS, svc)
 			}
@@ -167,6 +179,41 @@ func (g *gatherer) gatherStuckNamespaces(ctx context.Context, plan []specialist)
 		out = append(out, nsStuckFinding(ns, c, api, b))
 	}
 	return out
+}
+
+// groupWorkload names (namespace/workload) the one workload whose pods are
+// not ready and whose name starts with the leading label of an API group
+// ("" when none or several do).
+func (g *gatherer) groupWorkload(ctx context.Context, plan []specialist, group string) string {
+	lead, _, _ := strings.Cut(group, ".")
+	if len(lead) < 4 {
+		return ""
+	}
+	found := ""
+	for _, sp := range plan {
+		if !sp.run.Has("list_pods") {
+			continue
+		}
+		out, ok := g.call(ctx, sp, "list_pods", map[string]any{"namespace": "*"})
+		if !ok {
+			break
+		}
+		pods, _ := as[[]corev1.Pod](out)
+		for i := range pods {
+			p := &pods[i]
+			w := workloadOfName(p.Name)
+			if !strings.HasPrefix(w, lead+"-") || podStateUnknown(p) || podReady(p) {
+				continue
+			}
+			if id := p.Namespace + "/" + w; found == "" || found == id {
+				found = id
+			} else {
+				return ""
+			}
+		}
+		break
+	}
+	return found
 }
 
 // serviceBackend reads the pods of a service (named after it or labelled
@@ -223,6 +270,10 @@ func nsStuckFinding(ns *corev1.Namespace, c *corev1.NamespaceCondition, api apiS
 	if m := nsDiscoveryGroupRE.FindStringSubmatch(c.Message); m != nil && c.Type == corev1.NamespaceDeletionDiscoveryFailure {
 		f.setFact("group", m[1]+"/"+m[2])
 	}
+	if api.inferred && api.service != "" {
+		f.setFact("inferred", "true")
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the APIService %s's service was not shown; %s is the failing workload named after the group", api.name, api.service))
+	}
 	if api.name != "" && api.available != "" {
 		f.setFact("apiservice", api.name)
 		f.setFact("available", api.available)
@@ -251,7 +302,9 @@ func nsStuckFinding(ns *corev1.Namespace, c *corev1.NamespaceCondition, api apiS
 		f.setFact("backend_log", strings.TrimSpace(l.Text))
 		f.Evidence = append(f.Evidence, "log of "+orWord(strings.TrimSuffix(l.Source, "/"), f.Subject)+": "+truncate(strings.TrimSpace(l.Text), 240))
 	}
-	if len(states) == 0 && f.fact("backend_log") == "" {
+	// A service taken by its name, not read from the APIService, is one
+	// link short however clearly it fails.
+	if len(states) == 0 && f.fact("backend_log") == "" || api.inferred {
 		f.setFact("state_only", "true")
 	}
 	f.Summary = fmt.Sprintf("namespace %s stuck Terminating: %s", ns.Name, truncate(c.Message, 160))

@@ -43,7 +43,7 @@ func TestAPIServices(t *testing.T) {
 		"v1beta1.metrics.k8s.io                 kube-system/metrics-server     False (MissingEndpoints)       301d",
 	}}, {Command: "kubectl get pods", Lines: []string{"NAME   READY   STATUS", "x   1/1   Running"}}}
 	got := apiServices(cmds)
-	want := []apiService{{"v1.apps", "", "True"}, {"v1beta1.metrics.k8s.io", "kube-system/metrics-server", "False (MissingEndpoints)"}}
+	want := []apiService{{name: "v1.apps", available: "True"}, {name: "v1beta1.metrics.k8s.io", service: "kube-system/metrics-server", available: "False (MissingEndpoints)"}}
 	if len(got) != len(want) {
 		t.Fatalf("apiServices = %+v", got)
 	}
@@ -152,5 +152,33 @@ func TestBlockingConditionRemaining(t *testing.T) {
 	h := &Hypothesis{Kind: KindNamespaceStuck, Subject: f.Subject, Primary: []*Finding{&f}}
 	if d := describe(h, Scope{}); f.Subject != "events" || !strings.Contains(d, "strimzi.io/topic-operator") || f.fact("state_only") != "true" {
 		t.Errorf("subject %q state_only %q description %s", f.Subject, f.fact("state_only"), d)
+	}
+}
+
+// TestNamespaceStuckInferredService: when no APIService table was handed
+// over, the failing workload named after the group stands in for its
+// service: described as likely and held one link short (state_only) even
+// with its crash and log.
+func TestNamespaceStuckInferredService(t *testing.T) {
+	now := time.Date(2026, 11, 25, 11, 30, 0, 0, time.UTC)
+	res := kubetext.Parse([]byte(strings.Replace(nsSession, "%s", "Terminating", 1)), now)
+	var ns *corev1.Namespace
+	var b webhookBackend
+	for _, o := range res.Objects {
+		switch x := o.(type) {
+		case *corev1.Namespace:
+			ns = x
+		case *corev1.Pod:
+			b.Pods = append(b.Pods, *x)
+		}
+	}
+	b.Lines = []evidence.LogLine{{Source: "metrics-server-7d94c5f8b6-x2mlq", Text: "Error: failed to create listener: failed to listen on 0.0.0.0:10250: listen tcp 0.0.0.0:10250: bind: address already in use"}}
+	f := nsStuckFinding(ns, blockingCondition(ns), apiService{name: "v1beta1.metrics.k8s.io", service: "kube-system/metrics-server", inferred: true}, b)
+	if f.Subject != "metrics-server" || f.fact("state_only") != "true" || f.fact("backend_state") == "" {
+		t.Errorf("subject %q state_only %q backend %q", f.Subject, f.fact("state_only"), f.fact("backend_state"))
+	}
+	h := &Hypothesis{Kind: KindNamespaceStuck, Subject: f.Subject, Primary: []*Finding{&f}}
+	if d := describe(h, Scope{}); !strings.Contains(d, "likely served by kube-system/metrics-server") || !strings.Contains(d, "address already in use") {
+		t.Errorf("description: %s", d)
 	}
 }
