@@ -386,8 +386,13 @@ func Increase(ps []evidence.Point) float64 {
 }
 
 // IsCounterName reports whether a metric name follows the Prometheus
-// conventions of a counter (_total, _count, _sum, _bucket).
+// conventions of a counter (_total, _count, _sum, _bucket), except the
+// well-known gauges whose names end like one (postgres_exporter's
+// sessions and locks counted now, not since start).
 func IsCounterName(name string) bool {
+	if counterNamedGauges[name] {
+		return false
+	}
 	for _, suf := range []string{"_total", "_count", "_sum", "_bucket"} {
 		if strings.HasSuffix(name, suf) {
 			return true
@@ -395,6 +400,9 @@ func IsCounterName(name string) bool {
 	}
 	return false
 }
+
+// counterNamedGauges are gauges named like counters.
+var counterNamedGauges = map[string]bool{"pg_stat_activity_count": true, "pg_locks_count": true}
 
 // RateSeries turns every counter series into per-second rates over a
 // window of at least four sample intervals (WindowRate with RateWindow), as

@@ -186,6 +186,7 @@ func TestIsCounterName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"http_requests_total": true, "rpc_duration_seconds_bucket": true, "rpc_duration_seconds_sum": true,
 		"process_resident_memory_bytes": false, "up": false,
+		"pg_stat_activity_count": false, "pg_stat_database_xact_commit_total": true,
 	} {
 		if IsCounterName(name) != want {
 			t.Errorf("IsCounterName(%q) != %v", name, want)

@@ -56,6 +56,7 @@ var mechanisms = []*mechanism{
 	dnsResolution,
 	dnsSlow,
 	resolverTimeout,
+	dbUserLoad,
 	keepAliveRace,
 	idleConnClosed,
 	ephemeralPorts,

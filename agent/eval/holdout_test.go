@@ -32,7 +32,7 @@ var holdoutFloors = map[string]int{
 	"holdout14": 12,
 	"holdout15": 12,
 	"holdout16": 12,
-	"holdout17": 11,
+	"holdout17": 12,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
