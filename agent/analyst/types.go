@@ -240,6 +240,8 @@ var kinds = map[Kind]kindInfo{
 	KindJobSidecar:      {prior: 0.84},
 	KindCronSuspended:   {prior: 0.84},
 	KindOrderedReady:    {prior: 0.84},
+	KindSTSPartition:    {prior: 0.84},
+	KindPrefetchCut:     {prior: 0.84},
 	KindHPABlind:        {prior: 0.84},
 	KindDaemonSetTaint:  {prior: 0.84},
 	KindIngressPort:     {prior: 0.84},
