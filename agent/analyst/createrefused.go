@@ -31,11 +31,28 @@ var createRefused = &mechanism{
 		r, m := classifyCreateRefusal(e.Message)
 		f.setFact("refusal", r)
 		f.setFact("missing", m)
+		// The denial that names the policy (a described object's) wins
+		// over a one-line listing of the same event.
+		if d, ok := readPolicyDenial(e.Message); ok && f.fact("policy") == "" && (d.Policy != "" || f.fact("denial") == "") {
+			if f.Facts == nil {
+				f.Facts = map[string]string{}
+			}
+			f.Facts["policy"], f.Facts["rule"], f.Facts["denial"] = d.Policy, d.Rule, d.words()
+		}
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		if h.fact("refusal") == "webhook" {
+			// A policy switched to enforcing, or a new rule, denies pods
+			// a template change or a scale-up only asks for: the policy's
+			// own change comes first; a deploy of the workload fits too.
+			return policyChangeFits(h.fact("policy"), c) || c.Kind == KindDeploy && c.Subject == h.Subject
+		}
 		return c.Kind == KindDeploy || c.Kind == KindConfigChange || c.Kind == KindInfraChange
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
+		if d := h.fact("denial"); d != "" && h.fact("policy") != "" {
+			return fmt.Sprintf("%s cannot create its pods: %s", h.Subject, d)
+		}
 		d := fmt.Sprintf("%s cannot create its pods: %s", h.Subject, createRefusalWords(h.fact("refusal"), h.fact("missing")))
 		if m := h.fact("message"); m != "" {
 			d += " (" + truncate(m, 220) + ")"
@@ -47,6 +64,10 @@ var createRefused = &mechanism{
 		case "serviceaccount":
 			r.high("Create the ServiceAccount %s in namespace %s (or point the pod template's serviceAccountName at an existing one)", orWord(strings.TrimPrefix(h.fact("missing"), "serviceaccount "), "it names"), orWord(h.top().Namespace, "the workload's"))
 		case "webhook":
+			if p := h.fact("policy"); p != "" {
+				r.high("Make the pod template of %s satisfy policy %s (%s), or set the policy back to audit while the template is fixed", h.Subject, p, orWord(h.fact("rule"), "its rule"))
+				break
+			}
 			r.high("Read the admission webhook's denial in the message and fix the pod template (or the webhook's policy) for %s", h.Subject)
 		case "podsecurity":
 			r.high("Make the pod template of %s meet the namespace's PodSecurity level (securityContext: runAsNonRoot, no privilege escalation, dropped capabilities, seccomp)", h.Subject)

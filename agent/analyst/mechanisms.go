@@ -58,6 +58,7 @@ var mechanisms = []*mechanism{
 	dnsSlow,
 	resolverTimeout,
 	dbUserLoad,
+	dbSlotsTaken,
 	keepAliveRace,
 	idleConnClosed,
 	prefetchCut,
