@@ -62,6 +62,7 @@ var mechanisms = []*mechanism{
 	keepAliveRace,
 	idleConnClosed,
 	prefetchCut,
+	staleImage,
 	ephemeralPorts,
 	meshMTLS,
 	connReset,
