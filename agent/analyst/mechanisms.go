@@ -59,6 +59,7 @@ var mechanisms = []*mechanism{
 	resolverTimeout,
 	dbUserLoad,
 	dbSlotsTaken,
+	tokenAudience,
 	keepAliveRace,
 	idleConnClosed,
 	prefetchCut,
