@@ -64,6 +64,7 @@ var mechanisms = []*mechanism{
 	idleConnClosed,
 	prefetchCut,
 	staleImage,
+	etcdSlowDisk,
 	ephemeralPorts,
 	meshMTLS,
 	connReset,

@@ -245,6 +245,7 @@ var kinds = map[Kind]kindInfo{
 	KindSTSPartition:    {prior: 0.84},
 	KindPrefetchCut:     {prior: 0.84},
 	KindStaleImage:      {prior: 0.84},
+	KindEtcdSlowDisk:    {prior: 0.84},
 	KindHPABlind:        {prior: 0.84},
 	KindDaemonSetTaint:  {prior: 0.84},
 	KindIngressPort:     {prior: 0.84},
