@@ -60,6 +60,7 @@ var mechanisms = []*mechanism{
 	dbUserLoad,
 	dbSlotsTaken,
 	tokenAudience,
+	deadlineCut,
 	keepAliveRace,
 	idleConnClosed,
 	prefetchCut,

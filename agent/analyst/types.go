@@ -213,6 +213,7 @@ var kinds = map[Kind]kindInfo{
 	KindResolverTimeout: {prior: 0.84},
 	KindDBSlotsTaken:    {prior: 0.86},
 	KindTokenAudience:   {prior: 0.86},
+	KindDeadlineCut:     {prior: 0.86},
 	KindDBUserLoad:      {prior: 0.8},
 	KindSlowQuery:       {prior: 0.72},
 	KindClockSkew:       {prior: 0.8},
