@@ -17,6 +17,7 @@ var mechanisms = []*mechanism{
 	dbBlocked,
 	migrationLock,
 	cronJobSuspended,
+	cronTimeZone,
 	jobFailed,
 	preemptionM,
 	loopbackBind,
