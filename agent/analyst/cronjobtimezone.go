@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The zone database travels in the binary: an appliance without
+	// /usr/share/zoneinfo still turns a crontab's zone into UTC hours.
+	_ "time/tzdata"
 
 	batchv1 "k8s.io/api/batch/v1"
 
