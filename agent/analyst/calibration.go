@@ -55,6 +55,13 @@ var calibrationRules = []calibrationRule{
 	{"limit without what drove it", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return limitStates[w.Kind] && !drivenBy(w)
 	}},
+	// A database refusing connections for lack of slots is a limit too:
+	// the root is who took the slots (a client's pool, a leak, a surge;
+	// databaseslotstaken.go names it) or the change that lowered the
+	// limit. Refused clients alone stop one hop short.
+	{"connection slots without who took them", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindDatabase && slotsRefusedRE.MatchString(w.fact("line")) && w.Trigger == nil
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {

@@ -82,3 +82,26 @@ func TestDBSlotsTaken(t *testing.T) {
 		})
 	}
 }
+
+func TestCalibrateConnectionSlots(t *testing.T) {
+	refused := &Finding{Kind: KindDatabase, Subject: "postgresql", Source: SrcLogs, Weight: 0.85,
+		Facts: map[string]string{"line": "FATAL:  remaining connection slots are reserved for non-replication superuser connections"}}
+	lock := &Finding{Kind: KindDatabase, Subject: "postgresql", Source: SrcLogs, Weight: 0.85,
+		Facts: map[string]string{"line": "ERROR:  canceling statement due to lock timeout"}}
+	full := answerShape{timeline: 4, evidence: 5}
+	cases := []struct {
+		name string
+		h    *Hypothesis
+		want float64
+	}{
+		{"refused for slots, nobody named", &Hypothesis{Kind: KindDatabase, Subject: "postgresql", Score: 0.8, Primary: []*Finding{refused}}, 70},
+		{"refused for slots after a change lowered the limit", &Hypothesis{Kind: KindDatabase, Subject: "postgresql", Score: 0.8, Primary: []*Finding{refused},
+			Trigger: &Finding{Kind: KindConfigChange, Subject: "postgresql", Facts: map[string]string{"description": "max_connections 500 -> 100"}}}, 85},
+		{"a lock timeout is not a slot limit", &Hypothesis{Kind: KindDatabase, Subject: "postgresql", Score: 0.8, Primary: []*Finding{lock}}, 85},
+	}
+	for _, c := range cases {
+		if got := calibrate(&Analysis{Hypotheses: []*Hypothesis{c.h}}, 85, full); got != c.want {
+			t.Errorf("%s: confidence %v, want %v", c.name, got, c.want)
+		}
+	}
+}
