@@ -33,7 +33,7 @@ var holdoutFloors = map[string]int{
 	"holdout15": 12,
 	"holdout16": 12,
 	"holdout17": 12,
-	"holdout18": 11,
+	"holdout18": 12,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
