@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // Who took a database's connection slots: its clients fail with the
@@ -31,10 +33,6 @@ var (
 	slotsRefusedRE = regexp.MustCompile(`(?i)remaining connection slots are reserved|too many connections|sorry, too many clients|too many clients already|ER_CON_COUNT_ERROR|Too many open connections`)
 	// poolSettingRE is a client's log line stating its pool size.
 	poolSettingRE = regexp.MustCompile(`(?i)\b(max_conns|min_conns|maximumPoolSize|minimumIdle|pool_size|max_pool_size|maxPoolSize|max_open_conns|max_idle_conns|pool_max|pool_min)\b`)
-	// connsByClientRE names a database server's session counts by
-	// client.
-	connsByClientRE = regexp.MustCompile(`^(?:pg_stat_activity_count|pg_stat_activity_active_count|mysql_info_schema_processlist_threads|mysql_info_schema_processlist_by_user|mssql_connections_by_user)$`)
-	clientWordRE    = regexp.MustCompile(`[^a-z0-9]+`)
 	// clientLabels name a database session's client, the application
 	// first.
 	clientLabels = []string{"application_name", "client", "usename", "user", "client_user"}
@@ -110,27 +108,17 @@ func detectDBSlotsTaken(ev *Gathered, found []Finding) []Finding {
 				}
 			}
 		}
-		if !connsByClientRE.MatchString(m.Name) {
+		if !sessionsByClientRE.MatchString(m.Name) {
 			continue
 		}
 		for _, s := range m.Series {
-			client := ""
-			for _, l := range clientLabels {
-				if v := s.Labels[l]; v != "" {
-					client = v
-					break
-				}
-			}
+			client := sessionLabel(s.Labels, clientLabels)
 			if client == "" {
 				continue
 			}
 			t := totals[client]
 			if t == nil {
-				server := orWord(s.Labels["server"], s.Labels["instance"])
-				if h, _, ok := strings.Cut(server, ":"); ok {
-					server = h
-				}
-				t = &total{server: server, at: map[time.Time]float64{}}
+				t = &total{server: sessionServer(s.Labels), at: map[time.Time]float64{}}
 				totals[client] = t
 			}
 			for _, p := range s.Points {
@@ -150,29 +138,16 @@ func detectDBSlotsTaken(ev *Gathered, found []Finding) []Finding {
 			times = append(times, ts)
 		}
 		slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-		var before []float64
-		r := rise{client: client, server: t.server}
-		for _, ts := range times {
-			v := t.at[ts]
-			switch {
-			case ts.Before(w.Start) && !ts.Before(w.BaselineStart):
-				before = append(before, v)
-			case !ts.Before(w.Start) && !ts.After(w.End) && v > r.peak:
-				r.peak = v
-			}
+		pts := make([]evidence.Point, len(times))
+		for i, ts := range times {
+			pts[i] = evidence.Point{T: ts, V: t.at[ts]}
 		}
-		if len(before) < 3 {
+		r := rise{client: client, server: t.server}
+		var ok bool
+		if r.base, r.peak, r.at, ok = sessionRise(w, pts); !ok {
 			continue
 		}
-		sort.Float64s(before)
-		r.base = before[len(before)/2]
 		r.gain = r.peak - r.base
-		for _, ts := range times {
-			if !ts.Before(w.Start) && r.gain > 0 && t.at[ts] >= r.base+0.5*r.gain {
-				r.at = ts
-				break
-			}
-		}
 		rs = append(rs, r)
 	}
 	if len(rs) < 2 {
@@ -247,26 +222,9 @@ func poolLine(ev *Gathered, subject string) string {
 // distinctive word ("loyalty" of application loyalty_sync); the client
 // itself when none does.
 func clientOwner(ev *Gathered, client string) string {
-	words := func(s string) []string {
-		var out []string
-		for _, t := range clientWordRE.Split(strings.ToLower(s), -1) {
-			if len(t) >= 4 && !genericClientWords[t] {
-				out = append(out, t)
-			}
-		}
-		return out
-	}
-	cw := words(client)
+	cw := distinctWords(client, genericClientWords)
 	shares := func(n string) bool {
-		if strings.EqualFold(n, client) {
-			return true
-		}
-		for _, t := range words(n) {
-			if slices.Contains(cw, t) {
-				return true
-			}
-		}
-		return false
+		return strings.EqualFold(n, client) || sharesWord(n, cw, genericClientWords)
 	}
 	var names []string
 	for _, c := range append(slices.Clone(ev.Changes), ev.Earlier...) {

@@ -2,7 +2,6 @@ package analyst
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -23,10 +22,8 @@ import (
 const KindDBUserLoad Kind = "database_user_load"
 
 var (
-	// sessionsByUserRE names the session counts per user of a database.
-	sessionsByUserRE = regexp.MustCompile(`^(?:pg_stat_activity_count|pg_stat_activity_active_count|mysql_info_schema_processlist_threads|mysql_info_schema_processlist_by_user|mssql_connections_by_user)$`)
-	userLabels       = []string{"usename", "user", "application_name", "client_user"}
-	nameTokenSplitRE = regexp.MustCompile(`[^a-z0-9]+`)
+	// userLabels name a database session's user, the role first.
+	userLabels = []string{"usename", "user", "application_name", "client_user"}
 )
 
 var dbUserLoad = &mechanism{
@@ -74,44 +71,19 @@ func detectDBUserLoad(ev *Gathered, _ []Finding) []Finding {
 	}
 	byServer := map[string][]rise{}
 	for _, m := range ev.Metrics {
-		if !sessionsByUserRE.MatchString(m.Name) {
+		if !sessionsByClientRE.MatchString(m.Name) {
 			continue
 		}
 		for _, s := range m.Series {
-			user := ""
-			for _, l := range userLabels {
-				if v := s.Labels[l]; v != "" {
-					user = v
-					break
-				}
-			}
+			user := sessionLabel(s.Labels, userLabels)
 			if user == "" || s.Labels["state"] != "" && s.Labels["state"] != "active" {
 				continue
 			}
-			server := orWord(s.Labels["server"], s.Labels["instance"])
-			if h, _, ok := strings.Cut(server, ":"); ok {
-				server = h
-			}
-			var before []float64
+			server := sessionServer(s.Labels)
 			r := rise{user: user, server: server}
-			for _, p := range s.Points {
-				switch {
-				case p.T.Before(w.Start) && !p.T.Before(w.BaselineStart):
-					before = append(before, p.V)
-				case !p.T.Before(w.Start) && !p.T.After(w.End) && p.V > r.peak:
-					r.peak = p.V
-				}
-			}
-			if len(before) < 3 {
+			var ok bool
+			if r.base, r.peak, r.at, ok = sessionRise(w, s.Points); !ok {
 				continue
-			}
-			sort.Float64s(before)
-			r.base = before[len(before)/2]
-			for _, p := range s.Points {
-				if !p.T.Before(w.Start) && p.V >= r.base+0.5*(r.peak-r.base) && r.peak > r.base {
-					r.at = p.T
-					break
-				}
 			}
 			byServer[server] = append(byServer[server], r)
 		}
@@ -191,24 +163,8 @@ func detectDBUserLoad(ev *Gathered, _ []Finding) []Finding {
 // distinctive word ("settlement_batch" → "settlement-reconcile"), with the
 // latest change to it; the user itself when none does.
 func userOwner(ev *Gathered, user string) (name, change string) {
-	words := func(s string) []string {
-		var out []string
-		for _, t := range nameTokenSplitRE.Split(strings.ToLower(s), -1) {
-			if len(t) >= 4 && !genericNameWords[t] {
-				out = append(out, t)
-			}
-		}
-		return out
-	}
-	uw := words(user)
-	shares := func(n string) bool {
-		for _, t := range words(n) {
-			if slices.Contains(uw, t) {
-				return true
-			}
-		}
-		return false
-	}
+	uw := distinctWords(user, genericNameWords)
+	shares := func(n string) bool { return sharesWord(n, uw, genericNameWords) }
 	for _, s := range ev.Scope.Subjects() {
 		if shares(s) {
 			return s, ""
