@@ -2,8 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -150,24 +151,15 @@ func detectIdleConnClosed(ev *Gathered, _ []Finding) []Finding {
 			}
 		}
 	}
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var out []Finding
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[k]
 		// A few lines do not make a pattern; a reset without any sign of
 		// reuse or idleness is the connection-reset rule's.
 		if g.lines < 3 {
 			continue
 		}
-		var syms []string
-		for s := range g.symptoms {
-			syms = append(syms, s)
-		}
-		sort.Strings(syms)
+		syms := slices.Sorted(maps.Keys(g.symptoms))
 		f := Finding{Kind: KindIdleConnClosed, Subject: g.caller, Object: "logs " + g.caller, Time: g.first, Severity: SevWarning, Weight: 0.7, Source: SrcLogs}
 		f.setFact("caller", g.caller)
 		f.setFact("target", g.target)

@@ -2,8 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -111,22 +112,13 @@ func detectKeepAliveRace(ev *Gathered, _ []Finding) []Finding {
 			}
 		}
 	}
-	names := make([]string, 0, len(groups))
-	for n := range groups {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var out []Finding
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[n]
 		if g.lines < 3 {
 			continue
 		}
-		var ups []string
-		for u := range g.upstreams {
-			ups = append(ups, u)
-		}
-		sort.Strings(ups)
+		ups := slices.Sorted(maps.Keys(g.upstreams))
 		f := Finding{Kind: KindKeepAliveRace, Subject: g.service, Object: "upstream " + g.service, Time: g.first, Severity: SevWarning, Weight: 0.7, Source: SrcLogs}
 		f.setFact("proxy", g.proxy)
 		f.setFact("caller", g.proxy)

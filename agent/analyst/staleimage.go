@@ -2,8 +2,8 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,13 +94,8 @@ func detectStaleImage(ev *Gathered, found []Finding) []Finding {
 		}
 		groups[p.Namespace+"/"+owner+"|"+c.Image] = append(groups[p.Namespace+"/"+owner+"|"+c.Image], member{p, c.Image, dg})
 	}
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var out []Finding
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		ms := groups[k]
 		if len(ms) < 3 {
 			continue
