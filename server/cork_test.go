@@ -50,8 +50,12 @@ func tcpPair(t *testing.T) (*corkConn, net.Conn) {
 
 // threadWrites returns the write system calls the calling thread has made
 // (/proc/thread-self/io), or -1 where that is not available.
-func threadWrites() int {
-	raw, err := os.ReadFile("/proc/thread-self/io")
+func threadWrites() int { return writeCalls("/proc/thread-self/io") }
+
+// writeCalls reads the count of write system calls (syscw) from a
+// /proc io file, or -1 where that is not available.
+func writeCalls(path string) int {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return -1
 	}
@@ -272,19 +276,7 @@ func TestLargeEffectiveConfigThroughCork(t *testing.T) {
 
 // processWrites returns the write system calls this process has made
 // (/proc/self/io), or -1 where that is not available.
-func processWrites() int {
-	raw, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
-			n, _ := strconv.Atoi(v)
-			return n
-		}
-	}
-	return -1
-}
+func processWrites() int { return writeCalls("/proc/self/io") }
 
 // TestLargeAnswerOneServerWrite: a large JSON answer through the server as
 // serve wires it costs the server one write call. Counted for the whole
