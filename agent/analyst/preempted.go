@@ -90,15 +90,8 @@ func podsByUID(pods []corev1.Pod, outs []evidence.CommandOutput) map[string]podR
 		}
 	}
 	for _, o := range outs {
-		var cols []string
-		for _, l := range o.Lines {
-			f := strings.Fields(l)
-			if cols == nil {
-				if slices.Contains(f, "UID") && slices.Contains(f, "NAME") {
-					cols = f
-				}
-				continue
-			}
+		cols, rows := kubectlTable(o.Lines, "UID", "NAME")
+		for _, f := range rows {
 			if len(f) != len(cols) {
 				continue
 			}
@@ -122,6 +115,24 @@ func podsByUID(pods []corev1.Pod, outs []evidence.CommandOutput) map[string]podR
 	return m
 }
 
+// kubectlTable splits a kubectl table's lines into fields: cols is the
+// first line holding every column of need, rows the lines after it (each
+// caller decides which field counts it accepts). Both are nil when no
+// line holds the columns.
+func kubectlTable(lines []string, need ...string) (cols []string, rows [][]string) {
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if cols == nil {
+			if !slices.ContainsFunc(need, func(c string) bool { return !slices.Contains(f, c) }) {
+				cols = f
+			}
+			continue
+		}
+		rows = append(rows, f)
+	}
+	return cols, rows
+}
+
 // getPCRE is a get of PriorityClasses by their short name.
 var getPCRE = regexp.MustCompile(`\bget\s+pc\b`)
 
@@ -134,15 +145,8 @@ func priorityValues(outs []evidence.CommandOutput) map[string]string {
 		if !strings.Contains(run, "priorityclass") && !getPCRE.MatchString(run) {
 			continue
 		}
-		var cols []string
-		for _, l := range o.Lines {
-			f := strings.Fields(l)
-			if cols == nil {
-				if slices.Contains(f, "VALUE") && slices.Contains(f, "NAME") {
-					cols = f
-				}
-				continue
-			}
+		cols, rows := kubectlTable(o.Lines, "VALUE", "NAME")
+		for _, f := range rows {
 			if len(f) < len(cols) {
 				continue
 			}
