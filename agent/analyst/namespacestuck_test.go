@@ -80,19 +80,7 @@ func TestNamespaceStuck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := kubetext.Parse([]byte(strings.Replace(nsSession, "%s", c.status, 1)), now)
-			var ns *corev1.Namespace
-			var b webhookBackend
-			for _, o := range res.Objects {
-				switch x := o.(type) {
-				case *corev1.Namespace:
-					ns = x
-				case *corev1.Pod:
-					if c.pods {
-						b.Pods = append(b.Pods, *x)
-					}
-				}
-			}
+			res, ns, b := parseNsSession(c.status, c.pods, now)
 			if c.pods {
 				b.Lines = logs
 			}
@@ -134,6 +122,26 @@ func TestNamespaceStuck(t *testing.T) {
 	}
 }
 
+// parseNsSession reads nsSession with the namespace's phase set to
+// status: the parse, its Namespace, and its pods as the backend (none
+// unless pods).
+func parseNsSession(status string, pods bool, now time.Time) (*kubetext.Result, *corev1.Namespace, webhookBackend) {
+	res := kubetext.Parse([]byte(strings.Replace(nsSession, "%s", status, 1)), now)
+	var ns *corev1.Namespace
+	var b webhookBackend
+	for _, o := range res.Objects {
+		switch x := o.(type) {
+		case *corev1.Namespace:
+			ns = x
+		case *corev1.Pod:
+			if pods {
+				b.Pods = append(b.Pods, *x)
+			}
+		}
+	}
+	return res, ns, b
+}
+
 // TestBlockingConditionRemaining: resources whose finalizers no
 // controller removes hold the namespace too, and say so in the
 // description.
@@ -161,17 +169,7 @@ func TestBlockingConditionRemaining(t *testing.T) {
 // with its crash and log.
 func TestNamespaceStuckInferredService(t *testing.T) {
 	now := time.Date(2026, 11, 25, 11, 30, 0, 0, time.UTC)
-	res := kubetext.Parse([]byte(strings.Replace(nsSession, "%s", "Terminating", 1)), now)
-	var ns *corev1.Namespace
-	var b webhookBackend
-	for _, o := range res.Objects {
-		switch x := o.(type) {
-		case *corev1.Namespace:
-			ns = x
-		case *corev1.Pod:
-			b.Pods = append(b.Pods, *x)
-		}
-	}
+	_, ns, b := parseNsSession("Terminating", true, now)
 	b.Lines = []evidence.LogLine{{Source: "metrics-server-7d94c5f8b6-x2mlq", Text: "Error: failed to create listener: failed to listen on 0.0.0.0:10250: listen tcp 0.0.0.0:10250: bind: address already in use"}}
 	f := nsStuckFinding(ns, blockingCondition(ns), apiService{name: "v1beta1.metrics.k8s.io", service: "kube-system/metrics-server", inferred: true}, b)
 	if f.Subject != "metrics-server" || f.fact("state_only") != "true" || f.fact("backend_state") == "" {
