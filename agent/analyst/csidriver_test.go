@@ -128,12 +128,7 @@ func TestCSIFinding(t *testing.T) {
 				t.Errorf("finding subject %q weight %v state_only %q", f.Subject, f.Weight, f.fact("state_only"))
 			}
 			h := &Hypothesis{Kind: KindCSIDriver, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, w := range c.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 		})
 	}
 }

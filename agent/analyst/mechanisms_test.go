@@ -130,3 +130,30 @@ func testEvents(t *testing.T, m *mechanism, cases []eventCase) {
 		}
 	}
 }
+
+// onlyFinding checks a detector's findings: none when subject is "", else
+// exactly one, of subject. It returns that one, or nil.
+func onlyFinding(t *testing.T, fs []Finding, subject string) *Finding {
+	t.Helper()
+	if subject == "" {
+		if len(fs) != 0 {
+			t.Fatalf("want none, got %+v", fs)
+		}
+		return nil
+	}
+	if len(fs) != 1 || fs[0].Subject != subject {
+		t.Fatalf("findings %+v, want one of %s", fs, subject)
+	}
+	return &fs[0]
+}
+
+// wantDescribed checks that h's description holds each of want.
+func wantDescribed(t *testing.T, h *Hypothesis, sc Scope, want ...string) {
+	t.Helper()
+	d := describe(h, sc)
+	for _, w := range want {
+		if !strings.Contains(d, w) {
+			t.Errorf("description lacks %q: %s", w, d)
+		}
+	}
+}

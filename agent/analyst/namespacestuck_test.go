@@ -112,12 +112,7 @@ func TestNamespaceStuck(t *testing.T) {
 				t.Errorf("onset %s, want the condition's transition", f.Time)
 			}
 			h := &Hypothesis{Kind: KindNamespaceStuck, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, w := range c.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 		})
 	}
 }
