@@ -10,6 +10,22 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 )
 
+// readCronJobs reads the CronJobs of a kubectl session, which must hold
+// want of them.
+func readCronJobs(t *testing.T, session string, now time.Time, want int) []batchv1.CronJob {
+	t.Helper()
+	var crons []batchv1.CronJob
+	for _, o := range kubetext.Parse([]byte(session), now).Objects {
+		if c, ok := o.(*batchv1.CronJob); ok {
+			crons = append(crons, *c)
+		}
+	}
+	if len(crons) != want {
+		t.Fatalf("%d CronJobs read", len(crons))
+	}
+	return crons
+}
+
 // TestSuspendedCronJob: a CronJob the question names that a get cronjobs
 // table shows suspended creates no runs; the change that suspended it and
 // a later one that resumed its neighbours without it are quoted. Another
@@ -22,16 +38,7 @@ invoice-export   30 2 * * *     <none>     True      0        3d4h            30
 archive-sweep    0 4 * * 0      <none>     True      0        40d             3y
 `
 	now := time.Date(2026, 7, 8, 7, 20, 0, 0, time.UTC)
-	res := kubetext.Parse([]byte(session), now)
-	var crons []batchv1.CronJob
-	for _, o := range res.Objects {
-		if c, ok := o.(*batchv1.CronJob); ok {
-			crons = append(crons, *c)
-		}
-	}
-	if len(crons) != 3 {
-		t.Fatalf("%d CronJobs read", len(crons))
-	}
+	crons := readCronJobs(t, session, now, 3)
 	ev := &Gathered{K8s: K8sEvidence{CronJobs: crons}, Window: Window{BaselineStart: now.Add(-12 * time.Hour), Start: now.Add(-6 * time.Hour), End: now},
 		Scope: Scope{Service: "invoice-export", Namespace: "billing"},
 		Earlier: []evidence.Change{

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rootcause/rootcause/agent/evidence"
-	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
 
 // TestCronTimeZone: a CronJob with no time zone, moved from a host's
@@ -23,16 +22,7 @@ price-rebuild   0 2 * * *      <none>     False     0        70m             2d2
 sitemap-gen     */30 * * * *   <none>     False     0        10m             118d
 `
 	now := time.Date(2026, 11, 26, 3, 10, 0, 0, time.UTC)
-	res := kubetext.Parse([]byte(session), now)
-	var crons []batchv1.CronJob
-	for _, o := range res.Objects {
-		if c, ok := o.(*batchv1.CronJob); ok {
-			crons = append(crons, *c)
-		}
-	}
-	if len(crons) != 2 {
-		t.Fatalf("%d CronJobs read", len(crons))
-	}
+	crons := readCronJobs(t, session, now, 2)
 	run := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "price-rebuild-29405400", Namespace: "catalog"},
 		Status: batchv1.JobStatus{StartTime: &metav1.Time{Time: time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)}, CompletionTime: &metav1.Time{Time: time.Date(2026, 11, 26, 2, 42, 0, 0, time.UTC)}}}
 	slow := Finding{Kind: KindLatency, Subject: "catalog-api", Time: time.Date(2026, 11, 26, 2, 3, 0, 0, time.UTC), Summary: "catalog-api p99 latency rose from 0.12 s to 1.9 s"}
