@@ -39,18 +39,11 @@ var (
 )
 
 var dbSlotsTaken = &mechanism{
-	kind:   KindDBSlotsTaken,
-	class:  classCause,
-	label:  "one client holding a database's connection slots",
-	detect: detectDBSlotsTaken,
-	related: func(h *Hypothesis, f *Finding) bool {
-		for _, r := range strings.Split(h.fact("affects"), ", ") {
-			if r != "" && (f.Subject == r || f.fact("caller") == r || f.relates(r)) {
-				return true
-			}
-		}
-		return false
-	},
+	kind:       KindDBSlotsTaken,
+	class:      classCause,
+	label:      "one client holding a database's connection slots",
+	detect:     detectDBSlotsTaken,
+	related:    affectsRelated,
 	fitsChange: func(h *Hypothesis, c *Finding) bool { return c.relates(h.Subject) },
 	describe: func(h *Hypothesis, sc Scope) string {
 		who := h.Subject

@@ -27,18 +27,11 @@ var (
 )
 
 var dbUserLoad = &mechanism{
-	kind:   KindDBUserLoad,
-	class:  classCause,
-	label:  "one user's load saturating a shared database",
-	detect: detectDBUserLoad,
-	related: func(h *Hypothesis, f *Finding) bool {
-		for _, r := range strings.Split(h.fact("affects"), ", ") {
-			if r != "" && (f.Subject == r || f.fact("caller") == r || f.relates(r)) {
-				return true
-			}
-		}
-		return false
-	},
+	kind:       KindDBUserLoad,
+	class:      classCause,
+	label:      "one user's load saturating a shared database",
+	detect:     detectDBUserLoad,
+	related:    affectsRelated,
 	fitsChange: func(h *Hypothesis, c *Finding) bool { return c.relates(h.Subject) },
 	describe: func(h *Hypothesis, sc Scope) string {
 		who := h.Subject

@@ -95,3 +95,15 @@ func sharesWord(name string, words []string, generic map[string]bool) bool {
 	}
 	return false
 }
+
+// affectsRelated reports whether f concerns one of the systems a
+// database client's finding names as affected (its "affects" fact: the
+// server, the clients refused or waiting, the question's subjects).
+func affectsRelated(h *Hypothesis, f *Finding) bool {
+	for _, r := range strings.Split(h.fact("affects"), ", ") {
+		if r != "" && (f.Subject == r || f.fact("caller") == r || f.relates(r)) {
+			return true
+		}
+	}
+	return false
+}
