@@ -76,21 +76,7 @@ func TestLocalizeAcrossServices(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus", "metrics.om"), []byte(om.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bun, err := bundle.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := tools.Builtin()
-	toolkit := cat.DefaultToolkit(tools.AgentInvestigation)
-	sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: bun.Sources(now)}, Toolkit: toolkit}
-	res, err := analyst.New(analyst.Options{}).Investigate(context.Background(), &agent.Request{
-		Agent:   agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
-		Message: "frontend latency alert fired: why?",
-		Context: map[string]string{"service": "frontend", "namespace": "shop", "time_window": "10m"},
-	}, &benchRun{sess: sess})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, sess := investigateDir(t, dir, now)
 	desc := res.RootCause.Description
 	// The first service the root cause names is cart.
 	first, at := "", len(desc)
@@ -139,6 +125,14 @@ func investigateOM(t *testing.T, now time.Time, om string) *finding.Result {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus", "metrics.om"), []byte(om+"# EOF\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	res, _ := investigateDir(t, dir, now)
+	return res
+}
+
+// investigateDir asks the frontend latency question of the bundle in dir
+// and returns the answer with the session that served its tools.
+func investigateDir(t *testing.T, dir string, now time.Time) (*finding.Result, *tools.Session) {
+	t.Helper()
 	bun, err := bundle.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +148,7 @@ func investigateOM(t *testing.T, now time.Time, om string) *finding.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res
+	return res, sess
 }
 
 // omSeries writes one series of 41 one-minute samples ending at now.
@@ -489,21 +483,7 @@ func TestLocalizeReadsServiceLogFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "logs", "audit-trail.log"), []byte(other.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bun, err := bundle.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := tools.Builtin()
-	toolkit := cat.DefaultToolkit(tools.AgentInvestigation)
-	sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: bun.Sources(now)}, Toolkit: toolkit}
-	res, err := analyst.New(analyst.Options{}).Investigate(context.Background(), &agent.Request{
-		Agent:   agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
-		Message: "frontend latency alert fired: why?",
-		Context: map[string]string{"service": "frontend", "namespace": "shop", "time_window": "10m"},
-	}, &benchRun{sess: sess})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, _ := investigateDir(t, dir, now)
 	found := false
 	for _, c := range res.Candidates {
 		if c.Kind != string(analyst.KindLocalized) {
