@@ -173,15 +173,21 @@ func TestEarlierEpisodeIsMarked(t *testing.T) {
 		entryLatency("frontend"),
 		{Service: "cart", Metric: "cpu", Signal: SignalCPU, Unit: "cores", Bad: Up, Points: wave(0.1, 0.005, from(29, 40, 1.9))},
 	}})
+	if c := candidate(t, res, "cart"); !c.Preexisting || !strings.Contains(c.Explanation, "before the symptom") {
+		t.Errorf("cart's earlier episode not marked: %+v", c)
+	}
+}
+
+// candidate is the candidate named subject; the test stops when there is none.
+func candidate(t *testing.T, res Result, subject string) Candidate {
+	t.Helper()
 	for _, c := range res.Candidates {
-		if c.Subject == "cart" {
-			if !c.Preexisting || !strings.Contains(c.Explanation, "before the symptom") {
-				t.Errorf("cart's earlier episode not marked: %+v", c)
-			}
-			return
+		if c.Subject == subject {
+			return c
 		}
 	}
-	t.Fatalf("cart missing: %+v", res.Candidates)
+	t.Fatalf("%s missing: %+v", subject, res.Candidates)
+	return Candidate{}
 }
 
 func TestNoInput(t *testing.T) {
@@ -474,16 +480,10 @@ func TestLatencyAddsUp(t *testing.T) {
 				{Service: "checkout", Caller: "frontend", Metric: "edge latency p50", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.2, 0.02, from(37, 40, 0.6))},
 				{Service: "currency", Caller: "checkout", Metric: "edge latency p50", Signal: SignalLatency, Unit: "s", Bad: Up, Points: wave(0.005, 0.0005, from(37, 40, tc.calleeTo))},
 			}})
-			for _, c := range res.Candidates {
-				if c.Subject != "checkout" {
-					continue
-				}
-				if got := strings.Contains(c.Explanation, "explained by currency"); got != tc.explained {
-					t.Fatalf("checkout explained by currency = %v, want %v: %q", got, tc.explained, c.Explanation)
-				}
-				return
+			c := candidate(t, res, "checkout")
+			if got := strings.Contains(c.Explanation, "explained by currency"); got != tc.explained {
+				t.Fatalf("checkout explained by currency = %v, want %v: %q", got, tc.explained, c.Explanation)
 			}
-			t.Fatalf("checkout missing: %+v", res.Candidates)
 		})
 	}
 }
@@ -618,16 +618,10 @@ func TestErrorsGiveWayOnlyToErrors(t *testing.T) {
 				{Service: "seat", Template: "INFO seat health", Counts: minutes(map[int]int{35: 5, 36: 5, 37: 5, 38: 5, 39: 5})},
 				{Service: "seat", Template: "INFO train number start with <*>", Error: tc.calleeErr, Counts: minutes(map[int]int{37: 40, 38: 41, 39: 40})},
 			}})
-			for _, c := range res.Candidates {
-				if c.Subject != "travel" {
-					continue
-				}
-				if got := strings.Contains(c.Explanation, "explained by seat"); got != tc.explained {
-					t.Fatalf("travel explained by seat = %v, want %v: %q", got, tc.explained, c.Explanation)
-				}
-				return
+			c := candidate(t, res, "travel")
+			if got := strings.Contains(c.Explanation, "explained by seat"); got != tc.explained {
+				t.Fatalf("travel explained by seat = %v, want %v: %q", got, tc.explained, c.Explanation)
 			}
-			t.Fatalf("travel missing: %+v", res.Candidates)
 		})
 	}
 }
@@ -676,16 +670,10 @@ func TestCallerErrorsStartNoPath(t *testing.T) {
 				{Service: "tax", Template: "INFO tax health", Counts: minutes(map[int]int{35: 200, 36: 200, 37: 200, 38: 200, 39: 200})},
 				{Service: "tax", Template: "no jurisdiction for destination, returning quote without lines", Counts: minutes(map[int]int{37: 20, 38: 20, 39: 21})},
 			}})
-			for _, c := range res.Candidates {
-				if c.Subject != "tax" {
-					continue
-				}
-				if got := strings.Contains(c.Explanation, "follows a change at orders"); got != tc.follows {
-					t.Fatalf("tax follows orders = %v, want %v: %q", got, tc.follows, c.Explanation)
-				}
-				return
+			c := candidate(t, res, "tax")
+			if got := strings.Contains(c.Explanation, "follows a change at orders"); got != tc.follows {
+				t.Fatalf("tax follows orders = %v, want %v: %q", got, tc.follows, c.Explanation)
 			}
-			t.Fatalf("tax missing: %+v", res.Candidates)
 		})
 	}
 }
