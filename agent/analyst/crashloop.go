@@ -51,6 +51,9 @@ var crashLoop = &mechanism{
 		s := h.Subject
 		var d string
 		d = fmt.Sprintf("%s containers are in CrashLoopBackOff", s)
+		if c := h.fact("init_container"); c != "" {
+			d = fmt.Sprintf("%s pods are stuck in Init:CrashLoopBackOff: their init container %s keeps failing", s, c)
+		}
 		if c := h.fact("exit_code"); c != "" {
 			d += fmt.Sprintf(", exiting with code %s (%s)", c, exitMeaningStr(c))
 		}
@@ -90,9 +93,13 @@ func crashingContainer(c *containerState) []Finding {
 			if validStart(p, term.StartedAt.Time) {
 				f.Time = earliest(term.StartedAt.Time, f.Time)
 			}
-			ev += fmt.Sprintf("; last terminated with reason %s, exit code %d (%s) at %s", orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time))
-			f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
-			f.setFact("reason", term.Reason)
+			if exitKnown(term) {
+				ev += fmt.Sprintf("; last terminated with reason %s, exit code %d (%s) at %s", orDash(term.Reason), term.ExitCode, exitMeaning(term.ExitCode), ts(term.FinishedAt.Time))
+				f.setFact("exit_code", strconv.Itoa(int(term.ExitCode)))
+				f.setFact("reason", term.Reason)
+			} else if !term.FinishedAt.IsZero() {
+				ev += fmt.Sprintf("; last restarted at %s (its exit code is not shown)", ts(term.FinishedAt.Time))
+			}
 			if term.Message != "" {
 				f.Evidence = append(f.Evidence, fmt.Sprintf("termination message: %s", quote(term.Message, 200)))
 			}
@@ -117,6 +124,9 @@ func crashingContainer(c *containerState) []Finding {
 		if c.Spec != nil {
 			f.setFact("image", c.Spec.Image)
 		}
+		return append([]Finding{f}, crashCauses(f, c)...)
+	}
+	if f, ok := rowError(c); ok {
 		return append([]Finding{f}, crashCauses(f, c)...)
 	}
 	// Restarted recently without a waiting state, or terminated with an
@@ -180,6 +190,47 @@ func causeLine(lines []evidence.LogLine) string {
 		}
 	}
 	return lines[best].Text
+}
+
+// rowError judges a container a kubectl get pods row shows in Error
+// between restarts ("2/3  Error  11 (4s ago)"): it crashed again and waits
+// to be restarted, its exit code not shown. The onset is its last restart
+// before this one.
+func rowError(c *containerState) (Finding, bool) {
+	cur, cs := c.Current, c.Status
+	if cur == nil || cur.Reason != "Error" || exitKnownCode(cur) || cs.RestartCount == 0 {
+		return Finding{}, false
+	}
+	f := c.Base
+	f.Kind, f.Severity, f.Weight = KindCrashLoop, SevWarning, 0.6
+	f.Time = c.Window.End
+	if t := cs.LastTerminationState.Terminated; t != nil && !t.FinishedAt.IsZero() {
+		f.Time = t.FinishedAt.Time
+	}
+	f.Summary = fmt.Sprintf("%s terminated with reason Error (exit code not shown), %s", c.Object, plural(int(cs.RestartCount), "restart", "restarts"))
+	f.Evidence = []string{fmt.Sprintf("%s is terminated with reason Error after %s; it is restarted again and again", c.Object, plural(int(cs.RestartCount), "restart", "restarts"))}
+	if n := len(c.LastLines); n > 0 {
+		line := causeLine(c.LastLines)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the crashed container: %s", quote(line, 200)))
+		f.setFact("last_log", line)
+	}
+	f.setFact("container", c.Status.Name)
+	f.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
+	return f, true
+}
+
+// exitKnownCode reports whether a termination carries its exit code or
+// times (a reason alone is what a kubectl get pods row shows).
+func exitKnownCode(t *corev1.ContainerStateTerminated) bool {
+	return t.ExitCode != 0 || t.Signal != 0 || !t.StartedAt.IsZero() || !t.FinishedAt.IsZero()
+}
+
+// exitKnown reports whether a termination says how the container ended:
+// a kubectl get pods row tells only when it last restarted ("12 (2m ago)"),
+// and its exit code 0 is then no exit code at all (the kubelet gives a
+// container that exited 0 the reason Completed).
+func exitKnown(t *corev1.ContainerStateTerminated) bool {
+	return t.ExitCode != 0 || t.Reason != "" || t.Signal != 0 || !t.StartedAt.IsZero()
 }
 
 // notReadySince is when a pod last became not ready, from its Ready

@@ -420,8 +420,8 @@ func (g *gatherer) podsForLogs() []*corev1.Pod {
 	}
 	for i := range g.k8s.Pods {
 		p := &g.k8s.Pods[i]
-		if p.Status.Phase == corev1.PodPending && p.Status.StartTime == nil {
-			continue // never started: no logs
+		if p.Status.Phase == corev1.PodPending && p.Status.StartTime == nil && len(p.Status.InitContainerStatuses) == 0 {
+			continue // never started: no logs (an init container that ran has)
 		}
 		wl := WorkloadOfPod(p)
 		s := 0

@@ -308,7 +308,7 @@ type containerState struct {
 
 func newContainerState(p *corev1.Pod, cs corev1.ContainerStatus, base Finding, prevLogs map[string][]evidence.LogLine, w Window) *containerState {
 	c := &containerState{Pod: p, Status: cs, Spec: containerSpec(p, cs.Name), Base: base, Window: w,
-		Object: fmt.Sprintf("%s container %s", base.Object, cs.Name), Current: cs.State.Terminated, Waiting: cs.State.Waiting,
+		Object: base.Object + containerWord(cs.Name), Current: cs.State.Terminated, Waiting: cs.State.Waiting,
 		LastLines: prevLogs[p.Namespace+"/"+p.Name+"/"+cs.Name]}
 	c.Term = cs.LastTerminationState.Terminated
 	if c.Current != nil && (c.Term == nil || c.Current.FinishedAt.After(c.Term.FinishedAt.Time)) {
@@ -867,9 +867,17 @@ func onlyRestart(old, nw *appsv1.ReplicaSet, diffs []string) bool {
 	return equality.Semantic.DeepEqual(old.Spec.Template.Spec, nw.Spec.Template.Spec)
 }
 
+// isInitContainer reports whether a pod's container is one of its init
+// containers, by its spec or, when the spec is not known (a kubectl get
+// pods row "Init:CrashLoopBackOff"), by its status.
 func isInitContainer(p *corev1.Pod, name string) bool {
 	for _, c := range p.Spec.InitContainers {
 		if c.Name == name {
+			return true
+		}
+	}
+	for _, c := range p.Status.InitContainerStatuses {
+		if c.Name == name && containerSpec(p, name) == nil {
 			return true
 		}
 	}

@@ -220,10 +220,12 @@ func crashLogCauses(ev *Gathered, found []Finding, kind Kind, facts func(f *Find
 	var out []Finding
 	seen := map[string]bool{}
 	for _, c := range found {
-		if c.Kind != KindCrashLoop || c.fact("container") == "" {
+		if c.Kind != KindCrashLoop {
 			continue
 		}
-		pod := strings.TrimPrefix(c.Object, "pod ")
+		// A container a kubectl get pods row showed has no name: its
+		// log is the pod's (key "ns/pod/").
+		pod, _, _ := strings.Cut(strings.TrimPrefix(c.Object, "pod "), " ")
 		key := pod + "/" + c.fact("container")
 		lines := ev.K8s.PreviousLogs[key]
 		if seen[key] || len(lines) == 0 {
@@ -237,10 +239,12 @@ func crashLogCauses(ev *Gathered, found []Finding, kind Kind, facts func(f *Find
 			}
 			f := Finding{Kind: m.kind, Subject: c.Subject, Object: c.Object, Namespace: c.Namespace, Time: c.Time, Severity: SevCritical,
 				Weight: m.lineWeight, Source: SrcKubernetes, Related: c.Related}
-			f.Evidence = []string{fmt.Sprintf("%s container %s logs before exiting: %s", c.Object, c.fact("container"), quote(ReadableLine(lines[i].Text), 240))}
+			obj := "pod " + pod + containerWord(c.fact("container"))
+			f.Evidence = []string{fmt.Sprintf("%s logs before exiting: %s", obj, quote(ReadableLine(lines[i].Text), 240))}
 			f.Evidence = append(f.Evidence, c.Evidence...)
 			f.setFact("line", lines[i].Text)
 			f.setFact("container", c.fact("container"))
+			f.setFact("init_container", c.fact("init_container"))
 			f.setFact("exit_code", c.fact("exit_code"))
 			if strings.Contains(c.Summary, "CrashLoopBackOff") || c.fact("restarts") != "" {
 				f.setFact("crashloop", "true")
@@ -248,12 +252,21 @@ func crashLogCauses(ev *Gathered, found []Finding, kind Kind, facts func(f *Find
 			if facts != nil {
 				facts(&f, lines, i)
 			}
-			f.Summary = fmt.Sprintf("%s container %s exits: %s", c.Object, c.fact("container"), truncate(ReadableLine(lines[i].Text), 160))
+			f.Summary = fmt.Sprintf("%s exits: %s", obj, truncate(ReadableLine(lines[i].Text), 160))
 			out = append(out, f)
 			break
 		}
 	}
 	return out
+}
+
+// containerWord is " container NAME", or nothing when the name is not
+// known (a kubectl get pods row).
+func containerWord(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " container " + name
 }
 
 // eventTarget is what an event's finding is about: its subject, object

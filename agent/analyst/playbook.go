@@ -47,6 +47,7 @@ func describeFallback(h *Hypothesis, sc Scope, s string, top *Finding) string {
 // own words: the change that triggered it, the dependency's victims, the
 // consequences observed.
 func describeTail(h *Hypothesis, d string) string {
+	d += containerPhrase(h, d)
 	// Name the mechanism of a symptom the change hypothesis explains, and
 	// the change that triggered a cause.
 	if h.Trigger != nil {
@@ -64,6 +65,25 @@ func describeTail(h *Hypothesis, d string) string {
 		}
 	}
 	return strings.TrimSpace(d) + "."
+}
+
+// containerPhrase names the container that fails when the description
+// does not and it is not named after the workload: a pod's sidecar or
+// init container failing is fixed in that container, not in the
+// application's.
+func containerPhrase(h *Hypothesis, d string) string {
+	top := h.top()
+	if top == nil || top.Source != SrcKubernetes {
+		return ""
+	}
+	c := top.fact("container")
+	if c == "" || c == h.Subject || strings.Contains(d, c) {
+		return ""
+	}
+	if top.fact("init_container") == c {
+		return fmt.Sprintf(" (its init container %s)", c)
+	}
+	return fmt.Sprintf(" (its container %s)", c)
 }
 
 func hasKind(fs []*Finding, k Kind) bool {

@@ -187,16 +187,21 @@ var terminatedReasons = map[string]bool{"OOMKilled": true, "Error": true, "Compl
 
 // podRow reads NAME READY STATUS RESTARTS AGE [IP NODE NOMINATED NODE
 // READINESS GATES]. STATUS is what kubectl derives: a phase, a container's
-// waiting or terminated reason, or the pod's reason. Container details are
-// kept only for pods with one container (READY x/1): the table does not
-// say which container of several a reason belongs to.
+// waiting or terminated reason ("Init:" and an init container's for a pod
+// that has not got past its init containers: Init:CrashLoopBackOff,
+// Init:0/2 while the first of two runs), or the pod's reason. A pod of one
+// container gets that container's state; a pod of several gets the state
+// on the one container whose reason STATUS shows, its name unknown until
+// the transcript's logs of the pod name it (nameRowContainers). RESTARTS
+// counts every container's restarts. READY x/y says whether the pod is
+// ready.
 func podRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.Object {
 	pod := &corev1.Pod{TypeMeta: typeMeta("Pod"), ObjectMeta: meta}
 	status := cell(t, row, "STATUS")
 	ready, total, okReady := ratio(cell(t, row, "READY"))
 	var st *corev1.ContainerStatus
-	if okReady && total == 1 {
-		st = &corev1.ContainerStatus{Ready: ready == 1}
+	if okReady && total >= 1 {
+		st = &corev1.ContainerStatus{Ready: total == 1 && ready == 1}
 		if m := restartsRe.FindStringSubmatch(cell(t, row, "RESTARTS")); m != nil {
 			n, _ := atoi32(m[1])
 			st.RestartCount = n
@@ -205,49 +210,62 @@ func podRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.O
 			}
 		}
 	}
+	multi := okReady && total > 1
+	init := false
 	switch {
 	case status == "Running" || status == "Pending" || status == "Succeeded" || status == "Failed" || status == "Unknown":
 		pod.Status.Phase = corev1.PodPhase(status)
 		if st != nil && status == "Running" {
 			st.State.Running = &corev1.ContainerStateRunning{}
 		}
+		if multi {
+			st = nil // which container restarted is not shown
+		}
 	case status == "Terminating":
 		t := metav1.NewTime(p.ref)
 		if !p.ref.IsZero() {
 			pod.DeletionTimestamp = &t
 		}
-	case waitingReasons[status]:
-		if st != nil {
-			st.State.Waiting = &corev1.ContainerStateWaiting{Reason: status}
-		}
-	case terminatedReasons[status]:
-		// "Completed" is a container's reason: a job's pod has Succeeded,
-		// a deployment's is about to restart it; the phase stays unknown.
-		if st != nil {
-			st.State.Terminated = &corev1.ContainerStateTerminated{Reason: status}
-		}
-	case strings.HasPrefix(status, "Init:"):
-		// Init:0/1, Init:CrashLoopBackOff: an init container has not finished.
-		pod.Status.Phase = corev1.PodPending
 		st = nil
-	case strings.HasPrefix(status, "Signal:") || strings.HasPrefix(status, "ExitCode:"):
+	case strings.HasPrefix(status, "Init:"):
+		// An init container has not finished: Init:0/1 (it runs),
+		// Init:CrashLoopBackOff, Init:Error, Init:ExitCode:1...
+		pod.Status.Phase = corev1.PodPending
+		init = true
 		if st != nil {
-			n, _ := atoi32(status[strings.IndexByte(status, ':')+1:])
-			if strings.HasPrefix(status, "Signal:") {
-				st.State.Terminated = &corev1.ContainerStateTerminated{Signal: n}
+			st.Ready = false
+			if _, _, ok := ratio(status[len("Init:"):]); ok {
+				st.State.Running = &corev1.ContainerStateRunning{}
 			} else {
-				st.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: n}
+				containerReason(st, status[len("Init:"):])
 			}
 		}
-	case status != "":
-		pod.Status.Reason = status // Evicted, NodeLost, OutOfpods...
-		if status == "Evicted" {
-			pod.Status.Phase = corev1.PodFailed
+	default:
+		if st == nil || !containerReason(st, status) {
+			st = nil
+			if status != "" {
+				pod.Status.Reason = status // Evicted, NodeLost, OutOfpods...
+				if status == "Evicted" {
+					pod.Status.Phase = corev1.PodFailed
+				}
+			}
 		}
 	}
 	// A status is kept only when the row tells the container's state.
 	if st != nil && (st.State.Running != nil || st.State.Waiting != nil || st.State.Terminated != nil) {
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{*st}
+		if init {
+			pod.Status.InitContainerStatuses = []corev1.ContainerStatus{*st}
+		} else {
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{*st}
+		}
+	}
+	if multi {
+		// The pod's readiness, which no container status of the row says.
+		c := corev1.ConditionFalse
+		if ready == total && pod.Status.Phase == corev1.PodRunning {
+			c = corev1.ConditionTrue
+		}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.ContainersReady, Status: c}, {Type: corev1.PodReady, Status: c}}
 	}
 	pod.Status.PodIP = cell(t, row, "IP")
 	if pod.Status.PodIP != "" {
@@ -256,6 +274,30 @@ func podRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.O
 	pod.Spec.NodeName = cell(t, row, "NODE")
 	pod.Status.NominatedNodeName = cell(t, row, "NOMINATED NODE")
 	return pod
+}
+
+// containerReason sets a container's state from the reason kubectl shows
+// for it (CrashLoopBackOff, OOMKilled, Signal:9, ExitCode:1), and reports
+// whether reason is one.
+func containerReason(st *corev1.ContainerStatus, reason string) bool {
+	switch {
+	case waitingReasons[reason]:
+		st.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason}
+	case terminatedReasons[reason]:
+		// "Completed" is a container's reason: a job's pod has Succeeded,
+		// a deployment's is about to restart it; the phase stays unknown.
+		st.State.Terminated = &corev1.ContainerStateTerminated{Reason: reason}
+	case strings.HasPrefix(reason, "Signal:") || strings.HasPrefix(reason, "ExitCode:"):
+		n, _ := atoi32(reason[strings.IndexByte(reason, ':')+1:])
+		if strings.HasPrefix(reason, "Signal:") {
+			st.State.Terminated = &corev1.ContainerStateTerminated{Signal: n}
+		} else {
+			st.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: n}
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // containersImages reads the -o wide CONTAINERS and IMAGES columns.

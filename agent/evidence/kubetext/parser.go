@@ -144,6 +144,7 @@ func (p *parser) run(data []byte) {
 	p.applyRollouts()
 	p.applyHistories()
 	p.resolveWorkloadLogs()
+	p.nameRowContainers()
 	slices.SortStableFunc(p.res.Outputs, func(a, b Output) int { return a.Line - b.Line })
 }
 
