@@ -652,3 +652,34 @@ func TestFixedHeaderValuesStayShared(t *testing.T) {
 		t.Errorf("shared value %q (cap %d)", shared, cap(shared))
 	}
 }
+
+// TestRevokedTokenRefusedAtOnce: a team token whose answers all came from
+// the caches (its verified record, the effective config, its encoded body
+// on a corked connection) is refused on the very next request after its
+// revocation through the API, on the same keep-alive connections, for the
+// effective config and /auth/me alike; other tokens keep working.
+func TestRevokedTokenRefusedAtOnce(t *testing.T) {
+	h := newHarness(t)
+	big := `{"agents":{"a":{"prompt":"` + strings.Repeat("investigate the checkout service ", 200) + `"}}}`
+	if r := h.do(req{method: "PUT", path: "/api/v1/config/me", token: "payments-write", body: big}); r.status != 200 {
+		t.Fatalf("PUT: %d %s", r.status, r.body)
+	}
+	h.issue("hot", db.IssueTokenRequest{Kind: db.TokenTeam, Team: "payments"})
+	identity := map[string]string{"Accept-Encoding": "identity"}
+	for range 5 {
+		if r := h.do(req{path: "/api/v1/config/me/effective", token: "hot", header: identity}); r.status != 200 || len(r.body) < corkMin {
+			t.Fatalf("effective before the revocation: %d, %d bytes", r.status, len(r.body))
+		}
+		if r := h.do(req{path: "/api/v1/auth/me", token: "hot"}); r.status != 200 {
+			t.Fatalf("auth/me before the revocation: %d", r.status)
+		}
+	}
+	if r := h.do(req{method: http.MethodPost, path: "/api/v1/admin/tokens/revoke", token: "admin", body: `{"token_id": "` + h.ids["hot"] + `"}`}); r.status != 200 {
+		t.Fatalf("revoke: %d %s", r.status, r.body)
+	}
+	expectError(t, h.do(req{path: "/api/v1/config/me/effective", token: "hot", header: identity}), 401, "unauthorized")
+	expectError(t, h.do(req{path: "/api/v1/auth/me", token: "hot"}), 401, "unauthorized")
+	if r := h.do(req{path: "/api/v1/config/me/effective", token: "payments-read", header: identity}); r.status != 200 {
+		t.Fatalf("another token after the revocation: %d", r.status)
+	}
+}

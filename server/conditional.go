@@ -32,6 +32,26 @@ type encodedBody struct {
 	// (fixedValue): ETag and Content-Length of the identity body and of
 	// the gzip one.
 	etagValue, lengthValue, gzTagValue, gzLenValue []string
+	// lines and gzLines are the answer's fixed header lines (validators,
+	// Vary, Cache-Control, X-Content-Type-Options and, for gzip,
+	// Content-Encoding) as they go on the wire, for a corked connection
+	// to add to the header section (corkLines).
+	lines, gzLines []byte
+}
+
+// fixedLines returns the header lines of a cached 200 answer with entity
+// tag etag, as net/http would write them from the map (canonical keys):
+// the values are this package's constants and a tag of base64url
+// characters, so no line can carry a CR or LF of its own.
+func fixedLines(etag string, gzip bool) []byte {
+	b := []byte("Cache-Control: " + valueNoCache[0] + "\r\n")
+	if gzip {
+		b = append(b, "Content-Encoding: "+valueGzip[0]+"\r\n"...)
+	}
+	b = append(b, "Etag: "+etag+"\r\n"...)
+	b = append(b, "Vary: "+valueVaryEncoding[0]+"\r\n"...)
+	b = append(b, "X-Content-Type-Options: "+valueNosniff[0]+"\r\n"...)
+	return b
 }
 
 // gzipETag is the entity tag of the gzip representation: another
@@ -78,6 +98,7 @@ func (c *bodyCache) get(key string, b []byte) *encodedBody {
 	e.gzTag = e.gzipETag()
 	e.etagValue, e.gzTagValue = fixedValue(e.etag), fixedValue(e.gzTag)
 	e.lengthValue = fixedValue(strconv.Itoa(len(e.wire)))
+	e.lines, e.gzLines = fixedLines(e.etag, false), fixedLines(e.gzTag, true)
 	c.mu.Lock()
 	if _, ok := c.entries[key]; !ok && len(c.entries) >= c.max {
 		for k := range c.entries {
@@ -93,31 +114,61 @@ func (c *bodyCache) get(key string, b []byte) *encodedBody {
 // writeCachedJSON answers b (encoded JSON, cached by the caller under key)
 // with its ETag: 304 when If-None-Match names it, gzip when the client
 // accepts it, the identity body otherwise.
+//
+// On a corked connection (cork.go) a 200 answer's fixed headers leave as
+// lines made once with the body (corkLines), and net/http's header map
+// holds only the per-request ones: with the contract's headers the map
+// would pass eight entries, which costs net/http a larger table for it and
+// for its copy of it on every answer. Elsewhere (the local socket, tests
+// without a connection) every header goes through the map.
 func writeCachedJSON(w http.ResponseWriter, r *http.Request, c *bodyCache, key string, b []byte) error {
 	e := c.get(key, b)
+	gz := len(b) >= minGzipSize && acceptsGzip(r.Header["Accept-Encoding"])
 	// Every header value here was made once with the body (fixedValue):
 	// each header is one map assignment under its canonical key.
 	h := w.Header()
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatches(inm, e.etag, e.gzTag) {
+		setValidators(h, e, gz)
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	body, length, lines := e.wire, e.lengthValue, e.lines
+	if gz {
+		body = e.gzipped() // sets e.gzLenValue
+		length, lines = e.gzLenValue, e.gzLines
+	}
+	if len(body) >= corkMin {
+		if cc := corkOf(w); cc != nil {
+			h["Content-Type"] = valueJSON
+			h["Content-Length"] = length
+			cc.corkLines(lines)
+			defer cc.uncork()
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(body)
+			// Everything of the answer reaches the connection while it
+			// is corked; it leaves in one write call with the lines.
+			w.(http.Flusher).Flush()
+			return nil
+		}
+	}
+	setValidators(h, e, gz)
+	if gz {
+		h["Content-Encoding"] = valueGzip
+	}
+	writeJSONBytes(w, http.StatusOK, body, length)
+	return nil
+}
+
+// setValidators sets the ETag of e's identity or gzip answer, Vary and
+// Cache-Control.
+func setValidators(h http.Header, e *encodedBody, gz bool) {
 	h["Vary"] = valueVaryEncoding
 	h["Cache-Control"] = valueNoCache
-	gz := len(b) >= minGzipSize && acceptsGzip(r.Header["Accept-Encoding"])
 	if gz {
 		h["Etag"] = e.gzTagValue
 	} else {
 		h["Etag"] = e.etagValue
 	}
-	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatches(inm, e.etag, e.gzTag) {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	if gz {
-		h["Content-Encoding"] = valueGzip
-		gzBody := e.gzipped() // sets e.gzLenValue
-		writeJSONBytes(w, http.StatusOK, gzBody, e.gzLenValue)
-		return nil
-	}
-	writeJSONBytes(w, http.StatusOK, e.wire, e.lengthValue)
-	return nil
 }
 
 // acceptsGzip reports whether Accept-Encoding values accept gzip (named, or

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -25,6 +26,14 @@ import (
 // held. Nothing is reordered (the connection's writes all go through it),
 // nothing is held past the handler's own write, and an uncorked connection
 // writes exactly as before.
+//
+// A handler can also hand the cork header lines made once with a cached
+// answer (corkLines): they are added to the end of the answer's header
+// section as it leaves, so that net/http's header map holds only the
+// per-request headers. Every header of the answer is still sent once: the
+// lines are added only to a held "HTTP/1.x 200 " header section, and a
+// connection whose held bytes are not one is closed with an error rather
+// than sending an answer without them (fail closed).
 
 // corkMin is the smallest body worth corking for: net/http copies a
 // smaller one into its buffers and writes the whole answer at the end.
@@ -86,11 +95,25 @@ type corkConn struct {
 	corked  bool
 	pending []byte      // held bytes (a copy)
 	bufs    net.Buffers // the writev's vector, reused
-	vec     [2][]byte
+	vec     [4][]byte
+	// lines are header lines ("Key: value\r\n"...) still to be added to
+	// the held answer's header section (corkLines); nil when none.
+	lines []byte
 }
 
 // cork holds the connection's small writes until a large one or uncork.
 func (c *corkConn) cork() { c.corked = true }
+
+// corkLines corks the connection for a 200 answer and adds lines, complete
+// header lines each ending in CRLF (made once with a cached answer, never
+// from request input), at the end of that answer's header section. The
+// caller must cork before the answer's header is written and have every
+// byte of it reach the connection before uncork (flush the response
+// writer): the lines go out with the first write that sends the header.
+func (c *corkConn) corkLines(lines []byte) {
+	c.corked = true
+	c.lines = lines
+}
 
 // uncork sends whatever is held and ends the cork.
 func (c *corkConn) uncork() error {
@@ -99,6 +122,10 @@ func (c *corkConn) uncork() error {
 }
 
 func (c *corkConn) flush() error {
+	if c.lines != nil {
+		_, err := c.writeWithLines(nil)
+		return err
+	}
 	if len(c.pending) == 0 {
 		return nil
 	}
@@ -106,6 +133,51 @@ func (c *corkConn) flush() error {
 	c.pending = c.pending[:0]
 	_, err := c.Conn.Write(p)
 	return err
+}
+
+// errCorkLines is the error of an answer whose header section was not
+// held when its header lines were to be added.
+var errCorkLines = errors.New("cork: the answer's header section is not held; connection closed")
+
+// writeWithLines sends the held bytes, which must begin with a complete
+// "HTTP/1.x 200 " header section, with c.lines added at its end, and p
+// after them, in one writev. It returns the bytes of p written. Anything
+// else held is not sent: the connection is closed (the client sees it end
+// rather than an answer without its headers).
+func (c *corkConn) writeWithLines(p []byte) (int, error) {
+	lines := c.lines
+	c.lines = nil
+	held := c.pending
+	c.pending = c.pending[:0]
+	end := headerEnd(held)
+	if end < 0 {
+		c.Conn.Close()
+		return 0, errCorkLines
+	}
+	c.vec = [4][]byte{held[:end], lines, held[end:], p}
+	c.bufs = c.vec[:]
+	n, err := c.bufs.WriteTo(c.tcp) // one writev
+	c.vec, c.bufs = [4][]byte{}, nil
+	before := int64(len(held) + len(lines))
+	if err == nil && n != before+int64(len(p)) {
+		err = io.ErrShortWrite
+	}
+	return int(max(n-before, 0)), err
+}
+
+// headerEnd returns where header lines are to be added to b, the held
+// bytes of a 200 answer: just before the empty line that ends its header
+// section. It returns -1 unless b begins with an HTTP/1.x 200 status line
+// and holds the whole header section.
+func headerEnd(b []byte) int {
+	if len(b) < 13 || string(b[:7]) != "HTTP/1." || string(b[8:13]) != " 200 " {
+		return -1
+	}
+	i := bytes.Index(b, []byte("\r\n\r\n"))
+	if i < 0 {
+		return -1
+	}
+	return i + 2
 }
 
 func (c *corkConn) Write(p []byte) (int, error) {
@@ -124,14 +196,17 @@ func (c *corkConn) Write(p []byte) (int, error) {
 		c.pending = append(c.pending, p...)
 		return len(p), nil
 	}
+	if c.lines != nil {
+		return c.writeWithLines(p)
+	}
 	if len(c.pending) == 0 {
 		return c.Conn.Write(p)
 	}
 	held := len(c.pending)
-	c.vec = [2][]byte{c.pending, p}
-	c.bufs = c.vec[:]
+	c.vec = [4][]byte{c.pending, p}
+	c.bufs = c.vec[:2]
 	n, err := c.bufs.WriteTo(c.tcp) // one writev
-	c.vec, c.bufs = [2][]byte{}, nil
+	c.vec, c.bufs = [4][]byte{}, nil
 	c.pending = c.pending[:0]
 	if err == nil && n != int64(held+len(p)) {
 		err = io.ErrShortWrite

@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strconv"
@@ -320,5 +324,184 @@ func TestLargeAnswerOneServerWrite(t *testing.T) {
 	}
 	if fewest != 2 {
 		t.Errorf("%d write calls for a request and its %d KB answer, want 2 (one each)", fewest, size>>10)
+	}
+}
+
+// TestCorkLines: header lines handed to corkLines are added once, at the
+// end of the held answer's header section, whether the answer leaves with
+// a large write or at uncork; held bytes that are not a 200 answer's
+// complete header section are never sent without them: the connection is
+// closed.
+func TestCorkLines(t *testing.T) {
+	const lines = "Etag: \"abc\"\r\nVary: Accept-Encoding\r\n"
+	head := "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: x\r\n\r\n"
+	want := "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: x\r\n" + lines + "\r\n"
+	large := bytes.Repeat([]byte("b"), corkDirect+1)
+	for _, c := range []struct {
+		name   string
+		writes [][]byte
+		want   string
+	}{
+		{"small answer, sent at uncork", [][]byte{[]byte(head + "hello")}, want + "hello"},
+		{"header and body apart", [][]byte{[]byte(head[:10]), []byte(head[10:] + "he"), []byte("llo")}, want + "hello"},
+		{"large body", [][]byte{[]byte(head + "x"), large}, want + "x" + string(large)},
+		{"HTTP/1.0", [][]byte{[]byte(strings.Replace(head, "1.1", "1.0", 1) + "hello")}, strings.Replace(want, "1.1", "1.0", 1) + "hello"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, client := tcpPair(t)
+			srv.corkLines([]byte(lines))
+			for _, w := range c.writes {
+				if n, err := srv.Write(w); err != nil || n != len(w) {
+					t.Fatalf("Write = %d, %v", n, err)
+				}
+			}
+			if err := srv.uncork(); err != nil {
+				t.Fatal(err)
+			}
+			// The next answer is not touched.
+			if _, err := srv.Write([]byte("next")); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, len(c.want)+len("next"))
+			if _, err := io.ReadFull(client, got); err != nil || string(got) != c.want+"next" {
+				t.Fatalf("received %q, %v; want %q", got, err, c.want+"next")
+			}
+		})
+	}
+	for _, c := range []struct {
+		name   string
+		writes [][]byte
+	}{
+		{"nothing held", [][]byte{large}},
+		{"not a 200", [][]byte{[]byte("HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno")}},
+		{"an interim answer", [][]byte{[]byte("HTTP/1.1 100 Continue\r\n\r\n")}},
+		{"header section incomplete", [][]byte{[]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n")}},
+		{"not HTTP", [][]byte{[]byte("hello world, not an answer\r\n\r\n")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, client := tcpPair(t)
+			srv.corkLines([]byte(lines))
+			var err error
+			for _, w := range c.writes {
+				if _, err = srv.Write(w); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = srv.uncork()
+			}
+			if !errors.Is(err, errCorkLines) {
+				t.Fatalf("err = %v, want %v", err, errCorkLines)
+			}
+			if b, _ := io.ReadAll(client); len(b) != 0 {
+				t.Fatalf("the client received %q", b)
+			}
+		})
+	}
+}
+
+// TestEffectiveConfigHeadersOnTheWire: through CorkListener, as serve
+// wires it, the effective config's answers (identity and gzip) carry every
+// header of the contract and the validators exactly once, in one header
+// section, with the same values as through the map (the local socket's
+// path); a 304 and a small answer are unchanged.
+func TestEffectiveConfigHeadersOnTheWire(t *testing.T) {
+	h := newHarness(t)
+	agents := map[string]any{}
+	for i := range 100 {
+		// Hex digests, so that the gzip answer is also large enough to cork.
+		sum := sha256.Sum256([]byte(strconv.Itoa(i)))
+		agents[fmt.Sprintf("custom_%03d", i)] = map[string]any{"prompt": "investigate carefully " + hex.EncodeToString(sum[:])}
+	}
+	if _, err := h.db.PatchNodeConfig(context.Background(), "payments", map[string]any{"agents": agents}, db.Actor{ID: "test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	// raw sends one request and returns its answer's header lines (the
+	// status line first) and body.
+	raw := func(extra string) ([]string, []byte) {
+		t.Helper()
+		fmt.Fprintf(c, "GET /api/v1/config/me/effective HTTP/1.1\r\nHost: rootcause\r\nAuthorization: Bearer %s\r\n%s\r\n", h.tokens["payments-read"], extra)
+		var lines []string
+		length := 0
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(l, "\r\n") {
+				t.Fatalf("line %q does not end in CRLF", l)
+			}
+			l = strings.TrimSuffix(l, "\r\n")
+			if l == "" {
+				break
+			}
+			if k, v, ok := strings.Cut(l, ": "); ok && k == "Content-Length" {
+				length, _ = strconv.Atoi(v)
+			}
+			lines = append(lines, l)
+		}
+		body := make([]byte, length)
+		if _, err := io.ReadFull(br, body); err != nil {
+			t.Fatal(err)
+		}
+		return lines, body
+	}
+	// Through the map, for the values: the handler without a connection.
+	mapped := func(accept string) http.Header {
+		r := httptest.NewRequest(http.MethodGet, "/api/v1/config/me/effective", nil)
+		r.Header.Set("Authorization", "Bearer "+h.tokens["payments-read"])
+		r.Header.Set("Accept-Encoding", accept)
+		w := httptest.NewRecorder()
+		h.srv.Handler().ServeHTTP(w, r)
+		if w.Code != 200 {
+			t.Fatalf("without a connection: %d", w.Code)
+		}
+		return w.Header()
+	}
+	perRequest := map[string]bool{"Date": true, "X-Request-Id": true, "X-Ratelimit-Remaining": true, "X-Ratelimit-Reset": true}
+	for _, accept := range []string{"identity", "gzip"} {
+		lines, body := raw("Accept-Encoding: " + accept + "\r\n")
+		if lines[0] != "HTTP/1.1 200 OK" {
+			t.Fatalf("%s: status line %q", accept, lines[0])
+		}
+		seen := map[string]int{}
+		got := http.Header{}
+		for _, l := range lines[1:] {
+			k, v, ok := strings.Cut(l, ": ")
+			if !ok {
+				t.Fatalf("%s: header line %q", accept, l)
+			}
+			seen[k]++
+			got.Add(k, v)
+		}
+		want := mapped(accept)
+		want.Set("Date", "") // net/http adds it on the wire only
+		for k := range want {
+			if seen[k] != 1 {
+				t.Errorf("%s: %s sent %d times, want once", accept, k, seen[k])
+			}
+			if !perRequest[k] && got.Get(k) != want.Get(k) {
+				t.Errorf("%s: %s = %q on the wire, %q through the map", accept, k, got.Get(k), want.Get(k))
+			}
+		}
+		for k := range seen {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s: %s sent, not in the map's answer", accept, k)
+			}
+		}
+		if strconv.Itoa(len(body)) != got.Get("Content-Length") || len(body) < 2<<10 {
+			t.Errorf("%s: %d bytes for Content-Length %s", accept, len(body), got.Get("Content-Length"))
+		}
+		// A 304 for the tag just sent.
+		lines304, body304 := raw("Accept-Encoding: " + accept + "\r\nIf-None-Match: " + got.Get("Etag") + "\r\n")
+		if lines304[0] != "HTTP/1.1 304 Not Modified" || len(body304) != 0 {
+			t.Fatalf("%s: If-None-Match: %q", accept, lines304)
+		}
 	}
 }
