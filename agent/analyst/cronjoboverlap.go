@@ -2,10 +2,14 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // Several runs of one CronJob active at once. Overlapping runs are not a
@@ -17,8 +21,15 @@ var jobOverlap = &mechanism{
 	class:   classSymptom,
 	label:   "overlapping CronJob runs",
 	metrics: DetectJobOverlap,
+	detect: func(ev *Gathered, _ []Finding) []Finding {
+		return detectRunOverlaps(ev.K8s, ev.Window)
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
-		return orWord(h.top().Summary, h.Subject+": several runs of its CronJob active at once")
+		d := orWord(h.top().Summary, h.Subject+": several runs of its CronJob active at once")
+		if t := h.fact("typical_run"); t != "" {
+			d += fmt.Sprintf(" (the runs that completed took about %s)", t)
+		}
+		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) { recommendGeneric(h, r) },
 }
@@ -109,6 +120,73 @@ func DetectJobOverlap(sets []MetricSet, w Window) []Finding {
 		f.Evidence = []string{fmt.Sprintf("kube-state-metrics: CronJob %s (namespace %s) had %.0f runs active at once at %s (at most %.0f in the baseline); 2 or more active from %s", name, orDash(a.ns), peak, ts(peakAt), base, ts(first))}
 		f.setFact("cronjob", name)
 		f.setFact("active_peak", fmt.Sprintf("%.0f", peak))
+		out = append(out, f)
+	}
+	return out
+}
+
+// detectRunOverlaps finds, in the Jobs a CronJob created, a run still
+// active when the next ones started: several active at once now (the
+// oldest has outlasted the schedule's interval), or a run that completed
+// after the next one had started. The evidence names the run, when it
+// was scheduled, how long it has run against the runs that completed.
+func detectRunOverlaps(k K8sEvidence, w Window) []Finding {
+	byCron := cronRuns(k)
+	var out []Finding
+	for _, key := range slices.Sorted(maps.Keys(byCron)) {
+		runs := byCron[key]
+		ns, name, _ := strings.Cut(key, "/")
+		var active []int
+		for i, r := range runs {
+			if r.State == runActive {
+				active = append(active, i)
+			}
+		}
+		first, at := -1, time.Time{}
+		if len(active) >= 2 {
+			first, at = active[0], runs[active[1]].Scheduled
+		} else {
+			// History: a run that completed after the next one started.
+			for i := 0; i+1 < len(runs); i++ {
+				if e := runs[i].End; !e.IsZero() && e.After(runs[i+1].Scheduled) && w.recent(runs[i+1].Scheduled) {
+					first, at = i, runs[i+1].Scheduled
+					break
+				}
+			}
+		}
+		if first < 0 {
+			continue
+		}
+		r := runs[first]
+		f := Finding{Kind: KindJobOverlap, Subject: name, Object: "cronjob " + ns + "/" + name, Namespace: ns, Time: at,
+			Severity: SevWarning, Weight: 0.5, Source: SrcKubernetes}
+		var later []string
+		for _, l := range runs[first+1:] {
+			if !l.Scheduled.After(at) || l.State == runActive || r.End.IsZero() || l.Scheduled.Before(r.End) {
+				later = append(later, l.Job.Name+" at "+hm(l.Scheduled))
+			}
+		}
+		ev := fmt.Sprintf("Job %s was still active when the next runs of CronJob %s started (%s)", r.label(), name, strings.Join(later, ", "))
+		if len(active) >= 2 {
+			f.Weight, f.Time = 0.75, r.Scheduled
+			ev = fmt.Sprintf("Job %s is still active after %s: %d runs of CronJob %s are active at once (the later ones %s)",
+				r.label(), duration.HumanDuration(w.End.Sub(orTime(r.Start, r.Scheduled))), len(active), name, strings.Join(later, ", "))
+			f.Summary = fmt.Sprintf("CronJob %s runs pile up: %s still active, %d runs active at once", name, r.label(), len(active))
+		} else {
+			ev += fmt.Sprintf("; it completed at %s", hm(r.End))
+			f.Summary = fmt.Sprintf("CronJob %s runs overlap: %s ran until %s, after the next run started", name, r.label(), hm(r.End))
+		}
+		f.Evidence = []string{ev}
+		if d := typicalRun(runs); d > 0 {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the runs that completed took %s (median)", duration.HumanDuration(d)))
+			f.setFact("typical_run", duration.HumanDuration(d))
+		}
+		if r.Inferred {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the CronJob counts %d active runs: the newest runs not complete", len(active)))
+		}
+		f.setFact("cronjob", name)
+		f.setFact("job", r.Job.Name)
+		f.setFact("active_peak", fmt.Sprint(max(len(active), 2)))
 		out = append(out, f)
 	}
 	return out

@@ -61,6 +61,9 @@ var jobFailed = &mechanism{
 			d += fmt.Sprintf(" (%s: %s)", r, jobReasonWords(r))
 		}
 		d += describeDeadline(h)
+		if r := h.fact("failed_runs"); r != "" && strings.Contains(r, "in a row") {
+			d += " (" + r + ")"
+		}
 		if p := h.fact("pod"); p != "" {
 			d += fmt.Sprintf(": its pod %s", p)
 			if c := h.fact("exit_code"); c != "" {
@@ -150,6 +153,9 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 		reason       string
 		message      string
 		at           time.Time
+		// inferred: failed by what its CronJob says (not among its
+		// active runs, not complete).
+		inferred bool
 	}
 	jobs := map[string]*job{}
 	get := func(ns, name string) *job {
@@ -180,6 +186,15 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 				}
 			case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
 				j.succeeded = true
+			}
+		}
+	}
+	byCron := cronRuns(k)
+	for _, runs := range byCron {
+		for _, r := range runs {
+			if r.Inferred && r.State == runFailed {
+				j := get(r.Job.Namespace, r.Job.Name)
+				j.statusFailed, j.inferred = true, true
 			}
 		}
 	}
@@ -259,7 +274,13 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 		if n := len(j.failed); n > 0 {
 			ev += fmt.Sprintf("; %s failed", plural(n, "pod", "pods"))
 		}
+		if j.inferred && j.reason == "" {
+			ev += fmt.Sprintf(": it did not complete and is not among the active runs of CronJob %s", cj)
+		}
 		f.Evidence = []string{ev}
+		if cj != "" {
+			failedRuns(&f, byCron[j.ns+"/"+cj], j.name)
+		}
 		// The latest failed pod and its log.
 		sort.SliceStable(j.failed, func(a, b int) bool { return j.failed[a].CreationTimestamp.After(j.failed[b].CreationTimestamp.Time) })
 		for _, p := range j.failed {
@@ -314,6 +335,57 @@ func detectFailedJobs(k K8sEvidence, logs []LogSet) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// failedRuns says which runs of a failed Job's CronJob failed since its
+// last run that completed, and when each was scheduled: the latest failed
+// run is the CronJob's state; an earlier one is its history (weighs less).
+func failedRuns(f *Finding, runs []cronRun, job string) {
+	at := slices.IndexFunc(runs, func(r cronRun) bool { return r.Job.Name == job })
+	if at < 0 {
+		return
+	}
+	var streak []string
+	latest := ""
+	for _, r := range runs {
+		switch r.State {
+		case runComplete:
+			streak, latest = nil, ""
+		case runFailed:
+			streak = append(streak, r.label())
+			latest = r.Job.Name
+		}
+	}
+	if latest != job {
+		f.Weight *= 0.6
+		return
+	}
+	d := fmt.Sprintf("%s of CronJob %s failed: %s", plural(len(streak), "run", "runs in a row"), f.fact("cronjob"), strings.Join(streak, ", "))
+	if ok := lastComplete(runs, at); ok != nil {
+		d += "; the last run that completed was " + ok.label()
+		if t := ok.ran(time.Time{}); t > 0 {
+			d += fmt.Sprintf(", in %s", t.Round(time.Second))
+		}
+	}
+	f.Evidence = append(f.Evidence, d)
+	f.setFact("failed_runs", d)
+	if len(streak) > 1 {
+		// Failing since the first of them: the onset.
+		f.Time = earliest(runs[at].Scheduled, scheduledOf(runs, len(runs)-1, len(streak)))
+	}
+}
+
+// scheduledOf is when the n-th failed run before index i (counting back
+// from it) was scheduled.
+func scheduledOf(runs []cronRun, i, n int) time.Time {
+	var t time.Time
+	for ; i >= 0 && n > 0; i-- {
+		if runs[i].State == runFailed {
+			t = runs[i].Scheduled
+			n--
+		}
+	}
+	return t
 }
 
 // statusOnlyRE is an exception's head that names a status and no reason

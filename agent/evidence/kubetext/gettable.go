@@ -368,15 +368,33 @@ func daemonSetRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) run
 	return d
 }
 
+// jobRow reads NAME [STATUS] COMPLETIONS DURATION AGE [CONTAINERS IMAGES
+// SELECTOR]. DURATION is what kubectl derives from the start: to its
+// completion for a Job that completed, to now for one that did not (still
+// running, or failed: only STATUS, printed since kubectl 1.28, tells them
+// apart).
 func jobRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runtime.Object {
 	j := &batchv1.Job{TypeMeta: typeMeta("Job"), ObjectMeta: meta}
-	if done, want, ok := ratio(cell(t, row, "COMPLETIONS")); ok {
+	done, want, okDone := ratio(cell(t, row, "COMPLETIONS"))
+	if okDone {
 		j.Status.Succeeded, j.Spec.Completions = done, ptr(want)
 	}
 	// STATUS (kubectl 1.28+): Running, Complete, Failed, Suspended...
+	status := cell(t, row, "STATUS")
 	cond := map[string]batchv1.JobConditionType{"Complete": batchv1.JobComplete, "Failed": batchv1.JobFailed, "Suspended": batchv1.JobSuspended}
-	if ct, ok := cond[cell(t, row, "STATUS")]; ok {
+	if ct, ok := cond[status]; ok {
 		j.Status.Conditions = []batchv1.JobCondition{{Type: ct, Status: corev1.ConditionTrue}}
+	}
+	if status == "Running" {
+		j.Status.Active = 1 // at least one of its pods runs
+	}
+	if d, ok := parseAge(cell(t, row, "DURATION")); ok && !meta.CreationTimestamp.IsZero() {
+		start := meta.CreationTimestamp
+		j.Status.StartTime = &start
+		if okDone && want > 0 && done >= want || status == "Complete" {
+			end := metav1.NewTime(start.Add(d))
+			j.Status.CompletionTime = &end
+		}
 	}
 	j.Spec.Template.Spec.Containers = containersImages(t, row)
 	return j
@@ -394,6 +412,14 @@ func cronJobRow(p *parser, t *table, row []string, meta metav1.ObjectMeta) runti
 	}
 	if tz := cell(t, row, "TIMEZONE"); tz != "" {
 		cj.Spec.TimeZone = &tz
+	}
+	// ACTIVE counts the runs active now; the table does not name them, so
+	// the references are to Jobs whose names are not known.
+	if n, ok := atoi32(cell(t, row, "ACTIVE")); ok && n >= 0 {
+		cj.Status.Active = make([]corev1.ObjectReference, min(n, 100))
+		for i := range cj.Status.Active {
+			cj.Status.Active[i] = corev1.ObjectReference{Kind: "Job", Namespace: meta.Namespace}
+		}
 	}
 	cj.Spec.JobTemplate.Spec.Template.Spec.Containers = containersImages(t, row)
 	return cj
