@@ -36,6 +36,10 @@ var diskClaim = &mechanism{
 			r.low("Make the fill prediction look at a longer window (predict_linear over 6h) or require the condition for longer before paging")
 			return
 		}
+		if h.fact("filler_path") != "" {
+			recommendFiller(h, r)
+			return
+		}
 		r.high("Free space on %s of %s before it fills %s: remove or move what is growing (%s)", mp, h.Subject, orWord(h.fact("full_in"), "soon"), orWord(h.fact("writer"), "find it with du"))
 		r.med("Grow the filesystem %s of %s to gain time", mp, h.Subject)
 		r.low("Alert on the growth's cause as well as on the prediction")
@@ -64,6 +68,7 @@ func detectDiskClaim(ev *Gathered, _ []Finding) []Finding {
 		lowAt      time.Time
 		last       evidence.Point
 		named      bool
+		hostNamed  bool
 		dropShare  float64
 		recoveredT time.Time
 	}
@@ -76,12 +81,12 @@ func detectDiskClaim(ev *Gathered, _ []Finding) []Finding {
 			if len(s.Points) < 5 {
 				continue
 			}
-			host := strings.ToLower(DependencyName(orWord(s.Labels["instance"], orWord(s.Labels["host"], s.Labels["node"]))))
-			if sc.Service != "" && host != "" && !strings.EqualFold(host, sc.Service) && !strings.Contains(lower, host) {
+			host, hostNamed := seriesHost(s.Labels, lower, ev.K8s.Nodes)
+			if sc.Service != "" && host != "" && !strings.EqualFold(host, sc.Service) && !hostNamed {
 				continue
 			}
 			mp := orWord(s.Labels["mountpoint"], orWord(s.Labels["device"], s.Labels["volume"]))
-			c := cand{s: s, host: host, mp: mp, named: mp != "" && strings.Contains(lower, strings.ToLower(mp))}
+			c := cand{s: s, host: host, mp: mp, hostNamed: hostNamed, named: mp != "" && strings.Contains(lower, strings.ToLower(mp))}
 			// The usual level: the median before the window (or of the
 			// first fifth of the series).
 			var before []float64
@@ -115,7 +120,12 @@ func detectDiskClaim(ev *Gathered, _ []Finding) []Finding {
 	}
 	// The filesystem the claim names, else the one whose free space fell
 	// the most.
+	// A host the claim names (its node, its address) rules the others
+	// out: another node's disk says nothing of it.
 	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].hostNamed != cs[j].hostNamed {
+			return cs[i].hostNamed
+		}
 		if cs[i].named != cs[j].named {
 			return cs[i].named
 		}
@@ -136,6 +146,15 @@ func detectDiskClaim(ev *Gathered, _ []Finding) []Finding {
 	f.Evidence = []string{fmt.Sprintf("the %s alert claims the disk of %s is filling: %s", alert, subject, quote(strings.TrimSpace(sc.Message), 200))}
 	drop := c.base - c.low
 	recovered := drop > 0 && c.last.V >= c.base-0.2*drop && c.last.T.After(c.lowAt)
+	// Free space low against the filesystem's size is the claim borne
+	// out whatever the trend in the window: an alert that the disk is
+	// almost full, with a tenth of it left, is real.
+	size := filesystemSize(ev, c.s.Labels, c.host, c.mp)
+	lowNow := size > 0 && c.last.V < lowFreeShare*size
+	if size > 0 {
+		f.setFact("size", humanBytes(int64(size)))
+		f.setFact("free_share", fmt.Sprintf("%.1f%%", 100*c.last.V/size))
+	}
 	// Onset: the first point of the fall.
 	onset := c.lowAt
 	for _, p := range c.s.Points {
@@ -149,7 +168,7 @@ func detectDiskClaim(ev *Gathered, _ []Finding) []Finding {
 	}
 	f.Time = onset
 	switch {
-	case recovered || drop < 0.02*c.base:
+	case !lowNow && (recovered || drop < 0.02*c.base):
 		f.Summary = fmt.Sprintf("free space on %s of %s is back to its usual %s: the %s alert is not borne out", c.mp, subject, humanBytes(int64(c.base)), alert)
 		if drop >= 0.02*c.base {
 			// The time the space came back.
@@ -190,13 +209,30 @@ func detectDiskClaim(ev *Gathered, _ []Finding) []Finding {
 			f.setFact("rate", humanBytes(int64(-slope*3600))+"/h")
 			f.setFact("full_in", "in about "+humanDuration(time.Duration(c.last.V/-slope*float64(time.Second))))
 		}
-		f.Evidence = append(f.Evidence, fmt.Sprintf("free space on %s of %s fell from %s to %s and has not come back", c.mp, subject, humanBytes(int64(c.base)), humanBytes(int64(c.last.V))))
-		if w, wl, _ := diskWriter(ev.Logs, c.host, subject, c.mp, onset, time.Time{}); w != "" {
+		if lowNow {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("free space on %s of %s is %s, %s of its %s", c.mp, orWord(c.host, subject), humanBytes(int64(c.last.V)), f.fact("free_share"), f.fact("size")))
+		}
+		if drop >= 0.02*c.base {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("free space on %s of %s fell from %s to %s and has not come back", c.mp, subject, humanBytes(int64(c.base)), humanBytes(int64(c.last.V))))
+		}
+		if filler(ev, &f, c.host) {
+			// The filler is the cause: the workload writing, on the host.
+			if w := f.fact("filler_workload"); w != "" {
+				f.Subject = w
+				f.Related = append(f.Related, orWord(c.host, subject))
+			}
+		} else if w, wl, _ := diskWriter(ev.Logs, c.host, subject, c.mp, onset, time.Time{}); w != "" {
 			f.setFact("writer", w)
 			f.setFact("write_line", wl)
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s writes to %s: %s", w, c.mp, quote(ReadableLine(wl), 200)))
 		}
 		f.Summary = fmt.Sprintf("free space on %s of %s keeps falling (%s now): the %s alert is real", c.mp, subject, humanBytes(int64(c.last.V)), alert)
+		if lowNow {
+			f.Summary = fmt.Sprintf("free space on %s of %s is down to %s (%s of %s): the %s alert is real", c.mp, orWord(c.host, subject), humanBytes(int64(c.last.V)), f.fact("free_share"), f.fact("size"), alert)
+		}
+		if w := f.fact("filler_path"); w != "" {
+			f.Summary += fmt.Sprintf("; %s holds %s", w, f.fact("filler_size"))
+		}
 	}
 	return []Finding{f}
 }
@@ -263,9 +299,19 @@ func describeDiskClaim(h *Hypothesis, sc Scope) string {
 	alert := orWord(h.fact("alert"), "disk")
 	mp := orWord(h.fact("mountpoint"), "the filesystem")
 	if h.fact("real") != "" {
-		d := fmt.Sprintf("the %s alert on %s is real: free space on %s keeps falling (%s now, usual %s)", alert, h.Subject, mp, h.fact("now"), h.fact("usual"))
+		host := orWord(h.fact("host"), h.Subject)
+		d := fmt.Sprintf("the %s alert on %s is real: free space on %s keeps falling (%s now, usual %s)", alert, host, mp, h.fact("now"), h.fact("usual"))
+		if fs := h.fact("free_share"); fs != "" {
+			d = fmt.Sprintf("the %s alert on %s is real: %s has %s free, %s of its %s", alert, host, mp, h.fact("now"), fs, h.fact("size"))
+			if h.fact("usual") != h.fact("now") {
+				d += fmt.Sprintf(" (usual %s)", h.fact("usual"))
+			}
+		}
 		if r := h.fact("rate"); r != "" {
 			d += fmt.Sprintf(", %s, full %s", r, h.fact("full_in"))
+		}
+		if p := h.fact("filler_path"); p != "" {
+			return d + "; " + describeFiller(h)
 		}
 		if w := h.fact("writer"); w != "" {
 			d += fmt.Sprintf("; what writes to it: %s — %s", w, quote(ReadableLine(h.fact("write_line")), 180))

@@ -855,6 +855,15 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 			}
 		}
 	}
+	// A claim that a host's disk is full is checked against the
+	// filesystem's size as well as its free space.
+	if diskClaimRE.MatchString(g.sc.Message + " " + g.sc.Hint + " " + g.sc.Alert) {
+		for n := range names {
+			if fsSizeRE.MatchString(n) && !slices.ContainsFunc(picks, func(p pick) bool { return p.name == n }) {
+				picks = append(picks, pick{n, MetricVolume, "bytes", 0})
+			}
+		}
+	}
 	step := fmt.Sprintf("%ds", int(stepFor(g.sc.Window).Seconds()))
 	query := func(q string) []evidence.Series {
 		args := map[string]any{"query": q, "start": since, "end": until, "step": step}

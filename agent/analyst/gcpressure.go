@@ -39,11 +39,15 @@ var gcPressure = &mechanism{
 		}
 		return h.Subject != "" && strings.Contains(strings.ToLower(f.fact("line")), strings.ToLower(h.Subject))
 	},
+	detect: detectGCPauses,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
-		return strings.Contains(t, "heap") || strings.Contains(t, "fielddata") || strings.Contains(t, "mapping") || strings.Contains(t, "xmx") || strings.Contains(t, "cache")
+		return heapChangeRE.MatchString(t) || strings.Contains(t, "heap") || strings.Contains(t, "fielddata") || strings.Contains(t, "mapping") || strings.Contains(t, "xmx") || strings.Contains(t, "cache")
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
+		if d := describeGCPauses(h); d != "" {
+			return d
+		}
 		d := fmt.Sprintf("the JVM heap of %s is full: it spends its time in garbage collection (long old-generation GC pauses), so its requests stall", h.Subject)
 		if l := h.fact("line"); l != "" {
 			d += " — " + quote(ReadableLine(l), 220)
@@ -51,6 +55,16 @@ var gcPressure = &mechanism{
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if h.fact("heap_too_small") != "" {
+			if c := h.Trigger; c != nil && heapChangeRE.MatchString(c.fact("description")+" "+c.Summary) {
+				r.high("Give %s its heap back: revert the %s (%s), or raise the memory limit so that the same share sizes a heap above its live set", h.Subject, infoOf(c.Kind).label, truncate(c.fact("description"), 120))
+			} else {
+				r.high("Give %s a heap above its live set (%s live of %s): raise the maximum heap (-Xmx, MaxRAMPercentage, GOMEMLIMIT) and the memory limit with it", h.Subject, h.fact("live"), h.fact("heap"))
+			}
+			r.med("Find what %s holds on the heap (a heap dump or class histogram) in case the live set grew", h.Subject)
+			r.low("Alert on GC pause time per minute and on heap used after GC above 80%% of the maximum")
+			return
+		}
 		r.high("Relieve the heap of %s: undo what filled it (a mapping or cache change, e.g. fielddata on a text field), or restart it and raise its heap within the memory limit", h.Subject)
 		r.med("Find what holds the heap of %s (heap dump, node stats: fielddata, caches, large aggregations)", h.Subject)
 		r.low("Alert on JVM old-generation GC time and heap use above 85%%")

@@ -1,0 +1,443 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// What a node's disk holds, as the commands an operator ran on it show
+// (`kubectl debug node/X -- chroot /host`, ssh, a host shell): `df -h`
+// gives the filesystem's size and use, `du -sh` the largest directories,
+// `ls -l` the files in them. The disk-fill claim reads them to say who
+// fills a disk: a path under /var/lib/kubelet/pods/<uid>/ is a pod's
+// volume (an emptyDir, a projected volume), /var/log/pods/<ns>_<pod>_<uid>
+// the container runtime's copy of a pod's stdout, and
+// /var/lib/docker/containers/<id> a container's json-file log.
+
+// diskUse is one filesystem of a `df` row.
+type diskUse struct {
+	mount       string
+	size, avail float64 // bytes
+	usePct      int
+}
+
+// diskEntry is one `du` (or `ls -l`) row: a path and what it holds.
+type diskEntry struct {
+	path  string
+	bytes float64
+	// pod names the pod (namespace/name) whose volume or log the path
+	// is, volume the emptyDir's name ("" when not a volume).
+	pod, volume string
+	line        string
+}
+
+var (
+	// df -h / df -k: Filesystem Size Used Avail Use% Mounted on.
+	dfRowRE = regexp.MustCompile(`^\S+\s+([\d.,]+[KMGTPE]?i?)\s+([\d.,]+[KMGTPE]?i?)\s+([\d.,]+[KMGTPE]?i?)\s+(\d{1,3})%\s+(/\S*)\s*$`)
+	// du -sh: SIZE<tab>PATH.
+	duRowRE = regexp.MustCompile(`^([\d.,]+[KMGTPE]?i?)\s+(/\S+)\s*$`)
+	// ls -l: mode links owner group SIZE month day time|year NAME.
+	lsRowRE        = regexp.MustCompile(`^[-l][rwxsStT-]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(\d+)\s+\w{3}\s+\d{1,2}\s+[\d:]{4,5}\s+(.+)$`)
+	kubeletPodRE   = regexp.MustCompile(`/var/lib/kubelet/pods/([0-9a-f-]{36})(?:/volumes/kubernetes\.io~([a-z-]+)/([^/\s]+))?`)
+	varLogPodsRE   = regexp.MustCompile(`/var/log/pods/([a-z0-9-]+)_([a-z0-9.-]+)_([0-9a-f-]{36})`)
+	dockerCtrRE    = regexp.MustCompile(`/var/lib/docker/containers/([0-9a-f]{12,64})`)
+	diskPromptRE   = regexp.MustCompile(`^(?:\[[^\]]*\]|\S*)[#$]\s+(.*)$`)
+	commandWordsRE = regexp.MustCompile(`^(sudo\s+)?(\S+)`)
+)
+
+// sizeBytes reads a size as df, du and ls print it: "43G", "7.2G", "84M",
+// "12K", "1.5Ti", or a plain number of bytes (kilobytes when kilo is
+// set: df and du print 1K blocks without -h).
+func sizeBytes(s string, kilo bool) (float64, bool) {
+	s = strings.ReplaceAll(strings.TrimSuffix(s, "i"), ",", ".")
+	if s == "" {
+		return 0, false
+	}
+	mult := 1.0
+	if i := strings.IndexByte("KMGTPE", s[len(s)-1]); i >= 0 {
+		for range i + 1 {
+			mult *= 1024
+		}
+		s = s[:len(s)-1]
+	} else if kilo {
+		mult = 1024
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, false
+	}
+	return v * mult, true
+}
+
+// readDiskCommands reads the df, du and ls outputs of commands that ran on
+// host (all commands when host is ""), with the pods their paths belong to.
+func readDiskCommands(cmds []evidence.CommandOutput, host string, pods []corev1.Pod) (dfs []diskUse, entries []diskEntry) {
+	for _, c := range cmds {
+		if host != "" && !commandOnHost(c, host) {
+			continue
+		}
+		run := c.Run
+		for _, raw := range c.Lines {
+			line := strings.TrimRight(raw, "\r")
+			// A shell opened on the node: its prompt starts the next
+			// command.
+			if m := diskPromptRE.FindStringSubmatch(line); m != nil && !lsRowRE.MatchString(line) {
+				run = m[1]
+				continue
+			}
+			cmd := ""
+			if m := commandWordsRE.FindStringSubmatch(strings.TrimSpace(run)); m != nil {
+				cmd = m[2]
+			}
+			kilo := !strings.Contains(run, "-h") && !strings.Contains(run, "-sh") && !strings.Contains(run, "-xsh")
+			switch {
+			case cmd == "df":
+				if m := dfRowRE.FindStringSubmatch(line); m != nil {
+					size, ok1 := sizeBytes(m[1], kilo)
+					avail, ok2 := sizeBytes(m[3], kilo)
+					pct, _ := strconv.Atoi(m[4])
+					if ok1 && ok2 {
+						dfs = append(dfs, diskUse{mount: m[5], size: size, avail: avail, usePct: pct})
+					}
+				}
+			case cmd == "du":
+				if m := duRowRE.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+					if b, ok := sizeBytes(m[1], kilo); ok {
+						entries = append(entries, pathEntry(m[2], b, line, pods))
+					}
+				}
+			case cmd == "ls":
+				if m := lsRowRE.FindStringSubmatch(strings.TrimSpace(line)); m != nil && strings.HasPrefix(line, "-") {
+					b, _ := strconv.ParseFloat(m[1], 64)
+					dir := ""
+					for _, f := range strings.Fields(run)[1:] {
+						if strings.HasPrefix(f, "/") {
+							dir = strings.TrimSuffix(f, "/")
+						}
+					}
+					p := m[2]
+					if dir != "" && !strings.HasPrefix(p, "/") {
+						p = dir + "/" + p
+					}
+					entries = append(entries, pathEntry(p, b, line, pods))
+				}
+			}
+		}
+	}
+	return dfs, entries
+}
+
+// commandOnHost reports whether c ran on host (a node name or address):
+// on a node debugged with kubectl debug, over ssh, or at its prompt.
+func commandOnHost(c evidence.CommandOutput, host string) bool {
+	h := strings.ToLower(host)
+	for _, s := range []string{c.Host, strings.TrimPrefix(c.Target, "node/")} {
+		s = strings.ToLower(s)
+		if s != "" && (s == h || strings.HasPrefix(s, h+".") || sameHost(s, h)) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathEntry names the pod a node path belongs to.
+func pathEntry(path string, b float64, line string, pods []corev1.Pod) diskEntry {
+	e := diskEntry{path: path, bytes: b, line: strings.TrimSpace(line)}
+	if m := kubeletPodRE.FindStringSubmatch(path); m != nil {
+		for i := range pods {
+			if string(pods[i].UID) == m[1] {
+				e.pod = pods[i].Namespace + "/" + pods[i].Name
+			}
+		}
+		if m[2] == "empty-dir" {
+			e.volume = m[3]
+		}
+	} else if m := varLogPodsRE.FindStringSubmatch(path); m != nil {
+		e.pod = m[1] + "/" + m[2]
+	} else if m := dockerCtrRE.FindStringSubmatch(path); m != nil {
+		for i := range pods {
+			for _, st := range pods[i].Status.ContainerStatuses {
+				if strings.Contains(st.ContainerID, m[1]) {
+					e.pod = pods[i].Namespace + "/" + pods[i].Name
+				}
+			}
+		}
+	}
+	return e
+}
+
+var ipDashRE = regexp.MustCompile(`^ip-(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})\b`)
+
+// sameHost reports whether two names are one host: a cloud node name
+// that spells its address (ip-10-0-2-33, ip-10-0-2-33.eu-west-1.compute.internal)
+// and the address 10.0.2.33.
+func sameHost(a, b string) bool {
+	a, b = strings.ToLower(a), strings.ToLower(b)
+	if a == b {
+		return a != ""
+	}
+	return ipOfNodeName(a) != "" && ipOfNodeName(a) == b || ipOfNodeName(b) != "" && ipOfNodeName(b) == a
+}
+
+// ipOfNodeName is the address a node name such as ip-10-0-2-33 spells.
+func ipOfNodeName(n string) string {
+	if m := ipDashRE.FindStringSubmatch(n); m != nil {
+		return m[1] + "." + m[2] + "." + m[3] + "." + m[4]
+	}
+	return ""
+}
+
+// lowFreeShare is the share of a filesystem's size below which its free
+// space is low whatever its trend (the usual disk-almost-full alerts fire
+// at 10 to 15 %).
+const lowFreeShare = 0.15
+
+var fsSizeRE = regexp.MustCompile(`(?i)filesystem_size_bytes|disk_(total|size)_bytes|LogicalDisk_size_bytes`)
+
+// seriesHost is the host a free-space series is of (its node name when a
+// label or the cluster's nodes give it, else its instance's address), and
+// whether the claim's text names it, by name or address.
+func seriesHost(l evidence.Labels, lowerText string, nodes []corev1.Node) (string, bool) {
+	inst := strings.ToLower(DependencyName(l["instance"]))
+	names := []string{l["node"], l["nodename"], l["kubernetes_node"], l["host"], l["hostname"], inst}
+	host := ""
+	for _, n := range names {
+		if n != "" {
+			host = strings.ToLower(n)
+			break
+		}
+	}
+	// The cluster's node whose address the instance is.
+	for i := range nodes {
+		for _, a := range nodes[i].Status.Addresses {
+			if inst != "" && a.Address == inst {
+				names = append(names, nodes[i].Name)
+				if l["node"] == "" && l["nodename"] == "" {
+					host = nodes[i].Name
+				}
+			}
+		}
+	}
+	for _, n := range names {
+		n = strings.ToLower(n)
+		if n == "" {
+			continue
+		}
+		if containsHost(lowerText, n) {
+			return host, true
+		}
+		if ip := ipOfNodeName(n); ip != "" && containsHost(lowerText, ip) {
+			return host, true
+		}
+	}
+	// A node name that spells the instance's address (ip-10-0-2-33).
+	if inst != "" && containsHost(lowerText, "ip-"+strings.ReplaceAll(inst, ".", "-")) {
+		return host, true
+	}
+	return host, false
+}
+
+// containsHost reports whether text names host as a whole word (10.0.2.3
+// is not named by 10.0.2.33).
+func containsHost(text, host string) bool {
+	for i := 0; ; {
+		j := strings.Index(text[i:], host)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(host)
+		before := j == 0 || !isHostChar(text[j-1])
+		after := end == len(text) || !isHostChar(text[end]) || text[end] == '.' && (end+1 == len(text) || text[end+1] < '0' || text[end+1] > '9')
+		if before && after {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func isHostChar(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '.' || b == '_'
+}
+
+// filesystemSize is the size of the filesystem a free-space series is of:
+// its size series (node_filesystem_size_bytes of the same instance and
+// mountpoint), else a df run on the host.
+func filesystemSize(ev *Gathered, l evidence.Labels, host, mp string) float64 {
+	for _, ms := range ev.Metrics {
+		if !fsSizeRE.MatchString(ms.Name) {
+			continue
+		}
+		for _, s := range ms.Series {
+			if len(s.Points) == 0 || s.Labels["instance"] != l["instance"] || s.Labels["mountpoint"] != l["mountpoint"] || s.Labels["device"] != l["device"] {
+				continue
+			}
+			return s.Points[len(s.Points)-1].V
+		}
+	}
+	dfs, _ := readDiskCommands(ev.Commands, host, ev.K8s.Pods)
+	for _, d := range dfs {
+		if d.mount == mp {
+			return d.size
+		}
+	}
+	return 0
+}
+
+var (
+	verboseLevelRE  = regexp.MustCompile(`(?i)\b(DEBUG|TRACE|VERBOSE|ALL)\b|\b-v=?[4-9]\b|verbosity\W+[4-9]`)
+	logLevelWordsRE = regexp.MustCompile(`(?i)log[_. -]?level|logging[_. ]level|\bverbos|\bloglevel|\blog_?lvl\b|\b-v=?\d`)
+	logPathRE       = regexp.MustCompile(`(?i)logs?\b|\.log(\.\d+)?$|/log/`)
+)
+
+// filler finds, in du and ls outputs run on host, what fills the disk:
+// the largest path, the pod and workload it belongs to, its largest file,
+// and, when it is a log, whether the workload logs at a debug level and
+// which change set it. It reports whether it found the filler.
+func filler(ev *Gathered, f *Finding, host string) bool {
+	if host == "" {
+		return false
+	}
+	_, entries := readDiskCommands(ev.Commands, host, ev.K8s.Pods)
+	var top *diskEntry
+	for i := range entries {
+		e := &entries[i]
+		if top == nil || e.bytes > top.bytes {
+			top = e
+		}
+	}
+	if top == nil || top.bytes < 1<<30 {
+		return false
+	}
+	// The largest file under it (ls -l), when listed.
+	file := ""
+	var fileBytes float64
+	for _, e := range entries {
+		if e != *top && strings.HasPrefix(e.path, top.path+"/") && e.bytes > fileBytes {
+			file, fileBytes = e.path, e.bytes
+		}
+	}
+	// A directory's size comes from du, its file's from ls: the larger
+	// says what is held.
+	held := max(top.bytes, fileBytes)
+	f.setFact("filler_path", top.path)
+	f.setFact("filler_size", humanBytes(int64(held)))
+	f.setFact("filler_line", top.line)
+	f.setFact("filler_volume", top.volume)
+	if file != "" {
+		f.setFact("filler_file", file[strings.LastIndexByte(file, '/')+1:])
+	}
+	f.Evidence = append(f.Evidence, fmt.Sprintf("du on %s: %s", host, quote(top.line, 200)))
+	if top.pod == "" {
+		return true
+	}
+	ns, pod, _ := strings.Cut(top.pod, "/")
+	wl := workloadOfName(pod)
+	f.setFact("filler_pod", top.pod)
+	f.setFact("filler_workload", wl)
+	if f.Namespace == "" {
+		f.Namespace = ns
+	}
+	what := "the pod's own files"
+	if top.volume != "" {
+		what = "its emptyDir volume " + top.volume
+	}
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%s is pod %s (%s) on %s: %s holds %s", top.path, top.pod, wl, host, what, humanBytes(int64(held))))
+	if !logPathRE.MatchString(top.path) && !logPathRE.MatchString(file) {
+		return true
+	}
+	f.setFact("filler_log", "true")
+	// The log level: the change that set it, else the pod's environment
+	// and arguments, else the level of its lines.
+	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
+		if c.Service == wl && logLevelWordsRE.MatchString(c.Description) && verboseLevelRE.MatchString(c.Description) {
+			f.setFact("verbose_change", fmt.Sprintf("%s change of %s at %s: %s", c.Kind, c.Service, ts(c.Timestamp), quote(c.Description, 200)))
+			f.setFact("verbose", strings.ToUpper(verboseLevelRE.FindString(c.Description)))
+		}
+	}
+	if f.fact("verbose") == "" {
+		for i := range ev.K8s.Pods {
+			p := &ev.K8s.Pods[i]
+			if p.Namespace+"/"+p.Name != top.pod {
+				continue
+			}
+			for _, ctr := range p.Spec.Containers {
+				for _, e := range ctr.Env {
+					if logLevelWordsRE.MatchString(e.Name) && verboseLevelRE.MatchString(e.Value) {
+						f.setFact("verbose", strings.ToUpper(e.Value))
+						f.setFact("verbose_setting", e.Name+"="+e.Value)
+					}
+				}
+				for _, a := range append(slices.Clone(ctr.Command), ctr.Args...) {
+					if logLevelWordsRE.MatchString(a) && verboseLevelRE.MatchString(a) {
+						f.setFact("verbose", strings.ToUpper(verboseLevelRE.FindString(a)))
+						f.setFact("verbose_setting", a)
+					}
+				}
+			}
+		}
+	}
+	if v := f.fact("verbose"); v != "" {
+		if c := f.fact("verbose_change"); c != "" {
+			f.Evidence = append(f.Evidence, c)
+		} else {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s logs at %s level (%s)", wl, v, f.fact("verbose_setting")))
+		}
+	}
+	return true
+}
+
+// describeFiller says what fills the disk.
+func describeFiller(h *Hypothesis) string {
+	what := h.fact("filler_path")
+	if p := h.fact("filler_pod"); p != "" {
+		what = "pod " + p + " of " + h.fact("filler_workload")
+		if v := h.fact("filler_volume"); v != "" {
+			what += " in its emptyDir volume " + v + " (on the node's root disk)"
+		}
+	}
+	d := fmt.Sprintf("what fills it is %s, holding %s", what, h.fact("filler_size"))
+	if f := h.fact("filler_file"); f != "" {
+		d += " in " + f
+	}
+	if h.fact("filler_log") == "" {
+		return d
+	}
+	d += ": a log file written inside the container, which the kubelet neither rotates nor caps"
+	if v := h.fact("verbose"); v != "" {
+		d += fmt.Sprintf(", at %s log level", v)
+		if c := h.fact("verbose_change"); c != "" {
+			d += " since the " + c
+		} else if s := h.fact("verbose_setting"); s != "" {
+			d += " (" + s + ")"
+		}
+	}
+	return d
+}
+
+// recommendFiller is the playbook of a disk filled by a workload.
+func recommendFiller(h *Hypothesis, r *recommender) {
+	wl := orWord(h.fact("filler_workload"), h.fact("filler_path"))
+	host := orWord(h.fact("host"), "the node")
+	if v := h.fact("verbose"); v != "" {
+		r.high("Set the log level of %s back from %s (revert the change that raised it) so that it stops writing at this rate", wl, v)
+	}
+	if p := h.fact("filler_pod"); p != "" && h.fact("filler_volume") != "" {
+		r.high("Free %s now: truncate %s in pod %s (or restart the pod, which empties its emptyDir %s)", host, orWord(h.fact("filler_file"), "the file"), p, h.fact("filler_volume"))
+		r.med("Give the emptyDir %s of %s a sizeLimit (and ephemeral-storage limits), so that the kubelet evicts the pod instead of filling %s", h.fact("filler_volume"), wl, host)
+	} else {
+		r.high("Free space on %s: remove or move %s (%s)", host, h.fact("filler_path"), h.fact("filler_size"))
+	}
+	if h.fact("filler_log") != "" {
+		r.low("Log to stdout (rotated and capped by the kubelet) or rotate the log file of %s", wl)
+	} else {
+		r.low("Alert on the growth's cause as well as on the disk's free space")
+	}
+}
