@@ -23,7 +23,7 @@ const KindDBBlocked Kind = "db_blocked"
 var dbBlocked = &mechanism{
 	kind:   KindDBBlocked,
 	class:  classCause,
-	label:  "database sessions blocked behind a long transaction",
+	label:  "database sessions blocked on row locks (a long transaction or one hot row)",
 	detect: detectDBBlocked,
 	// The callers slowed down at the same time (their latency, slow
 	// queries, timeouts) and what names the database's host.
@@ -39,14 +39,32 @@ var dbBlocked = &mechanism{
 		host := strings.ToLower(h.Subject)
 		return host != "" && strings.Contains(strings.ToLower(f.fact("line")), host)
 	},
-	fitsChange: func(h *Hypothesis, c *Finding) bool { return dbBlockChangeRE.MatchString(changeText(c)) },
-	describe:   describeDBBlocked,
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		if h.fact("hot_table") != "" {
+			// More replicas do not make one row hotter than the
+			// traffic does (scalingChangeRE).
+			t := changeText(c)
+			return hotRowChangeRE.MatchString(t) && !scalingChangeRE.MatchString(t)
+		}
+		return dbBlockChangeRE.MatchString(changeText(c))
+	},
+	// Waits that queue on one hot row come from how the row is written
+	// and how many write it at once: a scaling change or an unrelated
+	// config change near them is a coincidence, not their trigger.
+	strictFor: func(h *Hypothesis) bool { return h.fact("hot_table") != "" },
+	describe:  describeDBBlocked,
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		b := orWord(h.fact("blocker"), "the long transaction")
 		if h.fact("condition") == "replication" {
 			r.high("End the query that holds back replay on %s (%s): cancel it (pg_cancel_backend) so the replica catches up; point reads that need fresh data at the primary meanwhile", h.Subject, b)
 			r.med("Bound how long a standby query may delay replay (max_standby_streaming_delay, not -1) and move long reports to a dedicated replica or a snapshot")
 			r.low("Alert on replication lag (seconds behind the primary) and on the oldest transaction's age on replicas")
+			return
+		}
+		if t := h.fact("hot_table"); t != "" {
+			r.high("Take the contention off the hot row of %s on %s: keep the transaction that updates it short (update the row last and commit at once, no calls to other services while it is held), or queue the updates of that item through one worker", t, h.Subject)
+			r.med("Split the hot row (per-warehouse or bucketed counters summed on read), or reserve with a conditional single-statement update; set lock_timeout so callers fail fast instead of queueing")
+			r.low("Alert on lock waits per relation and on the length of the lock wait queue")
 			return
 		}
 		r.high("End or commit the long transaction that holds the locks on %s (%s): kill its session or stop the run, and the waiting sessions proceed", h.Subject, b)
@@ -73,7 +91,122 @@ var (
 	// What a change may do to make a transaction block others.
 	dbBlockChangeRE = regexp.MustCompile(`(?i)max_standby|hot_standby|standby|replica|lock_timeout|lock_wait_timeout|isolation|idle_in_transaction|statement_timeout|oncalendar|schedule|cron|timer|batch|reconcile|report|dashboard|refresh`)
 	sqlUserLabels   = []string{"usename", "user", "username", "application_name", "application", "client", "datname"}
+	// The row a lock wait is on, as the database's own log names it:
+	// PostgreSQL's CONTEXT ("while updating tuple (1822,14) in relation
+	// "stock_levels""), InnoDB's lock monitor ("RECORD LOCKS space id 58
+	// page no 3 n bits 72 index PRIMARY of table `shop`.`stock`").
+	waitRowRE = regexp.MustCompile(`(?i)while (?:updating|locking|deleting) tuple \((\d+,\d+)\) in relation "([^"]+)"|RECORD LOCKS space id \d+ (page no \d+) n bits \d+ index \S+ of table ` + "`" + `[^` + "`" + `]+` + "`" + `\.` + "`" + `([^` + "`" + `]+)` + "`")
+	// The values a logged statement was bound to (PostgreSQL's DETAIL
+	// parameters line, MySQL's general log keeps them inline).
+	boundParamsRE = regexp.MustCompile(`(?i)\bparameters:\s*(.+)$`)
+	// A database's log, or a client's, saying a deadlock was detected.
+	deadlockLineRE = regexp.MustCompile(`(?i)deadlock detected|deadlock found|deadlock victim|was deadlocked|ORA-00060|ER_LOCK_DEADLOCK|SQLSTATE\W*40P01`)
+	// What a change may do to make many sessions write one row at once:
+	// a sale or a launch concentrating traffic on one item, a
+	// transaction made longer or wider.
+	hotRowChangeRE = regexp.MustCompile(`(?i)\bsale\b|flash|promo|campaign|launch|drop\b|transaction|isolation|lock|for update|reserv|counter`)
+	// A question that asks whether there are deadlocks.
+	deadlockAskRE = regexp.MustCompile(`(?i)\bdead-?locks?\b|\bdeadlocked\b`)
 )
+
+// hotRow is the one row lock waits queue on, when the database's log
+// says the first and the last of many waits are on the same row.
+type hotRow struct {
+	table, row string // relation and tuple (or page) the waits name
+	waits      int    // waits naming a row
+	params     string // the values the waiting statements were bound to
+}
+
+// hotRowOf finds, in a database's own log, whether its lock waits queue on
+// one row: the waits' context names one relation, and the first and the
+// last of at least ten name the same row. Many sessions updating the same
+// row (a stock counter during a sale, a balance, a sequence table)
+// serialise: each holds the row until it commits, the rest queue.
+func hotRowOf(set *LogSet) *hotRow {
+	var hr *hotRow
+	for _, t := range set.Templates {
+		m := waitRowRE.FindStringSubmatch(t.Example)
+		if m == nil || t.Incident == 0 {
+			continue
+		}
+		row, table := m[1]+m[3], m[2]+m[4]
+		last := waitRowRE.FindStringSubmatch(orWord(t.Last, t.Example))
+		if last == nil || last[2]+last[4] != table {
+			return nil // waits on more than one relation
+		}
+		if hr != nil && hr.table != table {
+			return nil
+		}
+		if hr == nil {
+			hr = &hotRow{table: table}
+		}
+		hr.waits += t.Incident
+		if last[1]+last[3] == row && t.Incident >= 10 && (hr.row == "" || hr.row == row) {
+			hr.row = row
+		}
+	}
+	if hr == nil || hr.row == "" {
+		return nil
+	}
+	// The bound values of the slow statements, when the first and the
+	// last of many are the same (the same item's key).
+	best := 0
+	for _, t := range set.Templates {
+		m, l := boundParamsRE.FindStringSubmatch(t.Example), boundParamsRE.FindStringSubmatch(orWord(t.Last, t.Example))
+		if m == nil || l == nil || m[1] != l[1] || t.Incident < 10 || t.Incident <= best {
+			continue
+		}
+		best, hr.params = t.Incident, strings.TrimSpace(m[1])
+	}
+	return hr
+}
+
+// deadlocksIn counts what the evidence says of deadlocks on inst: lines
+// of its own log (or any log) saying a deadlock was detected, and the rise
+// of a deadlock counter (pg_stat_database_deadlocks,
+// mysql_global_status_innodb_deadlocks...) in the window. counter names
+// the counter read, "" when none was.
+func deadlocksIn(ev *Gathered, inst string) (lines, counted int, counter string) {
+	for i := range ev.Logs {
+		for _, t := range ev.Logs[i].Templates {
+			if t.Incident > 0 && deadlockLineRE.MatchString(t.Example) {
+				lines += t.Incident
+			}
+		}
+	}
+	w := ev.Window
+	for _, ms := range ev.Metrics {
+		if !strings.Contains(strings.ToLower(ms.Name), "deadlock") {
+			continue
+		}
+		for _, s := range ms.Series {
+			if d := dbInstanceOf(s.Labels); d != "" && d != inst {
+				continue
+			}
+			counter = ms.Name
+			var first, last float64
+			seen := false
+			for _, p := range inWindow(s.Points, w.Start, w.End) {
+				if !seen {
+					first, seen = p.V, true
+				}
+				last = p.V
+			}
+			if ms.Class == MetricErrors {
+				// Read as a rate: any point above zero is a deadlock.
+				for _, p := range inWindow(s.Points, w.Start, w.End) {
+					if p.V > 0 {
+						counted++
+						break
+					}
+				}
+			} else if last > first {
+				counted += int(last - first)
+			}
+		}
+	}
+	return lines, counted, counter
+}
 
 // dbSignal is one database instance's blocking condition.
 type dbSignal struct {
@@ -88,6 +221,7 @@ type dbSignal struct {
 	line      string // the database's own log line, when it has one
 	src       string
 	stated    *sqlState // what a SQL client's output stated, when one did
+	hot       *hotRow   // the one row the lock waits queue on
 }
 
 // detectDBBlocked finds database instances whose sessions wait on locks or
@@ -187,6 +321,9 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 				sg.onset = firstOf(t.FirstIncident, t.FirstSeen)
 				sg.src = SrcLogs
 			}
+			if sg.hot == nil && cond == "lock" {
+				sg.hot = hotRowOf(set)
+			}
 			if sg.line == "" {
 				sg.line = t.Example
 				sg.evidence = append(sg.evidence, fmt.Sprintf("%s logged %d lines of %q from %s", orWord(set.Subject, set.Source), t.Incident, ReadableLine(t.Example), ts(firstOf(t.FirstIncident, t.FirstSeen))))
@@ -273,6 +410,37 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 		}
 		f.setFact("db_instance", sg.instance)
 		f.setFact("affected", strings.Join(f.Related, ","))
+		if hr := sg.hot; hr != nil && f.fact("blocker") == "" {
+			f.setFact("hot_table", hr.table)
+			f.setFact("hot_row", hr.row)
+			f.setFact("hot_params", hr.params)
+			e := fmt.Sprintf("the lock waits on %s queue on one row: %d waits name relation %s, and the first and the last of them tuple (%s)", sg.instance, hr.waits, hr.table, hr.row)
+			if hr.params != "" {
+				e += fmt.Sprintf("; the waiting statements are bound to the same values (%s)", truncate(hr.params, 120))
+			}
+			f.Evidence = append(f.Evidence, e)
+			// The row the waits queue on is what holds them: as
+			// direct as naming a long transaction.
+			f.Weight = 0.9
+		}
+		if sg.condition == "lock" {
+			lines, counted, counter := deadlocksIn(ev, sg.instance)
+			switch {
+			case lines > 0 || counted > 0:
+				f.setFact("deadlocks", fmt.Sprintf("%d", max(lines, counted)))
+			case counter != "" || sg.line != "":
+				f.setFact("deadlocks", "none")
+				e := fmt.Sprintf("no deadlock on %s in the window: ", sg.instance)
+				var parts []string
+				if sg.line != "" {
+					parts = append(parts, "its log has no \"deadlock detected\" line")
+				}
+				if counter != "" {
+					parts = append(parts, counter+" did not rise")
+				}
+				f.Evidence = append(f.Evidence, e+strings.Join(parts, " and "))
+			}
+		}
 		if f.fact("blocker") == "" && sg.line == "" {
 			// A lag, or waits, without what holds them: the database is
 			// where to look, not yet why.
@@ -280,6 +448,8 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 		}
 		if sg.condition == "replication" {
 			f.Summary = fmt.Sprintf("replication on %s stalls (replay lag %s)", sg.instance, orWord(f.fact("peak"), orWord(f.fact("lag_stated"), "growing")))
+		} else if f.fact("hot_table") != "" {
+			f.Summary = fmt.Sprintf("sessions on %s queue for row locks on one hot row of %s (lock contention)", sg.instance, f.fact("hot_table"))
 		} else {
 			f.Summary = fmt.Sprintf("sessions on %s wait for row locks held by a long transaction (%s waiting)", sg.instance, orWord(f.fact("peak"), "many"))
 		}
@@ -551,6 +721,34 @@ func dbEngineMetricSubject(s string) bool {
 }
 
 func describeDBBlocked(h *Hypothesis, sc Scope) string {
+	d := describeDBBlockedCause(h)
+	// A question whether there are deadlocks is answered first, yes or
+	// no, with what the evidence shows instead.
+	if deadlockAskRE.MatchString(sc.Message + " " + sc.Hint) {
+		switch n := h.fact("deadlocks"); {
+		case n == "none":
+			d = fmt.Sprintf("No deadlocks: nothing on %s reports one in the window (%s). What its log shows is %s", h.Subject, deadlockNoneWhy(h), d)
+		case n != "":
+			d = fmt.Sprintf("Yes, deadlocks (%s reported on %s); behind them, %s", n, h.Subject, d)
+		}
+	}
+	return d
+}
+
+// deadlockNoneWhy is the evidence that no deadlock happened.
+func deadlockNoneWhy(h *Hypothesis) string {
+	for _, f := range h.Primary {
+		for _, e := range f.Evidence {
+			if strings.HasPrefix(e, "no deadlock on ") {
+				_, why, _ := strings.Cut(e, ": ")
+				return why
+			}
+		}
+	}
+	return "no deadlock line, no deadlock counter rising"
+}
+
+func describeDBBlockedCause(h *Hypothesis) string {
 	inst := h.Subject
 	var d string
 	if h.fact("condition") == "replication" {
@@ -571,6 +769,15 @@ func describeDBBlocked(h *Hypothesis, sc Scope) string {
 			d += "; replay waits on a recovery conflict with " + b
 		} else if b := h.fact("blocker"); b != "" {
 			d += "; replay waits on a recovery conflict with a long-running query of " + b
+		}
+	} else if t := h.fact("hot_table"); t != "" {
+		d = fmt.Sprintf("row-lock contention on %s on one hot row: the lock waits all queue on the same row of %s (tuple (%s))", inst, t, h.fact("hot_row"))
+		if p := h.fact("hot_params"); p != "" {
+			d += fmt.Sprintf(", the statements bound to the same values (%s)", truncate(p, 120))
+		}
+		d += ": concurrent transactions updating that single row serialise, each holding its lock until it commits while the rest wait in the queue; the database is not overloaded, the work is serialised on one row"
+		if l := h.fact("line"); l != "" {
+			d += ": " + quote(ReadableLine(l), 180)
 		}
 	} else {
 		d = fmt.Sprintf("row-lock waits on %s: sessions wait for locks held by a long transaction", inst)

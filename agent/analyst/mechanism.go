@@ -102,6 +102,10 @@ type mechanism struct {
 	// coincidence, neither its trigger nor a rival explanation of the
 	// symptoms it explains.
 	strictTriggers bool
+	// strictFor is strictTriggers decided per hypothesis (waits on one hot
+	// row are triggered by load, waits behind a long transaction by any
+	// change to its client).
+	strictFor func(h *Hypothesis) bool
 
 	// describe explains the root cause in one paragraph; recommend adds
 	// actions, high priority first.
@@ -169,6 +173,13 @@ func recommendGeneric(h *Hypothesis, r *recommender) {
 		r.add(finding.PriorityMedium, "Investigate "+h.top().Summary)
 	}
 	r.add(finding.PriorityLow, "Alert on this failure mode")
+}
+
+// strictTrigger reports whether only a change that fits h's mechanism
+// triggers h (strictTriggers, or strictFor of h).
+func strictTrigger(h *Hypothesis) bool {
+	m := mechanismOf(h.Kind)
+	return m != nil && (m.strictTriggers || m.strictFor != nil && m.strictFor(h))
 }
 
 // mechanismIndex maps a kind to its mechanism.

@@ -129,7 +129,7 @@ func ClassifyMetric(name string) (class, unit string) {
 		return MetricRestarts, ""
 	case n == "up":
 		return MetricUp, ""
-	case has("error", "errors", "failed", "failure", "exception", "5xx", "fault", "dropped", "rejected", "timeouts", "throttle", "oomkill"):
+	case has("error", "errors", "failed", "failure", "exception", "5xx", "fault", "dropped", "rejected", "timeouts", "throttle", "oomkill", "deadlock"):
 		if strings.HasSuffix(n, "_seconds") || has("bucket") {
 			return "", unit
 		}

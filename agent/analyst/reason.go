@@ -377,7 +377,7 @@ func distinctObjects(fs []*Finding) int {
 func nearestChange(h *Hypothesis, changes []*Finding) *Finding {
 	var best *Finding
 	bestRank := -1
-	strict := mechanismOf(h.Kind) != nil && mechanismOf(h.Kind).strictTriggers
+	strict := strictTrigger(h)
 	for _, c := range changes {
 		if !changeTouches(c, h) || strict && !fitsMechanism(h, c) {
 			continue
@@ -1006,7 +1006,7 @@ func absorbChanges(hs []*Hypothesis) {
 			if k == c || k.class() != classCause || k.Score < 0.45 {
 				continue
 			}
-			strict := mechanismOf(k.Kind) != nil && mechanismOf(k.Kind).strictTriggers && !fitsMechanism(k, c.Primary[0])
+			strict := strictTrigger(k) && !fitsMechanism(k, c.Primary[0])
 			upstream := k.Subject != c.Subject && !changeTouches(c.Primary[0], k) && explainsVictims(k, c)
 			if strict && explainsSupport(k, c) || upstream {
 				c.Score = math.Min(c.Score, k.Score*0.8)
