@@ -3,6 +3,8 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -487,7 +489,7 @@ func (c *connWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p)
 // /api/v1/auth/me with an admin token; effective is
 // /api/v1/config/me/effective (4 levels × 50 KB, a cache hit) with a team
 // token. effective_served is the same request served by net/http through
-// CorkListener, as serve does, on one keep-alive loopback connection read
+// CorkListener, as serve does, to 8 keep-alive loopback connections read
 // without allocating: its allocations per request are the server's, net/http's
 // included, and its CPU is both ends' (the kernel's copies of the 200 KB
 // answer too).
@@ -534,29 +536,32 @@ func routeOwnCode(b *testing.B, h http.Handler, path, tok string) {
 	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
-// servedOwnCode sends GET path with tok on one raw keep-alive connection to
-// url, one request at a time, and reads each 200 answer without
-// allocating (the header lines in place, the body discarded).
+// servedOwnCode sends GET path with tok to url from 8 goroutines, each on
+// its own raw keep-alive connection, one request at a time per
+// connection, and reads each 200 answer without allocating (the header
+// lines in place, the body discarded).
 func servedOwnCode(b *testing.B, url, path, tok string) {
-	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
 	request := []byte("GET " + path + " HTTP/1.1\r\nHost: rootcause\r\nAuthorization: Bearer " + tok + "\r\n\r\n")
-	br := bufio.NewReaderSize(c, 64<<10)
-	answer := func() {
-		if _, err := c.Write(request); err != nil {
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+		if err != nil {
 			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		return c, bufio.NewReaderSize(c, 64<<10)
+	}
+	answer := func(c net.Conn, br *bufio.Reader) error {
+		if _, err := c.Write(request); err != nil {
+			return err
 		}
 		length := -1
 		for first := true; ; first = false {
 			line, err := br.ReadSlice('\n')
 			if err != nil {
-				b.Fatal(err)
+				return err
 			}
 			if first && !bytes.HasPrefix(line, []byte("HTTP/1.1 200 ")) {
-				b.Fatalf("answer %q", line)
+				return fmt.Errorf("answer %q", line)
 			}
 			if len(line) <= 2 {
 				break
@@ -569,19 +574,28 @@ func servedOwnCode(b *testing.B, url, path, tok string) {
 			}
 		}
 		if length <= 0 {
-			b.Fatal("no Content-Length")
+			return errors.New("no Content-Length")
 		}
-		if _, err := br.Discard(length); err != nil {
+		_, err := br.Discard(length)
+		return err
+	}
+	c, br := dial()
+	for range 100 {
+		if err := answer(c, br); err != nil {
 			b.Fatal(err)
 		}
 	}
-	for range 100 {
-		answer()
-	}
+	b.SetParallelism(4) // 8 connections on 2 CPUs
 	b.ReportAllocs()
 	cpu := processCPU()
-	for b.Loop() {
-		answer()
-	}
+	b.RunParallel(func(pb *testing.PB) {
+		c, br := dial()
+		for pb.Next() {
+			if err := answer(c, br); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
