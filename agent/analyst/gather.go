@@ -194,6 +194,12 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		if crons, err := evidence.List[batchv1.CronJob](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.CronJobs = crons
 		}
+		// And ServiceAccounts, of every namespace: the image pull
+		// secrets a namespace's pods present, and those of another
+		// namespace where the same image pulls.
+		if sas, err := evidence.List[corev1.ServiceAccount](ctx, g.src.Kubernetes, "", ""); err == nil {
+			g.k8s.ServiceAccounts = sas
+		}
 		// And Ingresses, whose backends name the Services' ports.
 		if ings, err := evidence.List[networkingv1.Ingress](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.Ingresses = ings

@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,7 @@ var imagePull = &mechanism{
 		return 0, false
 	},
 	eventCritical: true,
+	detect:        followPullCredentials,
 	eventFacts: func(f *Finding, e *corev1.Event) {
 		f.setFact("image", imageFromMessage(e.Message))
 		if m := pullSecretRE.FindStringSubmatch(e.Message); m != nil && e.Reason == "FailedToRetrieveImagePullSecret" {
@@ -54,6 +56,12 @@ var imagePull = &mechanism{
 		if sec := h.fact("pull_secret"); sec != "" {
 			d += fmt.Sprintf("; the image pull secret %s that the pods reference (imagePullSecrets) does not exist (FailedToRetrieveImagePullSecret), so the pull goes without credentials", sec)
 		}
+		if sa := h.fact("pull_sa"); sa != "" {
+			d += fmt.Sprintf("; the pods run as ServiceAccount %s, which has no imagePullSecrets (nor does the pod spec name one), so the kubelet asks the registry without credentials", sa)
+			if o := h.fact("pull_elsewhere"); o != "" {
+				d += "; " + o
+			}
+		}
 		if m := h.fact("message"); m != "" {
 			d += " — " + truncate(m, 200)
 		}
@@ -63,6 +71,14 @@ var imagePull = &mechanism{
 		r.rollback()
 		if sec := h.fact("pull_secret"); sec != "" {
 			r.high("Create the image pull secret %s in the namespace of %s (kubectl create secret docker-registry %s ...), or point its imagePullSecrets at the secret that exists", sec, h.Subject, sec)
+		}
+		if sa := h.fact("pull_sa"); sa != "" {
+			ns, name, _ := strings.Cut(sa, "/")
+			if sec := h.fact("pull_secret_elsewhere"); sec != "" {
+				r.high("Create the image pull secret %s in namespace %s (a copy of the one namespace %s uses) and add it to the imagePullSecrets of ServiceAccount %s there (kubectl patch serviceaccount %s -n %s -p '{\"imagePullSecrets\":[{\"name\":\"%s\"}]}')", sec, ns, h.fact("pull_ns_elsewhere"), name, name, ns, sec)
+			} else {
+				r.high("Create an image pull secret for the registry in namespace %s and add it to the imagePullSecrets of ServiceAccount %s (or the pod spec)", ns, name)
+			}
 		}
 		switch pullProblem(h.fact("message")) {
 		case pullNoCredentials:
@@ -138,4 +154,123 @@ func imageFromMessage(msg string) string {
 		return m[1]
 	}
 	return ""
+}
+
+// followPullCredentials follows a pull the registry refused (401,
+// unauthorized, no basic auth credentials) to the credentials the pods
+// present: when their ServiceAccount lists no imagePullSecrets and their
+// spec names none, the kubelet pulls anonymously. A ServiceAccount of
+// another namespace that lists a pull secret, or the same image running
+// there, says what the new namespace lacks (a namespace split, a chart
+// installed into a fresh namespace).
+func followPullCredentials(ev *Gathered, found []Finding) []Finding {
+	for i := range found {
+		f := &found[i]
+		if f.Kind != KindImagePull || f.fact("pull_sa") != "" {
+			continue
+		}
+		if pullProblem(f.fact("message")) != pullNoCredentials && pullProblem(strings.Join(f.Evidence, " ")) != pullNoCredentials {
+			continue
+		}
+		pod := podOfWorkload(ev.K8s.Pods, f.Namespace, f.Subject, func(p *corev1.Pod) bool { return pullFailing(p) })
+		if pod == nil || len(pod.Spec.ImagePullSecrets) > 0 {
+			continue
+		}
+		saName := orWord(pod.Spec.ServiceAccountName, "default")
+		sa := serviceAccountNamed(ev.K8s.ServiceAccounts, pod.Namespace, saName)
+		if sa == nil || len(sa.ImagePullSecrets) > 0 {
+			continue // not read, or it lists one (then the secret's content is wrong)
+		}
+		f.setFact("pull_sa", pod.Namespace+"/"+saName)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("ServiceAccount %s/%s, which pod %s runs as, has no image pull secrets", pod.Namespace, saName, pod.Name))
+		image := pullImage(pod)
+		registry, _, _ := strings.Cut(image, "/")
+		// Elsewhere: the same image running, a ServiceAccount with a pull
+		// secret.
+		for j := range ev.K8s.Pods {
+			p := &ev.K8s.Pods[j]
+			if p.Namespace == pod.Namespace || image == "" || pullImage(p) != image || pullFailing(p) || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			f.setFact("pull_ns_elsewhere", p.Namespace)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the same image %s runs in namespace %s (pod %s)", image, p.Namespace, p.Name))
+			break
+		}
+		for _, o := range ev.K8s.ServiceAccounts {
+			if o.Namespace == pod.Namespace || len(o.ImagePullSecrets) == 0 {
+				continue
+			}
+			if ns := f.fact("pull_ns_elsewhere"); ns != "" && o.Namespace != ns {
+				continue
+			}
+			f.setFact("pull_secret_elsewhere", o.ImagePullSecrets[0].Name)
+			f.setFact("pull_ns_elsewhere", o.Namespace)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("ServiceAccount %s/%s lists the image pull secret %s", o.Namespace, o.Name, o.ImagePullSecrets[0].Name))
+			break
+		}
+		if ns := f.fact("pull_ns_elsewhere"); ns != "" {
+			d := fmt.Sprintf("in namespace %s", ns)
+			if sec := f.fact("pull_secret_elsewhere"); sec != "" {
+				d += fmt.Sprintf(" the pods pull %s with the image pull secret %s", orWord(registry, "the registry"), sec)
+			} else {
+				d += " the same image pulls"
+			}
+			f.setFact("pull_elsewhere", d+", which namespace "+pod.Namespace+" lacks")
+		}
+		f.Weight = max(f.Weight, 0.95)
+	}
+	return nil
+}
+
+// pullFailing reports whether a pod waits on an image it cannot pull.
+func pullFailing(p *corev1.Pod) bool {
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && (w.Reason == "ImagePullBackOff" || w.Reason == "ErrImagePull") {
+			return true
+		}
+	}
+	return false
+}
+
+// pullImage is the image of a pod's first container ("" for none).
+func pullImage(p *corev1.Pod) string {
+	if len(p.Spec.Containers) > 0 && p.Spec.Containers[0].Image != "" {
+		return p.Spec.Containers[0].Image
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Image != "" {
+			return cs.Image
+		}
+	}
+	return ""
+}
+
+// podOfWorkload is a pod of workload in namespace ns that ok accepts (the
+// first whose spec was read wins), or nil.
+func podOfWorkload(pods []corev1.Pod, ns, workload string, ok func(*corev1.Pod) bool) *corev1.Pod {
+	var found *corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace != ns || WorkloadOfPod(p) != workload || !ok(p) {
+			continue
+		}
+		if p.Spec.ServiceAccountName != "" {
+			return p
+		}
+		if found == nil {
+			found = p
+		}
+	}
+	return found
+}
+
+// serviceAccountNamed is the ServiceAccount ns/name among those gathered,
+// or nil.
+func serviceAccountNamed(sas []corev1.ServiceAccount, ns, name string) *corev1.ServiceAccount {
+	for i := range sas {
+		if sas[i].Namespace == ns && sas[i].Name == name {
+			return &sas[i]
+		}
+	}
+	return nil
 }

@@ -46,6 +46,9 @@ type K8sEvidence struct {
 	Jobs []batchv1.Job
 	// CronJobs are the namespace's CronJob objects.
 	CronJobs []batchv1.CronJob
+	// ServiceAccounts are the ServiceAccounts read, of every namespace
+	// (their image pull secrets).
+	ServiceAccounts []corev1.ServiceAccount
 	// Ingresses are the namespace's Ingress objects.
 	Ingresses []networkingv1.Ingress
 	// DaemonSets are the namespace's DaemonSet objects.

@@ -848,11 +848,23 @@ func authStatus(line string) string {
 }
 
 var (
-	causedByRE   = regexp.MustCompile(`(?i)^\s*Caused by:`)
-	exceptionRE  = regexp.MustCompile(`(^|[\s.:])[A-Z]\w*(Exception|Error|Fault)\b:\s*\S`)
-	panicLineRE  = regexp.MustCompile(`^\s*(panic:|fatal error:)`)
-	dbErrorRE    = regexp.MustCompile(`\b(ERROR|FATAL):\s+\S|SQLSTATE|\b42[0-9A-Z]{3}\b`)
-	headerLineRE = regexp.MustCompile(`(?i)threw exception|with root cause|Traceback \(most recent call last\)|^\s*Exception in thread|^\s+at [\w$.]+\(|^\s*File "[^"]+", line \d+|^goroutine \d+ \[|^\s*\.\.\. \d+ (more|common frames)`)
+	// causedByRE is a cause's line with its message; a bare "Caused by:"
+	// (Ruby prints the cause's message on the next line) is a header.
+	causedByRE  = regexp.MustCompile(`(?i)^\s*Caused by:\s*\S`)
+	exceptionRE = regexp.MustCompile(`(^|[\s.:])[A-Z]\w*(Exception|Error|Fault)\b:\s*\S`)
+	// rubyExceptionRE is Ruby's exception line: the message between the
+	// class and the class again ("PG::ConnectionBad: could not translate
+	// host name ... (PG::ConnectionBad)").
+	rubyExceptionRE = regexp.MustCompile(`^\s*([A-Z]\w*(?:::[A-Z]\w*)+): \S.* \((?:[A-Z]\w*(?:::[A-Z]\w*)+)\)\s*$`)
+	panicLineRE     = regexp.MustCompile(`^\s*(panic:|fatal error:)`)
+	dbErrorRE       = regexp.MustCompile(`\b(ERROR|FATAL):\s+\S|SQLSTATE|\b42[0-9A-Z]{3}\b`)
+	// headerLineRE is a line that frames an error without saying it: a
+	// header ("Traceback", a bare "Caused by:", "rake aborted!", Python's
+	// "The above exception was the direct cause..."), a stack frame (Java,
+	// Python, Go, Ruby, Node) or a runner's trailer ("Tasks: TOP =>").
+	headerLineRE = regexp.MustCompile(`(?i)threw exception|with root cause|Traceback \(most recent call last\)|^\s*Exception in thread|^\s+at [\w$.]+\(|^\s*File "[^"]+", line \d+|^goroutine \d+ \[|^\s*\.\.\. \d+ (more|common frames)` +
+		`|^\s*Caused by:\s*$|^\s*[\w:-]+ aborted!\s*$|^\s*(The above exception was the direct cause|During handling of the above exception)|^\s*Tasks: TOP =>|^\s*\(See full trace by running` +
+		`|^\s*(from\s+)?[\w./-]+:\d+:in\s|^\s+at \S.*\((node:|file://|/)[^)]*:\d+:\d+\)\s*$|^\s+at (async )?(file://)?/\S+:\d+:\d+\s*$|^\s+/[^:]+\.go:\d+( \+0x[0-9a-f]+)?\s*$`)
 )
 
 // RootCauseScore ranks how well a log line names the failure of a
@@ -868,7 +880,7 @@ func RootCauseScore(line string) int {
 		return 3
 	case headerLineRE.MatchString(line):
 		return -1
-	case exceptionRE.MatchString(line):
+	case exceptionRE.MatchString(line), rubyExceptionRE.MatchString(line):
 		return 3
 	case dbErrorRE.MatchString(line):
 		return 2

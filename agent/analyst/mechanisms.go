@@ -77,6 +77,7 @@ var mechanisms = []*mechanism{
 	scaledToZero,
 	portMismatch,
 	ingressPort,
+	ingressService,
 	ingressClass,
 	webhookUnreachable,
 	csiDriver,

@@ -251,6 +251,7 @@ var kinds = map[Kind]kindInfo{
 	KindHPABlind:        {prior: 0.84},
 	KindDaemonSetTaint:  {prior: 0.84},
 	KindIngressPort:     {prior: 0.84},
+	KindIngressService:  {prior: 0.84},
 	KindScaledToZero:    {prior: 0.84},
 	KindPortMismatch:    {prior: 0.84},
 	KindGCPressure:      {prior: 0.74},

@@ -34,6 +34,7 @@ var holdoutFloors = map[string]int{
 	"holdout16": 12,
 	"holdout17": 12,
 	"holdout18": 12,
+	"holdout19": 11,
 	"holdout20": 7,
 }
 
