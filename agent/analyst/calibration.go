@@ -1,6 +1,11 @@
 package analyst
 
-import "math"
+import (
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+)
 
 // Calibration: the score ranks hypotheses; the confidence says how sure
 // the answer is. An answer whose evidence could as well fit a root one hop
@@ -59,8 +64,37 @@ var calibrationRules = []calibrationRule{
 	// the root is who took the slots (a client's pool, a leak, a surge;
 	// databaseslotstaken.go names it) or the change that lowered the
 	// limit. Refused clients alone stop one hop short.
+	// A change of a client blamed for it must say how it took them (more
+	// replicas, a bigger pool); a deploy alone does not.
 	{"connection slots without who took them", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindDatabase && slotsRefusedRE.MatchString(w.fact("line")) && w.Trigger == nil
+		return w.Kind == KindDatabase && slotsRefusedRE.MatchString(w.fact("line")) && !takesSlots(w)
+	}},
+	// A queue backing up (consumer lag, a queue's depth) says the
+	// consumers fall behind, not why: the root is what slowed them (a
+	// change, a slow call per record, a surge of records, one record they
+	// fail on). Their own errors and rebalances alone are one hop short.
+	{"backlog without what slowed its consumers", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindBacklog && w.Trigger == nil && w.fact("partition") == "" && !slowedBy(w)
+	}},
+	// A shared resource held (a row lock waited on, a single-threaded
+	// server stalled by one command): the root is who holds it. Without
+	// the holder named, or a change on either side, only the waiters are
+	// known.
+	{"held without its holder", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return (w.Kind == KindDBBlocked || w.Kind == KindBlockingCommand) && w.Trigger == nil &&
+			w.fact("blocker") == "" && w.fact("db_change") == "" && w.fact("blocker_change") == ""
+	}},
+	// An image that cannot be pulled, with no registry answer read (the
+	// tag not found, credentials refused, the registry unreachable) and no
+	// pull secret missing: the back-off says that the pull fails, not why.
+	{"image pull without the registry's answer", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindImagePull && pullProblem(pullMessage(w)) == "" && w.fact("pull_secret") == ""
+	}},
+	// A dependency blamed on its callers' reports and its own metrics only
+	// (its latency, its CPU): they show it slow or failing, not why; its
+	// own log or state, which would say, was not read.
+	{"dependency seen only in its metrics", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.class() == classDependency && !ownStateOrLog(w)
 	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
@@ -95,7 +129,12 @@ func calibrationRuleOf(a *Analysis, s answerShape) string {
 
 // limitStates are the kinds whose finding is a limit reached, not what
 // reached it.
-var limitStates = map[Kind]bool{KindOOMKilled: true, KindResourceAlarm: true, KindWorkerPool: true}
+var limitStates = map[Kind]bool{KindOOMKilled: true, KindResourceAlarm: true, KindWorkerPool: true, KindHPAMax: true}
+
+// ownMeasure are, per limit, the kinds of findings that measure the limit
+// itself rather than what drove use to it: an autoscaler at its maximum
+// scales on its pods' CPU, so their CPU rising is the same fact.
+var ownMeasure = map[Kind]map[Kind]bool{KindHPAMax: {KindSaturation: true}}
 
 // drivers are the kinds of findings that say what drives use up to a
 // limit.
@@ -110,7 +149,7 @@ func drivenBy(h *Hypothesis) bool {
 		return true
 	}
 	for _, f := range h.Support {
-		if drivers[f.Kind] {
+		if drivers[f.Kind] && !ownMeasure[h.Kind][f.Kind] {
 			return true
 		}
 	}
@@ -151,4 +190,53 @@ func rivals(a *Analysis, w *Hypothesis, share float64) int {
 		}
 	}
 	return n
+}
+
+// slotsChangeRE is a change that says how a database's connection slots
+// were taken or lowered: clients scaled out, a pool resized, the limit
+// changed.
+var slotsChangeRE = regexp.MustCompile(`(?i)\breplicas?\b|\bscal(?:e|ed|es|ing)\b|pool|max_conn|connection limit|max connections`)
+
+// takesSlots reports whether h, a database refusing connections for lack
+// of slots, has a change that says how the slots were taken: one on the
+// database itself, or one of a client's replicas, pool or limit.
+func takesSlots(h *Hypothesis) bool {
+	c := h.Trigger
+	if c == nil {
+		return false
+	}
+	return strings.EqualFold(c.Subject, h.Subject) || slotsChangeRE.MatchString(changeText(c)) || poolSettingRE.MatchString(changeText(c))
+}
+
+// backlogDrivers are the kinds of findings that say what slowed a queue's
+// consumers or filled it: a surge of records, a slow call or statement
+// per record.
+var backlogDrivers = map[Kind]bool{KindLoadSurge: true, KindSlowOperation: true, KindSlowQuery: true}
+
+// slowedBy reports whether a backlog's support says what slowed its
+// consumers: a driver, or a dependency of theirs failing or slow.
+func slowedBy(h *Hypothesis) bool {
+	for _, f := range h.Support {
+		if backlogDrivers[f.Kind] || infoOf(f.Kind).class == classDependency && !strings.EqualFold(f.Subject, h.Subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownStateOrLog reports whether some finding of h shows its subject from
+// its own log, state or events, not only from its metrics or callers.
+func ownStateOrLog(h *Hypothesis) bool {
+	for _, f := range slices.Concat(h.Primary, h.Support) {
+		if !strings.EqualFold(f.Subject, h.Subject) {
+			continue
+		}
+		if c := f.fact("caller"); c != "" && !strings.EqualFold(c, f.Subject) {
+			continue
+		}
+		if f.Source != SrcMetrics && f.Source != SrcCloudWatch {
+			return true
+		}
+	}
+	return false
 }

@@ -21,6 +21,11 @@ func TestCalibrate(t *testing.T) {
 	podPending := f(KindUnschedulable, "api", SrcEvents)
 	memGrowth := f(KindSaturation, "api", SrcMetrics)
 	full := answerShape{timeline: 4, evidence: 5}
+	slotsRefused := &Finding{Kind: KindDatabase, Subject: "ledger-pg", Source: SrcLogs, Time: t0, Weight: 0.8,
+		Facts: map[string]string{"caller": "ledger-api", "line": `ts=2026-05-04T16:36:13.460Z level=error msg="query failed" err="pq: sorry, too many clients already"`}}
+	pullNotFound := &Finding{Kind: KindImagePull, Subject: "api", Source: SrcEvents, Time: t0, Weight: 0.85,
+		Facts: map[string]string{"message": `Failed to pull image "registry.acme.dev/api:2.1": rpc error: code = NotFound desc = failed to pull and unpack image "registry.acme.dev/api:2.1": failed to resolve reference "registry.acme.dev/api:2.1": registry.acme.dev/api:2.1: not found`}}
+	callerTimeout := &Finding{Kind: KindTimeout, Subject: "fraud-check", Source: SrcLogs, Time: t0, Weight: 0.8, Facts: map[string]string{"caller": "order-api"}}
 	cases := []struct {
 		name  string
 		a     *Analysis
@@ -40,7 +45,7 @@ func TestCalibrate(t *testing.T) {
 		{"read only from events",
 			&Analysis{Hypotheses: []*Hypothesis{hyp(KindOOMKilled, "api", 0.9, []*Finding{oomEvent}, podPending)}}, full, 85, 70, "events only"},
 		{"events with the object's state",
-			&Analysis{Hypotheses: []*Hypothesis{hyp(KindImagePull, "api", 0.9, []*Finding{f(KindImagePull, "api", SrcEvents), f(KindImagePull, "api", SrcKubernetes)})}}, full, 85, 85, ""},
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindImagePull, "api", 0.9, []*Finding{pullNotFound, f(KindImagePull, "api", SrcKubernetes)})}}, full, 85, 85, ""},
 		{"a memory limit with only its consequences",
 			&Analysis{Hypotheses: []*Hypothesis{hyp(KindOOMKilled, "api", 0.9, []*Finding{oomState, oomEvent}, f(KindCrashLoop, "api", SrcKubernetes))}}, full, 92, 70, "limit without what drove it"},
 		{"a memory limit reached after a change",
@@ -70,6 +75,35 @@ func TestCalibrate(t *testing.T) {
 				hyp(KindSaturation, "api", 0.88, []*Finding{memGrowth}),
 				hyp(KindUnschedulable, "api", 0.86, []*Finding{podPending}),
 			}}, full, 90, 90, ""},
+		{"an autoscaler at its maximum with only its pods' CPU",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindHPAMax, "api", 0.9, []*Finding{f(KindHPAMax, "api", SrcMetrics)}, f(KindSaturation, "api", SrcMetrics), f(KindCPUThrottling, "api", SrcMetrics))}}, full, 80, 70, "limit without what drove it"},
+		{"an autoscaler at its maximum under a surge of load",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindHPAMax, "api", 0.95, []*Finding{f(KindHPAMax, "api", SrcMetrics)}, f(KindSaturation, "api", SrcMetrics), f(KindLoadSurge, "api", SrcMetrics))}}, full, 94, 94, ""},
+		{"connection slots refused after a client's deploy",
+			&Analysis{Hypotheses: []*Hypothesis{{Kind: KindDatabase, Subject: "ledger-pg", Score: 0.8, Onset: t0, Primary: []*Finding{slotsRefused},
+				Trigger: &Finding{Kind: KindDeploy, Subject: "ledger-api", Source: SrcChanges, Summary: "deploy of ledger-api: ledger-api 4.2.0: streaming statement export"}}}}, full, 79, 70, "connection slots without who took them"},
+		{"connection slots refused after a client scaled out",
+			&Analysis{Hypotheses: []*Hypothesis{{Kind: KindDatabase, Subject: "ledger-pg", Score: 0.85, Onset: t0, Primary: []*Finding{slotsRefused},
+				Trigger: &Finding{Kind: KindConfigChange, Subject: "order-worker", Source: SrcChanges, Summary: "config change of order-worker: kubectl scale deployment/order-worker --replicas=12"}}}}, full, 85, 85, ""},
+		{"a consumer lag with only the consumers' own errors",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindBacklog, "mailer", 0.8, []*Finding{f(KindBacklog, "mailer", SrcMetrics)}, f(KindConsumerStall, "mailer", SrcLogs), f(KindLogErrors, "mailer", SrcLogs))}}, full, 77, 70, "backlog without what slowed its consumers"},
+		{"a consumer lag behind a slow call per record",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindBacklog, "mailer", 0.85, []*Finding{f(KindBacklog, "mailer", SrcMetrics)}, f(KindSlowOperation, "mailer", SrcLogs))}}, full, 85, 85, ""},
+		{"a consumer lag after a change",
+			&Analysis{Hypotheses: []*Hypothesis{{Kind: KindBacklog, Subject: "mailer", Score: 0.85, Onset: t0, Primary: []*Finding{f(KindBacklog, "mailer", SrcMetrics)},
+				Trigger: f(KindConfigChange, "mailer", SrcChanges)}}}, full, 85, 85, ""},
+		{"a command stalling a server, its sender not named",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindBlockingCommand, "redis-01", 0.8, []*Finding{f(KindBlockingCommand, "redis-01", SrcLogs)}, f(KindTimeout, "redis-01", SrcLogs))}}, full, 75, 70, "held without its holder"},
+		{"a command stalling a server, its sender named",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindBlockingCommand, "redis-01", 0.9, []*Finding{{Kind: KindBlockingCommand, Subject: "redis-01", Source: SrcLogs, Facts: map[string]string{"blocker": "stats-exporter"}}})}}, full, 90, 90, ""},
+		{"an image pull with only the back-off",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindImagePull, "web", 0.95, []*Finding{{Kind: KindImagePull, Subject: "web", Source: SrcKubernetes, Facts: map[string]string{"message": `Back-off pulling image "registry.acme.dev/web:2.1"`}}, f(KindImagePull, "web", SrcEvents)})}}, full, 95, 70, "image pull without the registry's answer"},
+		{"an image pull with the registry's answer",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindImagePull, "api", 0.95, []*Finding{f(KindImagePull, "api", SrcKubernetes), pullNotFound})}}, full, 95, 95, ""},
+		{"a dependency seen only in its callers' reports and its metrics",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindTimeout, "fraud-check", 0.8, []*Finding{callerTimeout}, f(KindLatency, "fraud-check", SrcMetrics), f(KindSaturation, "fraud-check", SrcMetrics))}}, full, 72, 70, "dependency seen only in its metrics"},
+		{"a dependency whose own log is read",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindTimeout, "fraud-check", 0.8, []*Finding{callerTimeout}, f(KindLatency, "fraud-check", SrcMetrics), f(KindLogErrors, "fraud-check", SrcLogs))}}, full, 78, 78, ""},
 		{"already below the cap",
 			&Analysis{Hypotheses: []*Hypothesis{hyp(KindLocalized, "web", 0.6, []*Finding{f(KindLocalized, "web", SrcMetrics)})}}, full, 55, 55, "localized only"},
 		{"a healthy verdict is left alone",

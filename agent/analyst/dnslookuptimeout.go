@@ -70,7 +70,7 @@ var resolverTimeout = &mechanism{
 
 // detectResolverTimeouts reads, per caller, lookups of at least two
 // different names timing out at one resolver address.
-func detectResolverTimeouts(ev *Gathered, _ []Finding) []Finding {
+func detectResolverTimeouts(ev *Gathered, found []Finding) []Finding {
 	type stat struct {
 		names   []string
 		callers []string
@@ -121,7 +121,7 @@ func detectResolverTimeouts(ev *Gathered, _ []Finding) []Finding {
 		if len(s.names) < 2 {
 			continue
 		}
-		subject, serverLine := clusterDNSName(ev)
+		subject, serverLine := clusterDNSName(ev, found)
 		if subject == "" {
 			subject = resolver
 		}
@@ -144,8 +144,10 @@ func detectResolverTimeouts(ev *Gathered, _ []Finding) []Finding {
 }
 
 // clusterDNSName names the cluster DNS from a log source of it (with one
-// of its lines of lookups timing out or failing) or a change to it.
-func clusterDNSName(ev *Gathered) (name, line string) {
+// of its lines of lookups timing out or failing), a change to it, or a
+// finding of its own trouble (its pods killed by their probes, throttled,
+// scaled down).
+func clusterDNSName(ev *Gathered, found []Finding) (name, line string) {
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
 		m := dnsServerNameRE.FindStringSubmatch(set.Subject)
@@ -164,6 +166,11 @@ func clusterDNSName(ev *Gathered) (name, line string) {
 	}
 	for _, c := range ev.Changes {
 		if m := dnsServerNameRE.FindStringSubmatch(c.Service + " " + c.Description); m != nil {
+			return strings.ToLower(m[1]), ""
+		}
+	}
+	for i := range found {
+		if m := dnsServerNameRE.FindStringSubmatch(found[i].Subject); m != nil && found[i].Severity >= SevWarning {
 			return strings.ToLower(m[1]), ""
 		}
 	}

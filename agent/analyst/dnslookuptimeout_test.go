@@ -35,19 +35,26 @@ func TestDetectResolverTimeouts(t *testing.T) {
 	}
 	coredns := minedSet("coredns", true, 0, `2026-12-19T18:26:00.942Z [ERROR] plugin/errors: 2 availability-service.travel.svc.cluster.local. AAAA: read udp 10.40.11.249:52973->10.40.0.2:53: i/o timeout`)
 	change := evidence.Change{Service: "coredns", Kind: "infra", Description: "kube-system: remove dns-autoscaler; coredns replicas pinned to 2 (was 6)"}
+	// The cluster DNS's own trouble read from its events, with neither its
+	// log nor a change of it handed over.
+	probeKilled := Finding{Kind: KindLivenessKill, Subject: "coredns", Source: SrcEvents, Severity: SevWarning,
+		Facts: map[string]string{"message": `Liveness probe failed: Get "http://10.4.2.9:8080/health": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`}}
 	for _, c := range []struct {
 		name    string
 		sets    []LogSet
 		changes []evidence.Change
+		found   []Finding
 		subject string // "" for none
 	}{
-		{"two names time out, CoreDNS's log too", []LogSet{minedSet("booking-api", true, 0, lookup("loyalty-service.loyalty.svc.cluster.local"), lookup("hotel-content.content.svc.cluster.local")), coredns}, nil, "coredns"},
-		{"two names, a change names the cluster DNS", []LogSet{minedSet("booking-api", true, 0, lookup("loyalty-service.loyalty.svc.cluster.local"), lookup("pricing.travel.svc.cluster.local"))}, []evidence.Change{change}, "coredns"},
-		{"two names, nothing names the server", []LogSet{minedSet("booking-api", true, 0, lookup("loyalty-service.loyalty.svc.cluster.local"), lookup("pricing.travel.svc.cluster.local"))}, nil, "172.20.0.10:53"},
-		{"one name only", []LogSet{minedSet("booking-api", true, 0, lookup("loyalty-service.loyalty.svc.cluster.local"))}, nil, ""},
+		{"two names time out, CoreDNS's log too", []LogSet{minedSet("booking-api", true, 0, lookup("loyalty-service.loyalty.svc.cluster.local"), lookup("hotel-content.content.svc.cluster.local")), coredns}, nil, nil, "coredns"},
+		{"two names, a change names the cluster DNS", []LogSet{minedSet("booking-api", true, 0, lookup("loyalty-service.loyalty.svc.cluster.local"), lookup("pricing.travel.svc.cluster.local"))}, []evidence.Change{change}, nil, "coredns"},
+		{"two names, the cluster DNS's pods failing their probes", []LogSet{minedSet("booking-api", true, 0, lookup("loyalty-service.loyalty.svc.cluster.local"), lookup("pricing.travel.svc.cluster.local"))}, nil, []Finding{probeKilled}, "coredns"},
+		{"two names, the cluster DNS seen healthy", []LogSet{minedSet("booking-api", true, 0, lookup("loyalty-service.loyalty.svc.cluster.local"), lookup("pricing.travel.svc.cluster.local"))}, nil, []Finding{{Kind: KindLatency, Subject: "coredns", Severity: SevInfo}}, "172.20.0.10:53"},
+		{"two names, nothing names the server", []LogSet{minedSet("booking-api", true, 0, lookup("loyalty-service.loyalty.svc.cluster.local"), lookup("pricing.travel.svc.cluster.local"))}, nil, nil, "172.20.0.10:53"},
+		{"one name only", []LogSet{minedSet("booking-api", true, 0, lookup("loyalty-service.loyalty.svc.cluster.local"))}, nil, nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fs := detectResolverTimeouts(&Gathered{Logs: c.sets, Changes: c.changes, Window: win}, nil)
+			fs := detectResolverTimeouts(&Gathered{Logs: c.sets, Changes: c.changes, Window: win}, c.found)
 			f := onlyFinding(t, fs, c.subject)
 			if f == nil {
 				return

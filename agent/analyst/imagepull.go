@@ -50,7 +50,7 @@ var imagePull = &mechanism{
 		if img := h.fact("image"); img != "" {
 			d += " for image " + img
 		}
-		if why := pullProblem(h.fact("message")); why != "" {
+		if why := pullProblem(pullMessage(h)); why != "" {
 			d += ": " + why
 		}
 		if sec := h.fact("pull_secret"); sec != "" {
@@ -62,7 +62,7 @@ var imagePull = &mechanism{
 				d += "; " + o
 			}
 		}
-		if m := h.fact("message"); m != "" {
+		if m := pullMessage(h); m != "" {
 			d += " — " + truncate(m, 200)
 		}
 		return d
@@ -80,7 +80,7 @@ var imagePull = &mechanism{
 				r.high("Create an image pull secret for the registry in namespace %s and add it to the imagePullSecrets of ServiceAccount %s (or the pod spec)", ns, name)
 			}
 		}
-		switch pullProblem(h.fact("message")) {
+		switch pullProblem(pullMessage(h)) {
 		case pullNoCredentials:
 			r.high("Give %s credentials for its registry: an imagePullSecret on the pod spec or its ServiceAccount (or node credentials) that the registry accepts%s", h.Subject, parenthesized(h.fact("image")))
 		case pullUnreachable:
@@ -102,6 +102,18 @@ const (
 	pullNoCredentials = "the registry refuses the pull (unauthorized: no or wrong pull credentials)"
 	pullUnreachable   = "the registry cannot be reached from the node"
 )
+
+// pullMessage is the message of h's findings that says why the pull
+// fails (the registry's answer in an event, when the container's state
+// only says "Back-off pulling image"), or the first message.
+func pullMessage(h *Hypothesis) string {
+	for _, f := range h.Primary {
+		if m := f.fact("message"); pullProblem(m) != "" {
+			return m
+		}
+	}
+	return h.fact("message")
+}
 
 // pullProblem says why a pull failed, from the kubelet's message ("" when
 // it does not say).

@@ -33,3 +33,23 @@ func TestPullSecretMissing(t *testing.T) {
 		{"Pod", "shipping-rates-7c9d8b6f5-q2w8x", "Pulling", corev1.EventTypeNormal, `Pulling image "ghcr.io/haulmark/shipping-rates:1.0.0"`, "", nil},
 	})
 }
+
+// TestPullReasonFromEvent checks that the registry's answer is read from
+// whichever finding holds it: a container's state often says only
+// "Back-off pulling image" while its event quotes the registry.
+func TestPullReasonFromEvent(t *testing.T) {
+	const image = "acme.azurecr.io/partners/partner-portal:4.2.0"
+	state := &Finding{Kind: KindImagePull, Subject: "partner-portal", Source: SrcKubernetes,
+		Facts: map[string]string{"image": image, "message": `Back-off pulling image "` + image + `"`}}
+	event := &Finding{Kind: KindImagePull, Subject: "partner-portal", Source: SrcEvents,
+		Facts: map[string]string{"image": image, "message": `Failed to pull image "` + image + `": failed to pull and unpack image "` + image + `": failed to resolve reference "` + image + `": failed to authorize: failed to fetch anonymous token: unexpected status from GET request to https://acme.azurecr.io/oauth2/token?scope=repository%3Apartners%2Fpartner-portal%3Apull&service=acme.azurecr.io: 401 Unauthorized`}}
+	h := &Hypothesis{Kind: KindImagePull, Subject: "partner-portal", Primary: []*Finding{state, event}}
+	if got := pullProblem(pullMessage(h)); got != pullNoCredentials {
+		t.Fatalf("pull problem %q, want %q", got, pullNoCredentials)
+	}
+	wantDescribed(t, h, Scope{}, "unauthorized", "Failed to pull image", image)
+	backOff := &Hypothesis{Kind: KindImagePull, Subject: "partner-portal", Primary: []*Finding{state}}
+	if got := pullMessage(backOff); got != state.Facts["message"] || pullProblem(got) != "" {
+		t.Errorf("only a back-off: message %q", got)
+	}
+}
