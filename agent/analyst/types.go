@@ -234,6 +234,7 @@ var kinds = map[Kind]kindInfo{
 	KindMigrationLock:   {prior: 0.86},
 	KindResourceAlarm:   {prior: 0.82},
 	KindSlowCall:        {prior: 0.5},
+	KindSlowPeer:        {prior: 0.7},
 	KindReadOnlyDB:      {prior: 0.8},
 	KindRBACDenied:      {prior: 0.84},
 	KindFaultInjection:  {prior: 0.84},
@@ -307,11 +308,6 @@ var kinds = map[Kind]kindInfo{
 	KindNamespaceStuck: {prior: 0.86},
 	KindACMEChallenge:  {prior: 0.86},
 	KindConntrackFull:  {prior: 0.86},
-
-	// Clients refused after a rotation changed the credential they hold.
-	KindCredentialRotated: {prior: 0.84},
-	// A database's disk filled by WAL an abandoned replication slot keeps.
-	KindWALRetained: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {
