@@ -142,6 +142,9 @@ func ClassifyMetric(name string) (class, unit string) {
 		return MetricFree, unit
 	case has("pg_stat_activity", "threads_connected"):
 		return MetricSaturation, ""
+	// What a database's replication slots retain of its WAL.
+	case has("replication_slot", "wal_size", "wal_retained"):
+		return MetricSaturation, "bytes"
 	// Sessions waiting for locks, a replica's delay: a database blocking.
 	case has("lock_waits", "lock_current_waits", "row_lock_time", "locks_waiting", "seconds_behind_", "replication_lag", "replica_lag", "replay_lag"):
 		return MetricSaturation, unit

@@ -41,6 +41,9 @@ var readOnlyDB = &mechanism{
 		if h.Subject != engine {
 			what = fmt.Sprintf("%s, a read-only %s", h.Subject, engine)
 		}
+		if h.fact("failover") != "" {
+			return describeManagedFailover(h, engine)
+		}
 		if p := h.fact("new_primary"); p != "" {
 			return describeElection(h, engine)
 		}
@@ -55,6 +58,17 @@ var readOnlyDB = &mechanism{
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if h.fact("failover") != "" {
+			if h.fact("recovered") == "" {
+				r.high("Recycle the database connections of %s (restart its pods or flush its pool) so that they reconnect to the current writer", orWord(h.fact("clients"), "the clients"))
+			}
+			if w := h.fact("writer_down"); w != "" {
+				r.med("Find why the old writer %s went down from its error log and the provider's events (%s)", orWord(h.fact("old_writer"), "instance"), quote(w, 100))
+			}
+			r.med("Make the clients of %s survive a failover: connect through the cluster's writer endpoint, cap the pool's connection lifetime (maxLifetime) and validate connections on checkout (a read-only error evicts the connection), or use a failover-aware driver (AWS JDBC wrapper, RDS Proxy)", orWord(h.fact("clients"), "the clients"))
+			r.low("Alert on failover events of %s, not only on its clients' errors", h.Subject)
+			return
+		}
 		if h.fact("new_primary") != "" && h.fact("recovered") != "" {
 			r.med("Step the primary of %s down before maintenance that restarts it (a planned election takes a second or two, not the election timeout)", h.Subject)
 			r.med("Let the clients retry writes across an election (retryable writes, a retry on NotWritablePrimary / read-only errors) so an election costs latency, not 500s")
@@ -76,6 +90,13 @@ var (
 	electionRE = regexp.MustCompile(`(?i)Starting an election|Election succeeded|assuming primary role|Transition to primary complete|stepping down from primary|promoted self to leader|received promote request|selected new timeline ID|\+switch-master|\+elected-leader|\+failover-end|new primary (?:elected|member)|primary election`)
 	// The line of the member that became the primary.
 	newPrimaryRE = regexp.MustCompile(`(?i)assuming primary role|Transition to primary complete|promoted self to leader|received promote request|selected new timeline ID`)
+	// A managed database's own record of a failover: RDS and Aurora
+	// events, Cloud SQL's and Azure's failover operations.
+	managedFailoverRE = regexp.MustCompile(`(?i)(?:Started|Completed|Initiated) (?:cross AZ |Multi-AZ |planned |forced )?failover|Multi-AZ (?:instance )?failover (?:started|completed)|failover (?:started|completed|complete|initiated|in progress|succeeded)|\bfailed over to\b|has been promoted|promoted (?:to|as) (?:the )?(?:primary|writer|master)|operationType"?\s*[:=]\s*"?FAILOVER`)
+	// The instance a failover went to.
+	failoverTargetRE = regexp.MustCompile(`(?i)(?:failover|failed over) to (?:the )?(?:DB instance|instance|replica|server)?:?\s*([A-Za-z0-9][\w.-]*\w)`)
+	// The writer going down before it.
+	writerDownRE = regexp.MustCompile(`(?i)stopped unexpectedly|is being restarted|instance (?:crashed|failed|is unhealthy)|hardware (?:failure|issue)|storage (?:failure|volume failure)|became unresponsive|host replacement`)
 	// A database server that restarted as a standby.
 	standbyRE = regexp.MustCompile(`(?i)entering standby mode|ready to accept read-only connections|started streaming WAL|demot(?:ed|ing) to (?:replica|standby|secondary)|transition(?:ing)? to SECONDARY|MASTER <-> REPLICA sync started|super_read_only.*(?:ON|1)`)
 )
@@ -155,6 +176,9 @@ func detectReadOnlyWrites(ev *Gathered, _ []Finding) []Finding {
 		}
 	}
 	readElection(ev, f, last)
+	if f.fact("election") == "" {
+		readManagedFailover(ev, f, last)
+	}
 	f.Subject = orWord(f.fact("host"), orWord(f.fact("engine"), "database"))
 	if f.fact("engine") == "" {
 		f.setFact("engine", "database")
@@ -255,4 +279,107 @@ func latest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// readManagedFailover reads a managed database's record of a failover
+// (an RDS event in the operator's `aws rds describe-events` output or a
+// log group of events) from fifteen minutes before the refused writes'
+// onset to five minutes after: when it began and completed, the instance
+// it went to, the old writer going down before it. Writes that stopped
+// failing and stayed so for ten minutes or more before the window's end
+// recovered: the clients' pools let go of the old writer.
+func readManagedFailover(ev *Gathered, f *Finding, last time.Time) {
+	from, to := f.Time.Add(-15*time.Minute), f.Time.Add(5*time.Minute)
+	var first, done timedLine
+	for _, l := range eventLines(ev, managedFailoverRE) {
+		if l.Time.IsZero() || l.Time.Before(from) || l.Time.After(to) {
+			continue
+		}
+		if first.Text == "" {
+			first = l
+		}
+		if m := regexp.MustCompile(`(?i)completed|complete\b|succeeded|promoted`).FindString(l.Text); m != "" {
+			done = l
+		}
+	}
+	if first.Text == "" {
+		return
+	}
+	f.setFact("failover", first.Text)
+	f.setFact("failover_at", first.Time.UTC().Format("15:04:05"))
+	if done.Text != "" && done.Text != first.Text {
+		f.setFact("failover_done", done.Text)
+		f.setFact("failover_done_at", done.Time.UTC().Format("15:04:05"))
+	}
+	for _, l := range []string{first.Text, done.Text} {
+		if m := failoverTargetRE.FindStringSubmatch(l); m != nil && f.fact("new_writer") == "" {
+			f.setFact("new_writer", m[1])
+		}
+	}
+	if c := commandFlag(first.From, "--source-identifier", "--db-cluster-identifier", "--db-instance-identifier"); c != "" && f.fact("host") == "" {
+		f.setFact("host", c)
+	}
+	// The old writer going down, up to ten minutes before the failover.
+	for _, l := range eventLines(ev, writerDownRE) {
+		if !l.Time.IsZero() && !l.Time.Before(first.Time.Add(-10*time.Minute)) && !l.Time.After(first.Time.Add(time.Minute)) {
+			f.setFact("writer_down", l.Text)
+			if inst := commandFlag(l.From, "--source-identifier", "--db-instance-identifier"); inst != "" && inst != f.fact("new_writer") {
+				f.setFact("old_writer", inst)
+			}
+			break
+		}
+	}
+	f.setFact("errors_from", f.Time.UTC().Format("15:04:05"))
+	if !last.IsZero() {
+		f.setFact("errors_to", last.UTC().Format("15:04:05"))
+		if ev.Window.End.Sub(last) >= 10*time.Minute && last.Sub(first.Time) < time.Hour {
+			f.setFact("recovered", "true")
+		}
+	}
+	f.Time = earliest(f.Time, first.Time)
+	f.Weight = max(f.Weight, 0.95)
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", first.From, quote(first.Text, 200)))
+	if done.Text != "" && done.Text != first.Text {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", done.From, quote(done.Text, 200)))
+	}
+}
+
+// commandFlag is the value of the first of flags a command line gives
+// ("--source-identifier payments-aurora", "--flag=value").
+func commandFlag(cmd string, flags ...string) string {
+	fields := strings.Fields(cmd)
+	for _, fl := range flags {
+		for i, w := range fields {
+			if w == fl && i+1 < len(fields) {
+				return strings.Trim(fields[i+1], `'"`)
+			}
+			if v, ok := strings.CutPrefix(w, fl+"="); ok {
+				return strings.Trim(v, `'"`)
+			}
+		}
+	}
+	return ""
+}
+
+// describeManagedFailover explains writes refused after a managed
+// database failed over.
+func describeManagedFailover(h *Hypothesis, engine string) string {
+	d := fmt.Sprintf("the %s %s failed over at %s UTC (%s)", engine, h.Subject, h.fact("failover_at"), quote(ReadableLine(h.fact("failover")), 140))
+	if w := h.fact("writer_down"); w != "" {
+		d += fmt.Sprintf(" after its writer %s went down (%s)", h.fact("old_writer"), quote(ReadableLine(w), 140))
+		d = strings.Replace(d, "writer  went", "writer went", 1)
+	}
+	if n := h.fact("new_writer"); n != "" {
+		d += "; " + n + " became the writer"
+	}
+	d += fmt.Sprintf(". The pooled connections of %s still pointed at the old writer, now a reader, so their writes failed read-only", orWord(h.fact("clients"), "the clients"))
+	if l := h.fact("line"); l != "" {
+		d += " (" + quote(ReadableLine(l), 160) + ")"
+	}
+	if h.fact("recovered") != "" {
+		d += fmt.Sprintf(" from %s to %s UTC, and stopped once the pools recycled those connections: the failover is over and the service recovered", h.fact("errors_from"), h.fact("errors_to"))
+	} else {
+		d += "; the clients' pools may still hold connections to the old writer"
+	}
+	return d
 }

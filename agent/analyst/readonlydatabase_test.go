@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 func TestReadOnlyWrites(t *testing.T) {
@@ -110,6 +112,109 @@ func TestReadOnlyWritesDuringElection(t *testing.T) {
 			}
 			if c.recovered != strings.Contains(d, "over") {
 				t.Errorf("recovered %v, description %s", c.recovered, d)
+			}
+		})
+	}
+}
+
+// TestReadOnlyWritesAfterManagedFailover reads a managed database's own
+// record of a failover — `aws rds describe-events` in text, JSON and table
+// form, and RDS events delivered to a log group — around writes refused
+// read-only: the failover is the root, named with the instance it went
+// to and the old writer that went down, and writes that stopped failing
+// long before the window's end recovered. A failover hours before the
+// errors is not theirs.
+func TestReadOnlyWritesAfterManagedFailover(t *testing.T) {
+	at := func(d time.Duration) string { return win.Start.Add(d).UTC().Format("2006-01-02T15:04:05.000000+00:00") }
+	mysqlRefused := `2026-03-14T09:42:33.577Z ERROR 1 --- [orders-api] [io-8080-exec-16] o.h.engine.jdbc.spi.SqlExceptionHelper   : The MySQL server is running with the --read-only option so it cannot execute this statement`
+	pgRefused := `psycopg2.errors.ReadOnlySqlTransaction: cannot execute UPDATE in a read-only transaction`
+	text := []evidence.CommandOutput{
+		{Command: "aws rds describe-events --source-type db-cluster --source-identifier orders-aurora --output text", Lines: []string{
+			at(-30*time.Second) + "\tStarted cross AZ failover to DB instance: orders-aurora-2",
+			at(-2*time.Second) + "\tCompleted failover to DB instance: orders-aurora-2"}},
+		{Command: "aws rds describe-events --source-type db-instance --source-identifier orders-aurora-1 --output text", Lines: []string{
+			at(-40*time.Second) + "\tThe database engine on DB instance orders-aurora-1 stopped unexpectedly and is being restarted. Check the error log for details."}},
+	}
+	jsonOut := []evidence.CommandOutput{{Command: "aws rds describe-events --source-identifier ledger-pg --source-type db-instance", Lines: strings.Split(`{
+    "Events": [
+        {
+            "SourceIdentifier": "ledger-pg",
+            "SourceType": "db-instance",
+            "Message": "Multi-AZ instance failover started.",
+            "EventCategories": ["failover"],
+            "Date": "`+at(54*time.Minute)+`"
+        },
+        {
+            "SourceIdentifier": "ledger-pg",
+            "SourceType": "db-instance",
+            "Message": "Multi-AZ instance failover completed",
+            "EventCategories": ["failover"],
+            "Date": "`+at(54*time.Minute+50*time.Second)+`"
+        }
+    ]
+}`, "\n")}}
+	table := []evidence.CommandOutput{{Command: "aws rds describe-events --source-type db-cluster --source-identifier cart-aurora --output table", Lines: []string{
+		"-----------------------------------------------------------------------------------",
+		"|                                 DescribeEvents                                  |",
+		"+----------------------------------+----------------------------------------------+",
+		"|  " + at(-20*time.Second) + "  |  Started cross AZ failover to DB instance: cart-aurora-3  |",
+		"+----------------------------------+----------------------------------------------+"}}}
+	old := []evidence.CommandOutput{{Command: "aws rds describe-events --source-identifier orders-aurora", Lines: []string{
+		at(-3*time.Hour) + "\tStarted cross AZ failover to DB instance: orders-aurora-2"}}}
+	refusedFor := func(line string, _ time.Duration, n int) []string {
+		return strings.Split(strings.TrimSuffix(strings.Repeat(line+"\n", n), "\n"), "\n")
+	}
+	cases := []struct {
+		name        string
+		client      []string
+		offset      time.Duration
+		cmds        []evidence.CommandOutput
+		logs        []LogSet
+		failover    bool
+		newWriter   string
+		oldWriter   string
+		subject     string
+		recovered   bool
+		description []string
+	}{
+		{"Aurora MySQL cross-AZ failover, text output, pool recycled within minutes",
+			refusedFor(mysqlRefused, 0, 30), 0, text, nil, true, "orders-aurora-2", "orders-aurora-1", "orders-aurora", true,
+			[]string{"failed over", "orders-aurora-2 became the writer", "stopped unexpectedly", "recovered"}},
+		{"RDS Multi-AZ PostgreSQL failover, JSON output, errors still going on",
+			refusedFor(pgRefused, 0, 4), 55 * time.Minute, jsonOut, nil, true, "", "", "ledger-pg", false,
+			[]string{"failed over", "Multi-AZ instance failover started", "may still hold"}},
+		{"table output",
+			refusedFor(mysqlRefused, 0, 3), 0, table, nil, true, "cart-aurora-3", "", "cart-aurora", true,
+			[]string{"cart-aurora-3 became the writer"}},
+		{"RDS events delivered to a log group",
+			refusedFor(mysqlRefused, 0, 3), 0, nil, []LogSet{minedSet("rds-events", false, -30*time.Second,
+				`{"detail-type":"RDS DB Cluster Event","source":"aws.rds","detail":{"EventCategories":["failover"],"SourceIdentifier":"billing-aurora","Message":"Started cross AZ failover to DB instance: billing-aurora-1"}}`)},
+			true, "billing-aurora-1", "", "", true, []string{"failed over"}},
+		{"a failover three hours before the errors is not theirs",
+			refusedFor(mysqlRefused, 0, 3), 0, old, nil, false, "", "", "MySQL database", false, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sets := append([]LogSet{minedSet("orders-api", false, c.offset, c.client...)}, c.logs...)
+			fs := detectReadOnlyWrites(&Gathered{Logs: sets, Commands: c.cmds, Window: win}, nil)
+			if len(fs) != 1 {
+				t.Fatalf("findings: %+v", fs)
+			}
+			f := fs[0]
+			if (f.fact("failover") != "") != c.failover || f.fact("new_writer") != c.newWriter || f.fact("old_writer") != c.oldWriter || (f.fact("recovered") != "") != c.recovered {
+				t.Errorf("failover %q new writer %q old writer %q recovered %q", f.fact("failover"), f.fact("new_writer"), f.fact("old_writer"), f.fact("recovered"))
+			}
+			if c.subject != "" && f.Subject != c.subject {
+				t.Errorf("subject %q, want %q", f.Subject, c.subject)
+			}
+			d := readOnlyDB.describe(&Hypothesis{Kind: KindReadOnlyDB, Subject: f.Subject, Primary: []*Finding{&f}}, Scope{})
+			for _, w := range c.description {
+				if !strings.Contains(d, w) {
+					t.Errorf("description lacks %q: %s", w, d)
+				}
+			}
+			if !c.failover && strings.Contains(d, "failed over") {
+				t.Errorf("a failover named without one: %s", d)
 			}
 		})
 	}

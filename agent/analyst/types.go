@@ -308,6 +308,11 @@ var kinds = map[Kind]kindInfo{
 	KindNamespaceStuck: {prior: 0.86},
 	KindACMEChallenge:  {prior: 0.86},
 	KindConntrackFull:  {prior: 0.86},
+
+	// Clients refused after a rotation changed the credential they hold.
+	KindCredentialRotated: {prior: 0.84},
+	// A database's disk filled by WAL an abandoned replication slot keeps.
+	KindWALRetained: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {

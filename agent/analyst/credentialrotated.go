@@ -1,0 +1,271 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A credential rotated under running clients: a secret manager (AWS
+// Secrets Manager's rotation function, Vault's rotate-root, a rotation
+// job) changes a database or service password, and the clients that read
+// the old one at startup (an environment variable from a Secret, a config
+// file) keep it. Their open connections keep working; every new one is
+// refused ("password authentication failed", MySQL's "Access denied for
+// user", SQL Server's "Login failed for user", Redis' WRONGPASS), so the
+// errors begin some minutes after the rotation, as the pools recycle
+// their connections, and grow. No deploy precedes them: the rotation is
+// the change, recorded by the rotation function's log, CloudTrail
+// (RotateSecret, PutSecretValue), the database's own log (ALTER USER …
+// PASSWORD) or the secret's LastRotatedDate.
+
+// KindCredentialRotated is clients refused after their credential was
+// rotated.
+const KindCredentialRotated Kind = "credential_rotated"
+
+var credentialRotated = &mechanism{
+	kind:   KindCredentialRotated,
+	class:  classCause,
+	label:  "credential rotated, clients still use the old one",
+	detect: detectRotatedCredential,
+	related: func(h *Hypothesis, f *Finding) bool {
+		if f.Kind != KindAuth && f.Kind != KindLogErrors && f.Kind != KindErrorRate && f.Kind != KindDatabase {
+			return false
+		}
+		return f.Subject == h.Subject || f.fact("caller") == h.Subject || slices.Contains(f.Related, h.Subject) ||
+			f.Kind == KindAuth && staleCredentialRE.MatchString(f.fact("line"))
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("the credential %s uses was rotated at %s UTC (%s)", h.Subject, h.fact("rotated_at"), quote(ReadableLine(h.fact("rotation")), 180))
+		if s := h.fact("secret"); s != "" {
+			d += ", secret " + s
+		}
+		d += fmt.Sprintf(", and %s still holds the old password: from %s UTC each new connection it opens is refused, authentication fails (%s)",
+			h.Subject, h.fact("refused_from"), quote(ReadableLine(h.fact("line")), 180))
+		if u := h.fact("user"); u != "" {
+			d += fmt.Sprintf("; the database refuses user %s too", u)
+		}
+		if p := h.fact("pods_since"); p != "" {
+			d += fmt.Sprintf(". Its pods started %s, before the rotation, and read the password %s once at startup", p, orWord(h.fact("read_from"), "then"))
+		}
+		d += "; connections opened before the rotation keep working, so the errors grow as the pool replaces them"
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		r.high("Restart %s (kubectl rollout restart) so that its pods read the current password%s", h.Subject, rotatedIf(h.fact("secret"), " of "+h.fact("secret")))
+		r.med("Make %s pick up a rotated credential: read it from a mounted file or the secret manager at connect time (AWS JDBC wrapper, a reloader that restarts on Secret changes), or use a rotation strategy that keeps the previous password valid (alternating users)", h.Subject)
+		r.low("Alert on authentication failures after each rotation and rehearse the rotation in staging")
+	},
+}
+
+var (
+	// A client refused for its password or key (not a missing
+	// permission): PostgreSQL 28P01, MySQL 1045, SQL Server 18456,
+	// Oracle ORA-01017, Redis WRONGPASS, MongoDB, Kafka SASL, RabbitMQ.
+	staleCredentialRE = regexp.MustCompile(`(?i)password authentication failed|Access denied for user '[^']*'@|Login failed for user|ORA-01017|WRONGPASS|invalid username-password pair|SASL authentication failed|Authentication failed\.|ACCESS_REFUSED - Login was refused|SQLSTATE\[28P01\]|SQLState: 28P01|invalid password`)
+	// A credential being rotated or a password changed: a rotation
+	// function's steps (AWS's createSecret/setSecret/finishSecret),
+	// CloudTrail's calls, the database's ALTER USER, Vault, the secret's
+	// LastRotatedDate.
+	rotationRE = regexp.MustCompile(`(?i)\b(?:RotateSecret|PutSecretValue|UpdateSecretVersionStage|RotateRootCredentials|ResetUserPassword)\b|(?:set|finish)Secret: Successfully|rotation (?:of \S+ )?(?:succeeded|completed|complete|finished)|rotated (?:the )?(?:secret|password|credentials?)|ALTER (?:USER|ROLE|LOGIN) \S+ (?:WITH )?(?:ENCRYPTED )?PASSWORD|ALTER USER .* IDENTIFIED (?:WITH \S+ )?BY|SET PASSWORD FOR|rotate-root|LastRotatedDate|password (?:was )?(?:changed|rotated|reset) for`)
+	// The user a refusal names.
+	refusedUserRE = regexp.MustCompile(`(?i)(?:for user|user) ["'\x60]?([\w.@-]+)["'\x60]?`)
+	// The secret a rotation names (an ARN's secret:NAME, --secret-id).
+	rotatedSecretRE = regexp.MustCompile(`secret:([\w/+=.@-]+?)(?:-[A-Za-z0-9]{6})?(?:[\s.,"]|$)`)
+)
+
+// detectRotatedCredential finds clients refused for their password from
+// some time after a rotation of a credential (up to a day before), and
+// names the rotation.
+func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
+	type client struct {
+		first, last time.Time
+		line        string
+		n           int
+		ns          string
+	}
+	clients := map[string]*client{}
+	var user string
+	var serverFirst time.Time
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		for _, t := range set.Templates {
+			if t.Incident == 0 {
+				continue
+			}
+			line := ""
+			for _, l := range []string{t.Example, t.Last} {
+				if l != "" && staleCredentialRE.MatchString(l) {
+					line = l
+					break
+				}
+			}
+			if line == "" {
+				continue
+			}
+			at := orTime(t.FirstSeen, t.FirstIncident)
+			if hostRole(*set) != "" || set.Origin == SrcCloudWatch && strings.Contains(set.Source, "/rds/") {
+				// The server's own log: who it refuses.
+				serverFirst = earliest(serverFirst, at)
+				if m := refusedUserRE.FindStringSubmatch(line); m != nil && user == "" {
+					user = m[1]
+				}
+				continue
+			}
+			c := clients[set.Subject]
+			if c == nil {
+				c = &client{ns: set.Namespace}
+				clients[set.Subject] = c
+			}
+			c.first = earliest(c.first, at)
+			c.last = latest(c.last, t.LastSeen)
+			c.n += t.Incident
+			if c.line == "" || RootCauseScore(line) > RootCauseScore(c.line) {
+				c.line = line
+			}
+		}
+	}
+	if len(clients) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(clients))
+	for n := range clients {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return clients[names[i]].n > clients[names[j]].n })
+	name := names[0]
+	c := clients[name]
+	onset := c.first
+	// The rotation: the latest one within a day before the refusals began
+	// (a pool recycles its connections within hours), not after them.
+	var steps []timedLine
+	for _, l := range eventLines(ev, rotationRE) {
+		if !l.Time.IsZero() && !l.Time.After(onset.Add(time.Minute)) && onset.Sub(l.Time) <= 24*time.Hour {
+			steps = append(steps, l)
+		}
+	}
+	if len(steps) == 0 {
+		return nil
+	}
+	// Of the last rotation's steps (ten minutes up to its last record),
+	// the one that changed the password on the server says when the old
+	// one stopped working.
+	end := steps[len(steps)-1].Time
+	var rot timedLine
+	for _, l := range steps {
+		if end.Sub(l.Time) <= 10*time.Minute && (rot.Text == "" || rotationStepRank(l.Text) > rotationStepRank(rot.Text)) {
+			rot = l
+		}
+	}
+	f := Finding{Kind: KindCredentialRotated, Subject: name, Namespace: c.ns, Time: rot.Time, Severity: SevCritical, Weight: 0.9,
+		Source: SrcLogs, Object: "workload " + name}
+	f.setFact("rotation", rot.Text)
+	f.setFact("rotated_at", rot.Time.UTC().Format("2006-01-02 15:04:05"))
+	// The database's own refusals may be read from further back than the
+	// clients' logs.
+	first := c.first
+	if !serverFirst.IsZero() && serverFirst.Before(first) && !serverFirst.Before(rot.Time) {
+		first = serverFirst
+	}
+	f.setFact("refused_from", first.UTC().Format("15:04:05"))
+	f.setFact("line", c.line)
+	f.setFact("user", user)
+	for _, l := range steps {
+		if end.Sub(l.Time) > 10*time.Minute || f.fact("secret") != "" {
+			continue
+		}
+		if m := rotatedSecretRE.FindStringSubmatch(l.Text + " "); m != nil {
+			f.setFact("secret", m[1])
+		} else if s := commandFlag(l.From, "--secret-id", "--name"); s != "" {
+			f.setFact("secret", s)
+		}
+	}
+	f.addCount(c.n)
+	f.Evidence = append(f.Evidence,
+		fmt.Sprintf("%s: the credential was rotated at %s: %s", rot.From, ts(rot.Time), quote(rot.Text, 200)),
+		fmt.Sprintf("%s logged %d lines of refused authentication from %s to %s: %s", name, c.n, ts(c.first), ts(c.last), quote(ReadableLine(c.line), 200)))
+	for _, l := range steps {
+		if l.Text != rot.Text && end.Sub(l.Time) <= 10*time.Minute && len(f.Evidence) < 5 && rotationStepRank(l.Text) >= 2 {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", l.From, quote(l.Text, 200)))
+		}
+	}
+	if !serverFirst.IsZero() && user != "" {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the database's own log refuses user %s from %s", user, ts(serverFirst)))
+	}
+	// The pods that hold the old password: started before the rotation.
+	started, from := podsStartedBefore(ev.K8s.Pods, name, rot.Time)
+	if !started.IsZero() {
+		f.setFact("pods_since", ts(started))
+		f.setFact("read_from", from)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the pods of %s started at %s, before the rotation, and were not restarted since", name, ts(started)))
+	}
+	f.Summary = fmt.Sprintf("%s's connections refused from %s UTC after its credential was rotated at %s", name, hm(first)[:5], hm(rot.Time))
+	return []Finding{f}
+}
+
+// rotationStepRank orders the records of one rotation by what they say:
+// the password set on the server, then the call that rotated the secret,
+// then a stage moved, then a date of last rotation.
+func rotationStepRank(s string) int {
+	l := strings.ToLower(s)
+	switch {
+	case strings.Contains(l, "setsecret"), strings.Contains(l, "alter "), strings.Contains(l, "set password"), strings.Contains(l, "rotate-root"):
+		return 4
+	case strings.Contains(l, "rotatesecret"), strings.Contains(l, "putsecretvalue"), strings.Contains(l, "rotat"):
+		return 3
+	case strings.Contains(l, "finishsecret"), strings.Contains(l, "updatesecretversionstage"):
+		return 2
+	case strings.Contains(l, "lastrotateddate"):
+		return 0
+	}
+	return 1
+}
+
+// podsStartedBefore reports when the running pods of workload started
+// (the latest start, all before t; zero when any started after t or none
+// is known) and, as words, where their containers read a password from
+// ("from Secret statements-db into SPRING_DATASOURCE_PASSWORD").
+func podsStartedBefore(pods []corev1.Pod, workload string, t time.Time) (time.Time, string) {
+	var last time.Time
+	from := ""
+	for i := range pods {
+		p := &pods[i]
+		if WorkloadOfPod(p) != workload || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		st := p.CreationTimestamp.Time
+		if p.Status.StartTime != nil {
+			st = p.Status.StartTime.Time
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil && cs.State.Running.StartedAt.After(st) {
+				st = cs.State.Running.StartedAt.Time
+			}
+		}
+		if st.IsZero() || !st.Before(t) {
+			return time.Time{}, ""
+		}
+		last = latest(last, st)
+		for _, c := range p.Spec.Containers {
+			for _, e := range c.Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && strings.Contains(strings.ToLower(e.Name+e.ValueFrom.SecretKeyRef.Key), "pass") && from == "" {
+					from = fmt.Sprintf("from Secret %s into the environment variable %s", e.ValueFrom.SecretKeyRef.Name, e.Name)
+				}
+			}
+		}
+	}
+	return last, from
+}
+
+// rotatedIf is s when cond is set.
+func rotatedIf(cond, s string) string {
+	if cond == "" {
+		return ""
+	}
+	return s
+}
