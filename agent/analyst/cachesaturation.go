@@ -63,6 +63,8 @@ func cacheRole(name string) string {
 		return "used"
 	case strings.Contains(n, "evict"):
 		return "evictions"
+	case strings.Contains(n, "db_keys") || strings.Contains(n, "current_items"):
+		return "keys"
 	case strings.Contains(n, "hits"):
 		return "hits"
 	case strings.Contains(n, "misses"):

@@ -66,6 +66,7 @@ func DetectCertExpiry(sets []MetricSet, w Window) []Finding {
 		expires time.Time
 		names   []string // certificate names (cert-manager, x509 subject)
 		hosts   []string // endpoints serving it
+		secrets []string // Kubernetes Secrets holding it ("namespace/name")
 		ns      string
 		metrics []string
 	}
@@ -106,6 +107,12 @@ func DetectCertExpiry(sets []MetricSet, w Window) []Finding {
 				}
 				if !containsStr(c.hosts, h) {
 					c.hosts = append(c.hosts, h)
+				}
+			}
+			if sn := firstLabel(s.Labels, "secret_name", "secret"); sn != "" {
+				ref := orWord(firstLabel(s.Labels, "secret_namespace", "exported_namespace", "namespace"), "") + "/" + sn
+				if !containsStr(c.secrets, ref) {
+					c.secrets = append(c.secrets, ref)
 				}
 			}
 			if c.ns == "" {
@@ -161,6 +168,7 @@ func DetectCertExpiry(sets []MetricSet, w Window) []Finding {
 		f.setFact("certificate", name)
 		f.setFact("not_after", ts(c.expires))
 		f.setFact("hosts", strings.Join(c.hosts, ", "))
+		f.setFact("secrets", strings.Join(c.secrets, ","))
 		out = append(out, f)
 	}
 	return out

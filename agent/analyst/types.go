@@ -199,6 +199,8 @@ var kinds = map[Kind]kindInfo{
 	KindConnLeak:      {prior: 0.8},
 	KindCacheFull:     {prior: 0.78},
 	KindCertExpiring:  {prior: 0.7},
+	KindCertNotServed: {prior: 0.74},
+	KindCacheKeyChurn: {prior: 0.8},
 	KindSelector:      {prior: 0.84},
 	KindConfigInvalid: {prior: 0.8},
 	KindEviction:      {prior: 0.56},

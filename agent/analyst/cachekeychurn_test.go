@@ -1,0 +1,111 @@
+package analyst
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// TestCacheKeyChurn: a hit ratio that collapses right after a change of
+// the cache's client, while the cache has room, is the client's keys, not
+// the cache's capacity; the per-request segment is read from the client's
+// cache-miss lines (pino JSON, logfmt, a Java logger) or a key listing. A
+// cache already full, or a collapse nothing explains, is not this.
+func TestCacheKeyChurn(t *testing.T) {
+	w := testWindow()
+	onset := w.Start.Add(12 * time.Minute)
+	deploy := evidence.Change{Timestamp: onset.Add(-6 * time.Minute), Service: "catalog-api", Kind: "deploy", Description: "catalog-api 5.3.0: product cache keys carry the price-list version"}
+	other := evidence.Change{Timestamp: onset.Add(-20 * time.Minute), Service: "search-indexer", Kind: "deploy", Description: "search-indexer 2.1.0"}
+	inst := evidence.Labels{"instance": "redis-cache-0", "namespace": "catalog"}
+	step := func(before, after float64) func(time.Time) float64 {
+		return func(at time.Time) float64 {
+			if at.Before(onset) {
+				return before
+			}
+			return after
+		}
+	}
+	metrics := func(evictBefore float64) []MetricSet {
+		return []MetricSet{
+			{Name: "redis_keyspace_hits_total", Class: MetricCache, Series: []evidence.Series{wseries(w, inst, step(900, 40))}},
+			{Name: "redis_keyspace_misses_total", Class: MetricCache, Series: []evidence.Series{wseries(w, inst, step(90, 620))}},
+			{Name: "redis_evicted_keys_total", Class: MetricCache, Series: []evidence.Series{wseries(w, inst, step(evictBefore, evictBefore))}},
+			{Name: "redis_memory_used_bytes", Class: MetricCache, Series: []evidence.Series{wseries(w, inst, step(550e6, 1.4e9))}},
+			{Name: "redis_memory_max_bytes", Class: MetricCache, Series: []evidence.Series{wseries(w, inst, step(1.93e9, 1.93e9))}},
+			{Name: "redis_db_keys", Class: MetricCache, Series: []evidence.Series{wseries(w, evidence.Labels{"instance": "redis-cache-0", "namespace": "catalog", "db": "db0"},
+				func(at time.Time) float64 { return 412000 + max(0, at.Sub(onset).Seconds())*100 })}},
+		}
+	}
+	epochMs := func(at time.Time) string { return itoa(at.UnixMilli()) }
+	logSet := func(first, last string) LogSet {
+		return LogSet{Source: "catalog-api-58b7f9d6c4-7hx2d", Subject: "catalog-api", Origin: SrcLogs, Templates: []analysis.LogTemplate{
+			tmplLast(first, last, 1300, onset.Add(-5*time.Minute), w.End.Add(-time.Minute))}}
+	}
+	pinoAt := func(at time.Time, id string) string {
+		return `{"level":20,"time":` + itoa(at.UnixMilli()) + `,"pid":1,"hostname":"catalog-api-58b7f9d6c4-7hx2d","msg":"cache miss","key":"catalog:product:` + id + `:en-AU:pl` + epochMs(at) + `","loadMs":323}`
+	}
+	a, b := onset.Add(-4*time.Minute), w.End.Add(-time.Minute)
+	pino := logSet(pinoAt(a, "91644"), pinoAt(b, "42643"))
+	logfmt := logSet(a.Format(time.RFC3339)+` level=debug msg="cache miss" key=sess:user:4411:0f8fad5b-d9cb-469f-a165-70867728950e`,
+		b.Format(time.RFC3339)+` level=debug msg="cache miss" key=sess:user:981:7c9e6679-7425-40de-944b-e07fc1f90ae7`)
+	java := logSet(a.Format("2006-01-02 15:04:05.000")+` DEBUG [http-nio-8080-exec-3] c.s.c.ProductCache : Cache miss for key 'product:91644:v`+itoa(a.Unix())+`'`,
+		b.Format("2006-01-02 15:04:05.000")+` DEBUG [http-nio-8080-exec-7] c.s.c.ProductCache : Cache miss for key 'product:102:v`+itoa(b.Unix())+`'`)
+	stable := logSet(a.Format(time.RFC3339)+` level=debug msg="cache miss" key=product:91644:en-AU`, b.Format(time.RFC3339)+` level=debug msg="cache miss" key=product:102:en-AU`)
+	scan := evidence.CommandOutput{Command: "kubectl exec -n catalog redis-cache-0 -- redis-cli --scan --pattern 'catalog:product:48213:*'", Run: "redis-cli --scan --pattern 'catalog:product:48213:*'",
+		Lines: []string{"catalog:product:48213:en-AU", "catalog:product:48213:en-AU:pl" + itoa(w.End.Add(-50*time.Minute).UnixMilli()),
+			"catalog:product:48213:en-AU:pl" + itoa(w.End.Add(-40*time.Minute).UnixMilli()), "catalog:product:48213:en-AU:pl" + itoa(w.End.Add(-3*time.Minute).UnixMilli())}}
+	cases := []struct {
+		name    string
+		metrics []MetricSet
+		logs    []LogSet
+		cmds    []evidence.CommandOutput
+		changes []evidence.Change
+		want    []string // in the description; nil for no finding
+		direct  bool     // the keys' per-request segment was read
+	}{
+		{name: "pino JSON miss lines carry the request's epoch ms", metrics: metrics(0), logs: []LogSet{pino}, changes: []evidence.Change{other, deploy},
+			want: []string{"catalog-api", "never reused", "91% to 6%", "deploy of catalog-api", "not its capacity", "request's own time", "memory at 28% of maxmemory"}, direct: true},
+		{name: "logfmt miss lines carry a UUID", metrics: metrics(0), logs: []LogSet{logfmt}, changes: []evidence.Change{deploy},
+			want: []string{"per-request UUID"}, direct: true},
+		{name: "Java logger's quoted key carries epoch seconds", metrics: metrics(0), logs: []LogSet{java}, changes: []evidence.Change{deploy},
+			want: []string{"request's own time"}, direct: true},
+		{name: "a key listing shows one entry stored again and again", metrics: metrics(0), logs: []LogSet{stable}, cmds: []evidence.CommandOutput{scan}, changes: []evidence.Change{deploy},
+			want: []string{"a timestamp", "differ only in it"}, direct: true},
+		{name: "stable keys: the change alone, not direct", metrics: metrics(0), logs: []LogSet{stable}, changes: []evidence.Change{deploy},
+			want: []string{"compare a key stored before and after"}},
+		{name: "evicting before the fall: capacity, not keys", metrics: metrics(80), logs: []LogSet{pino}, changes: []evidence.Change{deploy}},
+		{name: "no change of the client and no key evidence", metrics: metrics(0), logs: []LogSet{stable}, changes: []evidence.Change{other}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Metrics: c.metrics, Logs: c.logs, Commands: c.cmds, Changes: c.changes, Window: w, Scope: Scope{Service: "catalog-api"}}
+			fs := detectCacheKeyChurn(ev, nil)
+			if (len(fs) == 1) != (c.want != nil) {
+				t.Fatalf("findings %+v, want one: %v", fs, c.want != nil)
+			}
+			if c.want == nil {
+				return
+			}
+			f := fs[0]
+			if f.Subject != "catalog-api" || f.fact("cache") != "redis-cache" {
+				t.Errorf("subject %q cache %q", f.Subject, f.fact("cache"))
+			}
+			if (f.Weight > 0.9) != c.direct {
+				t.Errorf("weight %v, direct %v", f.Weight, c.direct)
+			}
+			h := &Hypothesis{Kind: KindCacheKeyChurn, Subject: f.Subject, Primary: []*Finding{&f}}
+			d := describe(h, Scope{})
+			for _, x := range c.want {
+				if !strings.Contains(d, x) {
+					t.Errorf("description lacks %q: %s", x, d)
+				}
+			}
+		})
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
