@@ -106,7 +106,10 @@ func (g *gatherer) gather(ctx context.Context, sp specialist, d string) error {
 	// Kubernetes state is complete only once pods were listed (or this
 	// specialist could try): a specialist that only reads events and
 	// deployments leaves the pods to the next one.
-	if err == nil && (d != domKubernetes || g.haveK8s["list_pods"] || sp.run.Has("list_pods")) {
+	// CloudWatch is gathered once both its logs and its metrics were
+	// read: a specialist with only the metric tools leaves the logs (a
+	// CloudTrail trail, a Lambda's log group) to the next one.
+	if err == nil && (d != domKubernetes || g.haveK8s["list_pods"] || sp.run.Has("list_pods")) && (d != domCloudWatch || g.done[cwLogs] && g.done[cwMetrics]) {
 		g.done[d] = true
 	}
 	if ctx.Err() != nil {
@@ -707,7 +710,8 @@ func (g *gatherer) gatherChanges(ctx context.Context, sp specialist) error {
 	if !ok {
 		return errors.New("no changes")
 	}
-	g.changes, _ = as[[]evidence.Change](out)
+	listed, _ := as[[]evidence.Change](out)
+	g.changes = append(g.changes, listed...) // after those of a CloudTrail trail, if read
 	// The month before: not triggers of what happens now, but how things
 	// are wired and set (a client moved its reads to a replica, a
 	// database's setting relaxed weeks ago).
@@ -1012,6 +1016,12 @@ func meanSeries(sums, counts []evidence.Series) []evidence.Series {
 	return out
 }
 
+// The two halves of the CloudWatch domain, marked done apart.
+const (
+	cwLogs    = "cloudwatch/logs"
+	cwMetrics = "cloudwatch/metrics"
+)
+
 // cloudWatchInteresting are CloudWatch metric names worth reading, and the
 // statistic to read them with.
 func cloudWatchStat(name string) (class, stat string) {
@@ -1019,6 +1029,10 @@ func cloudWatchStat(name string) (class, stat string) {
 	switch {
 	case strings.Contains(n, "5xx"), strings.Contains(n, "error"), strings.Contains(n, "throttl"), strings.Contains(n, "fault"), strings.Contains(n, "dead"):
 		return MetricErrors, "Sum"
+	case strings.Contains(n, "blocked"):
+		// A gauge that a service refuses writes (OpenSearch's
+		// ClusterIndexWritesBlocked): its maximum says whether it did.
+		return MetricErrors, "Maximum"
 	case strings.Contains(n, "latency"), strings.Contains(n, "duration"), strings.Contains(n, "responsetime"):
 		return MetricLatency, "Average"
 	case strings.HasPrefix(n, "free"), strings.Contains(n, "available"):
@@ -1036,8 +1050,9 @@ func cloudWatchStat(name string) (class, stat string) {
 func (g *gatherer) gatherCloudWatch(ctx context.Context, sp specialist) error {
 	since, until := g.window()
 	w := g.sc.Window
-	got := false
-	if sp.run.Has("get_cloudwatch_logs") {
+	got := g.done[cwLogs] || g.done[cwMetrics]
+	if sp.run.Has("get_cloudwatch_logs") && !g.done[cwLogs] {
+		g.done[cwLogs] = true
 		var groups []string
 		if out, ok := g.call(ctx, sp, "list_cloudwatch_log_groups", map[string]any{}); ok {
 			groups, _ = as[[]string](out)
@@ -1059,11 +1074,14 @@ func (g *gatherer) gatherCloudWatch(ctx context.Context, sp specialist) error {
 			for _, l := range lr.Lines {
 				m.Add(l.Time, grp, l.Text)
 			}
+			// A CloudTrail trail's calls that changed something are changes.
+			g.changes = append(g.changes, cloudTrailChanges(lr.Lines)...)
 			base, _ := m.Lines()
 			g.logSets = append(g.logSets, LogSet{Source: grp, Subject: subjectOfSource(grp), Origin: SrcCloudWatch, Templates: m.Templates(), HasBaseline: base >= 10})
 		}
 	}
-	if sp.run.Has("get_cloudwatch_metrics") && sp.run.Has("list_cloudwatch_metrics") {
+	if sp.run.Has("get_cloudwatch_metrics") && sp.run.Has("list_cloudwatch_metrics") && !g.done[cwMetrics] {
+		g.done[cwMetrics] = true
 		out, ok := g.call(ctx, sp, "list_cloudwatch_metrics", map[string]any{})
 		var ids []evidence.MetricID
 		if ok {

@@ -181,6 +181,7 @@ var (
 // "host:port" or "host" (cluster DNS names are shortened to the service
 // name: "payments.shop.svc.cluster.local:8080" → "payments:8080").
 func DependencyTarget(line string) string {
+	line = withoutDocLinks(line)
 	try := func(host, port string) string {
 		host = strings.Trim(host, "[]")
 		if host == "" || stopHosts[strings.ToLower(host)] {
@@ -256,7 +257,9 @@ var clientNames = []struct {
 }{
 	{regexp.MustCompile(`(?i)\bioredis\b|\blettuce\b|\bjedis\b|\bredis\b|RedisConnection|go-redis`), "redis"},
 	{regexp.MustCompile(`(?i)\bpq: |\bpgx\b|PSQLException|org\.postgresql|psycopg|\bpostgres(ql)?\b|\bpsql\b|SQLSTATE|\bpg_wal\b`), "postgresql"},
-	{regexp.MustCompile(`(?i)\bmysql\b|\bmariadb\b|ER_[A-Z_]+|Error 1[0-9]{3}`), "mysql"},
+	// MySQL's error names are upper case and stand alone (ER_LOCK_DEADLOCK):
+	// "cluster_block_exception" does not name MySQL.
+	{regexp.MustCompile(`(?i)\bmysql\b|\bmariadb\b|(?-i:\bER_[A-Z_]+)|Error 1[0-9]{3}`), "mysql"},
 	{regexp.MustCompile(`(?i)\bkafka\b|sarama|librdkafka`), "kafka"},
 	{regexp.MustCompile(`(?i)\bmongo(db)?\b|MongoNetworkError`), "mongodb"},
 	{regexp.MustCompile(`(?i)\bmemcache(d)?\b`), "memcached"},
@@ -307,7 +310,7 @@ var (
 	unitRE       = regexp.MustCompile(`([\w.-]+?)\.service:`)
 	// dbClientRE marks a database server's error quoted by its client
 	// (the Go pq driver, JDBC, psycopg, MySQL error codes).
-	dbClientRE = regexp.MustCompile(`(?i)\bpq: |PSQLException|org\.postgresql|psycopg2?\.|SQLSTATE|\bERROR \d{4} \(|Error 1[0-9]{3}:|ER_[A-Z_]{4,}|MySQLSyntaxError|SQLException`)
+	dbClientRE = regexp.MustCompile(`(?i)\bpq: |PSQLException|org\.postgresql|psycopg2?\.|SQLSTATE|\bERROR \d{4} \(|Error 1[0-9]{3}:|(?-i:\bER_[A-Z_]{4,})|MySQLSyntaxError|SQLException`)
 	levelRE    = regexp.MustCompile(`(?i)(?:"(?:level|severity|lvl|log\.level)"\s*:\s*"|\b(?:level|lvl|severity)=["']?|\[|\s|^)(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|PANIC|SEVERE)\b`)
 )
 
@@ -678,7 +681,7 @@ var externalURLRE = regexp.MustCompile(`(?i)\bhttps?://([a-z0-9][\w-]*(?:\.[\w-]
 // externalHost is the host of a URL a line names when it looks external
 // (a public domain, not a cluster service).
 func externalHost(line string) string {
-	for _, m := range externalURLRE.FindAllStringSubmatch(line, -1) {
+	for _, m := range externalURLRE.FindAllStringSubmatch(withoutDocLinks(line), -1) {
 		h := strings.ToLower(m[1])
 		if net.ParseIP(h) != nil || strings.Contains(h, ".svc") || strings.HasSuffix(h, ".local") || strings.HasSuffix(h, ".internal") || strings.HasSuffix(h, ".cluster") {
 			continue
@@ -686,6 +689,29 @@ func externalHost(line string) string {
 		return h
 	}
 	return ""
+}
+
+var (
+	linkRE = regexp.MustCompile(`(?i)\bhttps?://[^\s"'<>\\)\]]+`)
+	// docLinkRE is a documentation page: a docs or help host, a guide's
+	// path, a short link (aka.ms, go.microsoft.com/fwlink).
+	docLinkRE = regexp.MustCompile(`(?i)^https?://(?:(?:docs?|help|learn|developer|support|kb)\.|aka\.ms/|go\.microsoft\.com/fwlink|[^/]+/(?:[^?#]*/)?(?:docs?|documentation|developerguide|userguide|troubleshoot\w*|reference|help|errors?)(?:/|\.html|$))`)
+)
+
+// withoutDocLinks drops from a line the documentation links an error
+// message carries ("check if you have a hot key:
+// https://docs.aws.amazon.com/...", "see https://learn.microsoft.com/..."):
+// the page explains the error, it is not what was called.
+func withoutDocLinks(line string) string {
+	if !strings.Contains(line, "://") {
+		return line
+	}
+	return linkRE.ReplaceAllStringFunc(line, func(u string) string {
+		if docLinkRE.MatchString(u) {
+			return ""
+		}
+		return u
+	})
 }
 
 func (f *Finding) addCount(n int) {

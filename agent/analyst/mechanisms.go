@@ -89,6 +89,12 @@ var mechanisms = []*mechanism{
 	namespaceStuck,
 	acmeChallenge,
 	conntrackFull,
+	// Managed cloud services under the application: a hot partition
+	// key, a KMS key that can no longer be used, a NAT gateway out of
+	// source ports.
+	hotKey,
+	kmsKey,
+	natPorts,
 	gcPressure,
 	memoryClaim,
 	volumeClaim,

@@ -921,8 +921,14 @@ func isNodeName(s string) bool {
 
 func affected(w *Hypothesis, sc Scope) []string {
 	var out []string
+	// The systems a mechanism clears (the partners a NAT gateway's
+	// callers could not reach) are not affected, though their calls fail.
+	var cleared []string
+	for _, f := range w.Primary {
+		cleared = append(cleared, strings.Split(f.fact("not_at_fault"), ", ")...)
+	}
 	add := func(s string) {
-		if s != "" && s != "*" && !slices.Contains(out, s) && isSystemName(s, sc) {
+		if s != "" && s != "*" && !slices.Contains(out, s) && isSystemName(s, sc) && !slices.Contains(cleared, s) {
 			out = append(out, s)
 		}
 	}

@@ -3,11 +3,13 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -52,7 +54,9 @@ var resourceAlarm = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		what := h.Subject
-		if host := h.fact("host"); host != "" && host != h.Subject {
+		if dom := h.fact("domain"); dom != "" {
+			what = "the search domain " + dom
+		} else if host := h.fact("host"); host != "" && host != h.Subject {
 			what = fmt.Sprintf("the %s server %s", h.Subject, host)
 		} else if server := h.fact("server"); server != "" {
 			what = fmt.Sprintf("the %s server %s", server, h.Subject)
@@ -63,10 +67,13 @@ var resourceAlarm = &mechanism{
 			d += " (" + lv + ")"
 		}
 		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 200)
+			d += ": " + quote(blockReason(l), 200)
 		}
 		if q := h.fact("growing"); q != "" {
 			d += "; " + q
+		}
+		if g := h.fact("grew"); g != "" {
+			d += "; " + g
 		}
 		if c := h.fact("clients"); c != "" {
 			d += fmt.Sprintf(". Its clients are blocked: %s", c)
@@ -83,6 +90,9 @@ var resourceAlarm = &mechanism{
 		}
 		if q := h.fact("queue"); q != "" {
 			r.high("Drain the queue %s that fills %s: restore its consumer or purge it", q, host)
+		}
+		if h.fact("grew") != "" {
+			r.high("Bring the data kept on %s back under its disk (shorter retention, fewer replicas, or more or larger data nodes), then clear the block (PUT */_settings {\"index.blocks.read_only_allow_delete\": null} where the server does not lift it itself)", host)
 		}
 		r.med("Find what fills %s and why it is not consumed (a consumer scaled to zero, a dead-letter queue nobody reads)", host)
 		r.add(finding.PriorityLow, fmt.Sprintf("Alert on the resource alarms of %s before they block clients (free disk and memory against their limits)", h.Subject))
@@ -101,7 +111,7 @@ func alarmPhrase(res string) string {
 
 var (
 	// A server stating that it blocks writes on a resource limit.
-	alarmLineRE = regexp.MustCompile(`(?i)\b(disk|memory) resource limit alarm set|Publishers will be blocked until this alarm clears|Free disk space is insufficient|vm_memory_high_watermark set|memory_high_watermark set|flood[ -]stage disk watermark \[[^\]]*\] exceeded|index read-only / allow delete|FORBIDDEN/12/index read-only|MISCONF Redis is configured to save RDB snapshots|OOM command not allowed when used memory|database is not accepting commands to avoid wraparound`)
+	alarmLineRE = regexp.MustCompile(`(?i)\b(disk|memory) resource limit alarm set|Publishers will be blocked until this alarm clears|Free disk space is insufficient|vm_memory_high_watermark set|memory_high_watermark set|flood[ -]stage disk watermark \[[^\]]*\] exceeded|index read-only / allow delete|FORBIDDEN/12/index read-only|disk usage exceeded flood[ -]stage watermark|read-only-allow-delete block|TOO_MANY_REQUESTS/12/|MISCONF Redis is configured to save RDB snapshots|OOM command not allowed when used memory|database is not accepting commands to avoid wraparound`)
 	// The alarm cleared again.
 	alarmClearedRE = regexp.MustCompile(`(?i)resource limit alarm cleared|alarm cleared|watermark (?:\[[^\]]*\] )?no longer exceeded|below the flood[ -]stage`)
 	// A client told it is blocked, with the server's reason.
@@ -119,6 +129,8 @@ func alarmServer(line string) string {
 		strings.Contains(l, "vm_memory_high_watermark") || strings.Contains(l, "free disk space is insufficient") ||
 		strings.Contains(l, "connection.blocked") || strings.Contains(l, "amqp"):
 		return "rabbitmq"
+	case strings.Contains(l, "opensearch") && (strings.Contains(l, "watermark") || strings.Contains(l, "cluster_block_exception") || strings.Contains(l, "read-only")):
+		return "opensearch"
 	case strings.Contains(l, "watermark") || strings.Contains(l, "read-only / allow delete") || strings.Contains(l, "cluster_block_exception") || strings.Contains(l, "forbidden/12"):
 		return "elasticsearch"
 	case strings.Contains(l, "misconf") || strings.Contains(l, "oom command not allowed"):
@@ -258,9 +270,12 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 			f.setFact("clients", strings.Join(names, ", "))
 		}
 		alarmMetrics(ev, f)
-		what := srv
-		if h := f.fact("host"); h != "" && h != srv {
-			what = srv + " on " + h
+		if srv == "elasticsearch" || srv == "opensearch" {
+			searchDomain(ev, f)
+		}
+		what := f.Subject
+		if h := f.fact("host"); h != "" && h != f.Subject {
+			what = f.Subject + " on " + h
 		}
 		f.Summary = fmt.Sprintf("%s raised its %s alarm and blocks %s (from %s)", what, alarmPhrase(f.fact("resource")), orWord(f.fact("blocks"), "writes"), hm(f.Time))
 		out = append(out, *f)
@@ -351,4 +366,115 @@ func appendNew(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
+}
+
+var (
+	// searchMetricRE is a managed search service's metric namespace
+	// (Amazon OpenSearch Service publishes as AWS/ES).
+	searchMetricRE = regexp.MustCompile(`^AWS/(ES|OpenSearch\w*)/`)
+	// retainedRE is a change to how long a store keeps its data.
+	retainedRE = regexp.MustCompile(`(?i)retention|\bISM\b|\bILM\b|lifecycle polic|delete after|min_index_age|\bTTL\b|keep \d+ ?d(ays)?`)
+)
+
+// searchDomain names the managed search domain whose disk blocks its
+// clients' writes, from its own CloudWatch metrics: writes blocked
+// (ClusterIndexWritesBlocked at 1) and free storage falling
+// (FreeStorageSpace, MiB, the least of its nodes); adds the disk use its
+// nodes report (_cat/allocation), and the change to how long it keeps
+// data that grew it (a retention raised in the month before).
+func searchDomain(ev *Gathered, f *Finding) {
+	domain := ""
+	for _, ms := range ev.Metrics {
+		if !searchMetricRE.MatchString(ms.Name) {
+			continue
+		}
+		name := ms.Name[strings.LastIndex(ms.Name, "/")+1:]
+		for _, s := range ms.Series {
+			d := s.Labels["DomainName"]
+			if d == "" || len(s.Points) == 0 {
+				continue
+			}
+			pts := slices.Clone(s.Points)
+			sort.SliceStable(pts, func(i, j int) bool { return pts[i].T.Before(pts[j].T) })
+			first, last := pts[0], pts[len(pts)-1]
+			switch {
+			case strings.Contains(name, "WritesBlocked") && last.V >= 1:
+				since := last.T
+				for i := len(pts) - 1; i >= 0 && pts[i].V >= 1; i-- {
+					since = pts[i].T
+				}
+				domain = d
+				f.Evidence = append(f.Evidence, fmt.Sprintf("CloudWatch %s of domain %s is %g from %s: the domain refuses index writes", name, d, last.V, ts(since)))
+			case strings.HasPrefix(name, "FreeStorageSpace") && last.V < first.V*0.8:
+				domain = d
+				f.setFact("resource", "disk")
+				f.Evidence = append(f.Evidence, fmt.Sprintf("CloudWatch %s of domain %s fell from %s to %s (%s → %s)", name, d, mibWord(first.V), mibWord(last.V), ts(first.T), ts(last.T)))
+			}
+		}
+	}
+	if domain == "" {
+		return
+	}
+	f.Subject = domain
+	f.setFact("domain", domain)
+	if u := allocationDisk(ev.Commands); u != "" {
+		f.Evidence = append(f.Evidence, u)
+	}
+	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
+		if !c.Timestamp.Before(f.Time) || !retainedRE.MatchString(c.Description) {
+			continue
+		}
+		if c.Service != domain && !strings.Contains(c.Description, domain) && !strings.Contains(strings.ToLower(c.Description), "index") {
+			continue
+		}
+		f.setFact("grew", fmt.Sprintf("what grew its data: the %s change of %s at %s keeps more on the same disks (%q)", c.Kind, c.Service, ts(c.Timestamp), c.Description))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
+	}
+}
+
+// mibWord renders a size in MiB (CloudWatch's FreeStorageSpace unit).
+func mibWord(v float64) string {
+	if v >= 1024 {
+		return fmt.Sprintf("%.1f GiB", v/1024)
+	}
+	return fmt.Sprintf("%.0f MiB", v)
+}
+
+// allocationDisk reads the disk use of a search cluster's data nodes from
+// the output of _cat/allocation?v (column disk.percent): "" when no such
+// output was handed over.
+func allocationDisk(cmds []evidence.CommandOutput) string {
+	for _, c := range cmds {
+		col := -1
+		var pcts []string
+		for _, l := range c.Lines {
+			fs := strings.Fields(l)
+			if col < 0 {
+				col = slices.Index(fs, "disk.percent")
+				continue
+			}
+			if col < len(fs) && fs[0] != "UNASSIGNED" {
+				if _, err := strconv.Atoi(fs[col]); err == nil {
+					pcts = append(pcts, fs[col]+"%")
+				}
+			}
+		}
+		if len(pcts) > 0 {
+			return fmt.Sprintf("_cat/allocation: data nodes at %s disk used", strings.Join(pcts, ", "))
+		}
+	}
+	return ""
+}
+
+// blockReasonRE is the reason a search cluster gives for a block, inside
+// the bulk response a client logs (JSON, or Ruby's "reason"=>"...").
+var blockReasonRE = regexp.MustCompile(`"reason"\s*(?::|=>)\s*"([^"]+)"|reason=([^\]]+\])`)
+
+// blockReason is the part of a line that says why the server blocks its
+// clients: the reason of a bulk item's error, else the line.
+func blockReason(line string) string {
+	if m := blockReasonRE.FindStringSubmatch(line); m != nil {
+		return orWord(m[1], m[2])
+	}
+	return ReadableLine(line)
 }

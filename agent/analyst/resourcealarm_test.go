@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // minedSet mines real log lines (one every 10 s from offset after the
@@ -113,5 +114,68 @@ func TestResourceAlarmDescription(t *testing.T) {
 	deploy := &Finding{Kind: KindDeploy, Subject: "sms-gateway"}
 	if resourceAlarm.fitsChange(h, deploy) {
 		t.Error("a client's deploy should not trigger the server's alarm")
+	}
+}
+
+// A search domain's flood-stage block as its clients read it (ES 7+ and
+// OpenSearch word it "disk usage exceeded flood-stage watermark"), named
+// after the managed domain its CloudWatch metrics show, with the
+// retention change that grew it.
+func TestResourceAlarmSearchDomain(t *testing.T) {
+	clients := map[string][]string{
+		"fluent-bit (opensearch output)": {
+			`{"took":0,"errors":true,"items":[{"create":{"_index":"audit-2026.11.24","_id":"Lz81zhFrSHuTKWjikxyu","status":429,"error":{"type":"cluster_block_exception","reason":"index [audit-2026.11.24] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"}}}]}`,
+			`{"took":0,"errors":true,"items":[{"create":{"_index":"audit-2026.11.24","_id":"wgSpaqQguJI1HbPV0xjR","status":429,"error":{"type":"cluster_block_exception","reason":"index [audit-2026.11.24] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"}}}]}`},
+		"logstash (elasticsearch output)": {
+			`[2024-02-11T09:14:02,118][INFO ][logstash.outputs.elasticsearch][main] Retrying failed action {:status=>429, :action=>["index", {:_index=>"logs-2024.02.11"}], :error=>{"type"=>"cluster_block_exception", "reason"=>"index [logs-2024.02.11] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"}}`,
+			`[2024-02-11T09:14:12,120][INFO ][logstash.outputs.elasticsearch][main] Retrying failed action {:status=>429, :action=>["index", {:_index=>"logs-2024.02.11"}], :error=>{"type"=>"cluster_block_exception", "reason"=>"index [logs-2024.02.11] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"}}`},
+		"a Java client (ES 6 wording)": {
+			`2024-02-11 09:14:02.118 ERROR 1 --- [bulk-1] c.a.AuditWriter : bulk failed: ElasticsearchStatusException[Elasticsearch exception [type=cluster_block_exception, reason=blocked by: [FORBIDDEN/12/index read-only / allow delete (api)];]]`,
+			`2024-02-11 09:14:12.120 ERROR 1 --- [bulk-1] c.a.AuditWriter : bulk failed: ElasticsearchStatusException[Elasticsearch exception [type=cluster_block_exception, reason=blocked by: [FORBIDDEN/12/index read-only / allow delete (api)];]]`},
+	}
+	dims := map[string]string{"DomainName": "audit-logs", "ClientId": "310987654321"}
+	metrics := []MetricSet{
+		cwSeries("AWS/ES/FreeStorageSpace", dims, 15900, 12000, 9000, 6000, 4850),
+		cwSeries("AWS/ES/ClusterIndexWritesBlocked", dims, 0, 0, 1, 1, 1),
+	}
+	retention := evidence.Change{Timestamp: win.Start.Add(-12 * 24 * time.Hour), Service: "audit-logs", Kind: "config", Description: "ISM policy audit-retention: delete after 30d -> 90d"}
+	allocation := evidence.CommandOutput{Command: `curl -s "https://search.example/_cat/allocation?v"`, Lines: []string{
+		"shards disk.indices disk.used disk.avail disk.total disk.percent host ip node",
+		"    42       91.2gb    95.1gb      4.8gb     99.9gb           95 x.x.x.x x.x.x.x 5b1e3f0a",
+	}}
+	for name, lines := range clients {
+		t.Run(name, func(t *testing.T) {
+			if k, _ := ClassifyLine(lines[0]); k == KindDatabase {
+				t.Errorf("a search cluster's block read as a database error")
+			}
+			set := minedSet("shipper", false, 0, lines...)
+			// Without the domain's metrics: the kind of server.
+			fs := detectResourceAlarms(&Gathered{Logs: []LogSet{set}, Window: win}, nil)
+			if len(fs) != 1 || fs[0].Subject != "elasticsearch" || fs[0].fact("clients") != "shipper" {
+				t.Fatalf("want one alarm of elasticsearch blocking shipper, got %+v", fs)
+			}
+			fs = detectResourceAlarms(&Gathered{Logs: []LogSet{set}, Metrics: metrics, Earlier: []evidence.Change{retention},
+				Commands: []evidence.CommandOutput{allocation}, Window: win}, nil)
+			if len(fs) != 1 || fs[0].Subject != "audit-logs" || fs[0].fact("resource") != "disk" {
+				t.Fatalf("want the domain audit-logs out of disk, got %+v", fs)
+			}
+			h := &Hypothesis{Kind: KindResourceAlarm, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
+			d := resourceAlarm.describe(h, Scope{})
+			for _, want := range []string{"search domain audit-logs", "free-disk alarm", "delete after 30d -> 90d", "clients are blocked: shipper"} {
+				if !strings.Contains(d, want) {
+					t.Errorf("description lacks %q: %s", want, d)
+				}
+			}
+			ev := strings.Join(fs[0].Evidence, "\n")
+			for _, want := range []string{"ClusterIndexWritesBlocked of domain audit-logs is 1", "FreeStorageSpace of domain audit-logs fell from 15.5 GiB to 4.7 GiB", "data nodes at 95% disk used"} {
+				if !strings.Contains(ev, want) {
+					t.Errorf("evidence lacks %q: %s", want, ev)
+				}
+			}
+			shipperChange := &Finding{Kind: KindConfigChange, Subject: "shipper"}
+			if resourceAlarm.fitsChange(h, shipperChange) {
+				t.Error("the client's own config change should not trigger the domain's disk alarm")
+			}
+		})
 	}
 }

@@ -302,6 +302,12 @@ var kinds = map[Kind]kindInfo{
 	// A server bound to the loopback address inside its pod.
 	KindLoopbackBind: {prior: 0.86},
 
+	// Managed cloud services: a hot partition key throttled, a KMS key
+	// pending deletion or disabled, a NAT gateway out of source ports.
+	KindHotKey:   {prior: 0.84},
+	KindKMSKey:   {prior: 0.86},
+	KindNATPorts: {prior: 0.86},
+
 	// Platform plumbing behind a stuck object or a slow service: a CSI
 	// driver not registered on the node, an aggregated API down under a
 	// namespace's deletion, a node's connection-tracking table full, an ACME

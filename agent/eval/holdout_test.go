@@ -36,6 +36,7 @@ var holdoutFloors = map[string]int{
 	"holdout18": 12,
 	"holdout19": 11,
 	"holdout20": 7,
+	"holdout21": 8,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:

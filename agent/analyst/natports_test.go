@@ -1,0 +1,83 @@
+package analyst
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestDetectNATPorts(t *testing.T) {
+	goDial := []string{
+		`time=2026-11-22T16:05:02.346Z level=WARN msg="delivery failed" partner=parcelhub event_id=evt_158d1c6e84da attempt=1 err="Post \"https://hooks.parcelhub.example/v3/events\": dial tcp 52.56.118.40:443: i/o timeout"`,
+		`time=2026-11-22T16:05:06.386Z level=WARN msg="delivery failed" partner=parcelhub event_id=evt_17597e8e104c attempt=2 err="Post \"https://hooks.parcelhub.example/v3/events\": dial tcp 52.56.118.40:443: i/o timeout"`,
+		`time=2026-11-22T16:05:07.227Z level=WARN msg="delivery failed" partner=parcelhub event_id=evt_c49236e36e6d attempt=1 err="Post \"https://hooks.parcelhub.example/v3/events\": dial tcp 52.56.118.40:443: i/o timeout"`,
+	}
+	javaConnect := []string{
+		`2026-11-22 16:06:01.118 ERROR 1 --- [pool-3-thread-7] c.a.w.Dispatcher : delivery to https://api.partner.example/hooks failed: org.apache.http.conn.ConnectTimeoutException: Connect to api.partner.example:443 [api.partner.example/18.133.20.7] failed: connect timed out`,
+		`2026-11-22 16:06:11.120 ERROR 1 --- [pool-3-thread-2] c.a.w.Dispatcher : delivery to https://api.partner.example/hooks failed: org.apache.http.conn.ConnectTimeoutException: Connect to api.partner.example:443 [api.partner.example/18.133.20.7] failed: connect timed out`,
+		`2026-11-22 16:06:21.120 ERROR 1 --- [pool-3-thread-9] c.a.w.Dispatcher : delivery to https://api.partner.example/hooks failed: org.apache.http.conn.ConnectTimeoutException: Connect to api.partner.example:443 [api.partner.example/18.133.20.7] failed: connect timed out`,
+	}
+	cases := []struct {
+		name   string
+		metric MetricSet
+		lines  []string
+		want   string // gateway, "" for none
+		dest   string
+	}{
+		{"AWS NAT gateway ErrorPortAllocation, Go dial timeouts",
+			cwSeries("AWS/NATGateway/ErrorPortAllocation", map[string]string{"NatGatewayId": "nat-0b7d2e4f19a3c6081"}, 0, 0, 0, 0, 2836, 3781, 3893),
+			goDial, "nat-0b7d2e4f19a3c6081", "hooks.parcelhub.example"},
+		{"GCP Cloud NAT allocation failed, Java connect timeouts",
+			cwSeries("router.googleapis.com/nat/nat_allocation_failed", map[string]string{"gateway_name": "nat-europe-west1"}, 0, 0, 0, 1, 1, 1, 1),
+			javaConnect, "nat-europe-west1", "api.partner.example"},
+		{"GCP Cloud NAT packets dropped for lack of ports",
+			withLabel(cwSeries("router.googleapis.com/nat/dropped_sent_packets_count", map[string]string{"gateway_name": "nat-europe-west1"}, 0, 0, 0, 120, 340, 512), "reason", "OUT_OF_RESOURCES"),
+			javaConnect, "nat-europe-west1", "api.partner.example"},
+		{"port allocation errors all along are the gateway's normal",
+			cwSeries("AWS/NATGateway/ErrorPortAllocation", map[string]string{"NatGatewayId": "nat-1"}, 40, 38, 52, 47, 41, 39),
+			goDial, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set := minedSet("webhook-dispatcher", false, 0, c.lines...)
+			ev := &Gathered{Logs: []LogSet{set}, Metrics: []MetricSet{c.metric}, Window: win}
+			found := DetectLogs(ev.Logs, win)
+			fs := detectNATPorts(ev, found)
+			if c.want == "" {
+				if len(fs) != 0 {
+					t.Fatalf("want no finding, got %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Subject != c.want {
+				t.Fatalf("want NAT gateway %s, got %+v (from %+v)", c.want, fs, found)
+			}
+			f := fs[0]
+			if f.fact("callers") != "webhook-dispatcher" || f.fact("destinations") != c.dest {
+				t.Errorf("callers %q destinations %q; want webhook-dispatcher, %q", f.fact("callers"), f.fact("destinations"), c.dest)
+			}
+			h := &Hypothesis{Kind: KindNATPorts, Subject: f.Subject, Primary: []*Finding{&f}}
+			d := natPorts.describe(h, Scope{})
+			for _, want := range []string{"NAT gateway " + c.want, "source ports", "webhook-dispatcher", "not at fault"} {
+				if !strings.Contains(d, want) {
+					t.Errorf("description lacks %q: %s", want, d)
+				}
+			}
+			if got := affected(h, Scope{}); slices.Contains(got, c.dest) || !slices.Contains(got, "webhook-dispatcher") {
+				t.Errorf("affected %v: the caller is, the partner it could not reach is not", got)
+			}
+			keepAliveOff := &Finding{Kind: KindDeploy, Subject: "webhook-dispatcher", Facts: map[string]string{"description": "build a dedicated http.Client (DisableKeepAlives: true) per delivery"}}
+			sftp := &Finding{Kind: KindConfigChange, Subject: "edi-importer", Facts: map[string]string{"description": "rotate SFTP key for wholesale partner"}}
+			if !natPorts.fitsChange(h, keepAliveOff) || natPorts.fitsChange(h, sftp) {
+				t.Errorf("keep-alive off should trigger the exhaustion, a key rotation should not")
+			}
+		})
+	}
+}
+
+func withLabel(ms MetricSet, k, v string) MetricSet {
+	for i := range ms.Series {
+		ms.Series[i].Labels[k] = v
+	}
+	return ms
+}
