@@ -723,6 +723,8 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		}
 	}
 	r.Recommendations = recommend(w, sc)
+	// The suspect the question names, when the root cause is another.
+	r.RuledOut = append(r.RuledOut, askedSuspects(a, w, sc)...)
 	for _, h := range a.Hypotheses[1:] {
 		var reason string
 		switch {
