@@ -1040,6 +1040,9 @@ func cloudWatchStat(name string) (class, stat string) {
 	case strings.Contains(n, "cpu"), strings.Contains(n, "connections"), strings.Contains(n, "memory"), strings.Contains(n, "oldestmessage"),
 		strings.Contains(n, "messagesvisible"), strings.Contains(n, "iteratorage"), strings.Contains(n, "concurrent"), strings.Contains(n, "queue"):
 		return MetricSaturation, "Average"
+	// What a burstable volume or instance has left to spend.
+	case strings.Contains(n, "balance"):
+		return MetricFree, "Average"
 	// What a database's transaction log and replication slots hold.
 	case strings.Contains(n, "transactionlogs"), strings.Contains(n, "replicationslot"), strings.Contains(n, "binlogdisk"):
 		return MetricSaturation, "Maximum"

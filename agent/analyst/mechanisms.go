@@ -70,6 +70,7 @@ var mechanisms = []*mechanism{
 	prefetchCut,
 	staleImage,
 	etcdSlowDisk,
+	cloudExhausted,
 	ephemeralPorts,
 	meshMTLS,
 	connReset,

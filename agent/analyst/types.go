@@ -250,6 +250,7 @@ var kinds = map[Kind]kindInfo{
 	KindPrefetchCut:     {prior: 0.84},
 	KindStaleImage:      {prior: 0.84},
 	KindEtcdSlowDisk:    {prior: 0.84},
+	KindCloudExhausted:  {prior: 0.84},
 	KindCronTimeZone:    {prior: 0.84},
 	KindHPABlind:        {prior: 0.84},
 	KindDaemonSetTaint:  {prior: 0.84},

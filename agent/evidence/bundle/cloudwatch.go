@@ -414,19 +414,32 @@ func (c *bundleCloudWatch) GetMetricData(ctx context.Context, qs []evidence.Metr
 		if id == "" {
 			id = "m" + strconv.Itoa(i)
 		}
-		var found *metricResult
+		// The metric recorded with another statistic than the one asked
+		// for stands in for it (the bundle cannot re-aggregate): a
+		// capture records each metric with the statistic that reads it
+		// (Maximum for ConcurrentExecutions, the age of the oldest
+		// message), and its labels say which.
+		var found, other *metricResult
 		for j := range ms {
 			r := &ms[j]
 			if r.MetricName != "" && q.Metric.Name != "" {
-				if r.Namespace == q.Metric.Namespace && r.MetricName == q.Metric.Name &&
-					maps.Equal(r.dims, q.Metric.Dimensions) && (r.Stat == "" || q.Stat == "" || r.Stat == q.Stat) {
-					found = r
-					break
+				if r.Namespace == q.Metric.Namespace && r.MetricName == q.Metric.Name && maps.Equal(r.dims, q.Metric.Dimensions) {
+					if r.Stat == "" || q.Stat == "" || r.Stat == q.Stat {
+						found = r
+						break
+					}
+					if other == nil {
+						other = r
+					}
 				}
 			} else if q.ID != "" && r.ID == q.ID {
 				found = r
 				break
 			}
+		}
+		if found == nil && other != nil {
+			found = other
+			q.Stat = other.Stat
 		}
 		if found == nil {
 			continue // like the API: a metric without data has no points
