@@ -328,6 +328,9 @@ func lineSearch(sc Scope) string {
 	if p := durationLinePattern(sc); p != "" {
 		pats = append(pats, p)
 	}
+	if p := retryLinePattern(sc); p != "" {
+		pats = append(pats, p)
+	}
 	return strings.Join(pats, "|")
 }
 

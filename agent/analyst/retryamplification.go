@@ -29,7 +29,10 @@ const KindRetryStorm Kind = "retry_amplification"
 var (
 	// attemptRE reads the attempt number of a request ("attempt=9",
 	// "attempt 3 of 10", "x-envoy-attempt-count: 4", "retry 2/5").
-	attemptRE = regexp.MustCompile(`(?i)\b(?:attempt(?:_count|Count)?|x-envoy-attempt-count|retry(?:_count)?)["']?\s*[=:#]?\s*["']?(\d{1,3})\b(?:\s*(?:of|/)\s*(\d{1,3}))?`)
+	attemptRE = regexp.MustCompile(`(?i)\b(?:attempts?(?:_count|Count)?|x-envoy-attempt-count|upstream_request_attempt_count|retry(?:_count)?)["']?\s*[=:#]?\s*["']?(\d{1,3})\b(?:\s*(?:of|/)\s*(\d{1,3}))?`)
+	// perTryCutRE is a per-try timeout cut by a change ("perTryTimeout
+	// 1s -> 300ms", "per_try_timeout: 2s to 250ms").
+	perTryCutRE = regexp.MustCompile(`(?i)\b(?:perTryTimeout|per_try_timeout|per-try timeout|attempt_?timeout|try_?timeout)\b[^;,()]{0,20}?(\d+(?:\.\d+)?\s*(?:ms|s|m))\s*(?:->|→|=>|to)\s*(\d+(?:\.\d+)?\s*(?:ms|s|m))`)
 	// duplicateReqRE is the callee seeing a request it already works on.
 	duplicateReqRE = regexp.MustCompile(`(?i)duplicate (?:idempotency[ _-]key|request(?:[ _-]id)?)|idempotency[ _-]key (?:already|in use|conflict)|request already in progress|entry already in progress`)
 	// retryExhaustedRE is a proxy's or client's "gave up after retries".
@@ -69,13 +72,23 @@ var retryAmplification = &mechanism{
 			layers = append(layers, "the retries set by "+quote(s, 160))
 		}
 		if c := h.fact("proxy_callers"); c != "" {
-			layers = append(layers, fmt.Sprintf("the proxy of %s retries until its limit (Envoy URX, upstream retry limit exceeded)", c))
+			if r := h.fact("proxy_retried"); r != "" {
+				layers = append(layers, fmt.Sprintf("the proxy of %s retries its calls (%s)", c, r))
+			} else {
+				layers = append(layers, fmt.Sprintf("the proxy of %s retries until its limit (Envoy URX, upstream retry limit exceeded)", c))
+			}
+		}
+		if pt := h.fact("per_try"); pt != "" {
+			layers = append(layers, fmt.Sprintf("a per-try timeout cut from %s to %s abandons every answer of %s slower than %s and sends it again, so each slow minute multiplies its load", h.fact("per_try_was"), pt, h.Subject, pt))
 		}
 		if c := h.fact("callers"); c != "" {
 			layers = append(layers, fmt.Sprintf("its callers (%s) retry on top", c))
 		}
 		if len(layers) > 0 {
 			d += " — " + strings.Join(layers, "; ")
+		}
+		if sat := h.fact("saturated"); sat != "" && h.fact("max_attempt") == "" && h.fact("duplicates") == "" {
+			return d + fmt.Sprintf(" — so every slow answer of %s brings more requests, which slow it further: its load is multiplied by retries, not by real traffic (%s), and more replicas only feed the loop", h.Subject, truncate(sat, 240))
 		}
 		d += fmt.Sprintf(" — so a short failure of %s multiplied its load: ", h.Subject)
 		var seen []string
@@ -104,7 +117,7 @@ var retryAmplification = &mechanism{
 // proxies giving up on retries, and the changes or settings that set the
 // retries. At least two of them name the callee's overload as retry
 // amplification.
-func detectRetryAmplification(ev *Gathered, _ []Finding) []Finding {
+func detectRetryAmplification(ev *Gathered, found []Finding) []Finding {
 	type callee struct {
 		maxAttempt, dups int
 		onset            time.Time
@@ -112,6 +125,15 @@ func detectRetryAmplification(ev *Gathered, _ []Finding) []Finding {
 		line             string
 		proxyCallers     []string
 		namespace        string
+		// proxyCalls and proxyRetried count the callers' proxy lines to
+		// it and those of a call tried more than once.
+		proxyCalls, proxyRetried, proxyMaxAttempt int
+		proxyLine                                 string
+		// saturated holds what the callee showed after a change made a
+		// caller retry it more (its autoscaler at its maximum, its
+		// latency up); retryCaller is that caller.
+		saturated   []string
+		retryCaller string
 	}
 	byName := map[string]*callee{}
 	get := func(name string) *callee {
@@ -150,6 +172,16 @@ func detectRetryAmplification(ev *Gathered, _ []Finding) []Finding {
 				if m := attemptRE.FindStringSubmatch(l); m != nil {
 					n, _ = strconv.Atoi(m[1])
 				}
+				// A caller's proxy line naming its upstream: the attempts
+				// are the caller's retries of it, not requests it got.
+				if up := proxyUpstream(l, set.Subject); up != "" {
+					if n >= 2 {
+						c := get(up)
+						c.proxyCallers = appendNew(c.proxyCallers, proxiedWorkload(set.Subject))
+						c.onset = earliest(c.onset, at)
+					}
+					continue
+				}
 				dup := duplicateReqRE.MatchString(l)
 				if n < 2 && !dup {
 					continue
@@ -165,6 +197,72 @@ func detectRetryAmplification(ev *Gathered, _ []Finding) []Finding {
 					c.line, c.source = l, set.Source
 				}
 			}
+		}
+	}
+	// The raw lines a latency or overload question kept: a caller's
+	// proxy access log numbering its attempts at an upstream (Envoy's
+	// %UPSTREAM_REQUEST_ATTEMPT_COUNT%), counted since the window began.
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		for _, l := range set.Lines {
+			if !l.Time.IsZero() && l.Time.Before(ev.Window.Start) {
+				continue
+			}
+			up := proxyUpstream(l.Text, set.Subject)
+			if up == "" {
+				continue
+			}
+			m := attemptRE.FindStringSubmatch(l.Text)
+			if m == nil {
+				continue
+			}
+			n, _ := strconv.Atoi(m[1])
+			c := get(up)
+			c.proxyCalls++
+			if n < 2 {
+				continue
+			}
+			c.proxyRetried++
+			c.proxyCallers = appendNew(c.proxyCallers, proxiedWorkload(set.Subject))
+			c.onset = earliest(c.onset, l.Time)
+			if n > c.proxyMaxAttempt {
+				c.proxyMaxAttempt, c.proxyLine = n, l.Text
+			}
+		}
+	}
+	// A change that made a caller retry a service more (more attempts, a
+	// per-try timeout cut) followed by the service saturating (its
+	// autoscaler at its maximum, its latency or errors up within half an
+	// hour): the change is one layer, the saturation what it did.
+	for _, ch := range ev.Changes {
+		if !retriesMore(ch.Description) {
+			continue
+		}
+		callee := retryCallee(ev, ch.Description, ch.Service)
+		if callee == "" {
+			continue
+		}
+		var sat []string
+		var at time.Time
+		for _, f := range found {
+			if f.Subject != callee || f.Time.Before(ch.Timestamp.Add(-2*time.Minute)) || f.Time.Sub(ch.Timestamp) > 30*time.Minute {
+				continue
+			}
+			switch f.Kind {
+			case KindHPAMax, KindLatency, KindErrorRate, KindSaturation:
+				sat = append(sat, f.Summary)
+				at = earliest(at, f.Time)
+			}
+		}
+		if len(sat) == 0 {
+			continue
+		}
+		c := get(callee)
+		c.saturated = append(c.saturated, sat...)
+		c.onset = earliest(c.onset, at)
+		c.retryCaller = ch.Service
+		if c.namespace == "" {
+			c.namespace = ev.Scope.Namespace
 		}
 	}
 	var out []Finding
@@ -186,10 +284,16 @@ func detectRetryAmplification(ev *Gathered, _ []Finding) []Finding {
 		if setting != "" {
 			signals++
 		}
+		if len(c.saturated) > 0 {
+			signals++
+		}
 		if signals < 2 {
 			continue
 		}
 		callers := slices.Clone(c.proxyCallers)
+		if c.retryCaller != "" {
+			callers = appendNew(callers, c.retryCaller)
+		}
 		for _, s := range ev.Scope.Subjects() {
 			if s != name {
 				callers = appendNew(callers, s)
@@ -211,11 +315,30 @@ func detectRetryAmplification(ev *Gathered, _ []Finding) []Finding {
 		}
 		if len(c.proxyCallers) > 0 {
 			f.setFact("proxy_callers", strings.Join(c.proxyCallers, ", "))
-			f.Evidence = append(f.Evidence, fmt.Sprintf("the proxy of %s reports upstream retry limit exceeded (URX) for %s", strings.Join(c.proxyCallers, ", "), name))
+			if c.proxyRetried > 0 {
+				f.setFact("proxy_retried", fmt.Sprintf("%d of %d calls (%.0f%%) tried again, up to %d attempts", c.proxyRetried, c.proxyCalls, 100*float64(c.proxyRetried)/float64(max(c.proxyCalls, 1)), c.proxyMaxAttempt))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("the proxy of %s tried its calls to %s again: %s — %s", strings.Join(c.proxyCallers, ", "), name, f.fact("proxy_retried"), quote(ReadableLine(c.proxyLine), 200)))
+			} else {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("the proxy of %s reports upstream retry limit exceeded (URX) for %s", strings.Join(c.proxyCallers, ", "), name))
+			}
 		}
 		if setting != "" {
+			if m := perTryCutRE.FindStringSubmatch(setting); m != nil {
+				f.setFact("per_try", strings.ReplaceAll(m[2], " ", ""))
+				f.setFact("per_try_was", strings.ReplaceAll(m[1], " ", ""))
+			}
 			f.setFact("setting", setting)
 			f.Evidence = append(f.Evidence, "retries set: "+setting)
+		}
+		if len(c.saturated) > 0 {
+			f.setFact("saturated", strings.Join(c.saturated, "; "))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("after the retries changed, %s saturated: %s", name, strings.Join(c.saturated, "; ")))
+		}
+		// Retries not seen themselves (no attempt counts, no duplicate
+		// requests, no proxy out of retries): the change and the
+		// saturation after it say so, one hop short of seeing them.
+		if c.maxAttempt < 3 && c.dups == 0 && len(c.proxyCallers) == 0 {
+			f.setFact("state_only", "true")
 		}
 		f.setFact("callers", strings.Join(callers, ", "))
 		f.setFact("caller", name)
@@ -230,7 +353,7 @@ func retrySetting(ev *Gathered, callee string) string {
 	best := ""
 	for _, list := range [][]evidence.Change{ev.Earlier, ev.Changes} {
 		for _, c := range list {
-			if !retrySettingRE.MatchString(c.Description) {
+			if !retrySettingRE.MatchString(c.Description) && !retriesMore(c.Description) {
 				continue
 			}
 			if !strings.Contains(strings.ToLower(c.Description+" "+c.Service), strings.ToLower(callee)) {
@@ -252,4 +375,75 @@ func proxiedWorkload(source string) string {
 		return w
 	}
 	return source
+}
+
+// proxyUpstream is the upstream service a caller's proxy access line
+// names (Istio's "outbound|8080||svc.ns.svc.cluster.local", Envoy's
+// upstream host "svc.ns.svc.cluster.local:8080"), when it is another
+// workload than the log's own ("" otherwise).
+func proxyUpstream(line, self string) string {
+	if m := outboundRE.FindStringSubmatch(line); m != nil {
+		if up := ShortHost(m[1]); up != "" && up != self && up != proxiedWorkload(self) {
+			return up
+		}
+	}
+	return ""
+}
+
+// retryLinePattern is the pattern of the raw lines a latency or overload
+// question needs to count retried calls (attempt counts in access logs).
+func retryLinePattern(sc Scope) string {
+	if !durationAskRE.MatchString(sc.Message + " " + sc.Hint + " " + sc.Alert) {
+		return ""
+	}
+	return `(?i)\battempts?(?:_count)?["']?\s*[=:]\s*["']?[0-9]|x-envoy-attempt-count|\bURX\b`
+}
+
+// attemptsUpRE is a change raising a retry count ("retries attempts 2 ->
+// 4", "maxRetries: 3 → 8").
+var attemptsUpRE = regexp.MustCompile(`(?i)\b(?:retries|retry|attempts|max_?retries|maxRetries|num_?retries|retry_?count|max_?attempts|maxAttempts)\b[^;,.()]{0,30}?\b(\d+)\s*(?:->|→|=>|to)\s*(\d+)\b`)
+
+// retriesMore reports whether a change makes a caller retry more: more
+// attempts, or a per-try timeout cut.
+func retriesMore(text string) bool {
+	if m := attemptsUpRE.FindStringSubmatch(text); m != nil {
+		from, _ := strconv.Atoi(m[1])
+		to, _ := strconv.Atoi(m[2])
+		if to > from {
+			return true
+		}
+	}
+	if m := perTryCutRE.FindStringSubmatch(text); m != nil {
+		from, err1 := time.ParseDuration(strings.ReplaceAll(m[1], " ", ""))
+		to, err2 := time.ParseDuration(strings.ReplaceAll(m[2], " ", ""))
+		return err1 == nil && err2 == nil && to < from
+	}
+	return false
+}
+
+// retryCallee is the service a retry change is about: the asked service
+// when the change names it, else the longest workload or Service name of
+// the evidence it names (never the caller itself).
+func retryCallee(ev *Gathered, text, caller string) string {
+	lower := strings.ToLower(text)
+	names := []string{ev.Scope.Service}
+	for _, d := range ev.K8s.Deployments {
+		names = append(names, d.Name)
+	}
+	for _, s := range ev.K8s.Services {
+		names = append(names, s.Service.Name)
+	}
+	best := ""
+	for _, n := range names {
+		if n == "" || n == caller || !containsHost(lower, strings.ToLower(n)) {
+			continue
+		}
+		if n == ev.Scope.Service {
+			return n
+		}
+		if len(n) > len(best) {
+			best = n
+		}
+	}
+	return best
 }

@@ -85,3 +85,60 @@ func TestDetectRetryAmplification(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryChangeSaturation names retry amplification from a change that
+// made a caller retry a service more (more attempts, a per-try timeout
+// cut) followed by the service saturating, in the mesh's and the clients'
+// wordings; seeing the caller's proxy number its attempts makes it direct
+// evidence, and a change that retries less, or no saturation after it,
+// names nothing.
+func TestRetryChangeSaturation(t *testing.T) {
+	at := win.Start.Add(5 * time.Minute)
+	hpa := Finding{Kind: KindHPAMax, Subject: "scoring", Time: at.Add(4 * time.Minute), Summary: "HPA scoring at its maximum of 3 replicas"}
+	proxy := LogSet{Source: "checkout-7c5b9d6f4-8kq2n", Subject: "checkout", Lines: []evidence.LogLine{
+		{Time: at.Add(time.Minute), Text: `[2026-10-21T11:06:21.284Z] "POST /v1/score HTTP/1.1" 200 - via_upstream - "-" 468 139 640 238 "-" "checkout/3.4.0" "42b6f8b0" "scoring.risk.svc.cluster.local:8080" "10.30.2.77:8080" outbound|8080||scoring.risk.svc.cluster.local 10.30.1.15:47529 172.20.9.14:8080 10.30.1.15:42395 - default attempts=4`},
+		{Time: at.Add(2 * time.Minute), Text: `[2026-10-21T11:07:01.000Z] "POST /v1/score HTTP/1.1" 200 - via_upstream - "-" 468 139 90 88 "-" "checkout/3.4.0" "52b6f8b0" "scoring.risk.svc.cluster.local:8080" "10.30.2.77:8080" outbound|8080||scoring.risk.svc.cluster.local 10.30.1.15:47529 172.20.9.14:8080 10.30.1.15:42395 - default attempts=1`},
+	}}
+	cases := []struct {
+		name   string
+		change string
+		found  []Finding
+		sets   []LogSet
+		want   bool
+		direct bool
+		perTry string
+	}{
+		{"Istio VirtualService: attempts up, perTryTimeout cut", "VirtualService scoring (checkout): timeout 2s -> 1500ms, retries attempts 2 -> 4, perTryTimeout 1s -> 300ms", []Finding{hpa}, nil, true, false, "300ms"},
+		{"the same, the caller's proxy numbering its attempts", "VirtualService scoring (checkout): retries attempts 2 -> 4, perTryTimeout 1s -> 300ms", []Finding{hpa}, []LogSet{proxy}, true, true, "300ms"},
+		{"a client's retry library", "checkout: resilience4j retry for scoring maxAttempts 3 -> 6", []Finding{hpa}, nil, true, false, ""},
+		{"Linkerd/Envoy per-try timeout alone", "checkout -> scoring: per_try_timeout 2s to 250ms (retry on 5xx)", []Finding{hpa}, nil, true, false, "250ms"},
+		{"retries cut back", "VirtualService scoring (checkout): retries attempts 4 -> 2, perTryTimeout 300ms -> 1s", []Finding{hpa}, nil, false, false, ""},
+		{"no saturation after it", "VirtualService scoring (checkout): retries attempts 2 -> 4, perTryTimeout 1s -> 300ms", nil, nil, false, false, ""},
+	}
+	for _, c := range cases {
+		ev := &Gathered{Logs: c.sets, Window: win, Scope: Scope{Service: "scoring"},
+			Changes: []evidence.Change{{Timestamp: at, Service: "checkout", Kind: "config", Description: c.change}}}
+		fs := detectRetryAmplification(ev, c.found)
+		if (len(fs) == 1) != c.want {
+			t.Errorf("%s: %d findings", c.name, len(fs))
+			continue
+		}
+		if !c.want {
+			continue
+		}
+		f := fs[0]
+		if f.Subject != "scoring" || !f.relates("checkout") {
+			t.Errorf("%s: subject %q related %v", c.name, f.Subject, f.Related)
+		}
+		if (f.fact("state_only") == "") != c.direct {
+			t.Errorf("%s: state_only %q, want direct %v", c.name, f.fact("state_only"), c.direct)
+		}
+		h := &Hypothesis{Kind: KindRetryStorm, Subject: f.Subject, Primary: []*Finding{&f}, Onset: f.Time}
+		d := retryAmplification.describe(h, Scope{})
+		for _, s := range []string{"retr", "scoring", c.perTry} {
+			if !strings.Contains(d, s) {
+				t.Errorf("%s: description %q does not say %q", c.name, d, s)
+			}
+		}
+	}
+}

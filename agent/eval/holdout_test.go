@@ -35,7 +35,7 @@ var holdoutFloors = map[string]int{
 	"holdout17": 12,
 	"holdout18": 12,
 	"holdout19": 11,
-	"holdout20": 7,
+	"holdout20": 12,
 	"holdout21": 8,
 }
 
