@@ -52,11 +52,15 @@ var hotKey = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		store := orWord(h.fact("store"), "the store")
-		d := fmt.Sprintf("hot key on %s table %s: the throttled requests go to one partition key, %s", store, h.Subject, orWord(h.fact("key"), "the same item"))
+		what := "table"
+		if store == "Kinesis" {
+			what = "stream"
+		}
+		d := fmt.Sprintf("hot key on %s %s %s: the throttled requests go to one partition key, %s", store, what, h.Subject, orWord(h.fact("key"), "the same item"))
 		if s := h.fact("share"); s != "" {
 			d += " (" + s + ")"
 		}
-		d += fmt.Sprintf(", and one partition serves a fixed request rate whatever the table's capacity%s, so the calls on that item are throttled (%s) while the rest of the table is served", partitionLimit(store), orWord(h.fact("reply"), "throttled"))
+		d += fmt.Sprintf(", and one partition serves a fixed request rate whatever the %s's capacity%s, so the calls on that item are throttled (%s) while the rest of the %s is served", what, partitionLimit(store), orWord(h.fact("reply"), "throttled"), what)
 		if h.fact("on_demand") != "" {
 			d += "; the table is on-demand (PAY_PER_REQUEST): its capacity mode is not the limit, the single partition is"
 		}
@@ -93,9 +97,9 @@ var (
 	partitionedStores = []string{"DynamoDB", "Kinesis", "Cosmos DB"}
 	// keyFieldRE is an item's key in a log line: "sku":"X", key=X,
 	// partitionKey: 'X'.
-	keyFieldRE = regexp.MustCompile(`(?i)["']?\b(sku|key|pk|partition_?key|hash_?key|item_?id|product_?id|shard_?id)["']?\s*[:=]\s*["']?([^\s"',}]{2,120})`)
+	keyFieldRE = regexp.MustCompile(`(?i)["']?\b(sku|key|pk|partition_?key|hash_?key|item_?id|product_?id|shard_?id|(?:for )?shard)["']?\s*[:= ]\s*["']?((?:shardId-)?[^\s"',}]{2,120})`)
 	// tableFieldRE is a table a line or a command names.
-	tableFieldRE = regexp.MustCompile(`(?i)(?:"TableName"\s*:\s*"|\b[Tt]able(?:_?[Nn]ame)?\s*[=:]\s*"?|--table-name\s+)([A-Za-z0-9_.-]{3,255})`)
+	tableFieldRE = regexp.MustCompile(`(?i)(?:"TableName"\s*:\s*"|\b[Tt]able(?:_?[Nn]ame)?\s*[=:]\s*"?|--table-name\s+|\bin stream\s+|"StreamName"\s*:\s*"|--stream-name\s+)([A-Za-z0-9_.-]{3,255})`)
 	onDemandRE   = regexp.MustCompile(`\bPAY_PER_REQUEST\b`)
 	// contribRE is a row of a Contributor Insights report in table or
 	// text output: a key and its count.

@@ -51,6 +51,9 @@ func TestDetectHotKey(t *testing.T) {
 		"|  SKU#A  |  1200.0 |", "|  SKU#B  |  1100.0 |", "|  SKU#C  |  1000.0 |"}}
 	onDemand := evidence.CommandOutput{Command: "aws dynamodb describe-table --table-name stock-counters", Lines: []string{`    "Billing": "PAY_PER_REQUEST",`}}
 	metric := cwSeries("AWS/DynamoDB/ThrottledRequests", map[string]string{"TableName": "stock-counters", "Operation": "UpdateItem"}, 0, 0, 4000, 6100)
+	kinesis := `2026-11-21T18:04:11.532Z ERROR producer: PutRecords failed: ProvisionedThroughputExceededException: Rate exceeded for shard shardId-000000000007 in stream clickstream under account 111122223333.`
+	kinesis1 := strings.Replace(kinesis, "18:04:11", "18:09:40", 1)
+	kinesis2 := strings.Replace(kinesis, "18:04:11", "18:19:02", 1)
 	cases := []struct {
 		name     string
 		lines    []string
@@ -63,6 +66,7 @@ func TestDetectHotKey(t *testing.T) {
 		{"pino lines, Contributor Insights table, on-demand table", []string{pino, pino2, pino2}, []evidence.CommandOutput{table, onDemand}, "SKU#FS-2411-AIRFRYER-XL", "stock-counters", 0.95, true},
 		{"boto3 lines and a JSON Contributor Insights report", []string{boto, boto1, boto2}, []evidence.CommandOutput{jsonReport}, "user#42", "stock-counters", 0.95, false},
 		{"the throttled lines name one key, no report", []string{boto, boto1, boto2}, nil, "SKU#FS-2411", "stock-counters", 0.85, false},
+		{"Kinesis: one shard throttled", []string{kinesis, kinesis1, kinesis2}, nil, "shardId-000000000007", "clickstream", 0.85, false},
 		{"throttled on many keys: no hot key", []string{boto, boto1, bothKeys}, []evidence.CommandOutput{spread}, "", "", 0, false},
 	}
 	for _, c := range cases {
@@ -72,7 +76,7 @@ func TestDetectHotKey(t *testing.T) {
 			found := DetectLogs(ev.Logs, win)
 			var throttled bool
 			for _, f := range found {
-				if f.Kind == KindThrottling && f.fact("cloud") == "DynamoDB" {
+				if f.Kind == KindThrottling && (f.fact("cloud") == "DynamoDB" || f.fact("cloud") == "Kinesis") {
 					throttled = true
 					if strings.Contains(f.Subject, "docs.aws") {
 						t.Errorf("the throttle is read as a call to the documentation: %s", f.Subject)
@@ -80,7 +84,7 @@ func TestDetectHotKey(t *testing.T) {
 				}
 			}
 			if !throttled {
-				t.Fatalf("no DynamoDB throttle read from %v", found)
+				t.Fatalf("no DynamoDB or Kinesis throttle read from %v", found)
 			}
 			fs := detectHotKeys(ev, found)
 			if c.key == "" {
