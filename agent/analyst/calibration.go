@@ -96,6 +96,12 @@ var calibrationRules = []calibrationRule{
 	{"dependency seen only in its metrics", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.class() == classDependency && !ownStateOrLog(w)
 	}},
+	// A cause that is over (its errors stopped and stayed stopped: the
+	// clients recovered after a failover) explains what failed then, not
+	// what still fails: if the symptoms go on, their root is elsewhere.
+	{"cause already over", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.fact("recovered") != ""
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
