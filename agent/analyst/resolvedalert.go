@@ -273,6 +273,11 @@ func (g *gatherer) explainResolvedAlert(ctx context.Context, res *finding.Result
 	if res.Verdict != finding.VerdictHealthy && g.answerRolloutOver(ctx, res) {
 		return
 	}
+	// A storage alert that cleared when the platform grew the storage,
+	// while nothing identified a cause (storagegrown.go).
+	if err == nil && answerStorageGrown(res, g.gathered(), alerts) {
+		return
+	}
 	if res.Verdict != finding.VerdictHealthy || g.src == nil || g.src.Alerts == nil {
 		return
 	}
