@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/finding"
 )
@@ -276,6 +278,13 @@ func (g *gatherer) explainResolvedAlert(ctx context.Context, res *finding.Result
 	// A storage alert that cleared when the platform grew the storage,
 	// while nothing identified a cause (storagegrown.go).
 	if err == nil && answerStorageGrown(res, g.gathered(), alerts) {
+		if g.src != nil && g.src.Kubernetes != nil {
+			if pods, err := evidence.List[corev1.Pod](ctx, g.src.Kubernetes, "", ""); err == nil {
+				for _, f := range failingElsewhere(pods, g.sc.Namespace) {
+					res.RuledOut = append(res.RuledOut, finding.RuledOut{Hypothesis: "another failure: " + f, Reason: "unrelated to " + orWord(strings.Join(g.sc.Subjects(), ", "), "the subject") + " and to the storage alert: a separate problem, handle it apart"})
+				}
+			}
+		}
 		return
 	}
 	if res.Verdict != finding.VerdictHealthy || g.src == nil || g.src.Alerts == nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/finding"
 )
@@ -244,6 +246,33 @@ func answerStorageGrown(res *finding.Result, ev *Gathered, alerts []evidence.Ale
 	}, nil...)
 	res.Normalize()
 	return true
+}
+
+// failingElsewhere lists the failing containers of pods outside the
+// subjects' namespace (crash-looping, OOM-killed, failing to pull): other
+// findings, unrelated to the alert, reported apart.
+func failingElsewhere(pods []corev1.Pod, ns string) []string {
+	var out []string
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace == "" || p.Namespace == ns {
+			continue
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			var why []string
+			if w := c.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+				why = append(why, w.Reason)
+			}
+			if t := c.LastTerminationState.Terminated; t != nil && t.Reason != "" && t.Reason != "Completed" {
+				why = append(why, "last terminated "+t.Reason)
+			}
+			if len(why) == 0 {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s/%s container %s: %s, %d restarts", p.Namespace, p.Name, c.Name, strings.Join(why, ", "), c.RestartCount))
+		}
+	}
+	return out
 }
 
 // alertResource is what an alert's labels name as its resource.

@@ -96,3 +96,36 @@ func TestStorageGrownAnswersHealthy(t *testing.T) {
 		})
 	}
 }
+
+func TestFailingElsewhere(t *testing.T) {
+	pod := func(ns, name string, cs corev1.ContainerStatus) corev1.Pod {
+		p := corev1.Pod{}
+		p.Namespace, p.Name = ns, name
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+		return p
+	}
+	oom := corev1.ContainerStatus{Name: "feature-sync", RestartCount: 14,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}
+	pull := corev1.ContainerStatus{Name: "worker", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}
+	fine := corev1.ContainerStatus{Name: "api", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	starting := corev1.ContainerStatus{Name: "api", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
+	cases := []struct {
+		name string
+		pods []corev1.Pod
+		want []string
+	}{
+		{"oom crash loop in another namespace", []corev1.Pod{pod("ml", "feature-sync-1", oom)}, []string{"ml/feature-sync-1 container feature-sync: CrashLoopBackOff, last terminated OOMKilled, 14 restarts"}},
+		{"pull failure elsewhere", []corev1.Pod{pod("batch", "w-1", pull)}, []string{"batch/w-1 container worker: ImagePullBackOff, 0 restarts"}},
+		{"the subject's own namespace is not elsewhere", []corev1.Pod{pod("shop", "api-1", oom)}, nil},
+		{"running and starting pods are not failures", []corev1.Pod{pod("ml", "a", fine), pod("ml", "b", starting)}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := failingElsewhere(tc.pods, "shop")
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
