@@ -1470,6 +1470,15 @@ func (g *gatherer) knownNames() map[string]bool {
 	for _, s := range g.k8s.Services {
 		add(s.Service.Name)
 	}
+	// Jobs and the CronJobs that create them are objects of their own:
+	// a failed run is their state, not the question's subject's.
+	for _, j := range g.k8s.Jobs {
+		add(j.Name)
+		add(cronJobOf(j.Name))
+	}
+	for _, c := range g.k8s.CronJobs {
+		add(c.Name)
+	}
 	for _, n := range g.k8s.Nodes {
 		add(n.Name)
 	}

@@ -45,6 +45,10 @@ var jobFailed = &mechanism{
 			if f := &fs[i]; slices.Contains([]Kind{KindConnReset, KindConnRefused, KindTimeout}, Kind(f.fact("line_kind"))) {
 				f.setFact("state_only", "true")
 			}
+			// A name that does not resolve is followed to its Service.
+			if f := &fs[i]; Kind(f.fact("line_kind")) == KindDNS {
+				markMissingService(f, ev.K8s)
+			}
 		}
 		return fs
 	},
@@ -77,6 +81,9 @@ var jobFailed = &mechanism{
 			if k := Kind(h.fact("line_kind")); k != "" {
 				d += fmt.Sprintf(" (%s)", infoOf(k).label)
 			}
+			if m := h.fact("missing_service"); m != "" {
+				d += "; " + m
+			}
 		}
 		return d
 	},
@@ -86,6 +93,10 @@ var jobFailed = &mechanism{
 		case KindAuth:
 			r.high("Fix the credentials the Job %s uses (the Secret it reads, the password or token after a rotation), then re-run it: kubectl create job --from=cronjob/%s %s-manual", what, what, what)
 		case KindDNS, KindConnRefused, KindTimeout:
+			if h.fact("missing_service") != "" {
+				r.high("Point the Job %s at a Service that exists (%s), then re-run it: the Service its configuration names is gone", what, h.fact("services_there"))
+				break
+			}
 			r.high("Make the dependency the Job %s calls reachable (name, Service, network policy), then re-run it", what)
 		default:
 			r.high("Fix the failure the log of %s names (%s), then re-run the Job", h.fact("pod"), truncate(orWord(h.fact("line"), "see the pod's log"), 160))

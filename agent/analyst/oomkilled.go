@@ -47,6 +47,18 @@ var oomKilled = &mechanism{
 		lim := h.fact("memory_limit")
 		leak := leakRate(h)
 		switch {
+		case h.fact("sidecar") != "":
+			d = fmt.Sprintf("the sidecar container %s of the %s pods is OOMKilled (out of memory, exit code 137)", h.fact("container"), s)
+			if lim != "" {
+				d += fmt.Sprintf(" at its memory limit of %s", lim)
+			}
+			d += fmt.Sprintf(", not the application container %s, which keeps running", h.fact("app_container"))
+			if r := h.fact("ready"); r != "" {
+				d += fmt.Sprintf(": the pods show READY %s while %s restarts", r, h.fact("container"))
+			}
+			if g := h.fact("grows"); g != "" {
+				d += "; it grows because " + g
+			}
 		case h.fact("host") != "" && h.fact("process") != "":
 			d = fmt.Sprintf("the %s process on host %s is killed by the kernel OOM killer (out of memory)", h.fact("process"), h.fact("host"))
 			if dep := processDependency(h.fact("process")); dep != "" {
@@ -78,7 +90,9 @@ var oomKilled = &mechanism{
 			}
 		}
 		if n := restartsOf(h); n > 0 {
-			if h.fact("crashloop") != "" {
+			if c := h.fact("sidecar"); c != "" {
+				d += fmt.Sprintf("; %s restarts repeatedly (%s)", c, plural(n, "restart", "restarts"))
+			} else if h.fact("crashloop") != "" {
 				d += fmt.Sprintf("; the pods restart repeatedly (%s, CrashLoopBackOff)", plural(n, "restart", "restarts"))
 			} else {
 				d += fmt.Sprintf("; the containers were restarted (%s)", plural(n, "restart", "restarts"))
@@ -94,6 +108,14 @@ var oomKilled = &mechanism{
 			r.add(finding.PriorityHigh, fmt.Sprintf("Restart %s on %s and give the host more memory, or cap its memory use (e.g. maxmemory and an eviction policy)", h.fact("process"), h.fact("host")))
 			r.add(finding.PriorityMedium, fmt.Sprintf("Find what grew the memory of %s and make its callers degrade gracefully when it is down", h.fact("process")))
 			r.add(finding.PriorityLow, "Alert on host memory use and on the dependency's availability")
+			return
+		}
+		if c := h.fact("sidecar"); c != "" {
+			r.add(finding.PriorityHigh, fmt.Sprintf("Raise the memory limit of the sidecar %s of %s (currently %s) and bound what it holds in memory (its buffer size, a filesystem buffer, a retry limit) so a slow destination cannot grow it past the limit", c, s, orWord(lim, "unset")))
+			if d := h.fact("destination"); d != "" {
+				r.add(finding.PriorityMedium, fmt.Sprintf("Find why %s rejects or slows the writes of %s (%s) and fix it there: the sidecar's backlog is its consequence", d, c, orWord(h.fact("refusal"), "retries")))
+			}
+			r.add(finding.PriorityLow, fmt.Sprintf("Alert on the restarts and memory of the sidecar %s apart from the application container %s", c, orWord(h.fact("app_container"), s)))
 			return
 		}
 		if x := jvmHeapOverLimit(h); x != "" {
@@ -162,7 +184,118 @@ func oomContainer(c *containerState) []Finding {
 	if spec != nil {
 		f.setFact("image", spec.Image)
 	}
+	sidecarOOM(&f, c)
 	return []Finding{f}
+}
+
+// sidecarOOM marks an OOM kill of a pod's sidecar (a log shipper, a proxy,
+// an agent) while its application container keeps running: the pods show
+// READY 1/2 and restart counts climb, but the application is not the
+// process that runs out of memory. What the sidecar's last lines say of
+// its output (a destination refusing its writes, retries) is why it grows:
+// a shipper keeps what it could not send in memory.
+func sidecarOOM(f *Finding, c *containerState) {
+	p, name := c.Pod, c.Status.Name
+	if len(p.Status.ContainerStatuses) < 2 {
+		return
+	}
+	app := ""
+	if len(p.Spec.Containers) > 0 {
+		app = p.Spec.Containers[0].Name
+	}
+	wl := WorkloadOfPod(p)
+	if slices.ContainsFunc(p.Spec.Containers, func(sc corev1.Container) bool { return sc.Name == wl }) {
+		app = wl
+	}
+	if app == "" || app == name {
+		return
+	}
+	ready, running := 0, false
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Ready {
+			ready++
+		}
+		if cs.Name == app && cs.State.Running != nil {
+			running = true
+		}
+	}
+	if !running {
+		return
+	}
+	f.setFact("sidecar", name)
+	f.setFact("app_container", app)
+	f.setFact("ready", fmt.Sprintf("%d/%d", ready, len(p.Status.ContainerStatuses)))
+	f.Evidence = append(f.Evidence, fmt.Sprintf("container %s of pod %s/%s keeps running; the pod's ready containers: %d/%d", app, p.Namespace, p.Name, ready, len(p.Status.ContainerStatuses)))
+	var lines []string
+	for _, l := range c.LastLines {
+		lines = append(lines, l.Text)
+	}
+	if g, dest, refusal, ev := backlogGrowth(lines); g != "" {
+		f.setFact("grows", g)
+		f.setFact("destination", dest)
+		f.setFact("refusal", refusal)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("log of %s before it was killed: %s", name, quote(ReadableLine(ev), 240)))
+	}
+}
+
+var (
+	// shipperRetryRE is a shipper or exporter that could not send and
+	// keeps the data to retry: Fluent Bit, Fluentd, Vector, Logstash,
+	// the OpenTelemetry Collector, Promtail.
+	shipperRetryRE = regexp.MustCompile(`(?i)failed to flush (?:chunk|the buffer)|retry in \d+ ?s|will retry|retrying (?:failed action|after|request)|Exporting failed|sending queue is full|buffer space has too many data|BufferOverflowError|error sending batch`)
+	// shipperRefusalRE is the destination refusing the writes: too many
+	// requests, rejected execution, unavailable.
+	shipperRefusalRE = regexp.MustCompile(`(?i)(?:HTTP )?status[=: ]+(429|503)|\b(429) Too Many Requests|(es_rejected_execution_exception|cluster_block_exception|TooManyRequests|ResourceExhausted)|response code:? (429|503)`)
+	// shipperDestRE names the output or host a shipper writes to.
+	shipperDestRE = regexp.MustCompile(`\[output:([\w-]+):|(?i)\b(?:host|endpoint|url)[=:]\s*"?(?:https?://)?([\w.-]+)|\bto (?:https?://)?([a-z][\w.-]+\.[a-z][\w.-]*)`)
+)
+
+// backlogGrowth reads from a sidecar's last lines why its memory grows: a
+// destination that refuses its writes and the retries it keeps in memory.
+// It returns the explanation, the destination, the refusal and the line
+// that shows it ("" when the lines do not say).
+func backlogGrowth(lines []string) (why, dest, refusal, line string) {
+	retries := 0
+	for _, l := range lines {
+		if shipperRetryRE.MatchString(l) {
+			retries++
+		}
+		if m := shipperRefusalRE.FindStringSubmatch(l); m != nil && refusal == "" {
+			for _, g := range m[1:] {
+				if g != "" {
+					refusal = g
+					break
+				}
+			}
+			line = l
+		}
+		if dest == "" {
+			if m := shipperDestRE.FindStringSubmatch(l); m != nil {
+				dest = orWord(m[1], orWord(m[2], m[3]))
+			}
+		}
+	}
+	if retries == 0 {
+		return "", "", "", ""
+	}
+	what := "its destination"
+	if dest != "" {
+		what = "its destination " + dest
+	}
+	if refusal != "" {
+		why = fmt.Sprintf("%s refuses its writes (%s) and it keeps the data it could not send in memory to retry (%s)", what, refusal, plural(retries, "retry", "retries"))
+		if strings.Contains(refusal, "429") || strings.Contains(strings.ToLower(refusal), "rejected") || strings.Contains(refusal, "TooMany") {
+			why = fmt.Sprintf("%s throttles its writes (%s) and it keeps the data it could not send in memory to retry (%s)", what, refusal, plural(retries, "retry", "retries"))
+		}
+	} else {
+		why = fmt.Sprintf("it cannot send to %s and keeps the data in memory to retry (%s)", what, plural(retries, "retry", "retries"))
+	}
+	for _, l := range lines {
+		if line == "" && shipperRetryRE.MatchString(l) {
+			line = l
+		}
+	}
+	return why, dest, refusal, line
 }
 
 var xmxRE = regexp.MustCompile(`-Xmx(\d+)([kKmMgGtT]?)\b`)

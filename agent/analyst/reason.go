@@ -221,8 +221,23 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 		kept = append(kept, h)
 	}
 	a.Hypotheses = kept
-	a.Healthy = len(kept) == 0 || kept[0].Score < healthyBar || subjectHealthy(kept, sc)
+	a.Healthy = len(kept) == 0 || kept[0].Score < healthyBar || subjectHealthy(current(kept), sc)
 	return a
+}
+
+// current leaves out the hypotheses under the no-fault bar whose findings
+// are all history (a lone readiness failure of a pod ready since): they
+// do not say the subject is failing now, so they do not keep a question's
+// healthy subject from being answered healthy.
+func current(hs []*Hypothesis) []*Hypothesis {
+	out := make([]*Hypothesis, 0, len(hs))
+	for _, h := range hs {
+		if h.Score < healthyBar && len(h.Primary) > 0 && !slices.ContainsFunc(h.Primary, func(f *Finding) bool { return f.fact("resolved") == "" }) {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // relevance weighs a hypothesis by how it bears on the service and
@@ -677,6 +692,11 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 			if h.elsewhere {
 				reason = fmt.Sprintf("a failure elsewhere that does not bear on %s (score %.2f): %s", what, h.Score, h.top().Summary)
 				nearby = append(nearby, hypothesisLabel(h))
+				// What was seen nearby is evidence of the answer too: the
+				// loud failures are there, and they are not the subject's.
+				if len(nearby) <= 3 {
+					r.RootCause.Evidence = append(r.RootCause.Evidence, fmt.Sprintf("nearby, not involving %s: %s", what, h.top().Summary))
+				}
 			}
 			r.RuledOut = append(r.RuledOut, finding.RuledOut{Hypothesis: hypothesisLabel(h), Reason: reason})
 			if len(r.RuledOut) >= 5 {
@@ -693,6 +713,10 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		}
 		r.Recommendations = []finding.Recommendation{
 			{Priority: finding.PriorityLow, Action: "No action needed on the evidence gathered; if the symptom persists, widen the time window or enable the missing data sources listed in data_gaps."},
+		}
+		if len(nearby) > 0 {
+			r.Recommendations = append([]finding.Recommendation{{Priority: finding.PriorityMedium,
+				Action: fmt.Sprintf("Handle the failures nearby on their own, apart from %s: %s", what, strings.Join(nearby, "; "))}}, r.Recommendations...)
 		}
 		r.Normalize()
 		return r

@@ -34,7 +34,7 @@ var holdoutFloors = map[string]int{
 	"holdout16": 12,
 	"holdout17": 12,
 	"holdout18": 12,
-	"holdout19": 11,
+	"holdout19": 12,
 	"holdout20": 12,
 	"holdout21": 8,
 }
