@@ -98,13 +98,7 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 			if t.Incident == 0 {
 				continue
 			}
-			line := ""
-			for _, l := range []string{t.Example, t.Last} {
-				if l != "" && staleCredentialRE.MatchString(l) {
-					line = l
-					break
-				}
-			}
+			line := templateLine(t, staleCredentialRE)
 			if line == "" {
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
 )
 
@@ -80,6 +81,17 @@ func eventLines(ev *Gathered, re *regexp.Regexp) []timedLine {
 		return a.Before(b)
 	})
 	return out
+}
+
+// templateLine is the template's example or, failing that, its last
+// line, whichever first matches re; "" when neither does.
+func templateLine(t analysis.LogTemplate, re *regexp.Regexp) string {
+	for _, l := range []string{t.Example, t.Last} {
+		if l != "" && re.MatchString(l) {
+			return l
+		}
+	}
+	return ""
 }
 
 // eventTimeKeys are the fields of a JSON event that hold its time.

@@ -113,13 +113,7 @@ func detectReadOnlyWrites(ev *Gathered, _ []Finding) []Finding {
 			if t.Incident == 0 {
 				continue
 			}
-			line := ""
-			for _, l := range []string{t.Example, t.Last} {
-				if l != "" && readOnlyWriteRE.MatchString(l) {
-					line = l
-					break
-				}
-			}
+			line := templateLine(t, readOnlyWriteRE)
 			if line == "" {
 				continue
 			}
