@@ -35,12 +35,7 @@ var hotKey = &mechanism{
 		if f.Kind != KindThrottling && f.Kind != KindErrorRate && f.Kind != KindLogErrors {
 			return false
 		}
-		for _, c := range strings.Split(h.fact("callers"), ", ") {
-			if c != "" && (f.Subject == c || f.fact("caller") == c) {
-				return true
-			}
-		}
-		return f.Subject == h.Subject
+		return fromCaller(h, f) || f.Subject == h.Subject
 	},
 	// A change of a caller that sends its traffic to the table (a deploy
 	// naming it, a feature flag of the caller) concentrates it.

@@ -25,18 +25,11 @@ import (
 const KindKMSKey Kind = "kms_key"
 
 var kmsKey = &mechanism{
-	kind:   KindKMSKey,
-	class:  classCause,
-	label:  "encryption key disabled or pending deletion",
-	detect: detectKMSKeys,
-	related: func(h *Hypothesis, f *Finding) bool {
-		for _, c := range strings.Split(h.fact("callers"), ", ") {
-			if c != "" && (f.Subject == c || f.fact("caller") == c) {
-				return true
-			}
-		}
-		return false
-	},
+	kind:    KindKMSKey,
+	class:   classCause,
+	label:   "encryption key disabled or pending deletion",
+	detect:  detectKMSKeys,
+	related: fromCaller,
 	// Only a change to the key (disabled, scheduled for deletion, its
 	// policy) triggers its refusals.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {

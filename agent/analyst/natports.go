@@ -31,12 +31,7 @@ var natPorts = &mechanism{
 	label:  "NAT gateway source ports exhausted",
 	detect: detectNATPorts,
 	related: func(h *Hypothesis, f *Finding) bool {
-		for _, c := range strings.Split(h.fact("callers"), ", ") {
-			if c != "" && (f.Subject == c || f.fact("caller") == c) {
-				return true
-			}
-		}
-		return natVictim(f) && slices.Contains(strings.Split(h.fact("destinations"), ", "), f.Subject)
+		return fromCaller(h, f) || natVictim(f) && slices.Contains(strings.Split(h.fact("destinations"), ", "), f.Subject)
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)

@@ -115,6 +115,17 @@ func (h *Hypothesis) fact(k string) string {
 	return ""
 }
 
+// fromCaller reports whether f is of one of the callers the hypothesis
+// lists in its "callers" fact: its subject, or the caller it names.
+func fromCaller(h *Hypothesis, f *Finding) bool {
+	for _, c := range strings.Split(h.fact("callers"), ", ") {
+		if c != "" && (f.Subject == c || f.fact("caller") == c) {
+			return true
+		}
+	}
+	return false
+}
+
 // uses reports whether f is part of h.
 func (h *Hypothesis) uses(f *Finding) bool {
 	return slices.Contains(h.Primary, f) || slices.Contains(h.Support, f) || h.Trigger == f

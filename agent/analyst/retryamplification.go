@@ -45,18 +45,11 @@ var (
 )
 
 var retryAmplification = &mechanism{
-	kind:   KindRetryStorm,
-	class:  classCause,
-	label:  "retry amplification (stacked retries overload the callee)",
-	detect: detectRetryAmplification,
-	related: func(h *Hypothesis, f *Finding) bool {
-		for _, c := range strings.Split(h.fact("callers"), ", ") {
-			if c != "" && (f.Subject == c || f.fact("caller") == c) {
-				return true
-			}
-		}
-		return false
-	},
+	kind:    KindRetryStorm,
+	class:   classCause,
+	label:   "retry amplification (stacked retries overload the callee)",
+	detect:  detectRetryAmplification,
+	related: fromCaller,
 	// A deploy or restart of the callee is the blip the retries
 	// amplified; a change of the retries themselves sets them.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
