@@ -81,15 +81,7 @@ func detectIngressPorts(ev *Gathered, _ []Finding) []Finding {
 			}
 			found = append(found, &bad{svc: b.Service.Name, port: port, paths: []string{path}, ports: strings.Join(ports, ", ")})
 		}
-		check(ing.Spec.DefaultBackend, "its default backend")
-		for _, r := range ing.Spec.Rules {
-			if r.HTTP == nil {
-				continue
-			}
-			for _, p := range r.HTTP.Paths {
-				check(&p.Backend, strings.TrimSpace(r.Host+orWord(p.Path, "/")))
-			}
-		}
+		eachIngressBackend(ing, check)
 		for _, b := range found {
 			f := Finding{Kind: KindIngressPort, Subject: b.svc, Object: "ingress " + ing.Namespace + "/" + ing.Name, Namespace: ing.Namespace,
 				Source: SrcKubernetes, Severity: SevCritical, Weight: 0.9, Time: ev.Window.Start, Related: []string{ing.Name}}

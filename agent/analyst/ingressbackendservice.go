@@ -94,15 +94,7 @@ func detectIngressServices(ev *Gathered, _ []Finding) []Finding {
 			}
 			found = append(found, &bad{svc: b.Service.Name, paths: []string{path}})
 		}
-		check(ing.Spec.DefaultBackend, "its default backend")
-		for _, r := range ing.Spec.Rules {
-			if r.HTTP == nil {
-				continue
-			}
-			for _, p := range r.HTTP.Paths {
-				check(&p.Backend, strings.TrimSpace(r.Host+orWord(p.Path, "/")))
-			}
-		}
+		eachIngressBackend(ing, check)
 		for _, b := range found {
 			line, at := controllerSaysMissing(ev.Logs, ing.Namespace, b.svc)
 			if line == "" && len(have) < 2 {
@@ -178,4 +170,19 @@ func likelyService(backend, ingress string, have []string) string {
 		return ingress
 	}
 	return ""
+}
+
+// eachIngressBackend calls visit with each backend of the Ingress and
+// where it routes from: its default backend ("its default backend"),
+// then each rule's paths ("shop.example.com/api").
+func eachIngressBackend(ing *networkingv1.Ingress, visit func(b *networkingv1.IngressBackend, path string)) {
+	visit(ing.Spec.DefaultBackend, "its default backend")
+	for _, r := range ing.Spec.Rules {
+		if r.HTTP == nil {
+			continue
+		}
+		for _, p := range r.HTTP.Paths {
+			visit(&p.Backend, strings.TrimSpace(r.Host+orWord(p.Path, "/")))
+		}
+	}
 }
