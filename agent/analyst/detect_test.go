@@ -426,3 +426,19 @@ func TestClassifyMetric(t *testing.T) {
 		}
 	}
 }
+
+// oneFinding checks that a detector found exactly one finding when want,
+// none otherwise, and returns it, with whether there is one to check.
+func oneFinding(t *testing.T, fs []Finding, want bool) (Finding, bool) {
+	t.Helper()
+	if !want {
+		if len(fs) != 0 {
+			t.Fatalf("want no finding, got %+v", fs)
+		}
+		return Finding{}, false
+	}
+	if len(fs) != 1 {
+		t.Fatalf("want one finding, got %d: %+v", len(fs), fs)
+	}
+	return fs[0], true
+}

@@ -64,16 +64,10 @@ func TestDetectKMSKey(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ev := &Gathered{Logs: append([]LogSet{minedSet("documents-api", false, 0, c.lines...)}, c.extra...), Commands: c.cmds, Window: win}
 			fs := detectKMSKeys(ev, nil)
-			if c.key == "" {
-				if len(fs) != 0 {
-					t.Fatalf("want no finding, got %+v", fs)
-				}
+			f, ok := oneFinding(t, fs, c.key != "")
+			if !ok {
 				return
 			}
-			if len(fs) != 1 {
-				t.Fatalf("want one finding, got %+v", fs)
-			}
-			f := fs[0]
 			if f.Subject != c.key || f.fact("state") != c.state || f.fact("callers") != "documents-api" || c.ops != "" && !strings.Contains(f.fact("operations"), "PutObject") && !strings.Contains(f.fact("operations"), "GetObject") || f.fact("actor") != c.actor {
 				t.Errorf("subject %q state %q callers %q ops %q actor %q; want %q %q documents-api %q %q", f.Subject, f.fact("state"), f.fact("callers"), f.fact("operations"), f.fact("actor"), c.key, c.state, c.ops, c.actor)
 			}

@@ -69,16 +69,10 @@ func TestResourceAlarms(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			fs := detectResourceAlarms(&Gathered{Logs: c.sets, Window: win}, nil)
-			if c.subject == "" {
-				if len(fs) != 0 {
-					t.Fatalf("want no finding, got %+v", fs)
-				}
+			f, ok := oneFinding(t, fs, c.subject != "")
+			if !ok {
 				return
 			}
-			if len(fs) != 1 {
-				t.Fatalf("want one finding, got %d: %+v", len(fs), fs)
-			}
-			f := fs[0]
 			if f.Subject != c.subject || f.fact("host") != c.host || f.fact("resource") != c.resource || f.fact("clients") != c.clients {
 				t.Errorf("subject %q host %q resource %q clients %q; want %q %q %q %q", f.Subject, f.fact("host"), f.fact("resource"), f.fact("clients"), c.subject, c.host, c.resource, c.clients)
 			}
