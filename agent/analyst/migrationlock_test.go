@@ -4,12 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/rootcause/rootcause/agent"
 	"github.com/rootcause/rootcause/agent/evidence"
-	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/tools"
 )
 
@@ -224,25 +222,7 @@ Events:
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fsys := fstest.MapFS{
-				"bundle.json":            {Data: []byte(`{"captured_at":"` + now.Format(time.RFC3339) + `"}`)},
-				"kubernetes/session.txt": {Data: []byte(c.session)},
-			}
-			b, err := bundle.Open(fsys, "test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cat := tools.Builtin()
-			toolkit := cat.DefaultToolkit(tools.AgentInvestigation)
-			sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: b.Sources(now)}, Toolkit: toolkit}
-			res, err := New(Options{}).Investigate(context.Background(), &agent.Request{
-				Agent:   agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
-				Message: "claims-svc pods are stuck in Init since the release, why?",
-				Context: map[string]string{"service": "claims-svc", "namespace": "claims"},
-			}, &lockRun{sess: sess})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := investigateSession(t, now, c.session, "claims-svc pods are stuck in Init since the release, why?", "claims-svc", "claims")
 			if len(res.Candidates) == 0 || res.Candidates[0].Kind != string(KindMigrationLock) || res.Candidates[0].Subject != "claims-svc" {
 				t.Fatalf("candidates %+v, want the migration lock of claims-svc first; root cause %q", res.Candidates, res.RootCause.Description)
 			}
