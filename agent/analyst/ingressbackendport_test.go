@@ -4,10 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rootcause/rootcause/agent/evidence/kubetext"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 )
 
 const ingressPage = `$ kubectl describe ingress storefront -n web
@@ -66,16 +62,7 @@ storefront   ClusterIP   10.12.7.201   <none>        80/TCP,9090/TCP   412d
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := kubetext.Parse([]byte(c.session), now)
-			ev := &Gathered{Window: Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}}
-			for _, o := range res.Objects {
-				switch x := o.(type) {
-				case *networkingv1.Ingress:
-					ev.K8s.Ingresses = append(ev.K8s.Ingresses, *x)
-				case *corev1.Service:
-					ev.K8s.Services = append(ev.K8s.Services, ServiceState{Service: *x})
-				}
-			}
+			ev := ingressEvidence(c.session, now)
 			if len(ev.K8s.Ingresses) != 1 || len(ev.K8s.Services) != 1 {
 				t.Fatalf("read %d ingresses, %d services", len(ev.K8s.Ingresses), len(ev.K8s.Services))
 			}

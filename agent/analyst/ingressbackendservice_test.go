@@ -67,16 +67,7 @@ Endpoints:         10.42.1.40:8080
 		t.Run(c.name, func(t *testing.T) {
 			page := strings.NewReplacer("%s", c.class).Replace(ingressMissingPage[:strings.Index(ingressMissingPage, "Default")]) +
 				strings.ReplaceAll(ingressMissingPage[strings.Index(ingressMissingPage, "Default"):], "%s", c.backend)
-			res := kubetext.Parse([]byte(page+c.session), now)
-			ev := &Gathered{Window: Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}}
-			for _, o := range res.Objects {
-				switch x := o.(type) {
-				case *networkingv1.Ingress:
-					ev.K8s.Ingresses = append(ev.K8s.Ingresses, *x)
-				case *corev1.Service:
-					ev.K8s.Services = append(ev.K8s.Services, ServiceState{Service: *x})
-				}
-			}
+			ev := ingressEvidence(page+c.session, now)
 			if len(ev.K8s.Ingresses) != 1 || len(ev.K8s.Services) == 0 {
 				t.Fatalf("read %d ingresses, %d services", len(ev.K8s.Ingresses), len(ev.K8s.Services))
 			}
@@ -103,4 +94,20 @@ Endpoints:         10.42.1.40:8080
 			}
 		})
 	}
+}
+
+// ingressEvidence is the Ingresses and Services a kubectl session shows,
+// in a window of the hour before now.
+func ingressEvidence(session string, now time.Time) *Gathered {
+	res := kubetext.Parse([]byte(session), now)
+	ev := &Gathered{Window: Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}}
+	for _, o := range res.Objects {
+		switch x := o.(type) {
+		case *networkingv1.Ingress:
+			ev.K8s.Ingresses = append(ev.K8s.Ingresses, *x)
+		case *corev1.Service:
+			ev.K8s.Services = append(ev.K8s.Services, ServiceState{Service: *x})
+		}
+	}
+	return ev
 }
