@@ -7,6 +7,7 @@ import (
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/finding"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -441,4 +442,19 @@ func oneFinding(t *testing.T, fs []Finding, want bool) (Finding, bool) {
 		t.Fatalf("want one finding, got %d: %+v", len(fs), fs)
 	}
 	return fs[0], true
+}
+
+// explain checks that m's description of h says each of says, and returns
+// what m recommends for h.
+func explain(t *testing.T, name string, m *mechanism, h *Hypothesis, says []string) []finding.Recommendation {
+	t.Helper()
+	d := m.describe(h, Scope{})
+	for _, s := range says {
+		if !strings.Contains(d, s) {
+			t.Errorf("%s: description %q does not say %q", name, d, s)
+		}
+	}
+	r := &recommender{h: h}
+	m.recommend(h, Scope{}, r)
+	return r.recs
 }

@@ -95,16 +95,9 @@ func TestDetectGCPauses(t *testing.T) {
 			continue
 		}
 		h := &Hypothesis{Kind: KindGCPressure, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := gcPressure.describe(h, Scope{})
-		for _, s := range c.says {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description %q does not say %q", c.name, d, s)
-			}
-		}
-		r := &recommender{h: h}
-		gcPressure.recommend(h, Scope{}, r)
-		if len(r.recs) == 0 || !strings.Contains(r.recs[0].Action, "heap") {
-			t.Errorf("%s: recommendations %v", c.name, r.recs)
+		recs := explain(t, c.name, gcPressure, h, c.says)
+		if len(recs) == 0 || !strings.Contains(recs[0].Action, "heap") {
+			t.Errorf("%s: recommendations %v", c.name, recs)
 		}
 	}
 }
