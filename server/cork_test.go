@@ -196,15 +196,12 @@ func TestCorkContextOnlyForCorkConns(t *testing.T) {
 // arrives whole, in order, with its headers.
 func TestLargeEffectiveConfigThroughCork(t *testing.T) {
 	h := newHarness(t)
-	ctx := context.Background()
 	for _, node := range []string{"acme", "platform", "payments"} {
 		agents := map[string]any{}
 		for i := range 100 {
 			agents[fmt.Sprintf("custom_%s_%03d", node, i)] = map[string]any{"prompt": strings.Repeat("investigate carefully ", 22), "timeout": 60 + i}
 		}
-		if _, err := h.db.PatchNodeConfig(ctx, node, map[string]any{"agents": agents}, db.Actor{ID: "test"}, nil); err != nil {
-			t.Fatal(err)
-		}
+		setAgents(t, h, node, agents)
 	}
 	plain := h.do(req{path: "/api/v1/config/me/effective", token: "payments-read", header: map[string]string{"Accept-Encoding": "identity"}})
 	if plain.status != 200 || len(plain.body) < 100<<10 {
@@ -218,11 +215,7 @@ func TestLargeEffectiveConfigThroughCork(t *testing.T) {
 	}
 
 	// The harness serves through CorkListener and CorkContext.
-	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialHarness(t, h)
 	type ask struct {
 		path, token, extra string
 		status             int
@@ -295,14 +288,8 @@ func TestLargeAnswerOneServerWrite(t *testing.T) {
 	for i := range 100 {
 		agents[fmt.Sprintf("custom_%03d", i)] = map[string]any{"prompt": strings.Repeat("investigate carefully ", 22)}
 	}
-	if _, err := h.db.PatchNodeConfig(context.Background(), "payments", map[string]any{"agents": agents}, db.Actor{ID: "test"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	setAgents(t, h, "payments", agents)
+	c := dialHarness(t, h)
 	br := bufio.NewReader(c)
 	request := []byte("GET /api/v1/config/me/raw HTTP/1.1\r\nHost: rootcause\r\nAuthorization: Bearer " + h.tokens["payments-read"] + "\r\n\r\n")
 	fewest, size := 1<<30, int64(0)
@@ -413,14 +400,8 @@ func TestEffectiveConfigHeadersOnTheWire(t *testing.T) {
 		sum := sha256.Sum256([]byte(strconv.Itoa(i)))
 		agents[fmt.Sprintf("custom_%03d", i)] = map[string]any{"prompt": "investigate carefully " + hex.EncodeToString(sum[:])}
 	}
-	if _, err := h.db.PatchNodeConfig(context.Background(), "payments", map[string]any{"agents": agents}, db.Actor{ID: "test"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	setAgents(t, h, "payments", agents)
+	c := dialHarness(t, h)
 	br := bufio.NewReader(c)
 	// raw sends one request and returns its answer's header lines (the
 	// status line first) and body.
@@ -504,4 +485,24 @@ func TestEffectiveConfigHeadersOnTheWire(t *testing.T) {
 			t.Fatalf("%s: If-None-Match: %q", accept, lines304)
 		}
 	}
+}
+
+// setAgents writes a team's custom agents into its node config.
+func setAgents(t *testing.T, h *harness, node string, agents map[string]any) {
+	t.Helper()
+	if _, err := h.db.PatchNodeConfig(context.Background(), node, map[string]any{"agents": agents}, db.Actor{ID: "test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dialHarness opens a connection to the harness's server, through its
+// CorkListener, closed when the test ends.
+func dialHarness(t *testing.T, h *harness) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
