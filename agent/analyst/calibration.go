@@ -90,6 +90,28 @@ var calibrationRules = []calibrationRule{
 	{"image pull without the registry's answer", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindImagePull && pullProblem(pullMessage(w)) == "" && w.fact("pull_secret") == ""
 	}},
+	// Credentials refused by the registry, with neither the pull secrets
+	// the pods use nor their ServiceAccount read: the refusal says the
+	// pull is not authorized, not which credential is missing or wrong
+	// (a change of the registry, the image or the pull secrets would say
+	// it; a change of anything else does not).
+	{"pull refused without the credentials read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindImagePull && !credentialChange(w.Trigger) && pullProblem(pullMessage(w)) == pullNoCredentials &&
+			w.fact("pull_secret") == "" && w.fact("pull_sa") == ""
+	}},
+	// A disk found filling with nothing read of what fills it (no path and
+	// workload from du or ls, no writer, no change): the alert is borne
+	// out, its root is one hop further.
+	{"disk filling without what fills it", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindDiskClaim && w.fact("real") != "" && w.Trigger == nil &&
+			w.fact("filler_workload") == "" && w.fact("writer") == ""
+	}},
+	// Lookups timing out at a resolver, with nothing read of the resolver
+	// itself beyond the same timeouts (its throttling, its limits, its
+	// node) and no change: the callers show the resolver slow, not why.
+	{"resolver timeouts without the resolver's own why", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindResolverTimeout && w.Trigger == nil && !resolverWhy(w)
+	}},
 	// A dependency blamed on its callers' reports and its own metrics only
 	// (its latency, its CPU): they show it slow or failing, not why; its
 	// own log or state, which would say, was not read.
@@ -245,4 +267,30 @@ func ownStateOrLog(h *Hypothesis) bool {
 		}
 	}
 	return false
+}
+
+// resolverWhy reports whether a resolver's timeouts come with a finding of
+// the resolver's own (its pods throttled, restarted, a limit of its node)
+// other than more timeouts.
+func resolverWhy(h *Hypothesis) bool {
+	for _, f := range h.Support {
+		switch f.Kind {
+		case KindTimeout, KindDNS, KindResolverTimeout:
+			continue
+		}
+		if strings.EqualFold(f.Subject, h.Subject) || slices.Contains(f.Related, h.Subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// credentialChangeRE is a change that says what a pull's credentials
+// became: another registry or image, a pull secret, a token.
+var credentialChangeRE = regexp.MustCompile(`(?i)registr|image|pull|secret|credential|token`)
+
+// credentialChange reports whether c, a hypothesis's trigger, is a change
+// of what a pull authenticates with.
+func credentialChange(c *Finding) bool {
+	return c != nil && (c.fact("image") != "" || credentialChangeRE.MatchString(c.fact("description")+" "+c.Summary))
 }

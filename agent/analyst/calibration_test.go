@@ -25,6 +25,8 @@ func TestCalibrate(t *testing.T) {
 		Facts: map[string]string{"caller": "ledger-api", "line": `ts=2026-05-04T16:36:13.460Z level=error msg="query failed" err="pq: sorry, too many clients already"`}}
 	pullNotFound := &Finding{Kind: KindImagePull, Subject: "api", Source: SrcEvents, Time: t0, Weight: 0.85,
 		Facts: map[string]string{"message": `Failed to pull image "registry.acme.dev/api:2.1": rpc error: code = NotFound desc = failed to pull and unpack image "registry.acme.dev/api:2.1": failed to resolve reference "registry.acme.dev/api:2.1": registry.acme.dev/api:2.1: not found`}}
+	pullRefused := &Finding{Kind: KindImagePull, Subject: "api", Source: SrcEvents, Time: t0, Weight: 0.85,
+		Facts: map[string]string{"message": `Failed to pull image "harbor.acme.dev/media/api:4.2.0": failed to pull and unpack image "harbor.acme.dev/media/api:4.2.0": failed to resolve reference "harbor.acme.dev/media/api:4.2.0": unexpected status from HEAD request to https://harbor.acme.dev/v2/media/api/manifests/4.2.0: 401 Unauthorized`}}
 	callerTimeout := &Finding{Kind: KindTimeout, Subject: "fraud-check", Source: SrcLogs, Time: t0, Weight: 0.8, Facts: map[string]string{"caller": "order-api"}}
 	cases := []struct {
 		name  string
@@ -112,6 +114,24 @@ func TestCalibrate(t *testing.T) {
 				Facts: map[string]string{"failover_at": "14:21:05", "errors_from": "14:21:17"}}}, f(KindTimeout, "inventory-db", SrcLogs))}}, full, 95, 95, ""},
 		{"already below the cap",
 			&Analysis{Hypotheses: []*Hypothesis{hyp(KindLocalized, "web", 0.6, []*Finding{f(KindLocalized, "web", SrcMetrics)})}}, full, 55, 55, "localized only"},
+		{"a pull refused with no credentials read",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindImagePull, "api", 0.9, []*Finding{pullRefused, f(KindImagePull, "api", SrcKubernetes)})}}, full, 95, 70, "pull refused without the credentials read"},
+		{"a pull refused with its ServiceAccount read",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindImagePull, "api", 0.9, []*Finding{pullRefused, {Kind: KindImagePull, Subject: "api", Source: SrcKubernetes, Facts: map[string]string{"pull_sa": "default"}}})}}, full, 95, 95, ""},
+		{"a pull refused after the images moved registry",
+			&Analysis{Hypotheses: []*Hypothesis{{Kind: KindImagePull, Subject: "api", Score: 0.9, Onset: t0, Primary: []*Finding{pullRefused, f(KindImagePull, "api", SrcKubernetes)},
+				Trigger: &Finding{Kind: KindDeploy, Subject: "api", Source: SrcChanges, Summary: "api 4.2.0: images now published to acme.azurecr.io"}}}}, full, 95, 95, ""},
+		{"a pull refused after a change of something else",
+			&Analysis{Hypotheses: []*Hypothesis{{Kind: KindImagePull, Subject: "api", Score: 0.9, Onset: t0, Primary: []*Finding{pullRefused, f(KindImagePull, "api", SrcKubernetes)},
+				Trigger: &Finding{Kind: KindInfraChange, Subject: "api", Source: SrcChanges, Summary: "api moved to namespace apps-v2"}}}}, full, 95, 70, "pull refused without the credentials read"},
+		{"a disk filling with nothing read of what fills it",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindDiskClaim, "node-1", 0.9, []*Finding{{Kind: KindDiskClaim, Subject: "node-1", Source: SrcMetrics, Facts: map[string]string{"real": "yes", "filler_path": "/var/lib/kubelet/pods/1e82/volumes"}}})}}, full, 84, 70, "disk filling without what fills it"},
+		{"a disk filled by a named workload",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindDiskClaim, "node-1", 0.9, []*Finding{{Kind: KindDiskClaim, Subject: "node-1", Source: SrcMetrics, Facts: map[string]string{"real": "yes", "filler_workload": "inventory-sync"}}})}}, full, 84, 84, ""},
+		{"resolver timeouts with nothing of the resolver itself",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindResolverTimeout, "coredns", 0.9, []*Finding{f(KindResolverTimeout, "coredns", SrcLogs)}, f(KindTimeout, "coredns", SrcLogs))}}, full, 84, 70, "resolver timeouts without the resolver's own why"},
+		{"resolver timeouts with the resolver throttled",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindResolverTimeout, "coredns", 0.9, []*Finding{f(KindResolverTimeout, "coredns", SrcLogs)}, f(KindCPUThrottling, "coredns", SrcMetrics))}}, full, 90, 90, ""},
 		{"a healthy verdict is left alone",
 			&Analysis{Healthy: true, Hypotheses: []*Hypothesis{hyp(KindLocalized, "web", 0.2, []*Finding{f(KindLocalized, "web", SrcMetrics)})}}, answerShape{}, 13, 13, ""},
 	}

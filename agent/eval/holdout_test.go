@@ -36,7 +36,7 @@ var holdoutFloors = map[string]int{
 	"holdout18": 12,
 	"holdout19": 12,
 	"holdout20": 12,
-	"holdout21": 8,
+	"holdout21": 12,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
