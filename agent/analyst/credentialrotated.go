@@ -92,36 +92,27 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 	clients := map[string]*client{}
 	var user string
 	var serverFirst time.Time
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
+	for x := range incidentMatches(ev, staleCredentialRE) {
+		set, t, line := x.set, x.t, x.line
+		at := orTime(t.FirstSeen, t.FirstIncident)
+		if hostRole(*set) != "" || set.Origin == SrcCloudWatch && strings.Contains(set.Source, "/rds/") {
+			// The server's own log: who it refuses.
+			serverFirst = earliest(serverFirst, at)
+			if m := refusedUserRE.FindStringSubmatch(line); m != nil && user == "" {
+				user = m[1]
 			}
-			line := templateLine(t, staleCredentialRE)
-			if line == "" {
-				continue
-			}
-			at := orTime(t.FirstSeen, t.FirstIncident)
-			if hostRole(*set) != "" || set.Origin == SrcCloudWatch && strings.Contains(set.Source, "/rds/") {
-				// The server's own log: who it refuses.
-				serverFirst = earliest(serverFirst, at)
-				if m := refusedUserRE.FindStringSubmatch(line); m != nil && user == "" {
-					user = m[1]
-				}
-				continue
-			}
-			c := clients[set.Subject]
-			if c == nil {
-				c = &client{ns: set.Namespace}
-				clients[set.Subject] = c
-			}
-			c.first = earliest(c.first, at)
-			c.last = latest(c.last, t.LastSeen)
-			c.n += t.Incident
-			if c.line == "" || RootCauseScore(line) > RootCauseScore(c.line) {
-				c.line = line
-			}
+			continue
+		}
+		c := clients[set.Subject]
+		if c == nil {
+			c = &client{ns: set.Namespace}
+			clients[set.Subject] = c
+		}
+		c.first = earliest(c.first, at)
+		c.last = latest(c.last, t.LastSeen)
+		c.n += t.Incident
+		if c.line == "" || RootCauseScore(line) > RootCauseScore(c.line) {
+			c.line = line
 		}
 	}
 	if len(clients) == 0 {

@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"encoding/json"
+	"iter"
 	"regexp"
 	"sort"
 	"strings"
@@ -92,6 +93,31 @@ func templateLine(t analysis.LogTemplate, re *regexp.Regexp) string {
 		}
 	}
 	return ""
+}
+
+// templateMatch is a log template with its line that matched.
+type templateMatch struct {
+	set  *LogSet
+	t    analysis.LogTemplate
+	line string
+}
+
+// incidentMatches yields the gathered log templates seen during the
+// incident whose example or last line matches re, with that line.
+func incidentMatches(ev *Gathered, re *regexp.Regexp) iter.Seq[templateMatch] {
+	return func(yield func(templateMatch) bool) {
+		for i := range ev.Logs {
+			set := &ev.Logs[i]
+			for _, t := range set.Templates {
+				if t.Incident == 0 {
+					continue
+				}
+				if line := templateLine(t, re); line != "" && !yield(templateMatch{set, t, line}) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // eventTimeKeys are the fields of a JSON event that hold its time.

@@ -107,41 +107,32 @@ func detectReadOnlyWrites(ev *Gathered, _ []Finding) []Finding {
 	var f *Finding
 	var clients []string
 	var last time.Time // the last refused write
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
+	for x := range incidentMatches(ev, readOnlyWriteRE) {
+		set, t, line := x.set, x.t, x.line
+		if f == nil {
+			f = &Finding{Kind: KindReadOnlyDB, Namespace: set.Namespace, Source: set.Origin, Time: orTime(t.FirstIncident, t.FirstSeen),
+				Severity: SevCritical, Weight: 0.8, Object: set.Origin + " " + set.Source}
+		}
+		f.Time = earliest(f.Time, orTime(t.FirstIncident, t.FirstSeen))
+		f.addCount(t.Incident)
+		// A host log named after a client is the client's: the
+		// server is the source whose lines show a database.
+		server := hostRole(*set) != ""
+		if !server {
+			last = latest(last, t.LastSeen)
+		}
+		if !server {
+			clients = appendNew(clients, set.Subject)
+			if f.fact("line") == "" || RootCauseScore(line) > RootCauseScore(f.fact("line")) {
+				delete(f.Facts, "line")
+				f.setFact("line", line)
 			}
-			line := templateLine(t, readOnlyWriteRE)
-			if line == "" {
-				continue
-			}
-			if f == nil {
-				f = &Finding{Kind: KindReadOnlyDB, Namespace: set.Namespace, Source: set.Origin, Time: orTime(t.FirstIncident, t.FirstSeen),
-					Severity: SevCritical, Weight: 0.8, Object: set.Origin + " " + set.Source}
-			}
-			f.Time = earliest(f.Time, orTime(t.FirstIncident, t.FirstSeen))
-			f.addCount(t.Incident)
-			// A host log named after a client is the client's: the
-			// server is the source whose lines show a database.
-			server := hostRole(*set) != ""
-			if !server {
-				last = latest(last, t.LastSeen)
-			}
-			if !server {
-				clients = appendNew(clients, set.Subject)
-				if f.fact("line") == "" || RootCauseScore(line) > RootCauseScore(f.fact("line")) {
-					delete(f.Facts, "line")
-					f.setFact("line", line)
-				}
-			} else {
-				f.setFact("host", set.Subject)
-			}
-			f.setFact("engine", readOnlyEngine(line))
-			if len(f.Evidence) < 3 {
-				f.Evidence = append(f.Evidence, templateEvidence(*set, t, line))
-			}
+		} else {
+			f.setFact("host", set.Subject)
+		}
+		f.setFact("engine", readOnlyEngine(line))
+		if len(f.Evidence) < 3 {
+			f.Evidence = append(f.Evidence, templateEvidence(*set, t, line))
 		}
 	}
 	if f == nil {
