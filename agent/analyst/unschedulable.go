@@ -21,10 +21,11 @@ import (
 // The scheduler's message says why (insufficient CPU or memory, taints,
 // node selectors or affinity no node satisfies).
 var unschedulableM = &mechanism{
-	kind:  KindUnschedulable,
-	class: classCause,
-	label: "unschedulable pods",
-	pod:   pendingPod,
+	kind:   KindUnschedulable,
+	class:  classCause,
+	label:  "unschedulable pods",
+	pod:    pendingPod,
+	detect: detectSelectorUnmatched,
 	event: func(e *corev1.Event) (float64, bool) {
 		return 0.85, e.Reason == "FailedScheduling"
 	},
@@ -33,6 +34,13 @@ var unschedulableM = &mechanism{
 		s := h.Subject
 		var d string
 		msg := h.fact("message")
+		if sel := h.fact("selector_unmatched"); sel != "" {
+			d = fmt.Sprintf("%s pods are unschedulable and stay Pending: their node selector requires the node label %s, which no node carries — %s", s, sel, h.fact("selector_why"))
+			if msg != "" {
+				d += fmt.Sprintf(". The scheduler: %s", quote(truncate(msg, 200), 210))
+			}
+			return d
+		}
 		d = fmt.Sprintf("%s pods are unschedulable and stay Pending (FailedScheduling): %s", s, truncate(msg, 220))
 		if why := schedulingWhy(msg); why != "" {
 			d += " — " + why
@@ -54,6 +62,16 @@ var unschedulableM = &mechanism{
 		if hp := h.fact("host_ports"); hp != "" && schedulingBlocks(h.fact("message"), "free ports") {
 			r.high("Free host port %s for %s: drop the hostPort from its pod spec (expose the port through a Service instead) or move it to a port no other pod on the nodes uses%s", hp, s, holderWords(h.fact("port_holder")))
 			r.med("Check every hostPort and hostNetwork workload (DaemonSets first) for the ports a new workload asks for before rolling it out")
+			r.low("Alert on pods Pending for more than a few minutes")
+			return
+		}
+		if sel := h.fact("selector_unmatched"); sel != "" {
+			if in := h.fact("selector_instead"); in != "" {
+				r.high("Fix the node selector of %s: it requires %s, the nodes now carry %s; select on that label (or label the nodes again)", s, sel, in)
+			} else {
+				r.high("Fix the node selector of %s: it requires %s, which no node carries; select on a label the nodes carry, or label (or provision) nodes with it", s, sel)
+			}
+			r.med("Check node selectors and affinity of every workload against the labels of new node pools before replacing a node group")
 			r.low("Alert on pods Pending for more than a few minutes")
 			return
 		}

@@ -149,6 +149,13 @@ func parseCommand(text string, line int) (*command, bool) {
 			i++
 			val, hasVal = words[i], true
 		}
+		if (name == "-L" || name == "--label-columns") && c.flags["-L"] != "" {
+			// -L repeats: kubectl prints the columns of every one.
+			val = c.flags["-L"] + "," + val
+		}
+		if name == "--label-columns" {
+			name = "-L"
+		}
 		c.flags[name] = val
 		switch name {
 		case "-n", "--namespace":
@@ -253,6 +260,17 @@ func (c *command) targets() []target {
 	for _, a := range c.args {
 		w, n, _ := strings.Cut(a, "/")
 		out = append(out, target{kind: kindOf(w), word: w, name: n})
+	}
+	return out
+}
+
+// labelColumns are the label keys of get -L (--label-columns), in order.
+func (c *command) labelColumns() []string {
+	var out []string
+	for _, k := range strings.Split(c.flags["-L"], ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
 	}
 	return out
 }

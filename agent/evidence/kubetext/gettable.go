@@ -96,6 +96,7 @@ func (p *parser) getTable(c *command, out []string, first int) {
 			if l := t.get(row, "LABELS"); !unset(l) {
 				meta.Labels = labelMap([]string{l})
 			}
+			labelColumns(t, row, &meta, c.labelColumns())
 			obj := fn(p, t, row, meta)
 			if obj == nil {
 				p.skip(t.lines[i], c.text, "row not understood")
@@ -120,6 +121,49 @@ func init() {
 		"NetworkPolicy": netpolRow, "PodDisruptionBudget": pdbRow, "ServiceAccount": serviceAccountRow,
 		"Role": roleRow("Role"), "ClusterRole": roleRow("ClusterRole"),
 		"RoleBinding": bindingRow("RoleBinding"), "ClusterRoleBinding": bindingRow("ClusterRoleBinding"),
+	}
+}
+
+// LabelColumnsAnnotation lists the label keys a table printed as columns
+// (kubectl get -L key1,key2), comma-separated: the object carries those of
+// them its Labels hold and none of the others (kubectl leaves the cell
+// empty), which a table without -L cannot tell.
+const LabelColumnsAnnotation = "rootcause.dev/kubectl-label-columns"
+
+// labelColumns reads the columns kubectl get -L adds, one per label key,
+// headed by the key's last path segment in upper case
+// (karpenter.sh/capacity-type prints as CAPACITY-TYPE), after the table's
+// own columns.
+func labelColumns(t *table, row []string, meta *metav1.ObjectMeta, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	var shown []string
+	for _, k := range keys {
+		head := strings.ToUpper(k[strings.LastIndexByte(k, '/')+1:])
+		i := -1
+		for j := len(t.cols) - 1; j >= 0; j-- {
+			if strings.EqualFold(t.cols[j], head) {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			continue
+		}
+		shown = append(shown, k)
+		if i < len(row) && !unset(row[i]) {
+			if meta.Labels == nil {
+				meta.Labels = map[string]string{}
+			}
+			meta.Labels[k] = row[i]
+		}
+	}
+	if len(shown) > 0 {
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		meta.Annotations[LabelColumnsAnnotation] = strings.Join(shown, ",")
 	}
 }
 
