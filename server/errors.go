@@ -173,14 +173,22 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request, v any) {
 // X-Request-Id headers are ignored, so ids are always well-formed and unique
 // and a client cannot inject text into the logs through them.
 func newRequestID() string {
-	var b [32]byte
+	var b [requestIDLen]byte
+	fillRequestID(&b)
+	return string(b[:])
+}
+
+// requestIDLen is the length of a request id.
+const requestIDLen = 32
+
+// fillRequestID writes a fresh request id (newRequestID) into b.
+func fillRequestID(b *[requestIDLen]byte) {
 	const hexd = "0123456789abcdef"
 	a, c := rand.Uint64(), rand.Uint64()
 	for i := range 16 {
 		b[i] = hexd[a>>(60-4*i)&0xf]
 		b[16+i] = hexd[c>>(60-4*i)&0xf]
 	}
-	return string(b[:])
 }
 
 // writeJSON writes v as JSON with status. The body ends with a newline.

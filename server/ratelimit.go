@@ -167,7 +167,7 @@ func (l *rateLimiter) charge(w http.ResponseWriter, id string, class rateClass) 
 		limit = fixedValue(strconv.Itoa(st.limit))
 	}
 	setFixedHeader(w, "X-Ratelimit-Limit", limit)
-	setHeader(w, "X-Ratelimit-Remaining", strconv.Itoa(st.remaining))
+	setIntHeader(w, "X-Ratelimit-Remaining", st.remaining)
 	setFixedHeader(w, "X-Ratelimit-Reset", l.resetHeader(ceilUnix(st.reset)))
 	if !st.allowed {
 		return WithRetryAfter(db.Errorf(db.ERATELIMITED, "rate limit exceeded: %d %s requests per minute", st.limit, class), st.retry)

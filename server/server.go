@@ -53,10 +53,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -404,7 +406,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, local bool) {
 	start := time.Now()
 	st := &requestState{}
 	info := &st.info
-	info.id, info.local, info.log = newRequestID(), local, s.log
+	fillRequestID(&st.id)
+	// The id's text lives in the request's state: the string is made over
+	// bytes written once, above, and never again (requestState is not
+	// reused), and it keeps the state alive for as long as it is held.
+	info.id, info.local, info.log = unsafe.String(&st.id[0], len(st.id)), local, s.log
 	rw := &st.rw
 	rw.ResponseWriter = w
 	h := w.Header()
@@ -442,6 +448,7 @@ type requestState struct {
 	info requestInfo
 	rw   responseWriter
 	ctx  infoContext
+	id   [requestIDLen]byte // the text of info.id
 }
 
 // infoContext is the request's context carrying its requestInfo: what
@@ -470,6 +477,10 @@ type responseWriter struct {
 	// cost no allocation each; fixed values are shared (fixedValue).
 	values  [4]string
 	nvalues int
+	// num backs the text of one per-request number (intValue), written
+	// once; numUsed says it is taken.
+	num     [20]byte
+	numUsed bool
 	// ctx is the request's context, where writeJSONBody finds the
 	// connection's cork (corkOf).
 	ctx context.Context
@@ -486,6 +497,31 @@ func (rw *responseWriter) headerValue(v string) []string {
 	rw.nvalues++
 	rw.values[i] = v
 	return rw.values[i : i+1 : i+1]
+}
+
+// intValue returns the decimal text of n as a header value slice, its
+// text in rw's buffer the first time and allocated after that, so that a
+// string made over the buffer is never written over.
+func (rw *responseWriter) intValue(n int) []string {
+	if rw.numUsed {
+		return rw.headerValue(strconv.Itoa(n))
+	}
+	rw.numUsed = true
+	b := strconv.AppendInt(rw.num[:0], int64(n), 10)
+	if &b[0] != &rw.num[0] { // grown: cannot happen for an int's at most 20 bytes
+		return rw.headerValue(string(b))
+	}
+	return rw.headerValue(unsafe.String(&rw.num[0], len(b)))
+}
+
+// setIntHeader sets the header key (canonical form) to the decimal text
+// of n, without an allocation when w is the server's responseWriter.
+func setIntHeader(w http.ResponseWriter, key string, n int) {
+	if rw, ok := w.(*responseWriter); ok {
+		w.Header()[key] = rw.intValue(n)
+		return
+	}
+	w.Header()[key] = []string{strconv.Itoa(n)}
 }
 
 // setHeader sets the header key, which must be in canonical form
