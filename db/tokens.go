@@ -266,16 +266,61 @@ func validTokenID(id string) bool {
 // lastUsedNoteInterval per token, and written in batches (see
 // FlushLastUsed).
 func (d *DB) Authenticate(ctx context.Context, bearer string) (*Token, error) {
+	rec, now, err := d.authenticate(ctx, bearer)
+	if err != nil {
+		return nil, err
+	}
+	c := rec.copyOut()
+	c.lastUsed = now
+	c.tok.LastUsedAt = &c.lastUsed
+	return &c.tok, nil
+}
+
+// TokenIdentity is what a request's authentication needs of a token: who
+// it is and what it may do.
+type TokenIdentity struct {
+	ID, Kind, Team, Name string
+	Permissions          []string
+}
+
+// IdentityAuthenticator is implemented by a TokenService that can
+// authenticate a bearer token into storage the caller provides.
+type IdentityAuthenticator interface {
+	// AuthenticateIdentity checks bearer exactly as Authenticate does
+	// (same checks, same errors, the same use recorded) and on success
+	// writes the token's identity into dst, its permissions appended to
+	// dst.Permissions[:0]: a copy the caller owns, in the caller's
+	// storage when it is large enough. On an error dst is left as it was.
+	AuthenticateIdentity(ctx context.Context, bearer string, dst *TokenIdentity) error
+}
+
+var _ IdentityAuthenticator = (*DB)(nil)
+
+// AuthenticateIdentity implements IdentityAuthenticator: Authenticate
+// without the copy of the whole token, for the API's every request.
+func (d *DB) AuthenticateIdentity(ctx context.Context, bearer string, dst *TokenIdentity) error {
+	rec, _, err := d.authenticate(ctx, bearer)
+	if err != nil {
+		return err
+	}
+	*dst = TokenIdentity{ID: rec.ID, Kind: rec.Kind, Team: rec.Team, Name: rec.Name,
+		Permissions: append(dst.Permissions[:0], rec.Permissions...)}
+	return nil
+}
+
+// authenticate is Authenticate up to the copy: the token's record (the
+// cache's, never to be modified) and the time of the use it recorded.
+func (d *DB) authenticate(ctx context.Context, bearer string) (*tokenRecord, time.Time, error) {
 	bearer = strings.TrimSpace(bearer)
 	if len(bearer) > 7 && strings.EqualFold(bearer[:7], "bearer ") {
 		bearer = strings.TrimSpace(bearer[7:])
 	}
 	id, secret, ok := strings.Cut(bearer, ".")
 	if !ok || secret == "" || len(secret) > maxSecretLen || d.installKey == nil {
-		return nil, errUnauthorized()
+		return nil, time.Time{}, errUnauthorized()
 	}
 	if id != AdminTokenPrefix && !validTokenID(id) {
-		return nil, errUnauthorized()
+		return nil, time.Time{}, errUnauthorized()
 	}
 	hash := d.hashSecret(secret)
 	now := d.now().UTC()
@@ -283,11 +328,11 @@ func (d *DB) Authenticate(ctx context.Context, bearer string) (*Token, error) {
 		return d.authorize(id, &hash, e.rec, now, e)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	rec, e, err := d.readToken(ctx, id, hash, now)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	return d.authorize(id, &hash, rec, now, e)
 }
@@ -332,30 +377,28 @@ func (d *DB) readToken(ctx context.Context, id string, hash [sha256.Size]byte, n
 // hash: constant-time hash comparison, the id part matching the record,
 // revocation, then expiry (token_expired only once the secret checked out).
 // e is the record's cache entry, nil if it is not cached.
-func (d *DB) authorize(id string, hash *[sha256.Size]byte, rec *tokenRecord, now time.Time, e *authEntry) (*Token, error) {
+// It returns rec and now on success.
+func (d *DB) authorize(id string, hash *[sha256.Size]byte, rec *tokenRecord, now time.Time, e *authEntry) (*tokenRecord, time.Time, error) {
 	if subtle.ConstantTimeCompare(rec.Hash, hash[:]) != 1 {
-		return nil, errUnauthorized()
+		return nil, time.Time{}, errUnauthorized()
 	}
 	if id == AdminTokenPrefix {
 		if rec.Kind != TokenAdmin {
-			return nil, errUnauthorized()
+			return nil, time.Time{}, errUnauthorized()
 		}
 	} else if rec.Kind == TokenAdmin || rec.ID != id {
-		return nil, errUnauthorized()
+		return nil, time.Time{}, errUnauthorized()
 	}
 	if rec.RevokedAt != nil {
-		return nil, errUnauthorized()
+		return nil, time.Time{}, errUnauthorized()
 	}
 	if rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt) {
-		return nil, &Error{Code: ETOKENEXPIRED, Message: "token has expired"}
+		return nil, time.Time{}, &Error{Code: ETOKENEXPIRED, Message: "token has expired"}
 	}
 	if e == nil || e.note(now) {
 		d.touch(rec.ID, now)
 	}
-	c := rec.copyOut()
-	c.lastUsed = now
-	c.tok.LastUsedAt = &c.lastUsed
-	return &c.tok, nil
+	return rec, now, nil
 }
 
 // Authentication cache.

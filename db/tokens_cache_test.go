@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -210,5 +211,43 @@ func TestAuthenticateReturnsACopy(t *testing.T) {
 	clk.Add(time.Hour)
 	if _, err := d.Authenticate(ctx, secret); db.ErrorCode(err) != db.ETOKENEXPIRED {
 		t.Fatalf("after an hour: err = %v, want token_expired", err)
+	}
+}
+
+// AuthenticateIdentity writes the permissions into the caller's storage
+// when it is large enough; they are the caller's to change, and a token
+// revoked is refused on the very next call, though it came from the cache.
+func TestAuthenticateIdentityStorage(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	d := openTree(t, filepath.Join(t.TempDir(), db.FileName), clk.Now)
+	ctx := context.Background()
+	secret, tok, err := d.IssueToken(ctx, db.IssueTokenRequest{Kind: db.TokenTeam, Team: "payments", Write: true, Name: "ci"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{0, 1, 2, 4} {
+		storage := make([]string, 0, size)
+		id := db.TokenIdentity{Permissions: storage}
+		if err := d.AuthenticateIdentity(ctx, secret, &id); err != nil {
+			t.Fatal(err)
+		}
+		if id.ID != tok.ID || id.Kind != db.TokenTeam || id.Team != "payments" || id.Name != "ci" ||
+			!reflect.DeepEqual(id.Permissions, []string{db.PermTeamRead, db.PermTeamWrite}) {
+			t.Fatalf("storage %d: %+v", size, id)
+		}
+		if size >= 2 && &id.Permissions[0] != &storage[:1][0] {
+			t.Errorf("storage of %d: the permissions are not in it", size)
+		}
+		id.Permissions[0] = db.PermAdminWrite // the caller's copy
+	}
+	var id db.TokenIdentity
+	if err := d.AuthenticateIdentity(ctx, secret, &id); err != nil || id.Permissions[0] != db.PermTeamRead {
+		t.Fatalf("after the caller changed its copy: %+v, %v", id, err)
+	}
+	if err := d.RevokeToken(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.AuthenticateIdentity(ctx, secret, &id); db.ErrorCode(err) != db.EUNAUTHORIZED {
+		t.Fatalf("after revoke: %v, want unauthorized", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -168,6 +169,25 @@ func TestAuthenticate(t *testing.T) {
 			}
 			if tt.code == "" && tt.id != "" && tok.ID != tt.id {
 				t.Fatalf("id = %s, want %s", tok.ID, tt.id)
+			}
+			// AuthenticateIdentity answers the same, from the record
+			// and from the cache, and leaves dst alone on an error.
+			for range 2 {
+				id := db.TokenIdentity{ID: "untouched"}
+				err := d.AuthenticateIdentity(ctx, tt.bearer, &id)
+				if db.ErrorCode(err) != tt.code {
+					t.Fatalf("AuthenticateIdentity: err = %v, want code %q", err, tt.code)
+				}
+				if tt.code != "" {
+					if id.ID != "untouched" {
+						t.Fatalf("AuthenticateIdentity wrote %+v on an error", id)
+					}
+					continue
+				}
+				want := db.TokenIdentity{ID: tok.ID, Kind: tok.Kind, Team: tok.Team, Name: tok.Name, Permissions: tok.Permissions}
+				if !reflect.DeepEqual(id, want) {
+					t.Fatalf("AuthenticateIdentity = %+v, Authenticate %+v", id, want)
+				}
 			}
 		})
 	}

@@ -241,19 +241,29 @@ func (s *Server) verifyBearer(r *http.Request) (*Principal, error) {
 		}
 		return p, nil
 	}
-	tok, err := s.cfg.Tokens.Authenticate(ctx, raw)
-	if err != nil {
-		return nil, authError(err)
-	}
-	// The token is the caller's own copy (db.TokenService), so its
-	// permissions slice is taken as is. The principal lives in the
+	// The principal, the token's identity and its permissions live in the
 	// request's state when there is one (one allocation per request).
 	var p *Principal
+	var tok *db.TokenIdentity
 	if info := infoFrom(ctx); info != nil && info.authed == nil {
-		p = &info.self
+		p, tok = &info.self, &info.token
+		tok.Permissions = info.perms[:0]
 	} else {
-		p = new(Principal)
+		p, tok = new(Principal), new(db.TokenIdentity)
 	}
+	if ia, ok := s.cfg.Tokens.(db.IdentityAuthenticator); ok {
+		if err := ia.AuthenticateIdentity(ctx, raw, tok); err != nil {
+			return nil, authError(err)
+		}
+	} else {
+		t, err := s.cfg.Tokens.Authenticate(ctx, raw)
+		if err != nil {
+			return nil, authError(err)
+		}
+		*tok = db.TokenIdentity{ID: t.ID, Kind: t.Kind, Team: t.Team, Name: t.Name, Permissions: t.Permissions}
+	}
+	// Either way the permissions are the caller's own copy
+	// (db.TokenService, db.IdentityAuthenticator): taken as they are.
 	*p = Principal{
 		ID:          tok.ID,
 		Team:        tok.Team,

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rootcause/rootcause/db"
 )
 
 // TestRequestStateText: the request id and the remaining rate-limit count
@@ -103,5 +106,43 @@ func TestIntValue(t *testing.T) {
 		if len(first) != 1 || cap(first) != 1 {
 			t.Errorf("intValue(%d): len %d cap %d, want 1 and 1", n, len(first), cap(first))
 		}
+	}
+}
+
+// tokenServiceOnly hides every method of a token service but
+// db.TokenService's, so that the server takes Authenticate's copy.
+type tokenServiceOnly struct{ db.TokenService }
+
+// TestAuthenticateWithoutIdentity: a token service without
+// AuthenticateIdentity authenticates the same principals: a team token
+// has its team's permissions and no other, an admin token is an admin,
+// a revoked token is refused at once.
+func TestAuthenticateWithoutIdentity(t *testing.T) {
+	for name, wrap := range map[string]harnessOption{
+		"identity":      nil,
+		"token service": func(c *Config) { c.Tokens = tokenServiceOnly{c.Tokens} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var opts []harnessOption
+			if wrap != nil {
+				opts = append(opts, wrap)
+			}
+			h := newHarness(t, opts...)
+			if _, ok := h.srv.cfg.Tokens.(db.IdentityAuthenticator); ok != (wrap == nil) {
+				t.Fatalf("token service implements IdentityAuthenticator: %v", ok)
+			}
+			me := h.do(req{path: "/api/v1/auth/me", token: "payments-write"}).json(t)
+			if me["team_node_id"] != "payments" || me["auth_kind"] != KindTeamToken || fmt.Sprint(me["permissions"]) != "[team:read team:write]" {
+				t.Fatalf("team token: %v", me)
+			}
+			expectError(t, h.do(req{path: "/api/v1/admin/nodes", token: "payments-write"}), 403, "forbidden")
+			if r := h.do(req{path: "/api/v1/admin/nodes", token: "admin"}); r.status != 200 {
+				t.Fatalf("admin token: %d %s", r.status, r.body)
+			}
+			if r := h.do(req{method: http.MethodPost, path: "/api/v1/admin/tokens/revoke", token: "admin", body: `{"token_id": "` + h.ids["payments-write"] + `"}`}); r.status != 200 {
+				t.Fatalf("revoke: %d %s", r.status, r.body)
+			}
+			expectError(t, h.do(req{path: "/api/v1/auth/me", token: "payments-write"}), 401, "unauthorized")
+		})
 	}
 }

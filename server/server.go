@@ -613,8 +613,11 @@ type requestInfo struct {
 	authed *Principal
 	log    *slog.Logger
 	// self holds the principal a bearer token authenticates (verifyBearer),
-	// allocated with the rest of the request's state.
-	self Principal
+	// allocated with the rest of the request's state, as are the token's
+	// identity and the storage of its permissions (db.TokenIdentity).
+	self  Principal
+	token db.TokenIdentity
+	perms [4]string
 }
 
 type infoKey struct{}
