@@ -69,9 +69,12 @@ func headerless(c *command, kind string, rows []string, first, maxRows int) *tab
 	if len(starts) != len(cols) {
 		return nil
 	}
-	if c.piped {
+	if c.piped && kind == "Pod" {
 		// A pipe kept kubectl's layout, header included: every column is
-		// at least as wide as its name and two spaces.
+		// at least as wide as its name and two spaces. (An events row is
+		// recognised by its own cells, a type kubectl prints and a
+		// kind/name object, so an events table copied with its columns
+		// narrowed, as into a ticket, is read all the same.)
 		w := 0
 		for i, s := range starts {
 			if w > s {
