@@ -118,3 +118,78 @@ Events:
 		}
 	}
 }
+
+// TestVolumeKeyMissing: a ConfigMap or Secret volume (or a projected one)
+// that asks for an item its object does not hold keeps the pods in
+// ContainerCreating; the kubelet's FailedMount names the volume and the
+// key, the pod spec the object.
+func TestVolumeKeyMissing(t *testing.T) {
+	testEvents(t, configError, []eventCase{
+		{"Pod", "docs-site-5c6d8f9b7-2mvlq", "FailedMount", corev1.EventTypeWarning,
+			`MountVolume.SetUp failed for volume "nginx-conf" : configmap references non-existent config key: default.conf`,
+			KindConfigError, []string{"docs-site pods stay in ContainerCreating", "volume nginx-conf", "key default.conf of its ConfigMap, which has no such key"}},
+		{"Pod", "gateway-7d9f8b6c5-x2k9p", "FailedMount", corev1.EventTypeWarning,
+			`MountVolume.SetUp failed for volume "tls" : references non-existent secret key: tls.crt`,
+			KindConfigError, []string{"volume tls", "key tls.crt of its Secret"}},
+		{"Pod", "agent-0", "FailedMount", corev1.EventTypeWarning,
+			`MountVolume.SetUp failed for volume "bundle" : configmap references non-existent config key: ca.pem`,
+			KindConfigError, []string{"volume bundle", "key ca.pem"}},
+	})
+	// The generic timeout stays a mount failure.
+	testEvents(t, mountFailure, []eventCase{
+		{"Pod", "docs-site-5c6d8f9b7-2mvlq", "FailedMount", corev1.EventTypeWarning,
+			"Unable to attach or mount volumes: unmounted volumes=[nginx-conf], unattached volumes=[nginx-conf kube-api-access-5xv9t]: timed out waiting for the condition",
+			KindMountFailure, []string{"volume mount fails"}},
+	})
+
+	now := time.Date(2026, 10, 12, 11, 5, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}
+	for name, c := range map[string]struct{ volume, msg, want string }{
+		"configmap volume": {`  nginx-conf:
+    Type:      ConfigMap (a volume populated by a ConfigMap)
+    Name:      docs-site-nginx
+    Optional:  false`, `MountVolume.SetUp failed for volume "nginx-conf" : configmap references non-existent config key: default.conf`,
+			"key default.conf of ConfigMap docs-site-nginx, which has no such key"},
+		"secret volume": {`  nginx-conf:
+    Type:        Secret (a volume populated by a Secret)
+    SecretName:  docs-site-tls
+    Optional:    false`, `MountVolume.SetUp failed for volume "nginx-conf" : references non-existent secret key: tls.key`,
+			"key tls.key of Secret docs-site-tls, which has no such key"},
+	} {
+		session := `$ kubectl describe pod docs-site-5c6d8f9b7-2mvlq -n web
+Name:             docs-site-5c6d8f9b7-2mvlq
+Namespace:        web
+Status:           Pending
+Controlled By:    ReplicaSet/docs-site-5c6d8f9b7
+Containers:
+  nginx:
+    Image:          europe-docker.pkg.dev/acme-web/sites/docs-site:2026.10.12-2
+    State:          Waiting
+      Reason:       ContainerCreating
+    Ready:          False
+    Restart Count:  0
+Volumes:
+` + c.volume + `
+Events:
+  Type     Reason       Age                 From               Message
+  ----     ------       ----                ----               -------
+  Warning  FailedMount  55s (x23 over 31m)  kubelet            ` + c.msg + `
+`
+		res := kubetext.Parse([]byte(session), now)
+		ev := &Gathered{Window: w}
+		for _, o := range res.Objects {
+			if p, ok := o.(*corev1.Pod); ok {
+				ev.K8s.Pods = append(ev.K8s.Pods, *p)
+			}
+		}
+		found := DetectEvents(res.Events, ev.K8s.Pods, w)
+		fs := detectVolumeKeySource(ev, found)
+		if len(fs) != 1 {
+			t.Fatalf("%s: findings %+v from %+v", name, fs, found)
+		}
+		h := &Hypothesis{Kind: KindConfigError, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
+		if d := describe(h, Scope{}); !strings.Contains(d, c.want) {
+			t.Errorf("%s: %q does not say %q", name, d, c.want)
+		}
+	}
+}

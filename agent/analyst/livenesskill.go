@@ -2,6 +2,8 @@ package analyst
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,16 +12,31 @@ import (
 )
 
 // Containers killed by their failing liveness (or startup) probe and
-// restarted (exit code 143, SIGTERM): typically a probe that fails before
-// a slow-starting application is ready.
+// restarted (exit code 143, SIGTERM). Why the probe fails is in what it
+// got back, which the kubelet's Unhealthy event quotes: an HTTP status
+// (404: the application is up but serves nothing on the probe's path, a
+// health endpoint moved by an upgrade; 5xx: the application's own health
+// check reports it unhealthy), no answer within the timeout (a slow or
+// overloaded application, a timeout too short), a refused connection
+// (nothing listens yet: a slow start without a startupProbe, or another
+// port), or an exec probe's output. The application's log telling it
+// found nothing for the probe's path confirms a wrong path.
 var livenessKill = &mechanism{
-	kind:  KindLivenessKill,
-	class: classCause,
-	label: "liveness probe kills",
+	kind:   KindLivenessKill,
+	class:  classCause,
+	label:  "liveness probe kills",
+	detect: detectProbePathNotFound,
 	enrich: func(f *Finding, c *corev1.Container) {
 		f.setFact("probe_config", probeConfig(c))
 		if c.StartupProbe != nil {
 			f.setFact("startup_probe", "true")
+		}
+		if p := c.LivenessProbe; p != nil && p.HTTPGet != nil && f.fact("probe_path") == "" {
+			f.setFact("probe_path", p.HTTPGet.Path)
+			f.setFact("probe_port", portWord(p.HTTPGet))
+		}
+		if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil {
+			f.setFact("readiness_path", p.HTTPGet.Path)
 		}
 	},
 	event: func(e *corev1.Event) (float64, bool) {
@@ -32,19 +49,68 @@ var livenessKill = &mechanism{
 		}
 		return 0, false
 	},
-	eventFacts: func(f *Finding, e *corev1.Event) { f.setFact("probe", probeKind(e.Message)) },
+	eventFacts: func(f *Finding, e *corev1.Event) {
+		f.setFact("probe", probeKind(e.Message))
+		if e.Reason != "Unhealthy" || f.fact("probe_result") != "" {
+			return
+		}
+		o := probeOutcomeOf(e.Message)
+		if o.result == "" {
+			return
+		}
+		f.setFact("probe_result", o.result)
+		f.setFact("probe_status", o.status)
+		f.setFact("probe_failure", o.failure)
+		f.setFact("why", o.why())
+		if o.path != "" {
+			f.setFact("probe_path", o.path)
+		}
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
-		var d string
 		probe := orWord(h.fact("probe"), "liveness")
-		d = fmt.Sprintf("%s containers are killed by their failing %s probe and restarted (exit code 143, SIGTERM, not OOMKilled)", s, probe)
-		if c := h.fact("probe_config"); c != "" {
-			d += fmt.Sprintf(": the %s probe (%s) fails before the application is ready", probe, c)
-		} else {
-			d += ": the probe fails before the application is ready"
+		d := fmt.Sprintf("%s containers are killed by their failing %s probe and restarted (exit code 143, SIGTERM, not OOMKilled)", s, probe)
+		get := "the probe's request"
+		if p := h.fact("probe_path"); p != "" {
+			get = "the probe's GET " + p
+			if port := h.fact("probe_port"); port != "" {
+				get = fmt.Sprintf("the probe's GET :%s%s", port, p)
+			}
 		}
-		if h.fact("startup_probe") == "" {
-			d += ", and there is no startupProbe to cover a slow start"
+		status := h.fact("probe_status")
+		switch failure := h.fact("probe_failure"); {
+		case failure == "status" && status >= "400" && status < "500":
+			d += fmt.Sprintf(": %s answers HTTP %s — the application is up and answering, but not on the path the probe checks", get, status)
+			if line := h.fact("not_found_line"); line != "" {
+				d += fmt.Sprintf(" (its log: %s)", quote(truncate(line, 160), 170))
+			}
+			d += "; the probe's path does not exist (or is not allowed) in the running version, as after a framework upgrade or a moved health endpoint"
+			if rp := h.fact("readiness_path"); rp != "" && rp != h.fact("probe_path") {
+				d += fmt.Sprintf("; the readiness probe checks %s", rp)
+			}
+		case failure == "status" || failure == "unhealthy":
+			d += fmt.Sprintf(": %s gets %s — the application's own health check reports it unhealthy, so what that check covers (a database, a downstream service, a full disk) is failing and the kubelet restarts the pods for it", get, h.fact("probe_result"))
+		case failure == "timeout":
+			d += fmt.Sprintf(": %s gets no answer within the probe's timeout — the application is too slow to answer (overloaded, CPU-throttled, paused, blocked) or the timeout is too short", get)
+			if c := h.fact("probe_config"); c != "" {
+				d += fmt.Sprintf(" (%s)", c)
+			}
+		case failure == "exec":
+			d += fmt.Sprintf(": the probe's command fails: %s", quote(truncate(h.fact("probe_result"), 160), 170))
+		default:
+			// A refused connection, or no word of the outcome: the
+			// application is not answering yet.
+			if c := h.fact("probe_config"); c != "" {
+				d += fmt.Sprintf(": the %s probe (%s) fails before the application is ready", probe, c)
+			} else {
+				d += ": the probe fails before the application is ready"
+			}
+			if failure == "refused" {
+				d += " (connection refused: nothing listens on the probe's port yet, or the application listens on another)"
+			}
+			if h.fact("startup_probe") == "" {
+				d += ", and there is no startupProbe to cover a slow start"
+			}
 		}
 		if m := h.fact("message"); m != "" {
 			d += " — " + quote(truncate(m, 160), 170)
@@ -53,11 +119,248 @@ var livenessKill = &mechanism{
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		s := h.Subject
+		status := h.fact("probe_status")
 		r.rollback()
-		r.add(finding.PriorityHigh, fmt.Sprintf("Stop the liveness probe from killing %s while it starts: raise the liveness probe's initialDelaySeconds (or failureThreshold) above the start-up time, or add a startupProbe", s))
-		r.add(finding.PriorityMedium, fmt.Sprintf("Make %s report live quickly (warm caches in the background, separate liveness from readiness)", s))
+		switch failure := h.fact("probe_failure"); {
+		case failure == "status" && status >= "400" && status < "500":
+			path := orWord(h.fact("probe_path"), "its path")
+			if rp := h.fact("readiness_path"); rp != "" && rp != h.fact("probe_path") {
+				r.high("Point the liveness probe of %s at a health path the application serves: %s answers HTTP %s (the readiness probe uses %s)", s, path, status, rp)
+			} else {
+				r.high("Point the liveness probe of %s at a health path the application serves: %s answers HTTP %s", s, path, status)
+			}
+			r.med("Check the probes of %s against the endpoints of each new version (framework upgrades move health endpoints) before rolling it out", s)
+		case failure == "status" || failure == "unhealthy":
+			r.high("Find what the health check of %s reports failing (%s) and fix it; keep dependencies out of the liveness check so that a dependency's failure does not restart the pods", s, h.fact("probe_result"))
+			r.med("Make the liveness probe of %s check the process only, and leave dependencies to the readiness probe", s)
+		case failure == "timeout":
+			r.high("Find why %s answers its probe too slowly (CPU throttling, pauses, blocked threads) and fix it, or raise the probe's timeoutSeconds", s)
+			r.med("Make %s answer its liveness probe without waiting on other work", s)
+		default:
+			r.add(finding.PriorityHigh, fmt.Sprintf("Stop the liveness probe from killing %s while it starts: raise the liveness probe's initialDelaySeconds (or failureThreshold) above the start-up time, or add a startupProbe", s))
+			r.add(finding.PriorityMedium, fmt.Sprintf("Make %s report live quickly (warm caches in the background, separate liveness from readiness)", s))
+		}
 		r.add(finding.PriorityLow, "Alert on containers restarted by probe failures (Killing events) and on rollouts that stop progressing")
 	},
+}
+
+// probeOutcome is what a failing probe got back, as the kubelet's
+// Unhealthy event quotes it.
+type probeOutcome struct {
+	failure string // status, timeout, refused, unhealthy, exec; "" when not said
+	status  string // the HTTP status, for status
+	result  string // in words: "HTTP 404", "no answer within the timeout"
+	path    string // the request's path, when the message quotes its URL
+}
+
+var (
+	probeStatusRE = regexp.MustCompile(`(?i)probe failed with statuscode: (\d{3})`)
+	probeURLRE    = regexp.MustCompile(`(?i)\b(?:Get|Head) "?[a-z]+://[^/\s"]+(/[^\s"]*)"?`)
+	probeExecRE   = regexp.MustCompile(`(?i)^(?:liveness|startup|readiness) probe (?:failed|errored): (.+)$`)
+)
+
+// why says in a phrase what the probe's answer means ("" for a refused
+// connection, which says only that nothing listens yet).
+func (o probeOutcome) why() string {
+	switch {
+	case o.failure == "status" && o.status >= "400" && o.status < "500":
+		return "the probe's path answers HTTP " + o.status + ": the application does not serve it"
+	case o.failure == "status" || o.failure == "unhealthy":
+		return "the application's health check reports it unhealthy (" + o.result + ")"
+	case o.failure == "timeout":
+		return "the probe gets no answer within its timeout"
+	case o.failure == "exec":
+		return "the probe's command fails: " + truncate(o.result, 80)
+	}
+	return ""
+}
+
+// probeOutcomeOf reads a probe failure message: "Liveness probe failed:
+// HTTP probe failed with statuscode: 404", `... Get
+// "http://10.1.2.3:8080/healthz": context deadline exceeded
+// (Client.Timeout exceeded while awaiting headers)`, `... dial tcp
+// 10.1.2.3:8080: connect: connection refused`, `service unhealthy
+// (responded with "NOT_SERVING")` (gRPC), or an exec probe's output.
+func probeOutcomeOf(msg string) probeOutcome {
+	var o probeOutcome
+	if m := probeURLRE.FindStringSubmatch(msg); m != nil {
+		o.path = m[1]
+	}
+	l := strings.ToLower(msg)
+	switch m := probeStatusRE.FindStringSubmatch(msg); {
+	case m != nil:
+		o.failure, o.status, o.result = "status", m[1], "HTTP "+m[1]
+	case strings.Contains(l, "deadline exceeded") || strings.Contains(l, "timeout") || strings.Contains(l, "timed out"):
+		o.failure, o.result = "timeout", "no answer within the timeout"
+	case strings.Contains(l, "connection refused"):
+		o.failure, o.result = "refused", "connection refused"
+	case strings.Contains(l, "not_serving") || strings.Contains(l, "service unhealthy"):
+		o.failure, o.result = "unhealthy", "NOT_SERVING"
+	default:
+		if m := probeExecRE.FindStringSubmatch(strings.TrimSpace(msg)); m != nil && !strings.Contains(l, "connection reset") && !strings.Contains(l, " eof") {
+			o.failure, o.result = "exec", m[1]
+		}
+	}
+	return o
+}
+
+// notFoundWordsRE are the ways an application logs a request it found no
+// route for: an HTTP 404 in an access log (nginx, uvicorn, gunicorn,
+// werkzeug, morgan, gin, ASP.NET Core's "Request finished"), Spring's
+// "No mapping for GET /x" and "No static resource x.", Rails' "No route
+// matches", Django's "Not Found: /x", Express's "Cannot GET /x".
+var notFoundWordsRE = regexp.MustCompile(`(?i)(?:^|[\s"|\-])404(?:[\s"|]|$)|no mapping for|no static resource|no route matches|not found:|cannot get|notfound|not_found|route not found|no handler found`)
+
+// notFoundLine reports whether a log line says the application found
+// nothing for a request to path.
+func notFoundLine(line, path string) bool {
+	if path == "" || path == "/" || !notFoundWordsRE.MatchString(line) {
+		return false
+	}
+	for rest := line; ; {
+		i := strings.Index(rest, path)
+		if i < 0 {
+			break
+		}
+		before, after := byte(' '), byte(' ')
+		if i > 0 {
+			before = rest[i-1]
+		}
+		if j := i + len(path); j < len(rest) {
+			after = rest[j]
+		}
+		// The path itself, not a longer one it starts or ends; in a URL
+		// it follows the host.
+		start := !pathChar(before) || probeURLHostRE.MatchString(rest[:i])
+		if start && (!pathChar(after) || after == '?') {
+			return true
+		}
+		rest = rest[i+len(path):]
+	}
+	// Spring 6.1: "No static resource health." for /health.
+	return strings.Contains(strings.ToLower(line), "no static resource "+strings.ToLower(strings.TrimPrefix(path, "/"))+".")
+}
+
+// probeURLHostRE matches text ending with a URL's scheme and host.
+var probeURLHostRE = regexp.MustCompile(`[a-z]+://[^\s/"]+$`)
+
+func pathChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/_-.~%", c) >= 0
+}
+
+// detectProbePathNotFound looks, for the workloads whose containers a
+// failing HTTP liveness probe kills, in their pods' logs for the
+// application saying it has nothing at the probe's path: the application is
+// up and the path is wrong.
+func detectProbePathNotFound(ev *Gathered, found []Finding) []Finding {
+	var out []Finding
+	done := map[string]bool{}
+	for _, f := range found {
+		if f.Kind != KindLivenessKill || done[f.Subject] {
+			continue
+		}
+		ns, _, _ := strings.Cut(strings.TrimPrefix(f.Object, "pod "), "/")
+		path, port := "", ""
+		for i := range ev.K8s.Pods {
+			p := &ev.K8s.Pods[i]
+			if p.Namespace != ns || WorkloadOfPod(p) != f.Subject {
+				continue
+			}
+			for _, c := range p.Spec.Containers {
+				if c.LivenessProbe != nil && c.LivenessProbe.HTTPGet != nil && path == "" {
+					path, port = c.LivenessProbe.HTTPGet.Path, portWord(c.LivenessProbe.HTTPGet)
+				}
+			}
+		}
+		if path == "" {
+			path = f.fact("probe_path")
+		}
+		if path == "" {
+			continue
+		}
+		line, src := "", ""
+		seen := map[string]bool{}
+		n := 0
+		count := func(text string, k int) {
+			if !seen[text] {
+				seen[text] = true
+				n += k
+			}
+		}
+		for key, lines := range ev.K8s.PreviousLogs {
+			pod := strings.Split(key, "/")
+			if len(pod) < 2 || pod[0] != ns || workloadOfName(pod[1]) != f.Subject && !podOfWorkloadNamed(ev, ns, pod[1], f.Subject) {
+				continue
+			}
+			for _, l := range lines {
+				if notFoundLine(l.Text, path) {
+					count(l.Text, 1)
+					if line == "" || src > key {
+						line, src = l.Text, key
+					}
+				}
+			}
+		}
+		for i := range ev.Logs {
+			set := &ev.Logs[i]
+			if set.Subject != f.Subject || set.Host {
+				continue
+			}
+			for _, l := range set.Lines {
+				if notFoundLine(l.Text, path) {
+					count(l.Text, 1)
+					if line == "" {
+						line, src = l.Text, set.Source
+					}
+				}
+			}
+			for _, t := range set.Templates {
+				if notFoundLine(t.Example, path) {
+					count(t.Example, max(t.Count, 1))
+					if line == "" {
+						line, src = t.Example, set.Source
+					}
+				}
+			}
+		}
+		if line == "" {
+			continue
+		}
+		done[f.Subject] = true
+		g := Finding{Kind: KindLivenessKill, Subject: f.Subject, Object: f.Object, Namespace: f.Namespace, Time: f.Time, Severity: SevCritical,
+			Weight: 0.9, Source: SrcKubernetes, Related: f.Related}
+		g.setFact("probe_path", path)
+		g.setFact("probe_port", port)
+		g.setFact("not_found_line", ReadableLine(line))
+		g.setFact("probe_failure", "status")
+		g.setFact("probe_status", orWord(f.fact("probe_status"), "404"))
+		g.setFact("probe_result", "HTTP "+g.fact("probe_status"))
+		g.setFact("why", "the application logs that it has nothing at the probe's path "+path)
+		g.Summary = fmt.Sprintf("%s answers its liveness probe's path %s with not found", f.Subject, path)
+		g.Evidence = []string{fmt.Sprintf("%s logs (%s): %s: the application is up and has nothing at %s, the path its liveness probe checks",
+			src, plural(n, "line", "lines"), quote(truncate(ReadableLine(line), 200), 210), path)}
+		out = append(out, g)
+	}
+	return out
+}
+
+// portWord is an HTTP probe's port, "" when not set.
+func portWord(g *corev1.HTTPGetAction) string {
+	if g.Port.IntVal == 0 && g.Port.StrVal == "" {
+		return ""
+	}
+	return g.Port.String()
+}
+
+// podOfWorkloadNamed reports whether the pod named name belongs to
+// workload.
+func podOfWorkloadNamed(ev *Gathered, ns, name, workload string) bool {
+	for i := range ev.K8s.Pods {
+		if p := &ev.K8s.Pods[i]; p.Namespace == ns && p.Name == name {
+			return WorkloadOfPod(p) == workload
+		}
+	}
+	return false
 }
 
 // probeConfig describes a container's liveness probe timing.
@@ -66,5 +369,9 @@ func probeConfig(c *corev1.Container) string {
 		return ""
 	}
 	lp := c.LivenessProbe
-	return fmt.Sprintf("initialDelaySeconds %d, periodSeconds %d, failureThreshold %d", lp.InitialDelaySeconds, max(lp.PeriodSeconds, 10), max(lp.FailureThreshold, 3))
+	s := fmt.Sprintf("initialDelaySeconds %d, periodSeconds %d, failureThreshold %d", lp.InitialDelaySeconds, max(lp.PeriodSeconds, 10), max(lp.FailureThreshold, 3))
+	if lp.TimeoutSeconds > 0 {
+		s += ", timeoutSeconds " + strconv.Itoa(int(lp.TimeoutSeconds))
+	}
+	return s
 }
