@@ -49,7 +49,6 @@ var mechanisms = []*mechanism{
 	daemonSetTaint,
 	quotaExceeded,
 	nodeNotReady,
-	nodeRecovered,
 	livenessKill,
 	walRetained,
 	diskFull,
@@ -91,6 +90,10 @@ var mechanisms = []*mechanism{
 	namespaceStuck,
 	acmeChallenge,
 	conntrackFull,
+	scaleUpRefused,
+	podNetwork,
+	proxyRules,
+	reloadRejected,
 	// Managed cloud services under the application: a hot partition
 	// key, a KMS key that can no longer be used, a NAT gateway out of
 	// source ports.
@@ -101,12 +104,10 @@ var mechanisms = []*mechanism{
 	memoryClaim,
 	volumeClaim,
 	retryAmplification,
-	scrapeBlocked,
 	scrapeFailing,
 	connLeak,
 	databaseErrors,
 	signingKeyUnknown,
-	cloudDenied,
 	authFailure,
 	backlogM,
 	consumerStall,

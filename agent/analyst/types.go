@@ -179,8 +179,6 @@ var kinds = map[Kind]kindInfo{
 	KindUnschedulable: {prior: 0.74},
 	KindQuota:         {prior: 0.72},
 	KindNodeNotReady:  {prior: 0.74},
-	// A node NotReady for a while and Ready again since: over.
-	KindNodeRecovered: {prior: 0.9},
 	KindNodePressure:  {prior: 0.74},
 	KindCertificate:   {prior: 0.82},
 	KindDiskFull:      {prior: 0.76},
@@ -214,7 +212,6 @@ var kinds = map[Kind]kindInfo{
 	KindDeadlock:        {prior: 0.86},
 	KindRetryStorm:      {prior: 0.84},
 	KindScrapeFailing:   {prior: 0.84},
-	KindScrapeBlocked:   {prior: 0.86},
 	KindResolverTimeout: {prior: 0.84},
 	KindDBSlotsTaken:    {prior: 0.86},
 	KindTokenAudience:   {prior: 0.86},
@@ -311,8 +308,6 @@ var kinds = map[Kind]kindInfo{
 	KindHotKey:   {prior: 0.84},
 	KindKMSKey:   {prior: 0.86},
 	KindNATPorts: {prior: 0.86},
-	// A cloud action denied by the caller's IAM policy.
-	KindCloudDenied: {prior: 0.86},
 
 	// Platform plumbing behind a stuck object or a slow service: a CSI
 	// driver not registered on the node, an aggregated API down under a
@@ -322,6 +317,14 @@ var kinds = map[Kind]kindInfo{
 	KindNamespaceStuck: {prior: 0.86},
 	KindACMEChallenge:  {prior: 0.86},
 	KindConntrackFull:  {prior: 0.86},
+	// Nodes the cloud refused to add for pending pods.
+	KindScaleUpRefused: {prior: 0.9},
+	// New pods the pod network cannot set up (no pod IP left).
+	KindPodNetwork: {prior: 0.9},
+	// A node whose Service rules kube-proxy cannot write.
+	KindProxyRules: {prior: 0.88},
+	// A configuration reload its server rejects (old config served).
+	KindReloadRejected: {prior: 0.88},
 
 	// Clients refused after a rotation changed the credential they hold.
 	KindCredentialRotated: {prior: 0.84},

@@ -1,0 +1,225 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A proxy or server whose configuration reloads are rejected. Ingress
+// controllers (ingress-nginx, HAProxy, Traefik), Prometheus and
+// Alertmanager regenerate their configuration when an object changes and
+// reload it; when the new configuration fails its test (nginx -t: "[emerg]
+// … configuration file … test failed"), the reload is refused and the
+// process keeps serving the configuration it had. Every later edit — a
+// rate limit, a route, a timeout, by any team — is then silently not
+// applied, though the objects show the new values. The culprit is the
+// change the first failure followed (often another team's snippet or
+// rule: one broken object blocks every object's reload); the exporters'
+// gauges say it (nginx_ingress_controller_config_last_reload_successful,
+// prometheus_config_last_reload_successful 0), the controller's log and
+// its RELOAD events quote nginx's error.
+
+// KindReloadRejected is a configuration reload its server rejects.
+const KindReloadRejected Kind = "reload_rejected"
+
+var reloadRejected = &mechanism{
+	kind:  KindReloadRejected,
+	class: classCause,
+	label: "configuration reload rejected, old configuration still served",
+	event: func(e *corev1.Event) (float64, bool) {
+		return 0.9, e.Reason == "RELOAD" && e.Type == corev1.EventTypeWarning && strings.Contains(strings.ToLower(e.Message), "error reloading")
+	},
+	eventCritical: true,
+	detect:        detectReloadRejected,
+	related: func(h *Hypothesis, f *Finding) bool {
+		return slices.Contains(strings.Split(h.fact("not_applied"), ","), f.Subject)
+	},
+	strictTriggers: true,
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return c.Time.Before(h.Onset.Add(2*time.Minute)) && servedConfigChangeRE.MatchString(changeText(c))
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("%s rejects every configuration reload since %s (%s): the new configuration fails its test, so it keeps serving the configuration from before that",
+			h.Subject, hm(h.Onset), orWord(h.fact("failure"), "Error reloading"))
+		if l := h.fact("line"); l != "" {
+			d += fmt.Sprintf(" (%s)", quote(l, 160))
+		}
+		if n := h.fact("not_applied_words"); n != "" {
+			d += "; the changes made since are not applied: " + n
+		}
+		if t := h.Trigger; t != nil {
+			d += fmt.Sprintf("; the failures began with the change of %s", t.Subject)
+			if s := h.fact("snippet"); s != "" {
+				d += fmt.Sprintf(", whose configuration snippet reads %s", quote(s, 160))
+			}
+			d += ": one broken object blocks the reload of every object"
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if t := h.Trigger; t != nil {
+			r.high("Fix or revert %s (%s) so that the configuration passes its test again; the pending changes are applied at the next successful reload", t.Subject, truncate(t.fact("description"), 120))
+		} else {
+			r.high("Find the object whose configuration fails the test (the controller's log: the [emerg] line and its file:line) and fix or remove it")
+		}
+		r.med("Validate configurations before they reach the controller: enable the ingress admission webhook (it runs nginx -t on each Ingress), and restrict snippet annotations")
+		r.low("Alert on nginx_ingress_controller_config_last_reload_successful == 0 (prometheus_config_last_reload_successful, alertmanager_config_last_reload_successful) for more than a few minutes")
+	},
+}
+
+var (
+	// reloadGaugeRE names the gauges of whether the last reload worked.
+	reloadGaugeRE = regexp.MustCompile(`(?:^|_)config_last_reload_successful$|^traefik_config_last_reload_success$`)
+	// reloadFailedLineRE is a server's log of a rejected reload.
+	reloadFailedLineRE = regexp.MustCompile(`(?i)configuration file \S+ test failed|Unexpected failure reloading the backend|Error reloading NGINX|Error reloading config|error loading config(?:uration)? file|Failed to reload|reload failed|\[emerg\]`)
+	// emergRE is nginx's own reason.
+	emergRE = regexp.MustCompile(`\[emerg\][^\n]*`)
+	// servedConfigChangeRE is a change to what such a server is
+	// configured from.
+	servedConfigChangeRE = regexp.MustCompile(`(?i)ingress|snippet|annotation|nginx|haproxy|traefik|route|configmap|rule|alert|scrape|virtualservice|gateway`)
+)
+
+// detectReloadRejected finds servers whose last-reload gauge fell to 0 in
+// the window and stays there, with the changes made since (not applied),
+// the log line that says why and the snippet handed over.
+func detectReloadRejected(ev *Gathered, found []Finding) []Finding {
+	type server struct {
+		onset time.Time
+		gauge string
+		pods  []string
+	}
+	servers := map[string]*server{}
+	var order []string
+	for _, set := range ev.Metrics {
+		for _, s := range set.Series {
+			name := orWord(s.Labels["__name__"], set.Name)
+			if !reloadGaugeRE.MatchString(name) {
+				continue
+			}
+			pts := pointsUpTo(s, ev.Window.End)
+			if len(pts) < 2 || pts[len(pts)-1].V != 0 {
+				continue
+			}
+			var onset time.Time
+			for i := len(pts) - 1; i > 0 && pts[i].V == 0; i-- {
+				onset = pts[i].T
+				if pts[i-1].V == 0 {
+					onset = pts[i-1].T
+				}
+			}
+			if onset.IsZero() || !ev.Window.BaselineStart.IsZero() && onset.Before(ev.Window.BaselineStart) {
+				continue
+			}
+			pod := orWord(s.Labels["controller_pod"], s.Labels["pod"])
+			who := reloadServer(name, s.Labels["controller_namespace"], pod, s.Labels["job"])
+			sv := servers[who]
+			if sv == nil {
+				sv = &server{onset: onset, gauge: name}
+				servers[who] = sv
+				order = append(order, who)
+			}
+			sv.onset = earliest(sv.onset, onset)
+			if pod != "" && !slices.Contains(sv.pods, pod) {
+				sv.pods = append(sv.pods, pod)
+			}
+		}
+	}
+	var out []Finding
+	for _, who := range order {
+		sv := servers[who]
+		f := Finding{Kind: KindReloadRejected, Subject: who, Object: "metrics " + sv.gauge, Source: SrcMetrics, Severity: SevCritical, Weight: 0.9, Time: sv.onset}
+		f.setFact("failure", fmt.Sprintf("%s has been 0 since %s", sv.gauge, hm(sv.onset)))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s fell to 0 at %s and stays 0 (%s)", sv.gauge, ts(sv.onset), orWord(strings.Join(sv.pods, ", "), who)))
+		reloadFacts(ev, &f)
+		f.Summary = fmt.Sprintf("%s rejects its configuration reloads since %s", who, hm(sv.onset))
+		out = append(out, f)
+	}
+	// The RELOAD events found without the gauge.
+	for i := range found {
+		if found[i].Kind == KindReloadRejected {
+			reloadFacts(ev, &found[i])
+		}
+	}
+	return out
+}
+
+// reloadFacts adds to a rejected reload the changes made since its onset
+// (not applied), the log line that says why and a snippet the evidence
+// quotes.
+func reloadFacts(ev *Gathered, f *Finding) {
+	var subjects, words []string
+	for _, c := range ev.Changes {
+		if c.Timestamp.After(f.Time.Add(time.Minute)) && c.Service != "" && servedConfigChangeRE.MatchString(c.Description) {
+			if !slices.Contains(subjects, c.Service) {
+				subjects = append(subjects, c.Service)
+			}
+			words = append(words, fmt.Sprintf("%s at %s (%s)", c.Service, hm(c.Timestamp), truncate(c.Description, 120)))
+		}
+	}
+	f.setFact("not_applied", strings.Join(subjects, ","))
+	f.setFact("not_applied_words", strings.Join(words, "; "))
+	f.Related = append(f.Related, subjects...)
+	if l := reloadLogLine(ev); l != "" {
+		f.setFact("line", l)
+		f.Evidence = append(f.Evidence, "log: "+quote(l, 240))
+		f.Weight = max(f.Weight, 0.95)
+	}
+	for _, c := range ev.Commands {
+		if strings.Contains(strings.ToLower(c.Command), "snippet") && len(c.Lines) > 0 {
+			f.setFact("snippet", strings.Join(c.Lines, " / "))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", truncate(c.Command, 100), quote(strings.Join(c.Lines, " / "), 200)))
+			break
+		}
+	}
+}
+
+// reloadServer names the server a reload gauge is of: the controller's
+// workload, else its job.
+func reloadServer(gauge, ns, pod, job string) string {
+	if pod != "" {
+		return workloadOfName(pod)
+	}
+	if job != "" {
+		return job
+	}
+	if ns != "" {
+		return ns
+	}
+	return strings.SplitN(gauge, "_", 2)[0]
+}
+
+// reloadLogLine is the line of a gathered log (or a command's output)
+// that says why a reload was rejected: nginx's [emerg] line first.
+func reloadLogLine(ev *Gathered) string {
+	var any string
+	look := func(l string) bool {
+		if m := emergRE.FindString(l); m != "" {
+			any = strings.TrimSpace(m)
+			return true
+		}
+		if any == "" && reloadFailedLineRE.MatchString(l) {
+			any = strings.TrimSpace(l)
+		}
+		return false
+	}
+	for _, s := range ev.Logs {
+		for _, t := range s.Templates {
+			if t.Incident > 0 && look(t.Example) {
+				return any
+			}
+		}
+	}
+	for _, c := range ev.Commands {
+		for _, l := range c.Lines {
+			if look(l) {
+				return any
+			}
+		}
+	}
+	return any
+}

@@ -1,0 +1,88 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// TestScaleUpRefusedEvents: the cluster autoscaler's failed scale-ups on
+// AWS, GCE and Azure and its backoff after one are claimed, with the
+// refusal named; FailedScheduling, a scale-up triggered and a pod that
+// fits no node group are not.
+func TestScaleUpRefusedEvents(t *testing.T) {
+	cases := []struct {
+		typ, reason, msg string
+		ok               bool
+		code             string
+	}{
+		{"Warning", "FailedScaleUp", "Node scale up in zones eu-west-1a, eu-west-1b, eu-west-1c associated with this pod failed: Other: VcpuLimitExceeded. Pod is at risk of not being scheduled.", true, "VcpuLimitExceeded"},
+		{"Warning", "FailedScaleUp", "Node scale up in zones us-central1-b associated with this pod failed: GCE quota exceeded. Pod is at risk of not being scheduled.", true, "QUOTA_EXCEEDED"},
+		{"Warning", "FailedScaleUp", "Node scale up in zones us-central1-a associated with this pod failed: GCE out of resources. Pod is at risk of not being scheduled.", true, "ZONE_RESOURCE_POOL_EXHAUSTED"},
+		{"Warning", "FailedScaleUp", "Node scale up in zones eu-west-1b associated with this pod failed: Other: InsufficientInstanceCapacity. Pod is at risk of not being scheduled.", true, "InsufficientInstanceCapacity"},
+		{"Warning", "FailedScaleUp", "Node scale up in zones westeurope-1 associated with this pod failed: Other: SkuNotAvailable. Pod is at risk of not being scheduled.", true, "SkuNotAvailable"},
+		{"Normal", "NotTriggerScaleUp", "pod didn't trigger scale-up: 1 in backoff after failed scale-up, 12 node(s) didn't match Pod's node affinity/selector", true, ""},
+		{"Normal", "NotTriggerScaleUp", "pod didn't trigger scale-up: 1 max node group size reached", false, ""},
+		{"Normal", "NotTriggerScaleUp", "pod didn't trigger scale-up: 3 node(s) didn't match Pod's node affinity/selector", false, ""},
+		{"Normal", "TriggeredScaleUp", "pod triggered scale-up: [{eks-gpu-g5-2xl-20241108093012345600000012 4->10 (max: 16)}]", false, ""},
+		{"Warning", "FailedScheduling", "0/16 nodes are available: 4 Insufficient nvidia.com/gpu, 12 node(s) didn't match Pod's node affinity/selector.", false, ""},
+	}
+	for _, c := range cases {
+		e := &corev1.Event{Type: c.typ, Reason: c.reason, Message: c.msg}
+		_, ok := scaleUpRefusedEvent(e)
+		code, _ := scaleUpRefusal(c.msg)
+		if ok != c.ok || ok && code != c.code {
+			t.Errorf("%s %.60q: claimed %v code %q, want %v %q", c.reason, c.msg, ok, code, c.ok, c.code)
+		}
+	}
+}
+
+// TestScaleUpRefusedDescribe: the refusal and the quota the cloud's CLI
+// reports (text or JSON) are said; the Pending pods are related; only a
+// change of capacity (a node group, a fleet) triggers it, not the
+// workload's own scaling.
+func TestScaleUpRefusedDescribe(t *testing.T) {
+	for _, cmd := range []evidence.CommandOutput{
+		{Command: "aws service-quotas get-service-quota --service-code ec2 --quota-code L-DB2E81BA --query 'Quota.[QuotaName,Value]' --output text", Lines: []string{"Running On-Demand G and VT instances\t64.0"}},
+		{Command: "aws service-quotas get-service-quota --service-code ec2 --quota-code L-DB2E81BA", Lines: strings.Split(`{
+    "Quota": {
+        "ServiceCode": "ec2",
+        "QuotaName": "Running On-Demand G and VT instances",
+        "Value": 64.0
+    }
+}`, "\n")},
+	} {
+		f := Finding{Kind: KindScaleUpRefused, Subject: "video-transcoder", Weight: 0.92}
+		f.setFact("message", "Node scale up in zones eu-west-1a associated with this pod failed: Other: VcpuLimitExceeded. Pod is at risk of not being scheduled.")
+		code, words := scaleUpRefusal(f.fact("message"))
+		f.setFact("code", code)
+		f.setFact("refusal", words)
+		found := []Finding{f}
+		scaleUpRefused.detect(&Gathered{Commands: []evidence.CommandOutput{cmd}}, found)
+		h := &Hypothesis{Kind: KindScaleUpRefused, Subject: "video-transcoder", Primary: []*Finding{&found[0]}}
+		d := describe(h, Scope{})
+		for _, want := range []string{"video-transcoder pods stay Pending", "VcpuLimitExceeded", "vCPU service quota", `quota "Running On-Demand G and VT instances" is 64`} {
+			if !strings.Contains(d, want) {
+				t.Errorf("%s: description lacks %q: %s", cmd.Command, want, d)
+			}
+		}
+		if !scaleUpRefused.related(h, &Finding{Kind: KindUnschedulable, Subject: "video-transcoder"}) {
+			t.Error("the Pending pods are not related")
+		}
+	}
+	h := &Hypothesis{Kind: KindScaleUpRefused, Subject: "video-transcoder"}
+	for desc, want := range map[string]bool{
+		"ml-platform: new node group gpu-g5-4xl (2 x g5.4xlarge, min 2) for embedding backfill": true,
+		"data-platform: spark-batch EC2 fleet, 58 x r6i.2xlarge":                                true,
+		"KEDA ScaledObject video-transcoder: sqs queue depth 2400 -> scale to 10":               false,
+		"media-api 8.2.1: upload size limit message":                                            false,
+	} {
+		c := &Finding{Kind: KindConfigChange, Subject: "x", Facts: map[string]string{"description": desc}}
+		if got := scaleUpRefused.fitsChange(h, c); got != want {
+			t.Errorf("fitsChange(%q) = %v, want %v", desc, got, want)
+		}
+	}
+}
