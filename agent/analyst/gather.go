@@ -211,6 +211,11 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		if dss, err := evidence.List[appsv1.DaemonSet](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.DaemonSets = dss
 		}
+		// And NetworkPolicies, which decide who may reach the pods (a
+		// scrape, a caller).
+		if nps, err := evidence.List[networkingv1.NetworkPolicy](ctx, g.src.Kubernetes, ns, ""); err == nil {
+			g.k8s.NetworkPolicies = nps
+		}
 		// And StatefulSets, whose pod management orders their members.
 		if sss, err := evidence.List[appsv1.StatefulSet](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.StatefulSets = sss

@@ -55,6 +55,8 @@ type K8sEvidence struct {
 	DaemonSets []appsv1.DaemonSet
 	// StatefulSets are the namespace's StatefulSet objects.
 	StatefulSets []appsv1.StatefulSet
+	// NetworkPolicies are the namespace's NetworkPolicy objects.
+	NetworkPolicies []networkingv1.NetworkPolicy
 	// Autoscalers are the HPAs of the workloads whose pods were described.
 	Autoscalers []autoscalingv2.HorizontalPodAutoscaler
 	// PreviousLogs holds the last lines of crashed containers, keyed
@@ -460,6 +462,11 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 				weight *= 0.4
 			}
 		}
+		// A node that reported NodeReady after NodeNotReady is past it.
+		if ok := succeeded["NodeReady "+io.Name]; e.Reason == "NodeNotReady" && io.Kind == "Node" && ok.After(last) {
+			resolved = true
+			weight *= 0.3
+		}
 		// A controller that created its pods after failing to is past
 		// that failure: the later success supersedes it.
 		if ok := succeeded[io.Kind+" "+io.Namespace+"/"+io.Name]; e.Reason == "FailedCreate" && ok.After(last) {
@@ -557,11 +564,14 @@ func successTimes(events []corev1.Event) map[string]time.Time {
 	out := map[string]time.Time{}
 	for i := range events {
 		e := &events[i]
-		if e.Reason != "SuccessfulCreate" {
-			continue
-		}
 		_, last := eventTime(e)
 		k := e.InvolvedObject.Kind + " " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+		switch {
+		case e.Reason == "NodeReady" && e.InvolvedObject.Kind == "Node":
+			k = "NodeReady " + e.InvolvedObject.Name
+		case e.Reason != "SuccessfulCreate":
+			continue
+		}
 		if last.After(out[k]) {
 			out[k] = last
 		}

@@ -108,6 +108,9 @@ var logRules = []logRule{
 	// A token signed with a key the validator's cached key set lacks:
 	// before the generic 401.
 	lineRule(signingKeyUnknown),
+	// A cloud action the caller's IAM policy does not grant: before the
+	// generic 403.
+	lineRule(cloudDenied),
 	lineRule(authFailure),
 	// A consumer whose poll loop is too slow: the group coordinator
 	// evicts it and the group rebalances.

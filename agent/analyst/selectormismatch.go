@@ -2,6 +2,8 @@ package analyst
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -91,7 +93,7 @@ func selectorMismatch(svc corev1.Service, pods []corev1.Pod) (Finding, bool) {
 		}
 	}
 	if best == "" {
-		return Finding{}, false
+		return selectsNoPod(svc, pods)
 	}
 	c := byWl[best]
 	obj := "service " + svc.Namespace + "/" + svc.Name
@@ -116,4 +118,113 @@ func selectorMismatch(svc corev1.Service, pods []corev1.Pod) (Finding, bool) {
 	f.setFact("mismatch", mismatch)
 	f.setFact("workload", best)
 	return f, true
+}
+
+// selectsNoPod explains a Service whose selector matches no pod of its
+// namespace although every pod's labels are known (get pods
+// --show-labels, describe): the workload it was written for is gone and
+// another serves in its place under other labels (a hand-written
+// StatefulSet replaced by a chart's, app=orders-db become
+// app.kubernetes.io/name=postgresql). The successor is the workload whose
+// labels carry the selector's values under other keys (role=primary as
+// component=primary, app=shipping-pg's "shipping" as instance=shipping);
+// the pods that wait for the Service (an init container polling its
+// host, a client's environment naming it) are what it blocks. Without a
+// successor there is no mismatch to name: the pods may just be scaled
+// away.
+func selectsNoPod(svc corev1.Service, pods []corev1.Pod) (Finding, bool) {
+	values := map[string]bool{}
+	for _, v := range svc.Spec.Selector {
+		values[strings.ToLower(v)] = true
+		for _, tok := range strings.Split(strings.ToLower(v), "-") {
+			if len(tok) >= 3 {
+				values[tok] = true
+			}
+		}
+	}
+	labelled := 0
+	var best *corev1.Pod
+	bestScore := 0
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace != svc.Namespace || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if len(p.Labels) == 0 {
+			return Finding{}, false // labels unknown: matching none is not shown
+		}
+		labelled++
+		score := 0
+		for k, v := range p.Labels {
+			if k != "pod-template-hash" && values[strings.ToLower(v)] {
+				score++
+			}
+		}
+		if score > bestScore || score == bestScore && score > 0 && podReady(p) && !podReady(best) {
+			best, bestScore = p, score
+		}
+	}
+	if best == nil || labelled == 0 {
+		return Finding{}, false
+	}
+	wl := WorkloadOfPod(best)
+	obj := "service " + svc.Namespace + "/" + svc.Name
+	sel := labels.SelectorFromSet(svc.Spec.Selector).String()
+	var have []string
+	for k, v := range best.Labels {
+		if k != "pod-template-hash" && k != "controller-revision-hash" && k != "statefulset.kubernetes.io/pod-name" && k != "apps.kubernetes.io/pod-index" {
+			have = append(have, k+"="+v)
+		}
+	}
+	sort.Strings(have)
+	state := "not ready"
+	if podReady(best) {
+		state = "Running and Ready"
+	}
+	f := Finding{Kind: KindSelector, Subject: svc.Name, Object: obj, Namespace: svc.Namespace, Source: SrcKubernetes, Severity: SevCritical,
+		Weight: 0.9, Related: []string{wl}, Time: best.CreationTimestamp.Time}
+	mismatch := fmt.Sprintf("Service %s selects %s, which no pod of namespace %s carries (%d pods, labels read); %s (pod %s, %s) looks like its replacement under other labels: %s",
+		svc.Name, sel, svc.Namespace, labelled, wl, best.Name, state, truncate(strings.Join(have, ","), 240))
+	f.Summary = fmt.Sprintf("%s selector %s matches no pod; %s serves under other labels", obj, sel, wl)
+	f.Evidence = []string{"selector/label mismatch: " + mismatch}
+	for _, w := range waitersOf(svc, pods) {
+		f.Evidence = append(f.Evidence, w)
+		if len(f.Evidence) >= 4 {
+			break
+		}
+	}
+	f.setFact("mismatch", mismatch)
+	f.setFact("workload", wl)
+	f.setFact("replaced", "true")
+	return f, true
+}
+
+// waitersOf names the pods whose containers reach svc by name (an init
+// container's command polling it, an environment value naming it) and
+// that are not ready: what the missing endpoints block.
+func waitersOf(svc corev1.Service, pods []corev1.Pod) []string {
+	nameRE := regexp.MustCompile(`(?i)(^|[^\w.-])` + regexp.QuoteMeta(svc.Name) + `($|[^\w-])`)
+	var out []string
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace != svc.Namespace || podReady(p) {
+			continue
+		}
+		for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+			text := strings.Join(append(slices.Clone(c.Command), c.Args...), " ")
+			for _, e := range c.Env {
+				text += " " + e.Value
+			}
+			if !nameRE.MatchString(text) {
+				continue
+			}
+			what := "container " + c.Name
+			if slices.ContainsFunc(p.Spec.InitContainers, func(x corev1.Container) bool { return x.Name == c.Name }) {
+				what = "init container " + c.Name
+			}
+			out = append(out, fmt.Sprintf("pod %s/%s is not ready: its %s reaches %s (%s)", p.Namespace, p.Name, what, svc.Name, truncate(text, 160)))
+			break
+		}
+	}
+	return out
 }

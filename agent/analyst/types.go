@@ -179,6 +179,8 @@ var kinds = map[Kind]kindInfo{
 	KindUnschedulable: {prior: 0.74},
 	KindQuota:         {prior: 0.72},
 	KindNodeNotReady:  {prior: 0.74},
+	// A node NotReady for a while and Ready again since: over.
+	KindNodeRecovered: {prior: 0.9},
 	KindNodePressure:  {prior: 0.74},
 	KindCertificate:   {prior: 0.82},
 	KindDiskFull:      {prior: 0.76},
@@ -212,6 +214,7 @@ var kinds = map[Kind]kindInfo{
 	KindDeadlock:        {prior: 0.86},
 	KindRetryStorm:      {prior: 0.84},
 	KindScrapeFailing:   {prior: 0.84},
+	KindScrapeBlocked:   {prior: 0.86},
 	KindResolverTimeout: {prior: 0.84},
 	KindDBSlotsTaken:    {prior: 0.86},
 	KindTokenAudience:   {prior: 0.86},
@@ -308,6 +311,8 @@ var kinds = map[Kind]kindInfo{
 	KindHotKey:   {prior: 0.84},
 	KindKMSKey:   {prior: 0.86},
 	KindNATPorts: {prior: 0.86},
+	// A cloud action denied by the caller's IAM policy.
+	KindCloudDenied: {prior: 0.86},
 
 	// Platform plumbing behind a stuck object or a slow service: a CSI
 	// driver not registered on the node, an aggregated API down under a

@@ -1,0 +1,88 @@
+package analyst
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+// A cloud action denied by the caller's IAM policy, as AWS, Google Cloud
+// and Azure SDKs log it: the action, the principal and the resource are
+// read, the change to the role's policies found (even the day before, as
+// a denial at start waits for the next restart), and a generic 403 or an
+// expired token is not taken for it.
+func TestDetectCloudDenied(t *testing.T) {
+	vault := `2026-07-08T10:26:51.968Z [WARN]  failed to unseal core: error="fetching stored unseal keys failed: failed to decrypt keys for storage: error decrypting data encryption key: AccessDeniedException: User: arn:aws:sts::481516234200:assumed-role/vault-server/aws-go-sdk-1720434231812 is not authorized to perform: kms:Decrypt on resource: arn:aws:kms:eu-west-1:481516234200:key/5e0f3c2a-7d41-4b8e-9c6a-2f1d0e8b7a94 because no identity-based policy allows the kms:Decrypt action\n\tstatus code: 400, request id: 2b7c91e4"`
+	eso := `{"level":"error","ts":1751968000.1,"msg":"could not get secret data from provider","ExternalSecret":"payments/ledger-db","error":"AccessDeniedException: User: arn:aws:sts::210987654321:assumed-role/eso-payments/external-secrets is not authorized to perform: secretsmanager:GetSecretValue on resource: prod/payments/ledger-db because no identity-based policy allows the secretsmanager:GetSecretValue action"}`
+	gcp := `{"severity":"ERROR","message":"rpc error: code = PermissionDenied desc = Permission 'cloudkms.cryptoKeyVersions.useToDecrypt' denied on resource 'projects/acme/locations/europe-west1/keyRings/vault/cryptoKeys/unseal' (or it may not exist). (ref: docs-sa@acme-prod.iam.gserviceaccount.com)"}`
+	azure := `2026-07-08 10:30:02 ERROR Status=403 Code="AuthorizationFailed" Message="The client 'f3c2a1b0-1111-2222-3333-444455556666' with object id 'f3c2a1b0-1111-2222-3333-444455556666' does not have authorization to perform action 'Microsoft.Storage/storageAccounts/listKeys/action' over scope '/subscriptions/0000/resourceGroups/rg-prod/providers/Microsoft.Storage/storageAccounts/acmedocs' or the scope is invalid."`
+	expired := `2026-07-08T10:30:02Z ERROR upload failed: ExpiredToken: The security token included in the request is expired`
+	plain403 := `2026-07-08T10:30:02Z ERROR GET https://api.partner.example/v1/rates -> 403 Forbidden`
+	iamChange := evidence.Change{Timestamp: win.Start.Add(-18 * time.Hour), Service: "vault", Kind: "infra",
+		Description: "terraform apply iam/vault: merge vault-server-kms and vault-server-snapshots into vault-server-base (policy v7), detach old policies (PR #812)"}
+	unrelated := evidence.Change{Timestamp: win.Start.Add(-2 * time.Hour), Service: "checkout", Kind: "infra", Description: "rotate IAM policy of checkout-role"}
+	cases := []struct {
+		name                      string
+		line                      string
+		earlier                   []evidence.Change
+		action, principal, change string // action "": no finding
+	}{
+		{"Vault awskms seal, IAM change the day before", vault, []evidence.Change{iamChange, unrelated}, "kms:Decrypt", "arn:aws:sts::481516234200:assumed-role/vault-server/aws-go-sdk-1720434231812", "terraform apply iam/vault"},
+		{"external-secrets, Secrets Manager", eso, []evidence.Change{unrelated}, "secretsmanager:GetSecretValue", "arn:aws:sts::210987654321:assumed-role/eso-payments/external-secrets", ""},
+		{"Google Cloud KMS permission", gcp, nil, "cloudkms.cryptoKeyVersions.useToDecrypt", "docs-sa@acme-prod.iam.gserviceaccount.com", ""},
+		{"Azure RBAC", azure, nil, "Microsoft.Storage/storageAccounts/listKeys/action", "f3c2a1b0-1111-2222-3333-444455556666", ""},
+		{"expired token is not a policy denial", expired, nil, "", "", ""},
+		{"a partner's 403 is not a policy denial", plain403, nil, "", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Logs: []LogSet{minedSet("vault", false, 0, c.line, c.line)}, Earlier: c.earlier, Window: win}
+			fs := detectCloudDenied(ev, nil)
+			if c.action == "" {
+				if len(fs) != 0 {
+					t.Fatalf("finding for %q: %+v", c.line, fs)
+				}
+				return
+			}
+			if len(fs) != 1 {
+				t.Fatalf("want one finding, got %+v", fs)
+			}
+			f := fs[0]
+			if f.fact("action") != c.action || f.fact("principal") != c.principal {
+				t.Errorf("action %q principal %q", f.fact("action"), f.fact("principal"))
+			}
+			if !strings.Contains(f.fact("iam_change"), c.change) || c.change == "" && f.fact("iam_change") != "" {
+				t.Errorf("iam change %q, want %q", f.fact("iam_change"), c.change)
+			}
+			h := &Hypothesis{Kind: KindCloudDenied, Subject: f.Subject, Primary: []*Finding{&f}}
+			d := describe(h, Scope{})
+			for _, w := range []string{c.action, "IAM", "access denied"} {
+				if !strings.Contains(d, w) {
+					t.Errorf("description %q lacks %q", d, w)
+				}
+			}
+			if recs := recommend(h, Scope{}); len(recs) < 2 || !strings.Contains(recs[0].Action, c.action) {
+				t.Errorf("recommendations %v", recs)
+			}
+		})
+	}
+	// The log rule takes the denial before the generic authentication
+	// failure, and leaves the others to it.
+	if k, _ := classifyForTest(vault); k != KindCloudDenied {
+		t.Errorf("vault line classified %q", k)
+	}
+	if k, _ := classifyForTest(plain403); k == KindCloudDenied {
+		t.Errorf("plain 403 classified as a policy denial")
+	}
+}
+
+func classifyForTest(line string) (Kind, bool) {
+	for _, r := range logRules {
+		if r.re.MatchString(line) {
+			return r.kind, true
+		}
+	}
+	return "", false
+}
