@@ -124,6 +124,35 @@ var calibrationRules = []calibrationRule{
 	{"cause already over", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.fact("recovered") != ""
 	}},
+	// Containers killed by their liveness (or startup) probe, explained as
+	// a probe failing before a slow start is over, while the probe got an
+	// HTTP answer (a 404, a 500): the application was up and answering,
+	// so the why is what its answer means (a health path that moved, a
+	// check failing on a dependency), which was not read.
+	{"probe kills though the probe got an answer", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindLivenessKill && w.fact("why") == "" && probeAnswered(w)
+	}},
+	// A node NotReady because its kubelet stopped reporting, with nothing
+	// of the node's own (its kubelet or system log, a condition the
+	// kubelet set with a message, a change of the node): NotReady is a
+	// state; why the kubelet went silent (a certificate, the runtime, the
+	// disk, the network) is one hop further.
+	{"node NotReady without the node's own reason", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindNodeNotReady && w.Trigger == nil && w.fact("why") == "" && !nodeWhy(w)
+	}},
+	// The question's alert checked and borne out (a volume or disk that is
+	// really filling) while the answer names something that does not fill
+	// a disk and does not account for it: the answer is about another
+	// symptom, not the one asked about.
+	{"the alert's claim left unexplained", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
+		return unexplainedClaim(a, w)
+	}},
+	// A limit (an autoscaler at its maximum, a memory limit) driven only by
+	// a surge of load whose origin is not named (no client, no caller, no
+	// change): the surge is a state too; who sends the load is the root.
+	{"limit driven by a surge of unknown origin", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return limitStates[w.Kind] && drivenBy(w) && !drivenByKnown(w)
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
@@ -172,17 +201,93 @@ var drivers = map[Kind]bool{KindSaturation: true, KindLoadSurge: true, KindBackl
 // drivenBy reports whether h has something that drove it to its limit: a
 // change that triggered it, a finding of growth, load or slow work among
 // its support, or a growth its own findings state.
-func drivenBy(h *Hypothesis) bool {
-	if h.Trigger != nil || h.dbLoad != nil {
+func drivenBy(h *Hypothesis) bool { return driven(h, true) }
+
+// drivenByKnown is drivenBy with a surge of load counted only when its
+// origin is named.
+func drivenByKnown(h *Hypothesis) bool { return driven(h, false) }
+
+func driven(h *Hypothesis, anySurge bool) bool {
+	if h.Trigger != nil || h.dbLoad != nil || h.fact("load_source") != "" || h.fact("why") != "" {
 		return true
 	}
 	for _, f := range h.Support {
+		if f.Kind == KindLoadSurge && !anySurge && f.fact("load_source") == "" && f.fact("why") == "" {
+			continue
+		}
 		if drivers[f.Kind] && !ownMeasure[h.Kind][f.Kind] {
 			return true
 		}
 	}
 	for _, f := range h.Primary {
 		if f.fact("leak_rate") != "" || f.fact("growing") != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// probeAnswerRE is a probe failure that got an HTTP answer from the
+// container: the kubelet's "HTTP probe failed with statuscode: 404".
+var probeAnswerRE = regexp.MustCompile(`(?i)probe failed with status ?code:? *[1-5]\d\d\b`)
+
+// probeAnswered reports whether a probe of h's containers got an HTTP
+// status answer.
+func probeAnswered(h *Hypothesis) bool {
+	for _, f := range h.Primary {
+		if probeAnswerRE.MatchString(f.fact("message")) {
+			return true
+		}
+	}
+	return false
+}
+
+// kubeletReportsRE is a node condition the kubelet itself set (it is
+// alive and says what is wrong), as the node finding's evidence quotes it.
+var kubeletReportsRE = regexp.MustCompile(`condition (?:Ready=False|NetworkUnavailable=True)\b`)
+
+// nodeWhy reports whether h, a node NotReady, has something of the node's
+// own beyond the NotReady state: a condition the kubelet set, or a finding
+// whose subject or host is the node (its kubelet's or system log, a
+// pressure).
+func nodeWhy(h *Hypothesis) bool {
+	node := orWord(h.fact("node"), h.Subject)
+	for _, f := range slices.Concat(h.Primary, h.Support) {
+		if f.Kind == KindNodeNotReady {
+			for _, e := range f.Evidence {
+				if kubeletReportsRE.MatchString(e) {
+					return true
+				}
+			}
+			continue
+		}
+		for _, s := range []string{f.Subject, f.fact("host")} {
+			if strings.EqualFold(s, node) || len(s) > len(node) && strings.EqualFold(s[:len(node)], node) && strings.ContainsRune("-.", rune(s[len(node)])) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fillsStorage are the kinds of roots that say what fills a disk or a
+// volume.
+var fillsStorage = map[Kind]bool{KindDiskFull: true, KindWALRetained: true, KindDiskClaim: true, KindVolumeClaim: true,
+	KindNodePressure: true, KindEviction: true}
+
+// unexplainedClaim reports whether the question's alert, checked as a
+// claim (a volume or disk filling), is borne out by a hypothesis other
+// than w, while w neither fills storage nor uses that hypothesis's
+// findings.
+func unexplainedClaim(a *Analysis, w *Hypothesis) bool {
+	if fillsStorage[w.Kind] || w.fact("why") != "" {
+		return false
+	}
+	for _, h := range a.Hypotheses {
+		if h == w || h.Kind != KindVolumeClaim && h.Kind != KindDiskClaim {
+			continue
+		}
+		if h.fact("real") != "" && !explainedBy(h, w) {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -27,6 +28,16 @@ func TestCalibrate(t *testing.T) {
 		Facts: map[string]string{"message": `Failed to pull image "registry.acme.dev/api:2.1": rpc error: code = NotFound desc = failed to pull and unpack image "registry.acme.dev/api:2.1": failed to resolve reference "registry.acme.dev/api:2.1": registry.acme.dev/api:2.1: not found`}}
 	pullRefused := &Finding{Kind: KindImagePull, Subject: "api", Source: SrcEvents, Time: t0, Weight: 0.85,
 		Facts: map[string]string{"message": `Failed to pull image "harbor.acme.dev/media/api:4.2.0": failed to pull and unpack image "harbor.acme.dev/media/api:4.2.0": failed to resolve reference "harbor.acme.dev/media/api:4.2.0": unexpected status from HEAD request to https://harbor.acme.dev/v2/media/api/manifests/4.2.0: 401 Unauthorized`}}
+	probeAnswer := func(code int) *Finding {
+		return &Finding{Kind: KindLivenessKill, Subject: "api", Source: SrcEvents, Time: t0, Weight: 0.7,
+			Facts: map[string]string{"message": "Liveness probe failed: HTTP probe failed with statuscode: " + strconv.Itoa(code), "probe": "liveness"}}
+	}
+	probeKill := &Finding{Kind: KindLivenessKill, Subject: "api", Source: SrcEvents, Time: t0, Weight: 0.85,
+		Facts: map[string]string{"message": "Container app failed liveness probe, will be restarted", "probe": "liveness"}}
+	nodeSilent := &Finding{Kind: KindNodeNotReady, Subject: "wk-7", Source: SrcKubernetes, Time: t0, Weight: 0.9, Facts: map[string]string{"node": "wk-7"},
+		Evidence: []string{`node wk-7 condition Ready=Unknown since 2026-03-01T12:00:00Z, reason NodeStatusUnknown: "Kubelet stopped posting node status."`}}
+	volumeReal := &Finding{Kind: KindVolumeClaim, Subject: "orders-db", Source: SrcMetrics, Time: t0, Weight: 0.8,
+		Facts: map[string]string{"alert": "KubePersistentVolumeFillingUp", "real": "true", "growing": "true"}}
 	callerTimeout := &Finding{Kind: KindTimeout, Subject: "fraud-check", Source: SrcLogs, Time: t0, Weight: 0.8, Facts: map[string]string{"caller": "order-api"}}
 	cases := []struct {
 		name  string
@@ -79,8 +90,61 @@ func TestCalibrate(t *testing.T) {
 			}}, full, 90, 90, ""},
 		{"an autoscaler at its maximum with only its pods' CPU",
 			&Analysis{Hypotheses: []*Hypothesis{hyp(KindHPAMax, "api", 0.9, []*Finding{f(KindHPAMax, "api", SrcMetrics)}, f(KindSaturation, "api", SrcMetrics), f(KindCPUThrottling, "api", SrcMetrics))}}, full, 80, 70, "limit without what drove it"},
-		{"an autoscaler at its maximum under a surge of load",
-			&Analysis{Hypotheses: []*Hypothesis{hyp(KindHPAMax, "api", 0.95, []*Finding{f(KindHPAMax, "api", SrcMetrics)}, f(KindSaturation, "api", SrcMetrics), f(KindLoadSurge, "api", SrcMetrics))}}, full, 94, 94, ""},
+		{"an autoscaler at its maximum under a surge of unknown origin",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindHPAMax, "api", 0.95, []*Finding{f(KindHPAMax, "api", SrcMetrics)}, f(KindSaturation, "api", SrcMetrics), f(KindLoadSurge, "api", SrcMetrics))}}, full, 94, 70, "limit driven by a surge of unknown origin"},
+		{"an autoscaler at its maximum under a surge from a named client",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindHPAMax, "api", 0.95, []*Finding{f(KindHPAMax, "api", SrcMetrics)}, f(KindSaturation, "api", SrcMetrics),
+				&Finding{Kind: KindLoadSurge, Subject: "api", Source: SrcLogs, Time: t0, Weight: 0.8, Facts: map[string]string{"load_source": "user agent partner-sync/2.3 (61% of requests)"}})}}, full, 94, 94, ""},
+		{"a memory limit reached under a surge of unknown origin",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindOOMKilled, "api", 0.9, []*Finding{oomState, oomEvent}, f(KindLoadSurge, "api", SrcMetrics))}}, full, 90, 70, "limit driven by a surge of unknown origin"},
+		{"a memory limit reached under a surge, with memory growth beside it",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindOOMKilled, "api", 0.9, []*Finding{oomState, oomEvent}, f(KindLoadSurge, "api", SrcMetrics), memGrowth)}}, full, 90, 90, ""},
+		{"probe kills explained as a slow start while the probe got a 404",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindLivenessKill, "api", 0.8, []*Finding{probeAnswer(404), probeKill}, f(KindCrashLoop, "api", SrcKubernetes))}}, full, 74, 70, "probe kills though the probe got an answer"},
+		{"startup probe kills while the probe got a 503",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindLivenessKill, "api", 0.8, []*Finding{{Kind: KindLivenessKill, Subject: "api", Source: SrcEvents, Time: t0, Weight: 0.7,
+				Facts: map[string]string{"message": "Startup probe failed: HTTP probe failed with statuscode: 503"}}, probeKill}, f(KindCrashLoop, "api", SrcKubernetes))}}, full, 80, 70, "probe kills though the probe got an answer"},
+		{"probe kills while the application does not answer yet",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindLivenessKill, "api", 0.8, []*Finding{{Kind: KindLivenessKill, Subject: "api", Source: SrcEvents, Time: t0, Weight: 0.7,
+				Facts: map[string]string{"message": `Liveness probe failed: Get "http://10.1.4.23:8080/actuator/health/liveness": dial tcp 10.1.4.23:8080: connect: connection refused`}}, probeKill}, f(KindCrashLoop, "api", SrcKubernetes))}}, full, 88, 88, ""},
+		{"probe kills with the meaning of the probe's answer read",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindLivenessKill, "api", 0.8, []*Finding{{Kind: KindLivenessKill, Subject: "api", Source: SrcEvents, Time: t0, Weight: 0.7,
+				Facts: map[string]string{"message": "Liveness probe failed: HTTP probe failed with statuscode: 404", "why": "the probe's path /health is not served since the upgrade to 7.0.0"}}, probeKill}, f(KindCrashLoop, "api", SrcKubernetes))}}, full, 90, 90, ""},
+		{"a node NotReady with its kubelet silent and nothing of the node",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindNodeNotReady, "wk-7", 0.8, []*Finding{nodeSilent, f(KindNodeNotReady, "wk-7", SrcEvents)},
+				&Finding{Kind: KindCrashLoop, Subject: "api", Source: SrcKubernetes, Time: t0, Weight: 0.5, Related: []string{"wk-7"}})}}, full, 78, 70, "node NotReady without the node's own reason"},
+		{"a node NotReady with its kubelet's log read",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindNodeNotReady, "wk-7", 0.85, []*Finding{nodeSilent, f(KindNodeNotReady, "wk-7", SrcEvents)},
+				&Finding{Kind: KindLogErrors, Subject: "wk-7-kubelet", Source: SrcLogs, Time: t0, Weight: 0.4})}}, full, 85, 85, ""},
+		{"a node NotReady with a system log line of the node's host",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindNodeNotReady, "wk-7", 0.85, []*Finding{nodeSilent},
+				&Finding{Kind: KindLogErrors, Subject: "journal", Source: SrcLogs, Time: t0, Weight: 0.4, Facts: map[string]string{"host": "wk-7"}})}}, full, 85, 85, ""},
+		{"a node NotReady whose kubelet says why",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindNodeNotReady, "wk-7", 0.85, []*Finding{{Kind: KindNodeNotReady, Subject: "wk-7", Source: SrcKubernetes, Time: t0, Weight: 0.9,
+				Evidence: []string{`node wk-7 condition Ready=False since 2026-03-01T12:00:00Z, reason KubeletNotReady: "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady"`}}, f(KindNodeNotReady, "wk-7", SrcEvents)})}}, full, 85, 85, ""},
+		{"a node NotReady after a change of the node",
+			&Analysis{Hypotheses: []*Hypothesis{{Kind: KindNodeNotReady, Subject: "wk-7", Score: 0.85, Onset: t0, Primary: []*Finding{nodeSilent},
+				Trigger: &Finding{Kind: KindInfraChange, Subject: "wk-7", Source: SrcChanges, Summary: "kernel 6.8 rolled to the worker pool"}}}}, full, 85, 85, ""},
+		{"a volume alert borne out, answered with slow queries",
+			&Analysis{Hypotheses: []*Hypothesis{
+				hyp(KindSlowQuery, "orders-db", 0.87, []*Finding{f(KindSlowQuery, "orders-db", SrcLogs)}, f(KindLogErrors, "orders-db", SrcLogs)),
+				hyp(KindVolumeClaim, "orders-db", 0.78, []*Finding{volumeReal}),
+			}}, full, 77, 70, "the alert's claim left unexplained"},
+		{"a volume alert borne out, answered with what fills the volume",
+			&Analysis{Hypotheses: []*Hypothesis{
+				hyp(KindWALRetained, "orders-db", 0.9, []*Finding{f(KindWALRetained, "orders-db", SrcLogs)}, f(KindLogErrors, "orders-db", SrcLogs)),
+				hyp(KindVolumeClaim, "orders-db", 0.78, []*Finding{volumeReal}),
+			}}, full, 92, 92, ""},
+		{"a volume alert borne out, its finding part of the answer",
+			&Analysis{Hypotheses: []*Hypothesis{
+				hyp(KindLogMatch, "orders-db", 0.9, []*Finding{f(KindLogMatch, "orders-db", SrcLogs)}, volumeReal),
+				hyp(KindVolumeClaim, "orders-db", 0.78, []*Finding{volumeReal}),
+			}}, full, 88, 88, ""},
+		{"a volume alert refuted, the answer elsewhere",
+			&Analysis{Hypotheses: []*Hypothesis{
+				hyp(KindSlowQuery, "orders-db", 0.87, []*Finding{f(KindSlowQuery, "orders-db", SrcLogs)}, f(KindLogErrors, "orders-db", SrcLogs)),
+				hyp(KindVolumeClaim, "orders-db", 0.5, []*Finding{{Kind: KindVolumeClaim, Subject: "orders-db", Source: SrcMetrics, Time: t0, Weight: 0.5, Facts: map[string]string{"alert": "KubePersistentVolumeFillingUp", "trend": "not growing"}}}),
+			}}, full, 85, 85, ""},
 		{"connection slots refused after a client's deploy",
 			&Analysis{Hypotheses: []*Hypothesis{{Kind: KindDatabase, Subject: "ledger-pg", Score: 0.8, Onset: t0, Primary: []*Finding{slotsRefused},
 				Trigger: &Finding{Kind: KindDeploy, Subject: "ledger-api", Source: SrcChanges, Summary: "deploy of ledger-api: ledger-api 4.2.0: streaming statement export"}}}}, full, 79, 70, "connection slots without who took them"},

@@ -270,9 +270,12 @@ func TestAblationCalibration(t *testing.T) {
 	}
 	results, scenarios := runAblations(t, every)
 	var confident []ablationResult
-	wrong, rootWrong := 0, 0
+	wrong, rootWrong, sureRight := 0, 0, 0
 	for _, r := range results {
 		if !r.wrong {
+			if r.confidence > maxWrongConfidence {
+				sureRight++
+			}
 			continue
 		}
 		wrong++
@@ -290,8 +293,8 @@ func TestAblationCalibration(t *testing.T) {
 			t.Logf("    failures: %q; candidates:%s", r.failures, r.candidates)
 		}
 	}
-	t.Logf("ablation (1 in %d): %d scenarios, %d variants, %d wrong (%d with a wrong root), %d wrong above %d",
-		every, scenarios, len(results), wrong, rootWrong, len(confident), maxWrongConfidence)
+	t.Logf("ablation (1 in %d): %d scenarios, %d variants, %d wrong (%d with a wrong root), %d wrong above %d; %d of %d right above %d",
+		every, scenarios, len(results), wrong, rootWrong, len(confident), maxWrongConfidence, sureRight, len(results)-wrong, maxWrongConfidence)
 	if every == ablationSample && len(confident) > ablationCeiling {
 		t.Errorf("%d ablated variants answered wrongly above %d confidence, more than the %d reached", len(confident), maxWrongConfidence, ablationCeiling)
 	}
