@@ -16,6 +16,7 @@ var mechanisms = []*mechanism{
 	slowQuery,
 	dbBlocked,
 	migrationLock,
+	initWait,
 	cronJobSuspended,
 	cronTimeZone,
 	jobFailed,

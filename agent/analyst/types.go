@@ -335,6 +335,8 @@ var kinds = map[Kind]kindInfo{
 	KindCredentialRotated: {prior: 0.84},
 	// A database's disk filled by WAL an abandoned replication slot keeps.
 	KindWALRetained: {prior: 0.86},
+	// Pods held in Init by a wait loop for a Service nothing serves.
+	KindInitWait: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {
