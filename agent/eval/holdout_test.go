@@ -37,6 +37,7 @@ var holdoutFloors = map[string]int{
 	"holdout19": 12,
 	"holdout20": 12,
 	"holdout21": 12,
+	"holdout23": 10,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
