@@ -44,9 +44,20 @@ var scaleUpRefused = &mechanism{
 		// The quota as the cloud's CLI reports it names what is used up.
 		q := cloudQuotaSaid(ev)
 		for i := range found {
-			if found[i].Kind == KindScaleUpRefused && q != "" {
-				found[i].setFact("quota", q)
-				found[i].Evidence = append(found[i].Evidence, "quota: "+q)
+			f := &found[i]
+			if f.Kind != KindScaleUpRefused {
+				continue
+			}
+			if q != "" {
+				f.setFact("quota", q)
+				f.Evidence = append(f.Evidence, "quota: "+q)
+			}
+			// The group the scale-up grew, from its TriggeredScaleUp.
+			if f.fact("group") == "" {
+				if g, plan := scaleUpPlan(ev.K8s.Events, f.Object); g != "" {
+					f.setFact("group", g)
+					f.setFact("plan", plan)
+				}
 			}
 		}
 		return nil
@@ -67,6 +78,9 @@ var scaleUpRefused = &mechanism{
 		d := fmt.Sprintf("%s pods stay Pending because the nodes they need cannot be added: %s tried to scale up", h.Subject, who)
 		if g := h.fact("group"); g != "" {
 			d += " node group " + g
+			if p := h.fact("plan"); p != "" {
+				d += " (" + p + ")"
+			}
 		}
 		d += fmt.Sprintf(" and the cloud provider refused it (%s)", quote(h.fact("message"), 200))
 		if w := h.fact("refusal"); w != "" {
@@ -97,7 +111,7 @@ var scaleUpRefused = &mechanism{
 var (
 	// nodeGroupRE reads the group a scale-up names ("[{eks-gpu-… 4->10
 	// (max: 16)}]", "node group eks-…").
-	nodeGroupRE = regexp.MustCompile(`\[\{([A-Za-z0-9][\w.-]+) \d+->\d+`)
+	nodeGroupRE = regexp.MustCompile(`\[\{([A-Za-z0-9][\w.-]+) (\d+->\d+(?: \(max: \d+\))?)`)
 	// capacityChangeRE is a change that takes or limits capacity in the
 	// account or the cluster: a node group or pool, a fleet, instances, a
 	// quota.
@@ -174,4 +188,20 @@ func cloudQuotaSaid(ev *Gathered) string {
 		}
 	}
 	return ""
+}
+
+// scaleUpPlan reads the group and the sizes a TriggeredScaleUp event on
+// the object names ("[{eks-gpu-… 4->10 (max: 16)}]").
+func scaleUpPlan(events []corev1.Event, object string) (group, plan string) {
+	for i := range events {
+		e := &events[i]
+		io := e.InvolvedObject
+		if e.Reason != "TriggeredScaleUp" || strings.ToLower(io.Kind)+" "+io.Namespace+"/"+io.Name != object {
+			continue
+		}
+		if m := nodeGroupRE.FindStringSubmatch(e.Message); m != nil {
+			return m[1], strings.TrimSuffix(strings.Replace(m[2], " (max: ", ", max ", 1), ")")
+		}
+	}
+	return "", ""
 }

@@ -60,11 +60,14 @@ func TestScaleUpRefusedDescribe(t *testing.T) {
 		code, words := scaleUpRefusal(f.fact("message"))
 		f.setFact("code", code)
 		f.setFact("refusal", words)
+		f.Object = "pod media/video-transcoder-5c7d9b8f64-8hk4p"
 		found := []Finding{f}
-		scaleUpRefused.detect(&Gathered{Commands: []evidence.CommandOutput{cmd}}, found)
+		triggered := corev1.Event{Reason: "TriggeredScaleUp", Message: "pod triggered scale-up: [{eks-gpu-g5-2xl-20241108093012345600000012 4->10 (max: 16)}]",
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "media", Name: "video-transcoder-5c7d9b8f64-8hk4p"}}
+		scaleUpRefused.detect(&Gathered{Commands: []evidence.CommandOutput{cmd}, K8s: K8sEvidence{Events: []corev1.Event{triggered}}}, found)
 		h := &Hypothesis{Kind: KindScaleUpRefused, Subject: "video-transcoder", Primary: []*Finding{&found[0]}}
 		d := describe(h, Scope{})
-		for _, want := range []string{"video-transcoder pods stay Pending", "VcpuLimitExceeded", "vCPU service quota", `quota "Running On-Demand G and VT instances" is 64`} {
+		for _, want := range []string{"video-transcoder pods stay Pending", "VcpuLimitExceeded", "node group eks-gpu-g5-2xl-20241108093012345600000012 (4->10, max 16)", "vCPU service quota", `quota "Running On-Demand G and VT instances" is 64`} {
 			if !strings.Contains(d, want) {
 				t.Errorf("%s: description lacks %q: %s", cmd.Command, want, d)
 			}
