@@ -133,14 +133,16 @@ func selectorMismatch(svc corev1.Service, pods []corev1.Pod) (Finding, bool) {
 // successor there is no mismatch to name: the pods may just be scaled
 // away.
 func selectsNoPod(svc corev1.Service, pods []corev1.Pod) (Finding, bool) {
-	values := map[string]bool{}
+	// A selector value carried whole weighs two, a part of one (the
+	// "shipping" of shipping-pg) one; a successor needs two.
+	values := map[string]int{}
 	for _, v := range svc.Spec.Selector {
-		values[strings.ToLower(v)] = true
 		for _, tok := range strings.Split(strings.ToLower(v), "-") {
 			if len(tok) >= 3 {
-				values[tok] = true
+				values[tok] = max(values[tok], 1)
 			}
 		}
+		values[strings.ToLower(v)] = 2
 	}
 	labelled := 0
 	var best *corev1.Pod
@@ -156,15 +158,15 @@ func selectsNoPod(svc corev1.Service, pods []corev1.Pod) (Finding, bool) {
 		labelled++
 		score := 0
 		for k, v := range p.Labels {
-			if k != "pod-template-hash" && values[strings.ToLower(v)] {
-				score++
+			if k != "pod-template-hash" {
+				score += values[strings.ToLower(v)]
 			}
 		}
 		if score > bestScore || score == bestScore && score > 0 && podReady(p) && !podReady(best) {
 			best, bestScore = p, score
 		}
 	}
-	if best == nil || labelled == 0 {
+	if best == nil || labelled == 0 || bestScore < 2 {
 		return Finding{}, false
 	}
 	wl := WorkloadOfPod(best)

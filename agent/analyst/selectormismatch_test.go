@@ -72,6 +72,10 @@ shipping-postgresql-0           1/1     Running    0          58m   app.kubernet
 NAME                       READY   STATUS    RESTARTS   AGE   LABELS
 web-6d5f7c8b9-2xk4p        1/1     Running   0          9d    app=web,pod-template-hash=6d5f7c8b9
 `
+	const sharesWord = `$ kubectl get pods -n shop --show-labels
+NAME                          READY   STATUS    RESTARTS   AGE   LABELS
+orders-api-6d5f7c8b9-2xk4p    1/1     Running   0          9d    app.kubernetes.io/instance=orders,app.kubernetes.io/name=orders-api,pod-template-hash=6d5f7c8b9
+`
 	const noLabels = `$ kubectl get pods -n shipping
 NAME                            READY   STATUS     RESTARTS   AGE
 shipping-postgresql-0           1/1     Running    0          58m
@@ -89,6 +93,8 @@ shipping-postgresql-0           1/1     Running    0          58m
 			[]string{"selects no pods", "no pod of namespace shipping carries", "shipping-postgresql-0", "app.kubernetes.io/component=primary", "init container wait-for-db"}},
 		{"workload scaled away, nothing alike", "shop", scaledAway, map[string]string{"app": "orders-db"}, nil, nil},
 		{"labels unknown", "shipping", noLabels, map[string]string{"app": "shipping-pg"}, nil, nil},
+		// A release that only shares a word of the name is no successor.
+		{"a client's chart shares a word only", "shop", sharesWord, map[string]string{"app": "orders-db"}, nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
