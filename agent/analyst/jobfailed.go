@@ -33,10 +33,11 @@ var jobFailed = &mechanism{
 		for i := range fs {
 			if f := &fs[i]; f.fact("reason") == "DeadlineExceeded" {
 				explainDeadline(f, ev.Logs, []string{f.Subject, f.fact("job")}, ev.Changes, jobStart(ev.K8s, f.fact("job")))
+				explainDeadlineThrottled(f, ev.Logs, []string{f.Subject, f.fact("job")}, ev.K8s.Jobs)
 			}
 			// No line of its log and no timing says why: the finding only
 			// restates that the Job failed (capped in confidence).
-			if f := &fs[i]; f.fact("slow_line") == "" && (f.fact("line") == "" || statusOnlyRE.MatchString(ReadableLine(f.fact("line")))) {
+			if f := &fs[i]; f.fact("slow_line") == "" && f.fact("throttle_line") == "" && (f.fact("line") == "" || statusOnlyRE.MatchString(ReadableLine(f.fact("line")))) {
 				f.setFact("state_only", "true")
 			}
 			// A log that says only how a call failed (reset, refused,
@@ -65,6 +66,7 @@ var jobFailed = &mechanism{
 			d += fmt.Sprintf(" (%s: %s)", r, jobReasonWords(r))
 		}
 		d += describeDeadline(h)
+		d += describeDeadlineThrottled(h)
 		if r := h.fact("failed_runs"); r != "" && strings.Contains(r, "in a row") {
 			d += " (" + r + ")"
 		}
@@ -76,7 +78,7 @@ var jobFailed = &mechanism{
 				d += " failed"
 			}
 		}
-		if l := h.fact("line"); l != "" {
+		if l := h.fact("line"); l != "" && l != h.fact("throttle_line") {
 			d += "; its log says why: " + quote(ReadableLine(l), 240)
 			if k := Kind(h.fact("line_kind")); k != "" {
 				d += fmt.Sprintf(" (%s)", infoOf(k).label)
@@ -90,6 +92,10 @@ var jobFailed = &mechanism{
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		what := orWord(h.fact("cronjob"), h.fact("job"))
 		switch Kind(h.fact("line_kind")) {
+		case KindThrottling:
+			if !recommendDeadlineThrottled(h, r) {
+				r.high("Lower the rate of the calls the Job %s makes to what its API allows, then re-run it", what)
+			}
 		case KindAuth:
 			r.high("Fix the credentials the Job %s uses (the Secret it reads, the password or token after a rotation), then re-run it: kubectl create job --from=cronjob/%s %s-manual", what, what, what)
 		case KindDNS, KindConnRefused, KindTimeout:
