@@ -335,6 +335,14 @@ var kinds = map[Kind]kindInfo{
 	KindCredentialRotated: {prior: 0.84},
 	// A database's disk filled by WAL an abandoned replication slot keeps.
 	KindWALRetained: {prior: 0.86},
+
+	// The platform under a workload: etcd at its space quota, a node's
+	// kubelet with an expired client certificate, a node's container
+	// runtime down, a node or pod out of PIDs.
+	KindEtcdNoSpace:   {prior: 0.86},
+	KindKubeletCert:   {prior: 0.86},
+	KindRuntimeDown:   {prior: 0.86},
+	KindPIDExhaustion: {prior: 0.8},
 	// Pods held in Init by a wait loop for a Service nothing serves.
 	KindInitWait: {prior: 0.86},
 }
