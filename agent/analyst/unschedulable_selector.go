@@ -6,9 +6,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
 
@@ -299,6 +301,10 @@ func detectSelectorUnmatched(ev *Gathered, found []Finding) []Finding {
 				f.setFact("selector_instead", strings.SplitN(u.elsewhere[0], " (", 2)[0])
 			}
 		}
+		if c := labelChange(ev, un, b.Time); c != nil {
+			f.setFact("selector_change", fmt.Sprintf("%s (%s, %s)", truncate(c.Description, 200), c.Kind, ts(c.Timestamp)))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("change %s at %s names the label: %s", orWord(c.Revision, c.Kind), ts(c.Timestamp), quote(truncate(c.Description, 200), 210)))
+		}
 		f.Evidence = append(f.Evidence, b.Evidence...)
 		f.setFact("message", b.fact("message"))
 		f.setFact("selector_unmatched", strings.Join(sel, ", "))
@@ -307,4 +313,63 @@ func detectSelectorUnmatched(ev *Gathered, found []Finding) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// labelChange is the latest change before the pods went Pending, in the
+// window or the month before it, that names a label of the selector or the
+// key the nodes carry its value under (a node group replaced, a
+// provisioner's labels): how the nodes came to lack the label.
+func labelChange(ev *Gathered, un []unmatchedTerm, before time.Time) *evidence.Change {
+	var keys []string
+	for _, u := range un {
+		keys = append(keys, strings.ToLower(u.term.key))
+		for _, e := range u.elsewhere {
+			k, _, _ := strings.Cut(e, "=")
+			keys = append(keys, strings.ToLower(k))
+		}
+	}
+	var best *evidence.Change
+	for _, cs := range [][]evidence.Change{ev.Earlier, ev.Changes} {
+		for i := range cs {
+			c := &cs[i]
+			if !before.IsZero() && c.Timestamp.After(before) {
+				continue
+			}
+			d := strings.ToLower(c.Description)
+			if !slices.ContainsFunc(keys, func(k string) bool { return labelNamed(d, k) }) {
+				continue
+			}
+			if best == nil || c.Timestamp.After(best.Timestamp) {
+				best = c
+			}
+		}
+	}
+	return best
+}
+
+// labelNamed reports whether a (lowercase) text names a label key as a
+// word of its own ("lifecycle=spot", "labelled karpenter.sh/capacity-type"),
+// not inside a longer word.
+func labelNamed(text, key string) bool {
+	for rest := text; ; {
+		i := strings.Index(rest, key)
+		if i < 0 {
+			return false
+		}
+		before, after := byte(' '), byte(' ')
+		if i > 0 {
+			before = rest[i-1]
+		}
+		if j := i + len(key); j < len(rest) {
+			after = rest[j]
+		}
+		if !labelChar(before) && !labelChar(after) {
+			return true
+		}
+		rest = rest[i+len(key):]
+	}
+}
+
+func labelChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '/'
 }

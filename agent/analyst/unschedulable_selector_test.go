@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
 
@@ -47,6 +48,7 @@ func TestSelectorUnmatched(t *testing.T) {
 		name, session string
 		says          []string // words of the description; none: no finding
 		related       string
+		earlier       []evidence.Change
 	}{
 		{"Job template selector, nodes -L, Karpenter", `$ kubectl describe job reports-etl-manual-8821 -n reporting
 Name:             reports-etl-manual-8821
@@ -73,7 +75,12 @@ ip-10-12-40-118.us-east-2.compute.internal   Ready    <none>   13h   v1.30.4-eks
 ip-10-12-41-9.us-east-2.compute.internal     Ready    <none>   13h   v1.30.4-eks-a737599               spot
 ip-10-12-50-61.us-east-2.compute.internal    Ready    <none>   27d   v1.30.4-eks-a737599               on-demand
 `, []string{"node selector requires the node label lifecycle=spot, which no node carries", "none of the 3 nodes carries the label lifecycle",
-			"karpenter.sh/capacity-type=spot (2 nodes)", "the node provisioner knows no value of the label lifecycle"}, "reports-etl"},
+			"karpenter.sh/capacity-type=spot (2 nodes)", "the node provisioner knows no value of the label lifecycle",
+			"The change that names the label: replace managed node group ng-spot-2 with Karpenter NodePool spot-general (nodes labelled karpenter.sh/capacity-type=spot)"}, "reports-etl",
+			[]evidence.Change{
+				{Timestamp: now.Add(-20 * 24 * time.Hour), Kind: "infra", Description: "add node group ng-lifecycle-hooks"},
+				{Timestamp: now.Add(-13 * time.Hour), Kind: "infra", Description: "replace managed node group ng-spot-2 with Karpenter NodePool spot-general (nodes labelled karpenter.sh/capacity-type=spot)"},
+			}},
 		{"pod selector, described nodes without the label", `$ kubectl describe pod ingest-7d9f8b6c5-x2k9p -n data
 Name:             ingest-7d9f8b6c5-x2k9p
 Namespace:        data
@@ -95,7 +102,7 @@ Name:               worker-b
 Labels:             kubernetes.io/arch=amd64
                     kubernetes.io/hostname=worker-b
                     kubernetes.io/os=linux
-`, []string{"ingest pods are unschedulable", "disktype=nvme", "none of the 2 nodes carries the label disktype", "storage=nvme (1 node)"}, ""},
+`, []string{"ingest pods are unschedulable", "disktype=nvme", "none of the 2 nodes carries the label disktype", "storage=nvme (1 node)"}, "", nil},
 		{"required node affinity In, nodes in other zones (-o yaml, --show-labels)", `$ kubectl get pod cache-0 -n edge -o yaml
 apiVersion: v1
 kind: Pod
@@ -125,7 +132,7 @@ NAME    STATUS   ROLES    AGE   VERSION   LABELS
 n-1     Ready    <none>   9d    v1.29.6   kubernetes.io/hostname=n-1,topology.kubernetes.io/zone=eu-west-1a
 n-2     Ready    <none>   9d    v1.29.6   kubernetes.io/hostname=n-2,topology.kubernetes.io/zone=eu-west-1a
 n-3     Ready    <none>   9d    v1.29.6   kubernetes.io/hostname=n-3,topology.kubernetes.io/zone=eu-west-1b
-`, []string{"topology.kubernetes.io/zone=eu-west-1c", "the 3 nodes carry topology.kubernetes.io/zone=eu-west-1a (2 nodes), eu-west-1b (1 node)"}, ""},
+`, []string{"topology.kubernetes.io/zone=eu-west-1c", "the 3 nodes carry topology.kubernetes.io/zone=eu-west-1a (2 nodes), eu-west-1b (1 node)"}, "", nil},
 		{"node labels not read: nothing claimed", `$ kubectl describe pod ingest-7d9f8b6c5-x2k9p -n data
 Name:             ingest-7d9f8b6c5-x2k9p
 Namespace:        data
@@ -139,7 +146,7 @@ $ kubectl get nodes
 NAME       STATUS   ROLES    AGE   VERSION
 worker-a   Ready    <none>   40d   v1.29.6
 worker-b   Ready    <none>   40d   v1.29.6
-`, nil, ""},
+`, nil, "", nil},
 		{"a node carries the label: the selector is not why", `$ kubectl describe pod ingest-7d9f8b6c5-x2k9p -n data
 Name:             ingest-7d9f8b6c5-x2k9p
 Namespace:        data
@@ -153,11 +160,12 @@ $ kubectl get nodes -L disktype
 NAME       STATUS   ROLES    AGE   VERSION   DISKTYPE
 worker-a   Ready    <none>   40d   v1.29.6   nvme
 worker-b   Ready    <none>   40d   v1.29.6
-`, nil, ""},
+`, nil, "", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ev, events := gatheredOf(t, c.session, now)
+			ev.Earlier = c.earlier
 			found := DetectEvents(events, ev.K8s.Pods, ev.Window)
 			fs := detectSelectorUnmatched(ev, found)
 			if c.says == nil {
