@@ -55,6 +55,12 @@ var dbBlocked = &mechanism{
 	describe:  describeDBBlocked,
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		b := orWord(h.fact("blocker"), "the long transaction")
+		if h.fact("condition") == "replication" && h.fact("engine") == "mysql" {
+			r.high("Send the reads that need fresh data to the primary until %s catches up, and find what its applier runs (SHOW PROCESSLIST: the system user threads and their statements; SHOW REPLICA STATUS: Replica_SQL_Running_State, Last_SQL_Error)", h.Subject)
+			r.med("Keep large transactions and schema changes from holding the applier (batch big writes, run DDL with gh-ost or pt-online-schema-change) and use parallel replication (replica_parallel_workers)")
+			r.low("Alert on replication lag (Seconds_Behind_Source) and route reads by lag")
+			return
+		}
 		if h.fact("condition") == "replication" {
 			r.high("End the query that holds back replay on %s (%s): cancel it (pg_cancel_backend) so the replica catches up; point reads that need fresh data at the primary meanwhile", h.Subject, b)
 			r.med("Bound how long a standby query may delay replay (max_standby_streaming_delay, not -1) and move long reports to a dedicated replica or a snapshot")
@@ -389,6 +395,9 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 			if !slices.Contains(f.Related, v) {
 				f.Related = append(f.Related, v)
 			}
+		}
+		if st := sg.stated; st != nil && st.mysql || strings.HasPrefix(strings.ToLower(sg.metric), "mysql") || strings.Contains(strings.ToLower(sg.metric), "seconds_behind") {
+			f.setFact("engine", "mysql")
 		}
 		if st := sg.stated; st != nil {
 			f.setFact("lag_stated", fmtLag(st.lag))
@@ -751,7 +760,25 @@ func deadlockNoneWhy(h *Hypothesis) string {
 func describeDBBlockedCause(h *Hypothesis) string {
 	inst := h.Subject
 	var d string
-	if h.fact("condition") == "replication" {
+	if h.fact("condition") == "replication" && h.fact("engine") == "mysql" {
+		// MySQL's replica applies the source's binary log events: no WAL
+		// replay, no recovery conflict.
+		d = fmt.Sprintf("replication lag on %s: the MySQL replica's applier is behind its source (", inst)
+		if p := h.fact("peak"); p != "" {
+			d += fmt.Sprintf("replication lag from %s to %s", h.fact("before"), p)
+		} else if l := h.fact("lag_stated"); l != "" {
+			d += fmt.Sprintf("%s behind when it was read", l)
+		}
+		d += "), so reads from it return stale data"
+		if l := h.fact("line"); l != "" {
+			d += ": " + quote(ReadableLine(l), 180)
+		}
+		if b := h.fact("blocker_detail"); b != "" {
+			d += "; the applier waits behind " + b
+		} else {
+			d += "; what the applier is busy with or waits for is not in the evidence (a large transaction or DDL from the source, a replica query holding a metadata lock, the replica's disk)"
+		}
+	} else if h.fact("condition") == "replication" {
 		d = fmt.Sprintf("replication lag on %s: the replica's WAL replay is stalled (lagging behind the primary", inst)
 		if p := h.fact("peak"); p != "" {
 			d += fmt.Sprintf(", replication lag from %s to %s", h.fact("before"), p)

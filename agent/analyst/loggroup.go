@@ -331,6 +331,9 @@ func lineSearch(sc Scope) string {
 	if p := retryLinePattern(sc); p != "" {
 		pats = append(pats, p)
 	}
+	if p := loadLinePattern(sc); p != "" {
+		pats = append(pats, p)
+	}
 	return strings.Join(pats, "|")
 }
 

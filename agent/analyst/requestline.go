@@ -25,6 +25,9 @@ type requestLine struct {
 	Upstream string
 	Host     string // the authority asked for
 	Client   string // the downstream address
+	// Agent is the client's User-Agent; ClientID the client's own name
+	// when the log records one (client_id=, consumer=, api_key=).
+	Agent, ClientID string
 }
 
 var (
@@ -35,7 +38,11 @@ var (
 	kvFieldRE     = regexp.MustCompile(`(?:^|[\s{,])"?([A-Za-z_][\w.@-]*)"?\s*[=:]\s*"?([^"\s,}]*)"?`)
 	istioUpRE     = regexp.MustCompile(`\b(?:outbound|inbound)\|\d*\|[^|\s]*\|([\w.-]+)`)
 	bracketUpRE   = regexp.MustCompile(`\[([a-z0-9][\w.-]*-\d{2,5})\]`)
-	clientAddrRE  = regexp.MustCompile(`^(?:\S+\s+)?(\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]{3,39})\s+\S+\s+\S+\s+\[`)
+	// A User-Agent: a product token with its version ("okhttp/4.12.0",
+	// "Mozilla/5.0 (…)"), not a URL, an address or an identifier.
+	userAgentRE  = regexp.MustCompile(`^[A-Za-z][\w.+-]*/\S`)
+	ipLikeRE     = regexp.MustCompile(`^\d{1,3}(?:\.\d{1,3}){3}$`)
+	clientAddrRE = regexp.MustCompile(`^(?:\S+\s+)?(\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]{3,39})\s+\S+\s+\S+\s+\[`)
 )
 
 // parseRequestLine reads the request a log line records, if it records
@@ -91,6 +98,23 @@ func parseRequestLine(line string) (requestLine, bool) {
 		if m := clientAddrRE.FindStringSubmatch(text); m != nil {
 			r.Client = m[1]
 		}
+		// The User-Agent: the first quoted field after the request that
+		// reads as one (nginx's and Apache's combined format put the
+		// referer before it, Envoy's and Istio's the forwarded-for
+		// address, an ALB nothing).
+		for _, q := range quoted {
+			if userAgentRE.MatchString(q[1]) {
+				r.Agent = q[1]
+				break
+			}
+		}
+		// Envoy's and Istio's forwarded-for address, when no address
+		// leads the line.
+		if r.Client == "" && len(quoted) > 0 {
+			if a, _, _ := strings.Cut(quoted[0][1], ","); ipLikeRE.MatchString(a) {
+				r.Client = a
+			}
+		}
 	} else if m := plainReqRE.FindStringSubmatch(text); m != nil {
 		r.Method, r.Path, r.Status = m[1], m[2], statusCode(m[3])
 		if m[4] != "" {
@@ -123,6 +147,18 @@ func parseRequestLine(line string) (requestLine, bool) {
 		case "upstream", "upstream_cluster", "cluster", "backend", "upstream_host", "upstream_name", "proxy_upstream_name", "upstream_service":
 			if r.Upstream == "" {
 				r.Upstream = upstreamName(v)
+			}
+		case "user_agent", "http_user_agent", "useragent", "user-agent", "http.user_agent", "user_agent.original", "ua":
+			if r.Agent == "" {
+				r.Agent = v
+			}
+		case "client_id", "clientid", "consumer", "consumer_id", "api_client", "api_key_name", "app_id", "partner", "partner_id":
+			if r.ClientID == "" {
+				r.ClientID = v
+			}
+		case "client_ip", "remote_addr", "remote_ip", "client.address", "source.address", "downstream_remote_address", "x_forwarded_for", "clientip":
+			if r.Client == "" {
+				r.Client, _, _ = strings.Cut(v, ":")
 			}
 		case "host", "authority", "http.host", "server_name":
 			if r.Host == "" {

@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -260,6 +261,29 @@ type sqlState struct {
 	holderAge            time.Duration
 	source               string
 	command              string // the client's command line
+	// mysql: a MySQL or MariaDB server (the client, or its columns, say
+	// so); its replication is an applier, not WAL replay.
+	mysql bool
+	// applying is the statement a replica's own applier thread executes
+	// (MySQL's "system user" sessions, the SQL thread's state), with how
+	// long it has run: a DDL replicated from the primary.
+	applying, applyingState string
+	applyingAge             time.Duration
+}
+
+var (
+	// A schema change: what a replica's applier runs as one event.
+	ddlStatementRE = regexp.MustCompile(`(?i)^\s*(ALTER\s+TABLE|CREATE\s+(?:UNIQUE\s+)?INDEX|DROP\s+INDEX|OPTIMIZE\s+TABLE|RENAME\s+TABLE|TRUNCATE|CREATE\s+TABLE\s+\S+\s+AS)\b`)
+	// The states of a MySQL thread running a DDL.
+	ddlStateRE = regexp.MustCompile(`(?i)^(altering table|copy to tmp table|creating index|committing alter table|manage keys|rename result table|discard_or_import_tablespace|preparing for alter table)`)
+)
+
+// applierUser reports whether a session is the replica's own replication
+// thread (MySQL shows its receiver, coordinator and workers as "system
+// user"), never a client holding replay back.
+func applierUser(u string) bool {
+	u = strings.ToLower(strings.TrimSpace(u))
+	return u == "system user" || u == "system_user"
 }
 
 // sqlStates reads SQL clients' outputs (psql, mysql run in a pod through
@@ -280,6 +304,9 @@ func sqlStates(cmds []evidence.CommandOutput) []*sqlState {
 			st = &sqlState{instance: inst, where: where, source: c.Source, command: orWord(c.Run, c.Command)}
 			by[inst] = st
 			order = append(order, inst)
+		}
+		if m := sqlClientRE.FindStringSubmatch(orWord(c.Run, c.Command)); m != nil && (strings.EqualFold(m[2], "mysql") || strings.EqualFold(m[2], "mariadb")) {
+			st.mysql = true
 		}
 		for _, t := range sqlTables(c.Lines) {
 			st.read(&t)
@@ -306,6 +333,30 @@ func (st *sqlState) read(t *sqlTable) {
 			case (col == "max_standby_streaming_delay" || col == "max_standby_archive_delay") && v == "-1":
 				st.settings = append(st.settings, col+" = -1")
 			}
+		}
+		for _, col := range []string{"replica_sql_running_state", "slave_sql_running_state"} {
+			if v := t.cell(r, col); v != "" {
+				st.mysql = true
+				if ddlStateRE.MatchString(v) && st.applyingState == "" {
+					st.applyingState = v
+				}
+			}
+		}
+		if slices.ContainsFunc(t.cols, func(c string) bool { return strings.HasPrefix(c, "seconds_behind_") }) {
+			st.mysql = true
+		}
+		// The replica's own applier: what it runs is the replication's
+		// work, not a client's transaction.
+		if u := orWord(t.cell(r, "user"), t.cell(r, "usename")); applierUser(u) {
+			st.mysql = true
+			info, state := t.cell(r, "info"), t.cell(r, "state")
+			if ddlStatementRE.MatchString(info) || ddlStateRE.MatchString(state) {
+				age, _ := sqlDuration(t.cell(r, "time"))
+				if age >= st.applyingAge {
+					st.applying, st.applyingState, st.applyingAge = strings.TrimSpace(info), state, age
+				}
+			}
+			continue
 		}
 		recv, replay := t.cell(r, "pg_last_wal_receive_lsn"), t.cell(r, "pg_last_wal_replay_lsn")
 		if a, ok := parseLSN(recv); ok {

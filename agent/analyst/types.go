@@ -345,6 +345,12 @@ var kinds = map[Kind]kindInfo{
 	KindPIDExhaustion: {prior: 0.8},
 	// Pods held in Init by a wait loop for a Service nothing serves.
 	KindInitWait: {prior: 0.86},
+	// A database's disk filled by WAL its failing archiving keeps.
+	KindArchiveFailing: {prior: 0.86},
+	// One client whose requests drive a service's load.
+	KindClientSurge: {prior: 0.84},
+	// A replica lagging while its applier runs a DDL from the primary.
+	KindReplicaDDL: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {

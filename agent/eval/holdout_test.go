@@ -37,6 +37,7 @@ var holdoutFloors = map[string]int{
 	"holdout19": 12,
 	"holdout20": 12,
 	"holdout21": 12,
+	"holdout22": 12,
 	"holdout24": 12,
 	"holdout23": 10,
 }
