@@ -23,8 +23,9 @@ const calibrationCap = 70
 
 // answerShape is what calibration reads of an answer besides its analysis.
 type answerShape struct {
-	timeline int // entries of the answer's timeline
-	evidence int // evidence lines of the root cause
+	timeline int    // entries of the answer's timeline
+	evidence int    // evidence lines of the root cause
+	question string // the question and the alert it comes from
 }
 
 // calibrationRule is one trait of answers that are sure without grounds.
@@ -144,8 +145,10 @@ var calibrationRules = []calibrationRule{
 	// really filling) while the answer names something that does not fill
 	// a disk and does not account for it: the answer is about another
 	// symptom, not the one asked about.
-	{"the alert's claim left unexplained", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
-		return unexplainedClaim(a, w)
+	// The same when the claim could not be checked: a question about a
+	// disk or volume filling answered with something that fills none.
+	{"the alert's claim left unexplained", func(a *Analysis, w *Hypothesis, s answerShape) bool {
+		return unexplainedClaim(a, w) || storageQuestionRE.MatchString(s.question) && !fillsStorage[w.Kind] && w.fact("why") == "" && !usesClaim(w)
 	}},
 	// A limit (an autoscaler at its maximum, a memory limit) driven only by
 	// a surge of load whose origin is not named (no client, no caller, no
@@ -272,8 +275,18 @@ func nodeWhy(h *Hypothesis) bool {
 
 // fillsStorage are the kinds of roots that say what fills a disk or a
 // volume.
-var fillsStorage = map[Kind]bool{KindDiskFull: true, KindWALRetained: true, KindDiskClaim: true, KindVolumeClaim: true,
+var fillsStorage = map[Kind]bool{KindDiskFull: true, KindWALRetained: true, KindArchiveFailing: true, KindDiskClaim: true, KindVolumeClaim: true,
 	KindNodePressure: true, KindEviction: true}
+
+// storageQuestionRE is a question, or the alert it comes from, about a
+// disk or a volume filling up.
+var storageQuestionRE = regexp.MustCompile(`(?i)(?:volume|disk|filesystem|file system|storage|pvc?)\w*(?:\s+\S+){0,4}?\s*(?:fill|full\b|out of space|almost out)|(?:volume|disk|filesystem|storage)\w*?(?:fill|full|outofspace)|filling ?up|outofspace|no space left|disk ?space|diskpressure|low (?:free )?(?:storage|disk|space)|\binodes?\b`)
+
+// usesClaim reports whether w takes a volume or disk claim among its
+// findings.
+func usesClaim(w *Hypothesis) bool {
+	return slices.ContainsFunc(slices.Concat(w.Primary, w.Support), func(f *Finding) bool { return f.Kind == KindVolumeClaim || f.Kind == KindDiskClaim })
+}
 
 // unexplainedClaim reports whether the question's alert, checked as a
 // claim (a volume or disk filling), is borne out by a hypothesis other

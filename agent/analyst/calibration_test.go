@@ -140,6 +140,12 @@ func TestCalibrate(t *testing.T) {
 				hyp(KindLogMatch, "orders-db", 0.9, []*Finding{f(KindLogMatch, "orders-db", SrcLogs)}, volumeReal),
 				hyp(KindVolumeClaim, "orders-db", 0.78, []*Finding{volumeReal}),
 			}}, full, 88, 88, ""},
+		{"a volume alert not checkable, answered with slow queries",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindSlowQuery, "orders-db", 0.87, []*Finding{f(KindSlowQuery, "orders-db", SrcLogs)}, f(KindLogErrors, "orders-db", SrcLogs))}},
+			answerShape{timeline: 4, evidence: 5, question: "KubePersistentVolumeFillingUp for data-orders-db-0: why does the volume keep filling? KubePersistentVolumeFillingUp"}, 77, 70, "the alert's claim left unexplained"},
+		{"a disk question answered with what fills the disk",
+			&Analysis{Hypotheses: []*Hypothesis{hyp(KindDiskFull, "orders-db", 0.9, []*Finding{f(KindDiskFull, "orders-db", SrcLogs)}, f(KindLogErrors, "orders-db", SrcLogs))}},
+			answerShape{timeline: 4, evidence: 5, question: "HostDiskWillFillIn4Hours fired for pg-main-01, is it real? HostDiskWillFillIn4Hours"}, 90, 90, ""},
 		{"a volume alert refuted, the answer elsewhere",
 			&Analysis{Hypotheses: []*Hypothesis{
 				hyp(KindSlowQuery, "orders-db", 0.87, []*Finding{f(KindSlowQuery, "orders-db", SrcLogs)}, f(KindLogErrors, "orders-db", SrcLogs)),

@@ -736,7 +736,7 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 	w := a.Hypotheses[0]
 	r.Timeline = timeline(w, a, sc)
 	ev := evidenceOf(w)
-	conf = calibrate(a, conf, answerShape{timeline: len(r.Timeline), evidence: len(ev)})
+	conf = calibrate(a, conf, answerShape{timeline: len(r.Timeline), evidence: len(ev), question: sc.Message + " " + sc.Alert})
 	r.RootCause = finding.RootCause{Description: describe(w, sc), Confidence: conf, Evidence: ev}
 	r.Verdict = finding.VerdictIdentified
 	if conf < 55 {
