@@ -38,8 +38,8 @@ var holdoutFloors = map[string]int{
 	"holdout20": 12,
 	"holdout21": 12,
 	"holdout22": 12,
+	"holdout23": 11,
 	"holdout24": 12,
-	"holdout23": 10,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
