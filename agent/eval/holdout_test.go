@@ -40,6 +40,7 @@ var holdoutFloors = map[string]int{
 	"holdout22": 12,
 	"holdout23": 11,
 	"holdout24": 12,
+	"holdout25": 5,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
