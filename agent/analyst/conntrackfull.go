@@ -171,23 +171,9 @@ func detectConntrackFull(ev *Gathered, found []Finding) []Finding {
 			f.setFact("count", fmt.Sprint(n.count))
 		}
 		pods := podsOnNode(ev, host)
-		var workloads, victims []string
-		for _, p := range pods {
-			w := workloadOfName(p)
-			if !slices.Contains(workloads, w) {
-				workloads = append(workloads, w)
-			}
-		}
+		workloads := workloadsOf(pods)
 		slices.Sort(workloads)
-		for _, w := range workloads {
-			var mine []string
-			for _, p := range pods {
-				if workloadOfName(p) == w {
-					mine = append(mine, p)
-				}
-			}
-			victims = append(victims, fmt.Sprintf("%s (%s)", w, strings.Join(mine, ", ")))
-		}
+		victims := podsByWorkload(pods, workloads)
 		f.setFact("workloads", strings.Join(workloads, ","))
 		f.Related = append(f.Related, workloads...)
 		if len(victims) > 0 {
@@ -224,6 +210,32 @@ func podsOnNode(ev *Gathered, node string) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// workloadsOf names the workloads of pods (workloadOfName), each once, in
+// the order of their first pod.
+func workloadsOf(pods []string) []string {
+	var out []string
+	for _, p := range pods {
+		out = appendNew(out, workloadOfName(p))
+	}
+	return out
+}
+
+// podsByWorkload names each of workloads with its pods among pods, in the
+// order of workloads: "checkout (checkout-7d9f-abcde, checkout-7d9f-fghij)".
+func podsByWorkload(pods, workloads []string) []string {
+	var out []string
+	for _, w := range workloads {
+		var mine []string
+		for _, p := range pods {
+			if workloadOfName(p) == w {
+				mine = append(mine, p)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", w, strings.Join(mine, ", ")))
+	}
 	return out
 }
 

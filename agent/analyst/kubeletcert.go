@@ -217,19 +217,8 @@ func finishNodeCause(ev *Gathered, n *nodeCause, summary string) Finding {
 		f.Time = ev.Window.Start
 	}
 	pods := podsOnNode(ev, node)
-	var workloads, victims []string
-	for _, p := range pods {
-		workloads = appendNew(workloads, workloadOfName(p))
-	}
-	for _, w := range workloads {
-		var mine []string
-		for _, p := range pods {
-			if workloadOfName(p) == w {
-				mine = append(mine, p)
-			}
-		}
-		victims = append(victims, fmt.Sprintf("%s (%s)", w, strings.Join(mine, ", ")))
-	}
+	workloads := workloadsOf(pods)
+	victims := podsByWorkload(pods, workloads)
 	f.setFact("workloads", strings.Join(workloads, ","))
 	f.setFact("sources", strings.Join(n.sources, ","))
 	f.Related = append(f.Related, workloads...)

@@ -321,10 +321,7 @@ func detectPIDExhaustion(ev *Gathered, _ []Finding) []Finding {
 		if f.Time.IsZero() {
 			f.Time = ev.Window.Start
 		}
-		var workloads []string
-		for _, p := range podsOnNode(ev, name) {
-			workloads = appendNew(workloads, workloadOfName(p))
-		}
+		workloads := workloadsOf(podsOnNode(ev, name))
 		for _, v := range n.victims {
 			workloads = appendNew(workloads, v)
 		}

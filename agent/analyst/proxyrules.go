@@ -146,23 +146,10 @@ func detectProxyRules(ev *Gathered, found []Finding) []Finding {
 		f.setFact("moved", strings.Join(moved, ","))
 		f.setFact("moved_words", strings.Join(words, "; "))
 		f.Related = append(f.Related, moved...)
-		var workloads, victims []string
 		pods := podsOnNode(ev, host)
-		for _, p := range pods {
-			if w := workloadOfName(p); !slices.Contains(workloads, w) && !platformWorkload(w) {
-				workloads = append(workloads, w)
-			}
-		}
+		workloads := slices.DeleteFunc(workloadsOf(pods), platformWorkload)
 		slices.Sort(workloads)
-		for _, w := range workloads {
-			var mine []string
-			for _, p := range pods {
-				if workloadOfName(p) == w {
-					mine = append(mine, p)
-				}
-			}
-			victims = append(victims, fmt.Sprintf("%s (%s)", w, strings.Join(mine, ", ")))
-		}
+		victims := podsByWorkload(pods, workloads)
 		f.setFact("workloads", strings.Join(workloads, ","))
 		f.setFact("victims", strings.Join(victims, "; "))
 		f.Related = append(f.Related, workloads...)
