@@ -26,18 +26,11 @@ import (
 const KindConntrackFull Kind = "conntrack_full"
 
 var conntrackFull = &mechanism{
-	kind:   KindConntrackFull,
-	class:  classCause,
-	label:  "connection-tracking table full on a node",
-	detect: detectConntrackFull,
-	related: func(h *Hypothesis, f *Finding) bool {
-		for _, w := range strings.Split(h.fact("workloads"), ",") {
-			if w != "" && (f.Subject == w || f.fact("caller") == w) {
-				return true
-			}
-		}
-		return false
-	},
+	kind:    KindConntrackFull,
+	class:   classCause,
+	label:   "connection-tracking table full on a node",
+	detect:  detectConntrackFull,
+	related: listedIn("workloads", ","),
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return connChurnChangeRE.MatchString(changeText(c))
 	},

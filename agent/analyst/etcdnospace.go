@@ -29,14 +29,7 @@ var etcdNoSpace = &mechanism{
 	label:  "etcd database space exceeded (NOSPACE alarm, writes refused)",
 	detect: detectEtcdNoSpace,
 	// The clients that quote the refusal suffer it.
-	related: func(h *Hypothesis, f *Finding) bool {
-		for _, c := range strings.Split(h.fact("clients"), ", ") {
-			if c != "" && (f.Subject == c || f.fact("caller") == c) {
-				return true
-			}
-		}
-		return false
-	},
+	related: listedIn("clients", ", "),
 	// What fills etcd is written by something: only a change that writes
 	// much into the cluster (an operator, a controller storing state in
 	// ConfigMaps or custom resources, events or secrets in bulk) or one to

@@ -91,10 +91,8 @@ var (
 // whose pods run there and the logs it was read from (their own findings,
 // certificate or authentication lines of the kubelet and API server).
 func nodeCauseRelated(h *Hypothesis, f *Finding) bool {
-	for _, w := range strings.Split(h.fact("workloads"), ",") {
-		if w != "" && (f.Subject == w || f.fact("caller") == w) {
-			return true
-		}
+	if ofListed(f, h.fact("workloads"), ",") {
+		return true
 	}
 	for _, s := range strings.Split(h.fact("sources"), ",") {
 		if s != "" && (f.Subject == s || strings.HasSuffix(f.Object, " "+s)) {

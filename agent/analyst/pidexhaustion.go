@@ -38,14 +38,7 @@ var pidExhaustion = &mechanism{
 	lines:      pidLineRE,
 	lineWeight: 0.8,
 	detect:     detectPIDExhaustion,
-	related: func(h *Hypothesis, f *Finding) bool {
-		for _, w := range strings.Split(h.fact("workloads"), ",") {
-			if w != "" && (f.Subject == w || f.fact("caller") == w) {
-				return true
-			}
-		}
-		return false
-	},
+	related:    listedIn("workloads", ","),
 	// What fills the PIDs is a process that starts many: a change to the
 	// workload holding them, or to how processes are started or limited.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {

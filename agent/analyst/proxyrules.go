@@ -35,10 +35,8 @@ var proxyRules = &mechanism{
 	label:  "kube-proxy cannot write Service rules on a node",
 	detect: detectProxyRules,
 	related: func(h *Hypothesis, f *Finding) bool {
-		for _, w := range strings.Split(h.fact("workloads"), ",") {
-			if w != "" && (f.Subject == w || f.fact("caller") == w) {
-				return true
-			}
+		if ofListed(f, h.fact("workloads"), ",") {
+			return true
 		}
 		// The callers' refused and timed-out connects to a Service
 		// whose pods moved.

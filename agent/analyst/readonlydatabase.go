@@ -27,14 +27,7 @@ var readOnlyDB = &mechanism{
 	detect: detectReadOnlyWrites,
 	// The clients whose writes fail suffer it (not Related: a host's
 	// related names are renamed after the host, attachHosts).
-	related: func(h *Hypothesis, f *Finding) bool {
-		for _, c := range strings.Split(h.fact("clients"), ", ") {
-			if c != "" && (f.Subject == c || f.fact("caller") == c) {
-				return true
-			}
-		}
-		return false
-	},
+	related: listedIn("clients", ", "),
 	describe: func(h *Hypothesis, sc Scope) string {
 		engine := orWord(h.fact("engine"), "database")
 		what := "a read-only " + engine

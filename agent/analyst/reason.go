@@ -118,12 +118,26 @@ func (h *Hypothesis) fact(k string) string {
 // fromCaller reports whether f is of one of the callers the hypothesis
 // lists in its "callers" fact: its subject, or the caller it names.
 func fromCaller(h *Hypothesis, f *Finding) bool {
-	for _, c := range strings.Split(h.fact("callers"), ", ") {
+	return ofListed(f, h.fact("callers"), ", ")
+}
+
+// ofListed reports whether f is of one of the names list holds (split at
+// sep): its subject, or the caller it names.
+func ofListed(f *Finding, list, sep string) bool {
+	for _, c := range strings.Split(list, sep) {
 		if c != "" && (f.Subject == c || f.fact("caller") == c) {
 			return true
 		}
 	}
 	return false
+}
+
+// listedIn relates to a hypothesis the findings of the names it lists in
+// its fact (split at sep): the workloads or clients a cause reaches.
+func listedIn(fact, sep string) func(h *Hypothesis, f *Finding) bool {
+	return func(h *Hypothesis, f *Finding) bool {
+		return ofListed(f, h.fact(fact), sep)
+	}
 }
 
 // uses reports whether f is part of h.

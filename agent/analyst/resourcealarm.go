@@ -44,14 +44,7 @@ var resourceAlarm = &mechanism{
 	strictTriggers: true,
 	// The clients whose logs show them blocked (not Related: a host's
 	// related names are renamed after the host, attachHosts) suffer it.
-	related: func(h *Hypothesis, f *Finding) bool {
-		for _, c := range strings.Split(h.fact("clients"), ", ") {
-			if c != "" && (f.Subject == c || f.fact("caller") == c) {
-				return true
-			}
-		}
-		return false
-	},
+	related: listedIn("clients", ", "),
 	describe: func(h *Hypothesis, sc Scope) string {
 		what := h.Subject
 		if dom := h.fact("domain"); dom != "" {
