@@ -268,6 +268,15 @@ func topOf(m map[string]int) (string, int) {
 
 // topKeys lists up to n keys of a count, most frequent first.
 func topKeys(m map[string]int, n int) string {
+	keys := byCount(m)
+	if len(keys) > n {
+		return strings.Join(keys[:n], ", ") + fmt.Sprintf(" and %d more", len(keys)-n)
+	}
+	return strings.Join(keys, ", ")
+}
+
+// byCount lists the keys of a count, most frequent first, then by name.
+func byCount(m map[string]int) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -278,10 +287,7 @@ func topKeys(m map[string]int, n int) string {
 		}
 		return keys[i] < keys[j]
 	})
-	if len(keys) > n {
-		return strings.Join(keys[:n], ", ") + fmt.Sprintf(" and %d more", len(keys)-n)
-	}
-	return strings.Join(keys, ", ")
+	return keys
 }
 
 // loadSymptomOf is a finding that shows the load of the service behind a

@@ -139,18 +139,8 @@ func unmatchedTerms(terms []selectorTerm, nodes []corev1.Node) []unmatchedTerm {
 
 // counted lists "item (N nodes)", most nodes first.
 func counted(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
 	var out []string
-	for _, k := range keys {
+	for _, k := range byCount(m) {
 		out = append(out, fmt.Sprintf("%s (%s)", k, plural(m[k], "node", "nodes")))
 	}
 	return out
