@@ -79,20 +79,12 @@ func TestClientSurge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ev := &Gathered{Logs: []LogSet{c.set}, Window: win, Scope: Scope{Service: c.subject}}
-			f, ok := oneFinding(t, detectClientSurge(ev, c.found), c.subject != "")
-			if !ok {
+			f := onlyFinding(t, detectClientSurge(ev, c.found), c.subject)
+			if f == nil {
 				return
 			}
-			if f.Subject != c.subject {
-				t.Errorf("subject %q, want %q", f.Subject, c.subject)
-			}
-			h := &Hypothesis{Kind: f.Kind, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, w := range append(c.want, "one client drives the load") {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q:\n%s", w, d)
-				}
-			}
+			h := &Hypothesis{Kind: f.Kind, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{f}}
+			wantDescribed(t, h, Scope{}, append(c.want, "one client drives the load")...)
 			if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "Rate-limit or block") {
 				t.Errorf("first recommendation: %+v", recs)
 			}

@@ -73,14 +73,10 @@ func TestDetectConntrackFull(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := detectConntrackFull(&c.ev, nil)
-			if len(fs) != c.n {
-				t.Fatalf("findings %+v", fs)
-			}
-			if c.n == 0 {
+			f, ok := oneFinding(t, detectConntrackFull(&c.ev, nil), c.n > 0)
+			if !ok {
 				return
 			}
-			f := fs[0]
 			if f.Subject != "ip-10-0-7-19" || f.fact("workloads") != c.workloads || !f.Time.Equal(now.Add(-56*time.Minute)) {
 				t.Errorf("subject %q workloads %q onset %s", f.Subject, f.fact("workloads"), f.Time)
 			}
@@ -89,12 +85,7 @@ func TestDetectConntrackFull(t *testing.T) {
 			if !conntrackFull.related(h, victim) || conntrackFull.related(h, &Finding{Kind: KindLatency, Subject: "checkout"}) {
 				t.Errorf("related: %s should be, checkout should not", c.workloads)
 			}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("description lacks %q: %s", s, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 		})
 	}
 }

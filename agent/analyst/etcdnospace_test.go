@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -77,12 +76,7 @@ func TestDetectEtcdNoSpace(t *testing.T) {
 			if !etcdNoSpace.related(h, &Finding{Kind: KindCrashLoop, Subject: "report-operator"}) || etcdNoSpace.related(h, &Finding{Kind: KindCrashLoop, Subject: "web"}) {
 				t.Error("related: report-operator should be, web should not")
 			}
-			d := describe(h, Scope{})
-			for _, s := range append(c.want, "database space exceeded", "NOSPACE") {
-				if !strings.Contains(d, s) {
-					t.Errorf("description lacks %q: %s", s, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, append(c.want, "database space exceeded", "NOSPACE")...)
 		})
 	}
 	// Nothing refused: no finding.

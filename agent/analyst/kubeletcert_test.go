@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -71,14 +70,10 @@ func TestDetectKubeletCert(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := detectKubeletCert(&c.ev, nil)
-			if len(fs) != c.n {
-				t.Fatalf("findings %+v", fs)
-			}
-			if c.n == 0 {
+			f, ok := oneFinding(t, detectKubeletCert(&c.ev, nil), c.n > 0)
+			if !ok {
 				return
 			}
-			f := fs[0]
 			if f.Subject != "node-b3" || f.Weight != 0.95 || f.fact("workloads") != "billing-api" {
 				t.Errorf("subject %q weight %v workloads %q", f.Subject, f.Weight, f.fact("workloads"))
 			}
@@ -89,12 +84,7 @@ func TestDetectKubeletCert(t *testing.T) {
 			if len(c.ev.Logs) > 1 && !kubeletCert.related(h, &Finding{Kind: KindCertificate, Subject: "c2", Object: "logs cp-1-kube-apiserver"}) {
 				t.Error("the API server's certificate lines are related")
 			}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("description lacks %q: %s", s, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 		})
 	}
 }

@@ -103,14 +103,10 @@ func TestDetectPIDExhaustion(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := detectPIDExhaustion(&c.ev, nil)
-			if len(fs) != c.n {
-				t.Fatalf("findings %+v", fs)
-			}
-			if c.n == 0 {
+			f, ok := oneFinding(t, detectPIDExhaustion(&c.ev, nil), c.n > 0)
+			if !ok {
 				return
 			}
-			f := fs[0]
 			if f.Subject != "worker-3.internal" || f.fact("culprit") != c.culprit || f.fact("workloads") != c.workloads || f.Weight != 0.95 {
 				t.Errorf("subject %q culprit %q workloads %q weight %v", f.Subject, f.fact("culprit"), f.fact("workloads"), f.Weight)
 			}
@@ -118,13 +114,8 @@ func TestDetectPIDExhaustion(t *testing.T) {
 			if !pidExhaustion.related(h, &Finding{Kind: KindPIDExhaustion, Subject: "orders-api"}) || pidExhaustion.related(h, &Finding{Kind: KindLogErrors, Subject: "payments"}) {
 				t.Error("related: orders-api should be, payments should not")
 			}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("description lacks %q: %s", s, d)
-				}
-			}
-			if strings.Contains(d, "x8m2t") {
+			wantDescribed(t, h, Scope{}, c.want...)
+			if d := describe(h, Scope{}); strings.Contains(d, "x8m2t") {
 				t.Errorf("a pod on another node is not a victim: %s", d)
 			}
 		})

@@ -70,20 +70,12 @@ func TestReplicaDDL(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ev := &Gathered{Commands: c.cmds, Changes: []evidence.Change{ddl}, Window: win}
-			f, ok := oneFinding(t, detectReplicaDDL(ev, nil), c.subject != "")
-			if !ok {
+			f := onlyFinding(t, detectReplicaDDL(ev, nil), c.subject)
+			if f == nil {
 				return
 			}
-			if f.Subject != c.subject {
-				t.Errorf("subject %q, want %q", f.Subject, c.subject)
-			}
-			h := &Hypothesis{Kind: f.Kind, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, w := range c.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q:\n%s", w, d)
-				}
-			}
+			h := &Hypothesis{Kind: f.Kind, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{f}}
+			wantDescribed(t, h, Scope{}, c.want...)
 			if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "primary") {
 				t.Errorf("first recommendation: %+v", recs)
 			}

@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -79,24 +78,15 @@ func TestDetectRuntimeDown(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := detectRuntimeDown(&c.ev, nil)
-			if len(fs) != c.n {
-				t.Fatalf("findings %+v", fs)
-			}
-			if c.n == 0 {
+			f, ok := oneFinding(t, detectRuntimeDown(&c.ev, nil), c.n > 0)
+			if !ok {
 				return
 			}
-			f := fs[0]
 			if f.Subject != c.node || f.Weight != 0.95 || f.fact("upgrade") == "" {
 				t.Errorf("subject %q weight %v upgrade %q", f.Subject, f.Weight, f.fact("upgrade"))
 			}
 			h := &Hypothesis{Kind: KindRuntimeDown, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("description lacks %q: %s", s, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 		})
 	}
 	// Only a change to the node's runtime or packages triggers it.

@@ -86,20 +86,12 @@ stats_reset        | 2025-11-24 09:12:40.551093+00`, "\n")}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ev := &Gathered{Logs: c.sets, Metrics: c.metrics, Commands: c.cmds, Window: win}
-			f, ok := oneFinding(t, detectArchiveFailing(ev, nil), c.subject != "")
-			if !ok {
+			f := onlyFinding(t, detectArchiveFailing(ev, nil), c.subject)
+			if f == nil {
 				return
 			}
-			if f.Subject != c.subject {
-				t.Errorf("subject %q, want %q", f.Subject, c.subject)
-			}
-			h := &Hypothesis{Kind: f.Kind, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, w := range c.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q:\n%s", w, d)
-				}
-			}
+			h := &Hypothesis{Kind: f.Kind, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{f}}
+			wantDescribed(t, h, Scope{}, c.want...)
 			if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, c.first) {
 				t.Errorf("first recommendation lacks %q: %+v", c.first, recs)
 			}
