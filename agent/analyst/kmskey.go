@@ -104,57 +104,47 @@ func kmsState(line string) string {
 func detectKMSKeys(ev *Gathered, found []Finding) []Finding {
 	byKey := map[string]*Finding{}
 	var order []string
-	for _, set := range ev.Logs {
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
-			}
-			line := t.Example
-			if !kmsStateRE.MatchString(line) {
-				if line = t.Last; !kmsStateRE.MatchString(line) {
-					continue
-				}
-			}
-			if cloudTrailEventRE.MatchString(line) {
-				continue // the trail's record of a refused call, not a caller
-			}
-			id := kmsKeyOf(line)
-			f := byKey[id]
-			if f == nil {
-				f = &Finding{Kind: KindKMSKey, Subject: orWord(id, "kms key"), Namespace: set.Namespace, Source: set.Origin, Object: set.Origin + " " + set.Source,
-					Time: orTime(t.FirstIncident, t.FirstSeen), Severity: SevCritical, Weight: 0.9}
-				f.setFact("key_id", id)
-				f.setFact("line", line)
-				f.setFact("state", kmsState(line))
-				f.setFact("bucket", bucketOf(line))
-				byKey[id] = f
-				order = append(order, id)
-			}
-			f.Time = earliest(f.Time, orTime(t.FirstIncident, t.FirstSeen))
-			if RootCauseScore(line) > RootCauseScore(f.fact("line")) {
-				f.Facts["line"] = line
-			}
-			if m := kmsOpRE.FindStringSubmatch(line); m != nil {
-				op := orWord(m[1], m[2])
-				if ops := f.fact("operations"); !slices.Contains(strings.Split(ops, " and "), op) {
-					if ops == "" {
-						f.setFact("operations", op)
-					} else {
-						f.Facts["operations"] = ops + " and " + op
-					}
-				}
-			}
-			if !set.Host && set.Subject != "" && !slices.Contains(strings.Split(f.fact("callers"), ", "), set.Subject) {
-				if f.fact("callers") == "" {
-					f.setFact("callers", set.Subject)
+	for x := range incidentMatches(ev, kmsStateRE) {
+		set, t, line := x.set, x.t, x.line
+		if cloudTrailEventRE.MatchString(line) {
+			continue // the trail's record of a refused call, not a caller
+		}
+		id := kmsKeyOf(line)
+		f := byKey[id]
+		if f == nil {
+			f = &Finding{Kind: KindKMSKey, Subject: orWord(id, "kms key"), Namespace: set.Namespace, Source: set.Origin, Object: set.Origin + " " + set.Source,
+				Time: orTime(t.FirstIncident, t.FirstSeen), Severity: SevCritical, Weight: 0.9}
+			f.setFact("key_id", id)
+			f.setFact("line", line)
+			f.setFact("state", kmsState(line))
+			f.setFact("bucket", bucketOf(line))
+			byKey[id] = f
+			order = append(order, id)
+		}
+		f.Time = earliest(f.Time, orTime(t.FirstIncident, t.FirstSeen))
+		if RootCauseScore(line) > RootCauseScore(f.fact("line")) {
+			f.Facts["line"] = line
+		}
+		if m := kmsOpRE.FindStringSubmatch(line); m != nil {
+			op := orWord(m[1], m[2])
+			if ops := f.fact("operations"); !slices.Contains(strings.Split(ops, " and "), op) {
+				if ops == "" {
+					f.setFact("operations", op)
 				} else {
-					f.Facts["callers"] += ", " + set.Subject
+					f.Facts["operations"] = ops + " and " + op
 				}
-				f.Related = appendNew(f.Related, set.Subject)
 			}
-			if len(f.Evidence) < 3 {
-				f.Evidence = append(f.Evidence, templateEvidence(set, t, line))
+		}
+		if !set.Host && set.Subject != "" && !slices.Contains(strings.Split(f.fact("callers"), ", "), set.Subject) {
+			if f.fact("callers") == "" {
+				f.setFact("callers", set.Subject)
+			} else {
+				f.Facts["callers"] += ", " + set.Subject
 			}
+			f.Related = appendNew(f.Related, set.Subject)
+		}
+		if len(f.Evidence) < 3 {
+			f.Evidence = append(f.Evidence, templateEvidence(*set, t, line))
 		}
 	}
 	var out []Finding

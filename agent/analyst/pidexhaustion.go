@@ -179,31 +179,13 @@ func detectPIDExhaustion(ev *Gathered, _ []Finding) []Finding {
 		}
 	}
 	// The node's journal: the kubelet evicting for pids, forks failing.
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
-			}
-			line := t.Example
-			if !pidNodeLineRE.MatchString(line) {
-				continue
-			}
-			host := ""
-			if m := journalHostRE.FindStringSubmatch(line); m != nil {
-				host = m[1]
-			}
-			host = orWord(knownNode(ev, host), nodeOfSource(ev, set.Source))
-			if host == "" {
-				continue
-			}
-			n := get(host)
-			n.node = true
-			if pidLineRE.MatchString(line) {
-				n.f.Time = earliest(n.f.Time, orTime(t.FirstIncident, t.FirstSeen))
-			}
-			n.evidence = appendNew(n.evidence, templateEvidence(*set, t, line))
+	for _, h := range nodeLines(ev, pidNodeLineRE, false) {
+		n := get(h.node)
+		n.node = true
+		if pidLineRE.MatchString(h.line) {
+			n.f.Time = earliest(n.f.Time, orTime(h.t.FirstIncident, h.t.FirstSeen))
 		}
+		n.evidence = appendNew(n.evidence, templateEvidence(*h.set, h.t, h.line))
 	}
 	// node_exporter's PIDs against the limit, and its zombies.
 	for _, u := range pidsAtLimit(ev.Metrics) {
