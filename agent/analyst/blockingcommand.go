@@ -2,6 +2,8 @@ package analyst
 
 import (
 	"fmt"
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/rediscli"
 	"maps"
 	"regexp"
 	"slices"
@@ -37,7 +39,7 @@ var blockingCommand = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		cmd := orWord(h.fact("command"), "a slow command")
-		d := fmt.Sprintf("%s on %s blocks it: the server runs one command at a time, so while %s walks the keyspace (%s per call) every other client's commands wait and time out", cmd, h.Subject, cmd, orWord(h.fact("per_call"), "seconds"))
+		d := fmt.Sprintf("%s on %s blocks it: the server runs one command at a time, so while %s walks the keyspace (%s per call) every other client's commands wait behind it (slow answers, timeouts)", cmd, h.Subject, cmd, orWord(h.fact("per_call"), "seconds"))
 		if b := h.fact("blocker"); b != "" {
 			d += fmt.Sprintf("; %s sends it", b)
 			if l := h.fact("blocker_line"); l != "" {
@@ -80,8 +82,75 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 		onset                      time.Time
 		blocker, blockerLine       string
 		blockerAt                  time.Time
+		// What the server's slow log and commandstats say.
+		slowlog               int
+		slowest               float64
+		entry, stats          string
+		clients               map[string]int
+		firstEntry, lastEntry time.Time
 	}
 	hits := map[string]*hit{}
+	newHit := func(inst, cmd string) *hit {
+		return &hit{inst: inst, cmd: strings.ToUpper(cmd), clients: map[string]int{}}
+	}
+	// The server's own slow log and per-command statistics, as an
+	// investigator read them with redis-cli: each walking command slower
+	// than a tenth of a second stalled every client for that long, and the
+	// entry names the client that sent it (CLIENT SETNAME) — direct
+	// evidence, whatever the baseline held.
+	for _, c := range ev.Commands {
+		inst := serverOfCommand(c)
+		if inst == "" {
+			continue
+		}
+		switch {
+		case slowlogGetRE.MatchString(c.Run):
+			for _, e := range rediscli.ParseSlowlog(c.Lines) {
+				cmd := strings.ToLower(e.Command())
+				if !blockingCmds[cmd] || e.Duration < 100*time.Millisecond || e.At.After(w.End) {
+					continue
+				}
+				k := inst + "|" + cmd
+				h := hits[k]
+				if h == nil {
+					h = newHit(inst, cmd)
+					hits[k] = h
+				}
+				h.slowlog++
+				if d := e.Duration.Seconds(); d > h.slowest {
+					h.slowest = d
+					h.perCall = formatValue(d, "s")
+					h.entry = fmt.Sprintf("%s's slow log: %s took %s at %s, sent by %s", inst, strings.Join(e.Args, " "), h.perCall, ts(e.At), orWord(clientWord(e), "an unnamed client"))
+				}
+				if e.Client != "" {
+					h.clients[e.Client]++
+				}
+				if h.lastEntry.IsZero() || e.At.After(h.lastEntry) {
+					h.lastEntry = e.At
+				}
+				if h.firstEntry.IsZero() || e.At.Before(h.firstEntry) {
+					h.firstEntry = e.At
+				}
+			}
+		case commandstatsRE.MatchString(c.Run) || slices.ContainsFunc(c.Lines, func(l string) bool { return strings.HasPrefix(l, "cmdstat_") }):
+			for cmd, st := range rediscli.ParseCommandStats(c.Lines) {
+				cmd = strings.ToLower(cmd)
+				if !blockingCmds[cmd] || st.PerCall < 100*time.Millisecond {
+					continue
+				}
+				k := inst + "|" + cmd
+				h := hits[k]
+				if h == nil {
+					h = newHit(inst, cmd)
+					hits[k] = h
+				}
+				h.stats = fmt.Sprintf("INFO commandstats of %s: %s %d calls, %s per call", inst, strings.ToUpper(cmd), st.Calls, formatValue(st.PerCall.Seconds(), "s"))
+				if h.perCall == "" {
+					h.perCall = formatValue(st.PerCall.Seconds(), "s")
+				}
+			}
+		}
+	}
 	// The server's time per command: a walking command that takes a share
 	// of its single thread it did not take before.
 	for _, ms := range ev.Metrics {
@@ -107,6 +176,19 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 			base := medianOf(before)
 			// At least 1% of the thread's time, and several times before.
 			if peak < 0.01 || peak < 5*base+0.005 {
+				// A command the slow log shows stalling the server: its
+				// share, however small, and since when it takes one.
+				if x := hits[inst+"|"+cmd]; x != nil && peak > 0 {
+					x.metric = fmt.Sprintf("%s{cmd=%q} of %s: %.1f%% of the server's time at most (%.1f%% in the baseline)", ms.Name, cmd, inst, peak*100, base*100)
+					for _, p := range s.Points {
+						if p.V >= 0.5*peak {
+							if p.T.After(s.Points[0].T) {
+								x.onset = p.T
+							}
+							break
+						}
+					}
+				}
 				continue
 			}
 			for _, p := range s.Points {
@@ -115,8 +197,12 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 					break
 				}
 			}
-			h := &hit{inst: inst, cmd: strings.ToUpper(cmd), onset: onset,
-				metric: fmt.Sprintf("%s{cmd=%q} of %s rose from %.1f%% to %.1f%% of the server's time", ms.Name, cmd, inst, base*100, peak*100)}
+			h := hits[inst+"|"+cmd]
+			if h == nil {
+				h = newHit(inst, cmd)
+			}
+			h.onset = onset
+			h.metric = fmt.Sprintf("%s{cmd=%q} of %s rose from %.1f%% to %.1f%% of the server's time", ms.Name, cmd, inst, base*100, peak*100)
 			hits[inst+"|"+cmd] = h
 		}
 	}
@@ -151,7 +237,8 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 				if inst == "" {
 					continue
 				}
-				h = &hit{inst: inst, cmd: strings.ToUpper(cmd), onset: firstOf(t.FirstIncident, t.FirstSeen)}
+				h = newHit(inst, cmd)
+				h.onset = firstOf(t.FirstIncident, t.FirstSeen)
 				hits[inst+"|"+cmd] = h
 			}
 			h.blocker = orWord(subjectOfSource(set.Source), set.Subject)
@@ -167,14 +254,38 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 	var out []Finding
 	for _, k := range keys {
 		h := hits[k]
+		// The slow log's entries in the window show the stall now: a
+		// start the data does not show is the baseline's.
+		direct := h.slowlog > 0 && !h.lastEntry.Before(w.BaselineStart)
+		if h.blocker == "" {
+			h.blocker = topClient(h.clients)
+		}
+		if direct && (h.onset.IsZero() || h.onset.Before(w.BaselineStart)) {
+			h.onset = firstOf(h.blockerAt, h.firstEntry)
+			if h.onset.Before(w.BaselineStart) {
+				h.onset = w.BaselineStart
+			}
+		}
 		if h.onset.IsZero() || h.onset.Before(w.BaselineStart) {
 			continue
 		}
 		f := Finding{Kind: KindBlockingCommand, Subject: h.inst, Object: "server " + h.inst, Time: h.onset, Severity: SevCritical, Weight: 0.75, Source: SrcMetrics}
-		if h.metric != "" && h.blocker != "" {
+		switch {
+		case (h.metric != "" || direct) && h.blocker != "":
 			f.Weight = 0.92
-		} else if h.metric == "" {
+		case direct:
+			f.Weight = 0.85
+			f.Source = SrcKubernetes
+		case h.metric == "":
 			f.Source = SrcLogs
+		}
+		for _, e := range []string{h.entry, h.stats} {
+			if e != "" {
+				f.Evidence = append(f.Evidence, e)
+			}
+		}
+		if direct && h.blocker != "" {
+			f.setFact("why", fmt.Sprintf("%s sends %s (slow log)", h.blocker, h.cmd))
 		}
 		f.setFact("command", h.cmd)
 		f.setFact("per_call", h.perCall)
@@ -186,7 +297,9 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 		}
 		if h.blocker != "" {
 			f.Related = append(f.Related, h.blocker)
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s sends %s to %s, taking %s each time from %s: %s", h.blocker, h.cmd, h.inst, h.perCall, ts(h.blockerAt), quote(ReadableLine(h.blockerLine), 200)))
+			if h.blockerLine != "" {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s sends %s to %s, taking %s each time from %s: %s", h.blocker, h.cmd, h.inst, h.perCall, ts(h.blockerAt), quote(ReadableLine(h.blockerLine), 200)))
+			}
 		}
 		victims := blockedClients(found, h.inst)
 		for _, v := range victims {
@@ -256,3 +369,52 @@ func fieldDuration(line string) (float64, bool) {
 }
 
 var durationFieldRE = regexp.MustCompile(`(?i)\b(?:took|elapsed|duration|dur|latency|took_time)(?:_(ms|s|sec|seconds|us|millis))?"?\s*[=:]\s*"?(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds|us|µs|m|min)?\b`)
+
+var (
+	slowlogGetRE   = regexp.MustCompile(`(?i)\bslowlog\s+get\b`)
+	commandstatsRE = regexp.MustCompile(`(?i)\binfo\s+commandstats\b`)
+	cliHostRE      = regexp.MustCompile(`(?:^|\s)-h\s+(\S+)|redis(?:s)?://(?:[^@/\s]+@)?([\w.-]+)`)
+)
+
+// serverOfCommand names the server a redis-cli command read: the host of
+// its -h or URL, else the workload of the pod it ran in ("" when the
+// command is no redis-cli, valkey-cli or keydb-cli).
+func serverOfCommand(c evidence.CommandOutput) string {
+	run := orWord(c.Run, c.Command)
+	if !strings.Contains(strings.ToLower(run), "-cli") {
+		return ""
+	}
+	if m := cliHostRE.FindStringSubmatch(run); m != nil {
+		if h := strings.ToLower(DependencyName(orWord(m[1], m[2]))); h != "" && h != "localhost" && h != "127.0.0.1" {
+			if i := strings.Index(h, "."); i > 0 {
+				h = h[:i]
+			}
+			return h
+		}
+	}
+	if c.Pod != "" {
+		return workloadOfName(c.Pod)
+	}
+	if _, name, ok := strings.Cut(c.Target, "/"); ok {
+		return name
+	}
+	return ""
+}
+
+// clientWord names a slow-log entry's client: its name, else its address.
+func clientWord(e rediscli.SlowEntry) string {
+	if e.Client != "" {
+		return e.Client
+	}
+	return e.Addr
+}
+
+// topClient is the client name most entries name ("" for none).
+func topClient(counts map[string]int) string {
+	best := ""
+	for _, c := range byCount(counts) {
+		best = c
+		break
+	}
+	return best
+}

@@ -86,6 +86,7 @@ var mechanisms = []*mechanism{
 	cacheKeyChurn,
 	cacheFull,
 	blockingCommand,
+	poolRejected,
 	certExpiring,
 	certNotServed,
 	selectorM,

@@ -103,9 +103,34 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 		// "since this morning", "has been timing out … this morning": the
 		// trouble has lasted since the morning began, not an hour.
 		take(at(day, 6))
+	case sinceAfternoonRE.MatchString(low) && now.Sub(at(day, 12)) > 2*time.Hour:
+		take(at(day, 12))
+	}
+	// A change from one state to another in a part of today ("p99 went
+	// from 40ms to 2s+ this afternoon", "error rate jumped this morning"):
+	// the state before it is what the baseline must hold, and the change
+	// lies somewhere in that part of the day, not in the last hour.
+	if m := changedTodayRE.FindStringSubmatch(low); m != nil {
+		h := 6
+		if m[1] == "afternoon" {
+			h = 12
+		}
+		if now.Sub(at(day, h)) > 2*time.Hour {
+			take(at(day, h))
+		}
 	}
 	return best, !best.IsZero()
 }
+
+var (
+	// sinceAfternoonRE is an afternoon the trouble has lasted through, as
+	// sinceMorningRE is a morning.
+	sinceAfternoonRE = regexp.MustCompile(`\bsince (?:early )?this afternoon\b|\b(?:has|have|'ve|'s) been\b[^.?!]{0,80}\bthis afternoon\b`)
+	// changedTodayRE is a change of state said to happen in a part of
+	// today: a verb of change, or "from X to Y", before "this morning" or
+	// "this afternoon" in the same sentence.
+	changedTodayRE = regexp.MustCompile(`\b(?:went|jumped|rose|climbed|spiked|shot up|increased|grew|doubled|tripled|dropped|fell|degraded|(?:went|got) (?:up|down)|from \S+ to)\b[^.?!]{0,60}?\bthis (morning|afternoon)\b`)
+)
 
 // sinceMorningRE is a morning the trouble has lasted through: "since this
 // morning", or a present perfect ("has been timing out for customers this

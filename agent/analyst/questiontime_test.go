@@ -34,6 +34,14 @@ func TestStatedOnset(t *testing.T) {
 		{"The billing portal's invoice history page has been timing out for lots of customers this morning. What happened?", at(6, 0)},
 		{"checkout errors since this morning", at(6, 0)},
 		{"p99 went from 400ms to 4.5s", time.Time{}},
+		// A change of state in a part of today: the part of the day it
+		// happened in opens the window.
+		{"notifications p99 went from 40ms to 2s+ this afternoon but no errors", at(12, 0)},
+		{"error rate jumped this morning, nothing deployed", at(6, 0)},
+		{"queue depth from 0 to 40k this afternoon", at(12, 0)},
+		{"orders failing since this afternoon", at(12, 0)},
+		{"quote latency looks a bit higher this afternoon", time.Time{}},
+		{"search-api got slow after this morning's release (p95 went from ~180ms to 2s+)", time.Time{}},
 		{"version 3.10.2 is out", time.Time{}},
 		{"latency of 1:2 ratio", time.Time{}},
 	}

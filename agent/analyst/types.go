@@ -231,6 +231,7 @@ var kinds = map[Kind]kindInfo{
 	KindEphemeralPorts:  {prior: 0.8},
 	KindDNSSlow:         {prior: 0.8},
 	KindBlockingCommand: {prior: 0.82},
+	KindPoolRejected:    {prior: 0.82},
 	KindLBHealthCheck:   {prior: 0.82},
 	KindDiskClaim:       {prior: 0.8},
 	KindOutcome:         {prior: 0.72},
