@@ -4,11 +4,19 @@
 // same bytes, both on 127.0.0.1, driven by one Go client in this process,
 // in one run:
 //
-//	go test ./bench/reqpath -run '^$' -bench . -benchtime 1000x -count 3
+//	go test ./bench/reqpath -run '^$' -bench . -benchtime 1000x -count 4
 //
-// Each iteration sends a batch of 64 keep-alive requests from 8 client
-// goroutines to the bare server and one to rootcause, the order alternating
-// every iteration. Reported per side: wall time and CPU per request (the
+// Each run starts its two servers afresh and stops them at its end, the
+// one started first alternating between the runs of a benchmark (the
+// bare-started-first metric says which it was; use an even -count): a
+// process keeps what its start gave it (its place in the start order, its
+// memory's layout, its threads' placement) for its whole life, and with
+// servers started once for all runs, one of two identical bare servers
+// used 1 – 20 % more CPU per request than the other in six runs of six,
+// in whichever slot it was measured. Each iteration sends a batch of 64
+// keep-alive requests from 8 client goroutines to the bare server and one
+// to rootcause, the order alternating every iteration. Reported per side:
+// wall time and CPU per request (the
 // client's, from getrusage, plus the server process's, from /proc), and
 // the ratios bare ÷ rootcause of wall time (ratio: the throughput ratio a
 // load generator sees), of client and server CPU together (cpu-ratio) and
@@ -57,6 +65,11 @@ const (
 type server struct {
 	cmd *exec.Cmd
 	url string
+	// admin and team are a rootcause's tokens: an admin's and the team
+	// payments's.
+	admin, team string
+	log         *os.File // a rootcause's log
+	stopOnce    sync.Once
 }
 
 // cpu returns the CPU time (user and system, all threads) the process has
@@ -113,15 +126,19 @@ func (s *server) peakRSS(b *testing.B) int64 {
 // Linux for every architecture Go supports).
 const clockTicks = 100
 
-// fixture is what every benchmark shares: both servers, the tokens and the
-// answers they serve.
+// fixture is what every benchmark shares: the built binaries and the
+// answers the bare servers serve. The servers themselves are started per
+// run (startPair).
 type fixture struct {
-	rc, bare, bare2 *server
-	headers         *server // bareserver -contract-headers
-	admin, team     string
-	// alt is a second rootcause (ROOTCAUSE_BENCH_COMPARE), nil without.
-	alt               *server
-	altAdmin, altTeam string
+	dir             string
+	rcBin, bareBin  string
+	cmpBin          string   // ROOTCAUSE_BENCH_COMPARE_BIN, or rcBin
+	cmpEnv          []string // ROOTCAUSE_BENCH_COMPARE's assignments; nil: no compare
+	meFile, effFile string   // rootcause's answers, for the bare servers
+	me, eff         []byte
+	sampleAdmin     string // an admin token of the first rootcause
+	mu              sync.Mutex
+	runs            map[string]int // runs started per benchmark, for the start order
 }
 
 var (
@@ -148,99 +165,185 @@ func setup(b *testing.B) *fixture {
 	return shared
 }
 
-// start builds both binaries, starts rootcause, configures it and starts
-// the bare servers with its answers.
+// start builds both binaries and records rootcause's answers (from a
+// rootcause started for that and stopped again) for the bare servers.
 func start() (*fixture, error) {
 	dir, err := os.MkdirTemp("", "rootcause-reqpath-")
 	if err != nil {
 		return nil, err
 	}
 	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
-	rcBin := os.Getenv("ROOTCAUSE_BENCH_BIN")
-	if rcBin == "" {
-		rcBin = filepath.Join(dir, "rootcause")
-		if err := goBuild(rcBin, "github.com/rootcause/rootcause"); err != nil {
+	f := &fixture{dir: dir, runs: map[string]int{}}
+	f.rcBin = os.Getenv("ROOTCAUSE_BENCH_BIN")
+	if f.rcBin == "" {
+		f.rcBin = filepath.Join(dir, "rootcause")
+		if err := goBuild(f.rcBin, "github.com/rootcause/rootcause"); err != nil {
 			return nil, err
 		}
 	}
-	bareBin := filepath.Join(dir, "bareserver")
-	if err := goBuild(bareBin, "github.com/rootcause/rootcause/bench/reqpath/bareserver"); err != nil {
-		return nil, err
-	}
-
-	f := &fixture{}
-	if f.rc, f.admin, f.team, err = startRootcause(filepath.Join(dir, "rc"), rcBin, nil); err != nil {
+	f.bareBin = filepath.Join(dir, "bareserver")
+	if err := goBuild(f.bareBin, "github.com/rootcause/rootcause/bench/reqpath/bareserver"); err != nil {
 		return nil, err
 	}
 	if env := os.Getenv("ROOTCAUSE_BENCH_COMPARE"); env != "" {
-		bin := rcBin
+		f.cmpEnv = strings.Fields(env)
+		f.cmpBin = f.rcBin
 		if b := os.Getenv("ROOTCAUSE_BENCH_COMPARE_BIN"); b != "" {
-			bin = b
-		}
-		if f.alt, f.altAdmin, f.altTeam, err = startRootcause(filepath.Join(dir, "alt"), bin, strings.Fields(env)); err != nil {
-			return nil, err
+			f.cmpBin = b
 		}
 	}
 
 	// The bare servers answer exactly rootcause's bodies.
-	me, err := get(f.rc.url+"/api/v1/auth/me", f.admin)
+	rc, err := startRootcause(filepath.Join(dir, "first"), f.rcBin, nil)
 	if err != nil {
 		return nil, err
 	}
-	eff, err := get(f.rc.url+"/api/v1/config/me/effective", f.team)
-	if err != nil {
+	defer rc.stop()
+	f.sampleAdmin = rc.admin
+	if f.me, f.eff, err = rc.answers(); err != nil {
 		return nil, err
 	}
-	if len(eff) < 150_000 {
-		return nil, fmt.Errorf("effective config of %d bytes", len(eff))
+	if len(f.eff) < 150_000 {
+		return nil, fmt.Errorf("effective config of %d bytes", len(f.eff))
 	}
-	for name, body := range map[string][]byte{"me.json": me, "effective.json": eff} {
-		if err := os.WriteFile(filepath.Join(dir, name), body, 0o600); err != nil {
+	f.meFile, f.effFile = filepath.Join(dir, "me.json"), filepath.Join(dir, "effective.json")
+	for name, body := range map[string][]byte{f.meFile: f.me, f.effFile: f.eff} {
+		if err := os.WriteFile(name, body, 0o600); err != nil {
 			return nil, err
 		}
-	}
-	for _, p := range []struct {
-		srv  **server
-		flag string
-	}{{&f.bare, "-contract-headers=false"}, {&f.bare2, "-contract-headers=false"}, {&f.headers, "-contract-headers"}} {
-		s, err := startBare(bareBin, p.flag, "/api/v1/auth/me="+filepath.Join(dir, "me.json"),
-			"/api/v1/config/me/effective="+filepath.Join(dir, "effective.json"))
-		if err != nil {
-			return nil, err
-		}
-		*p.srv = s
 	}
 	return f, nil
+}
+
+// answers returns rootcause's /auth/me (admin token) and effective config
+// (team token) answers.
+func (s *server) answers() (me, eff []byte, err error) {
+	if me, err = get(s.url+"/api/v1/auth/me", s.admin); err != nil {
+		return nil, nil, err
+	}
+	eff, err = get(s.url+"/api/v1/config/me/effective", s.team)
+	return me, eff, err
+}
+
+// kind is a server a ratio's side can be: rootcause, the compared
+// rootcause (ROOTCAUSE_BENCH_COMPARE), a bare server, or a bare server
+// writing the contract's headers.
+type kind int
+
+const (
+	kindRootcause kind = iota
+	kindCompare
+	kindBare
+	kindHeaders
+)
+
+// startPair starts fresh servers of kinds a and b for one run of the
+// benchmark name, stopped when the run ends. Which of the two is started
+// first alternates between the runs of a benchmark (the first run starts
+// a's first): a server's process lives only for its run, so whatever a
+// process's start brings it (its place in the start order, its memory's
+// layout, its threads' placement) is spread over the runs and both sides
+// rather than carried by one side through all of them.
+func (f *fixture) startPair(tb *testing.B, name string, a, b kind) (sa, sb *server, firstA bool) {
+	f.mu.Lock()
+	n := f.runs[name]
+	f.runs[name]++
+	firstA = n%2 == 0
+	f.mu.Unlock()
+	startOne := func(k kind, tag string) *server {
+		s, err := f.startKind(k, filepath.Join(f.dir, fmt.Sprintf("%s-%d-%s", strings.ReplaceAll(name, "/", "_"), n, tag)))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(s.stop)
+		return s
+	}
+	if firstA {
+		sa = startOne(a, "a")
+		sb = startOne(b, "b")
+	} else {
+		sb = startOne(b, "b")
+		sa = startOne(a, "a")
+	}
+	return sa, sb, firstA
+}
+
+// startKind starts one server of kind k, a rootcause with its data in dir.
+// A rootcause must answer the bytes the bare servers serve.
+func (f *fixture) startKind(k kind, dir string) (*server, error) {
+	var bin string
+	var env []string
+	switch k {
+	case kindBare, kindHeaders:
+		flag := "-contract-headers=" + strconv.FormatBool(k == kindHeaders)
+		return startBare(f.bareBin, flag, "/api/v1/auth/me="+f.meFile, "/api/v1/config/me/effective="+f.effFile)
+	case kindRootcause:
+		bin = f.rcBin
+	case kindCompare:
+		bin, env = f.cmpBin, f.cmpEnv
+	}
+	s, err := startRootcause(dir, bin, env)
+	if err != nil {
+		return nil, err
+	}
+	me, eff, err := s.answers()
+	if err == nil && (len(me) != len(f.me) || len(eff) != len(f.eff)) {
+		err = fmt.Errorf("rootcause answered %d and %d bytes, the bare servers serve %d and %d", len(me), len(eff), len(f.me), len(f.eff))
+	}
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// stop ends the server's process and waits for it.
+func (s *server) stop() {
+	s.stopOnce.Do(func() {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-done
+		}
+		if s.log != nil {
+			s.log.Close()
+		}
+	})
 }
 
 // startRootcause starts `bin serve` with its data and log in dir, env added
 // to its environment, sets up the four-level config and returns the server
 // with an admin and a team token.
-func startRootcause(dir, bin string, env []string) (rc *server, admin, team string, err error) {
+func startRootcause(dir, bin string, env []string) (rc *server, err error) {
 	addr, err := freeAddr()
 	if err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
 	data := filepath.Join(dir, "data")
 	logFile, err := os.Create(filepath.Join(dir, "serve.log"))
 	if err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
 	cmd := exec.Command(bin, "serve", "--addr", addr, "--data-dir", data)
 	cmd.Env = append(append(os.Environ(), "ROOTCAUSE_RATE_LIMIT_READ=1000000000"), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
-		return nil, "", "", err
-	}
-	cleanups = append(cleanups, func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
 		logFile.Close()
-	})
-	rc = &server{cmd: cmd, url: "http://" + addr}
+		return nil, err
+	}
+	rc = &server{cmd: cmd, url: "http://" + addr, log: logFile}
+	defer func() {
+		if err != nil {
+			rc.stop()
+		}
+	}()
 
 	// Configure through the local socket (local trust, as the CLI does).
 	sock := filepath.Join(data, "rootcause.sock")
@@ -257,7 +360,7 @@ func startRootcause(dir, bin string, env []string) (rc *server, admin, team stri
 			}
 		}
 		if time.Now().After(deadline) {
-			return nil, "", "", fmt.Errorf("rootcause serve did not become ready: %v", err)
+			return nil, fmt.Errorf("rootcause serve did not become ready: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -283,7 +386,7 @@ func startRootcause(dir, bin string, env []string) (rc *server, admin, team stri
 		Nodes []struct{ Name, Parent string } `json:"nodes"`
 	}
 	if err := call(http.MethodGet, "/api/v1/admin/nodes", nil, &org); err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
 	root := ""
 	for _, n := range org.Nodes {
@@ -294,7 +397,7 @@ func startRootcause(dir, bin string, env []string) (rc *server, admin, team stri
 	lineage := []string{root, "platform", "core", "payments"}
 	for i, kind := range []string{"group", "group", "team"} {
 		if err := call(http.MethodPost, "/api/v1/admin/nodes", map[string]string{"name": lineage[i+1], "parent": lineage[i], "kind": kind}, nil); err != nil {
-			return nil, "", "", err
+			return nil, err
 		}
 	}
 	for _, node := range lineage {
@@ -304,22 +407,21 @@ func startRootcause(dir, bin string, env []string) (rc *server, admin, team stri
 			agents[fmt.Sprintf("custom_%s_%03d", node, i)] = map[string]any{"prompt": strings.Repeat("investigate carefully ", 22), "timeout": 60 + i}
 		}
 		if err := call(http.MethodPut, "/api/v1/admin/nodes/"+node+"/config", map[string]any{"agents": agents, "slack_channel": "#" + node}, nil); err != nil {
-			return nil, "", "", err
+			return nil, err
 		}
 	}
 	var tok struct {
 		Token string `json:"token"`
 	}
 	if err := call(http.MethodPost, "/api/v1/admin/tokens", map[string]any{"kind": "admin", "name": "bench"}, &tok); err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
-	admin = tok.Token
+	rc.admin = tok.Token
 	if err := call(http.MethodPost, "/api/v1/admin/tokens", map[string]any{"kind": "team", "team": "payments", "name": "bench"}, &tok); err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
-	team = tok.Token
-
-	return rc, admin, team, nil
+	rc.team = tok.Token
+	return rc, nil
 }
 
 func goBuild(out, pkg string) error {
@@ -350,16 +452,19 @@ func startBare(bin string, args ...string) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	cleanups = append(cleanups, func() { cmd.Process.Kill(); cmd.Wait() })
+	s := &server{cmd: cmd}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
+		s.stop()
 		return nil, fmt.Errorf("bareserver: %w", err)
 	}
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
 	if !ok {
+		s.stop()
 		return nil, fmt.Errorf("bareserver said %q", line)
 	}
-	return &server{cmd: cmd, url: "http://" + addr}, nil
+	s.url = "http://" + addr
+	return s, nil
 }
 
 // get answers GET url with a bearer token: the body of a 200.
@@ -517,28 +622,52 @@ func loadAverage(b *testing.B) float64 {
 func BenchmarkRequestPath(b *testing.B) {
 	f := setup(b)
 	const me, eff = "/api/v1/auth/me", "/api/v1/config/me/effective"
+	type slot struct {
+		kind  kind
+		path  string
+		token func(*server) string // nil: no token
+	}
+	admin := func(s *server) string { return s.admin }
+	team := func(s *server) string { return s.team }
+	// The bare server writing the contract's headers is sent an admin
+	// token of rootcause's (it reads none: what it costs is the request's
+	// size).
+	sample := func(*server) string { return f.sampleAdmin }
 	for _, c := range []struct {
 		name          string
-		bare, product side
+		bare, product slot
 	}{
-		{"auth_me", side{srv: f.bare, path: me}, side{srv: f.rc, path: me, token: f.admin}},
-		{"effective", side{srv: f.bare, path: eff}, side{srv: f.rc, path: eff, token: f.team}},
-		{"control_auth_me", side{srv: f.bare, path: me}, side{srv: f.bare2, path: me}},
-		{"auth_me_headers", side{srv: f.bare, path: me}, side{srv: f.headers, path: me, token: f.admin}},
-		{"auth_me_vs_headers", side{srv: f.headers, path: me, token: f.admin}, side{srv: f.rc, path: me, token: f.admin}},
-		{"control_effective", side{srv: f.bare, path: eff}, side{srv: f.bare2, path: eff}},
+		{"auth_me", slot{kindBare, me, nil}, slot{kindRootcause, me, admin}},
+		{"effective", slot{kindBare, eff, nil}, slot{kindRootcause, eff, team}},
+		{"control_auth_me", slot{kindBare, me, nil}, slot{kindBare, me, nil}},
+		{"auth_me_headers", slot{kindBare, me, nil}, slot{kindHeaders, me, sample}},
+		{"auth_me_vs_headers", slot{kindHeaders, me, sample}, slot{kindRootcause, me, admin}},
+		{"control_effective", slot{kindBare, eff, nil}, slot{kindBare, eff, nil}},
 		// rootcause against the second one of ROOTCAUSE_BENCH_COMPARE: as
 		// everywhere, ratio is the first's time ÷ the second's (above 1,
 		// the second is faster).
-		{"compare_auth_me", side{srv: f.rc, path: me, token: f.admin}, side{srv: f.alt, path: me, token: f.altAdmin}},
-		{"compare_effective", side{srv: f.rc, path: eff, token: f.team}, side{srv: f.alt, path: eff, token: f.altTeam}},
+		{"compare_auth_me", slot{kindRootcause, me, admin}, slot{kindCompare, me, admin}},
+		{"compare_effective", slot{kindRootcause, eff, team}, slot{kindCompare, eff, team}},
 	} {
-		if c.product.srv == nil {
+		if c.product.kind == kindCompare && f.cmpEnv == nil {
 			continue // no second rootcause
 		}
 		b.Run(c.name, func(b *testing.B) {
-			bare, product := c.bare, c.product
+			sa, sb, firstA := f.startPair(b, b.Name(), c.bare.kind, c.product.kind)
+			bare := side{srv: sa, path: c.bare.path}
+			product := side{srv: sb, path: c.product.path}
+			if c.bare.token != nil {
+				bare.token = c.bare.token(sa)
+			}
+			if c.product.token != nil {
+				product.token = c.product.token(sb)
+			}
 			ratio(b, &bare, &product)
+			started := 0.0
+			if firstA {
+				started = 1
+			}
+			b.ReportMetric(started, "bare-started-first")
 		})
 	}
 }
