@@ -142,6 +142,10 @@ func writeCachedJSON(w http.ResponseWriter, r *http.Request, c *bodyCache, key s
 			h["Content-Type"] = valueJSON
 			h["Content-Length"] = length
 			cc.corkLines(lines)
+			// The request's own headers leave as lines too, so that
+			// net/http's map (cloned, sorted and written header by
+			// header) holds only the two above.
+			cc.moveLines(h)
 			defer cc.uncork()
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(body)

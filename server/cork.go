@@ -95,10 +95,13 @@ type corkConn struct {
 	corked  bool
 	pending []byte      // held bytes (a copy)
 	bufs    net.Buffers // the writev's vector, reused
-	vec     [4][]byte
+	vec     [5][]byte
 	// lines are header lines ("Key: value\r\n"...) still to be added to
 	// the held answer's header section (corkLines); nil when none.
-	lines []byte
+	// reqLines are the request's own lines added before them (moveLines),
+	// in reqBuf, the connection's buffer for them, reused.
+	lines, reqLines []byte
+	reqBuf          []byte
 }
 
 // cork holds the connection's small writes until a large one or uncork.
@@ -115,6 +118,41 @@ func (c *corkConn) corkLines(lines []byte) {
 	c.lines = lines
 }
 
+// movedHeaders are the headers every authenticated answer carries whose
+// values the server makes (the request id, the version, the rate limit's
+// three): moveLines takes them out of net/http's header map into the
+// answer's lines.
+var movedHeaders = [...]string{"X-Request-Id", "X-Rootcause-Version", "X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset"}
+
+// moveLines moves the movedHeaders h holds, each with one value of
+// printable ASCII, out of h into header lines added to the answer before
+// the corkLines' lines. A header with another value stays in h for
+// net/http to write. The caller must have called corkLines: the lines go
+// out with that answer's header section, or the connection is closed.
+func (c *corkConn) moveLines(h http.Header) {
+	buf := c.reqBuf[:0]
+	for _, k := range movedHeaders {
+		vs, ok := h[k]
+		if !ok || len(vs) != 1 || !printable(vs[0]) {
+			continue
+		}
+		buf = append(append(append(append(buf, k...), ": "...), vs[0]...), "\r\n"...)
+		delete(h, k)
+	}
+	c.reqBuf, c.reqLines = buf, buf
+}
+
+// printable reports whether v is all printable ASCII (no control
+// character, no CR or LF), and so can be a header line's value as it is.
+func printable(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // uncork sends whatever is held and ends the cork.
 func (c *corkConn) uncork() error {
 	c.corked = false
@@ -122,7 +160,7 @@ func (c *corkConn) uncork() error {
 }
 
 func (c *corkConn) flush() error {
-	if c.lines != nil {
+	if c.lines != nil || c.reqLines != nil {
 		_, err := c.writeWithLines(nil)
 		return err
 	}
@@ -145,8 +183,8 @@ var errCorkLines = errors.New("cork: the answer's header section is not held; co
 // else held is not sent: the connection is closed (the client sees it end
 // rather than an answer without its headers).
 func (c *corkConn) writeWithLines(p []byte) (int, error) {
-	lines := c.lines
-	c.lines = nil
+	lines, reqLines := c.lines, c.reqLines
+	c.lines, c.reqLines = nil, nil
 	held := c.pending
 	c.pending = c.pending[:0]
 	end := headerEnd(held)
@@ -154,11 +192,11 @@ func (c *corkConn) writeWithLines(p []byte) (int, error) {
 		c.Conn.Close()
 		return 0, errCorkLines
 	}
-	c.vec = [4][]byte{held[:end], lines, held[end:], p}
+	c.vec = [5][]byte{held[:end], reqLines, lines, held[end:], p}
 	c.bufs = c.vec[:]
 	n, err := c.bufs.WriteTo(c.tcp) // one writev
-	c.vec, c.bufs = [4][]byte{}, nil
-	before := int64(len(held) + len(lines))
+	c.vec, c.bufs = [5][]byte{}, nil
+	before := int64(len(held) + len(reqLines) + len(lines))
 	if err == nil && n != before+int64(len(p)) {
 		err = io.ErrShortWrite
 	}
@@ -196,17 +234,17 @@ func (c *corkConn) Write(p []byte) (int, error) {
 		c.pending = append(c.pending, p...)
 		return len(p), nil
 	}
-	if c.lines != nil {
+	if c.lines != nil || c.reqLines != nil {
 		return c.writeWithLines(p)
 	}
 	if len(c.pending) == 0 {
 		return c.Conn.Write(p)
 	}
 	held := len(c.pending)
-	c.vec = [4][]byte{c.pending, p}
+	c.vec = [5][]byte{c.pending, p}
 	c.bufs = c.vec[:2]
 	n, err := c.bufs.WriteTo(c.tcp) // one writev
-	c.vec, c.bufs = [4][]byte{}, nil
+	c.vec, c.bufs = [5][]byte{}, nil
 	c.pending = c.pending[:0]
 	if err == nil && n != int64(held+len(p)) {
 		err = io.ErrShortWrite

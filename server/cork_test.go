@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -446,7 +447,8 @@ func TestEffectiveConfigHeadersOnTheWire(t *testing.T) {
 		return w.Header()
 	}
 	perRequest := map[string]bool{"Date": true, "X-Request-Id": true, "X-Ratelimit-Remaining": true, "X-Ratelimit-Reset": true}
-	for _, accept := range []string{"identity", "gzip"} {
+	ids := map[string]bool{}
+	for _, accept := range []string{"identity", "gzip", "identity", "gzip"} {
 		lines, body := raw("Accept-Encoding: " + accept + "\r\n")
 		if lines[0] != "HTTP/1.1 200 OK" {
 			t.Fatalf("%s: status line %q", accept, lines[0])
@@ -475,6 +477,19 @@ func TestEffectiveConfigHeadersOnTheWire(t *testing.T) {
 			if _, ok := want[k]; !ok {
 				t.Errorf("%s: %s sent, not in the map's answer", accept, k)
 			}
+		}
+		// The request's own headers (moved out of the map into lines on
+		// this path) are all there, the id this request's own: a fresh
+		// one on the same connection, whose line buffer is reused.
+		for _, k := range movedHeaders {
+			if seen[k] != 1 {
+				t.Errorf("%s: %s sent %d times", accept, k, seen[k])
+			}
+		}
+		if id := got.Get("X-Request-Id"); len(id) != requestIDLen || ids[id] {
+			t.Errorf("%s: request id %q is not a fresh one", accept, id)
+		} else {
+			ids[id] = true
 		}
 		if strconv.Itoa(len(body)) != got.Get("Content-Length") || len(body) < 2<<10 {
 			t.Errorf("%s: %d bytes for Content-Length %s", accept, len(body), got.Get("Content-Length"))
@@ -505,4 +520,46 @@ func dialHarness(t *testing.T, h *harness) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestMoveLines: the request's own headers leave the map as lines only
+// with one value of printable ASCII each; anything else (a value with CR or
+// LF, two values, another header) stays in the map for net/http to write,
+// and the connection's buffer is reused without the last answer's lines.
+func TestMoveLines(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		h         http.Header
+		wantLines string
+		wantLeft  []string
+	}{
+		{"all five", http.Header{
+			"X-Request-Id": {"0123abcd"}, "X-Rootcause-Version": {"v1.2.3"}, "X-Ratelimit-Limit": {"100"},
+			"X-Ratelimit-Remaining": {"99"}, "X-Ratelimit-Reset": {"1764140000"}, "Content-Type": {"application/json"},
+		}, "X-Request-Id: 0123abcd\r\nX-Rootcause-Version: v1.2.3\r\nX-Ratelimit-Limit: 100\r\nX-Ratelimit-Remaining: 99\r\nX-Ratelimit-Reset: 1764140000\r\n",
+			[]string{"Content-Type"}},
+		{"CR LF in a value", http.Header{"X-Request-Id": {"id"}, "X-Rootcause-Version": {"v1\r\nX-Evil: 1"}},
+			"X-Request-Id: id\r\n", []string{"X-Rootcause-Version"}},
+		{"control and non-ASCII bytes", http.Header{"X-Rootcause-Version": {"v\x00"}, "X-Ratelimit-Limit": {"1é"}},
+			"", []string{"X-Ratelimit-Limit", "X-Rootcause-Version"}},
+		{"two values", http.Header{"X-Ratelimit-Limit": {"1", "2"}, "X-Ratelimit-Reset": {"5"}},
+			"X-Ratelimit-Reset: 5\r\n", []string{"X-Ratelimit-Limit"}},
+		{"none", http.Header{"Etag": {`"x"`}}, "", []string{"Etag"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &corkConn{reqBuf: []byte("stale lines of the last answer")}
+			c.moveLines(tc.h)
+			if string(c.reqLines) != tc.wantLines {
+				t.Errorf("lines %q, want %q", c.reqLines, tc.wantLines)
+			}
+			var left []string
+			for k := range tc.h {
+				left = append(left, k)
+			}
+			slices.Sort(left)
+			if !slices.Equal(left, tc.wantLeft) {
+				t.Errorf("left in the map %q, want %q", left, tc.wantLeft)
+			}
+		})
+	}
 }
