@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -202,6 +203,11 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		// namespace where the same image pulls.
 		if sas, err := evidence.List[corev1.ServiceAccount](ctx, g.src.Kubernetes, "", ""); err == nil {
 			g.k8s.ServiceAccounts = sas
+		}
+		// And RoleBindings, of every namespace: where a ServiceAccount
+		// the API server refuses is bound, and where it is not.
+		if rbs, err := evidence.List[rbacv1.RoleBinding](ctx, g.src.Kubernetes, "", ""); err == nil {
+			g.k8s.RoleBindings = rbs
 		}
 		// And Ingresses, whose backends name the Services' ports.
 		if ings, err := evidence.List[networkingv1.Ingress](ctx, g.src.Kubernetes, ns, ""); err == nil {

@@ -50,8 +50,13 @@ var imagePull = &mechanism{
 		if img := h.fact("image"); img != "" {
 			d += " for image " + img
 		}
-		if why := pullProblem(pullMessage(h)); why != "" {
+		if why := pullProblem(pullMessage(h)); why == pullRateLimited {
+			d += ": " + rateLimitWords(h)
+		} else if why != "" {
 			d += ": " + why
+		}
+		if o := h.fact("other_images"); o != "" && pullProblem(pullMessage(h)) != pullNoTag {
+			d += fmt.Sprintf("; the pods' other images (%s) are not the ones failing", o)
 		}
 		if sec := h.fact("pull_secret"); sec != "" {
 			d += fmt.Sprintf("; the image pull secret %s that the pods reference (imagePullSecrets) does not exist (FailedToRetrieveImagePullSecret), so the pull goes without credentials", sec)
@@ -63,7 +68,7 @@ var imagePull = &mechanism{
 			}
 		}
 		if m := pullMessage(h); m != "" {
-			d += " — " + truncate(m, 200)
+			d += " — " + truncate(registryAnswer(m), 200)
 		}
 		return d
 	},
@@ -81,6 +86,12 @@ var imagePull = &mechanism{
 			}
 		}
 		switch pullProblem(pullMessage(h)) {
+		case pullRateLimited:
+			reg := registryName(h.fact("image"), pullMessage(h))
+			r.high("Pull %s with credentials for %s: an imagePullSecret on the pods or their ServiceAccount (an account's pull limit is higher than what anonymous pulls share per node address); or pull it from a mirror: a pull-through cache (an ECR or Artifact Registry pull-through cache rule, Harbor, a containerd registry mirror) or a copy pushed to your own registry", orWord(h.fact("image"), "the image"), reg)
+			r.med("Keep scale-ups from pulling all at once from %s: pin the image to a digest with imagePullPolicy IfNotPresent and pre-pull it into the node image, so new nodes do not each hit the limit", reg)
+			r.low("Alert on ErrImagePull events whose message says 429 Too Many Requests or toomanyrequests, apart from missing images and refused credentials")
+			return
 		case pullNoCredentials:
 			r.high("Give %s credentials for its registry: an imagePullSecret on the pod spec or its ServiceAccount (or node credentials) that the registry accepts%s", h.Subject, parenthesized(h.fact("image")))
 		case pullUnreachable:
@@ -98,6 +109,7 @@ var imagePull = &mechanism{
 var pullSecretRE = regexp.MustCompile(`(?i)image pull secrets? \(([\w.,\s-]+)\)`)
 
 const (
+	pullRateLimited   = "the registry refuses the pull with its pull rate limit (429 Too Many Requests)"
 	pullNoTag         = "the image or its tag does not exist in the registry (not found)"
 	pullNoCredentials = "the registry refuses the pull (unauthorized: no or wrong pull credentials)"
 	pullUnreachable   = "the registry cannot be reached from the node"
@@ -122,6 +134,10 @@ func pullProblem(msg string) string {
 	switch {
 	case l == "":
 		return ""
+	case pullRateLimitRE.MatchString(msg):
+		// Before the rest: the registry's limit message says
+		// "unauthenticated" and names a URL.
+		return pullRateLimited
 	case strings.Contains(l, "not found") || strings.Contains(l, "manifest unknown") || strings.Contains(l, "does not exist"):
 		return pullNoTag
 	case strings.Contains(l, "unauthorized") || strings.Contains(l, "401") || strings.Contains(l, "403") || strings.Contains(l, "denied") || strings.Contains(l, "authentication required") || strings.Contains(l, "no basic auth credentials"):
@@ -148,15 +164,25 @@ func pullingContainer(c *containerState) []Finding {
 	f.Kind, f.Severity, f.Weight = KindImagePull, SevCritical, 0.95
 	f.Time = containerSince(c.Pod, c.Status)
 	image := c.image()
-	f.Summary = fmt.Sprintf("%s cannot pull image %s (%s)", c.Object, image, waiting.Reason)
-	f.Evidence = []string{fmt.Sprintf("%s is waiting with reason %s for image %s", c.Object, waiting.Reason, image)}
+	f.Summary = fmt.Sprintf("%s cannot pull%s (%s)", c.Object, prefixed(" image ", image), waiting.Reason)
+	f.Evidence = []string{fmt.Sprintf("%s is waiting with reason %s%s", c.Object, waiting.Reason, prefixed(" for image ", image))}
 	if waiting.Message != "" {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("kubelet: %s", quote(waiting.Message, 300)))
 	}
 	f.setFact("image", image)
 	f.setFact("message", waiting.Message)
 	f.setFact("container", c.Status.Name)
+	f.setFact("other_images", otherRegistries(c.Pod, image))
 	return []Finding{f}
+}
+
+// prefixed is prefix+s, or nothing when s is empty (a kubectl get pods
+// row names no image).
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
 }
 
 var imageRE = regexp.MustCompile(`image "([^"]+)"`)
@@ -285,4 +311,93 @@ func serviceAccountNamed(sas []corev1.ServiceAccount, ns, name string) *corev1.S
 		}
 	}
 	return nil
+}
+
+// pullRateLimitRE is a registry refusing a pull for its rate limit, as the
+// kubelet relays it from containerd, CRI-O or Docker: Docker Hub's "429
+// Too Many Requests - Server message: toomanyrequests: You have reached
+// your pull rate limit", GHCR's and ECR Public's "toomanyrequests: Rate
+// exceeded", Artifact Registry's "429 ... Quota exceeded", Quay's "429".
+var pullRateLimitRE = regexp.MustCompile(`(?i)\b429 Too Many Requests|(?:status|code)(?: code)?:? 429\b|toomanyrequests|too many requests|pull rate limit|rate limit exceeded|\brate exceeded|quota exceeded`)
+
+// registryName names the registry an image is pulled from, from its
+// reference or the kubelet's message: an image without a registry host is
+// Docker Hub's.
+func registryName(image, msg string) string {
+	host := ""
+	if first, _, ok := strings.Cut(image, "/"); ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		host = first
+	}
+	l := strings.ToLower(host + " " + msg)
+	switch {
+	case host == "" && image != "" || host == "docker.io" || host == "index.docker.io" || host == "" && strings.Contains(l, "registry-1.docker.io"):
+		return "Docker Hub (docker.io)"
+	case strings.Contains(host, "public.ecr.aws"):
+		return "Amazon ECR Public (public.ecr.aws)"
+	case strings.Contains(host, ".dkr.ecr."):
+		return "Amazon ECR (" + host + ")"
+	case host == "quay.io":
+		return "Quay (quay.io)"
+	case host == "ghcr.io":
+		return "GitHub Container Registry (ghcr.io)"
+	case strings.HasSuffix(host, "gcr.io") || strings.HasSuffix(host, "-docker.pkg.dev"):
+		return "Google Artifact Registry (" + host + ")"
+	case strings.HasSuffix(host, ".azurecr.io"):
+		return "Azure Container Registry (" + host + ")"
+	case host != "":
+		return host
+	}
+	return "the registry"
+}
+
+// rateLimitWords says which registry limits the pulls and how it says it.
+func rateLimitWords(h *Hypothesis) string {
+	msg := pullMessage(h)
+	reg := registryName(h.fact("image"), msg)
+	d := fmt.Sprintf("%s refuses the pulls with its pull rate limit (429 Too Many Requests", reg)
+	if strings.Contains(strings.ToLower(msg), "toomanyrequests") {
+		d += ", toomanyrequests"
+	}
+	d += ")"
+	if strings.Contains(strings.ToLower(msg), "unauthenticated") || strings.Contains(strings.ToLower(msg), "anonymous") {
+		d += ": the nodes pull anonymously, and anonymous pulls share a small limit per source address, so pods scheduled on nodes that do not have the image yet (a scale-up, new nodes) all pull at once and hit it"
+	} else {
+		d += ": the image exists and the registry answers; it refuses more pulls from these nodes for now"
+	}
+	return d
+}
+
+// registryAnswer is the part of a pull's message that holds the
+// registry's answer (its status and server message), when the message
+// is longer than that: "429 Too Many Requests - Server message:
+// toomanyrequests: ...".
+func registryAnswer(msg string) string {
+	if loc := pullRateLimitRE.FindStringIndex(msg); loc != nil && loc[0] > 120 {
+		return "…" + msg[loc[0]:]
+	}
+	return msg
+}
+
+// otherRegistries lists the pod's other images with their registries
+// (those not image): the pull that fails is not theirs.
+func otherRegistries(p *corev1.Pod, image string) string {
+	if p == nil || image == "" {
+		return ""
+	}
+	failReg := registryName(image, "")
+	var out []string
+	for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+		if c.Image == "" || c.Image == image {
+			continue
+		}
+		reg := registryName(c.Image, "")
+		if reg == failReg {
+			continue
+		}
+		s := c.Image + " from " + reg
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ", ")
 }

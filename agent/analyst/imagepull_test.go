@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,5 +52,82 @@ func TestPullReasonFromEvent(t *testing.T) {
 	backOff := &Hypothesis{Kind: KindImagePull, Subject: "partner-portal", Primary: []*Finding{state}}
 	if got := pullMessage(backOff); got != state.Facts["message"] || pullProblem(got) != "" {
 		t.Errorf("only a back-off: message %q", got)
+	}
+}
+
+// TestPullRateLimited reads a registry's pull rate limit from the
+// kubelet's messages as containerd, CRI-O and Docker relay it, names the
+// registry from the image reference, and says what to do: credentials or
+// a mirror, not a fix of the image reference.
+func TestPullRateLimited(t *testing.T) {
+	cases := []struct {
+		name, image, msg string
+		want             []string // words of the description; nil: not a rate limit
+	}{
+		{"containerd, Docker Hub, anonymous", "alpine:3.19",
+			`Failed to pull image "alpine:3.19": failed to pull and unpack image "docker.io/library/alpine:3.19": failed to resolve reference "docker.io/library/alpine:3.19": unexpected status from HEAD request to https://registry-1.docker.io/v2/library/alpine/manifests/3.19: 429 Too Many Requests - Server message: toomanyrequests: You have reached your unauthenticated pull rate limit. https://www.docker.com/increase-rate-limit`,
+			[]string{"Docker Hub (docker.io) refuses the pulls with its pull rate limit (429 Too Many Requests, toomanyrequests)", "pull anonymously"}},
+		{"CRI-O, Docker Hub user image", "bitnami/redis:7.2",
+			`rpc error: code = Unknown desc = reading manifest 7.2 in docker.io/bitnami/redis: toomanyrequests: You have reached your pull rate limit. You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit`,
+			[]string{"Docker Hub (docker.io)", "pull rate limit", "toomanyrequests"}},
+		{"containers/image, Quay", "quay.io/prometheus/node-exporter:v1.8.1",
+			`Failed to pull image "quay.io/prometheus/node-exporter:v1.8.1": initializing source docker://quay.io/prometheus/node-exporter:v1.8.1: reading manifest v1.8.1 in quay.io/prometheus/node-exporter: received unexpected HTTP status: 429 Too Many Requests`,
+			[]string{"Quay (quay.io) refuses the pulls with its pull rate limit"}},
+		{"ECR Public", "public.ecr.aws/nginx/nginx:1.25",
+			`Failed to pull image "public.ecr.aws/nginx/nginx:1.25": failed to pull and unpack image "public.ecr.aws/nginx/nginx:1.25": failed to copy: httpReadSeeker: failed open: unexpected status code https://public.ecr.aws/v2/nginx/nginx/blobs/sha256:4291ab7c: 429 Too Many Requests - Server message: toomanyrequests: Rate exceeded`,
+			[]string{"Amazon ECR Public (public.ecr.aws)", "429"}},
+		{"a digest with 429 in it is no rate limit", "ghcr.io/acme/api:1.2",
+			`Failed to pull image "ghcr.io/acme/api:1.2": rpc error: code = NotFound desc = failed to pull and unpack image "ghcr.io/acme/api@sha256:429aa01b": not found`,
+			nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rate := pullProblem(c.msg) == pullRateLimited
+			if rate != (c.want != nil) {
+				t.Fatalf("pullProblem = %q", pullProblem(c.msg))
+			}
+			if !rate {
+				return
+			}
+			f := &Finding{Kind: KindImagePull, Subject: "worker", Facts: map[string]string{"image": c.image, "message": c.msg}}
+			h := &Hypothesis{Kind: KindImagePull, Subject: "worker", Primary: []*Finding{f}}
+			wantDescribed(t, h, Scope{}, c.want...)
+			recs := explain(t, c.name, imagePull, h, nil)
+			if len(recs) == 0 || !strings.Contains(recs[0].Action, "credentials") || !strings.Contains(recs[0].Action, "mirror") || strings.Contains(recs[0].Action, "tag exists") {
+				t.Errorf("first action: %+v", recs)
+			}
+		})
+	}
+}
+
+// TestRegistryName names the registry of an image reference.
+func TestRegistryName(t *testing.T) {
+	for image, want := range map[string]string{
+		"busybox:1.36":                                       "Docker Hub (docker.io)",
+		"docker.io/library/nginx:1.27":                       "Docker Hub (docker.io)",
+		"grafana/grafana:11.1.0":                             "Docker Hub (docker.io)",
+		"public.ecr.aws/nginx/nginx:1.25":                    "Amazon ECR Public (public.ecr.aws)",
+		"640213887150.dkr.ecr.eu-west-1.amazonaws.com/api:5": "Amazon ECR (640213887150.dkr.ecr.eu-west-1.amazonaws.com)",
+		"europe-docker.pkg.dev/p/r/img:1":                    "Google Artifact Registry (europe-docker.pkg.dev)",
+		"acme.azurecr.io/billing/api:2":                      "Azure Container Registry (acme.azurecr.io)",
+		"localhost:5000/tools/jq:1.7":                        "localhost:5000",
+	} {
+		if got := registryName(image, ""); got != want {
+			t.Errorf("registryName(%q) = %q, want %q", image, got, want)
+		}
+	}
+}
+
+// TestPullOtherImages: the images of a pod's other containers, from other
+// registries, are named as not failing (a question that suspects the
+// application's registry).
+func TestPullOtherImages(t *testing.T) {
+	p := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "wait", Image: "busybox:1.36"}},
+		Containers:     []corev1.Container{{Name: "app", Image: "640213887150.dkr.ecr.us-east-2.amazonaws.com/media/worker:5"}, {Name: "proxy", Image: "envoyproxy/envoy:v1.30"}},
+	}}
+	got := otherRegistries(p, "busybox:1.36")
+	if got != "640213887150.dkr.ecr.us-east-2.amazonaws.com/media/worker:5 from Amazon ECR (640213887150.dkr.ecr.us-east-2.amazonaws.com)" {
+		t.Errorf("other images %q", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -49,6 +50,9 @@ type K8sEvidence struct {
 	// ServiceAccounts are the ServiceAccounts read, of every namespace
 	// (their image pull secrets).
 	ServiceAccounts []corev1.ServiceAccount
+	// RoleBindings are the RoleBindings read, of every namespace: what a
+	// ServiceAccount the API server refuses is bound to, and where.
+	RoleBindings []rbacv1.RoleBinding
 	// Ingresses are the namespace's Ingress objects.
 	Ingresses []networkingv1.Ingress
 	// DaemonSets are the namespace's DaemonSet objects.

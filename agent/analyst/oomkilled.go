@@ -16,10 +16,15 @@ import (
 // kernel OOM killer at the memory limit (exit code 137), a leak, a load
 // surge or a JVM heap larger than the limit.
 var oomKilled = &mechanism{
-	kind:      KindOOMKilled,
-	class:     classCause,
-	label:     "OOMKilled (out of memory)",
-	enrich:    func(f *Finding, c *corev1.Container) { f.setFact("jvm_xmx", xmxOfContainer(c)) },
+	kind:  KindOOMKilled,
+	class: classCause,
+	label: "OOMKilled (out of memory)",
+	enrich: func(f *Finding, c *corev1.Container) {
+		f.setFact("jvm_xmx", xmxOfContainer(c))
+		if f.fact("heap_over_limit") == "" {
+			followHeapCap(f, c, nil)
+		}
+	},
 	container: oomContainer,
 	event: func(e *corev1.Event) (float64, bool) {
 		return 0.85, e.Reason == "OOMKilling" || e.Reason == "OOMKilled"
@@ -39,7 +44,7 @@ var oomKilled = &mechanism{
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		desc := changeText(c)
-		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap")
+		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap") || heapSettingRE.MatchString(desc)
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
@@ -69,6 +74,8 @@ var oomKilled = &mechanism{
 			}
 		case jvmHeapOverLimit(h) != "":
 			d = fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): %s, so the JVM grows past the limit and the kernel kills it (no Java OutOfMemoryError)", s, jvmHeapOverLimit(h))
+		case h.fact("heap_over_limit") != "":
+			d = describeHeapOverLimit(h)
 		case loadSurgeOf(h) != nil && (h.Trigger == nil || !fitsMechanism(h, h.Trigger)):
 			ls := loadSurgeOf(h)
 			d = fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): a load surge (~%s× %s, %s → %s in total from %s) drives their memory past the limit", s, ls.fact("ratio"), loadWord(ls.fact("metric")), ls.fact("baseline"), ls.fact("peak"), hm(ls.Time))
@@ -122,6 +129,10 @@ var oomKilled = &mechanism{
 			r.add(finding.PriorityHigh, fmt.Sprintf("Set the JVM heap of %s below its container memory limit (%s): -Xmx at most ~75%% of the limit, or -XX:MaxRAMPercentage=75 instead of a fixed -Xmx; or raise the limit above the heap plus off-heap memory", s, x))
 			r.add(finding.PriorityMedium, "Size JVM heaps from the container limit (MaxRAMPercentage) rather than fixed -Xmx values in config")
 			r.add(finding.PriorityLow, "Validate in CI that -Xmx stays below the container memory limit")
+			return
+		}
+		if h.fact("heap_over_limit") != "" {
+			recommendHeapOverLimit(h, r)
 			return
 		}
 		if leakRate(h) != "" {
@@ -185,6 +196,13 @@ func oomContainer(c *containerState) []Finding {
 		f.setFact("image", spec.Image)
 	}
 	sidecarOOM(&f, c)
+	if f.fact("sidecar") == "" {
+		var lines []string
+		for _, l := range c.LastLines {
+			lines = append(lines, l.Text)
+		}
+		followHeapCap(&f, spec, lines)
+	}
 	return []Finding{f}
 }
 

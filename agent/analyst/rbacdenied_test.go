@@ -3,6 +3,9 @@ package analyst
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 func TestRBACDenied(t *testing.T) {
@@ -49,5 +52,102 @@ func TestRBACDenied(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRBACDeniedChain follows a refusal a Job's or a crashed container's
+// last log lines show (too rare to be mined as a template) to the
+// ServiceAccount's bindings, from a kubectl transcript: the auth can-i
+// answers (denied here, allowed elsewhere), the RoleBinding that names it
+// in another namespace, the denied namespace's bindings without its like,
+// and the moment they were all recreated. The cause is the RBAC refusal,
+// not the Job's failure; the timeline holds the bindings' loss and the
+// failure.
+func TestRBACDeniedChain(t *testing.T) {
+	now := time.Date(2026, 10, 14, 9, 30, 0, 0, time.UTC)
+	jobSession := func(logs string) string {
+		return `$ kubectl get jobs -n finops
+NAME                        STATUS   COMPLETIONS   DURATION   AGE
+cost-report-29345760        Complete 1/1           2m10s      2d3h
+cost-report-29347200        Failed   0/1           3h30m      3h30m
+$ kubectl get pods -n finops
+NAME                              READY   STATUS   RESTARTS   AGE
+cost-report-29347200-q7w2d        0/1     Error    0          3h30m
+cost-report-29347200-zr5kx        0/1     Error    0          3h28m
+$ kubectl logs job/cost-report-29347200 -n finops
+Found 2 pods, using pod/cost-report-29347200-zr5kx
+` + logs + `
+$ kubectl get rolebindings -n warehouse
+NAME                  ROLE                   AGE
+warehouse-admins      ClusterRole/admin      5d2h
+warehouse-view        ClusterRole/view       5d2h
+$ kubectl get rolebindings -n retail -o wide
+NAME               ROLE                      AGE    USERS   GROUPS   SERVICEACCOUNTS
+cost-report-read   ClusterRole/cost-reader   400d                    finops/cost-report
+$ kubectl auth can-i list deployments.apps -n warehouse --as=system:serviceaccount:finops:cost-report
+no
+$ kubectl auth can-i list deployments.apps -n retail --as system:serviceaccount:finops:cost-report
+yes
+`
+	}
+	cases := []struct {
+		name, logs string
+		says       []string
+	}{
+		{"Go client-go error line",
+			`time="2026-10-14T06:00:41Z" level=fatal msg="collect warehouse: deployments.apps is forbidden: User \"system:serviceaccount:finops:cost-report\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"warehouse\""`,
+			[]string{"ServiceAccount finops/cost-report is forbidden by RBAC to list deployments.apps in the namespace warehouse", "can-i list deployments.apps -n warehouse answers no (yes in retail)",
+				"RoleBinding retail/cost-report-read binds ClusterRole/cost-reader to it", "namespace warehouse has no such RoleBinding", "recreated without it"}},
+		{"Java fabric8 exception",
+			`2026-10-14 06:00:41.220 ERROR 1 --- [main] c.a.f.Collector : io.fabric8.kubernetes.client.KubernetesClientException: Failure executing: GET at: https://10.96.0.1/apis/apps/v1/namespaces/warehouse/deployments. Message: deployments.apps is forbidden: User "system:serviceaccount:finops:cost-report" cannot list resource "deployments" in API group "apps" in the namespace "warehouse". Received status: Status(apiVersion=v1, code=403, reason=Forbidden).`,
+			[]string{"forbidden by RBAC to list deployments.apps in the namespace warehouse", "ClusterRole/cost-reader", "recreated without it"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := investigateSession(t, now, jobSession(c.logs), "did the cost-report job run last night?", "cost-report", "finops")
+			d := res.RootCause.Description
+			if !strings.Contains(res.Summary, "RBAC") {
+				t.Fatalf("root is not the RBAC refusal: %s\n%s", res.Summary, d)
+			}
+			for _, w := range c.says {
+				if !strings.Contains(d, w) {
+					t.Errorf("description lacks %q: %s", w, d)
+				}
+			}
+			if len(res.Timeline) < 2 || !strings.Contains(res.Timeline[0].Event, "RoleBindings of namespace warehouse are recreated") {
+				t.Errorf("timeline does not start with the bindings' loss: %+v", res.Timeline)
+			}
+			if len(res.Recommendations) == 0 || !strings.Contains(res.Recommendations[0].Action, "kubectl create rolebinding cost-report-read -n warehouse --clusterrole=cost-reader --serviceaccount=finops:cost-report") {
+				t.Errorf("first action: %+v", res.Recommendations)
+			}
+		})
+	}
+}
+
+// TestCanIAnswers reads kubectl auth can-i answers in their spellings.
+func TestCanIAnswers(t *testing.T) {
+	cmds := []evidence.CommandOutput{
+		{Run: "kubectl auth can-i get secrets --namespace=data --as=system:serviceaccount:data:usage-export", Lines: []string{"no"}},
+		{Run: "kubectl -n data auth can-i list pods --as system:serviceaccount:data:usage-export", Lines: []string{"yes"}},
+		{Run: "kubectl auth can-i create leases.coordination.k8s.io -n ops --as=system:serviceaccount:ops:ctl", Lines: []string{"no - RBAC: role.rbac.authorization.k8s.io \"x\" not found"}},
+		{Run: "kubectl auth can-i --list -n data", Lines: []string{"Resources   Non-Resource URLs   Resource Names   Verbs"}},
+	}
+	got := canIAnswers(cmds)
+	want := []canIAnswer{
+		{verb: "get", resource: "secrets", namespace: "data", as: "system:serviceaccount:data:usage-export", allowed: false},
+		{verb: "list", resource: "pods", namespace: "data", as: "system:serviceaccount:data:usage-export", allowed: true},
+		{verb: "create", resource: "leases.coordination.k8s.io", namespace: "ops", as: "system:serviceaccount:ops:ctl", allowed: false},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("answers %+v", got)
+	}
+	for i := range want {
+		got[i].command = ""
+		if got[i] != want[i] {
+			t.Errorf("answer %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if !sameResource("deployments.apps", "deployments") || !sameResource("pod", "pods") || sameResource("secrets", "pods") {
+		t.Error("sameResource")
 	}
 }

@@ -932,6 +932,11 @@ func timeline(w *Hypothesis, a *Analysis, sc Scope) []finding.TimelineEvent {
 	if w != nil {
 		for _, f := range w.Primary {
 			add(f.Time, f.Summary)
+			// The dated event a cause's chain reached before the window
+			// (a binding removed, a setting changed days earlier).
+			if at, err := time.Parse(time.RFC3339, f.fact("cause_at")); err == nil {
+				add(at, f.fact("cause_event"))
+			}
 		}
 		for _, f := range w.Support {
 			add(f.Time, f.Summary)
