@@ -58,6 +58,28 @@ var cloudDenied = &mechanism{
 		return iamChangeRE.MatchString(changeText(c))
 	},
 	strictTriggers: true,
+	// What the denial starves: the autoscaler that cannot read its metric
+	// because its scaler is refused the queue's attributes, the queue
+	// whose backlog then grows (the denied resource names it).
+	related: func(h *Hypothesis, f *Finding) bool {
+		switch f.Kind {
+		case KindHPABlind, KindBacklog, KindSaturation:
+		default:
+			return false
+		}
+		res := deniedResourceName(orWord(h.fact("resource"), cloudResource(h.fact("line"))))
+		if res == "" {
+			return false
+		}
+		if strings.EqualFold(f.Subject, res) {
+			return true
+		}
+		// The autoscaler's metric is named after the queue
+		// ("s0-aws-sqs-queue-invoice-jobs").
+		return f.Kind == KindHPABlind && len(res) >= 5 && slices.ContainsFunc(f.Evidence, func(e string) bool {
+			return strings.Contains(strings.ToLower(e), strings.ToLower(res))
+		})
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		line := h.fact("line")
 		action := orWord(h.fact("action"), cloudAction(line))
@@ -77,6 +99,18 @@ var cloudDenied = &mechanism{
 			}
 		}
 		d += ": " + quote(ReadableLine(line), 220)
+		for _, f := range h.Support {
+			if f.Kind == KindHPABlind {
+				d += fmt.Sprintf("; so the autoscaler %s cannot read its external metric and does not scale %s out", orWord(f.fact("hpa"), f.Subject), orWord(sc.Service, "the workload"))
+				break
+			}
+		}
+		for _, f := range h.Support {
+			if f.Kind == KindBacklog {
+				d += fmt.Sprintf("; the backlog of %s grows meanwhile", f.Subject)
+				break
+			}
+		}
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
@@ -159,6 +193,11 @@ func detectCloudDenied(ev *Gathered, _ []Finding) []Finding {
 			f.setFact("principal", who)
 			f.setFact("resource", res)
 			f.setFact("why", cloudWhy(line))
+			// A controller acting for the service (its scaler, its
+			// operator) names it in the denied call's line.
+			if svc := ev.Scope.Service; svc != "" && !strings.EqualFold(svc, set.Subject) && mentionsName(line, svc) {
+				f.Related = append(f.Related, svc)
+			}
 			f.Summary = fmt.Sprintf("%s: %s denied to %s", set.Subject, action, orWord(who, "its role"))
 			f.Evidence = []string{fmt.Sprintf("%s logs %s denied (%d lines from %s): %s", set.Subject, action, t.Incident, hm(f.Time), quote(ReadableLine(line), 240))}
 			if c, ok := iamChangeFor(ev, set.Subject, who, f.Time); ok {
@@ -216,4 +255,18 @@ func restartedAfter(ev *Gathered, caller string, t time.Time) bool {
 		}
 	}
 	return false
+}
+
+// deniedResourceName is the short name of a denied resource: the last
+// segment of an ARN or a path ("arn:aws:sqs:eu-west-1:1234:invoice-jobs"
+// is invoice-jobs; "projects/p/topics/orders" is orders).
+func deniedResourceName(res string) string {
+	res = strings.TrimRight(res, "/")
+	if i := strings.LastIndexAny(res, ":/"); i >= 0 {
+		res = res[i+1:]
+	}
+	if res == "*" || len(res) < 3 {
+		return ""
+	}
+	return res
 }

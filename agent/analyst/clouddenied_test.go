@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,4 +86,43 @@ func classifyForTest(line string) (Kind, bool) {
 		}
 	}
 	return "", false
+}
+
+// A scaler refused the queue it scales on: the denial names the queue, so
+// the autoscaler that cannot read its external metric and the queue's
+// backlog are its consequences, and the service it scales is related.
+func TestCloudDeniedScaler(t *testing.T) {
+	keda := `2026-11-25T09:00:00Z	ERROR	scale_handler	error getting scale decision	{"scaledobject.Name": "invoice-worker", "scaledObject.Namespace": "billing", "scaleTarget.Name": "invoice-worker", "error": "operation error SQS: GetQueueAttributes, https response error StatusCode: 403, RequestID: 62694646, api error AccessDenied: User: arn:aws:sts::418273645091:assumed-role/keda-operator-prod/aws-go-sdk-1795593431 is not authorized to perform: sqs:getqueueattributes on resource: arn:aws:sqs:eu-west-1:418273645091:invoice-jobs because no identity-based policy allows the sqs:getqueueattributes action"}`
+	// KEDA's Google Pub/Sub scaler, refused by IAM.
+	pubsub := `2026-11-25T09:00:00Z	ERROR	scale_handler	error getting scale decision	{"scaledobject.Name": "report-builder", "scaleTarget.Name": "report-builder", "error": "rpc error: code = PermissionDenied desc = Permission 'monitoring.timeSeries.list' denied on resource 'projects/acme/subscriptions/report-jobs' (or it may not exist)."}`
+	iam := evidence.Change{Timestamp: win.Start.Add(-5 * time.Minute), Service: "iam", Kind: "infra", Description: "terraform: least-privilege for keda-operator-prod: sqs:GetQueueAttributes limited to keda-*"}
+	cases := []struct {
+		name, line, service, queue string
+		change                     []evidence.Change
+		wantChange                 bool
+	}{
+		{"KEDA aws-sqs-queue scaler", keda, "invoice-worker", "invoice-jobs", []evidence.Change{iam}, true},
+		{"KEDA gcp-pubsub scaler", pubsub, "report-builder", "report-jobs", nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Logs: []LogSet{minedSet("keda-operator", false, 0, c.line, c.line)}, Changes: c.change, Window: win, Scope: Scope{Service: c.service}}
+			f := onlyFinding(t, detectCloudDenied(ev, nil), "keda-operator")
+			if !slices.Contains(f.Related, c.service) {
+				t.Errorf("related %v, want %s", f.Related, c.service)
+			}
+			if (f.fact("iam_change") != "") != c.wantChange {
+				t.Errorf("iam change %q", f.fact("iam_change"))
+			}
+			h := &Hypothesis{Kind: KindCloudDenied, Subject: f.Subject, Primary: []*Finding{f}}
+			blind := &Finding{Kind: KindHPABlind, Subject: "keda-hpa-" + c.service, Evidence: []string{"FailedGetExternalMetric: unable to get external metric billing/s0-queue-" + c.queue}}
+			backlog := &Finding{Kind: KindBacklog, Subject: c.queue}
+			other := &Finding{Kind: KindBacklog, Subject: "emails"}
+			if !cloudDenied.related(h, blind) || !cloudDenied.related(h, backlog) || cloudDenied.related(h, other) {
+				t.Errorf("related: autoscaler %v, backlog %v, another queue %v", cloudDenied.related(h, blind), cloudDenied.related(h, backlog), cloudDenied.related(h, other))
+			}
+			h.Support = []*Finding{blind, backlog}
+			wantDescribed(t, h, Scope{Service: c.service}, "does not scale "+c.service, "backlog of "+c.queue)
+		})
+	}
 }

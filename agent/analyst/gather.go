@@ -505,7 +505,9 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 		want = regexp.MustCompile(p)
 	}
 	kept := map[string][]evidence.LogLine{}
-	for _, p := range g.podsForLogs() {
+	pods := g.podsForLogs()
+	pods = append(pods, g.handedOverPods(ctx, pods, g.opts.MaxPodLogs-len(pods))...)
+	for _, p := range pods {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

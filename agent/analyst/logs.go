@@ -111,6 +111,8 @@ var logRules = []logRule{
 	// A token signed with a key the validator's cached key set lacks:
 	// before the generic 401.
 	lineRule(signingKeyUnknown),
+	// A mesh proxy refusing the configuration pushed to it.
+	lineRule(xdsRejected),
 	// A cloud action the caller's IAM policy does not grant: before the
 	// generic 403.
 	lineRule(cloudDenied),

@@ -104,6 +104,9 @@ var mechanisms = []*mechanism{
 	podNetwork,
 	proxyRules,
 	reloadRejected,
+	xdsRejected,
+	shardsUnassigned,
+	clusterPartition,
 	// Managed cloud services under the application: a hot partition
 	// key, a KMS key that can no longer be used, a NAT gateway out of
 	// source ports.

@@ -352,6 +352,12 @@ var kinds = map[Kind]kindInfo{
 	KindClientSurge: {prior: 0.84},
 	// A replica lagging while its applier runs a DDL from the primary.
 	KindReplicaDDL: {prior: 0.86},
+	// Mesh proxies refusing the configuration pushed to them.
+	KindXDSRejected: {prior: 0.86},
+	// A search cluster's primaries without a copy.
+	KindShardsUnassigned: {prior: 0.86},
+	// A broker cluster cut in two, a node paused.
+	KindClusterPartition: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {

@@ -1,0 +1,238 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// A search cluster whose primary shards are unassigned. Elasticsearch and
+// OpenSearch keep each shard's primary on one data node and its replicas
+// on others; when a data node leaves (drained, evicted, its host
+// replaced) the master promotes a replica. An index with no replicas
+// (number_of_replicas 0, common during a bulk reindex) has nothing to
+// promote: its primaries on that node stay UNASSIGNED, the cluster turns
+// red, and every search touching them fails ("all shards failed",
+// no_shard_available_action_exception, 503) until the node comes back. A
+// StatefulSet data node whose volume is bound to one zone cannot come
+// back when no schedulable node is left in that zone (FailedScheduling:
+// "volume node affinity conflict"). Solr says the same with "no servers
+// hosting shard". Older errors of the cluster (a circuit breaker's 429s
+// in the morning) are not this cause.
+
+// KindShardsUnassigned is a search cluster's primary shards unassigned.
+const KindShardsUnassigned Kind = "shards_unassigned"
+
+var (
+	// shardsUnassignedRE is the cluster's own word for it (its master's
+	// log, its health) or its clients' (no copy of a shard answers).
+	shardsUnassignedRE = regexp.MustCompile(`(?i)primary shard is unassigned|no_shard_available_action_exception|NoShardAvailableActionException|No shard available for|Cluster health status changed from \[\w+\] to \[RED\]|no servers hosting shard`)
+	// shardClusterRE is the cluster's own log of it (not a client's).
+	shardClusterRE = regexp.MustCompile(`(?i)primary shard is unassigned|Cluster health status changed from \[\w+\] to \[RED\]`)
+	// shardIndexRE reads the index and shard ("[products-v7][1]").
+	shardIndexRE = regexp.MustCompile(`\[([\w.-]+)\]\[(\d+)\]`)
+	// nodeLeftRE reads the data node that left and why
+	// ("node-left[{es-data-2}{Qm2v...} reason: disconnected]", the
+	// health change's "reason: [{es-data-2} reason: disconnected]").
+	nodeLeftRE = regexp.MustCompile(`(?i)node-left\[\{([\w.-]+)\}.*?reason: ([\w -]+?)\]|\{([\w.-]+)\} reason: ([\w -]+?)\]`)
+	// unassignedRowRE is a _cat/shards row of an unassigned primary.
+	unassignedRowRE = regexp.MustCompile(`^([\w.-]+)\s+(\d+)\s+p\s+UNASSIGNED\b`)
+	// healthRedRE is _cluster/health's status.
+	healthRedRE = regexp.MustCompile(`"status"\s*:\s*"red"`)
+	// zeroReplicasRE is an index with no replicas (its settings, a change
+	// that says so).
+	zeroReplicasRE = regexp.MustCompile(`(?i)number_of_replicas"?\s*[:=]\s*"?0\b|replicas\s*[:=]\s*0\b|0 replicas`)
+	// volumeZoneRE is a scheduler refusing a pod for its volume's zone.
+	volumeZoneRE = regexp.MustCompile(`(?i)volume node affinity conflict|had no available volume zone|node\(s\) didn't match PersistentVolume's node affinity`)
+	// zoneValueRE reads the zone a volume is bound to (a PV's node
+	// affinity).
+	zoneValueRE = regexp.MustCompile(`(?i)"key":"[\w./-]*zone"[^}]*"values":\["([\w-]+)"`)
+	// dataNodeChangeRE is a change to the nodes (a drain, a consolidation, a
+	// replacement).
+	dataNodeChangeRE = regexp.MustCompile(`(?i)\bdrain|\bcordon|karpenter|nodepool|node ?group|consolidat|\bAMI\b|node (?:upgrade|replacement|rotation)|\bnodes?\b.*\b(?:replace|upgrade|rotate|remov)`)
+)
+
+var shardsUnassigned = &mechanism{
+	kind:   KindShardsUnassigned,
+	class:  classCause,
+	label:  "search cluster red: primary shards unassigned",
+	detect: detectShardsUnassigned,
+	// A data node leaves with a drain, a consolidation, a node
+	// replacement; a deploy of a client or a flag does not unassign
+	// shards.
+	strictTriggers: true,
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && dataNodeChangeRE.MatchString(changeText(c))
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		d := fmt.Sprintf("the search cluster %s is red since %s: primary shards", h.Subject, hm(h.Onset))
+		if s := h.fact("shards"); s != "" {
+			d += " " + s
+		}
+		d += " are unassigned, so searches that need them fail (no_shard_available_action_exception, all shards failed)"
+		if n := h.fact("node"); n != "" {
+			d += fmt.Sprintf("; their only copy lived on the data node %s, which left the cluster (%s)", n, orWord(h.fact("left_reason"), "left"))
+			if s := h.fact("node_state"); s != "" {
+				d += " and cannot come back: " + s
+			}
+		}
+		if h.fact("zero_replicas") != "" {
+			d += "; the index has 0 replicas, so no replica could be promoted"
+			if c := h.fact("replicas_change"); c != "" {
+				d += fmt.Sprintf(" (%s)", quote(c, 140))
+			}
+		}
+		if c := h.fact("clients"); c != "" {
+			d += "; " + c + " fail their searches since"
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if n := h.fact("node"); n != "" {
+			if strings.Contains(h.fact("node_state"), "zone") || strings.Contains(h.fact("node_state"), "affinity") {
+				r.high("Bring %s back: give its volume's zone a schedulable node again (uncordon, or add capacity in that zone), so its shards are assigned", n)
+			} else {
+				r.high("Bring the data node %s back so that its shards are assigned again", n)
+			}
+		} else {
+			r.high("Find why the primaries are unassigned (GET _cluster/allocation/explain) and bring their node back")
+		}
+		r.med("Give the index at least one replica (number_of_replicas 1) once it is green, so losing one data node no longer loses its shards")
+		r.low("Alert on cluster health red and unassigned primary shards; drain data nodes one zone at a time, with a PodDisruptionBudget")
+	},
+}
+
+// detectShardsUnassigned reads, from the cluster's own log, its health
+// and shard tables and its clients' errors, which primaries are
+// unassigned, since when, which data node left, why it does not come
+// back and whether the index has replicas.
+func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
+	var cluster string
+	var first time.Time
+	var evid []string
+	var node, reason string
+	shards := map[string]bool{}
+	var clients []string
+	for _, set := range ev.Logs {
+		for _, t := range set.Templates {
+			if t.Incident == 0 {
+				continue
+			}
+			for _, line := range []string{t.Example, t.Last} {
+				if m := nodeLeftRE.FindStringSubmatch(line); m != nil && node == "" && (strings.Contains(line, "node-left") || shardClusterRE.MatchString(line)) {
+					node, reason = firstGroup(m), strings.TrimSpace(orWord(m[2], m[4]))
+				}
+			}
+			line := t.Example
+			if !shardsUnassignedRE.MatchString(line) {
+				if line = t.Last; !shardsUnassignedRE.MatchString(line) {
+					continue
+				}
+			}
+			at := orTime(t.FirstIncident, t.FirstSeen)
+			if m := shardIndexRE.FindStringSubmatch(line); m != nil {
+				shards[m[1]+"]["+m[2]] = true
+			}
+			if shardClusterRE.MatchString(line) {
+				if cluster == "" {
+					cluster = set.Subject
+				}
+				if first.IsZero() || at.Before(first) {
+					first = at
+				}
+				evid = append(evid, fmt.Sprintf("%s logs: %s", set.Subject, quote(ReadableLine(line), 240)))
+				continue
+			}
+			if !strings.Contains(strings.Join(clients, ","), set.Subject) {
+				clients = append(clients, set.Subject)
+				evid = append(evid, fmt.Sprintf("%s logs %d failed searches from %s: %s", set.Subject, t.Incident, hm(at), quote(ReadableLine(line), 240)))
+			}
+			if first.IsZero() {
+				first = at
+			}
+		}
+	}
+	// The cluster's health and shard table, as handed over.
+	red := false
+	zero := false
+	nodeState := ""
+	for _, c := range ev.Commands {
+		for _, l := range c.Lines {
+			t := strings.TrimSpace(l)
+			if healthRedRE.MatchString(t) && !red {
+				red = true
+				evid = append(evid, "cluster health: "+quote(t, 60)+" ("+c.Command+")")
+			}
+			if m := unassignedRowRE.FindStringSubmatch(t); m != nil {
+				if !shards[m[1]+"]["+m[2]] {
+					shards[m[1]+"]["+m[2]] = true
+				}
+				if !strings.Contains(strings.Join(evid, "\n"), "UNASSIGNED") {
+					evid = append(evid, "shard table: "+quote(t, 120))
+				}
+			}
+			if strings.Contains(c.Command, "replicas") && zeroReplicasRE.MatchString(t) {
+				zero = true
+			}
+			if node != "" && strings.Contains(c.Command, node) && volumeZoneRE.MatchString(t) && nodeState == "" {
+				nodeState = "its pod is Pending, the scheduler finds " + volumeZoneRE.FindString(t)
+				evid = append(evid, fmt.Sprintf("%s: %s", node, quote(t, 200)))
+			}
+		}
+	}
+	if node != "" && nodeState == "" {
+		for _, f := range ev.K8s.Events {
+			if strings.Contains(f.InvolvedObject.Name, node) && volumeZoneRE.MatchString(f.Message) {
+				nodeState = "its pod is Pending, the scheduler finds " + volumeZoneRE.FindString(f.Message)
+				evid = append(evid, fmt.Sprintf("%s: %s %s", node, f.Reason, quote(f.Message, 200)))
+				break
+			}
+		}
+	}
+	if nodeState != "" {
+		// The zone its volume is bound to.
+		for _, c := range ev.Commands {
+			for _, l := range c.Lines {
+				if m := zoneValueRE.FindStringSubmatch(l); m != nil && strings.Contains(c.Command, "pv") {
+					nodeState += fmt.Sprintf(" (its volume is bound to zone %s)", m[1])
+					break
+				}
+			}
+		}
+	}
+	if cluster == "" && !red || len(shards) == 0 && !red {
+		return nil
+	}
+	if cluster == "" {
+		cluster = "search cluster"
+	}
+	f := Finding{Kind: KindShardsUnassigned, Subject: cluster, Object: "cluster " + cluster, Time: first, Severity: SevCritical, Weight: 0.9, Source: SrcLogs, Evidence: evid}
+	var ss []string
+	for s := range shards {
+		ss = append(ss, "["+s+"]")
+	}
+	sort.Strings(ss)
+	f.setFact("shards", strings.Join(ss, ", "))
+	if node != "" {
+		f.setFact("node", node)
+		f.setFact("left_reason", reason)
+		f.Related = append(f.Related, node)
+		f.setFact("why", fmt.Sprintf("data node %s left (%s)", node, reason))
+	}
+	f.setFact("node_state", nodeState)
+	for _, c := range append(ev.Earlier, ev.Changes...) {
+		if zeroReplicasRE.MatchString(c.Description) {
+			zero = true
+			f.setFact("replicas_change", c.Timestamp.UTC().Format("15:04")+" UTC: "+c.Description)
+		}
+	}
+	if zero {
+		f.setFact("zero_replicas", "true")
+	}
+	f.Related = append(f.Related, clients...)
+	f.setFact("clients", strings.Join(clients, ", "))
+	f.Summary = fmt.Sprintf("%s red: primary shards %s unassigned", cluster, strings.Join(ss, ", "))
+	return []Finding{f}
+}
