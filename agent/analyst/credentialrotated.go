@@ -72,7 +72,7 @@ var (
 	// function's steps (AWS's createSecret/setSecret/finishSecret),
 	// CloudTrail's calls, the database's ALTER USER, Vault, the secret's
 	// LastRotatedDate.
-	rotationRE = regexp.MustCompile(`(?i)\b(?:RotateSecret|PutSecretValue|UpdateSecretVersionStage|RotateRootCredentials|ResetUserPassword)\b|(?:set|finish)Secret: Successfully|rotation (?:of \S+ )?(?:succeeded|completed|complete|finished)|rotated (?:the )?(?:secret|password|credentials?)|ALTER (?:USER|ROLE|LOGIN) \S+ (?:WITH )?(?:ENCRYPTED )?PASSWORD|ALTER USER .* IDENTIFIED (?:WITH \S+ )?BY|SET PASSWORD FOR|rotate-root|LastRotatedDate|password (?:was )?(?:changed|rotated|reset) for`)
+	rotationRE = regexp.MustCompile(`(?i)\bcredential rotation\b|\bnew (?:DB |database )?password (?:written|stored|set|generated|saved)|"operation":\s*"(?:update|create)"\s*,\s*"path":\s*"[^"]*(?:/db|database|passw|cred)[^"]*"|\b(?:RotateSecret|PutSecretValue|UpdateSecretVersionStage|RotateRootCredentials|ResetUserPassword)\b|(?:set|finish)Secret: Successfully|rotation (?:of \S+ )?(?:succeeded|completed|complete|finished)|rotated (?:the )?(?:secret|password|credentials?)|ALTER (?:USER|ROLE|LOGIN) \S+ (?:WITH )?(?:ENCRYPTED )?PASSWORD|ALTER USER .* IDENTIFIED (?:WITH \S+ )?BY|SET PASSWORD FOR|rotate-root|LastRotatedDate|password (?:was )?(?:changed|rotated|reset) for`)
 	// The user a refusal names.
 	refusedUserRE = regexp.MustCompile(`(?i)(?:for user|user) ["'\x60]?([\w.@-]+)["'\x60]?`)
 	// The secret a rotation names (an ARN's secret:NAME, --secret-id).
@@ -129,10 +129,23 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 	// The rotation: the latest one within a day before the refusals began
 	// (a pool recycles its connections within hours), not after them.
 	var steps []timedLine
-	for _, l := range eventLines(ev, rotationRE) {
+	for _, l := range append(changeLines(ev, rotationRE), eventLines(ev, rotationRE)...) {
 		if !l.Time.IsZero() && !l.Time.After(onset.Add(time.Minute)) && onset.Sub(l.Time) <= 24*time.Hour {
 			steps = append(steps, l)
 		}
+	}
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].Time.Before(steps[j].Time) })
+	// The client's own record of reading a changed credential (its
+	// secret-rendering sidecar, its file watcher) shortly before the
+	// refusals: a rotation it picked up, recorded or not elsewhere.
+	var reload timedLine
+	for _, l := range reloadLines(ev, name) {
+		if !l.Time.After(onset.Add(time.Minute)) && onset.Sub(l.Time) <= time.Hour && (reload.Text == "" || l.Time.Before(reload.Time)) {
+			reload = l
+		}
+	}
+	if len(steps) == 0 && reload.Text != "" {
+		steps = append(steps, reload)
 	}
 	if len(steps) == 0 {
 		return nil
@@ -147,7 +160,18 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 			rot = l
 		}
 	}
-	f := Finding{Kind: KindCredentialRotated, Subject: name, Namespace: c.ns, Time: rot.Time, Severity: SevCritical, Weight: 0.9,
+	kind := KindCredentialRotated
+	// Clients that read the credential again after the rotation (their
+	// containers started since) and are still refused hold the new one:
+	// the server still has the old.
+	reloaded := reloadedAfter(ev.K8s.Pods, name, rot.Time)
+	if reload.Text != "" && !reload.Time.Before(rot.Time) && (reloaded.IsZero() || reload.Time.Before(reloaded)) {
+		reloaded = reload.Time
+	}
+	if !reloaded.IsZero() && !reloaded.After(c.first.Add(time.Minute)) {
+		kind = KindCredentialNotApplied
+	}
+	f := Finding{Kind: kind, Subject: name, Namespace: c.ns, Time: rot.Time, Severity: SevCritical, Weight: 0.9,
 		Source: SrcLogs, Object: "workload " + name}
 	f.setFact("rotation", rot.Text)
 	f.setFact("rotated_at", rot.Time.UTC().Format("2006-01-02 15:04:05"))
@@ -182,6 +206,31 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 	if !serverFirst.IsZero() && user != "" {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("the database's own log refuses user %s from %s", user, ts(serverFirst)))
 	}
+	if kind == KindCredentialNotApplied {
+		f.setFact("reloaded_at", ts(reloaded))
+		f.setFact("why", "the client read the rotated credential and the server still refuses it")
+		if m := refusedUserRE.FindStringSubmatch(c.line); m != nil && user == "" {
+			f.setFact("user", m[1])
+		}
+		n := 0
+		for _, l := range reloadLines(ev, name) {
+			if l.Time.Before(rot.Time) || l.Time.After(onset.Add(time.Minute)) || n >= 2 {
+				continue
+			}
+			n++
+			if strings.HasPrefix(l.From, "previous log") || reloadExitRE.MatchString(l.Text) {
+				f.setFact("reload_exit", l.Text)
+			}
+			if l.Text != rot.Text {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s read the changed credential at %s: %s", l.From, name, ts(l.Time), quote(ReadableLine(l.Text), 200)))
+			}
+		}
+		if n == 0 || len(f.Evidence) < 3 {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s read the changed credential at %s, after the rotation, and is refused from then on", name, ts(reloaded)))
+		}
+		f.Summary = fmt.Sprintf("%s's new credential, rotated at %s, refused from %s UTC: the server still has the old one", name, hm(rot.Time), hm(first)[:5])
+		return []Finding{f}
+	}
 	// The pods that hold the old password: started before the rotation.
 	started, from := podsStartedBefore(ev.K8s.Pods, name, rot.Time)
 	if !started.IsZero() {
@@ -191,6 +240,86 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 	}
 	f.Summary = fmt.Sprintf("%s's connections refused from %s UTC after its credential was rotated at %s", name, hm(first)[:5], hm(rot.Time))
 	return []Finding{f}
+}
+
+// changeLines lists the recorded changes whose description matches re, as
+// lines with their times.
+func changeLines(ev *Gathered, re *regexp.Regexp) []timedLine {
+	var out []timedLine
+	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
+		if re.MatchString(c.Description) {
+			out = append(out, timedLine{Time: c.Timestamp, Text: c.Description, From: "change of " + c.Service})
+		}
+	}
+	return out
+}
+
+// credentialReloadRE matches a client reading a changed credential: Vault
+// Agent re-rendering a secrets file, an application's file watcher,
+// Stakater Reloader restarting a workload for a changed Secret, a
+// process reloading its credentials.
+var credentialReloadRE = regexp.MustCompile(`(?i)\(runner\) rendered .*=> "?[^"\s]*(?:secret|cred|passw|/db)|\bcredentials? (?:file )?\S* ?(?:changed|updated|rotated)\b|Changes detected in '[^']+' of type 'SECRET'|\b(?:reload(?:ing|ed)?|re-?read(?:ing)?|picking up) (?:the )?(?:new |rotated )?(?:db |database )?(?:credentials?|password|secret)\b`)
+
+// reloadExitRE is a process stopping itself to pick a credential up.
+var reloadExitRE = regexp.MustCompile(`(?i)\bexit(?:ing)?\b|restart(?:ing)?\b|shutting down`)
+
+// reloadLines are the lines of workload's logs, current and previous,
+// where it read a changed credential, each at the last time it did.
+func reloadLines(ev *Gathered, workload string) []timedLine {
+	var out []timedLine
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		if set.Subject != workload {
+			continue
+		}
+		for _, t := range set.Templates {
+			if l := templateLine(t, credentialReloadRE); l != "" {
+				out = append(out, timedLine{Time: orTime(t.LastSeen, t.FirstSeen), Text: l, From: "logs " + set.Source})
+			}
+		}
+	}
+	for key, lines := range ev.K8s.PreviousLogs {
+		// key is namespace/pod/container.
+		parts := strings.SplitN(key, "/", 3)
+		if len(parts) < 2 {
+			continue
+		}
+		pod := parts[1]
+		wl := workloadOfName(pod)
+		for i := range ev.K8s.Pods {
+			if ev.K8s.Pods[i].Name == pod {
+				wl = WorkloadOfPod(&ev.K8s.Pods[i])
+			}
+		}
+		if wl != workload {
+			continue
+		}
+		for _, l := range lines {
+			if credentialReloadRE.MatchString(l.Text) && !l.Time.IsZero() {
+				out = append(out, timedLine{Time: l.Time, Text: l.Text, From: "previous log of pod " + pod})
+			}
+		}
+	}
+	return out
+}
+
+// reloadedAfter is when the last container of workload's running pods
+// (re)started, if that is after t (zero otherwise): a client that started
+// since a rotation read the rotated credential.
+func reloadedAfter(pods []corev1.Pod, workload string, t time.Time) time.Time {
+	var last time.Time
+	for i := range pods {
+		p := &pods[i]
+		if WorkloadOfPod(p) != workload || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil && cs.State.Running.StartedAt.After(t) {
+				last = latest(last, cs.State.Running.StartedAt.Time)
+			}
+		}
+	}
+	return last
 }
 
 // rotationStepRank orders the records of one rotation by what they say:

@@ -93,6 +93,8 @@ var logRules = []logRule{
 	// A required environment variable not set.
 	lineRule(missingEnv),
 	lineRule(diskFull),
+	// A message or request refused for its size.
+	lineRule(payloadTooLarge),
 	// A thread or process that cannot be created: PIDs, not memory
 	// ("OutOfMemoryError: unable to create native thread").
 	lineRule(pidExhaustion),
@@ -674,13 +676,20 @@ func hostRole(set LogSet) string {
 					return d
 				}
 			}
-			if pgServerRE.MatchString(l) {
+			// A client quoting the server's refusal ("psycopg...:
+			// connection failed: FATAL:  password authentication
+			// failed") is not the server.
+			if pgServerRE.MatchString(l) && !pgClientQuoteRE.MatchString(l) {
 				return "postgresql"
 			}
 		}
 	}
 	return ""
 }
+
+// pgClientQuoteRE is a PostgreSQL client library's wording around the
+// server's message it quotes.
+var pgClientQuoteRE = regexp.MustCompile(`(?i)psycopg|OperationalError|PSQLException|\bpq: |asyncpg|Npgsql|sqlalchemy|connection (?:to server at .*)?failed:|could not connect to server|connect failed`)
 
 var pgServerRE = regexp.MustCompile(`\b(LOG|ERROR|FATAL|PANIC|HINT|STATEMENT|DETAIL):\s\s|\bpg_wal/|checkpoint (starting|complete)|autovacuum`)
 

@@ -157,12 +157,16 @@ func detectReadOnlyWrites(ev *Gathered, _ []Finding) []Finding {
 	if f.fact("election") == "" {
 		readManagedFailover(ev, f, last)
 	}
+	readFailoverLoop(ev, f, clients)
 	f.Subject = orWord(f.fact("host"), orWord(f.fact("engine"), "database"))
 	if f.fact("engine") == "" {
 		f.setFact("engine", "database")
 	}
 	f.setFact("clients", strings.Join(clients, ", "))
 	f.Summary = fmt.Sprintf("writes from %s fail: the %s is read-only (from %s)", orWord(f.fact("clients"), "clients"), f.fact("engine"), hm(f.Time))
+	if f.Kind == KindFailoverLoop {
+		f.Summary = fmt.Sprintf("the %s primary %s fails over again and again from %s; writes from %s fail read-only in between", f.fact("engine"), f.Subject, f.fact("loop_from"), orWord(f.fact("clients"), "clients"))
+	}
 	return []Finding{*f}
 }
 

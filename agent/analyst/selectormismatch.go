@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,19 +20,77 @@ var selectorM = &mechanism{
 	kind:  KindSelector,
 	class: classCause,
 	label: "Service selector/label mismatch",
+	detect: func(ev *Gathered, found []Finding) []Finding {
+		for i := range found {
+			if found[i].Kind == KindSelector {
+				readSelectorRejected(ev, &found[i])
+			}
+		}
+		return nil
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
-		var d string
-		d = fmt.Sprintf("selector/label mismatch: service %s selects no pods (no ready endpoints), so requests to it fail: %s", s, h.fact("mismatch"))
-		return d
+		if r := h.fact("rejected"); r != "" {
+			return fmt.Sprintf("the apply of the new selector was rejected for %s %s: its spec.selector is immutable (%s), so the rest of the change went through alone and service %s took the new selector, while the workload was not updated at all (its pods still run the previous revision, and nothing of its new version ran); the service now selects no pods (no ready endpoints), so requests to it fail: %s",
+				h.fact("rejected_kind"), h.fact("workload"), quote(ReadableLine(r), 220), s, h.fact("mismatch"))
+		}
+		return fmt.Sprintf("selector/label mismatch: service %s selects no pods (no ready endpoints), so requests to it fail: %s", s, h.fact("mismatch"))
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		s := h.Subject
+		if h.fact("rejected") != "" {
+			r.high("Restore service %s's previous selector (revert the chart change or roll the application back to its last synced revision) so that it selects the running pods again", s)
+			r.med("Change the selector of %s %s by replacing the object (delete it with --cascade=orphan and let the sync recreate it, or Argo CD's Replace=true sync option) with the Service in the same step; a selector cannot be patched", h.fact("rejected_kind"), h.fact("workload"))
+			r.low("Check in CI that a chart bump leaves workloads' spec.selector unchanged, and alert on failed syncs")
+			return
+		}
 		r.rollback()
 		r.add(finding.PriorityHigh, fmt.Sprintf("Make service %s select its pods again: restore the pod labels its selector needs, or update the selector to the new labels (%s)", s, truncate(h.fact("mismatch"), 160)))
 		r.add(finding.PriorityMedium, "Keep Service selectors and pod template labels in the same chart and change them together")
 		r.add(finding.PriorityLow, "Alert on Services with no ready endpoints (kube_endpoint_address_available == 0) and check selectors in CI")
 	},
+}
+
+// An apply refused because it changes a workload's selector, which the
+// API server keeps immutable once created: kubectl apply ("The Deployment
+// \"web\" is invalid: spec.selector: Invalid value: ...: field is
+// immutable"), Argo CD's sync result and controller log, Helm's "UPGRADE
+// FAILED: cannot patch", Flux's dry-run failure, a StatefulSet's
+// "updates to statefulset spec for fields other than ... are forbidden".
+var selectorRejectedRE = regexp.MustCompile(`(?i)\b(Deployment|StatefulSet|DaemonSet|ReplicaSet|Job)(?:\.apps|\.batch)?\s+\\?"([\w.-]+)\\?"\s+is invalid:\s*spec(?:\.selector: Invalid value:.*field is immutable|: Forbidden: updates to statefulset spec for fields other than)`)
+
+// readSelectorRejected reads, in the operator's command outputs and the
+// logs (a GitOps controller's, a deploy job's), an apply of the selector
+// mismatch's workload refused because its selector is immutable: the
+// change reached the Service but not the workload, so the labels diverged
+// at that moment.
+func readSelectorRejected(ev *Gathered, f *Finding) {
+	wl := f.fact("workload")
+	if wl == "" || f.fact("rejected") != "" {
+		return
+	}
+	var hit timedLine
+	for _, l := range eventLines(ev, selectorRejectedRE) {
+		m := selectorRejectedRE.FindStringSubmatch(l.Text)
+		if m == nil || !strings.EqualFold(m[2], wl) && !strings.EqualFold(m[2], f.Subject) {
+			continue
+		}
+		if hit.Text == "" || hit.Time.IsZero() && !l.Time.IsZero() {
+			hit = l
+		}
+	}
+	if hit.Text == "" {
+		return
+	}
+	m := selectorRejectedRE.FindStringSubmatch(hit.Text)
+	f.setFact("rejected", hit.Text)
+	f.setFact("rejected_kind", m[1])
+	f.setFact("why", fmt.Sprintf("the apply of %s %s was rejected: its spec.selector is immutable", m[1], m[2]))
+	if !hit.Time.IsZero() && !ev.Window.Start.IsZero() && !hit.Time.Before(ev.Window.Start.Add(-24*time.Hour)) {
+		f.Time = hit.Time
+	}
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: the apply of %s %s was rejected, spec.selector is immutable: %s", hit.From, m[1], m[2], quote(ReadableLine(hit.Text), 240)))
+	f.Summary = fmt.Sprintf("service %s took a new selector while the apply of %s %s was rejected (spec.selector is immutable); %s", f.Subject, m[1], m[2], f.Summary)
 }
 
 // selectorMismatch explains a Service that selects no pod at all while the

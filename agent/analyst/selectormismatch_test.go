@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,6 +126,71 @@ shipping-postgresql-0           1/1     Running    0          58m
 					t.Errorf("description and evidence %q lack %q", d, s)
 				}
 			}
+		})
+	}
+}
+
+// TestSelectorRejected: an apply refused because it changes a workload's
+// immutable selector, as kubectl, Argo CD (app get and its controller's
+// log), Helm and Flux print it, tells why the Service's selector and the
+// pods' labels diverged; another workload's refusal, or another field's,
+// does not.
+func TestSelectorRejected(t *testing.T) {
+	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}
+	at := now.Add(-30 * time.Minute)
+	cmd := func(c string, lines ...string) []evidence.CommandOutput {
+		return []evidence.CommandOutput{{Command: c, Run: c, Lines: lines}}
+	}
+	logOf := func(src, line string) []LogSet {
+		return []LogSet{{Source: src, Subject: src, Host: true, Templates: []analysis.LogTemplate{{Example: line, Incident: 3, FirstIncident: at, FirstSeen: at}}}}
+	}
+	cases := []struct {
+		name     string
+		ev       Gathered
+		kind     string // "": not read
+		timeRead bool
+	}{
+		{"kubectl apply", Gathered{Commands: cmd("kubectl apply -f cart.yaml", `service/cart configured`,
+			`The Deployment "cart" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app.kubernetes.io/name":"cart"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable`)}, "Deployment", false},
+		{"argocd app get", Gathered{Commands: cmd("argocd app get cart",
+			`apps        Deployment      shop  cart      OutOfSync  Healthy        Deployment.apps "cart" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"tier":"web"}}: field is immutable`)}, "Deployment", false},
+		{"argocd controller log", Gathered{Logs: logOf("argocd-application-controller",
+			`time="2026-03-02T11:30:00Z" level=info msg="Adding resource result, status: 'SyncFailed', phase: 'Failed', message: 'Deployment.apps \"cart\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"tier\":\"web\"}}: field is immutable'" application=argocd/cart`)}, "Deployment", true},
+		{"helm upgrade", Gathered{Commands: cmd("helm upgrade cart ./chart -n shop",
+			`Error: UPGRADE FAILED: cannot patch "cart" with kind Deployment: Deployment.apps "cart" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"cart-v2"}}: field is immutable`)}, "Deployment", false},
+		{"flux kustomize-controller", Gathered{Logs: logOf("kustomize-controller",
+			`{"level":"error","ts":"2026-03-02T11:30:00.000Z","msg":"Reconciliation failed","error":"Deployment/shop/cart dry-run failed, reason: Invalid, error: Deployment.apps \"cart\" is invalid: spec.selector: Invalid value: v1.LabelSelector{}: field is immutable"}`)}, "Deployment", true},
+		{"statefulset spec forbidden", Gathered{Commands: cmd("kubectl apply -f cart.yaml",
+			`The StatefulSet "cart" is invalid: spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden`)}, "StatefulSet", false},
+		{"another workload's selector", Gathered{Commands: cmd("kubectl apply -f all.yaml",
+			`The Deployment "cart-worker" is invalid: spec.selector: Invalid value: v1.LabelSelector{}: field is immutable`)}, "", false},
+		{"another field immutable", Gathered{Commands: cmd("kubectl apply -f job.yaml",
+			`The Job "cart" is invalid: spec.template: Invalid value: core.PodTemplateSpec{}: field is immutable`)}, "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.ev.Window = w
+			f := Finding{Kind: KindSelector, Subject: "cart", Time: now.Add(-72 * time.Hour), Summary: "service shop/cart selector matches no pods"}
+			f.setFact("workload", "cart")
+			f.setFact("mismatch", "Service cart selects app.kubernetes.io/name=cart but the pods of cart are labelled app=cart")
+			found := []Finding{f}
+			selectorM.detect(&c.ev, found)
+			g := found[0]
+			if c.kind == "" {
+				if g.fact("rejected") != "" {
+					t.Fatalf("read %q", g.fact("rejected"))
+				}
+				return
+			}
+			if g.fact("rejected_kind") != c.kind || g.fact("why") == "" {
+				t.Fatalf("kind %q why %q", g.fact("rejected_kind"), g.fact("why"))
+			}
+			if c.timeRead != g.Time.Equal(at) {
+				t.Errorf("onset %s", g.Time)
+			}
+			h := &Hypothesis{Kind: KindSelector, Subject: "cart", Onset: g.Time, Primary: []*Finding{&g}}
+			wantDescribed(t, h, Scope{}, "immutable", "spec.selector", "took the new selector", "selects no pods")
 		})
 	}
 }

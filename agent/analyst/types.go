@@ -334,6 +334,8 @@ var kinds = map[Kind]kindInfo{
 
 	// Clients refused after a rotation changed the credential they hold.
 	KindCredentialRotated: {prior: 0.84},
+	// Clients refused with a rotated credential the server never got.
+	KindCredentialNotApplied: {prior: 0.84},
 	// A database's disk filled by WAL an abandoned replication slot keeps.
 	KindWALRetained: {prior: 0.86},
 
@@ -358,6 +360,10 @@ var kinds = map[Kind]kindInfo{
 	KindShardsUnassigned: {prior: 0.86},
 	// A broker cluster cut in two, a node paused.
 	KindClusterPartition: {prior: 0.86},
+	// A primary failed over again and again.
+	KindFailoverLoop: {prior: 0.86},
+	// Messages or requests refused for their size.
+	KindPayloadTooLarge: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {

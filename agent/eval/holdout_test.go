@@ -41,6 +41,7 @@ var holdoutFloors = map[string]int{
 	"holdout23": 11,
 	"holdout24": 12,
 	"holdout25": 5,
+	"holdout26": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:

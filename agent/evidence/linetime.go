@@ -106,6 +106,11 @@ func lineTime[T logText](line T, ref time.Time) (time.Time, bool) {
 			}
 		}
 	}
+	if c >= '0' && c <= '9' {
+		if t, ok := redisTime(s); ok {
+			return t, true
+		}
+	}
 	if c >= 'A' && c <= 'S' && len(s) >= 15 && s[3] == ' ' && s[9] == ':' {
 		// syslog: Jan _2 15:04:05
 		if t, err := time.Parse(time.Stamp, string(s[:15])); err == nil {
@@ -124,6 +129,29 @@ func lineTime[T logText](line T, ref time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return clfTime(line)
+}
+
+// redisTime reads the stamp of Redis' and Sentinel's own log lines:
+// "1:M 25 Nov 2026 15:01:12.720 * Ready to accept connections", the pid,
+// the role (X sentinel, C child, S replica, M master), then the time.
+func redisTime[T logText](s T) (time.Time, bool) {
+	i := 0
+	for i < len(s) && i < 8 && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 || len(s) < i+27 || s[i] != ':' || s[i+2] != ' ' {
+		return time.Time{}, false
+	}
+	switch s[i+1] {
+	case 'X', 'C', 'S', 'M':
+	default:
+		return time.Time{}, false
+	}
+	t, err := time.Parse("02 Jan 2006 15:04:05.000", string(s[i+3:i+27]))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
 }
 
 // clfTime reads the Common Log Format's "[02/Jan/2006:15:04:05 -0700]"

@@ -37,6 +37,10 @@ func TestLineTime(t *testing.T) {
 		{"klog, last year", "E1231 23:59:59.000000 1 x.go:1] x", time.Date(2025, 12, 31, 23, 59, 59, 0, time.UTC)},
 		{"syslog", "Nov 24 14:04:17 ip-10-0-1-7 kernel: Out of memory: Killed process 4711 (java)", at(14, 4, 17, 0)},
 		{"syslog, day padded", "Nov  4 14:04:17 host sshd[1]: x", time.Date(2026, 11, 4, 14, 4, 17, 0, time.UTC)},
+		// Redis and Sentinel: pid, role, then day, month, year.
+		{"Redis master", "1:M 24 Nov 2026 14:04:17.720 * Background saving started by pid 7912", at(14, 4, 17, 720e6)},
+		{"Redis Sentinel", "1:X 24 Nov 2026 14:04:17.000 # +switch-master mymaster 10.50.1.17 6379 10.50.2.9 6379", at(14, 4, 17, 0)},
+		{"Redis pid only, no role", "4711 24 Nov 2026 14:04:17.000 x", time.Time{}},
 		// logfmt with the time first.
 		{"logfmt time=", `time="2026-11-24T14:04:17Z" level=error msg="x"`, at(14, 4, 17, 0)},
 		{"logfmt ts=", "ts=2026-11-24T14:04:17.5Z caller=x.go:1 level=warn", at(14, 4, 17, 5e8)},
@@ -70,8 +74,8 @@ func TestLineTime(t *testing.T) {
 		{"JSON small number", `{"time":12,"msg":"not an epoch"}`, time.Time{}},
 		{"JSON number cut", `{"time":1795529057100x,"msg":"m"}`, time.Time{}},
 		{"words", "Info: 1234 5678 more words", time.Time{}},
-		// Redis prints "1:M 24 Nov 2026 14:04:17.123 *": no reader reads it.
-		{"Redis", "1:M 24 Nov 2026 14:04:17.123 * Ready to accept connections tcp", time.Time{}},
+		// Redis prints "1:M 24 Nov 2026 14:04:17.123 *" (read above).
+		{"Redis", "1:M 24 Nov 2026 14:04:17.123 * Ready to accept connections tcp", at(14, 4, 17, 123e6)},
 	}
 	for _, c := range cases {
 		got := ParseLogTime(c.line, ref)
