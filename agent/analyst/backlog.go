@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,11 +20,13 @@ var backlogM = &mechanism{
 	class:   classCause,
 	label:   "consumer lag / backlog growing",
 	metrics: DetectBacklog,
+	detect:  detectConsumerWaits,
 	// The consumer of a queue (named after it: order-events-consumer of
-	// order-events) timing out, failing or slowing down is why the queue
-	// backs up: its findings are this backlog's.
+	// order-events, or the service a consumer group is named after)
+	// timing out, failing or slowing down is why the queue backs up: its
+	// findings are this backlog's.
 	related: func(h *Hypothesis, f *Finding) bool {
-		return consumerOf(f.Subject, h.Subject) && consumerFailure[f.Kind]
+		return consumesBacklog(h, f.Subject) && consumerFailure[f.Kind]
 	},
 	describe: func(h *Hypothesis, sc Scope) string { return describeBacklog(h) },
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
@@ -52,7 +55,7 @@ func describeBacklog(h *Hypothesis) string {
 	}
 	said := map[Kind]bool{}
 	for _, f := range h.Support {
-		if !consumerOf(f.Subject, h.Subject) || said[f.Kind] {
+		if !consumesBacklog(h, f.Subject) || said[f.Kind] {
 			continue
 		}
 		said[f.Kind] = true
@@ -60,6 +63,13 @@ func describeBacklog(h *Hypothesis) string {
 		case KindTimeout:
 			d += fmt.Sprintf("; its consumer %s times out: %s", f.Subject, quote(ReadableLine(f.fact("line")), 160))
 		case KindSlowOperation:
+			if c := f.fact("callee"); c != "" {
+				d += fmt.Sprintf("; each record waits for its call to %s, which takes up to %s now: %s", c, f.fact("max"), quote(ReadableLine(f.fact("line")), 160))
+				if n := f.fact("next_hop"); n != "" {
+					d += fmt.Sprintf("; %s in turn waits for %s: %s", c, n, f.fact("next_what"))
+				}
+				break
+			}
 			d += fmt.Sprintf("; the consumer's log reports the slow call it waits for: %s", quote(ReadableLine(f.fact("line")), 160))
 		case KindLatency, KindErrorRate:
 			d += "; " + f.Summary
@@ -72,6 +82,90 @@ func describeBacklog(h *Hypothesis) string {
 		}
 	}
 	return d + pollSettingNote(h)
+}
+
+// consumesBacklog reports whether subject consumes what h's backlog holds:
+// a consumer named after the queue, or the service a consumer group is
+// named after (group fulfillment-worker of the fulfillment-worker pods).
+func consumesBacklog(h *Hypothesis, subject string) bool {
+	return consumerOf(subject, h.Subject) || h.fact("what") == "consumer lag" && strings.EqualFold(subject, h.Subject)
+}
+
+// detectConsumerWaits finds what the consumers of a growing lag wait on
+// per record, asked about time or not: the longest call to a named
+// dependency their own log reports in the window (at least slowBar, not
+// its usual pace), and the hop that dependency waits on in turn (its own
+// calls timing out or slowing, as found). The slow call, not the broker
+// nor the group's rebalancing, is why the poll loop overruns.
+func detectConsumerWaits(ev *Gathered, found []Finding) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, b := range found {
+		if b.Kind != KindBacklog || seen[b.Subject] {
+			continue
+		}
+		seen[b.Subject] = true
+		h := &Hypothesis{Kind: KindBacklog, Subject: b.Subject, Primary: []*Finding{&b}}
+		for i := range ev.Logs {
+			set := &ev.Logs[i]
+			consumer := orWord(set.Subject, subjectOfSource(set.Source))
+			if !consumesBacklog(h, consumer) {
+				continue
+			}
+			best, bestLine, callee := 0.0, "", ""
+			var at time.Time
+			lines := 0
+			for _, t := range set.Templates {
+				if t.Incident == 0 || set.HasBaseline && t.Baseline > 0 && !t.Surging(3, 3) {
+					continue
+				}
+				for _, l := range []string{t.Example, t.Last} {
+					d, ok := fieldDuration(l)
+					if !ok || d < slowBar || d <= best {
+						continue
+					}
+					// An address the call went to (a URL, host:port), not
+					// a word of the message ("carrier ETA lookup").
+					addr := DependencyTarget(l)
+					if !strings.Contains(addr, ":") && !urlRE.MatchString(l) {
+						continue
+					}
+					c := DependencyName(addr)
+					if c == "" || strings.EqualFold(c, consumer) {
+						continue
+					}
+					best, bestLine, callee, at, lines = d, l, c, firstOf(t.FirstIncident, t.FirstSeen), t.Incident
+				}
+			}
+			if callee == "" {
+				continue
+			}
+			f := Finding{Kind: KindSlowOperation, Subject: consumer, Object: set.Origin + " " + set.Source, Namespace: set.Namespace, Time: at,
+				Severity: SevWarning, Weight: 0.7, Source: set.Origin, Related: []string{callee}}
+			f.setFact("line", bestLine)
+			f.setFact("max", seconds(best))
+			f.setFact("caller", consumer)
+			f.setFact("callee", callee)
+			f.setFact("operation", "call to "+callee)
+			f.setFact("lines", strconv.Itoa(lines))
+			f.Evidence = []string{fmt.Sprintf("%s %s logged %s of calls to %s in the window, the longest taking %s: %s", set.Origin, set.Source, plural(lines, "line", "lines"), callee, seconds(best), quote(ReadableLine(bestLine), 240))}
+			// The hop the callee waits on: its own calls timing out or
+			// failing, else its latency.
+			for j := range found {
+				n := &found[j]
+				if infoOf(n.Kind).class == classDependency && strings.EqualFold(n.fact("caller"), callee) && !strings.EqualFold(n.Subject, consumer) {
+					f.setFact("next_hop", n.Subject)
+					f.setFact("next_what", n.Summary)
+					f.Related = append(f.Related, n.Subject)
+					f.Evidence = append(f.Evidence, n.Summary)
+					break
+				}
+			}
+			f.Summary = fmt.Sprintf("%s waits up to %s per record on its calls to %s", consumer, seconds(best), callee)
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // consumerFailure are the kinds of a consumer's failure that back up its

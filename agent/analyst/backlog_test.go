@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
 )
 
@@ -101,5 +102,77 @@ func TestStuckPartition(t *testing.T) {
 	stuckPartition(&g, slow)
 	if g.fact("partition") != "" {
 		t.Errorf("lag on every partition read as partition %s stuck", g.fact("partition"))
+	}
+}
+
+// TestConsumerWaits: the consumers of a growing lag wait per record on a
+// call their own log times (Spring's "took 5161 ms", logfmt's
+// duration=4.2s, Python's "took 3.4s"), asked about time or not; the
+// dependency it calls is named, and the hop that dependency waits on in
+// turn (its own calls timing out) is followed once. Short calls, calls of
+// the usual pace and other services' calls are not it.
+func TestConsumerWaits(t *testing.T) {
+	w := testWindow()
+	on := w.Start.Add(5 * time.Minute)
+	lag := func(group, what string) Finding {
+		return Finding{Kind: KindBacklog, Subject: group, Time: on, Facts: map[string]string{"what": what, "group": group}}
+	}
+	set := func(subject string, hasBase bool, ts ...analysis.LogTemplate) LogSet {
+		return LogSet{Source: subject + ".log", Subject: subject, Origin: SrcLogs, HasBaseline: hasBase, Templates: ts}
+	}
+	spring := `2026-05-01 11:10:32.038  WARN 1 --- [order-consumer-0] c.a.f.client.AddressValidationClient     : POST http://address-validation.fulfillment.svc:8080/v1/validate took 5161 ms`
+	logfmt := `time=2026-05-01T11:07:00Z level=warn msg="slow upstream" url=http://pricing.shop.svc.cluster.local:8080/v1/quote duration=4.2s`
+	python := `2026-05-01 11:08:00,101 WARNING geo_enricher: call to geoip-api:9000 took 3.4s`
+	fast := `2026-05-01 11:10:32.038  INFO 1 --- [order-consumer-0] c.a.f.client.AddressValidationClient     : POST http://address-validation.fulfillment.svc:8080/v1/validate took 180 ms`
+	upstream := Finding{Kind: KindTimeout, Subject: "api.addressy.com", Summary: "address-validation logs timeouts to api.addressy.com (109 lines from 11:07 UTC)", Facts: map[string]string{"caller": "address-validation"}}
+	usual := tmpl(spring, 40, on, w.End)
+	usual.Baseline = 40
+	cases := []struct {
+		name                   string
+		backlog                Finding
+		logs                   []LogSet
+		found                  []Finding
+		consumer, callee, next string
+	}{
+		{"a group named after its service, two hops", lag("fulfillment-worker", "consumer lag"), []LogSet{set("fulfillment-worker", false, tmpl(spring, 87, on, w.End))}, []Finding{upstream},
+			"fulfillment-worker", "address-validation", "api.addressy.com"},
+		{"logfmt duration field", lag("pricing-sync", "consumer lag"), []LogSet{set("pricing-sync", true, tmpl(logfmt, 30, on, w.End))}, nil, "pricing-sync", "pricing", ""},
+		{"a queue's consumer", lag("geo-events", "queue backlog"), []LogSet{set("geo-events-consumer", false, tmpl(python, 12, on, w.End))}, nil, "geo-events-consumer", "geoip-api", ""},
+		{"no address called", lag("shipment-tracker", "consumer lag"), []LogSet{set("shipment-tracker", false, tmpl(`2026-03-30T21:38:18.000Z  INFO 1 --- [ntainer#0-0-C-1] c.a.l.tracker.enrich.CarrierEtaEnricher  : carrier ETA lookup carrier=DHL shipment=9834ec5f75 took 1361ms`, 50, on, w.End))}, nil, "", "", ""},
+		{"short calls", lag("fulfillment-worker", "consumer lag"), []LogSet{set("fulfillment-worker", false, tmpl(fast, 87, on, w.End))}, nil, "", "", ""},
+		{"the usual pace", lag("fulfillment-worker", "consumer lag"), []LogSet{set("fulfillment-worker", true, usual)}, nil, "", "", ""},
+		{"another service's calls", lag("fulfillment-worker", "consumer lag"), []LogSet{set("orders-api", false, tmpl(spring, 87, on, w.End))}, nil, "", "", ""},
+		{"a queue is not its own consumer", lag("geo-events", "queue backlog"), []LogSet{set("geo-events", false, tmpl(python, 12, on, w.End))}, nil, "", "", ""},
+	}
+	for _, c := range cases {
+		fs := detectConsumerWaits(&Gathered{Logs: c.logs, Window: w}, append([]Finding{c.backlog}, c.found...))
+		if c.consumer == "" {
+			if len(fs) != 0 {
+				t.Errorf("%s: %d findings, want none: %s", c.name, len(fs), fs[0].Summary)
+			}
+			continue
+		}
+		if len(fs) != 1 {
+			t.Errorf("%s: %d findings, want one", c.name, len(fs))
+			continue
+		}
+		f := fs[0]
+		if f.Kind != KindSlowOperation || f.Subject != c.consumer || f.fact("callee") != c.callee || f.fact("next_hop") != c.next {
+			t.Errorf("%s: %s on %q callee %q next %q", c.name, f.Kind, f.Subject, f.fact("callee"), f.fact("next_hop"))
+			continue
+		}
+		b := c.backlog
+		h := &Hypothesis{Kind: KindBacklog, Subject: b.Subject, Primary: []*Finding{&b}, Support: []*Finding{&f}}
+		if !backlogM.related(h, &f) {
+			t.Errorf("%s: the consumer's slow call is not related to the backlog", c.name)
+		}
+		d := describeBacklog(h)
+		want := "each record waits for its call to " + c.callee
+		if c.next != "" {
+			want = c.callee + " in turn waits for " + c.next
+		}
+		if !strings.Contains(d, want) {
+			t.Errorf("%s: description lacks %q: %s", c.name, want, d)
+		}
 	}
 }
