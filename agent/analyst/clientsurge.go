@@ -65,7 +65,7 @@ var clientSurge = &mechanism{
 var (
 	// A question or alert about load or capacity: the raw request lines
 	// are read to say who sends the load.
-	loadAskRE = regexp.MustCompile(`(?i)\b(load|traffic|requests? (?:rate|volume)|rps|qps|hpa\w*|autoscal\w*|scal(?:ed|ing) (?:out|up)|maxed|max(?:imum)? replicas|capacity|overload\w*|surge|spike|flood\w*|hammer\w*|crawl\w*|bots?|who is calling|which client|driving)\b`)
+	loadAskRE = regexp.MustCompile(`(?i)\b(load|traffic|requests? (?:rate|volume)|rps|qps|hpa\w*|\w*hpamax\w*|max ?replicas|autoscal\w*|scal(?:ed|ing) (?:out|up)|maxed|max(?:imum)? replicas|capacity|overload\w*|surge|spike|flood\w*|hammer\w*|crawl\w*|bots?|who is calling|which client|driving)\b`)
 	// Request lines, whatever their format.
 	requestLinePattern = `"(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) \S+ HTTP/|\b(?:method|http_method|request_method)"?\s*[=:]`
 	// Clients that are the platform's own, never an outside load.
@@ -166,6 +166,12 @@ func detectClientSurge(ev *Gathered, found []Finding) []Finding {
 		rose := incRate >= 1.5*baseRate
 		symptom := loadSymptomOf(found, set, ev.Scope)
 		if !rose && symptom == nil {
+			continue
+		}
+		// The requests fell in the window: the load, if any, was in the
+		// baseline, and the clients left are the usual ones (their share
+		// grows when a surge before the window ends).
+		if incRate < 0.8*baseRate {
 			continue
 		}
 		// The client with the largest share of the window, a named client

@@ -78,6 +78,9 @@ type logRule struct {
 
 var logRules = []logRule{
 	lineRule(certificateExpired),
+	// A setting's value refused (before TLS: "failed to configure TLS
+	// (sslmode is invalid)" is the setting, not a handshake).
+	lineRule(settingInvalid),
 	lineRule(tlsHandshake),
 	// A host out of source ports for new outgoing connections.
 	lineRule(ephemeralPorts),

@@ -106,6 +106,11 @@ type mechanism struct {
 	// row are triggered by load, waits behind a long transaction by any
 	// change to its client).
 	strictFor func(h *Hypothesis) bool
+	// contentTriggers: only a change whose text names what the chain of
+	// the cause reached (its port, label, image, key: triggers.go)
+	// triggers this mechanism; a change to its subject that says nothing
+	// of it is a coincidence (a flag flipped before a pod went Pending).
+	contentTriggers bool
 
 	// describe explains the root cause in one paragraph; recommend adds
 	// actions, high priority first.

@@ -44,6 +44,7 @@ var mechanisms = []*mechanism{
 	imagePull,
 	configError,
 	startFailureM,
+	settingInvalid,
 	configInvalid,
 	payloadTooLarge,
 	clientSurge,

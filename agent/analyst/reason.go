@@ -408,38 +408,6 @@ func distinctObjects(fs []*Finding) int {
 	return len(seen)
 }
 
-// nearestChange finds the change that triggered h: at most triggerFar
-// before h's onset (or up to two minutes after, for clock skew) on h's
-// subject, a subject h relates to, or everything. The kind of change that
-// produces h's mechanism comes first (a config change for a config error,
-// a network change for a connection timeout), then any change that ships
-// something over a plain restart, then the latest.
-func nearestChange(h *Hypothesis, changes []*Finding) *Finding {
-	var best *Finding
-	bestRank := -1
-	strict := strictTrigger(h)
-	for _, c := range changes {
-		if !changeTouches(c, h) || strict && !fitsMechanism(h, c) {
-			continue
-		}
-		d := h.Onset.Sub(c.Time)
-		if h.Onset.IsZero() || d < -2*time.Minute || d > triggerFar {
-			continue
-		}
-		rank := 1
-		if c.fact("restart") != "" {
-			rank = 0
-		}
-		if fitsMechanism(h, c) {
-			rank = 2
-		}
-		if rank > bestRank || rank == bestRank && c.Time.After(best.Time) {
-			best, bestRank = c, rank
-		}
-	}
-	return best
-}
-
 // changeText is what a change says of itself, lower-cased.
 func changeText(c *Finding) string {
 	return strings.ToLower(c.fact("description") + " " + c.Summary)
@@ -1068,7 +1036,7 @@ func absorbChanges(hs []*Hypothesis) {
 			if k == c || k.class() != classCause || k.Score < 0.45 {
 				continue
 			}
-			strict := strictTrigger(k) && !fitsMechanism(k, c.Primary[0])
+			strict := coincidentChange(k, c.Primary[0])
 			upstream := k.Subject != c.Subject && !changeTouches(c.Primary[0], k) && explainsVictims(k, c)
 			if strict && explainsSupport(k, c) || upstream {
 				c.Score = math.Min(c.Score, k.Score*0.8)

@@ -37,6 +37,11 @@ type alertEpisode struct {
 	Cause            string    // what coincided: a job's log line, a change
 	CauseAt          time.Time // when it began
 	CauseSource      string
+	// Load: the cause is the load one client sent (Client), a load test
+	// of the tool LoadTest when it names one (loadepisode.go).
+	Load     bool
+	LoadTest string
+	Client   *episodeClient
 }
 
 // bulkWorkRE is a line of a batch job's heavy work: what makes a database
@@ -187,6 +192,13 @@ func seriesEpisode(ps []evidence.Point, start, end time.Time) *alertEpisode {
 // (a job's heavy work preferred), or a change in that time.
 func coincident(ep *alertEpisode, logs []LogSet, changes []evidence.Change, subjects []string) bool {
 	from, to := ep.Rise.Add(-30*time.Minute), ep.Rise.Add(2*time.Minute)
+	// Who sent the load while the series was up, when the access log
+	// in front of the service says (loadepisode.go).
+	if c := loadOfEpisode(ep, logs); c != nil {
+		ep.Client = c
+		loadCause(ep, c, "", "")
+		return true
+	}
 	own := func(s string) bool {
 		for _, x := range subjects {
 			if strings.EqualFold(s, x) {
@@ -287,7 +299,7 @@ func (g *gatherer) explainResolvedAlert(ctx context.Context, res *finding.Result
 		}
 		return
 	}
-	if res.Verdict != finding.VerdictHealthy || g.src == nil || g.src.Alerts == nil {
+	if res.Verdict != finding.VerdictHealthy && res.Verdict != finding.VerdictInconclusive || g.src == nil || g.src.Alerts == nil {
 		return
 	}
 	if err != nil || len(alerts) == 0 {
@@ -296,6 +308,16 @@ func (g *gatherer) explainResolvedAlert(ctx context.Context, res *finding.Result
 	ep := explainResolvedAlerts(alerts, g.metricSets, g.logSets, g.changes, g.sc)
 	if ep == nil {
 		return
+	}
+	// A result that found only a symptom, within the episode, found the
+	// episode's own symptom: it is over with it (loadepisode.go).
+	if res.Verdict != finding.VerdictHealthy && !symptomOfEpisode(res, ep) {
+		return
+	}
+	if ep.Client != nil {
+		if pods, tool := loadTestPods(g.allPods(ctx), ep); pods != "" {
+			loadCause(ep, ep.Client, pods, tool)
+		}
 	}
 	applyAlertEpisode(res, ep, g.sc)
 }
@@ -325,8 +347,17 @@ func applyAlertEpisode(res *finding.Result, ep *alertEpisode, sc Scope) {
 		finding.TimelineEvent{Timestamp: ts(ep.EndsAt), Event: "alert " + ep.Alert + " resolved"})
 	sort.SliceStable(res.Timeline, func(i, j int) bool { return res.Timeline[i].Timestamp < res.Timeline[j].Timestamp })
 	res.RootCause.Confidence = max(res.RootCause.Confidence, 60)
-	res.Recommendations = append([]finding.Recommendation{{Priority: finding.PriorityLow,
-		Action: fmt.Sprintf("No fix needed on %s; to keep %s from paging for it, spread the job's work into smaller batches or schedule it off-peak, or hold the alert for longer than the job's burst", what, ep.Alert)}},
-		res.Recommendations...)
+	if res.Verdict != finding.VerdictHealthy {
+		// The symptom found was the episode's: over, nothing to fix.
+		res.Verdict = finding.VerdictHealthy
+		res.Recommendations = nil
+	}
+	if ep.Load {
+		res.Recommendations = append(loadEpisodeRecommendations(ep, what), res.Recommendations...)
+	} else {
+		res.Recommendations = append([]finding.Recommendation{{Priority: finding.PriorityLow,
+			Action: fmt.Sprintf("No fix needed on %s; to keep %s from paging for it, spread the job's work into smaller batches or schedule it off-peak, or hold the alert for longer than the job's burst", what, ep.Alert)}},
+			res.Recommendations...)
+	}
 	res.Normalize()
 }

@@ -352,6 +352,8 @@ var kinds = map[Kind]kindInfo{
 	KindArchiveFailing: {prior: 0.86},
 	// One client whose requests drive a service's load.
 	KindClientSurge: {prior: 0.84},
+	// A setting whose value the software refuses (sslmode=required).
+	KindSettingInvalid: {prior: 0.84},
 	// A replica lagging while its applier runs a DDL from the primary.
 	KindReplicaDDL: {prior: 0.86},
 	// Mesh proxies refusing the configuration pushed to them.

@@ -30,6 +30,13 @@ var unschedulableM = &mechanism{
 		return 0.85, e.Reason == "FailedScheduling"
 	},
 	eventCritical: true,
+	// Where a pod may run is decided by its spec and the nodes: only a
+	// change that names the port, label, taint or class the scheduler
+	// refused triggers it, not a flag or a deploy that says nothing of it.
+	contentTriggers: true,
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return schedulingChangeFits(h.fact("message"), changeText(c))
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string
@@ -283,8 +290,23 @@ func holdsPort(spec *corev1.PodSpec, port int32, proto corev1.Protocol) (string,
 // port_holder fact and evidence.
 func (g *gatherer) explainPortConflicts(ctx context.Context, findings []Finding) []Finding {
 	var want []int
+	var pods []corev1.Pod
 	for i := range findings {
-		if f := &findings[i]; f.Kind == KindUnschedulable && f.fact("host_ports") != "" && f.fact("port_holder") == "" {
+		f := &findings[i]
+		if f.Kind != KindUnschedulable || f.fact("port_holder") != "" {
+			continue
+		}
+		// The scheduler's event names no port: the pending pod's spec
+		// does (a describe's "Host Port: 9100/TCP").
+		if f.fact("host_ports") == "" && schedulingBlocks(f.fact("message"), "free ports") {
+			if pods == nil {
+				pods = g.allPods(ctx)
+			}
+			if p := podOfObject(pods, f.Object); p != nil {
+				f.setFact("host_ports", hostPortsOf(p))
+			}
+		}
+		if f.fact("host_ports") != "" {
 			want = append(want, i)
 		}
 	}
@@ -292,7 +314,6 @@ func (g *gatherer) explainPortConflicts(ctx context.Context, findings []Finding)
 		return findings
 	}
 	dss, _ := evidence.List[appsv1.DaemonSet](ctx, g.src.Kubernetes, "", "")
-	var pods []corev1.Pod
 	var holderCache = map[string]string{}
 	for _, i := range want {
 		f := &findings[i]
@@ -316,10 +337,7 @@ func (g *gatherer) explainPortConflicts(ctx context.Context, findings []Finding)
 		}
 		if len(holders) == 0 {
 			if pods == nil {
-				pods, _ = evidence.List[corev1.Pod](ctx, g.src.Kubernetes, "", "")
-				if pods == nil {
-					pods = []corev1.Pod{}
-				}
+				pods = g.allPods(ctx)
 			}
 			seen := map[string]bool{}
 			for i := range pods {
@@ -337,6 +355,11 @@ func (g *gatherer) explainPortConflicts(ctx context.Context, findings []Finding)
 				}
 			}
 		}
+		if len(holders) == 0 {
+			// A workload whose spec a transcript printed only in part
+			// (kubectl get ds NAME -o jsonpath='{...ports}').
+			holders = portHoldersInCommands(g.commands, n, f.Subject)
+		}
 		slices.Sort(holders)
 		h := strings.Join(holders, " and ")
 		holderCache[hp] = h
@@ -349,5 +372,132 @@ func (g *gatherer) explainPortConflicts(ctx context.Context, findings []Finding)
 
 func setPortHolder(f *Finding, holder, port string) {
 	f.setFact("port_holder", holder)
+	f.setFact("why", "host port "+port+" is bound on the nodes by "+holder)
+	// The chain reached what holds the port: direct evidence of why the
+	// scheduler refuses every node.
+	f.Weight = max(f.Weight, 0.95)
 	f.Evidence = append(f.Evidence, fmt.Sprintf("host port %s, which the pending pods ask for, is bound on the nodes by %s", port, holder))
+}
+
+// allPods lists the pods of every namespace (none: an empty list).
+func (g *gatherer) allPods(ctx context.Context) []corev1.Pod {
+	if g.src == nil || g.src.Kubernetes == nil {
+		return []corev1.Pod{}
+	}
+	pods, _ := evidence.List[corev1.Pod](ctx, g.src.Kubernetes, "", "")
+	if pods == nil {
+		pods = []corev1.Pod{}
+	}
+	return pods
+}
+
+// podOfObject is the pod a finding's object names ("pod ns/name ...").
+func podOfObject(pods []corev1.Pod, object string) *corev1.Pod {
+	ref, _, _ := strings.Cut(strings.TrimPrefix(object, "pod "), " ")
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		return nil
+	}
+	for i := range pods {
+		if pods[i].Name == name && (pods[i].Namespace == ns || pods[i].Namespace == "") {
+			return &pods[i]
+		}
+	}
+	return nil
+}
+
+var (
+	// kubectlGetRE is a kubectl get of one named object: its kind and
+	// name ("get ds node-exporter", "get daemonset/node-exporter").
+	kubectlGetRE = regexp.MustCompile(`\bkubectl\b.*?\bget\s+([a-z.]+)(?:/|\s+)([a-z0-9][-a-z0-9.]*)`)
+	kubectlNSRE  = regexp.MustCompile(`(?:\s-n\s*|--namespace[=\s])([a-z0-9][-a-z0-9]*)`)
+	// hostPortRE is a hostPort in JSON or YAML ("hostPort":9100,
+	// hostPort: 9100).
+	hostPortRE = regexp.MustCompile(`"?hostPort"?\s*:\s*(\d+)`)
+	// hostNetworkRE: the pod template is on the host network (a jsonpath
+	// printing .spec.template.spec.hostNetwork, or its YAML).
+	hostNetworkRE      = regexp.MustCompile(`^true\b|"?hostNetwork"?\s*:\s*true`)
+	containerPortRE    = regexp.MustCompile(`"?containerPort"?\s*:\s*(\d+)`)
+	workloadKindByWord = map[string]string{"ds": "DaemonSet", "daemonset": "DaemonSet", "daemonsets": "DaemonSet", "daemonset.apps": "DaemonSet",
+		"deploy": "Deployment", "deployment": "Deployment", "deployments": "Deployment", "deployment.apps": "Deployment",
+		"sts": "StatefulSet", "statefulset": "StatefulSet", "statefulsets": "StatefulSet", "po": "Pod", "pod": "Pod", "pods": "Pod"}
+)
+
+// portHoldersInCommands finds, in the outputs of kubectl gets of one
+// named workload, those that bind port on their nodes: a hostPort of that
+// number, or a container port of it on the host network. The workload
+// asking for the port (subject) is not its own holder.
+func portHoldersInCommands(cmds []evidence.CommandOutput, port int, subject string) []string {
+	var out []string
+	seen := map[string]bool{}
+	want := strconv.Itoa(port)
+	for _, c := range cmds {
+		m := kubectlGetRE.FindStringSubmatch(c.Command)
+		if m == nil || c.Exec {
+			continue
+		}
+		kind := workloadKindByWord[strings.ToLower(m[1])]
+		name := m[2]
+		if kind == "" || name == subject || strings.HasPrefix(name, subject+"-") {
+			continue
+		}
+		text := strings.Join(c.Lines, "\n")
+		held := false
+		for _, hp := range hostPortRE.FindAllStringSubmatch(text, -1) {
+			held = held || hp[1] == want
+		}
+		hostNet := hostNetworkRE.MatchString(strings.TrimSpace(text))
+		if !held && hostNet {
+			for _, cp := range containerPortRE.FindAllStringSubmatch(text, -1) {
+				held = held || cp[1] == want
+			}
+		}
+		if !held {
+			continue
+		}
+		ns := c.Namespace
+		if n := kubectlNSRE.FindStringSubmatch(c.Command); n != nil {
+			ns = n[1]
+		}
+		h := portHolder{kind: kind, namespace: orWord(ns, "default"), name: name, hostNetwork: hostNet}.String()
+		if hostNet {
+			h += " (hostNetwork)"
+		}
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// schedulingChanges are, for each reason a scheduler gives, the words of
+// a change that alters it: a pod's requests for "Insufficient cpu", its
+// host ports for "didn't have free ports", its tolerations, selector or
+// affinity, or the node pools, for a taint or a selector no node matches.
+var schedulingChanges = []struct {
+	reason string
+	change *regexp.Regexp
+}{
+	{"insufficient", regexp.MustCompile(`\brequests?\b|\bresources?\b|\bcpu\b|\bmemory\b|\bgpus?\b|nvidia\.com|\breplicas?\b|\blimits?\b`)},
+	{"free ports", regexp.MustCompile(`host ?ports?|hostnetwork|\bports?\b`)},
+	{"taint", regexp.MustCompile(`taint|tolerat|scheduling|node ?pools?|node ?groups?`)},
+	{"affinity", regexp.MustCompile(`affinity|selector|scheduling|node ?pools?|node ?groups?|\blabels?\b|\bzones?\b`)},
+	{"selector", regexp.MustCompile(`affinity|selector|scheduling|node ?pools?|node ?groups?|\blabels?\b`)},
+	{"volume", regexp.MustCompile(`storage|volume|\bpvc|\bzones?\b`)},
+	{"persistentvolumeclaim", regexp.MustCompile(`storage|volume|\bpvc`)},
+	{"topology spread", regexp.MustCompile(`topology|spread|\breplicas?\b|\bzones?\b`)},
+	{"unschedulable", regexp.MustCompile(`cordon|drain|node ?pools?|node ?groups?|upgrade`)},
+}
+
+// schedulingChangeFits reports whether a change (its text, lower-cased)
+// alters what the scheduler's message says refused the pods.
+func schedulingChangeFits(msg, change string) bool {
+	m := strings.ToLower(msg)
+	for _, sc := range schedulingChanges {
+		if strings.Contains(m, sc.reason) && sc.change.MatchString(change) {
+			return true
+		}
+	}
+	return false
 }
