@@ -31,7 +31,9 @@ var (
 	// xdsRejectedRE is a rejection in the proxy's own log (Envoy's gRPC
 	// or delta subscription) or in its control plane's (istiod's ACK
 	// ERROR, a NACK).
-	xdsRejectedRE = regexp.MustCompile(`(?i)(?:gRPC|delta) config for \S+ rejected|ADS:\w+:? ACK ERROR|\bxDS\b.*\bNACK(?:ed)?\b|\bNACK(?:ed)?\b.*\b(?:listener|route|cluster|RDS|LDS|CDS|EDS)\b`)
+	// (A queue's basic.nack of a message is no rejection of
+	// configuration: NACK counts only in capitals, next to xDS words.)
+	xdsRejectedRE = regexp.MustCompile(`(?i:(?:gRPC|delta) config for \S+ rejected|ADS:\w+:? ACK ERROR)|\b(?:xDS|XDS)\b.*\bNACK(?:ED|ed)?\b|\bNACK(?:ED|ed)?\b.*\b(?:LDS|RDS|CDS|EDS|SDS|ECDS)\b`)
 	// envoyRejectRE reads Envoy's line: the resource type and the reason.
 	envoyRejectRE = regexp.MustCompile(`(?i)config for (?:type\.googleapis\.com/)?([\w.]+) rejected: (.+)`)
 	// istiodAckErrorRE reads istiod's line: the xDS type, the proxy

@@ -18,6 +18,8 @@ func TestDetectXDSRejected(t *testing.T) {
 	istiod := `2026-11-25T11:21:39.638893Z	warn	ads	ADS:RDS: ACK ERROR checkout-7b9d6c5f8-4kq2z.shop-71 Internal:Error adding/updating route config(s): Didn't find a registered implementation for 'envoy.filters.http.lua' with type URL: 'type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua' (via route 'payments-api.payments.svc.cluster.local:80')`
 	istiodOld := `2021-03-02T10:00:00.000000Z	warn	ads	ADS:LDS: ACK ERROR sidecar~10.8.1.12~ratings-v1-6c7f9d8b5-x2k9p.bookinfo~bookinfo.svc.cluster.local-12 Internal:Error adding/updating listener(s) virtualInbound: Invalid path: /ratings[`
 	contour := `[2026-11-25 11:20:31.601][1][warning][config] [source/common/config/grpc_subscription_impl.cc:107] gRPC config for type.googleapis.com/envoy.config.listener.v3.Listener rejected: Error adding/updating listener(s) ingress_https: Invalid regex '^/api/(v1'`
+	amqpNack := `2026-11-25T11:21:39Z WARN consumer: basic.nack received for delivery tag 42 from cluster node rabbit@mq-1, requeue route orders`
+	consulNack := `2026-11-25T11:21:39.100Z [ERROR] agent.envoy: xDS NACK received from proxy: proxy=web-sidecar-proxy type=RDS error="Invalid route config: duplicate virtual host"`
 	accepted := `2026-11-25T11:21:39.638893Z	info	ads	RDS: PUSH request for node:checkout-7b9d6c5f8-4kq2z.shop resources:42 size:31.2kB`
 	ps := evidence.CommandOutput{Command: "istioctl proxy-status", Lines: []string{
 		"NAME                                  CLUSTER      CDS      LDS      EDS      RDS      ECDS       ISTIOD                VERSION",
@@ -39,6 +41,9 @@ func TestDetectXDSRejected(t *testing.T) {
 			"ratings-v1", "listener", "Invalid path", "", ""},
 		{"a standalone Envoy's listener", []LogSet{minedSet("contour-envoy", false, 0, contour, contour)}, nil,
 			"contour-envoy", "listener", "Invalid regex", "", ""},
+		{"Consul's agent reports a proxy's NACK", []LogSet{minedSet("web", false, 0, consulNack, consulNack)}, nil,
+			"web", "", "", "", ""},
+		{"a message nacked on a queue is no configuration", []LogSet{minedSet("orders-consumer", false, 0, amqpNack, amqpNack)}, nil, "", "", "", "", ""},
 		{"pushes accepted", []LogSet{minedSet("istiod", false, 0, accepted, accepted)}, nil, "", "", "", "", ""},
 	}
 	for _, c := range cases {
