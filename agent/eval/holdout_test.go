@@ -40,6 +40,7 @@ var holdoutFloors = map[string]int{
 	"holdout22": 12,
 	"holdout23": 11,
 	"holdout24": 12,
+	"holdout28": 2,
 	"holdout25": 5,
 	"holdout26": 4,
 }
