@@ -42,7 +42,7 @@ var holdoutFloors = map[string]int{
 	"holdout24": 12,
 	"holdout28": 2,
 	"holdout25": 5,
-	"holdout26": 4,
+	"holdout26": 12,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
