@@ -61,6 +61,9 @@ func heapCapOf(c *corev1.Container) *heapCap {
 	for _, e := range c.Env {
 		srcs = append(srcs, src{e.Name, e.Value})
 	}
+	if hc := workerCapOf(srcs[0].text, c.Env); hc != nil {
+		return hc
+	}
 	for _, s := range srcs {
 		label := s.name + "=" + s.text
 		if s.name == "" {
@@ -176,6 +179,9 @@ func followHeapCap(f *Finding, spec *corev1.Container, lines []string) {
 	}
 	f.setFact("heap_over_limit", over)
 	f.setFact("heap_setting", hc.settingOr(""))
+	if hc != nil {
+		f.setFact("heap_runtime", hc.runtime)
+	}
 	f.setFact("why", over)
 	f.Evidence = append(f.Evidence, over)
 	if logged > 0 {
@@ -195,7 +201,11 @@ func (hc *heapCap) settingOr(def string) string {
 // limit, and what that says of a leak.
 func describeHeapOverLimit(h *Hypothesis) string {
 	over := h.fact("heap_over_limit")
-	d := fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): %s, so the runtime lets its heap grow past what the container may use and collects lazily, and the kernel's OOM killer kills the process at the limit before the runtime reaches its own cap (no heap out-of-memory error of its own)", h.Subject, over)
+	how := "so the runtime lets its heap grow past what the container may use and collects lazily, and the kernel's OOM killer kills the process at the limit before the runtime reaches its own cap (no heap out-of-memory error of its own)"
+	if strings.HasPrefix(h.fact("heap_runtime"), "Python") {
+		how = "so a worker is recycled only past a size that, for all workers together, is more than the container may use, and the kernel's OOM killer kills them at the limit first"
+	}
+	d := fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): %s, %s", h.Subject, over, how)
 	if l := h.fact("heap_logged"); l != "" {
 		d += "; " + l
 	}
@@ -208,7 +218,57 @@ func describeHeapOverLimit(h *Hypothesis) string {
 func recommendHeapOverLimit(h *Hypothesis, r *recommender) {
 	s, lim := h.Subject, orWord(h.fact("memory_limit"), "the memory limit")
 	setting := orWord(h.fact("heap_setting"), "the runtime's heap cap")
+	if strings.HasPrefix(h.fact("heap_runtime"), "Python") {
+		r.high("Lower the per-worker recycle size or the number of workers of %s (%s) so that all workers together stay below its container memory limit (%s), or raise the limit above their sum plus the master process", s, setting, lim)
+		r.med("Then watch whether a worker's memory still climbs between recycles under the same load: only then is it a leak (tracemalloc or memray on one worker of %s)", s)
+		r.low("Derive the worker count and recycle size from the container limit in the chart (one value sets both)")
+		return
+	}
 	r.high("Set the heap cap of %s (%s) below its container memory limit (%s): at most ~75%% of the limit (for Node.js --max-old-space-size, for the JVM -Xmx or -XX:MaxRAMPercentage=75, GOMEMLIMIT ~90%%), or raise the limit above the cap plus the memory the process uses outside its heap", s, setting, lim)
 	r.med("With the cap below the limit, watch whether the heap still climbs after collections under the same load: only then is it a leak (take heap snapshots of %s)", s)
 	r.low("Derive the heap cap from the container limit in the chart (one value sets both) and check in CI that the cap stays below the limit")
+}
+
+var (
+	// uwsgiRSSRE is uWSGI's per-worker recycle threshold in MB
+	// (--reload-on-rss, --evil-reload-on-rss, UWSGI_RELOAD_ON_RSS).
+	uwsgiRSSRE = regexp.MustCompile(`--(?:evil-)?reload-on-rss[= ](\d+)`)
+	// celeryChildRE is Celery's per-child memory cap in KiB
+	// (--max-memory-per-child).
+	celeryChildRE = regexp.MustCompile(`--max-memory-per-child[= ](\d+)`)
+	// workersRE is the number of worker processes of uWSGI, Gunicorn
+	// or Celery.
+	workersRE = regexp.MustCompile(`(?:--(?:processes|workers|concurrency)|-[pwc])[= ](\d+)`)
+)
+
+// workerCapOf reads a pre-fork server's per-worker memory cap (uWSGI's
+// --reload-on-rss, Celery's --max-memory-per-child) times its workers: a
+// Python server has no heap cap of its own, but it recycles a worker only
+// past that size, and all workers together may reach the limit first.
+func workerCapOf(command string, env []corev1.EnvVar) *heapCap {
+	text := command
+	for _, e := range env {
+		switch e.Name {
+		case "UWSGI_RELOAD_ON_RSS":
+			text += " --reload-on-rss=" + e.Value
+		case "UWSGI_PROCESSES", "UWSGI_WORKERS", "WEB_CONCURRENCY", "CELERY_WORKER_CONCURRENCY":
+			text += " --workers=" + e.Value
+		}
+	}
+	per, unit := int64(0), ""
+	if m := uwsgiRSSRE.FindStringSubmatch(text); m != nil {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		per, unit = n<<20, m[0]
+	} else if m := celeryChildRE.FindStringSubmatch(text); m != nil {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		per, unit = n<<10, m[0]
+	}
+	if per == 0 {
+		return nil
+	}
+	workers := int64(1)
+	if m := workersRE.FindStringSubmatch(text); m != nil {
+		workers, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	return &heapCap{runtime: "Python workers'", setting: fmt.Sprintf("%s × %d workers", unit, workers), bytes: per * max(workers, 1)}
 }

@@ -47,6 +47,11 @@ func TestHeapCapOverLimit(t *testing.T) {
 			[]corev1.EnvVar{{Name: "NODE_OPTIONS", Value: "--max-old-space-size=768"}}, nil, nil},
 		{"JVM at 75 percent explains nothing", "4Gi", nil,
 			[]corev1.EnvVar{{Name: "JAVA_OPTS", Value: "-XX:MaxRAMPercentage=75"}}, nil, nil},
+		{"uWSGI workers recycled only past the limit together", "2Gi", []string{"uwsgi", "--ini", "/app/uwsgi.ini", "--processes=8", "--reload-on-rss=384"}, nil, nil,
+			[]string{"Python workers' heap cap --reload-on-rss=384 × 8 workers (3072 MiB) is above the container's memory limit of 2Gi", "a worker is recycled only past a size"}},
+		{"Celery children, concurrency from the environment", "1Gi", []string{"celery", "-A", "tasks", "worker", "--max-memory-per-child=262144"},
+			[]corev1.EnvVar{{Name: "CELERY_WORKER_CONCURRENCY", Value: "4"}}, nil,
+			[]string{"--max-memory-per-child=262144 × 4 workers (1024 MiB) reaches the container's memory limit of 1Gi"}},
 		{"a Python worker has no cap to compare", "1Gi", []string{"gunicorn", "--workers", "4", "app:app"},
 			[]corev1.EnvVar{{Name: "PYTHONUNBUFFERED", Value: "1"}}, []string{"[2026-11-18 16:20:01 +0000] [1] [INFO] Booting worker with pid: 17"}, nil},
 	}

@@ -2,9 +2,11 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -35,7 +37,10 @@ var imagePull = &mechanism{
 		return 0, false
 	},
 	eventCritical: true,
-	detect:        followPullCredentials,
+	detect: func(ev *Gathered, found []Finding) []Finding {
+		followPullNodes(ev, found)
+		return followPullCredentials(ev, found)
+	},
 	eventFacts: func(f *Finding, e *corev1.Event) {
 		f.setFact("image", imageFromMessage(e.Message))
 		if m := pullSecretRE.FindStringSubmatch(e.Message); m != nil && e.Reason == "FailedToRetrieveImagePullSecret" {
@@ -54,6 +59,9 @@ var imagePull = &mechanism{
 			d += ": " + rateLimitWords(h)
 		} else if why != "" {
 			d += ": " + why
+		}
+		if n := h.fact("pull_nodes"); n != "" {
+			d += "; " + n
 		}
 		if o := h.fact("other_images"); o != "" && pullProblem(pullMessage(h)) != pullNoTag {
 			d += fmt.Sprintf("; the pods' other images (%s) are not the ones failing", o)
@@ -400,4 +408,55 @@ func otherRegistries(p *corev1.Pod, image string) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// followPullNodes says where the pulls fail when it is only on some
+// nodes: the workload's pods that wait for the image are all on nodes
+// where none of its pods runs, and those nodes are newer than the ones
+// where they run (a scale-up that added nodes): the older nodes have the
+// image already, the new ones must pull it.
+func followPullNodes(ev *Gathered, found []Finding) {
+	nodeAge := map[string]time.Time{}
+	for i := range ev.K8s.Nodes {
+		nodeAge[ev.K8s.Nodes[i].Name] = ev.K8s.Nodes[i].CreationTimestamp.Time
+	}
+	for i := range found {
+		f := &found[i]
+		if f.Kind != KindImagePull || f.fact("pull_nodes") != "" || f.Subject == "" {
+			continue
+		}
+		failing, running := map[string]bool{}, map[string]bool{}
+		for j := range ev.K8s.Pods {
+			p := &ev.K8s.Pods[j]
+			if p.Namespace != f.Namespace || WorkloadOfPod(p) != f.Subject || p.Spec.NodeName == "" {
+				continue
+			}
+			if pullFailing(p) {
+				failing[p.Spec.NodeName] = true
+			} else if p.Status.Phase == corev1.PodRunning {
+				running[p.Spec.NodeName] = true
+			}
+		}
+		if len(failing) == 0 || len(running) == 0 {
+			continue
+		}
+		var newest, oldestFailing time.Time
+		ok := true
+		for n := range failing {
+			if running[n] || nodeAge[n].IsZero() {
+				ok = false
+			}
+			oldestFailing = earliest(oldestFailing, nodeAge[n])
+		}
+		for n := range running {
+			newest = latest(newest, nodeAge[n])
+		}
+		if !ok || newest.IsZero() || !oldestFailing.After(newest) {
+			continue
+		}
+		nodes := slices.Sorted(maps.Keys(failing))
+		f.setFact("pull_nodes", fmt.Sprintf("the pods that cannot pull are all on %s, created %s, after the nodes where the pods of %s run (those have the image already; the new ones must pull it)",
+			plural(len(nodes), "node "+strings.Join(nodes, ", "), "nodes "+strings.Join(nodes, ", ")), oldestFailing.UTC().Format("2006-01-02 15:04 UTC"), f.Subject))
+		f.Evidence = append(f.Evidence, f.fact("pull_nodes"))
+	}
 }

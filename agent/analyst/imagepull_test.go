@@ -3,6 +3,7 @@ package analyst
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -129,5 +130,41 @@ func TestPullOtherImages(t *testing.T) {
 	got := otherRegistries(p, "busybox:1.36")
 	if got != "640213887150.dkr.ecr.us-east-2.amazonaws.com/media/worker:5 from Amazon ECR (640213887150.dkr.ecr.us-east-2.amazonaws.com)" {
 		t.Errorf("other images %q", got)
+	}
+}
+
+// TestPullNodes: pulls that fail only on nodes newer than those where the
+// workload's pods run are said to fail there (the older nodes have the
+// image); failures on a node where its pods also run say nothing of
+// nodes.
+func TestPullNodes(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	session := func(failNode string) string {
+		return `$ kubectl get pods -n ml -o wide
+NAME                          READY   STATUS             RESTARTS   AGE   IP           NODE      NOMINATED NODE   READINESS GATES
+embedder-6c8d9f7b4-2kq9x      1/1     Running            0          6d    10.1.0.11    gke-a-1   <none>           <none>
+embedder-6c8d9f7b4-8fj2w      0/1     ImagePullBackOff   0          20m   10.1.3.7     ` + failNode + `   <none>           <none>
+embedder-6c8d9f7b4-x7c4m      0/1     ErrImagePull       0          20m   10.1.3.9     ` + failNode + `   <none>           <none>
+$ kubectl get nodes
+NAME      STATUS   ROLES    AGE   VERSION
+gke-a-1   Ready    <none>   30d   v1.30.5-gke.1014001
+gke-a-9   Ready    <none>   22m   v1.30.5-gke.1014001
+$ kubectl get events -n ml
+LAST SEEN   TYPE      REASON   OBJECT                         MESSAGE
+2m          Warning   Failed   pod/embedder-6c8d9f7b4-8fj2w   Failed to pull image "huggingface/text-embeddings-inference:1.5": rpc error: code = Unknown desc = reading manifest 1.5 in docker.io/huggingface/text-embeddings-inference: toomanyrequests: You have reached your pull rate limit. You may increase the limit by authenticating and upgrading: https://www.docker.com/increase-rate-limit
+`
+	}
+	for _, c := range []struct {
+		node string
+		want bool
+	}{{"gke-a-9", true}, {"gke-a-1", false}} {
+		res := investigateSession(t, now, session(c.node), "embedder pods stuck pulling", "embedder", "ml")
+		d := res.RootCause.Description
+		if !strings.Contains(d, "Docker Hub (docker.io) refuses the pulls with its pull rate limit") {
+			t.Errorf("%s: not the rate limit: %s", c.node, d)
+		}
+		if got := strings.Contains(d, "the pods that cannot pull are all on 1 node gke-a-9"); got != c.want {
+			t.Errorf("%s: nodes said %v, want %v: %s", c.node, got, c.want, d)
+		}
 	}
 }
