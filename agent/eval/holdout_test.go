@@ -41,7 +41,7 @@ var holdoutFloors = map[string]int{
 	"holdout23": 11,
 	"holdout24": 12,
 	"holdout28": 2,
-	"holdout25": 5,
+	"holdout25": 12,
 	"holdout26": 12,
 }
 
