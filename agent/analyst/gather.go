@@ -926,7 +926,7 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 			set.Series = ratioSeries(analysis.RateSeries(ss), analysis.RateSeries(total))
 			set.Unit = "%"
 			set.Name = p.name + " / container_cpu_cfs_periods_total"
-		case analysis.IsCounterName(p.name) || p.class == MetricErrors && !strings.Contains(p.name, "ratio"):
+		case analysis.IsCounterName(p.name) || p.class == MetricErrors && !strings.Contains(p.name, "ratio") || p.class == MetricRequests && counterLike(ss):
 			set.Series = analysis.RateSeries(ss)
 			if p.class == MetricRestarts {
 				set.Unit = "/s"
@@ -940,6 +940,23 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 		}
 	}
 	return nil
+}
+
+// counterLike reports whether series only ever grow (a counter whose name
+// does not end in _total, such as ingress-nginx's
+// nginx_ingress_controller_requests), allowing a reset to near zero.
+func counterLike(ss []evidence.Series) bool {
+	n := 0
+	for _, s := range ss {
+		for i := 1; i < len(s.Points); i++ {
+			a, b := s.Points[i-1].V, s.Points[i].V
+			if b < a && b > a/2 {
+				return false
+			}
+			n++
+		}
+	}
+	return n >= 3
 }
 
 // seriesKeyWithoutName identifies a series by its labels other than

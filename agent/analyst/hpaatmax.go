@@ -41,6 +41,15 @@ var hpaMax = &mechanism{
 	detect: func(ev *Gathered, found []Finding) []Finding {
 		return detectHPAObjects(ev.K8s.Autoscalers, ev.K8s.Events, ev.Window, found)
 	},
+	// With the service's load measured rising (a load surge among its
+	// support), what ran it to its maximum is that load: a change is its
+	// trigger only when it changes the capacity (replicas, the autoscaler,
+	// CPU requests and limits) or names the load; any other change near
+	// it is a coincidence.
+	strictFor: func(h *Hypothesis) bool { return supportOf(h, KindLoadSurge) != nil },
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return c.Kind != KindDeploy && podCapacityChangeRE.MatchString(changeText(c))
+	},
 	describe: func(h *Hypothesis, sc Scope) string { return describeHPA(h) },
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		s := h.Subject
@@ -49,6 +58,10 @@ var hpaMax = &mechanism{
 		r.low("Alert when an autoscaler sits at maxReplicas (ScalingLimited) and capacity-plan maxReplicas against peak traffic")
 	},
 }
+
+// podCapacityChangeRE is a change of a service's capacity: its replicas, its
+// autoscaler, its CPU requests or limits.
+var podCapacityChangeRE = regexp.MustCompile(`(?i)\breplicas?\b|maxreplicas|minreplicas|\bhpa\b|autoscal|scaledobject|resources\.|\b(?:requests|limits)\.cpu\b|\bcpu (?:request|limit)|averageutilization|target(?:cpu|utilization)`)
 
 func describeHPA(h *Hypothesis) string {
 	s := h.Subject

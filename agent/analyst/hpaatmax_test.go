@@ -90,3 +90,31 @@ func TestDetectHPAObjects(t *testing.T) {
 		})
 	}
 }
+
+// With the service's load measured rising, a change near the autoscaler
+// reaching its maximum is its trigger only when it changes the capacity;
+// a logging setting edited before the surge is a coincidence.
+func TestHPAMaxLoadSurgeTrigger(t *testing.T) {
+	onset := win.Start.Add(15 * time.Minute)
+	logging := &Finding{Kind: KindConfigChange, Subject: "search-api", Time: onset.Add(-15 * time.Minute), Summary: "config change of search-api: SEARCH_SLOW_QUERY_LOG_MS 0 -> 500"}
+	maxCut := &Finding{Kind: KindConfigChange, Subject: "search-api", Time: onset.Add(-40 * time.Minute), Summary: "config change of search-api: hpa maxReplicas 12 -> 8"}
+	surge := &Finding{Kind: KindLoadSurge, Subject: "search-api", Time: onset}
+	hpa := func(support ...*Finding) *Hypothesis {
+		return &Hypothesis{Kind: KindHPAMax, Subject: "search-api", Onset: onset, Primary: []*Finding{{Kind: KindHPAMax, Subject: "search-api", Time: onset}}, Support: support}
+	}
+	cases := []struct {
+		name    string
+		h       *Hypothesis
+		changes []*Finding
+		want    *Finding
+	}{
+		{"load surge: the logging change is a coincidence", hpa(surge), []*Finding{logging}, nil},
+		{"load surge: a cut of maxReplicas triggers", hpa(surge), []*Finding{logging, maxCut}, maxCut},
+		{"no load measured: the nearest change", hpa(), []*Finding{logging}, logging},
+	}
+	for _, c := range cases {
+		if got := nearestChange(c.h, c.changes); got != c.want {
+			t.Errorf("%s: trigger %v, want %v", c.name, got, c.want)
+		}
+	}
+}

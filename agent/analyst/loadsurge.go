@@ -23,7 +23,7 @@ var loadSurge = &mechanism{
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) { recommendGeneric(h, r) },
 }
 
-var loadMetricRE = regexp.MustCompile(`(?i)connections|conns\b|_conns_|sessions|clients|websocket|_ws_|requests_total|http_requests|requests_count|inflight|in_flight|active_requests|messages_consumed|consumed_total|records_consumed|throughput|rps\b`)
+var loadMetricRE = regexp.MustCompile(`(?i)connections|conns\b|_conns_|sessions|clients|websocket|_ws_|requests_total|http_requests|requests_count|_requests$|_rq_total|inflight|in_flight|active_requests|messages_consumed|consumed_total|records_consumed|throughput|rps\b`)
 
 // A database's own connection count rises when its queries slow down: a
 // consequence, not the load that caused it.

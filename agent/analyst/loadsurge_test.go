@@ -40,3 +40,31 @@ func TestLoadSurgeNamesOOMTrigger(t *testing.T) {
 		}
 	}
 }
+
+// Request counters whose names do not end in _total are read as rates
+// when their series only grow; a gauge of requests in flight is not.
+func TestRequestCounterLike(t *testing.T) {
+	for name, want := range map[string]string{
+		"nginx_ingress_controller_requests":                     MetricRequests,
+		"envoy_cluster_upstream_rq_total":                       MetricRequests,
+		"http_server_inflight_requests":                         "",
+		"nginx_ingress_controller_nginx_process_requests_total": MetricRequests,
+	} {
+		if got, _ := ClassifyMetric(name); got != want && !(want == "" && got != MetricRequests) {
+			t.Errorf("ClassifyMetric(%q) = %q, want %q", name, got, want)
+		}
+	}
+	pts := func(vs ...float64) evidence.Series {
+		s := evidence.Series{}
+		for i, v := range vs {
+			s.Points = append(s.Points, evidence.Point{T: win.Start.Add(time.Duration(i) * time.Minute), V: v})
+		}
+		return s
+	}
+	if !counterLike([]evidence.Series{pts(100, 180, 260, 3, 90)}) {
+		t.Error("a counter with a reset not read as a counter")
+	}
+	if counterLike([]evidence.Series{pts(12, 15, 9, 14, 11)}) {
+		t.Error("a gauge read as a counter")
+	}
+}

@@ -26,6 +26,8 @@ var mechanisms = []*mechanism{
 	orderedReady,
 	stsPartition,
 	missingEnv,
+	busyLoop,
+	tmpfsMemory,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,

@@ -141,7 +141,9 @@ func ClassifyMetric(name string) (class, unit string) {
 		return MetricErrors, "/s"
 	case has("latency", "duration", "response_time", "responsetime", "_seconds_sum", "_seconds_count") && !has("cpu"):
 		return MetricLatency, "s"
-	case has("requests_total", "_handled_total", "http_requests", "requests_count", "grpc_server_handled"):
+	case has("requests_total", "_handled_total", "http_requests", "requests_count", "grpc_server_handled", "_rq_total") || strings.HasSuffix(n, "_requests") && !has("flight", "active", "current", "pending", "concurrent", "queued"):
+		// (ingress-nginx's nginx_ingress_controller_requests and Envoy's
+		// upstream_rq_total count requests too.)
 		return MetricRequests, "/s"
 	case has("avail", "free", "remaining", "headroom"):
 		return MetricFree, unit

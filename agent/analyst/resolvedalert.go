@@ -277,6 +277,11 @@ func (g *gatherer) explainResolvedAlert(ctx context.Context, res *finding.Result
 	if g.src != nil && g.src.Alerts != nil {
 		alerts, err = g.src.Alerts.List(ctx, w.BaselineStart, w.End)
 	}
+	// A workload whose replicas went missing when their node was removed,
+	// all back now (noderemovedover.go).
+	if g.answerNodeRemovedOver(ctx, res, alerts) {
+		return
+	}
 	// A failure asked about that is over: healthy now, with its cause
 	// (overnow.go).
 	if res.Verdict != finding.VerdictHealthy && err == nil && answerOverNow(res, g.logSets, alerts, g.sc) {

@@ -366,6 +366,10 @@ var kinds = map[Kind]kindInfo{
 	KindFailoverLoop: {prior: 0.86},
 	// Messages or requests refused for their size.
 	KindPayloadTooLarge: {prior: 0.86},
+	// A thread spinning on the CPU, read from its CPU profile.
+	KindBusyLoop: {prior: 0.86},
+	// Files in a memory-backed volume filling a container's memory limit.
+	KindTmpfsMemory: {prior: 0.88},
 }
 
 func infoOf(k Kind) kindInfo {

@@ -1,0 +1,315 @@
+package analyst
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/finding"
+)
+
+// A workload's replicas missing for a while because the node under them
+// was taken away (the cluster autoscaler's or Karpenter's scale-down of an
+// underutilised node, a consolidation, a drain): its pods were evicted,
+// their replacements waited Pending until a node with room joined, and
+// a replicas alert (KubeDeploymentReplicasMismatch, available below
+// desired) fired meanwhile and resolved. Asked later whether it is still a
+// problem, the answer is the present (every replica available) and that
+// history: which node went, why, which pods were evicted, how long the
+// replacements waited and for what. It is read from the autoscaler's own
+// log (klog lines handed over in a transcript or read from its pod:
+// "Scale-down: removing node …, pods to reschedule: …", "Draining node …:
+// evicting pods …", "Successfully evicted …", "Pod … is unschedulable",
+// "Disabling scale-up … errorClass=OutOfResource", "Node … ready,
+// registered … after scale-up"), Karpenter's JSON ("disrupting nodeclaim …
+// reason underutilized") and the pods' ScaleDown and FailedScheduling
+// events.
+
+var (
+	// nodeRemovalRE is a line of a node taken away with pods on it.
+	nodeRemovalRE = regexp.MustCompile(`(?i)scale-?down:? (?:removing|deleting|remove) (?:empty )?node ([\w.-]+)|draining node ([\w.-]+)|disrupting (?:node ?claim|node)\S*.*?\b((?:ip-[\w.-]+)|[\w-]+-[a-z0-9]{5})\b|deleting pod for node scale down|marked the node as toBeDeleted`)
+	// evictedPodsRE lists the pods a removal evicted or must reschedule.
+	evictedPodsRE = regexp.MustCompile(`(?i)(?:pods to reschedule|evicting pods?|successfully evicted|evicted pod)[: ]+((?:[\w-]+/[\w.-]+(?:,\s*)?)+)`)
+	// nodeReasonRE is why the autoscaler removed a node.
+	nodeReasonRE = regexp.MustCompile(`(?i)(underutili[sz]ed|consolidat\w*|empty node|drift\w*|expired|unneeded)`)
+	nodeUtilRE   = regexp.MustCompile(`(?i)(?:cpu|memory) requested is ([\d.]+%) of allocatable|utilization: \{([\d.]+)`)
+	// waitRE is a replacement waiting for a node: unschedulable, a
+	// scale-up refused for lack of capacity.
+	waitRE        = regexp.MustCompile(`(?i)pod ([\w-]+/[\w.-]+) is unschedulable|FailedScheduling|Insufficient (?:cpu|memory)`)
+	scaleUpFailRE = regexp.MustCompile(`(?i)disabling scale-up for node group (\S+) until .*?errorClass=(\w+)|failed to (?:launch|create) (?:node ?claim|instance)\S*[^"]*?(InsufficientInstanceCapacity|\w*Capacity\w*|quota)`)
+	nodeJoinedRE  = regexp.MustCompile(`(?i)node ([\w.-]+) ready, registered ([\w.]+) after scale-up|registered node ?claim\S*.*?\b(ip-[\w.-]+)`)
+)
+
+// nodeRemoval is what the lines say of a node removed under a workload.
+type nodeRemoval struct {
+	node, reason, util string
+	at                 time.Time
+	evicted            []string
+	waited             time.Time // the last line of a replacement waiting
+	scaleUpFail        string
+	joined             string
+	joinedAt           time.Time
+	lines              []string
+}
+
+// removalLines reads the lines of the commands handed over, the pods'
+// raw lines and the events for a node removal that evicted pods of the
+// workload.
+func readNodeRemoval(lines []evidence.LogLine, workload, ns string) (*nodeRemoval, bool) {
+	var r nodeRemoval
+	mine := func(pod string) bool {
+		n, p, ok := strings.Cut(pod, "/")
+		if !ok {
+			p, n = n, ""
+		}
+		return (n == "" || ns == "" || n == ns) && strings.EqualFold(workloadOfName(p), workload)
+	}
+	found := false
+	for _, l := range lines {
+		t := l.Text
+		if m := nodeRemovalRE.FindStringSubmatch(t); m != nil {
+			pods := evictedPodsRE.FindStringSubmatch(t)
+			var own []string
+			if pods != nil {
+				for _, p := range strings.Split(pods[1], ",") {
+					if p = strings.TrimSpace(p); mine(p) {
+						own = append(own, p)
+					}
+				}
+			}
+			if len(own) > 0 || found && r.node != "" && strings.Contains(t, r.node) {
+				if !found {
+					r.at = l.Time
+					r.node = strings.TrimSpace(m[1] + m[2] + m[3])
+					found = true
+					r.lines = append(r.lines, ReadableLine(t))
+				}
+				for _, p := range own {
+					if !containsFold(r.evicted, p) {
+						r.evicted = append(r.evicted, p)
+					}
+				}
+				if mm := nodeUtilRE.FindStringSubmatch(t); mm != nil && r.util == "" {
+					r.util = mm[1] + mm[2]
+				}
+			}
+			continue
+		}
+		if m := evictedPodsRE.FindStringSubmatch(t); m != nil && found {
+			for _, p := range strings.Split(m[1], ",") {
+				if p = strings.TrimSpace(p); mine(p) && !containsFold(r.evicted, p) {
+					r.evicted = append(r.evicted, p)
+				}
+			}
+			continue
+		}
+		// Before the removal: why the node was to go.
+		if r.node == "" || strings.Contains(t, r.node) {
+			if m := nodeReasonRE.FindStringSubmatch(t); m != nil && r.reason == "" {
+				r.reason = strings.ToLower(m[1])
+			}
+			if m := nodeUtilRE.FindStringSubmatch(t); m != nil && r.util == "" {
+				r.util = m[1] + m[2]
+			}
+		}
+		if !found {
+			continue
+		}
+		if m := waitRE.FindStringSubmatch(t); m != nil && (m[1] == "" || mine(m[1])) {
+			r.waited = l.Time
+		}
+		if m := scaleUpFailRE.FindStringSubmatch(t); m != nil {
+			r.scaleUpFail = strings.TrimSpace(m[2] + m[3])
+		}
+		if m := nodeJoinedRE.FindStringSubmatch(t); m != nil && r.joined == "" && !l.Time.Before(r.at) {
+			r.joined, r.joinedAt = m[1]+m[3], l.Time
+			r.lines = append(r.lines, ReadableLine(t))
+		}
+	}
+	if !found || len(r.evicted) == 0 {
+		return nil, false
+	}
+	return &r, true
+}
+
+// removalSources gathers the lines a node removal shows in: the outputs of
+// commands handed over (an autoscaler's log), the raw lines kept of
+// logs, and the events, each placed at its time.
+func (g *gatherer) removalSources() []evidence.LogLine {
+	ref := g.sc.Window.End
+	var out []evidence.LogLine
+	for _, c := range g.commands {
+		for _, l := range c.Lines {
+			t, _ := evidence.LineTime([]byte(l), ref)
+			out = append(out, evidence.LogLine{Time: t, Text: l})
+		}
+	}
+	for _, s := range g.logSets {
+		out = append(out, s.Lines...)
+	}
+	for _, e := range g.k8s.Events {
+		if e.Reason != "ScaleDown" && e.Reason != "FailedScheduling" && e.Reason != "Evicted" {
+			continue
+		}
+		t := e.LastTimestamp.Time
+		if t.IsZero() {
+			t = e.EventTime.Time
+		}
+		text := e.Message
+		if e.Reason == "ScaleDown" && e.InvolvedObject.Kind == "Pod" {
+			text = "Scale-down: deleting pod for node scale down; evicted pod " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+		}
+		out = append(out, evidence.LogLine{Time: t, Text: text})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}
+
+// answerNodeRemovedOver answers a question about a workload whose
+// replicas went missing when their node was removed and are all back:
+// healthy now, with what happened. It leaves the result as it is when the
+// workload is not fully available, when no removal evicted its pods, or
+// when the answer found a fault of the workload's own.
+func (g *gatherer) answerNodeRemovedOver(ctx context.Context, res *finding.Result, alerts []evidence.Alert) bool {
+	if res == nil {
+		return false
+	}
+	subjects := g.sc.Subjects()
+	asked := presentAskRE.MatchString(g.sc.Message+" "+g.sc.Hint) || okNowAskRE.MatchString(g.sc.Message+" "+g.sc.Hint)
+	var resolved *evidence.Alert
+	for i := range alerts {
+		if alertResolved(alerts[i], g.sc.Window.End) && alertAbout(alerts[i], subjects, g.sc.Alert) {
+			resolved = &alerts[i]
+		}
+	}
+	if !asked && resolved == nil {
+		return false
+	}
+	var dep *appsv1.Deployment
+	for i := range g.k8s.Deployments {
+		if d := &g.k8s.Deployments[i]; containsFold(subjects, d.Name) && (g.sc.Namespace == "" || d.Namespace == "" || d.Namespace == g.sc.Namespace) {
+			dep = d
+		}
+	}
+	if dep == nil {
+		return false
+	}
+	state, ok := fullyAvailable(dep)
+	if !ok {
+		return false
+	}
+	for _, c := range res.Candidates {
+		if strings.EqualFold(c.Subject, dep.Name) && !slices.Contains(transientKinds, c.Kind) && c.Kind != string(KindLoadSurge) && c.Score >= healthyBar*100 {
+			return false
+		}
+	}
+	r, ok := readNodeRemoval(g.removalSources(), dep.Name, orWord(dep.Namespace, g.sc.Namespace))
+	if !ok {
+		return false
+	}
+	var dip replicaDip
+	haveDip := false
+	if now := g.sc.Window.End; g.src != nil && g.src.Metrics != nil && !now.IsZero() {
+		from := now.Add(-24 * time.Hour)
+		avail, err1 := g.src.Metrics.QueryRange(ctx, "kube_deployment_status_replicas_available", from, now, time.Minute)
+		desired, err2 := g.src.Metrics.QueryRange(ctx, "kube_deployment_spec_replicas", from, now, time.Minute)
+		if err1 == nil && err2 == nil {
+			dip, haveDip = dipOf(avail, desired, dep.Name)
+		}
+	}
+	if haveDip && !dip.back {
+		return false
+	}
+	hm := func(t time.Time) string { return t.UTC().Format("15:04") }
+	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	pods := make([]string, 0, len(r.evicted))
+	for _, p := range r.evicted {
+		_, n, _ := strings.Cut(p, "/")
+		pods = append(pods, orWord(n, p))
+	}
+	alertWord := "the alert"
+	if resolved != nil {
+		alertWord = "the " + resolved.Name + " alert"
+	}
+	expl := fmt.Sprintf("%s is healthy now and %s is over: its Deployment has %s. It was caused by a node scale-down: at %s UTC the cluster autoscaler removed %s", dep.Name, alertWord, state, hm(r.at), orWord(prefixed("node ", r.node), "their node"))
+	if r.reason != "" || r.util != "" {
+		expl += " (" + strings.TrimSpace(strings.Join(nonEmpty(r.reason, utilWord(r.util)), ", ")) + ")"
+	}
+	expl += fmt.Sprintf(" and evicted %d of its pods (%s)", len(pods), strings.Join(pods, ", "))
+	switch {
+	case !r.joinedAt.IsZero():
+		expl += "; their replacements stayed Pending with no node to fit them"
+		if r.scaleUpFail != "" {
+			expl += fmt.Sprintf(" (a scale-up failed: %s)", r.scaleUpFail)
+		}
+		expl += fmt.Sprintf(" until node %s joined at %s UTC, %d min after the eviction", r.joined, hm(r.joinedAt), int(r.joinedAt.Sub(r.at).Minutes()))
+	case !r.waited.IsZero():
+		expl += fmt.Sprintf("; their replacements waited Pending for a node until at least %s UTC", hm(r.waited))
+	}
+	if haveDip {
+		expl += fmt.Sprintf(". Available replicas were %.0f of %.0f from %s to %s UTC and are back", dip.low, dip.desired, hm(dip.from), hm(dip.to))
+	}
+	expl += ". Nothing to fix on the workload; the gap is capacity the autoscaler gave up with pods on it."
+	ev := []string{fmt.Sprintf("deployment %s/%s: %s", orWord(dep.Namespace, g.sc.Namespace), dep.Name, state)}
+	for _, l := range r.lines {
+		ev = append(ev, "cluster autoscaler: "+quote(l, 300))
+	}
+	if haveDip {
+		ev = append(ev, fmt.Sprintf("kube_deployment_status_replicas_available{deployment=%q}: %.0f of %.0f desired from %s to %s UTC, %.0f since", dep.Name, dip.low, dip.desired, hm(dip.from), hm(dip.to), dip.desired))
+	}
+	if resolved != nil {
+		ev = append(ev, fmt.Sprintf("alert %s resolved at %s UTC (fired %s UTC)", resolved.Name, hm(resolved.EndsAt), hm(resolved.StartsAt)))
+	}
+	nearby := strings.TrimSpace(res.RootCause.Description)
+	otherFault := len(res.Candidates) > 0 && !strings.EqualFold(res.Candidates[0].Subject, dep.Name) && res.Verdict != finding.VerdictHealthy
+	res.RootCause.Description = expl
+	if otherFault {
+		res.RootCause.Description += fmt.Sprintf(" A failure nearby, not of %s: %s", dep.Name, clip(nearby, 300))
+	}
+	res.Summary = expl
+	res.Verdict = finding.VerdictHealthy
+	res.RootCause.Confidence = 65
+	res.RootCause.Evidence = ev
+	tl := []finding.TimelineEvent{{Timestamp: rfc(r.at), Event: fmt.Sprintf("cluster autoscaler removes %s, evicting %s", orWord(prefixed("node ", r.node), "their node"), strings.Join(pods, ", "))}}
+	if !r.joinedAt.IsZero() {
+		tl = append(tl, finding.TimelineEvent{Timestamp: rfc(r.joinedAt), Event: fmt.Sprintf("node %s joins; the Pending replacements are scheduled", r.joined)})
+	}
+	if haveDip {
+		tl = append(tl, finding.TimelineEvent{Timestamp: rfc(dip.to), Event: fmt.Sprintf("%s back to %.0f of %.0f available replicas", dep.Name, dip.desired, dip.desired)})
+	}
+	res.Timeline = tl
+	res.AffectedSystems = []string{dep.Name}
+	res.Recommendations = append([]finding.Recommendation{
+		{Priority: finding.PriorityLow, Action: fmt.Sprintf("No action needed on %s now. To keep a scale-down from taking several of its replicas at once, give it a PodDisruptionBudget (minAvailable) and spread its pods over nodes (topologySpreadConstraints)", dep.Name)},
+		{Priority: finding.PriorityLow, Action: "Keep headroom for replacements (a low-priority placeholder deployment, or a scale-down utilization threshold and delay the cluster autoscaler respects) so evicted pods do not wait for a new node"},
+	}, res.Recommendations...)
+	res.Normalize()
+	return true
+}
+
+func nonEmpty(xs ...string) []string {
+	var out []string
+	for _, x := range xs {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func utilWord(u string) string {
+	if u == "" {
+		return ""
+	}
+	if !strings.HasSuffix(u, "%") {
+		return "utilization " + u
+	}
+	return u + " of its CPU requested"
+}
