@@ -206,6 +206,35 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 			hits[inst+"|"+cmd] = h
 		}
 	}
+	// The slow log as a managed service delivers it to a log stream
+	// (ElastiCache to CloudWatch Logs): the same entries, one per line.
+	for _, e := range deliveredSlowlog(ev.Commands) {
+		cmd := strings.ToLower(e.Command())
+		if !blockingCmds[cmd] || e.Duration < 100*time.Millisecond || e.first.After(w.End) {
+			continue
+		}
+		k := e.node + "|" + cmd
+		h := hits[k]
+		if h == nil {
+			h = newHit(e.node, cmd)
+			hits[k] = h
+		}
+		h.slowlog += e.lines
+		if d := e.Duration.Seconds(); d > h.slowest {
+			h.slowest = d
+			h.perCall = formatValue(d, "s")
+			h.entry = fmt.Sprintf("%s's slow log: %s took %s at %s, sent by %s", e.node, strings.Join(e.Args, " "), h.perCall, ts(e.At), orWord(clientWord(e.SlowEntry), "an unnamed client"))
+		}
+		if e.Client != "" {
+			h.clients[e.Client] += e.lines
+		}
+		if h.lastEntry.IsZero() || e.last.After(h.lastEntry) {
+			h.lastEntry = e.last
+		}
+		if h.firstEntry.IsZero() || e.first.Before(h.firstEntry) {
+			h.firstEntry = e.first
+		}
+	}
 	// A client's own log of sending it, with what it took.
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
@@ -302,6 +331,11 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 		victims := blockedClients(found, h.inst)
+		for _, v := range serverVictims(found, h.inst, h.blocker, h.onset) {
+			if !slices.Contains(victims, v) {
+				victims = append(victims, v)
+			}
+		}
 		for _, v := range victims {
 			if !slices.Contains(f.Related, v) {
 				f.Related = append(f.Related, v)

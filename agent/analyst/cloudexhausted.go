@@ -95,8 +95,11 @@ var cloudExhausted = &mechanism{
 // errors) of any client.
 func exhaustedServes(h *Hypothesis, f *Finding) bool {
 	text := strings.ToLower(f.Subject + " " + f.Object + " " + strings.Join(f.Related, " ") + " " + f.fact("dependency") + " " + f.fact("target"))
+	// A client's series labelled with the resource (a pool's
+	// db="orders-pg-prod", a cache client's addr) names it too.
+	named := text + " " + strings.ToLower(strings.Join(f.Evidence, " "))
 	for _, r := range strings.Split(h.fact("serves"), ",") {
-		if len(r) > 2 && strings.Contains(text, strings.ToLower(r)) {
+		if len(r) > 2 && strings.Contains(named, strings.ToLower(r)) {
 			return true
 		}
 	}
@@ -122,7 +125,7 @@ func explainSlowdowns(spent []Finding, found []Finding) {
 		for j := range found {
 			f := &found[j]
 			switch f.Kind {
-			case KindSlowQuery, KindSlowOperation, KindLatency, KindTimeout, KindDBBlocked:
+			case KindSlowQuery, KindSlowOperation, KindLatency, KindTimeout, KindDBBlocked, KindSaturation:
 			default:
 				continue
 			}
@@ -292,6 +295,11 @@ func detectBalancesSpent(ev *Gathered) []Finding {
 			if facts.name != "" {
 				serves = append(serves, facts.name)
 			}
+			if id != "" && !awsMadeIDRE.MatchString(id) {
+				// A resource named by its owner (an RDS instance, a
+				// cache node) is called so by its clients' labels.
+				serves = append(serves, id)
+			}
 			f.setFact("serves", strings.Join(serves, ","))
 			if dim == "DBInstanceIdentifier" || dim == "DBClusterIdentifier" || dbWordsRE.MatchString(subject+" "+facts.name) {
 				f.setFact("database", "true")
@@ -388,6 +396,12 @@ var (
 	creditsRE  = regexp.MustCompile(`"CpuCredits":\s*"(\w+)"`)
 	hostNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*[a-z0-9]$`)
 	zoneRE     = regexp.MustCompile(`^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]?$`)
+	// awsMadeIDRE is an id AWS made up (vol-…, i-…): a text row that holds
+	// it may end in the resource's Name tag. An id its owner chose (an RDS
+	// instance's) is its name already.
+	awsMadeIDRE = regexp.MustCompile(`^(vol|i|eni|snap|ami|sg|subnet|nat|igw)-[0-9a-f]{8,17}$`)
+	// storageTypeRE is a volume or instance storage type in a text column.
+	storageTypeRE = regexp.MustCompile(`^(gp2|gp3|io1|io2|st1|sc1)$`)
 )
 
 // cloudResourceFacts reads, from the outputs of aws CLI commands that name
@@ -425,6 +439,20 @@ func cloudResourceFacts(cmds []evidence.CommandOutput, id string) cloudFacts {
 		for _, l := range c.Lines {
 			// a row of --output text or table: the id and its columns
 			cols := strings.Fields(strings.ReplaceAll(l, "|", " "))
+			if len(c.Lines) == 1 && strings.Contains(c.Command, id) && !slices.Contains(cols, id) {
+				// The one row a --query of the id's attributes printed
+				// (class, storage type, size).
+				for _, col := range cols {
+					if m := instTypeRE.FindStringSubmatch(col); m != nil && f.kind == "" {
+						said = append(said, "instance class "+m[1])
+					}
+					if storageTypeRE.MatchString(col) && f.kind == "" {
+						f.kind = col
+						said = append(said, "storage type "+col)
+					}
+				}
+				continue
+			}
 			if !slices.Contains(cols, id) || len(cols) < 2 {
 				continue
 			}
@@ -434,7 +462,7 @@ func cloudResourceFacts(cmds []evidence.CommandOutput, id string) cloudFacts {
 					said = append(said, "instance type "+m[1])
 				}
 			}
-			if last := cols[len(cols)-1]; f.name == "" && last != id && hostNameRE.MatchString(last) && strings.Contains(last, "-") && !zoneRE.MatchString(last) {
+			if last := cols[len(cols)-1]; f.name == "" && awsMadeIDRE.MatchString(id) && last != id && hostNameRE.MatchString(last) && strings.Contains(last, "-") && !zoneRE.MatchString(last) {
 				f.name = last
 			}
 		}

@@ -40,6 +40,7 @@ func TestCloudBalancesSpent(t *testing.T) {
 	w := Window{BaselineStart: start, Start: start.Add(time.Hour), End: start.Add(2 * time.Hour)}
 	vol := map[string]string{"VolumeId": "vol-0f3e9a21c5d7b4e08"}
 	inst := map[string]string{"InstanceId": "i-0a7c31d9e4b2f6180"}
+	rds := map[string]string{"DBInstanceIdentifier": "orders-pg-prod"}
 	// 25 points: full until 01:35, draining, about empty from 02:05.
 	burst := append(append(repeat(100, 8), 80, 60, 40, 20, 5, 0.5), repeat(0, 11)...)
 	queue := append(repeat(0.4, 14), repeat(31, 11)...)
@@ -86,6 +87,17 @@ func TestCloudBalancesSpent(t *testing.T) {
 		{name: "no CLI output: the id names it",
 			metrics: []MetricSet{cwSet("AWS/EBS", "BurstBalance", "Average", vol, start, burst...)}, subject: "vol-0f3e9a21c5d7b4e08",
 			want: []string{"EBS volume vol-0f3e9a21c5d7b4e08 ran out"}, onset: start.Add(65 * time.Minute)},
+		{name: "RDS instance named by its owner: an events row's source type is not its name",
+			metrics: []MetricSet{cwSet("AWS/RDS", "BurstBalance", "Average", rds, start, burst...), cwSet("AWS/RDS", "DiskQueueDepth", "Average", rds, start, queue...)},
+			cmds: []evidence.CommandOutput{
+				{Command: "aws rds describe-db-instances --db-instance-identifier orders-pg-prod --query 'DBInstances[0].[DBInstanceClass,StorageType,AllocatedStorage]' --output text",
+					Lines: []string{"db.r6g.2xlarge\tgp2\t500"}},
+				{Command: "aws rds describe-events --source-identifier orders-pg-prod --source-type db-instance --output text",
+					Lines: []string{"EVENTS\tarn:aws:rds:eu-central-1:210987654321:db:orders-pg-prod\t2026-11-19T01:03:11Z\tbackup\tBacking up DB instance\torders-pg-prod\tdb-instance"}},
+			},
+			subject: "orders-pg-prod",
+			want:    []string{"RDS instance orders-pg-prod (gp2)", "instance class db.r6g.2xlarge; storage type gp2", "DiskQueueDepth grew from 0.4 to 31"},
+			onset:   start.Add(65 * time.Minute)},
 		{name: "a dip that recovered",
 			metrics: []MetricSet{cwSet("AWS/EBS", "BurstBalance", "Average", vol, start, append(append(repeat(100, 8), 40, 10, 0.5, 0), repeat(60, 13)...)...)}},
 		{name: "empty all along: nothing changed",
@@ -143,6 +155,27 @@ func TestCloudExhaustionExplainsSlowQueries(t *testing.T) {
 	}
 	if found[1].Weight != 0.9 || found[2].Weight != 0.9 {
 		t.Errorf("unrelated or earlier slowdowns changed: %+v %+v", found[1], found[2])
+	}
+}
+
+// A client's pool waiting on a database instance, its series labelled with
+// the instance, is a consequence of the instance running out; a pool
+// labelled with another database is not.
+func TestCloudExhaustionExplainsPoolWaits(t *testing.T) {
+	at := time.Date(2026, 11, 19, 2, 10, 0, 0, time.UTC)
+	spent := []Finding{{Kind: KindCloudExhausted, Subject: "orders-pg-prod", Time: at, Facts: map[string]string{"serves": "orders-pg-prod", "database": "true"}}}
+	found := []Finding{
+		{Kind: KindSaturation, Subject: "orders-api", Time: at.Add(time.Minute), Weight: 0.9,
+			Evidence: []string{`pgxpool_acquire_wait_seconds_total{db="orders-pg-prod",service="orders-api"} rose from 0.01 to 17`}},
+		{Kind: KindSaturation, Subject: "billing-api", Time: at.Add(time.Minute), Weight: 0.9,
+			Evidence: []string{`hikaricp_connections_pending{pool="billing-pg",service="billing-api"} rose from 0 to 30`}},
+	}
+	explainSlowdowns(spent, found)
+	if found[0].Weight >= 0.9 || !found[0].relates("orders-pg-prod") {
+		t.Errorf("pool waits on the spent instance: %+v", found[0])
+	}
+	if found[1].Weight != 0.9 {
+		t.Errorf("pool of another database changed: %+v", found[1])
 	}
 }
 

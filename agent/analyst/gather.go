@@ -47,7 +47,10 @@ type gatherer struct {
 	changes    []evidence.Change
 	earlier    []evidence.Change // changes of the month before the window
 	commands   []evidence.CommandOutput
-	done       map[string]bool // domain → gathered
+	// streamed are log streams kept line by line for the mechanisms that
+	// read them entry by entry (a managed server's slow log).
+	streamed []evidence.CommandOutput
+	done     map[string]bool // domain → gathered
 
 	calls       int   // successful calls
 	unavailable error // the first unavailable error
@@ -1109,6 +1112,9 @@ func (g *gatherer) gatherCloudWatch(ctx context.Context, sp specialist) error {
 			}
 			// A CloudTrail trail's calls that changed something are changes.
 			g.changes = append(g.changes, cloudTrailChanges(lr.Lines)...)
+			if s, ok := slowlogStream(grp, lr.Lines); ok {
+				g.streamed = append(g.streamed, s)
+			}
 			base, _ := m.Lines()
 			g.logSets = append(g.logSets, LogSet{Source: grp, Subject: subjectOfSource(grp), Origin: SrcCloudWatch, Templates: m.Templates(), HasBaseline: base >= 10})
 		}
@@ -1185,7 +1191,7 @@ func (g *gatherer) detect() []Finding {
 
 // gathered is the evidence as mechanisms see it.
 func (g *gatherer) gathered() *Gathered {
-	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: g.commands, Window: g.sc.Window, Scope: g.sc}
+	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: append(slices.Clip(g.commands), g.streamed...), Window: g.sc.Window, Scope: g.sc}
 }
 
 // attachHosts names a dependency after the host whose own log shows it

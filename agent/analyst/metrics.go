@@ -321,6 +321,9 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 			totals = requestTotals(ms.Series)
 			series = serverErrorSeries(ms.Series)
 		}
+		if ms.Class == MetricUp {
+			series = targetsUpByService(ms.Series)
+		}
 		for _, s := range series {
 			kind, badUp := metricKind(ms.Class, s.Labels)
 			if kind == "" {

@@ -37,13 +37,26 @@ var walRetained = &mechanism{
 	detect: detectWALRetained,
 	related: func(h *Hypothesis, f *Finding) bool {
 		switch f.Kind {
-		case KindDiskFull, KindSaturation, KindDatabase, KindConnRefused:
+		case KindDiskFull, KindSaturation, KindDatabase, KindConnRefused, KindVolumeClaim:
 			return true
 		}
-		return false
+		// The slot's consumer failing is why the slot is inactive.
+		return h.fact("consumer") != "" && f.Subject == h.fact("consumer")
+	},
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		text := changeText(c)
+		if consumerGoneRE.MatchString(text) {
+			return true
+		}
+		// A credential rotated under the consumer that now fails to
+		// authenticate.
+		return h.fact("consumer_auth") != "" && slotCredentialRE.MatchString(text)
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		db := orWord(h.fact("instance"), h.Subject)
+		if h.fact("filling") != "" {
+			return describeSlotFilling(h, db)
+		}
 		d := fmt.Sprintf("the database %s ran out of storage (no space left on device)", db)
 		if l := h.fact("line"); l != "" {
 			d += ": " + quote(ReadableLine(l), 160)
@@ -70,6 +83,12 @@ var walRetained = &mechanism{
 			r.high("Purge the binary logs of %s no replica needs (PURGE BINARY LOGS, or lower binlog retention hours) and grow the storage if the server cannot start", db)
 			r.med("Remove the replication or change-data consumer that stopped reading from %s, or make it read again", db)
 			r.low("Alert on BinLogDiskUsage and on replica lag")
+			return
+		}
+		if c := h.fact("consumer"); c != "" {
+			r.high("Bring the slot's consumer %s back first (%s): once it reads again it confirms its position and the retained WAL is released", c, orWord(h.fact("consumer_fix"), "fix what makes it fail"))
+			r.med("If %s cannot be repaired before the volume of %s fills, grow the volume, or drop slot %s and re-snapshot the consumer (its pending changes are lost)", c, db, h.fact("slots"))
+			r.low("Set max_slot_wal_keep_size on %s and alert on inactive replication slots and their retained WAL", db)
 			return
 		}
 		r.high("Drop the inactive replication slot%s on %s (SELECT pg_drop_replication_slot(...)) so that the next checkpoint removes the retained WAL; grow the storage first if the server cannot start", rotatedIf(h.fact("slots"), " "+h.fact("slots")), db)
@@ -107,7 +126,7 @@ func detectWALRetained(ev *Gathered, found []Finding) []Finding {
 		}
 	}
 	if full == nil {
-		return nil
+		return detectSlotFilling(ev, found)
 	}
 	// What grew: the metrics of the transaction log and its slots.
 	type grown struct {

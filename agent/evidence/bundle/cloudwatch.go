@@ -325,6 +325,7 @@ func (c *bundleCloudWatch) loadMetrics() {
 		}
 		sort.SliceStable(r.points, func(a, b int) bool { return r.points[a].T.Before(r.points[b].T) })
 	}
+	labelMetrics(mf.MetricDataResults)
 	c.metrics = mf.MetricDataResults
 }
 
