@@ -43,7 +43,7 @@ var holdoutFloors = map[string]int{
 	"holdout28": 2,
 	"holdout25": 12,
 	"holdout26": 12,
-	"holdout27": 3,
+	"holdout27": 6,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
