@@ -136,6 +136,12 @@ var logRules = []logRule{
 // "404 Not Found").
 var lookupMissRE = regexp.MustCompile(`(?i)\b(not found|404)\b`)
 
+// clientRejectedRE matches a request line whose answer is a client error
+// (4xx other than 408 and 429, which say the server was slow or full), in
+// the structured forms services log it: "status":400, status=403,
+// status_code: 422, "HTTP/1.1 400", a bare "400 Bad Request".
+var clientRejectedRE = regexp.MustCompile(`(?i)(?:\b(?:status|status_?code|http_?status|response_?code|code)"?\s*[:=]\s*"?|\bHTTP/\d(?:\.\d)?"?\s+)4(?:0[0-79]|1\d|2[0-8]|3\d|5\d)\b|\b4(?:00 Bad Request|01 Unauthorized|03 Forbidden|09 Conflict|13 Payload Too Large|15 Unsupported Media Type|22 Unprocessable)`)
+
 var certWordRE = regexp.MustCompile(`(?i)cert|x509|tls|ssl`)
 
 var errorWordRE = regexp.MustCompile(`(?i)\b(error|err|exception|fail(ed|ure)?|fatal|critical|crit|panic|severe|level=error|"level":"error")\b`)
@@ -484,6 +490,13 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 				// A warning that something asked for was not found (a
 				// lookup answered 404) is the service working.
 				if kind == KindLogErrors && lookupMissRE.MatchString(line) {
+					continue
+				}
+				// A warning that the service refused a client's request
+				// (its own answer a 4xx: a bad signature, a malformed
+				// body) is the service doing its job; only a surge of
+				// them at volume says something changed.
+				if kind == KindLogErrors && clientRejectedRE.MatchString(line) && !(surging && t.Incident >= 10) {
 					continue
 				}
 				w0 *= 0.9
