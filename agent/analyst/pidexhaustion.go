@@ -49,6 +49,22 @@ var pidExhaustion = &mechanism{
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
+		if h.fact("node") == "" && (h.fact("zombies") != "" || h.fact("pids") != "") {
+			d := fmt.Sprintf("%s cannot create threads or processes: its pod reached its PIDs limit (the pids cgroup the kubelet's podPidsLimit sets), not a memory limit", h.Subject)
+			if p := h.fact("pids"); p != "" {
+				d += ": " + p
+			}
+			if z := h.fact("zombies"); z != "" {
+				d += "; " + z
+			}
+			if l := h.fact("line"); l != "" {
+				d += ". Spawning fails with EAGAIN: " + quote(pidClause(l), 160)
+			}
+			if r := h.fact("restarts"); r != "" {
+				d += "; " + r
+			}
+			return d
+		}
 		if h.fact("node") == "" {
 			d := fmt.Sprintf("%s cannot create threads or processes: it hit a limit on PIDs — the pod's pids limit (podPidsLimit), the node's kernel.pid_max or the container's ulimit -u — not a memory limit", h.Subject)
 			if l := h.fact("line"); l != "" {
@@ -329,7 +345,7 @@ func detectPIDExhaustion(ev *Gathered, _ []Finding) []Finding {
 		f.Summary = fmt.Sprintf("node %s out of PIDs: threads and processes cannot be created (from %s)", name, hm(f.Time))
 		out = append(out, *f)
 	}
-	return out
+	return append(out, detectPodPIDs(ev, out)...)
 }
 
 // pidClause is the part of a line that says a thread or process could

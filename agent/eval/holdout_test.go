@@ -40,7 +40,7 @@ var holdoutFloors = map[string]int{
 	"holdout22": 12,
 	"holdout23": 11,
 	"holdout24": 12,
-	"holdout28": 2,
+	"holdout28": 4,
 	"holdout25": 12,
 	"holdout26": 12,
 	"holdout27": 6,
