@@ -234,6 +234,26 @@ func detectMechanisms(ev *Gathered, found []Finding) []Finding {
 func crashLogCauses(ev *Gathered, found []Finding, kind Kind, facts func(f *Finding, lines []evidence.LogLine, i int)) []Finding {
 	m := mechanismOf(kind)
 	var out []Finding
+	crashLines(ev, found, func(c Finding, pod string, lines []evidence.LogLine, i int) bool {
+		if !m.lines.MatchString(lines[i].Text) {
+			return false
+		}
+		f := crashLineFinding(c, pod, m.kind, m.lineWeight, lines[i].Text, ReadableLine(lines[i].Text))
+		f.setFact("init_container", c.fact("init_container"))
+		if facts != nil {
+			facts(&f, lines, i)
+		}
+		f.Summary = fmt.Sprintf("%s exits: %s", crashedObject(c, pod), truncate(ReadableLine(lines[i].Text), 160))
+		out = append(out, f)
+		return true
+	})
+	return out
+}
+
+// crashLines calls match on each of the last 50 lines of each crashed
+// container's log (once per container), with the crash loop's finding
+// and its pod, until match takes one.
+func crashLines(ev *Gathered, found []Finding, match func(c Finding, pod string, lines []evidence.LogLine, i int) bool) {
 	seen := map[string]bool{}
 	for _, c := range found {
 		if c.Kind != KindCrashLoop {
@@ -248,32 +268,33 @@ func crashLogCauses(ev *Gathered, found []Finding, kind Kind, facts func(f *Find
 			continue
 		}
 		seen[key] = true
-		from := max(0, len(lines)-50)
-		for i := from; i < len(lines); i++ {
-			if !m.lines.MatchString(lines[i].Text) {
-				continue
+		for i := max(0, len(lines)-50); i < len(lines); i++ {
+			if match(c, pod, lines, i) {
+				break
 			}
-			f := Finding{Kind: m.kind, Subject: c.Subject, Object: c.Object, Namespace: c.Namespace, Time: c.Time, Severity: SevCritical,
-				Weight: m.lineWeight, Source: SrcKubernetes, Related: c.Related}
-			obj := "pod " + pod + containerWord(c.fact("container"))
-			f.Evidence = []string{fmt.Sprintf("%s logs before exiting: %s", obj, quote(ReadableLine(lines[i].Text), 240))}
-			f.Evidence = append(f.Evidence, c.Evidence...)
-			f.setFact("line", lines[i].Text)
-			f.setFact("container", c.fact("container"))
-			f.setFact("init_container", c.fact("init_container"))
-			f.setFact("exit_code", c.fact("exit_code"))
-			if strings.Contains(c.Summary, "CrashLoopBackOff") || c.fact("restarts") != "" {
-				f.setFact("crashloop", "true")
-			}
-			if facts != nil {
-				facts(&f, lines, i)
-			}
-			f.Summary = fmt.Sprintf("%s exits: %s", obj, truncate(ReadableLine(lines[i].Text), 160))
-			out = append(out, f)
-			break
 		}
 	}
-	return out
+}
+
+// crashLineFinding is a finding of kind, on crash c's subject, read from
+// line of pod's crashed container (shown in its evidence as shown).
+func crashLineFinding(c Finding, pod string, kind Kind, weight float64, line, shown string) Finding {
+	f := Finding{Kind: kind, Subject: c.Subject, Object: c.Object, Namespace: c.Namespace, Time: c.Time, Severity: SevCritical,
+		Weight: weight, Source: SrcKubernetes, Related: c.Related}
+	f.Evidence = append([]string{fmt.Sprintf("%s logs before exiting: %s", crashedObject(c, pod), quote(shown, 240))}, c.Evidence...)
+	f.setFact("line", line)
+	f.setFact("container", c.fact("container"))
+	f.setFact("exit_code", c.fact("exit_code"))
+	if strings.Contains(c.Summary, "CrashLoopBackOff") || c.fact("restarts") != "" {
+		f.setFact("crashloop", "true")
+	}
+	return f
+}
+
+// crashedObject names crash c's pod and container: "pod NS/NAME
+// container C".
+func crashedObject(c Finding, pod string) string {
+	return "pod " + pod + containerWord(c.fact("container"))
 }
 
 // containerWord is " container NAME", or nothing when the name is not

@@ -156,43 +156,22 @@ func refusedSetting(lines []evidence.LogLine, i int) (key, value string, ok bool
 // symptom, the setting its cause, followed to where the pod takes it from.
 func detectSettingInvalid(ev *Gathered, found []Finding) []Finding {
 	var out []Finding
-	seen := map[string]bool{}
-	for _, c := range found {
-		if c.Kind != KindCrashLoop {
-			continue
+	crashLines(ev, found, func(c Finding, pod string, lines []evidence.LogLine, i int) bool {
+		setting, value, ok := refusedSetting(lines, i)
+		if !ok {
+			return false
 		}
-		pod, _, _ := strings.Cut(strings.TrimPrefix(c.Object, "pod "), " ")
-		key := pod + "/" + c.fact("container")
-		lines := ev.K8s.PreviousLogs[key]
-		if seen[key] || len(lines) == 0 {
-			continue
+		f := crashLineFinding(c, pod, KindSettingInvalid, 0.9, lines[i].Text, refusalSnippet(ReadableLine(lines[i].Text)))
+		readSetting(&f, setting, value, ReadableLine(lines[i].Text))
+		settingSource(&f, ev.K8s.Pods)
+		obj := crashedObject(c, pod)
+		f.Summary = fmt.Sprintf("%s exits: its setting %s=%s is invalid", obj, setting, orWord(value, "?"))
+		if src := f.fact("config_map"); src != "" {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s takes its environment from ConfigMap %s%s", obj, src, orWord(wrapped(" (", f.fact("variable"), ")"), "")))
 		}
-		seen[key] = true
-		for i := max(0, len(lines)-50); i < len(lines); i++ {
-			setting, value, ok := refusedSetting(lines, i)
-			if !ok {
-				continue
-			}
-			f := Finding{Kind: KindSettingInvalid, Subject: c.Subject, Object: c.Object, Namespace: c.Namespace, Time: c.Time, Severity: SevCritical,
-				Weight: 0.9, Source: SrcKubernetes, Related: c.Related}
-			obj := "pod " + pod + containerWord(c.fact("container"))
-			f.Evidence = append([]string{fmt.Sprintf("%s logs before exiting: %s", obj, quote(refusalSnippet(ReadableLine(lines[i].Text)), 240))}, c.Evidence...)
-			f.setFact("line", lines[i].Text)
-			f.setFact("container", c.fact("container"))
-			f.setFact("exit_code", c.fact("exit_code"))
-			if strings.Contains(c.Summary, "CrashLoopBackOff") || c.fact("restarts") != "" {
-				f.setFact("crashloop", "true")
-			}
-			readSetting(&f, setting, value, ReadableLine(lines[i].Text))
-			settingSource(&f, ev.K8s.Pods)
-			f.Summary = fmt.Sprintf("%s exits: its setting %s=%s is invalid", obj, setting, orWord(value, "?"))
-			if src := f.fact("config_map"); src != "" {
-				f.Evidence = append(f.Evidence, fmt.Sprintf("%s takes its environment from ConfigMap %s%s", obj, src, orWord(wrapped(" (", f.fact("variable"), ")"), "")))
-			}
-			out = append(out, f)
-			break
-		}
-	}
+		out = append(out, f)
+		return true
+	})
 	return out
 }
 
