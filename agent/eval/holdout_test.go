@@ -40,10 +40,10 @@ var holdoutFloors = map[string]int{
 	"holdout22": 12,
 	"holdout23": 11,
 	"holdout24": 12,
-	"holdout28": 4,
 	"holdout25": 12,
 	"holdout26": 12,
-	"holdout27": 6,
+	"holdout27": 10,
+	"holdout28": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
