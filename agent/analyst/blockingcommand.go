@@ -90,8 +90,39 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 		firstEntry, lastEntry time.Time
 	}
 	hits := map[string]*hit{}
-	newHit := func(inst, cmd string) *hit {
-		return &hit{inst: inst, cmd: strings.ToUpper(cmd), clients: map[string]int{}}
+	// hitOf is the hit of cmd on server inst, new if none yet.
+	hitOf := func(inst, cmd string) *hit {
+		k := inst + "|" + cmd
+		h := hits[k]
+		if h == nil {
+			h = &hit{inst: inst, cmd: strings.ToUpper(cmd), clients: map[string]int{}}
+			hits[k] = h
+		}
+		return h
+	}
+	// note records a slow-log entry (e.lines lines of it) of a walking
+	// command slower than a tenth of a second.
+	note := func(e deliveredEntry) {
+		cmd := strings.ToLower(e.Command())
+		if !blockingCmds[cmd] || e.Duration < 100*time.Millisecond || e.first.After(w.End) {
+			return
+		}
+		h := hitOf(e.node, cmd)
+		h.slowlog += e.lines
+		if d := e.Duration.Seconds(); d > h.slowest {
+			h.slowest = d
+			h.perCall = formatValue(d, "s")
+			h.entry = fmt.Sprintf("%s's slow log: %s took %s at %s, sent by %s", e.node, strings.Join(e.Args, " "), h.perCall, ts(e.At), orWord(clientWord(e.SlowEntry), "an unnamed client"))
+		}
+		if e.Client != "" {
+			h.clients[e.Client] += e.lines
+		}
+		if h.lastEntry.IsZero() || e.last.After(h.lastEntry) {
+			h.lastEntry = e.last
+		}
+		if h.firstEntry.IsZero() || e.first.Before(h.firstEntry) {
+			h.firstEntry = e.first
+		}
 	}
 	// The server's own slow log and per-command statistics, as an
 	// investigator read them with redis-cli: each walking command slower
@@ -106,31 +137,7 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 		switch {
 		case slowlogGetRE.MatchString(c.Run):
 			for _, e := range rediscli.ParseSlowlog(c.Lines) {
-				cmd := strings.ToLower(e.Command())
-				if !blockingCmds[cmd] || e.Duration < 100*time.Millisecond || e.At.After(w.End) {
-					continue
-				}
-				k := inst + "|" + cmd
-				h := hits[k]
-				if h == nil {
-					h = newHit(inst, cmd)
-					hits[k] = h
-				}
-				h.slowlog++
-				if d := e.Duration.Seconds(); d > h.slowest {
-					h.slowest = d
-					h.perCall = formatValue(d, "s")
-					h.entry = fmt.Sprintf("%s's slow log: %s took %s at %s, sent by %s", inst, strings.Join(e.Args, " "), h.perCall, ts(e.At), orWord(clientWord(e), "an unnamed client"))
-				}
-				if e.Client != "" {
-					h.clients[e.Client]++
-				}
-				if h.lastEntry.IsZero() || e.At.After(h.lastEntry) {
-					h.lastEntry = e.At
-				}
-				if h.firstEntry.IsZero() || e.At.Before(h.firstEntry) {
-					h.firstEntry = e.At
-				}
+				note(deliveredEntry{SlowEntry: e, node: inst, lines: 1, first: e.At, last: e.At})
 			}
 		case commandstatsRE.MatchString(c.Run) || slices.ContainsFunc(c.Lines, func(l string) bool { return strings.HasPrefix(l, "cmdstat_") }):
 			for cmd, st := range rediscli.ParseCommandStats(c.Lines) {
@@ -138,12 +145,7 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 				if !blockingCmds[cmd] || st.PerCall < 100*time.Millisecond {
 					continue
 				}
-				k := inst + "|" + cmd
-				h := hits[k]
-				if h == nil {
-					h = newHit(inst, cmd)
-					hits[k] = h
-				}
+				h := hitOf(inst, cmd)
 				h.stats = fmt.Sprintf("INFO commandstats of %s: %s %d calls, %s per call", inst, strings.ToUpper(cmd), st.Calls, formatValue(st.PerCall.Seconds(), "s"))
 				if h.perCall == "" {
 					h.perCall = formatValue(st.PerCall.Seconds(), "s")
@@ -197,43 +199,15 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 					break
 				}
 			}
-			h := hits[inst+"|"+cmd]
-			if h == nil {
-				h = newHit(inst, cmd)
-			}
+			h := hitOf(inst, cmd)
 			h.onset = onset
 			h.metric = fmt.Sprintf("%s{cmd=%q} of %s rose from %.1f%% to %.1f%% of the server's time", ms.Name, cmd, inst, base*100, peak*100)
-			hits[inst+"|"+cmd] = h
 		}
 	}
 	// The slow log as a managed service delivers it to a log stream
 	// (ElastiCache to CloudWatch Logs): the same entries, one per line.
 	for _, e := range deliveredSlowlog(ev.Commands) {
-		cmd := strings.ToLower(e.Command())
-		if !blockingCmds[cmd] || e.Duration < 100*time.Millisecond || e.first.After(w.End) {
-			continue
-		}
-		k := e.node + "|" + cmd
-		h := hits[k]
-		if h == nil {
-			h = newHit(e.node, cmd)
-			hits[k] = h
-		}
-		h.slowlog += e.lines
-		if d := e.Duration.Seconds(); d > h.slowest {
-			h.slowest = d
-			h.perCall = formatValue(d, "s")
-			h.entry = fmt.Sprintf("%s's slow log: %s took %s at %s, sent by %s", e.node, strings.Join(e.Args, " "), h.perCall, ts(e.At), orWord(clientWord(e.SlowEntry), "an unnamed client"))
-		}
-		if e.Client != "" {
-			h.clients[e.Client] += e.lines
-		}
-		if h.lastEntry.IsZero() || e.last.After(h.lastEntry) {
-			h.lastEntry = e.last
-		}
-		if h.firstEntry.IsZero() || e.first.Before(h.firstEntry) {
-			h.firstEntry = e.first
-		}
+		note(e)
 	}
 	// A client's own log of sending it, with what it took.
 	for i := range ev.Logs {
@@ -266,9 +240,8 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 				if inst == "" {
 					continue
 				}
-				h = newHit(inst, cmd)
+				h = hitOf(inst, cmd)
 				h.onset = firstOf(t.FirstIncident, t.FirstSeen)
-				hits[inst+"|"+cmd] = h
 			}
 			h.blocker = orWord(subjectOfSource(set.Source), set.Subject)
 			h.blockerLine = t.Example
