@@ -628,6 +628,26 @@ func meaningful(sh shift, class string) bool {
 	return peak >= 1.5*before
 }
 
+// copyLabels is a copy of l (empty, never nil, for none).
+func copyLabels(l evidence.Labels) evidence.Labels {
+	c := evidence.Labels{}
+	for k, v := range l {
+		c[k] = v
+	}
+	return c
+}
+
+// keepSharedLabels removes from into the labels that other does not
+// share with the same value: what the series summed into one have in
+// common.
+func keepSharedLabels(into, other evidence.Labels) {
+	for k, v := range into {
+		if other[k] != v {
+			delete(into, k)
+		}
+	}
+}
+
 // minErrorShare is the least share of requests that must fail for a rise
 // of server errors to count.
 const minErrorShare = 0.05
@@ -650,18 +670,11 @@ func serverErrorSeries(ss []evidence.Series) []evidence.Series {
 		sub := SubjectOfLabels(s.Labels)
 		a := bySub[sub]
 		if a == nil {
-			a = &agg{labels: evidence.Labels{}, sum: map[time.Time]float64{}, codes: map[string]bool{}}
-			for k, v := range s.Labels {
-				a.labels[k] = v
-			}
+			a = &agg{labels: copyLabels(s.Labels), sum: map[time.Time]float64{}, codes: map[string]bool{}}
 			bySub[sub] = a
 			order = append(order, sub)
 		} else {
-			for k, v := range a.labels {
-				if s.Labels[k] != v {
-					delete(a.labels, k)
-				}
-			}
+			keepSharedLabels(a.labels, s.Labels)
 		}
 		a.codes[code] = true
 		for _, p := range s.Points {

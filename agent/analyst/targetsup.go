@@ -30,18 +30,11 @@ func targetsUpByService(ss []evidence.Series) []evidence.Series {
 		}
 		a := bySub[sub]
 		if a == nil {
-			a = &agg{labels: evidence.Labels{}, sum: map[time.Time]float64{}, n: map[time.Time]int{}}
-			for k, v := range s.Labels {
-				a.labels[k] = v
-			}
+			a = &agg{labels: copyLabels(s.Labels), sum: map[time.Time]float64{}, n: map[time.Time]int{}}
 			bySub[sub] = a
 			order = append(order, sub)
 		} else {
-			for k, v := range a.labels {
-				if s.Labels[k] != v {
-					delete(a.labels, k)
-				}
-			}
+			keepSharedLabels(a.labels, s.Labels)
 		}
 		a.parts++
 		for _, p := range s.Points {
