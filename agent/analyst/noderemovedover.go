@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/finding"
 )
@@ -192,16 +190,7 @@ func (g *gatherer) answerNodeRemovedOver(ctx context.Context, res *finding.Resul
 	if !asked && resolved == nil {
 		return false
 	}
-	var dep *appsv1.Deployment
-	for i := range g.k8s.Deployments {
-		if d := &g.k8s.Deployments[i]; containsFold(subjects, d.Name) && (g.sc.Namespace == "" || d.Namespace == "" || d.Namespace == g.sc.Namespace) {
-			dep = d
-		}
-	}
-	if dep == nil {
-		return false
-	}
-	state, ok := fullyAvailable(dep)
+	dep, state, ok := g.availableSubject(subjects)
 	if !ok {
 		return false
 	}

@@ -39,6 +39,23 @@ type replicaDip struct {
 	back         bool
 }
 
+// availableSubject is the Deployment of one of the subjects (the last
+// listed, in the question's namespace when it names one) with its
+// state, when all its replicas are available now.
+func (g *gatherer) availableSubject(subjects []string) (*appsv1.Deployment, string, bool) {
+	var dep *appsv1.Deployment
+	for i := range g.k8s.Deployments {
+		if d := &g.k8s.Deployments[i]; containsFold(subjects, d.Name) && (g.sc.Namespace == "" || d.Namespace == "" || d.Namespace == g.sc.Namespace) {
+			dep = d
+		}
+	}
+	if dep == nil {
+		return nil, "", false
+	}
+	state, ok := fullyAvailable(dep)
+	return dep, state, ok
+}
+
 // fullyAvailable reports whether a Deployment has all its replicas
 // available and updated now, with no condition saying otherwise.
 func fullyAvailable(d *appsv1.Deployment) (string, bool) {
@@ -113,16 +130,7 @@ func (g *gatherer) answerRolloutOver(ctx context.Context, res *finding.Result) b
 		return false
 	}
 	subjects := g.sc.Subjects()
-	var dep *appsv1.Deployment
-	for i := range g.k8s.Deployments {
-		if d := &g.k8s.Deployments[i]; containsFold(subjects, d.Name) && (g.sc.Namespace == "" || d.Namespace == "" || d.Namespace == g.sc.Namespace) {
-			dep = d
-		}
-	}
-	if dep == nil {
-		return false
-	}
-	state, ok := fullyAvailable(dep)
+	dep, state, ok := g.availableSubject(subjects)
 	if !ok {
 		return false
 	}
