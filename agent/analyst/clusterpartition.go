@@ -100,11 +100,9 @@ func detectClusterPartition(ev *Gathered, _ []Finding) []Finding {
 			if t.Incident == 0 {
 				continue
 			}
-			line := t.Example
-			if !partitionRE.MatchString(line) {
-				if line = t.Last; !partitionRE.MatchString(line) {
-					continue
-				}
+			line := templateLine(t, partitionRE)
+			if line == "" {
+				continue
 			}
 			at := earliest(t.FirstSeen, t.FirstIncident)
 			if subject == "" {

@@ -125,11 +125,9 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 					node, reason = firstGroup(m), strings.TrimSpace(orWord(m[2], m[4]))
 				}
 			}
-			line := t.Example
-			if !shardsUnassignedRE.MatchString(line) {
-				if line = t.Last; !shardsUnassignedRE.MatchString(line) {
-					continue
-				}
+			line := templateLine(t, shardsUnassignedRE)
+			if line == "" {
+				continue
 			}
 			at := orTime(t.FirstIncident, t.FirstSeen)
 			if m := shardIndexRE.FindStringSubmatch(line); m != nil {

@@ -112,11 +112,9 @@ func detectXDSRejected(ev *Gathered, _ []Finding) []Finding {
 			if t.Incident == 0 {
 				continue
 			}
-			line := t.Example
-			if !xdsRejectedRE.MatchString(line) {
-				if line = t.Last; !xdsRejectedRE.MatchString(line) {
-					continue
-				}
+			line := templateLine(t, xdsRejectedRE)
+			if line == "" {
+				continue
 			}
 			// Since the first rejection seen, baseline included: a proxy
 			// that rejects keeps rejecting every push.
