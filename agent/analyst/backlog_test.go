@@ -145,34 +145,29 @@ func TestConsumerWaits(t *testing.T) {
 		{"a queue is not its own consumer", lag("geo-events", "queue backlog"), []LogSet{set("geo-events", false, tmpl(python, 12, on, w.End))}, nil, "", "", ""},
 	}
 	for _, c := range cases {
-		fs := detectConsumerWaits(&Gathered{Logs: c.logs, Window: w}, append([]Finding{c.backlog}, c.found...))
-		if c.consumer == "" {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings, want none: %s", c.name, len(fs), fs[0].Summary)
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectConsumerWaits(&Gathered{Logs: c.logs, Window: w}, append([]Finding{c.backlog}, c.found...))
+			f, ok := oneFinding(t, fs, c.consumer != "")
+			if !ok {
+				return
 			}
-			continue
-		}
-		if len(fs) != 1 {
-			t.Errorf("%s: %d findings, want one", c.name, len(fs))
-			continue
-		}
-		f := fs[0]
-		if f.Kind != KindSlowOperation || f.Subject != c.consumer || f.fact("callee") != c.callee || f.fact("next_hop") != c.next {
-			t.Errorf("%s: %s on %q callee %q next %q", c.name, f.Kind, f.Subject, f.fact("callee"), f.fact("next_hop"))
-			continue
-		}
-		b := c.backlog
-		h := &Hypothesis{Kind: KindBacklog, Subject: b.Subject, Primary: []*Finding{&b}, Support: []*Finding{&f}}
-		if !backlogM.related(h, &f) {
-			t.Errorf("%s: the consumer's slow call is not related to the backlog", c.name)
-		}
-		d := describeBacklog(h)
-		want := "each record waits for its call to " + c.callee
-		if c.next != "" {
-			want = c.callee + " in turn waits for " + c.next
-		}
-		if !strings.Contains(d, want) {
-			t.Errorf("%s: description lacks %q: %s", c.name, want, d)
-		}
+			if f.Kind != KindSlowOperation || f.Subject != c.consumer || f.fact("callee") != c.callee || f.fact("next_hop") != c.next {
+				t.Errorf("%s: %s on %q callee %q next %q", c.name, f.Kind, f.Subject, f.fact("callee"), f.fact("next_hop"))
+				return
+			}
+			b := c.backlog
+			h := &Hypothesis{Kind: KindBacklog, Subject: b.Subject, Primary: []*Finding{&b}, Support: []*Finding{&f}}
+			if !backlogM.related(h, &f) {
+				t.Errorf("%s: the consumer's slow call is not related to the backlog", c.name)
+			}
+			d := describeBacklog(h)
+			want := "each record waits for its call to " + c.callee
+			if c.next != "" {
+				want = c.callee + " in turn waits for " + c.next
+			}
+			if !strings.Contains(d, want) {
+				t.Errorf("%s: description lacks %q: %s", c.name, want, d)
+			}
+		})
 	}
 }

@@ -143,27 +143,22 @@ func TestBlockingCommandSlowlog(t *testing.T) {
 		{"not redis-cli", []evidence.CommandOutput{exec("redis-0", "cat slowlog get", nested)}, "", "", "", false, false},
 	}
 	for _, c := range cases {
-		fs := detectBlockingCommand(&Gathered{Commands: c.cmds, Window: w}, nil)
-		if c.inst == "" {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings, want none: %s", c.name, len(fs), fs[0].Summary)
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectBlockingCommand(&Gathered{Commands: c.cmds, Window: w}, nil)
+			f, ok := oneFinding(t, fs, c.inst != "")
+			if !ok {
+				return
 			}
-			continue
-		}
-		if len(fs) != 1 {
-			t.Errorf("%s: %d findings, want one", c.name, len(fs))
-			continue
-		}
-		f := fs[0]
-		if f.Subject != c.inst || f.fact("command") != c.cmd || f.fact("blocker") != c.blocker || f.fact("why") == "" {
-			t.Errorf("%s: subject %q command %q blocker %q why %q", c.name, f.Subject, f.fact("command"), f.fact("blocker"), f.fact("why"))
-		}
-		if got := strings.Contains(strings.Join(f.Evidence, "\n"), "commandstats"); got != c.wantStats {
-			t.Errorf("%s: commandstats in evidence %v, want %v: %q", c.name, got, c.wantStats, f.Evidence)
-		}
-		h := &Hypothesis{Kind: KindBlockingCommand, Subject: f.Subject, Primary: []*Finding{&f}, Onset: f.Time}
-		if d := blockingCommand.describe(h, Scope{}); !strings.Contains(d, c.cmd+" on "+c.inst) || !strings.Contains(d, c.blocker+" sends it") {
-			t.Errorf("%s: description %q", c.name, d)
-		}
+			if f.Subject != c.inst || f.fact("command") != c.cmd || f.fact("blocker") != c.blocker || f.fact("why") == "" {
+				t.Errorf("%s: subject %q command %q blocker %q why %q", c.name, f.Subject, f.fact("command"), f.fact("blocker"), f.fact("why"))
+			}
+			if got := strings.Contains(strings.Join(f.Evidence, "\n"), "commandstats"); got != c.wantStats {
+				t.Errorf("%s: commandstats in evidence %v, want %v: %q", c.name, got, c.wantStats, f.Evidence)
+			}
+			h := &Hypothesis{Kind: KindBlockingCommand, Subject: f.Subject, Primary: []*Finding{&f}, Onset: f.Time}
+			if d := blockingCommand.describe(h, Scope{}); !strings.Contains(d, c.cmd+" on "+c.inst) || !strings.Contains(d, c.blocker+" sends it") {
+				t.Errorf("%s: description %q", c.name, d)
+			}
+		})
 	}
 }

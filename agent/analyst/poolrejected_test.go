@@ -56,30 +56,25 @@ func TestPoolRejected(t *testing.T) {
 		{"rejections of the baseline only", []LogSet{{Source: "search-api.log", Subject: "search-api", Templates: []analysis.LogTemplate{{Example: py, Count: 5, Baseline: 5, FirstSeen: w.BaselineStart}}}}, nil, "", "", "", "", ""},
 	}
 	for _, c := range cases {
-		fs := detectPoolRejected(&Gathered{Logs: c.logs, Metrics: c.metrics, Window: w}, nil)
-		if c.subject == "" {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings, want none: %s", c.name, len(fs), fs[0].Summary)
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectPoolRejected(&Gathered{Logs: c.logs, Metrics: c.metrics, Window: w}, nil)
+			f, ok := oneFinding(t, fs, c.subject != "")
+			if !ok {
+				return
 			}
-			continue
-		}
-		if len(fs) != 1 {
-			t.Errorf("%s: %d findings, want one", c.name, len(fs))
-			continue
-		}
-		f := fs[0]
-		if f.Subject != c.subject || f.fact("pool") != c.pool || f.fact("queue_capacity") != c.capacity || f.fact("callers") != c.caller || f.fact("load_source") != c.load {
-			t.Errorf("%s: subject %q pool %q capacity %q callers %q load %q", c.name, f.Subject, f.fact("pool"), f.fact("queue_capacity"), f.fact("callers"), f.fact("load_source"))
-		}
-		h := &Hypothesis{Kind: KindPoolRejected, Subject: f.Subject, Primary: []*Finding{&f}, Onset: f.Time}
-		d := poolRejected.describe(h, Scope{})
-		for _, want := range []string{"thread pool of " + c.subject, "queue capacity " + c.capacity, "rejected execution"} {
-			if !strings.Contains(d, want) {
-				t.Errorf("%s: description lacks %q: %s", c.name, want, d)
+			if f.Subject != c.subject || f.fact("pool") != c.pool || f.fact("queue_capacity") != c.capacity || f.fact("callers") != c.caller || f.fact("load_source") != c.load {
+				t.Errorf("%s: subject %q pool %q capacity %q callers %q load %q", c.name, f.Subject, f.fact("pool"), f.fact("queue_capacity"), f.fact("callers"), f.fact("load_source"))
 			}
-		}
-		if c.load != "" && !strings.Contains(d, "comes from "+c.load) {
-			t.Errorf("%s: description names no load source: %s", c.name, d)
-		}
+			h := &Hypothesis{Kind: KindPoolRejected, Subject: f.Subject, Primary: []*Finding{&f}, Onset: f.Time}
+			d := poolRejected.describe(h, Scope{})
+			for _, want := range []string{"thread pool of " + c.subject, "queue capacity " + c.capacity, "rejected execution"} {
+				if !strings.Contains(d, want) {
+					t.Errorf("%s: description lacks %q: %s", c.name, want, d)
+				}
+			}
+			if c.load != "" && !strings.Contains(d, "comes from "+c.load) {
+				t.Errorf("%s: description names no load source: %s", c.name, d)
+			}
+		})
 	}
 }
