@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent"
-	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/tools"
 	"github.com/rootcause/rootcause/finding"
 )
@@ -21,13 +20,9 @@ func investigateSession(t *testing.T, now time.Time, session, msg, service, name
 		"bundle.json":            {Data: []byte(`{"captured_at":"` + now.Format(time.RFC3339) + `"}`)},
 		"kubernetes/session.txt": {Data: []byte(session)},
 	}
-	b, err := bundle.Open(fsys, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cat := tools.Builtin()
 	toolkit := cat.DefaultToolkit(tools.AgentInvestigation)
-	sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: b.Sources(now)}, Toolkit: toolkit}
+	sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: bundleSources(t, fsys, now)}, Toolkit: toolkit}
 	res, err := New(Options{}).Investigate(context.Background(), &agent.Request{
 		Agent:   agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
 		Message: msg,

@@ -3,10 +3,12 @@ package analyst
 import (
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/finding"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -442,6 +444,17 @@ func oneFinding(t *testing.T, fs []Finding, want bool) (Finding, bool) {
 		t.Fatalf("want one finding, got %d: %+v", len(fs), fs)
 	}
 	return fs[0], true
+}
+
+// bundleSources opens the files of fsys as a bundle and reads it as of
+// now.
+func bundleSources(t *testing.T, fsys fstest.MapFS, now time.Time) *evidence.Sources {
+	t.Helper()
+	b, err := bundle.Open(fsys, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Sources(now)
 }
 
 // explain checks that m's description of h says each of says, and returns

@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/rootcause/rootcause/agent/evidence/bundle"
 )
 
 // Logs handed over as files without a pod listing are read after the
@@ -24,11 +22,7 @@ func TestHandedOverPods(t *testing.T) {
 		"kubernetes/billing/invoice-api-6c7d8e9f0-abcde/logs.txt":    {Data: []byte("2026-11-25T09:00:00Z INFO ok\n")},
 		"kubernetes/billing/events.json":                             {Data: []byte(`{"items":[]}`)},
 	}
-	b, err := bundle.Open(fsys, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := b.Sources(time.Date(2026, 11, 25, 10, 10, 0, 0, time.UTC))
+	src := bundleSources(t, fsys, time.Date(2026, 11, 25, 10, 10, 0, 0, time.UTC))
 	listed := []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "billing", Name: "invoice-worker-5b9d7c6f8-x2kzl"}}}
 	cases := []struct {
 		max  int

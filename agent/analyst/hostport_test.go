@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/rootcause/rootcause/agent/evidence/bundle"
 )
 
 // Scheduler messages as kube-scheduler 1.2x writes them.
@@ -86,11 +84,7 @@ func TestExplainPortConflicts(t *testing.T) {
 			for k, v := range c.files {
 				fsys[k] = &fstest.MapFile{Data: []byte(v)}
 			}
-			b, err := bundle.Open(fsys, "test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			src := b.Sources(now)
+			src := bundleSources(t, fsys, now)
 			pods, err := src.Kubernetes.Pods(context.Background(), "ingress", "")
 			if err != nil || len(pods) != 1 {
 				t.Fatalf("pods %v %v", pods, err)

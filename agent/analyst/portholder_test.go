@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
-	"github.com/rootcause/rootcause/agent/evidence/bundle"
 )
 
 // A workload a transcript printed only in part (a jsonpath of its ports,
@@ -71,14 +70,10 @@ $ kubectl get ds node-agent -n monitoring -o jsonpath='{.spec.template.spec.host
 true [{"containerPort":9100,"hostPort":9100,"name":"metrics","protocol":"TCP"}]
 `
 	now := time.Date(2026, 11, 20, 13, 48, 0, 0, time.UTC)
-	b, err := bundle.Open(fstest.MapFS{
+	src := bundleSources(t, fstest.MapFS{
 		"bundle.json":             {Data: []byte(`{"captured_at":"2026-11-20T13:48:00Z"}`)},
 		"kubernetes/terminal.txt": {Data: []byte(transcript)},
-	}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := b.Sources(now)
+	}, now)
 	g := newGatherer(Options{}, Scope{Namespace: "monitoring"}, src)
 	outs, err := src.Kubernetes.(evidence.CommandOutputReader).CommandOutputs(context.Background(), "")
 	if err != nil {

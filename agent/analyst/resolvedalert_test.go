@@ -10,7 +10,6 @@ import (
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
-	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -92,11 +91,7 @@ func TestResolvedAlert(t *testing.T) {
 				"prometheus/orders.om":  {Data: []byte(openMetrics(c.metric, "orders-db-1", t0, 8*60, rise, c.recovers))},
 				"logs/orders-purge.log": {Data: []byte(job(c.jobAt))},
 			}
-			b, err := bundle.Open(fsys, "test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			src := b.Sources(now)
+			src := bundleSources(t, fsys, now)
 			ctx := context.Background()
 			w := Window{BaselineStart: t0.Add(-time.Hour), Start: t0, End: now}
 			alerts, err := src.Alerts.List(ctx, w.BaselineStart, w.End)

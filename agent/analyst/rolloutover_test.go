@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rootcause/rootcause/agent/evidence"
-	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/finding"
 )
 
@@ -71,12 +70,8 @@ func TestAnswerRolloutOver(t *testing.T) {
 			if c.metrics != "" {
 				fsys["prometheus/ksm.om"] = &fstest.MapFile{Data: []byte(c.metrics)}
 			}
-			b, err := bundle.Open(fsys, "test")
-			if err != nil {
-				t.Fatal(err)
-			}
 			sc := Scope{Service: "settler", Namespace: "pay", Message: c.msg, Window: Window{BaselineStart: start, Start: start.Add(20 * time.Minute), End: now}}
-			g := newGatherer(Options{}, sc, b.Sources(now))
+			g := newGatherer(Options{}, sc, bundleSources(t, fsys, now))
 			g.k8s.Deployments = []appsv1.Deployment{c.dep}
 			g.changes = []evidence.Change{rollout}
 			res := &finding.Result{Verdict: finding.VerdictInconclusive, Summary: "fx-sync: image pull failure", Candidates: c.candidates,
