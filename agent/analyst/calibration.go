@@ -156,6 +156,32 @@ var calibrationRules = []calibrationRule{
 	{"limit driven by a surge of unknown origin", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return limitStates[w.Kind] && drivenBy(w) && !drivenByKnown(w)
 	}},
+	// A node named NotReady while nothing read shows that subject as a
+	// node (no node object, no node event names it): the name is another
+	// object's (a pod's workload on the node), and which node failed, and
+	// why, was not read.
+	{"a node that is not a node", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindNodeNotReady && !shownAsNode(w)
+	}},
+	// A memory growth named while the kills at the limit are another
+	// hypothesis it does not take in: the kills are the observed fact, and
+	// the growth is not tied to them.
+	{"growth apart from the kills it would explain", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindSaturation && (w.fact("leak_rate") != "" || w.fact("growing") != "") && killsApart(a, w)
+	}},
+	// A process refused access to a file or directory (EACCES, Errno 13),
+	// with nothing read of who owns it or which user the process runs as
+	// and no change: the refusal says that it fails, not why.
+	{"permission refusal without owner or user", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Trigger == nil && w.fact("why") == "" && fileRefused(w) && !ownerOrUser(w)
+	}},
+	// Pods restarting in a container other than the service's own (an
+	// init container, a sidecar), known only from back-off events: the
+	// pods' state, which says which container that is and how it ends, was
+	// not read, so the answer cannot say what fails in it.
+	{"another container's crashes known only from events", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind != KindCrashLoop && otherContainerBackOff(w)
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
@@ -211,7 +237,7 @@ func drivenBy(h *Hypothesis) bool { return driven(h, true) }
 func drivenByKnown(h *Hypothesis) bool { return driven(h, false) }
 
 func driven(h *Hypothesis, anySurge bool) bool {
-	if h.Trigger != nil || h.dbLoad != nil || h.fact("load_source") != "" || h.fact("why") != "" {
+	if h.Trigger != nil && limitTrigger(h) || h.dbLoad != nil || h.fact("load_source") != "" || h.fact("why") != "" {
 		return true
 	}
 	for _, f := range h.Support {
@@ -411,4 +437,125 @@ var credentialChangeRE = regexp.MustCompile(`(?i)registr|image|pull|secret|crede
 // of what a pull authenticates with.
 func credentialChange(c *Finding) bool {
 	return c != nil && (c.fact("image") != "" || credentialChangeRE.MatchString(c.fact("description")+" "+c.Summary))
+}
+
+// limitTrigger reports whether h's trigger says how it drove h to its
+// limit: an autoscaler at its maximum is driven by its load or its
+// capacity, so a change of anything else (a log setting, a feature flag)
+// near it does not say what ran it there.
+func limitTrigger(h *Hypothesis) bool {
+	if h.Kind != KindHPAMax {
+		return true
+	}
+	return podCapacityChangeRE.MatchString(changeText(h.Trigger)) || loadChangeRE.MatchString(changeText(h.Trigger))
+}
+
+// loadChangeRE is a change that names load: traffic, requests, clients.
+var loadChangeRE = regexp.MustCompile(`(?i)traffic|request rate|\brps\b|load|clients?\b|campaign|crawler|\bbot\b`)
+
+// shownAsNode reports whether some finding of h, a node NotReady, shows
+// its subject as a node: a node fact naming it, or evidence about the node
+// object itself.
+func shownAsNode(h *Hypothesis) bool {
+	for _, f := range slices.Concat(h.Primary, h.Support) {
+		if n := f.fact("node"); n != "" && strings.EqualFold(n, h.Subject) {
+			return true
+		}
+		for _, e := range f.Evidence {
+			if strings.HasPrefix(strings.ToLower(e), "node "+strings.ToLower(h.Subject)+" ") || strings.Contains(strings.ToLower(e), " on node "+strings.ToLower(h.Subject)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// killsApart reports whether another hypothesis holds containers killed at
+// their memory limit that w does not take in.
+func killsApart(a *Analysis, w *Hypothesis) bool {
+	for _, h := range a.Hypotheses {
+		if h != w && h.Kind == KindOOMKilled && !explainedBy(h, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// fileRefusedRE is a process refused access to a file or directory by the
+// operating system (not an API's authorization).
+var fileRefusedRE = regexp.MustCompile(`(?i)permission ?error|\[errno 13\]|\beacces\b|: permission denied|operation not permitted|read-only file system`)
+
+// fileRefused reports whether the primary findings of h quote a refusal
+// of file access as their line.
+func fileRefused(h *Hypothesis) bool {
+	for _, f := range h.Primary {
+		if fileRefusedRE.MatchString(f.fact("line")) || fileRefusedRE.MatchString(f.fact("last_log")) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownerOrUserRE is evidence of who owns a path or which user a process
+// runs as: a uid, an fsGroup, runAsUser, an owner from ls.
+var ownerOrUserRE = regexp.MustCompile(`(?i)\buid\b|uid=|fsgroup|runasuser|runasnonroot|runasgroup|\bowned by\b|\bowner\b|\bchown|securitycontext`)
+
+// ownerOrUser reports whether some finding of h says who owns the refused
+// path or which user the process runs as.
+func ownerOrUser(h *Hypothesis) bool {
+	for _, f := range slices.Concat(h.Primary, h.Support) {
+		if f.fact("uid") != "" || f.fact("owner") != "" || f.fact("run_as") != "" {
+			return true
+		}
+		for _, v := range f.Facts {
+			if ownerOrUserRE.MatchString(v) {
+				return true
+			}
+		}
+		for _, e := range f.Evidence {
+			if ownerOrUserRE.MatchString(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// backOffContainerRE is the container a back-off event names.
+var backOffContainerRE = regexp.MustCompile(`(?i)back-off restarting failed container (\S+) in pod`)
+
+// otherContainerBackOff reports whether h's support has back-off events of
+// a container not named after the workload that restarts, no state of the
+// pods' own containers, and no primary finding of h naming that container.
+func otherContainerBackOff(h *Hypothesis) bool {
+	other := ""
+	for _, f := range h.Support {
+		if f.Kind != KindCrashLoop {
+			continue
+		}
+		if f.Source != SrcEvents {
+			return false
+		}
+		m := backOffContainerRE.FindStringSubmatch(f.fact("message"))
+		if m == nil {
+			continue
+		}
+		c, w := strings.ToLower(m[1]), strings.ToLower(f.Subject)
+		if !strings.Contains(w, c) && !strings.Contains(c, w) {
+			other = m[1]
+		}
+	}
+	return other != "" && !namesContainer(h.Primary, other)
+}
+
+// namesContainer reports whether one of fs names container c in a fact.
+func namesContainer(fs []*Finding, c string) bool {
+	for _, f := range fs {
+		for _, k := range []string{"container", "init_container"} {
+			if strings.EqualFold(f.fact(k), c) {
+				return true
+			}
+		}
+	}
+	return false
 }
