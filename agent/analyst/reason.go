@@ -956,8 +956,10 @@ func affected(w *Hypothesis, sc Scope) []string {
 			out = append(out, s)
 		}
 	}
-	if w.Kind != KindDNS {
-		add(w.Subject)
+	// The root's own subject is what failed: affected even when no other
+	// evidence names it (a managed node known only from its own log).
+	if w.Kind != KindDNS && w.Subject != "" && w.Subject != "*" && !slices.Contains(cleared, w.Subject) {
+		out = append(out, w.Subject)
 	}
 	for _, f := range w.Primary {
 		add(f.fact("caller"))
