@@ -59,6 +59,9 @@ var resourceAlarm = &mechanism{
 		if lv := h.fact("level"); lv != "" {
 			d += " (" + lv + ")"
 		}
+		if searchReadOnly(h.fact("line")) {
+			d += " (its disk use passed the flood-stage watermark, so its indices were made read-only: index.blocks.read_only_allow_delete, cluster_block_exception to every write)"
+		}
 		if l := h.fact("line"); l != "" {
 			d += ": " + quote(blockReason(l), 200)
 		}
@@ -469,5 +472,31 @@ func blockReason(line string) string {
 	if m := blockReasonRE.FindStringSubmatch(line); m != nil {
 		return orWord(m[1], m[2])
 	}
-	return ReadableLine(line)
+	r := ReadableLine(line)
+	// A client's line often wraps the server's statement deep inside its
+	// own (a servlet's "Request processing failed: ..." chain): quote from
+	// a little before the statement so the server's words are read.
+	if loc := alarmLineRE.FindStringIndex(r); loc != nil && loc[1] > 160 {
+		start := max(0, loc[0]-100)
+		if i := strings.IndexByte(r[start:], ' '); i >= 0 && start > 0 {
+			start += i + 1
+		}
+		if start > 0 {
+			return "…" + r[start:]
+		}
+	}
+	return r
+}
+
+// searchReadOnlyRE is a search cluster's statement that its disk passed
+// the flood-stage watermark and its indices were made read-only
+// (Elasticsearch 6 "FORBIDDEN/12/index read-only / allow delete", 7+ and
+// OpenSearch "disk usage exceeded flood-stage watermark", the node's own
+// DiskThresholdMonitor line).
+var searchReadOnlyRE = regexp.MustCompile(`(?i)flood[ -]stage|read-only-allow-delete|read_only_allow_delete|index read-only / allow delete|FORBIDDEN/12/`)
+
+// searchReadOnly tells whether an alarm line is a search cluster's
+// flood-stage read-only block.
+func searchReadOnly(line string) bool {
+	return line != "" && searchReadOnlyRE.MatchString(line)
 }

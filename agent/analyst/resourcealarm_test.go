@@ -173,3 +173,30 @@ func TestResourceAlarmSearchDomain(t *testing.T) {
 		})
 	}
 }
+
+// A client's line that wraps the search cluster's block deep in its own
+// exception chain: the description quotes the server's words and names the
+// flood-stage watermark and the read-only indices, in every wording.
+func TestResourceAlarmWrappedBlock(t *testing.T) {
+	for _, line := range []string{
+		`2024-06-03T10:48:31.904Z ERROR 1 --- [api] [nio-8080-exec-2] o.a.c.c.C.[.[.[/].[dispatcherServlet]    : Servlet.service() for servlet [dispatcherServlet] in context with path [] threw exception [Request processing failed: org.springframework.dao.DataAccessResourceFailureException: co.elastic.clients.elasticsearch._types.ElasticsearchException: [es/index] failed: [cluster_block_exception] index [reviews] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];] with root cause`,
+		`2024-06-03 10:48:31,904 ERROR [worker-3] c.e.IndexWriter - index request failed after 3 retries: org.opensearch.client.ResponseException: method [PUT], host [https://os:9200], URI [/orders/_doc/1], status line [HTTP/1.1 429 Too Many Requests] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block]`,
+		`2024-06-03T10:48:31Z error="elastic: Error 403 (Forbidden): blocked by: [FORBIDDEN/12/index read-only / allow delete (api)]; [type=cluster_block_exception]" msg="indexing document into the catalog search index after the nightly import job finished its batch"`,
+	} {
+		fs := detectResourceAlarms(&Gathered{Logs: []LogSet{minedSet("api", false, 0, line, line)}, Window: win}, nil)
+		if len(fs) != 1 {
+			t.Fatalf("want one alarm, got %+v", fs)
+		}
+		h := &Hypothesis{Kind: KindResourceAlarm, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
+		d := resourceAlarm.describe(h, Scope{})
+		for _, want := range []string{"flood-stage watermark", "read-only", "index.blocks.read_only_allow_delete", "/12/"} {
+			if !strings.Contains(d, want) {
+				t.Errorf("description lacks %q: %s", want, d)
+			}
+		}
+	}
+	// A RabbitMQ alarm is not described as a search cluster's block.
+	if searchReadOnly(`disk resource limit alarm set on node 'rabbit@mq-01'.`) {
+		t.Error("a broker's alarm read as a flood-stage block")
+	}
+}
