@@ -46,6 +46,8 @@ var jobFailed = &mechanism{
 			if f := &fs[i]; slices.Contains([]Kind{KindConnReset, KindConnRefused, KindTimeout}, Kind(f.fact("line_kind"))) {
 				f.setFact("state_only", "true")
 			}
+			// A file the operating system refused: who runs, who owns it.
+			fileAccessWhy(ev, &fs[i])
 			// A name that does not resolve is followed to its Service.
 			if f := &fs[i]; Kind(f.fact("line_kind")) == KindDNS {
 				markMissingService(f, ev.K8s)
@@ -80,7 +82,12 @@ var jobFailed = &mechanism{
 		}
 		if l := h.fact("line"); l != "" && l != h.fact("throttle_line") {
 			d += "; its log says why: " + quote(ReadableLine(l), 240)
-			if k := Kind(h.fact("line_kind")); k != "" {
+			if h.fact("file_refused") != "" {
+				d += " (the operating system refused the file access)"
+				if w := h.fact("file_why"); w != "" {
+					d += ": " + w
+				}
+			} else if k := Kind(h.fact("line_kind")); k != "" {
 				d += fmt.Sprintf(" (%s)", infoOf(k).label)
 			}
 			if m := h.fact("missing_service"); m != "" {
@@ -91,7 +98,13 @@ var jobFailed = &mechanism{
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		what := orWord(h.fact("cronjob"), h.fact("job"))
-		switch Kind(h.fact("line_kind")) {
+		lk := Kind(h.fact("line_kind"))
+		if h.fact("file_refused") != "" {
+			lk = kindFileRefused
+		}
+		switch lk {
+		case kindFileRefused:
+			r.high("Let the user the Job %s runs as write the path it was refused: set the pod's securityContext.fsGroup (or runAsUser/runAsGroup) to the image's user, or chown the volume's directory to it, then re-run it: kubectl create job --from=cronjob/%s %s-manual", what, what, what)
 		case KindThrottling:
 			if !recommendDeadlineThrottled(h, r) {
 				r.high("Lower the rate of the calls the Job %s makes to what its API allows, then re-run it", what)

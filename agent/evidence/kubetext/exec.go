@@ -1,8 +1,10 @@
 package kubetext
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -106,7 +108,36 @@ func execRun(c *command) string {
 	if len(c.args) > 1 {
 		return strings.Join(c.args[1:], " ")
 	}
+	if c.verb == "run" {
+		return overridesRun(c.flags["--overrides"])
+	}
 	return ""
+}
+
+// overridesRun is the command of the first container a kubectl run's
+// --overrides JSON names (command then args, joined by spaces): a
+// one-shot pod that mounts a volume to list it gives its command there.
+func overridesRun(v string) string {
+	v = strings.Trim(strings.TrimSpace(v), `'`)
+	var o struct {
+		Spec struct {
+			Containers []struct {
+				Command []string `json:"command"`
+				Args    []string `json:"args"`
+			} `json:"containers"`
+		} `json:"spec"`
+	}
+	if v == "" || json.Unmarshal([]byte(v), &o) != nil || len(o.Spec.Containers) == 0 {
+		return ""
+	}
+	c := o.Spec.Containers[0]
+	w := slices.Concat(c.Command, c.Args)
+	for i, a := range w {
+		if strings.ContainsAny(a, " \t") {
+			w[i] = "'" + a + "'"
+		}
+	}
+	return strings.Join(w, " ")
 }
 
 // execNoise are kubectl's own lines around an exec's output.
