@@ -49,6 +49,7 @@ var mechanisms = []*mechanism{
 	settingInvalid,
 	configInvalid,
 	payloadTooLarge,
+	staleGroup,
 	clientSurge,
 	hpaMax,
 	hpaBlind,

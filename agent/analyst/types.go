@@ -366,6 +366,8 @@ var kinds = map[Kind]kindInfo{
 	KindFailoverLoop: {prior: 0.86},
 	// Messages or requests refused for their size.
 	KindPayloadTooLarge: {prior: 0.86},
+	// A lag alert on a consumer group with no members, its successor caught up.
+	KindStaleGroup: {prior: 0.86},
 	// A thread spinning on the CPU, read from its CPU profile.
 	KindBusyLoop: {prior: 0.86},
 	// Files in a memory-backed volume filling a container's memory limit.

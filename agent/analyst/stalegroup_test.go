@@ -1,0 +1,53 @@
+package analyst
+
+import (
+	"testing"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
+
+func TestStaleGroupDetected(t *testing.T) {
+	header := "GROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG             CONSUMER-ID     HOST            CLIENT-ID"
+	old := evidence.CommandOutput{Run: "bin/kafka-consumer-groups.sh --bootstrap-server localhost:9092 --describe --group orders-old", Lines: []string{
+		"", "Consumer group 'orders-old' has no active members.", "", header,
+		"orders-old      orders          0          1000            901000          900000          -               -               -",
+		"orders-old      orders          1          1000            801000          800000          -               -               -",
+	}}
+	caughtUp := evidence.CommandOutput{Run: "kafka-consumer-groups --bootstrap-server b:9092 --describe --group orders-new", Lines: []string{
+		header,
+		"orders-new      orders          0          900990          901000          10              consumer-1-abc  /10.0.0.1       consumer-1",
+		"orders-new      orders          1          801000          801000          0               consumer-2-def  /10.0.0.2       consumer-2",
+	}}
+	lagging := evidence.CommandOutput{Run: "kafka-consumer-groups --describe --group orders-new", Lines: []string{
+		header,
+		"orders-new      orders          0          1000            901000          900000          consumer-1-abc  /10.0.0.1       consumer-1",
+	}}
+	withMembers := evidence.CommandOutput{Run: "kafka-consumer-groups --describe --group orders-old", Lines: []string{
+		header,
+		"orders-old      orders          0          1000            901000          900000          consumer-9-x    /10.0.0.9       consumer-9",
+	}}
+	cases := []struct {
+		name string
+		cmds []evidence.CommandOutput
+		want string
+	}{
+		{"retired group beside a caught-up successor", []evidence.CommandOutput{old, caughtUp}, "orders-old"},
+		{"successor lags too: not a stale alert", []evidence.CommandOutput{old, lagging}, ""},
+		{"no other group read", []evidence.CommandOutput{old}, ""},
+		{"the lagging group has members", []evidence.CommandOutput{withMembers, caughtUp}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectStaleGroup(&Gathered{Commands: c.cmds, Scope: Scope{Service: "orders-consumer"}}, nil)
+			if c.want == "" {
+				if len(fs) != 0 {
+					t.Fatalf("want none, got %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].fact("group") != c.want || fs[0].fact("successor") != "orders-new" || fs[0].fact("lag") != "1700000" || fs[0].Subject != "orders-consumer" {
+				t.Fatalf("got %+v", fs)
+			}
+		})
+	}
+}
