@@ -10,7 +10,8 @@ import (
 // query, not in the answer. A capture's queries usually label each result
 // with the resource and the metric ("orders-pg-prod BurstBalance",
 // "vol-0a7e BurstBalance", "${PROP('Dim.CacheClusterId')}
-// ${PROP('MetricName')}"), or leave the default label, the metric's name.
+// ${PROP('MetricName')}"), or leave the default label, the metric's name (read only when one
+// namespace has that metric).
 // labelMetrics reads that label back into the metric it names: the
 // CamelCase word the metric is, the resource the other word is, the
 // namespace the metric's name belongs to (a name found in several, such as
@@ -38,7 +39,10 @@ func labelMetrics(rs []metricResult) {
 	}
 	for i := range rs {
 		n := found[i]
-		if n.metric == "" {
+		// A default label (the metric's name alone) of a metric several
+		// namespaces have names no system: which one it measured is
+		// unknown, so it stays unread.
+		if n.metric == "" || n.res == "" && len(metricNamespaces[n.metric]) != 1 {
 			continue
 		}
 		r := &rs[i]
