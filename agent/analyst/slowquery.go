@@ -72,8 +72,9 @@ var (
 	// or a change record says it: PostgreSQL's ALTER ROLE/USER/DATABASE ...
 	// SET statement_timeout, ALTER SYSTEM SET, a parameter group's value;
 	// MySQL's SET GLOBAL/PERSIST max_execution_time, MariaDB's
-	// max_statement_time.
-	timeoutSetRE = regexp.MustCompile(`(?i)(?:\balter\s+(role|user|database)\s+"?([\w.$-]+)"?\s+(?:in\s+database\s+"?[\w.$-]+"?\s+)?set\s+|\balter\s+system\s+set\s+|\bset\s+(?:global|persist|@@global\.)\s*)?\b(statement_timeout|max_execution_time|max_statement_time)\s*(?:=|:|\bto\b)\s*'?([\w.]+)'?`)
+	// max_statement_time. The value is a duration ("5s", 5000, '30min'):
+	// a client's "statement_timeout: canceling statement ..." sets nothing.
+	timeoutSetRE = regexp.MustCompile(`(?i)(?:\balter\s+(role|user|database)\s+"?([\w.$-]+)"?\s+(?:in\s+database\s+"?[\w.$-]+"?\s+)?set\s+|\balter\s+system\s+set\s+|\bset\s+(?:global|persist|@@global\.)\s*)?\b(statement_timeout|max_execution_time|max_statement_time)\s*(?:=|:|\bto\b)\s*'?(\d+(?:\.\d+)?\s*(?:ms|s|min|h)?)\b'?`)
 	// A statement cancelled at its timeout, in the server's or a client's
 	// words.
 	timeoutCancelRE = regexp.MustCompile(`(?i)canceling statement due to statement timeout|QueryCanceled|maximum statement execution time exceeded|max_execution_time exceeded|max_statement_time exceeded|Query execution was interrupted`)

@@ -47,6 +47,9 @@ func TestTimeoutSetDetected(t *testing.T) {
 			"", "3000"},
 		{"setting after the first cancel is not its cause", cancel(pgCancel, at("09:00")),
 			[]LogSet{dbLog("LOG:  statement: ALTER ROLE app SET statement_timeout = '30s'", at("09:30"))}, nil, "", ""},
+		{"a client's cancel line naming the setting sets nothing", cancel(pgCancel, at("09:20")),
+			[]LogSet{{Source: "app", Subject: "invoice-api", Templates: []analysis.LogTemplate{{Example: `{"level": "ERROR", "message": "query exceeded statement_timeout: canceling statement due to statement timeout"}`, FirstSeen: at("09:10")}}}},
+			nil, "", ""},
 		{"no cancel, only slow statements", cancel("LOG:  duration: 4800.123 ms  statement: SELECT 1", at("09:20")),
 			[]LogSet{dbLog("LOG:  statement: ALTER ROLE app SET statement_timeout = '5s'", at("09:00"))}, nil, "", ""},
 	}
