@@ -64,7 +64,14 @@ func describeBacklog(h *Hypothesis) string {
 			d += fmt.Sprintf("; its consumer %s times out: %s", f.Subject, quote(ReadableLine(f.fact("line")), 160))
 		case KindSlowOperation:
 			if c := f.fact("callee"); c != "" {
-				d += fmt.Sprintf("; each record waits for its call to %s, which takes up to %s now: %s", c, f.fact("max"), quote(ReadableLine(f.fact("line")), 160))
+				if l := f.fact("line"); l != "" {
+					d += fmt.Sprintf("; each record waits for its call to %s, which takes up to %s now: %s", c, f.fact("max"), quote(ReadableLine(l), 160))
+				} else {
+					d += fmt.Sprintf("; each record waits for its call to %s, which takes %s now (%s, was %s)", c, f.fact("max"), f.fact("metric"), f.fact("baseline"))
+				}
+				if cc := f.fact("callee_change"); cc != "" {
+					d += fmt.Sprintf("; its calls slowed after the %s", cc)
+				}
 				if n := f.fact("next_hop"); n != "" {
 					d += fmt.Sprintf("; %s in turn waits for %s: %s", c, n, f.fact("next_what"))
 				}
@@ -106,6 +113,9 @@ func detectConsumerWaits(ev *Gathered, found []Finding) []Finding {
 		}
 		seen[b.Subject] = true
 		h := &Hypothesis{Kind: KindBacklog, Subject: b.Subject, Primary: []*Finding{&b}}
+		// The consumer's client metrics name the callee each record waits
+		// on, when its log does not.
+		out = append(out, metricConsumerWaits(ev, h)...)
 		for i := range ev.Logs {
 			set := &ev.Logs[i]
 			consumer := orWord(set.Subject, subjectOfSource(set.Source))

@@ -1076,6 +1076,12 @@ func cloudWatchStat(name string) (class, stat string) {
 	// What a burstable volume or instance has left to spend.
 	case strings.Contains(n, "balance"):
 		return MetricFree, "Average"
+	// The write and read units a table or index consumes a period, and
+	// what it is provisioned.
+	case strings.HasPrefix(n, "consumed") && strings.Contains(n, "capacityunits"):
+		return MetricSaturation, "Sum"
+	case strings.HasPrefix(n, "provisioned") && strings.Contains(n, "capacityunits"):
+		return MetricSaturation, "Average"
 	// What a database's transaction log and replication slots hold.
 	case strings.Contains(n, "transactionlogs"), strings.Contains(n, "replicationslot"), strings.Contains(n, "binlogdisk"):
 		return MetricSaturation, "Maximum"

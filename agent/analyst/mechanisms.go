@@ -118,6 +118,7 @@ var mechanisms = []*mechanism{
 	// key, a KMS key that can no longer be used, a NAT gateway out of
 	// source ports.
 	hotKey,
+	indexThrottled,
 	kmsKey,
 	natPorts,
 	gcPressure,

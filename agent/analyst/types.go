@@ -309,9 +309,10 @@ var kinds = map[Kind]kindInfo{
 
 	// Managed cloud services: a hot partition key throttled, a KMS key
 	// pending deletion or disabled, a NAT gateway out of source ports.
-	KindHotKey:   {prior: 0.84},
-	KindKMSKey:   {prior: 0.86},
-	KindNATPorts: {prior: 0.86},
+	KindHotKey:         {prior: 0.84},
+	KindIndexThrottled: {prior: 0.86},
+	KindKMSKey:         {prior: 0.86},
+	KindNATPorts:       {prior: 0.86},
 	// A cloud action denied by the caller's IAM policy.
 	KindCloudDenied: {prior: 0.86},
 

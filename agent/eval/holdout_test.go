@@ -43,7 +43,7 @@ var holdoutFloors = map[string]int{
 	"holdout25": 12,
 	"holdout26": 12,
 	"holdout27": 10,
-	"holdout28": 8,
+	"holdout28": 10,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
