@@ -82,6 +82,12 @@ type principalKey struct{}
 // PrincipalFrom returns the authenticated principal of the request ctx
 // belongs to, or nil outside an authenticated route.
 func PrincipalFrom(ctx context.Context) *Principal {
+	// The request's own context (serve's), once handle has authenticated
+	// it: no principal value can sit under it (handle adds one only to a
+	// context without request state), so the walk up the chain is skipped.
+	if c, ok := ctx.(*infoContext); ok && c.info.authed != nil {
+		return c.info.authed
+	}
 	if p, ok := ctx.Value(principalKey{}).(*Principal); ok {
 		return p
 	}

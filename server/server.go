@@ -417,7 +417,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, local bool) {
 	h["X-Request-Id"] = rw.headerValue(info.id) // HeaderRequestID, in canonical form
 	h["X-Rootcause-Version"] = s.versionValue
 	st.ctx = infoContext{Context: r.Context(), info: info}
-	r = r.WithContext(&st.ctx)
+	// The request copy that carries the context is part of the state too.
+	st.req = *r.WithContext(&st.ctx)
+	r = &st.req
 	rw.ctx = &st.ctx
 	defer func() {
 		status := rw.status
@@ -448,6 +450,7 @@ type requestState struct {
 	info requestInfo
 	rw   responseWriter
 	ctx  infoContext
+	req  http.Request       // the request with ctx as its context
 	id   [requestIDLen]byte // the text of info.id
 }
 
@@ -484,6 +487,8 @@ type responseWriter struct {
 	// ctx is the request's context, where writeJSONBody finds the
 	// connection's cork (corkOf).
 	ctx context.Context
+	// held is the body writeHeld hands to net/http's ReadFrom.
+	held heldBody
 }
 
 // headerValue returns v as a header value slice ([]string{v}), taken from
