@@ -251,6 +251,10 @@ func detectClientSurge(ev *Gathered, found []Finding) []Finding {
 		f.Summary = fmt.Sprintf("one client drives the load on %s: %s %s sent %s of the requests since %s", f.Subject, top.field, quote(top.key, 80), f.fact("share"), hm(top.first))
 		out = append(out, f)
 	}
+	if len(out) == 0 {
+		// No request lines enough to count: a count someone took of them.
+		out = detectClientCounts(ev, found)
+	}
 	return out
 }
 
@@ -345,6 +349,9 @@ func supportOf(h *Hypothesis, k Kind) *Finding {
 func hpaOf(h *Hypothesis) *Finding { return supportOf(h, KindHPAMax) }
 
 func describeClientSurge(h *Hypothesis, sc Scope) string {
+	if h.fact("counted") != "" {
+		return describeCountedClient(h)
+	}
 	d := fmt.Sprintf("one client drives the load on %s: %s %s sent %s of its requests in the window (%s of %s), since about %s",
 		h.Subject, h.fact("client_field"), quote(h.fact("client"), 120), h.fact("share"), h.fact("client_requests"), h.fact("requests"), orWord(tsOf(h.Onset), "the onset"))
 	if b := h.fact("client_before"); b == "0" {

@@ -441,6 +441,9 @@ func (g *gatherer) podsForLogs() []*corev1.Pod {
 			execIn[c.Namespace+"/"+c.Pod] = true
 		}
 	}
+	for k := range g.shownLogPods() {
+		execIn[k] = true
+	}
 	for i := range g.k8s.Pods {
 		p := &g.k8s.Pods[i]
 		if p.Status.Phase == corev1.PodPending && p.Status.StartTime == nil && len(p.Status.InitContainerStatuses) == 0 {

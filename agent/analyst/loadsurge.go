@@ -26,8 +26,10 @@ var loadSurge = &mechanism{
 var loadMetricRE = regexp.MustCompile(`(?i)connections|conns\b|_conns_|sessions|clients|websocket|_ws_|requests_total|http_requests|requests_count|_requests$|_rq_total|inflight|in_flight|active_requests|messages_consumed|consumed_total|records_consumed|throughput|rps\b`)
 
 // A database's own connection count rises when its queries slow down: a
-// consequence, not the load that caused it.
-var notLoadRE = regexp.MustCompile(`(?i)error|fail|5xx|latency|duration|seconds|pool|idle|in_?use|sql_stats|waiting|max|limit|refused|rejected|dropped|bytes|database|^pg_|^mysql_|^mongodb_`)
+// consequence, not the load that caused it; so does a client's pool of
+// database connections in use (HikariCP's, OpenTelemetry's
+// db.client.connections) when its calls hold them longer.
+var notLoadRE = regexp.MustCompile(`(?i)error|fail|5xx|latency|duration|seconds|pool|hikari|^db_client_connections|idle|in_?use|sql_stats|waiting|max|limit|refused|rejected|dropped|bytes|database|^pg_|^mysql_|^mongodb_`)
 
 // IsLoadMetric reports whether a metric measures how much work a service
 // is given: requests, active connections or sessions, messages consumed.

@@ -75,6 +75,7 @@ var mechanisms = []*mechanism{
 	resolverTimeout,
 	dbUserLoad,
 	dbSlotsTaken,
+	poolHeld,
 	tokenAudience,
 	deadlineCut,
 	keepAliveRace,

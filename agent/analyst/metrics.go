@@ -113,6 +113,11 @@ func ClassifyMetric(name string) (class, unit string) {
 	if has("nf_conntrack_entries") {
 		return MetricState, ""
 	}
+	// A connection pool's maximum is read against its connections in use
+	// (poolheld.go), never as a shift of its own.
+	if poolMaxMetricRE.MatchString(n) {
+		return MetricState, ""
+	}
 	// A node's PIDs and their limit, and its processes by state
 	// (zombies), are read against each other (pidexhaustion.go).
 	if has("node_processes_") {

@@ -217,6 +217,7 @@ var kinds = map[Kind]kindInfo{
 	KindScrapeBlocked:   {prior: 0.86},
 	KindResolverTimeout: {prior: 0.84},
 	KindDBSlotsTaken:    {prior: 0.86},
+	KindPoolHeld:        {prior: 0.86},
 	KindTokenAudience:   {prior: 0.86},
 	KindDeadlineCut:     {prior: 0.86},
 	KindDBUserLoad:      {prior: 0.8},

@@ -42,7 +42,7 @@ var holdoutFloors = map[string]int{
 	"holdout24": 12,
 	"holdout25": 12,
 	"holdout26": 12,
-	"holdout27": 10,
+	"holdout27": 12,
 	"holdout28": 10,
 }
 

@@ -53,8 +53,11 @@ type LoggedPodLister interface {
 	LoggedPods(ctx context.Context, namespace string) ([]PodRef, error)
 }
 
-// PodRef names a pod.
+// PodRef names a pod. Shown marks a pod whose log a command in a terminal
+// transcript printed (kubectl logs): someone looked at that replica, so its
+// log is read even when another pod of its workload is.
 type PodRef struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	Shown     bool   `json:"shown,omitempty"`
 }

@@ -664,17 +664,71 @@ var _ evidence.LoggedPodLister = (*kubeBundle)(nil)
 
 // LoggedPods names the pods whose logs the bundle holds as files
 // (kubernetes/<namespace>/<pod>/logs.txt or logs-<c>-previous.txt), of
-// namespace (empty: all), whether or not a pod listing shows them.
+// namespace (empty: all), whether or not a pod listing shows them, then
+// the pods whose logs a transcript's `kubectl logs` printed (Shown), once
+// each, their namespace the command's or, when it said none, that of the
+// one listed pod of that name.
 func (k *kubeBundle) LoggedPods(ctx context.Context, namespace string) ([]evidence.PodRef, error) {
 	if namespace != "" && !validName(namespace) {
 		return nil, evidence.Errorf("kubernetes", evidence.CodeInvalid, "invalid namespace %q", namespace)
 	}
+	out := k.filedPods(ctx, namespace)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return append(out, k.shownPods(ctx, namespace, out)...), nil
+}
+
+// shownPods names the pods whose logs a transcript printed, of namespace
+// (empty: all), marking those files already name as shown too.
+func (k *kubeBundle) shownPods(ctx context.Context, namespace string, filed []evidence.PodRef) []evidence.PodRef {
+	logs := k.texts(ctx).logs
+	if len(logs) == 0 {
+		return nil
+	}
+	var out []evidence.PodRef
+	var listed []evidence.KubeObject
+	for _, l := range logs {
+		ns := l.Namespace
+		if ns == "" {
+			// kubectl used its context's namespace: the listed pod's.
+			if listed == nil {
+				listed, _ = k.Objects(ctx, "Pod", "", "")
+			}
+			for _, o := range listed {
+				if o.GetName() == l.Pod {
+					if ns != "" && ns != o.GetNamespace() {
+						ns = ""
+						break
+					}
+					ns = o.GetNamespace()
+				}
+			}
+		}
+		if ns == "" || !validName(ns) || !validName(l.Pod) || namespace != "" && ns != namespace {
+			continue
+		}
+		ref := evidence.PodRef{Namespace: ns, Name: l.Pod, Shown: true}
+		if i := slices.IndexFunc(filed, func(r evidence.PodRef) bool { return r.Namespace == ns && r.Name == l.Pod }); i >= 0 {
+			filed[i].Shown = true
+			continue
+		}
+		if !slices.Contains(out, ref) {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// filedPods names the pods whose logs the bundle holds as files, of
+// namespace (empty: all).
+func (k *kubeBundle) filedPods(ctx context.Context, namespace string) []evidence.PodRef {
 	if !exists(k.fsys, kubeDir) {
-		return nil, nil
+		return nil
 	}
 	nss, err := fs.ReadDir(k.fsys, kubeDir)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	var out []evidence.PodRef
 	for _, ns := range nss {
@@ -687,7 +741,7 @@ func (k *kubeBundle) LoggedPods(ctx context.Context, namespace string) ([]eviden
 		}
 		for _, p := range pods {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil
 			}
 			if !p.IsDir() || !validName(p.Name()) {
 				continue
@@ -698,5 +752,5 @@ func (k *kubeBundle) LoggedPods(ctx context.Context, namespace string) ([]eviden
 			}
 		}
 	}
-	return out, nil
+	return out
 }

@@ -12,6 +12,16 @@ import (
 
 // logs reads the output of kubectl logs: every line is a log line.
 func (p *parser) logs(c *command, out []string, line int) {
+	// A count of log lines (| grep -c PATTERN, | wc -l) is no log: kept as
+	// text with the command, whose pattern says what was counted (the
+	// requests of one client, the errors of one kind).
+	if c.piped && logCountRe.MatchString(c.text) && len(out) == 1 && countRe.MatchString(strings.TrimSpace(out[0])) {
+		p.keepText(c.text, c, out, line)
+		if n := len(p.res.Outputs); n > 0 && p.res.Outputs[n-1].Line == line && len(c.args) > 0 {
+			p.res.Outputs[n-1].Target = c.args[0]
+		}
+		return
+	}
 	if p.prefixedLogs(c, out, line) {
 		return // --prefix: each line names its pod and container
 	}
@@ -98,6 +108,13 @@ func (p *parser) logs(c *command, out []string, line int) {
 	}
 	p.res.Logs = append(p.res.Logs, l)
 }
+
+// logCountRe is a pipe that counts the lines it gets: grep -c (-ic,
+// --count), wc -l.
+var logCountRe = regexp.MustCompile(`\|\s*(?:grep|egrep|fgrep|zgrep|rg)\b[^|]*(?:\s-[A-Za-z]*c[A-Za-z]*|\s--count)(?:\s|$)|\|\s*wc\s+-l\s*$`)
+
+// countRe is a count's output: one whole number.
+var countRe = regexp.MustCompile(`^\d+$`)
 
 // foundPodsRe is kubectl's note when it reads the logs of one of a
 // workload's pods.
