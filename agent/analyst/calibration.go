@@ -182,6 +182,13 @@ var calibrationRules = []calibrationRule{
 	{"another container's crashes known only from events", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind != KindCrashLoop && otherContainerBackOff(w)
 	}},
+	// A container's CFS throttling, with neither its CPU limit read nor a
+	// change that cut it nor a surge of load that fills it: throttling is
+	// a limit reached, and what spends the CPU (a runtime collecting a
+	// full heap, a busy loop) may be the root one hop further.
+	{"CPU throttling without its limit or what spends the CPU", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return throttledUnexplained(w)
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
@@ -558,4 +565,16 @@ func namesContainer(fs []*Finding, c string) bool {
 		}
 	}
 	return false
+}
+
+// throttledUnexplained reports whether h blames CPU throttling with
+// nothing read of the limit (the container's cpu limit, a change to it, an
+// alert stating it) or of what spends the CPU (a surge of load, a named
+// source).
+func throttledUnexplained(h *Hypothesis) bool {
+	if h.Kind != KindCPUThrottling || h.Trigger != nil || h.fact("cpu_limit") != "" || h.fact("alert") != "" ||
+		h.fact("why") != "" || h.fact("load_source") != "" {
+		return false
+	}
+	return !hasKind(h.Support, KindLoadSurge)
 }

@@ -56,9 +56,11 @@ func proxiedService(line string) string {
 var apiVersionRE = regexp.MustCompile(`^v\d+([a-z]+\d*)?$`)
 
 // logStreamSuffixes are the names a web server gives its two logs
-// ("edge-nginx-access.log", "edge-nginx-error.log"): both belong to the
-// server the rest of the name says.
-var logStreamSuffixes = []string{"-access", "-error", "_access", "_error"}
+// ("edge-nginx-access.log", "edge-nginx-error.log") and a runtime its GC
+// log beside the application's ("pricing-engine-gc.log" of -Xlog:gc:file,
+// "gc.log" rotated per service): each belongs to the server the rest of
+// the name says.
+var logStreamSuffixes = []string{"-access", "-error", "_access", "_error", "-gc", "_gc"}
 
 // trimLogStream drops an access/error log's suffix from a source's name.
 func trimLogStream(b string) string {

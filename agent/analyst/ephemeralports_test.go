@@ -24,7 +24,8 @@ func TestEphemeralPorts(t *testing.T) {
 			t.Errorf("proxiedService(%q) = %q, want %q", c.line, got, c.want)
 		}
 	}
-	for in, want := range map[string]string{"edge-nginx-error": "edge-nginx", "edge-nginx-access": "edge-nginx", "apache_error": "apache", "payments-api": "payments-api", "-error": "-error"} {
+	for in, want := range map[string]string{"edge-nginx-error": "edge-nginx", "edge-nginx-access": "edge-nginx", "apache_error": "apache", "payments-api": "payments-api", "-error": "-error",
+		"pricing-engine-gc": "pricing-engine", "ledger_gc": "ledger"} {
 		if got := trimLogStream(in); got != want {
 			t.Errorf("trimLogStream(%q) = %q, want %q", in, got, want)
 		}

@@ -253,7 +253,7 @@ func describeGCPauses(h *Hypothesis) string {
 	}
 	d := fmt.Sprintf("%s stops for garbage collection", h.Subject)
 	if pm != "" {
-		d += fmt.Sprintf(": its GC log shows %s pauses of a second or more in the window, up to %s", orWord(h.fact("pauses"), "several"), pm)
+		d += fmt.Sprintf(": %s shows %s pauses of a second or more in the window, up to %s", gcSourceText(h), orWord(h.fact("pauses"), "several"), pm)
 		if c := h.fact("collector"); c != "" {
 			d += " (" + c + ")"
 		}

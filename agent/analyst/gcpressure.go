@@ -30,6 +30,17 @@ var gcPressure = &mechanism{
 		if f.Kind == KindCPUThrottling && f.Subject == h.Subject && f.Source == SrcLogs {
 			return true
 		}
+		// Its own CFS throttling, measured while it collects: a full
+		// collection runs its GC threads on every core and spends the
+		// quota, so the throttling is the pauses' doing, not a rival.
+		if f.Kind == KindCPUThrottling && f.Subject == h.Subject && h.fact("pause_max") != "" {
+			return true
+		}
+		// Its own heap in use rising to its maximum: what the collections
+		// cannot free.
+		if f.Kind == KindSaturation && f.Subject == h.Subject && heapMetricRE.MatchString(f.fact("metric")) {
+			return true
+		}
 		switch infoOf(f.Kind).class {
 		case classDependency, classSymptom:
 		default:
@@ -39,7 +50,8 @@ var gcPressure = &mechanism{
 		}
 		return h.Subject != "" && strings.Contains(strings.ToLower(f.fact("line")), strings.ToLower(h.Subject))
 	},
-	detect: detectGCPauses,
+	detect:  detectGCPauses,
+	metrics: detectGCPauseMetrics,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
 		return heapChangeRE.MatchString(t) || strings.Contains(t, "heap") || strings.Contains(t, "fielddata") || strings.Contains(t, "mapping") || strings.Contains(t, "xmx") || strings.Contains(t, "cache")
@@ -58,6 +70,9 @@ var gcPressure = &mechanism{
 		if h.fact("heap_too_small") != "" {
 			if c := h.Trigger; c != nil && heapChangeRE.MatchString(c.fact("description")+" "+c.Summary) {
 				r.high("Give %s its heap back: revert the %s (%s), or raise the memory limit so that the same share sizes a heap above its live set", h.Subject, infoOf(c.Kind).label, truncate(c.fact("description"), 120))
+			} else if c != nil && gcFillChangeRE.MatchString(c.fact("description")+" "+c.Summary) {
+				// A cache or buffer enlarged: what it holds is the live set.
+				r.high("Revert the %s that enlarged what %s keeps on its heap (%s), or size it to fit the heap (%s live of %s after a full collection)", infoOf(c.Kind).label, h.Subject, truncate(c.fact("description"), 120), h.fact("live"), h.fact("heap"))
 			} else {
 				r.high("Give %s a heap above its live set (%s live of %s): raise the maximum heap (-Xmx, MaxRAMPercentage, GOMEMLIMIT) and the memory limit with it", h.Subject, h.fact("live"), h.fact("heap"))
 			}
