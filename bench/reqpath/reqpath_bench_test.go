@@ -226,8 +226,9 @@ func (s *server) answers() (me, eff []byte, err error) {
 }
 
 // kind is a server a ratio's side can be: rootcause, the compared
-// rootcause (ROOTCAUSE_BENCH_COMPARE), a bare server, or a bare server
-// writing the contract's headers.
+// rootcause (ROOTCAUSE_BENCH_COMPARE), a bare server, a bare server
+// writing the contract's headers, or one writing those and the effective
+// config's validators (rootcause's whole header section).
 type kind int
 
 const (
@@ -235,6 +236,7 @@ const (
 	kindCompare
 	kindBare
 	kindHeaders
+	kindAllHeaders
 )
 
 // startPair starts fresh servers of kinds a and b for one run of the
@@ -274,9 +276,10 @@ func (f *fixture) startKind(k kind, dir string) (*server, error) {
 	var bin string
 	var env []string
 	switch k {
-	case kindBare, kindHeaders:
-		flag := "-contract-headers=" + strconv.FormatBool(k == kindHeaders)
-		return startBare(f.bareBin, flag, "/api/v1/auth/me="+f.meFile, "/api/v1/config/me/effective="+f.effFile)
+	case kindBare, kindHeaders, kindAllHeaders:
+		flag := "-contract-headers=" + strconv.FormatBool(k != kindBare)
+		return startBare(f.bareBin, flag, "-validators="+strconv.FormatBool(k == kindAllHeaders),
+			"/api/v1/auth/me="+f.meFile, "/api/v1/config/me/effective="+f.effFile)
 	case kindRootcause:
 		bin = f.rcBin
 	case kindCompare:
@@ -619,6 +622,10 @@ func loadAverage(b *testing.B) float64 {
 // first ratio in two at a bare server that writes the contract's headers
 // and is sent the same token: what the headers cost (bare against it) and
 // what the rest of the product's path costs (it against rootcause).
+// effective_headers and effective_vs_headers do the same for the
+// effective config, at a bare server that writes rootcause's whole header
+// section (the contract's six headers and the answer's ETag, Vary and
+// Cache-Control).
 func BenchmarkRequestPath(b *testing.B) {
 	f := setup(b)
 	const me, eff = "/api/v1/auth/me", "/api/v1/config/me/effective"
@@ -643,6 +650,8 @@ func BenchmarkRequestPath(b *testing.B) {
 		{"auth_me_headers", slot{kindBare, me, nil}, slot{kindHeaders, me, sample}},
 		{"auth_me_vs_headers", slot{kindHeaders, me, sample}, slot{kindRootcause, me, admin}},
 		{"control_effective", slot{kindBare, eff, nil}, slot{kindBare, eff, nil}},
+		{"effective_headers", slot{kindBare, eff, nil}, slot{kindAllHeaders, eff, sample}},
+		{"effective_vs_headers", slot{kindAllHeaders, eff, sample}, slot{kindRootcause, eff, team}},
 		// rootcause against the second one of ROOTCAUSE_BENCH_COMPARE: as
 		// everywhere, ratio is the first's time ÷ the second's (above 1,
 		// the second is faster).
