@@ -54,6 +54,7 @@ var mechanisms = []*mechanism{
 	hpaMax,
 	hpaBlind,
 	noGracefulShutdown,
+	secretMountDeniedM,
 	mountFailure,
 	unschedulableM,
 	daemonSetTaint,

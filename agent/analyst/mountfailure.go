@@ -19,7 +19,7 @@ var mountFailure = &mechanism{
 	event: func(e *corev1.Event) (float64, bool) {
 		switch e.Reason {
 		case "FailedMount", "FailedAttachVolume", "FailedMapVolume":
-			return 0.85, !missingConfigRef(strings.ToLower(e.Message))
+			return 0.85, !missingConfigRef(strings.ToLower(e.Message)) && !secretMountDenied(e.Message)
 		}
 		return 0, false
 	},

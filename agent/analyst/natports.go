@@ -62,9 +62,15 @@ var natPorts = &mechanism{
 
 var (
 	// natPortMetricRE is a NAT gateway's port allocation failures.
-	natPortMetricRE = regexp.MustCompile(`(?i)ErrorPortAllocation|nat_allocation_failed|snat.*fail|fail.*snat|dropped_sent_packets`)
+	natPortMetricRE = regexp.MustCompile(`(?i)ErrorPortAllocation|nat_allocation_failed|snat.*fail|fail.*snat|dropped_sent_packets|snat_?connection_?count`)
+	// snatCountRE is Azure's SNAT connection count (NAT gateway and load
+	// balancer), by connection state.
+	snatCountRE = regexp.MustCompile(`(?i)snat_?connection_?count`)
+	// natConnectFailRE is a client's connect that timed out or was
+	// refused, in the words of common HTTP clients.
+	natConnectFailRE = regexp.MustCompile(`(?i)i/o timeout|connect(?:ion)? timed out|ConnectTimeout|connect timeout|timed out connecting|connection refused|ECONNREFUSED|ETIMEDOUT`)
 	// natIDLabels are the labels that name the gateway of a series.
-	natIDLabels = []string{"NatGatewayId", "nat_gateway_name", "gateway_name", "router_id", "resource_name", "nat_gateway"}
+	natIDLabels = []string{"NatGatewayId", "nat_gateway_name", "gateway_name", "router_id", "resource_name", "resourceName", "nat_gateway", "LoadBalancerName"}
 )
 
 // natVictim reports whether a finding shows a connection to outside that
@@ -90,6 +96,11 @@ func detectNATPorts(ev *Gathered, found []Finding) []Finding {
 		name := ms.Name[strings.LastIndex(ms.Name, "/")+1:]
 		for _, s := range ms.Series {
 			if strings.Contains(strings.ToLower(name), "dropped") && s.Labels["reason"] != "OUT_OF_RESOURCES" {
+				continue
+			}
+			// Azure's SNAT connection count is split by its state: only
+			// the failed ones are the gateway out of ports.
+			if snatCountRE.MatchString(name) && !strings.EqualFold(orWord(s.Labels["ConnectionState"], orWord(s.Labels["connectionstate"], s.Labels["connection_state"])), "failed") {
 				continue
 			}
 			id := ""
@@ -141,6 +152,23 @@ func detectNATPorts(ev *Gathered, found []Finding) []Finding {
 				}
 				if len(f.Evidence) < 4 {
 					f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", v.Summary, quote(ReadableLine(v.fact("line")), 180)))
+				}
+			}
+			// A caller whose own failed connects to the same partner were
+			// merged into another caller's finding (one finding per
+			// destination) is a caller too: the batch job bursting through
+			// the gateway times out as well as the service that reports.
+			for i := range ev.Logs {
+				set := &ev.Logs[i]
+				if set.Subject == "" || slices.Contains(callers, set.Subject) || slices.Contains(dests, set.Subject) {
+					continue
+				}
+				for _, t := range set.Templates {
+					if t.Incident > 0 && t.LastSeen.After(pts[onset].T.Add(-5*time.Minute)) && natConnectFailRE.MatchString(t.Example) &&
+						slices.ContainsFunc(dests, func(d string) bool { return strings.Contains(t.Example, d) }) {
+						callers = append(callers, set.Subject)
+						break
+					}
 				}
 			}
 			f.setFact("callers", strings.Join(callers, ", "))

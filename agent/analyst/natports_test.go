@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDetectNATPorts(t *testing.T) {
@@ -33,6 +34,12 @@ func TestDetectNATPorts(t *testing.T) {
 		{"GCP Cloud NAT packets dropped for lack of ports",
 			withLabel(cwSeries("router.googleapis.com/nat/dropped_sent_packets_count", map[string]string{"gateway_name": "nat-europe-west1"}, 0, 0, 0, 120, 340, 512), "reason", "OUT_OF_RESOURCES"),
 			javaConnect, "nat-europe-west1", "api.partner.example"},
+		{"Azure NAT gateway failed SNAT connections, Go dial timeouts",
+			withLabel(cwSeries("Microsoft.Network/natGateways/SNATConnectionCount", map[string]string{"resourceName": "natgw-weu-prod"}, 0, 0, 0, 0, 812, 1907, 2230), "ConnectionState", "Failed"),
+			goDial, "natgw-weu-prod", "hooks.parcelhub.example"},
+		{"Azure SNAT connections attempted are no failure",
+			withLabel(cwSeries("Microsoft.Network/natGateways/SNATConnectionCount", map[string]string{"resourceName": "natgw-weu-prod"}, 0, 0, 0, 0, 812, 1907, 2230), "ConnectionState", "Attempted"),
+			goDial, "", ""},
 		{"port allocation errors all along are the gateway's normal",
 			cwSeries("AWS/NATGateway/ErrorPortAllocation", map[string]string{"NatGatewayId": "nat-1"}, 40, 38, 52, 47, 41, 39),
 			goDial, "", ""},
@@ -80,4 +87,26 @@ func withLabel(ms MetricSet, k, v string) MetricSet {
 		ms.Series[i].Labels[k] = v
 	}
 	return ms
+}
+
+// A batch job whose connects to the same partner time out is a caller of
+// the gateway too, though its lines joined another caller's finding.
+func TestNATPortsCallersFromLogs(t *testing.T) {
+	svc := minedSet("shipping-quotes", false, 5*time.Minute,
+		`time=2026-11-22T16:05:02.346Z level=ERROR msg="carrier quote failed" err="Post \"https://api.carrier.example/v3/rates\": dial tcp 203.0.113.40:443: i/o timeout"`,
+		`time=2026-11-22T16:05:12.346Z level=ERROR msg="carrier quote failed" err="Post \"https://api.carrier.example/v3/rates\": dial tcp 203.0.113.40:443: i/o timeout"`)
+	job := minedSet("tracking-backfill", false, 6*time.Minute,
+		`2026-11-22 16:06:58,377 WARNING backfill: 2212 requests failed: HTTPSConnectionPool(host='api.carrier.example', port=443): Max retries exceeded with url: /v3/labels (Caused by ConnectTimeoutError(<urllib3.connection.HTTPSConnection object at 0x7f3a1c2e5d90>, 'Connection to api.carrier.example timed out. (connect timeout=2)'))`)
+	other := minedSet("ledger", false, 6*time.Minute,
+		`2026-11-22 16:06:58,377 ERROR ledger: Connection to db.internal timed out. (connect timeout=2)`)
+	ev := &Gathered{Logs: []LogSet{svc, job, other}, Window: win,
+		Metrics: []MetricSet{cwSeries("AWS/NATGateway/ErrorPortAllocation", map[string]string{"NatGatewayId": "nat-1"}, 0, 0, 0, 0, 0, 2836, 3781, 3893)}}
+	found := DetectLogs([]LogSet{svc}, win)
+	fs := detectNATPorts(ev, found)
+	if len(fs) != 1 || fs[0].fact("callers") != "shipping-quotes, tracking-backfill" {
+		t.Fatalf("want callers shipping-quotes and tracking-backfill, got %+v", fs)
+	}
+	if !slices.Contains(fs[0].Related, "tracking-backfill") {
+		t.Errorf("the batch job is related to the gateway (its deploy may be the trigger): %v", fs[0].Related)
+	}
 }

@@ -65,6 +65,9 @@ var resourceAlarm = &mechanism{
 		if l := h.fact("line"); l != "" {
 			d += ": " + quote(blockReason(l), 200)
 		}
+		if w := h.fact("why"); w != "" {
+			d += "; " + w
+		}
 		if q := h.fact("growing"); q != "" {
 			d += "; " + q
 		}
@@ -107,7 +110,7 @@ func alarmPhrase(res string) string {
 
 var (
 	// A server stating that it blocks writes on a resource limit.
-	alarmLineRE = regexp.MustCompile(`(?i)\b(disk|memory) resource limit alarm set|Publishers will be blocked until this alarm clears|Free disk space is insufficient|vm_memory_high_watermark set|memory_high_watermark set|flood[ -]stage disk watermark \[[^\]]*\] exceeded|index read-only / allow delete|FORBIDDEN/12/index read-only|disk usage exceeded flood[ -]stage watermark|read-only-allow-delete block|TOO_MANY_REQUESTS/12/|MISCONF Redis is configured to save RDB snapshots|OOM command not allowed when used memory|database is not accepting commands to avoid wraparound`)
+	alarmLineRE = regexp.MustCompile(`(?i)\b(disk|memory) resource limit alarm set|Publishers will be blocked until this alarm clears|Free disk space is insufficient|vm_memory_high_watermark set|memory_high_watermark set|flood[ -]stage disk watermark \[[^\]]*\] exceeded|index read-only / allow delete|FORBIDDEN/12/index read-only|disk usage exceeded flood[ -]stage watermark|read-only-allow-delete block|TOO_MANY_REQUESTS/12/|MISCONF Redis is configured to save RDB snapshots|Background saving error|Write error saving DB on disk|Failed opening the (?:temp )?RDB file|Can't save in background|Error writing to the AOF file|OOM command not allowed when used memory|database is not accepting commands to avoid wraparound`)
 	// The alarm cleared again.
 	alarmClearedRE = regexp.MustCompile(`(?i)resource limit alarm cleared|alarm cleared|watermark (?:\[[^\]]*\] )?no longer exceeded|below the flood[ -]stage`)
 	// A client told it is blocked, with the server's reason.
@@ -115,6 +118,13 @@ var (
 	rabbitNodeRE    = regexp.MustCompile(`\brabbit@([\w.-]+)`)
 	alarmNumbersRE  = regexp.MustCompile(`(?i)Free bytes:\s*(\d+)\.?\s*Limit:\s*(\d+)`)
 	reasonRE        = regexp.MustCompile(`(?i)reason="?([^"]+?)"?(?:$|\s\w+=)`)
+	// serverOwnRE is a statement only the server itself logs (Redis's
+	// failed background save, its append-only file unwritable): whoever's
+	// log holds it is the server, whatever the workload is called.
+	serverOwnRE = regexp.MustCompile(`(?i)Background saving error|Write error saving DB on disk|Failed opening the (?:temp )?RDB file|Can't save in background|Error writing to the AOF file`)
+	// serverWhyRE is the server's own reason for the block: the device
+	// full, memory refused to a fork.
+	serverWhyRE = regexp.MustCompile(`(?i)No space left on device|Cannot allocate memory|Disk quota exceeded|Read-only file system|Permission denied`)
 )
 
 // alarmServer names the kind of server an alarm line comes from.
@@ -129,7 +139,7 @@ func alarmServer(line string) string {
 		return "opensearch"
 	case strings.Contains(l, "watermark") || strings.Contains(l, "read-only / allow delete") || strings.Contains(l, "cluster_block_exception") || strings.Contains(l, "forbidden/12"):
 		return "elasticsearch"
-	case strings.Contains(l, "misconf") || strings.Contains(l, "oom command not allowed"):
+	case strings.Contains(l, "misconf") || strings.Contains(l, "oom command not allowed") || serverOwnRE.MatchString(line):
 		return "redis"
 	case strings.Contains(l, "wraparound"):
 		return "postgresql"
@@ -141,7 +151,7 @@ func alarmServer(line string) string {
 func alarmResource(line string) string {
 	l := strings.ToLower(line)
 	switch {
-	case strings.Contains(l, "disk") || strings.Contains(l, "read-only") || strings.Contains(l, "misconf") || strings.Contains(l, "forbidden/12"):
+	case strings.Contains(l, "disk") || strings.Contains(l, "read-only") || strings.Contains(l, "misconf") || strings.Contains(l, "forbidden/12") || strings.Contains(l, "no space left"):
 		return "disk"
 	case strings.Contains(l, "memory"):
 		return "memory"
@@ -193,7 +203,7 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 			}
 			srv := alarmServer(line)
 			role := hostRole(*set)
-			own := set.Host || role != "" || srv != "" && strings.Contains(strings.ToLower(set.Subject), srv)
+			own := set.Host || role != "" || srv != "" && strings.Contains(strings.ToLower(set.Subject), srv) || serverOwnRE.MatchString(line)
 			if srv == "" {
 				srv = orWord(role, set.Subject)
 			}
@@ -220,6 +230,13 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 				}
 				f.setFact("host", host)
 				f.Related = appendNew(f.Related, host)
+				// The server's own reason (its device full) is why it
+				// blocks: the deepest hop its log reaches.
+				for _, l := range []string{t.Example, t.Last} {
+					if m := serverWhyRE.FindString(l); m != "" && f.fact("why") == "" {
+						f.setFact("why", fmt.Sprintf("%s's own log: %s", host, quote(ReadableLine(l), 160)))
+					}
+				}
 			}
 			f.Time = earliest(f.Time, orTime(t.FirstIncident, t.FirstSeen))
 			if res := alarmResource(line); res != "" {
@@ -269,8 +286,25 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 		if srv == "elasticsearch" || srv == "opensearch" {
 			searchDomain(ev, f)
 		}
+		// Only clients named the server, by its software: the one
+		// workload of the cluster that runs that software is the instance
+		// they call.
+		if f.fact("host") == "" && f.fact("domain") == "" {
+			if inst := softwareInstance(ev, srv); inst != "" {
+				f.setFact("host", inst)
+				f.Related = appendNew(f.Related, inst)
+			}
+		}
+		// A server that runs as a workload of the cluster is named by it
+		// (redis-sessions, not redis), the software kept as its role.
+		if h := f.fact("host"); h != "" && h != f.Subject && f.fact("domain") == "" && workloadInCluster(ev, h) {
+			f.setFact("server", f.Subject)
+			f.Subject = h
+		}
 		what := f.Subject
-		if h := f.fact("host"); h != "" && h != f.Subject {
+		if sv := f.fact("server"); sv != "" {
+			what = sv + " " + f.Subject
+		} else if h := f.fact("host"); h != "" && h != f.Subject {
 			what = f.Subject + " on " + h
 		}
 		f.Summary = fmt.Sprintf("%s raised its %s alarm and blocks %s (from %s)", what, alarmPhrase(f.fact("resource")), orWord(f.fact("blocks"), "writes"), hm(f.Time))
@@ -499,4 +533,47 @@ var searchReadOnlyRE = regexp.MustCompile(`(?i)flood[ -]stage|read-only-allow-de
 // flood-stage read-only block.
 func searchReadOnly(line string) bool {
 	return line != "" && searchReadOnlyRE.MatchString(line)
+}
+
+// softwareInstance is the one workload of the cluster that runs a server's
+// software (its name or its image names it: redis-sessions,
+// bitnami/redis): "" when none or several do.
+func softwareInstance(ev *Gathered, software string) string {
+	if software == "" {
+		return ""
+	}
+	var found []string
+	for i := range ev.K8s.Pods {
+		p := &ev.K8s.Pods[i]
+		w := workloadOfName(p.Name)
+		runs := strings.Contains(strings.ToLower(w), software)
+		for _, c := range p.Spec.Containers {
+			img := strings.ToLower(c.Image)
+			if j := strings.LastIndex(img, "/"); j >= 0 {
+				img = img[j+1:]
+			}
+			if j := strings.IndexAny(img, ":@"); j >= 0 {
+				img = img[:j]
+			}
+			runs = runs || img != "" && strings.Contains(img, software)
+		}
+		if runs && !slices.Contains(found, w) {
+			found = append(found, w)
+		}
+	}
+	if len(found) == 1 {
+		return found[0]
+	}
+	return ""
+}
+
+// workloadInCluster reports whether a name is a workload whose pods were
+// listed.
+func workloadInCluster(ev *Gathered, name string) bool {
+	for i := range ev.K8s.Pods {
+		if workloadOfName(ev.K8s.Pods[i].Name) == name {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
 )
@@ -198,5 +201,62 @@ func TestResourceAlarmWrappedBlock(t *testing.T) {
 	// A RabbitMQ alarm is not described as a search cluster's block.
 	if searchReadOnly(`disk resource limit alarm set on node 'rabbit@mq-01'.`) {
 		t.Error("a broker's alarm read as a flood-stage block")
+	}
+}
+
+// A server is named by its instance, not its software: the workload that
+// runs it (by name or image) when only its clients name it, or the
+// workload whose log shows its own failed save; its own reason (the
+// device full) is the why.
+func TestResourceAlarmNamesInstance(t *testing.T) {
+	pod := func(name, image string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "identity"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}}}
+	}
+	client := minedSet("login-api", false, time.Minute,
+		`{"level":50,"time":1795513983417,"pid":1,"err":{"type":"ReplyError","message":"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled"},"msg":"session store write failed"}`,
+		`{"level":50,"time":1795513993417,"pid":1,"err":{"type":"ReplyError","message":"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled"},"msg":"session store write failed"}`)
+	server := minedSet("sessions-cache", false, 0,
+		`48522:C 24 Nov 2026 09:38:29.108 # Write error saving DB on disk: No space left on device`,
+		`1:M 24 Nov 2026 09:38:29.403 # Background saving error`)
+	aof := minedSet("kv-store", false, 0,
+		`1:M 24 Nov 2026 09:38:29.403 # Error writing to the AOF file: No space left on device`)
+	cases := []struct {
+		name    string
+		sets    []LogSet
+		pods    []corev1.Pod
+		subject string
+		why     bool
+	}{
+		{"clients only; one workload runs redis (by name)", []LogSet{client},
+			[]corev1.Pod{pod("login-api-84f6d9c7b5-7mzq2", "ghcr.io/acme/login-api:8.4.0"), pod("redis-sessions-0", "redis:7.2")}, "redis-sessions", false},
+		{"clients only; one workload runs redis (by image)", []LogSet{client},
+			[]corev1.Pod{pod("login-api-84f6d9c7b5-7mzq2", "ghcr.io/acme/login-api:8.4.0"), pod("kv-0", "docker.io/bitnami/redis:7.2.4")}, "kv", false},
+		{"clients only; two redis workloads: which is unknown", []LogSet{client},
+			[]corev1.Pod{pod("redis-sessions-0", "redis:7.2"), pod("redis-cache-0", "redis:7.2")}, "redis", false},
+		{"the server's own failed save names it, with its reason", []LogSet{client, server},
+			[]corev1.Pod{pod("sessions-cache-0", "valkey/valkey:8"), pod("redis-other-0", "redis:7.2")}, "sessions-cache", true},
+		{"an append-only file that cannot be written", []LogSet{aof},
+			[]corev1.Pod{pod("kv-store-0", "redis:7.2")}, "kv-store", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Logs: c.sets, Window: win}
+			ev.K8s.Pods = c.pods
+			fs := detectResourceAlarms(ev, nil)
+			if len(fs) != 1 || fs[0].Subject != c.subject {
+				t.Fatalf("want one alarm of %s, got %+v", c.subject, fs)
+			}
+			f := fs[0]
+			if c.why != (f.fact("why") != "") || c.why && !strings.Contains(f.fact("why"), "No space left on device") {
+				t.Errorf("why %q; want one: %v", f.fact("why"), c.why)
+			}
+			if f.fact("resource") != "disk" {
+				t.Errorf("resource %q, want disk", f.fact("resource"))
+			}
+			h := &Hypothesis{Kind: KindResourceAlarm, Subject: f.Subject, Primary: []*Finding{&f}}
+			if d := resourceAlarm.describe(h, Scope{}); c.subject != "redis" && !strings.Contains(d, "redis server "+c.subject) {
+				t.Errorf("description names no instance: %s", d)
+			}
+		})
 	}
 }

@@ -325,6 +325,8 @@ var kinds = map[Kind]kindInfo{
 	KindNamespaceStuck: {prior: 0.86},
 	KindACMEChallenge:  {prior: 0.86},
 	KindConntrackFull:  {prior: 0.86},
+	// A secret volume the cloud refuses to the pod's identity.
+	KindSecretMountDenied: {prior: 0.86},
 	// Nodes the cloud refused to add for pending pods.
 	KindScaleUpRefused: {prior: 0.9},
 	// New pods the pod network cannot set up (no pod IP left).

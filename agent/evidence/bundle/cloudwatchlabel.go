@@ -118,6 +118,8 @@ func namespaceByID(res string) string {
 		return "AWS/EBS"
 	case strings.HasPrefix(res, "i-"):
 		return "AWS/EC2"
+	case strings.HasPrefix(res, "nat-"):
+		return "AWS/NATGateway"
 	}
 	return ""
 }
@@ -131,6 +133,7 @@ var dimensionOf = map[string]string{
 	"AWS/Lambda":      "FunctionName",
 	"AWS/SQS":         "QueueName",
 	"AWS/DynamoDB":    "TableName",
+	"AWS/NATGateway":  "NatGatewayId",
 }
 
 // metricNamespaces are the namespaces a metric name is published in (the
@@ -159,6 +162,11 @@ var metricNamespaces = map[string][]string{
 	// Lambda, SQS
 	"ConcurrentExecutions": {"AWS/Lambda"}, "Invocations": {"AWS/Lambda"}, "Throttles": {"AWS/Lambda"},
 	"ApproximateNumberOfMessagesVisible": {"AWS/SQS"}, "ApproximateAgeOfOldestMessage": {"AWS/SQS"},
+	// NAT gateway
+	"ErrorPortAllocation": {"AWS/NATGateway"}, "ActiveConnectionCount": {"AWS/NATGateway"}, "ConnectionAttemptCount": {"AWS/NATGateway"},
+	"ConnectionEstablishedCount": {"AWS/NATGateway"}, "PacketsDropCount": {"AWS/NATGateway"}, "IdleTimeoutCount": {"AWS/NATGateway"},
+	"BytesOutToDestination": {"AWS/NATGateway"}, "BytesInFromDestination": {"AWS/NATGateway"},
+	"PacketsOutToDestination": {"AWS/NATGateway"}, "PacketsInFromDestination": {"AWS/NATGateway"},
 	// In several namespaces: the resource decides.
 	"BurstBalance":     {"AWS/EBS", "AWS/RDS"},
 	"CPUUtilization":   {"AWS/EC2", "AWS/RDS", "AWS/ElastiCache"},

@@ -38,6 +38,12 @@ func TestCloudWatchMetricFromLabel(t *testing.T) {
 				{Namespace: "AWS/ElastiCache", Name: "CPUUtilization", Dimensions: map[string]string{"CacheClusterId": "cart-sessions-0001-001"}},
 				{Namespace: "AWS/ElastiCache", Name: "EngineCPUUtilization", Dimensions: map[string]string{"CacheClusterId": "cart-sessions-0001-001"}},
 			}},
+		{"NAT gateway by its id, and by the namespace of its port allocation errors",
+			[]string{res("epa", "nat-0f3a9c2e7b1d45a86 ErrorPortAllocation"), res("act", "nat-0f3a9c2e7b1d45a86 ActiveConnectionCount")},
+			[]evidence.MetricID{
+				{Namespace: "AWS/NATGateway", Name: "ActiveConnectionCount", Dimensions: map[string]string{"NatGatewayId": "nat-0f3a9c2e7b1d45a86"}},
+				{Namespace: "AWS/NATGateway", Name: "ErrorPortAllocation", Dimensions: map[string]string{"NatGatewayId": "nat-0f3a9c2e7b1d45a86"}},
+			}},
 		{"default label: the metric's name alone",
 			[]string{res("m1", "ConcurrentExecutions")},
 			[]evidence.MetricID{{Namespace: "AWS/Lambda", Name: "ConcurrentExecutions"}}},

@@ -245,11 +245,18 @@ func (p *parser) exec(c *command, out []string, line int) {
 	}
 }
 
+// secretNameRe is a variable or key name that says it holds a secret.
+const secretNameRe = `[A-Za-z0-9_.-]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|CREDENTIAL)[A-Za-z0-9_.-]*`
+
 // secretAssignRe matches a NAME=value or NAME: value line whose name says
 // it holds a secret (env output, config dumps); urlUserinfoRe a URL's
 // password.
 var (
-	secretAssignRe = regexp.MustCompile(`(?i)^(\s*(?:export\s+)?"?[A-Za-z0-9_.-]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|CREDENTIAL)[A-Za-z0-9_.-]*"?\s*[=:]\s*)\S.*$`)
+	// A quoted name is closed before its = or : (a JSON key); an unquoted
+	// one is followed by = or by ": " (env, YAML). A string that holds a
+	// colon ("secretsmanager:GetSecretValue", an IAM action) is a value,
+	// not an assignment.
+	secretAssignRe = regexp.MustCompile(`(?i)^(\s*(?:export\s+)?(?:"` + secretNameRe + `"\s*[=:]|` + secretNameRe + `\s*(?:=|:(?:\s|$)))\s*)\S.*$`)
 	urlUserinfoRe  = regexp.MustCompile(`(://[^/\s:@]+:)[^@\s/]+@`)
 	credentialRe   = regexp.MustCompile(`(?i)(authorization:\s*(?:bearer|basic)\s+|--password[= ]|x-api-key:\s*)[^\s'"]+`)
 )
