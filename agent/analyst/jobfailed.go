@@ -118,7 +118,19 @@ var jobFailed = &mechanism{
 			}
 			r.high("Make the dependency the Job %s calls reachable (name, Service, network policy), then re-run it", what)
 		default:
-			r.high("Fix the failure the log of %s names (%s), then re-run the Job", h.fact("pod"), truncate(orWord(h.fact("line"), "see the pod's log"), 160))
+			switch {
+			case h.fact("line") != "":
+				r.high("Fix the failure the log of %s names (%s), then re-run the Job", orWord(h.fact("pod"), "its pod"), truncate(h.fact("line"), 160))
+			case h.fact("reason") == "DeadlineExceeded":
+				// No log of the run was read: what it waited on is not known.
+				rerun := "re-run it"
+				if cj := h.fact("cronjob"); cj != "" {
+					rerun += fmt.Sprintf(": kubectl create job --from=cronjob/%s %s-manual", cj, cj)
+				}
+				r.high("Find what the run of %s waited on until its activeDeadlineSeconds stopped it: read the log of its pod (kept where the cluster's logs are collected once the Job deleted the pod: a log search, the log files handed over), then %s", what, rerun)
+			default:
+				r.high("Read the log of the pod of %s for why it failed (kubectl logs job/%s, or where the cluster's logs are collected once the pod is gone), fix that, then re-run the Job", what, orWord(h.fact("job"), what))
+			}
 		}
 		r.med("Check whether the Job's work is idempotent before re-running it (a half-applied migration, a partial backup)")
 		r.low("Alert on failed Jobs (kube_job_status_failed > 0) and on CronJobs whose last successful run is too old")
