@@ -112,6 +112,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	findings = append(findings, g.gatherSlowPeers(ctx)...)
 	findings = append(findings, g.gatherEdgeShutdown(ctx, plan)...)
 	findings = append(findings, g.gatherWebhookBackend(ctx, plan)...)
+	findings = append(findings, g.gatherRouteController(ctx, plan)...)
 	findings = append(findings, g.gatherCSIPlugins(ctx, plan, findings)...)
 	findings = append(findings, g.gatherStuckNamespaces(ctx, plan)...)
 	findings = g.explainPortConflicts(ctx, findings)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -164,7 +165,7 @@ func reloadFacts(ev *Gathered, f *Finding) {
 	f.setFact("not_applied", strings.Join(subjects, ","))
 	f.setFact("not_applied_words", strings.Join(words, "; "))
 	f.Related = append(f.Related, subjects...)
-	if l := reloadLogLine(ev); l != "" {
+	if l := reloadLogLine(ev); l != "" && f.fact("line") == "" {
 		f.setFact("line", l)
 		f.Evidence = append(f.Evidence, "log: "+quote(l, 240))
 		f.Weight = max(f.Weight, 0.95)
@@ -173,10 +174,30 @@ func reloadFacts(ev *Gathered, f *Finding) {
 		if strings.Contains(strings.ToLower(c.Command), "snippet") && len(c.Lines) > 0 {
 			f.setFact("snippet", strings.Join(c.Lines, " / "))
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", truncate(c.Command, 100), quote(strings.Join(c.Lines, " / "), 200)))
-			break
+			return
+		}
+	}
+	// A snippet annotation among an object's annotations (kubectl get
+	// ingress -o jsonpath='{.metadata.annotations}', -o yaml, describe).
+	for _, c := range ev.Commands {
+		for _, l := range c.Lines {
+			if m := snippetAnnotationRE.FindStringSubmatch(l); m != nil {
+				v := m[1]
+				if u, err := strconv.Unquote(`"` + v + `"`); err == nil {
+					v = u // a JSON string's escapes
+				}
+				f.setFact("snippet", strings.TrimSpace(v))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", truncate(c.Command, 100), quote(strings.TrimSpace(l), 200)))
+				return
+			}
 		}
 	}
 }
+
+// snippetAnnotationRE is a snippet annotation and its value, in JSON,
+// YAML or describe's form ("nginx.ingress.kubernetes.io/configuration-snippet":
+// "more_set_headers ...").
+var snippetAnnotationRE = regexp.MustCompile(`[\w./-]*(?:configuration|server|auth|stream)-snippet"?\s*[:=]\s*"?(.+?)"?,?\s*$`)
 
 // reloadServer names the server a reload gauge is of: the controller's
 // workload, else its job.

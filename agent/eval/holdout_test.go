@@ -43,7 +43,7 @@ var holdoutFloors = map[string]int{
 	"holdout25": 12,
 	"holdout26": 12,
 	"holdout27": 12,
-	"holdout28": 10,
+	"holdout28": 11,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
