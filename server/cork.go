@@ -260,15 +260,8 @@ func (c *corkConn) Write(p []byte) (int, error) {
 }
 
 // ReadFrom keeps *net.TCPConn's sendfile and splice (net/http's
-// response.ReadFrom uses them), after sending anything held. A cached
-// body handed over by writeHeld while the connection is corked is written
-// as it is, with what is held (see Write).
+// response.ReadFrom uses them), after sending anything held.
 func (c *corkConn) ReadFrom(r io.Reader) (int64, error) {
-	if hb, ok := r.(*heldBody); ok && c.corked {
-		n, err := c.Write(hb.b)
-		hb.b = hb.b[n:]
-		return int64(n), err
-	}
 	if err := c.flush(); err != nil {
 		return 0, err
 	}
@@ -281,47 +274,4 @@ func (c *corkConn) CloseWrite() error {
 		return err
 	}
 	return c.tcp.CloseWrite()
-}
-
-// writeHeld writes body, the whole body of a corked answer whose status
-// has been set, from the slice itself. Written through net/http, a large
-// body's first 4 KB are copied into the connection's buffer to fill it
-// behind the header section, and that full buffer is copied again into
-// the cork's held bytes before everything leaves in one writev. Instead,
-// the header section is flushed on its own (the cork holds it) and the body
-// is handed to net/http's ReadFrom, which counts it as written and passes
-// it to the connection's ReadFrom (corkConn.ReadFrom): the writev then
-// sends the held header section and the cached slice, and no byte of the
-// body is copied in user space. Where net/http's writer or the connection
-// is another one, body goes through Write as before.
-func writeHeld(w http.ResponseWriter, body []byte) {
-	rw, _ := w.(*responseWriter)
-	if rw == nil {
-		_, _ = w.Write(body)
-		return
-	}
-	rf, ok := rw.ResponseWriter.(io.ReaderFrom)
-	if !ok {
-		_, _ = w.Write(body)
-		return
-	}
-	rw.Flush()
-	rw.held = heldBody{b: body}
-	n, _ := rf.ReadFrom(&rw.held)
-	rw.held = heldBody{}
-	rw.written += n
-}
-
-// heldBody is a cached body on its way to corkConn.ReadFrom (writeHeld).
-// Any other reader of it (net/http copying it for a HEAD request, or to a
-// connection that is not corked) reads it like a bytes.Reader.
-type heldBody struct{ b []byte }
-
-func (h *heldBody) Read(p []byte) (int, error) {
-	if len(h.b) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, h.b)
-	h.b = h.b[n:]
-	return n, nil
 }

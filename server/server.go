@@ -487,8 +487,6 @@ type responseWriter struct {
 	// ctx is the request's context, where writeJSONBody finds the
 	// connection's cork (corkOf).
 	ctx context.Context
-	// held is the body writeHeld hands to net/http's ReadFrom.
-	held heldBody
 }
 
 // headerValue returns v as a header value slice ([]string{v}), taken from
