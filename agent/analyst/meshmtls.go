@@ -198,8 +198,11 @@ func (g *gatherer) gatherMeshPolicy(ctx context.Context, plan []specialist, find
 			continue
 		}
 		if f.Kind == KindConnReset || f.Kind == KindJobFailed && Kind(f.fact("line_kind")) == KindConnReset {
-			if caller == "" || f.Subject == g.sc.Service {
-				caller = f.Subject
+			// A reset read in a caller's log names the host it called
+			// as its subject: the caller is the one whose log it is.
+			who := orWord(f.fact("caller"), f.Subject)
+			if caller == "" || who == g.sc.Service {
+				caller = who
 			}
 			onset = earliest(onset, f.Time)
 			if resetLine == "" {
@@ -244,6 +247,9 @@ func (g *gatherer) gatherMeshPolicy(ctx context.Context, plan []specialist, find
 		case g.sc.Namespace:
 			if !injected(n.Labels) && g.sc.Namespace != "" {
 				noSidecar = fmt.Sprintf("namespace %s has no istio-injection label", n.Name)
+				if v := n.Labels["istio-injection"]; v != "" {
+					noSidecar = fmt.Sprintf("namespace %s is labelled istio-injection=%s", n.Name, v)
+				}
 			}
 		case host.namespace:
 			calleeInjected = injected(n.Labels)

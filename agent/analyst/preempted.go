@@ -47,6 +47,9 @@ var preemptionM = &mechanism{
 		if j := h.fact("job_failed"); j != "" {
 			d += fmt.Sprintf("; each preempted pod counts as a failed pod, so the Job %s reached its backoff limit (BackoffLimitExceeded) and stopped", j)
 		}
+		if g := h.fact("global_default"); g != "" {
+			d += fmt.Sprintf("; %s is the cluster's globalDefault PriorityClass, so every pod created without a priorityClassName ranks above %s", g, h.Subject)
+		}
 		if c := h.fact("class_change"); c != "" {
 			d += "; the higher class is new: " + c
 		}
@@ -81,6 +84,9 @@ type podRef struct {
 // podsByUID indexes the pods the evidence names by UID: pod objects, and
 // tables handed over as text whose columns hold a UID and a priority class
 // (kubectl get pods -o custom-columns=NAME:...,UID:.metadata.uid,PRIORITY:.spec.priorityClassName).
+// A custom-columns table is read by the fields its columns print, whatever
+// their headers say, and without its header line when a grep kept only the
+// rows.
 func podsByUID(pods []corev1.Pod, outs []evidence.CommandOutput) map[string]podRef {
 	m := map[string]podRef{}
 	for i := range pods {
@@ -90,7 +96,24 @@ func podsByUID(pods []corev1.Pod, outs []evidence.CommandOutput) map[string]podR
 		}
 	}
 	for _, o := range outs {
-		cols, rows := kubectlTable(o.Lines, "UID", "NAME")
+		spec := customColumns(o.Run)
+		var cols []string
+		var rows [][]string
+		if spec != nil {
+			cols = make([]string, len(spec))
+			for i, c := range spec {
+				cols[i] = c.field
+			}
+			for _, l := range o.Lines {
+				f := strings.Fields(l)
+				if len(f) == len(spec) && f[0] == spec[0].header {
+					continue // the header line
+				}
+				rows = append(rows, f)
+			}
+		} else {
+			cols, rows = kubectlTable(o.Lines, "UID", "NAME")
+		}
 		for _, f := range rows {
 			if len(f) != len(cols) {
 				continue
@@ -98,9 +121,12 @@ func podsByUID(pods []corev1.Pod, outs []evidence.CommandOutput) map[string]podR
 			row := map[string]string{}
 			for i, c := range cols {
 				row[c] = f[i]
-				if strings.Contains(c, "PRIORITY") && !strings.Contains(c, "VALUE") {
+				if spec == nil && strings.Contains(c, "PRIORITY") && !strings.Contains(c, "VALUE") {
 					row["PRIORITY"] = f[i]
 				}
+			}
+			if row["UID"] == "" {
+				continue
 			}
 			ns := orWord(row["NAMESPACE"], flagValue(o.Run, "-n", "--namespace"))
 			cls := row["PRIORITY"]
@@ -113,6 +139,50 @@ func podsByUID(pods []corev1.Pod, outs []evidence.CommandOutput) map[string]podR
 		}
 	}
 	return m
+}
+
+// customColumn is one column of kubectl's -o custom-columns: its header
+// and what it prints (UID, NAME, NAMESPACE, PRIORITY for the priority
+// class; the header itself for other fields).
+type customColumn struct {
+	header, field string
+}
+
+// customColumnFields names the fields of a pod custom-columns reads.
+var customColumnFields = map[string]string{
+	".metadata.uid":                     "UID",
+	".metadata.name":                    "NAME",
+	".metadata.namespace":               "NAMESPACE",
+	".spec.priorityClassName":           "PRIORITY",
+	".spec.priority":                    "PRIORITY_VALUE",
+	".spec.nodeName":                    "NODE",
+	".spec.preemptionPolicy":            "PREEMPTION_POLICY",
+	".metadata.ownerReferences[0].name": "OWNER",
+}
+
+// customColumnsRE is the -o custom-columns=SPEC of a command.
+var customColumnsRE = regexp.MustCompile(`(?:-o|--output)[= ]custom-columns=['"]?([^\s'"|]+)`)
+
+// customColumns reads the columns of a command's -o custom-columns spec
+// (HEADER:.json.path,...); nil when it has none.
+func customColumns(run string) []customColumn {
+	m := customColumnsRE.FindStringSubmatch(run)
+	if m == nil {
+		return nil
+	}
+	var out []customColumn
+	for _, part := range strings.Split(m[1], ",") {
+		h, path, ok := strings.Cut(part, ":")
+		if !ok {
+			return nil
+		}
+		f := customColumnFields[strings.TrimSpace(path)]
+		if f == "" {
+			f = h
+		}
+		out = append(out, customColumn{header: h, field: f})
+	}
+	return out
 }
 
 // kubectlTable splits a kubectl table's lines into fields: cols is the
@@ -137,34 +207,69 @@ func kubectlTable(lines []string, need ...string) (cols []string, rows [][]strin
 var getPCRE = regexp.MustCompile(`\bget\s+pc\b`)
 
 // priorityValues reads PriorityClasses and their values from `kubectl get
-// priorityclass` tables (NAME, VALUE, GLOBAL-DEFAULT, AGE...).
-func priorityValues(outs []evidence.CommandOutput) map[string]string {
-	m := map[string]string{}
+// priorityclass` tables (NAME, VALUE, GLOBAL-DEFAULT, AGE...) and from
+// their YAML (metadata.name, value, globalDefault: true); global is the
+// class marked globalDefault, the one every pod created without a
+// priorityClassName gets.
+func priorityValues(outs []evidence.CommandOutput) (m map[string]string, global string) {
+	m = map[string]string{}
 	for _, o := range outs {
 		run := strings.ToLower(o.Run)
 		if !strings.Contains(run, "priorityclass") && !getPCRE.MatchString(run) {
 			continue
 		}
+		// YAML: name, value and globalDefault of each document.
+		var name, value string
+		isGlobal := false
+		flush := func() {
+			if name != "" && value != "" {
+				m[name] = value
+				if isGlobal {
+					global = name
+				}
+			}
+			name, value, isGlobal = "", "", false
+		}
+		for _, l := range o.Lines {
+			t := strings.TrimSpace(l)
+			switch {
+			case t == "---" || strings.HasPrefix(t, "- apiVersion:") || t == "apiVersion: scheduling.k8s.io/v1":
+				flush()
+			case strings.HasPrefix(t, "name:") && name == "":
+				name = strings.TrimSpace(strings.TrimPrefix(t, "name:"))
+			case strings.HasPrefix(t, "value:"):
+				value = strings.TrimSpace(strings.TrimPrefix(t, "value:"))
+			case t == "globalDefault: true":
+				isGlobal = true
+			}
+		}
+		flush()
 		cols, rows := kubectlTable(o.Lines, "VALUE", "NAME")
 		for _, f := range rows {
 			if len(f) < len(cols) {
 				continue
 			}
 			var name, value string
+			isGlobal := false
 			for i, c := range cols {
 				switch c {
 				case "NAME":
 					name = f[i]
 				case "VALUE":
 					value = f[i]
+				case "GLOBAL-DEFAULT":
+					isGlobal = f[i] == "true"
 				}
 			}
 			if name != "" && value != "" {
 				m[name] = value
+				if isGlobal {
+					global = name
+				}
 			}
 		}
 	}
-	return m
+	return m, global
 }
 
 // victimClass is the PriorityClass of a workload's pods: from its CronJob's
@@ -232,7 +337,7 @@ func detectPreemptions(ev *Gathered, _ []Finding) []Finding {
 		return nil
 	}
 	byUID := podsByUID(ev.K8s.Pods, ev.Commands)
-	values := priorityValues(ev.Commands)
+	values, global := priorityValues(ev.Commands)
 	var out []Finding
 	for _, wl := range order {
 		g := groups[wl]
@@ -302,6 +407,12 @@ func detectPreemptions(ev *Gathered, _ []Finding) []Finding {
 			f.setFact("victim_class", v)
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s's pods run with PriorityClass %s; the preempting pods' is %s", wl, v, orWord(preemptorClass, "higher")))
 		}
+		for i := range ev.K8s.Events {
+			e := &ev.K8s.Events[i]
+			if e.InvolvedObject.Kind == "Job" && e.Reason == "BackoffLimitExceeded" && (cronJobOf(e.InvolvedObject.Name) == wl || e.InvolvedObject.Name == wl) {
+				f.setFact("job_failed", e.InvolvedObject.Name)
+			}
+		}
 		for i := range ev.K8s.Jobs {
 			j := &ev.K8s.Jobs[i]
 			if cronJobOf(j.Name) != wl && j.Name != wl {
@@ -323,7 +434,26 @@ func detectPreemptions(ev *Gathered, _ []Finding) []Finding {
 			}
 		}
 		f.Summary = fmt.Sprintf("%s pods preempted %s %s", wl, timesWord(f.fact("count")), pre)
+		// The classes as the cluster holds them: the preemptors' above
+		// the victim's, and whether it is the default every pod without
+		// a class of its own gets.
+		var state *Finding
+		if vc, pv := victimClass(ev.K8s, ev.Commands, wl), values[preemptorClass]; preemptorClass != "" && pv != "" && vc != "" && values[vc] != "" {
+			why := fmt.Sprintf("pods of PriorityClass %s (value %s) outrank %s's %s (value %s)", preemptorClass, pv, wl, vc, values[vc])
+			if preemptorClass == global {
+				why += fmt.Sprintf("; %s is the globalDefault, the class of every pod created without a priorityClassName", global)
+				f.setFact("global_default", global)
+			}
+			f.setFact("why", why)
+			state = &Finding{Kind: KindPreempted, Subject: wl, Object: "PriorityClass " + preemptorClass, Namespace: f.Namespace, Time: g.first,
+				Severity: SevWarning, Weight: 0.6, Source: SrcKubernetes, Summary: "PriorityClasses: " + why}
+			state.Evidence = append(state.Evidence, fmt.Sprintf("PriorityClass %s has value %s%s; %s's pods run with %s (value %s)", preemptorClass, pv,
+				map[bool]string{true: ", globalDefault: true"}[preemptorClass == global], wl, vc, values[vc]))
+		}
 		out = append(out, f)
+		if state != nil {
+			out = append(out, *state)
+		}
 	}
 	return out
 }

@@ -47,7 +47,47 @@ func TestPreemption(t *testing.T) {
 				Earlier:  []evidence.Change{{Service: "gpu-platform", Description: "add PriorityClass gpu-critical for training pods", Timestamp: t0.Add(-48 * time.Hour)}},
 				Scope:    Scope{Namespace: "etl"}},
 			[]string{"the pods of etl-load were preempted 2 times", "gpu/trainer-0 of PriorityClass gpu-critical, value 500000", "above etl-load's own PriorityClass etl-default (value 1000)",
-				"the Job etl-load-29920000 reached its backoff limit", "the higher class is new: gpu-platform"}, 1},
+				"the Job etl-load-29920000 reached its backoff limit", "the higher class is new: gpu-platform"}, 2},
+		{"a grep kept only the rows of a custom-columns table; the preemptors' class is the globalDefault; the Job's end read from its event",
+			Gathered{K8s: K8sEvidence{
+				Events: []corev1.Event{
+					preemptedEvent("etl-load-29920000-8kq2w", "Preempted by pod 3c9e7b1f-2a4d-4e6b-8f0a-1b2c3d4e5f60 on node w-04", t0),
+					{InvolvedObject: corev1.ObjectReference{Kind: "Job", Namespace: "etl", Name: "etl-load-29920000"}, Reason: "BackoffLimitExceeded", Type: corev1.EventTypeWarning,
+						Message: "Job has reached the specified backoff limit", LastTimestamp: metav1.NewTime(t0.Add(time.Minute))}},
+				CronJobs: []batchv1.CronJob{cron}},
+				Commands: []evidence.CommandOutput{
+					{Run: "kubectl get pods -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name,UID:.metadata.uid,PRIO:.spec.priority,CLASS:.spec.priorityClassName | grep -E '3c9e7b1f'", Lines: []string{
+						"feeds     catalog-feed-6d9c8b7f5-m4x2q   3c9e7b1f-2a4d-4e6b-8f0a-1b2c3d4e5f60   1000   default-priority"}},
+					{Run: "kubectl get priorityclass", Lines: []string{
+						"NAME               VALUE   GLOBAL-DEFAULT   AGE    PREEMPTIONPOLICY",
+						"default-priority   1000    true             4d     PreemptLowerPriority",
+						"etl-default        100     false            2y     PreemptLowerPriority"}}},
+				Scope: Scope{Namespace: "etl"}},
+			[]string{"feeds/catalog-feed-6d9c8b7f5-m4x2q of PriorityClass default-priority, value 1000", "above etl-load's own PriorityClass etl-default (value 100)",
+				"the Job etl-load-29920000 reached its backoff limit", "default-priority is the cluster's globalDefault PriorityClass, so every pod created without a priorityClassName ranks above etl-load"}, 2},
+		{"the classes as YAML",
+			Gathered{K8s: K8sEvidence{Events: []corev1.Event{preemptedEvent("etl-load-29920000-8kq2w", "Preempted by pod 3c9e7b1f-2a4d-4e6b-8f0a-1b2c3d4e5f60 on node w-04", t0)}, CronJobs: []batchv1.CronJob{cron}},
+				Commands: []evidence.CommandOutput{
+					{Run: "kubectl get pods -A -o custom-columns=NAME:.metadata.name,UID:.metadata.uid,PC:.spec.priorityClassName", Lines: []string{
+						"NAME                           UID                                    PC",
+						"catalog-feed-6d9c8b7f5-m4x2q   3c9e7b1f-2a4d-4e6b-8f0a-1b2c3d4e5f60   default-priority"}},
+					{Run: "kubectl get priorityclass default-priority etl-default -o yaml", Lines: strings.Split(`apiVersion: v1
+items:
+- apiVersion: scheduling.k8s.io/v1
+  description: unlabelled workloads
+  globalDefault: true
+  kind: PriorityClass
+  metadata:
+    name: default-priority
+  preemptionPolicy: PreemptLowerPriority
+  value: 1000
+- apiVersion: scheduling.k8s.io/v1
+  kind: PriorityClass
+  metadata:
+    name: etl-default
+  value: 100`, "\n")}},
+				Scope: Scope{Namespace: "etl"}},
+			[]string{"catalog-feed-6d9c8b7f5-m4x2q of PriorityClass default-priority, value 1000", "(value 100)", "default-priority is the cluster's globalDefault"}, 2},
 		{"the older message names the preemptor",
 			Gathered{K8s: K8sEvidence{Events: []corev1.Event{preemptedEvent("batch-6f8d7c9b5-x2k4p", "Preempted by gpu/trainer-0 on node node-a", t0)}}, Scope: Scope{Namespace: "etl"}},
 			[]string{"the pods of batch were preempted once", "(by gpu/trainer-0)"}, 1},

@@ -213,6 +213,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 	joinJobOverlaps(hs, symptoms, changes)
 	joinCacheVictims(hs, symptoms, sc)
 	joinCrashVictims(hs)
+	yieldStateOnly(hs)
 	// Change hypotheses: a change followed by symptoms on what it changed.
 	for _, c := range changes {
 		if h := changeHypothesis(c, symptoms, sc); h != nil {
@@ -1066,6 +1067,37 @@ func absorbChanges(hs []*Hypothesis) {
 		best.Score = math.Min(0.95, c.Score+0.01)
 		if best.Trigger != c.Primary[0] {
 			c.Score = math.Min(c.Score, best.Score*0.8)
+		}
+	}
+}
+
+// yieldStateOnly ranks a cause above a hypothesis that only restates a
+// failure state (state_only: a Job that failed with no line saying why)
+// when the cause is about the same subject and accounts for that state
+// (the state's findings support it): the pods of a failed Job preempted,
+// its claim never bound. The state is how it showed, the cause why.
+func yieldStateOnly(hs []*Hypothesis) {
+	for _, s := range hs {
+		if s.fact("state_only") != "true" {
+			continue
+		}
+		for _, k := range hs {
+			if k == s || k.class() != classCause || k.fact("state_only") == "true" || !strings.EqualFold(k.Subject, s.Subject) || k.Score < 0.45 {
+				continue
+			}
+			// It accounts for the state: the state's findings support it,
+			// or it is a more specific cause of that subject (a prior above
+			// the state's) seen while the state holds (its evidence may
+			// cover only the last run of several failed ones).
+			accounts := slices.ContainsFunc(s.Primary, func(f *Finding) bool { return slices.Contains(k.Support, f) })
+			if !accounts && infoOf(k.Kind).prior > infoOf(s.Kind).prior && !k.Onset.IsZero() && !k.Onset.Before(s.Onset) {
+				accounts = true
+			}
+			if !accounts {
+				continue
+			}
+			k.Score = math.Max(k.Score, math.Min(0.95, s.Score+0.01))
+			s.Score = math.Min(s.Score, k.Score*0.8)
 		}
 	}
 }

@@ -86,6 +86,7 @@ func (p *parser) logs(c *command, out []string, line int) {
 	if len(out) == 0 {
 		return
 	}
+	p.exportedEvents(out) // an event exporter's log holds events
 	room := MaxLogLines - p.logLines
 	if room <= 0 {
 		p.skip(line, c.text, fmt.Sprintf("more than %d log lines: the rest are dropped", MaxLogLines))

@@ -41,6 +41,9 @@ type parser struct {
 	cutObjects, cutEvents, cutOutputs bool
 	// workloadLogs are kubectl logs KIND/NAME outputs waiting for their pod.
 	workloadLogs []workloadLog
+	// exported are the events read from an event exporter's log without
+	// a namespace (placeExportedEvents), by index in res.Events.
+	exported []int
 }
 
 func newParser(ref time.Time) *parser {
@@ -144,6 +147,7 @@ func (p *parser) run(data []byte) {
 	p.applyRollouts()
 	p.applyHistories()
 	p.resolveWorkloadLogs()
+	p.placeExportedEvents()
 	p.nameRowContainers()
 	slices.SortStableFunc(p.res.Outputs, func(a, b Output) int { return a.Line - b.Line })
 }
