@@ -416,6 +416,11 @@ func ownStateOrLog(h *Hypothesis) bool {
 		if f.Source != SrcMetrics && f.Source != SrcCloudWatch {
 			return true
 		}
+		// A log group read from CloudWatch is a log all the same: its
+		// finding quotes a line.
+		if f.Source == SrcCloudWatch && f.fact("line") != "" && f.fact("metric") == "" {
+			return true
+		}
 	}
 	return false
 }

@@ -1125,7 +1125,7 @@ func (g *gatherer) gatherCloudWatch(ctx context.Context, sp specialist) error {
 				g.streamed = append(g.streamed, s)
 			}
 			base, _ := m.Lines()
-			g.logSets = append(g.logSets, LogSet{Source: grp, Subject: subjectOfSource(grp), Origin: SrcCloudWatch, Templates: m.Templates(), HasBaseline: base >= 10})
+			g.logSets = append(g.logSets, LogSet{Source: grp, Subject: cloudWatchGroupSubject(grp, lr.Lines), Origin: SrcCloudWatch, Templates: m.Templates(), HasBaseline: base >= 10})
 		}
 	}
 	if sp.run.Has("get_cloudwatch_metrics") && sp.run.Has("list_cloudwatch_metrics") && !g.done[cwMetrics] {

@@ -194,7 +194,7 @@ func SubjectOfLabels(l evidence.Labels) string {
 	for _, k := range []string{"service", "service_name", "app", "application", "app_kubernetes_io_name", "deployment", "workload", "statefulset", "daemonset",
 		"horizontalpodautoscaler", "consumergroup", "consumer_group",
 		"FunctionName", "DBInstanceIdentifier", "DBClusterIdentifier", "LoadBalancer", "TargetGroup", "QueueName", "TableName", "CacheClusterId",
-		"VolumeId", "InstanceId", "AutoScalingGroupName", "ClusterName", "ServiceName", "ApiName", "destination_service_name", "cronjob", "job"} {
+		"VolumeId", "InstanceId", "AutoScalingGroupName", "ClusterName", "ServiceName", "ApiName", "BucketName", "StreamName", "destination_service_name", "cronjob", "job"} {
 		if v := l[k]; v != "" {
 			return v
 		}

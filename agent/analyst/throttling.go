@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Calls rate-limited (HTTP 429, ThrottlingException): by an external API,
@@ -23,6 +24,19 @@ var throttlingM = &mechanism{
 			// A cloud API's own throttle reply (S3's 503 SlowDown, DynamoDB's
 			// ProvisionedThroughputExceeded): the service's requests exceed
 			// the rate the provider serves for the resource it calls.
+			if c := h.fact("contender"); c != "" && throttleLoadSource(h) {
+				// The subject started (its own change) and its requests
+				// fill the rate the resource is served at: the others on
+				// it are refused for its load.
+				res := orWord(h.fact("resource"), cloud)
+				d = fmt.Sprintf("%s sends so many requests to %s that %s throttles everyone on it: since the %s of %s at %s (%s), %s answers the writers of %s with %s, %s among them — %s; %s's own requests are refused the same way",
+					h.Subject, res, cloud, infoOf(h.Trigger.Kind).label, h.Subject, ts(h.Trigger.Time), quote(orWord(h.Trigger.fact("description"), h.Trigger.Summary), 160),
+					cloud, res, throttleReply(h.fact("line")), c, quote(ReadableLine(h.fact("contender_line")), 200), h.Subject)
+				if h.fact("contender_line") == "" {
+					d = strings.Replace(d, " — \"\"", "", 1)
+				}
+				return d
+			}
 			d = fmt.Sprintf("%s is throttled by %s: its requests%s exceed the request rate %s serves, and are refused (%s) — %s", orWord(h.fact("caller"), "the service"), cloud, onWord(h.fact("resource")), cloud, throttleReply(h.fact("line")), quote(ReadableLine(h.fact("line")), 200))
 			if c := h.fact("contender"); c != "" {
 				d += fmt.Sprintf("; %s is throttled on the same %s at the same time: the two share its request rate", c, orWord(h.fact("resource"), cloud))
@@ -41,7 +55,9 @@ var throttlingM = &mechanism{
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		if cloud := h.fact("cloud"); cloud != "" {
 			res := orWord(h.fact("resource"), cloud)
-			if c := h.fact("contender"); c != "" {
+			if c := h.fact("contender"); c != "" && throttleLoadSource(h) {
+				r.high("Throttle or pause %s's requests to %s (fewer parallel workers, a rate limit, or another prefix or bucket) so that %s gets its share of %s's request rate back", h.Subject, res, c, cloud)
+			} else if c != "" {
 				r.high("Throttle or pause %s's requests to %s (or move them to another prefix or bucket) so that %s gets its share of %s's request rate back", c, res, orWord(h.fact("caller"), h.Subject), cloud)
 			} else {
 				r.high("Lower %s's request rate to %s (fewer parallel workers, batching), or spread its keys over more prefixes", orWord(h.fact("caller"), h.Subject), res)
@@ -140,6 +156,10 @@ func shareThrottledResource(fs []Finding) {
 		if a.Kind != KindThrottling || a.fact("cloud") == "" {
 			continue
 		}
+		// The throttled bucket or table is a system in its own right.
+		if r := a.fact("resource"); r != "" && !strings.Contains(a.fact("affected"), r) {
+			a.setFact("affected", strings.Trim(a.fact("affected")+","+r, ","))
+		}
 		for j := range fs {
 			b := &fs[j]
 			if i == j || b.Kind != KindThrottling || b.fact("cloud") != a.fact("cloud") || b.fact("caller") == a.fact("caller") {
@@ -153,7 +173,18 @@ func shareThrottledResource(fs []Finding) {
 			}
 			if a.fact("contender") == "" {
 				a.setFact("contender", b.fact("caller"))
+				a.setFact("contender_line", b.fact("line"))
 			}
 		}
 	}
+}
+
+// throttleLoadSource reports whether the subject of a cloud throttling
+// hypothesis is the load that fills the shared request rate rather than
+// one of its victims: it was triggered by a change of its own (a job
+// started or scaled out, a backfill launched) while another caller of the
+// same resource is throttled beside it.
+func throttleLoadSource(h *Hypothesis) bool {
+	c := h.Trigger
+	return c != nil && h.fact("contender") != "" && strings.EqualFold(c.Subject, h.Subject)
 }

@@ -83,3 +83,52 @@ func TestThrottledResourceShared(t *testing.T) {
 		}
 	}
 }
+
+// TestThrottlingLoadSource answers a cloud API's throttling from the
+// caller that started just before it (a backfill job launched, a batch
+// scaled out) as the load that fills the shared request rate, with the
+// others on the resource as its victims; a throttled caller with no change
+// of its own stays the victim; the resource is a system of the answer.
+func TestThrottlingLoadSource(t *testing.T) {
+	launch := &Finding{Kind: KindInfraChange, Subject: "thumbs-backfill", Summary: "infrastructure change of thumbs-backfill",
+		Facts: map[string]string{"description": "AWS Batch array job thumbs-backfill (size 400): re-encode all media in place"}}
+	otherDeploy := &Finding{Kind: KindDeploy, Subject: "uploads-api", Facts: map[string]string{"description": "uploads-api 4.7.0"}}
+	cases := []struct {
+		name, subject, contender string
+		trigger                  *Finding
+		says, recs               string
+	}{
+		{"the job that started is the load", "thumbs-backfill", "uploads-api", launch,
+			"thumbs-backfill sends so many requests to media-prod that S3 throttles everyone on it", "Throttle or pause thumbs-backfill's requests to media-prod"},
+		{"DynamoDB table shared with a new writer", "ledger-import", "ledger-api", &Finding{Kind: KindDeploy, Subject: "ledger-import", Facts: map[string]string{"description": "ledger-import 2.0: parallel segments 64"}},
+			"ledger-import sends so many requests to media-prod that S3 throttles", "Throttle or pause ledger-import's requests"},
+		{"a victim with another's change stays the victim", "uploads-api", "thumbs-backfill", otherDeploy,
+			"uploads-api is throttled by S3", "Throttle or pause thumbs-backfill's requests to media-prod"},
+		{"a victim with no change", "uploads-api", "thumbs-backfill", nil,
+			"uploads-api is throttled by S3", "Throttle or pause thumbs-backfill's requests to media-prod"},
+	}
+	for _, c := range cases {
+		if c.trigger == otherDeploy {
+			// Its trigger is a change of another subject.
+			c.trigger = &Finding{Kind: KindDeploy, Subject: "albums-api"}
+		}
+		f := &Finding{Kind: KindThrottling, Subject: c.subject, Facts: map[string]string{"caller": c.subject, "cloud": "S3", "resource": "media-prod", "contender": c.contender,
+			"line": "api error SlowDown: Please reduce your request rate.", "contender_line": "operation error S3: PutObject, StatusCode: 503, api error SlowDown"}}
+		h := &Hypothesis{Kind: KindThrottling, Subject: c.subject, Trigger: c.trigger, Primary: []*Finding{f}}
+		if d := describe(h, Scope{}); !strings.Contains(d, c.says) {
+			t.Errorf("%s: description %q lacks %q", c.name, d, c.says)
+		}
+		recs := recommend(h, Scope{})
+		if len(recs) == 0 || !strings.Contains(recs[0].Action, c.recs) {
+			t.Errorf("%s: first action %v, want %q", c.name, recs, c.recs)
+		}
+	}
+	fs := []Finding{
+		{Kind: KindThrottling, Subject: "uploads-api", Facts: map[string]string{"caller": "uploads-api", "cloud": "S3", "resource": "media-prod"}},
+		{Kind: KindThrottling, Subject: "thumbs-backfill", Facts: map[string]string{"caller": "thumbs-backfill", "cloud": "S3", "resource": "media-prod"}},
+	}
+	shareThrottledResource(fs)
+	if fs[0].fact("affected") != "media-prod" || fs[1].fact("contender") != "uploads-api" {
+		t.Errorf("affected %q, contender %q", fs[0].fact("affected"), fs[1].fact("contender"))
+	}
+}
