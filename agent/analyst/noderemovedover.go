@@ -43,6 +43,21 @@ var (
 	waitRE        = regexp.MustCompile(`(?i)pod ([\w-]+/[\w.-]+) is unschedulable|FailedScheduling|Insufficient (?:cpu|memory)`)
 	scaleUpFailRE = regexp.MustCompile(`(?i)disabling scale-up for node group (\S+) until .*?errorClass=(\w+)|failed to (?:launch|create) (?:node ?claim|instance)\S*[^"]*?(InsufficientInstanceCapacity|\w*Capacity\w*|quota)`)
 	nodeJoinedRE  = regexp.MustCompile(`(?i)node ([\w.-]+) ready, registered ([\w.]+) after scale-up|registered node ?claim\S*.*?\b(ip-[\w.-]+)`)
+	// plannedDrainRE is a planned drain read from a change (removalSources
+	// writes it): the node and the change's own words.
+	plannedDrainRE = regexp.MustCompile(`^planned drain of node (\S+): (.*)$`)
+	// drainChangeRE is a change that drains or cordons a node.
+	drainChangeRE = regexp.MustCompile(`(?i)\bdrain(?:s|ed|ing)?\b|\bcordon(?:s|ed|ing)?\b|\bnode (?:roll|rotation|replacement)|\bpatch window\b`)
+	// nodeNameRE is a node's name in a change's words, when the nodes were
+	// not listed.
+	nodeNameRE = regexp.MustCompile(`\b(ip-\d+-\d+-\d+-\d+[\w.-]*[\w]|gke-[\w-]+|aks-[\w-]+-vmss[\w]+)\b`)
+	// stoppedPodRE is a pod's container stopped (its Killing event), read
+	// as an eviction shortly after a planned drain began.
+	stoppedPodRE = regexp.MustCompile(`^stopped pod ([\w-]+/[\w.-]+)$`)
+	// scaleUpTriggeredRE is the autoscaler's TriggeredScaleUp event.
+	scaleUpTriggeredRE = regexp.MustCompile(`(?i)pod triggered scale-up: \[\{([\w.-]+) (\d+->\d+)`)
+	// assignedRE is a pod's Scheduled event.
+	assignedRE = regexp.MustCompile(`Successfully assigned ([\w-]+/[\w.-]+) to ([\w.-]+)`)
 )
 
 // nodeRemoval is what the lines say of a node removed under a workload.
@@ -55,6 +70,10 @@ type nodeRemoval struct {
 	joined             string
 	joinedAt           time.Time
 	lines              []string
+	// planned: a change drained the node (maintenance, an image roll), not
+	// the autoscaler; scaleUp: the node group the autoscaler grew for the
+	// replacements.
+	planned, scaleUp string
 }
 
 // removalLines reads the lines of the commands handed over, the pods'
@@ -72,6 +91,34 @@ func readNodeRemoval(lines []evidence.LogLine, workload, ns string) (*nodeRemova
 	found := false
 	for _, l := range lines {
 		t := l.Text
+		if m := plannedDrainRE.FindStringSubmatch(t); m != nil {
+			if !found {
+				found = true
+				r.at, r.node, r.planned, r.reason = l.Time, m[1], m[2], "planned drain"
+				r.lines = append(r.lines, m[2])
+			}
+			continue
+		}
+		// The workload's pods stopped in the first minutes of a planned
+		// drain are the drain's evictions.
+		if m := stoppedPodRE.FindStringSubmatch(t); m != nil {
+			if found && r.planned != "" && mine(m[1]) && !l.Time.Before(r.at) && l.Time.Sub(r.at) <= 15*time.Minute && !containsFold(r.evicted, m[1]) {
+				r.evicted = append(r.evicted, m[1])
+			}
+			continue
+		}
+		if m := scaleUpTriggeredRE.FindStringSubmatch(t); m != nil {
+			if found {
+				r.scaleUp = m[1] + " " + m[2]
+			}
+			continue
+		}
+		if m := assignedRE.FindStringSubmatch(t); m != nil {
+			if found && r.scaleUp != "" && r.joined == "" && mine(m[1]) && !l.Time.Before(r.at) {
+				r.joined, r.joinedAt = m[2], l.Time
+			}
+			continue
+		}
 		if m := nodeRemovalRE.FindStringSubmatch(t); m != nil {
 			pods := evictedPodsRE.FindStringSubmatch(t)
 			var own []string
@@ -152,17 +199,44 @@ func (g *gatherer) removalSources() []evidence.LogLine {
 	for _, s := range g.logSets {
 		out = append(out, s.Lines...)
 	}
-	for _, e := range g.k8s.Events {
-		if e.Reason != "ScaleDown" && e.Reason != "FailedScheduling" && e.Reason != "Evicted" {
+	// A change that drained a node, by name.
+	for _, c := range g.changes {
+		if !drainChangeRE.MatchString(c.Description) {
 			continue
 		}
+		node := ""
+		for _, n := range g.k8s.Nodes {
+			if n.Name != "" && strings.Contains(c.Description, n.Name) {
+				node = n.Name
+			}
+		}
+		if node == "" {
+			node = nodeNameRE.FindString(c.Description)
+		}
+		if node != "" {
+			out = append(out, evidence.LogLine{Time: c.Timestamp, Text: fmt.Sprintf("planned drain of node %s: %s change of %s at %s: %q", node, orWord(c.Kind, "a"), orWord(c.Service, "the cluster"), c.Timestamp.UTC().Format("15:04"), c.Description)})
+		}
+	}
+	for _, e := range g.k8s.Events {
 		t := e.LastTimestamp.Time
 		if t.IsZero() {
 			t = e.EventTime.Time
 		}
 		text := e.Message
-		if e.Reason == "ScaleDown" && e.InvolvedObject.Kind == "Pod" {
+		switch {
+		case e.Reason == "ScaleDown" && e.InvolvedObject.Kind == "Pod":
 			text = "Scale-down: deleting pod for node scale down; evicted pod " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+		case e.Reason == "FailedScheduling" || e.Reason == "Evicted" || e.Reason == "ScaleDown" || e.Reason == "TriggeredScaleUp":
+		case e.Reason == "Scheduled":
+			// A Scheduled event's time is its first: when the pod was
+			// placed.
+			if !e.FirstTimestamp.IsZero() {
+				t = e.FirstTimestamp.Time
+			}
+		case e.Reason == "Killing" && e.InvolvedObject.Kind == "Pod" && strings.HasPrefix(e.Message, "Stopping container"):
+			text = "stopped pod " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+		default:
+			continue
 		}
 		out = append(out, evidence.LogLine{Time: t, Text: text})
 	}
@@ -194,13 +268,23 @@ func (g *gatherer) answerNodeRemovedOver(ctx context.Context, res *finding.Resul
 	if !ok {
 		return false
 	}
-	for _, c := range res.Candidates {
-		if strings.EqualFold(c.Subject, dep.Name) && !slices.Contains(transientKinds, c.Kind) && c.Kind != string(KindLoadSurge) && c.Score >= healthyBar*100 {
-			return false
-		}
-	}
 	r, ok := readNodeRemoval(g.removalSources(), dep.Name, orWord(dep.Namespace, g.sc.Namespace))
 	if !ok {
+		return false
+	}
+	// Did users notice? The workload's own error and latency series,
+	// since the node went, against their range before it.
+	flat, impact := subjectSeriesFlat(g.metricSets, dep.Name, r.at)
+	for _, c := range res.Candidates {
+		if !strings.EqualFold(c.Subject, dep.Name) || slices.Contains(transientKinds, c.Kind) || c.Kind == string(KindLoadSurge) || c.Score < healthyBar*100 {
+			continue
+		}
+		// The replacements' wait for a node is the removal's own story;
+		// an error or latency shift that stayed within its usual range
+		// is no fault of the workload.
+		if c.Kind == string(KindUnschedulable) || flat && (c.Kind == string(KindErrorRate) || c.Kind == string(KindLatency)) {
+			continue
+		}
 		return false
 	}
 	var dip replicaDip
@@ -226,13 +310,19 @@ func (g *gatherer) answerNodeRemovedOver(ctx context.Context, res *finding.Resul
 	alertWord := "the alert"
 	if resolved != nil {
 		alertWord = "the " + resolved.Name + " alert"
+	} else if g.sc.Alert != "" {
+		alertWord = "the " + g.sc.Alert + " alert"
 	}
 	expl := fmt.Sprintf("%s is healthy now and %s is over: its Deployment has %s. It was caused by a node scale-down: at %s UTC the cluster autoscaler removed %s", dep.Name, alertWord, state, hm(r.at), orWord(prefixed("node ", r.node), "their node"))
-	if r.reason != "" || r.util != "" {
+	if r.planned != "" {
+		expl = fmt.Sprintf("%s is healthy now and %s is no incident: its Deployment has %s. It fired during a planned node drain: at %s UTC node %s was cordoned and drained (%s)", dep.Name, alertWord, state, hm(r.at), r.node, r.planned)
+	} else if r.reason != "" || r.util != "" {
 		expl += " (" + strings.TrimSpace(strings.Join(nonEmpty(r.reason, utilWord(r.util)), ", ")) + ")"
 	}
 	expl += fmt.Sprintf(" and evicted %d of its pods (%s)", len(pods), strings.Join(pods, ", "))
 	switch {
+	case !r.joinedAt.IsZero() && r.scaleUp != "":
+		expl += fmt.Sprintf("; the replacement stayed Pending with no node to fit it until the cluster autoscaler added one (node group %s) and it was scheduled on the new node %s at %s UTC, %d min after the eviction", r.scaleUp, r.joined, hm(r.joinedAt), int(r.joinedAt.Sub(r.at).Minutes()))
 	case !r.joinedAt.IsZero():
 		expl += "; their replacements stayed Pending with no node to fit them"
 		if r.scaleUpFail != "" {
@@ -245,10 +335,34 @@ func (g *gatherer) answerNodeRemovedOver(ctx context.Context, res *finding.Resul
 	if haveDip {
 		expl += fmt.Sprintf(". Available replicas were %.0f of %.0f from %s to %s UTC and are back", dip.low, dip.desired, hm(dip.from), hm(dip.to))
 	}
-	expl += ". Nothing to fix on the workload; the gap is capacity the autoscaler gave up with pods on it."
+	pdb := budgetOf(g.commands, dep.Name)
+	if pdb != "" {
+		expl += fmt.Sprintf("; its PodDisruptionBudget (%s) held the availability the drain could take", pdb)
+	}
+	if flat && impact != "" {
+		expl += ". No user impact: " + impact
+	}
+	if r.planned != "" {
+		expl += ". Working as expected: nothing to fix on the workload; the alert fired because the replacement waited for capacity longer than its 'for' duration."
+	} else {
+		expl += ". Nothing to fix on the workload; the gap is capacity the autoscaler gave up with pods on it."
+	}
 	ev := []string{fmt.Sprintf("deployment %s/%s: %s", orWord(dep.Namespace, g.sc.Namespace), dep.Name, state)}
 	for _, l := range r.lines {
+		if r.planned != "" {
+			ev = append(ev, "planned drain: "+l)
+			continue
+		}
 		ev = append(ev, "cluster autoscaler: "+quote(l, 300))
+	}
+	if r.scaleUp != "" && r.joined != "" {
+		ev = append(ev, fmt.Sprintf("cluster-autoscaler TriggeredScaleUp %s; the replacement was scheduled on the new node %s at %s UTC", r.scaleUp, r.joined, hm(r.joinedAt)))
+	}
+	if pdb != "" {
+		ev = append(ev, "PodDisruptionBudget "+pdb)
+	}
+	if flat && impact != "" {
+		ev = append(ev, impact)
 	}
 	if haveDip {
 		ev = append(ev, fmt.Sprintf("kube_deployment_status_replicas_available{deployment=%q}: %.0f of %.0f desired from %s to %s UTC, %.0f since", dep.Name, dip.low, dip.desired, hm(dip.from), hm(dip.to), dip.desired))
@@ -267,12 +381,24 @@ func (g *gatherer) answerNodeRemovedOver(ctx context.Context, res *finding.Resul
 	res.RootCause.Confidence = 65
 	res.RootCause.Evidence = ev
 	tl := []finding.TimelineEvent{{Timestamp: rfc(r.at), Event: fmt.Sprintf("cluster autoscaler removes %s, evicting %s", orWord(prefixed("node ", r.node), "their node"), strings.Join(pods, ", "))}}
+	if r.planned != "" {
+		tl[0].Event = fmt.Sprintf("planned drain of node %s evicts %s", r.node, strings.Join(pods, ", "))
+	}
 	if !r.joinedAt.IsZero() {
 		tl = append(tl, finding.TimelineEvent{Timestamp: rfc(r.joinedAt), Event: fmt.Sprintf("node %s joins; the Pending replacements are scheduled", r.joined)})
 	}
 	if haveDip {
 		tl = append(tl, finding.TimelineEvent{Timestamp: rfc(dip.to), Event: fmt.Sprintf("%s back to %.0f of %.0f available replicas", dep.Name, dip.desired, dip.desired)})
 	}
+	if resolved == nil {
+		for _, a := range alerts {
+			if alertAbout(a, subjects, g.sc.Alert) && !a.StartsAt.IsZero() {
+				tl = append(tl, finding.TimelineEvent{Timestamp: rfc(a.StartsAt), Event: "alert " + a.Name + " fires"})
+				break
+			}
+		}
+	}
+	sort.SliceStable(tl, func(i, j int) bool { return tl[i].Timestamp < tl[j].Timestamp })
 	res.Timeline = tl
 	res.AffectedSystems = []string{dep.Name}
 	res.Recommendations = append([]finding.Recommendation{
@@ -301,4 +427,62 @@ func utilWord(u string) string {
 		return "utilization " + u
 	}
 	return u + " of its CPU requested"
+}
+
+// subjectSeriesFlat reports whether a workload's error and latency series
+// stayed within their range before since (their peak after it no higher
+// than the highest before), and says so; false when none was gathered.
+func subjectSeriesFlat(sets []MetricSet, subject string, since time.Time) (bool, string) {
+	var words []string
+	for _, ms := range sets {
+		if ms.Class != MetricErrors && ms.Class != MetricLatency {
+			continue
+		}
+		for _, s := range ms.Series {
+			if !strings.EqualFold(SubjectOfLabels(s.Labels), subject) {
+				continue
+			}
+			before, after, nb, na := 0.0, 0.0, 0, 0
+			for _, p := range s.Points {
+				if p.T.Before(since) {
+					before, nb = max(before, p.V), nb+1
+				} else {
+					after, na = max(after, p.V), na+1
+				}
+			}
+			if nb < 5 || na < 3 {
+				continue
+			}
+			if after > before*1.1 && after-before > 1e-9 {
+				return false, ""
+			}
+			words = append(words, fmt.Sprintf("%s stayed within its usual range (at most %s since %s UTC, %s before)", ms.Name, formatValue(after, ms.Unit), since.UTC().Format("15:04"), formatValue(before, ms.Unit)))
+		}
+	}
+	if len(words) == 0 {
+		return false, ""
+	}
+	return true, strings.Join(words, "; ")
+}
+
+// budgetOf reads the PodDisruptionBudget of a workload from a get pdb
+// row handed over: "minAvailable 3, 1 disruption allowed".
+func budgetOf(cmds []evidence.CommandOutput, workload string) string {
+	for _, c := range cmds {
+		if !strings.Contains(strings.ToLower(c.Command), "pdb") && !strings.Contains(strings.ToLower(c.Command), "poddisruptionbudget") {
+			continue
+		}
+		for _, l := range c.Lines {
+			r := pdbRowRE.FindStringSubmatch(strings.TrimSpace(l))
+			if r == nil || !strings.EqualFold(r[2], workload) {
+				continue
+			}
+			b := "maxUnavailable " + r[4]
+			if r[3] != "N/A" {
+				b = "minAvailable " + r[3]
+			}
+			return fmt.Sprintf("%s %s, %s allowed", r[2], b, plural(atoiOr(r[5]), "disruption", "disruptions"))
+		}
+	}
+	return ""
 }

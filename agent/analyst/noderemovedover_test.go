@@ -39,6 +39,17 @@ func TestReadNodeRemoval(t *testing.T) {
 		`I0412 11:02:48.440917       1 delete.go:193] Successfully evicted shop/cart-api-6d5c4b3a2-abcde`,
 	)
 	events := lines("Scale-down: deleting pod for node scale down; evicted pod shop/cart-api-6d5c4b3a2-abcde", "0/6 nodes are available: 6 Insufficient cpu.")
+	// A planned drain read from its change, the workload's pod stopped
+	// minutes after it, the autoscaler's scale-up for the replacement and
+	// the replacement scheduled on the new node (the pods' events).
+	planned := []evidence.LogLine{
+		{Time: at, Text: `planned drain of node ip-10-0-3-41.ec2.internal: infra change of nodes at 02:40: "patch window: cordon+drain ip-10-0-3-41.ec2.internal"`},
+		{Time: at.Add(2 * time.Minute), Text: "stopped pod search/search-api-7c4d9b8f6-t4bnh"},
+		{Time: at.Add(2 * time.Minute), Text: "pod triggered scale-up: [{eks-general-m6i-2xl-6cc4f1a2 5->6 (max: 10)}]"},
+		{Time: at.Add(3 * time.Minute), Text: "0/5 nodes are available: 1 node(s) were unschedulable, 4 Insufficient cpu."},
+		{Time: at.Add(20 * time.Minute), Text: "Successfully assigned search/search-api-7c4d9b8f6-q9z4d to ip-10-0-6-208.ec2.internal"},
+		{Time: at.Add(50 * time.Minute), Text: "stopped pod search/search-api-7c4d9b8f6-zzzzz"},
+	}
 	cases := []struct {
 		name     string
 		lines    []evidence.LogLine
@@ -56,6 +67,8 @@ func TestReadNodeRemoval(t *testing.T) {
 		{"a drain's evictions", drain, "cart-api", "shop", true, "gke-pool-1-6f2c-x9k2", 2, "", ""},
 		{"the pods' ScaleDown events", events, "cart-api", "shop", true, "", 1, "", ""},
 		{"a scale-up alone", ca[4:], "storefront", "web", false, "", 0, "", ""},
+		{"a planned drain, the replacement scheduled on the autoscaler's new node", planned, "search-api", "search", true, "ip-10-0-3-41.ec2.internal", 1, "ip-10-0-6-208.ec2.internal", ""},
+		{"a planned drain that stopped none of the workload's pods", planned, "search-indexer", "search", false, "", 0, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,5 +88,27 @@ func TestReadNodeRemoval(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A workload's error and latency series that stayed within their range
+// before the node went are no user impact; one that rose above it is.
+func TestSubjectSeriesFlat(t *testing.T) {
+	since := win.Start.Add(20 * time.Minute)
+	series := func(vals ...float64) []MetricSet {
+		s := evidence.Series{Labels: evidence.Labels{"service": "search-api"}}
+		for i, v := range vals {
+			s.Points = append(s.Points, evidence.Point{T: win.Start.Add(time.Duration(i*4) * time.Minute), V: v})
+		}
+		return []MetricSet{{Name: "search_api:error_ratio:5m", Class: MetricErrors, Series: []evidence.Series{s}}}
+	}
+	if flat, words := subjectSeriesFlat(series(0, 0.0003, 0, 0.0002, 0, 0.0001, 0.0003, 0, 0.0002, 0, 0.0001), "search-api", since); !flat || !strings.Contains(words, "usual range") {
+		t.Errorf("noise at its usual level is flat: %v %q", flat, words)
+	}
+	if flat, _ := subjectSeriesFlat(series(0, 0.0003, 0, 0.0002, 0, 0.0001, 0.02, 0.05, 0.04, 0.03, 0.01), "search-api", since); flat {
+		t.Error("errors that rose above their range are user impact")
+	}
+	if flat, _ := subjectSeriesFlat(series(0, 0, 0, 0, 0, 0, 0, 0, 0, 0), "checkout", since); flat {
+		t.Error("no series of the workload says nothing")
 	}
 }
