@@ -1063,6 +1063,10 @@ const (
 func cloudWatchStat(name string) (class, stat string) {
 	n := strings.ToLower(name)
 	switch {
+	case strings.Contains(n, "cachehitrate"):
+		// An edge cache's hit ratio (CloudFront): read by
+		// cachebypassed.go, never an anomaly of its own.
+		return MetricHitRatio, "Average"
 	case strings.Contains(n, "5xx"), strings.Contains(n, "error"), strings.Contains(n, "throttl"), strings.Contains(n, "fault"), strings.Contains(n, "dead"):
 		return MetricErrors, "Sum"
 	case strings.Contains(n, "blocked"):

@@ -121,6 +121,7 @@ var mechanisms = []*mechanism{
 	// source ports.
 	hotKey,
 	indexThrottled,
+	cacheBypassed,
 	kmsKey,
 	natPorts,
 	gcPressure,

@@ -312,6 +312,7 @@ var kinds = map[Kind]kindInfo{
 	// pending deletion or disabled, a NAT gateway out of source ports.
 	KindHotKey:         {prior: 0.84},
 	KindIndexThrottled: {prior: 0.86},
+	KindCacheBypassed:  {prior: 0.88},
 	KindKMSKey:         {prior: 0.86},
 	KindNATPorts:       {prior: 0.86},
 	// A cloud action denied by the caller's IAM policy.

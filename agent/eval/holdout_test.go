@@ -43,7 +43,7 @@ var holdoutFloors = map[string]int{
 	"holdout25": 12,
 	"holdout26": 12,
 	"holdout27": 12,
-	"holdout28": 11,
+	"holdout28": 12,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
