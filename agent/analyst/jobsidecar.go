@@ -2,9 +2,14 @@ package analyst
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // A Job that never completes because its pod never ends: the main
@@ -30,6 +35,15 @@ var jobSidecar = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the Job %s of %s never completes: its container %s finished (exit code 0 at %s) but the sidecar container %s keeps pod %s running, so the Job stays active",
 			h.fact("job"), h.Subject, h.fact("main"), h.fact("finished"), h.fact("sidecar"), h.fact("pod"))
+		if m := h.fact("injected_mark"); m != "" {
+			d += fmt.Sprintf("; %s was not declared by the Job's template but injected into the pod at admission (%s)", h.fact("sidecar"), m)
+		}
+		if c := h.fact("injection_change"); c != "" {
+			d += fmt.Sprintf("; injection was switched on by %s", c)
+		}
+		if ok := h.fact("last_complete"); ok != "" {
+			d += fmt.Sprintf("; the run before it, %s", ok)
+		}
 		if s := h.fact("skipped"); s != "" {
 			d += fmt.Sprintf("; with concurrencyPolicy Forbid the CronJob skips every later run (%s)", s)
 		}
@@ -109,8 +123,113 @@ func detectJobSidecars(ev *Gathered, _ []Finding) []Finding {
 				break
 			}
 		}
+		f.setFact("why", fmt.Sprintf("container %s exited 0 but the sidecar %s still runs", done.Name, running.Name))
+		// How the sidecar got there: injected at admission (the pod says
+		// so), switched on by a change; and the runs before that finished.
+		if m := injectionMark(p, running.Name); m != "" {
+			f.setFact("injected_mark", m)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("pod %s/%s: container %s was injected at admission (%s)", p.Namespace, p.Name, running.Name, m))
+		}
+		var switched time.Time
+		if c, ok := injectionChange(ev, p.Namespace, subject, running.Name); ok {
+			switched = c.Timestamp
+			f.setFact("injection_change", fmt.Sprintf("the %s change at %s: %q", orWord(c.Kind, "recorded"), ts(c.Timestamp), c.Description))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %q (sidecar injection switched on, before this run started)", orWord(c.Kind, "recorded"), orWord(c.Service, p.Namespace), ts(c.Timestamp), c.Description))
+		}
+		if j := lastCompletedRun(ev.K8s.Jobs, p.Namespace, job, switched); j != nil {
+			took := ""
+			if j.Status.StartTime != nil && j.Status.CompletionTime != nil {
+				took = " in " + j.Status.CompletionTime.Sub(j.Status.StartTime.Time).Round(time.Second).String()
+			}
+			f.setFact("last_complete", fmt.Sprintf("%s, completed%s", j.Name, took))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("Job %s/%s (the run before) completed%s", j.Namespace, j.Name, took))
+		}
 		f.Summary = fmt.Sprintf("Job %s stays active: %s finished, sidecar %s still running", job, done.Name, running.Name)
 		out = append(out, f)
 	}
 	return out
+}
+
+// injectionMarks are the pod annotations and labels mesh and agent
+// injectors leave on a pod they injected a container into: Istio
+// (sidecar.istio.io/status), Linkerd (linkerd.io/proxy-version), Kuma
+// (kuma.io/sidecar-injected), Consul (consul.hashicorp.com/connect-inject-status),
+// Vault (vault.hashicorp.com/agent-inject-status), Open Service Mesh
+// (openservicemesh.io/sidecar-injection), Dapr (dapr.io/enabled).
+var injectionMarks = []string{"sidecar.istio.io/status", "linkerd.io/proxy-version", "kuma.io/sidecar-injected", "consul.hashicorp.com/connect-inject-status",
+	"vault.hashicorp.com/agent-inject-status", "openservicemesh.io/sidecar-injection", "dapr.io/enabled", "linkerd.io/inject", "sidecar.istio.io/inject", "istio.io/rev"}
+
+// injectionMark says which mark of an injector the pod carries, "" when
+// none does.
+func injectionMark(p *corev1.Pod, sidecar string) string {
+	for _, k := range injectionMarks {
+		for _, m := range []map[string]string{p.Annotations, p.Labels} {
+			v, ok := m[k]
+			if !ok {
+				continue
+			}
+			if k == "sidecar.istio.io/inject" || k == "linkerd.io/inject" {
+				if strings.EqualFold(v, "false") || strings.EqualFold(v, "disabled") {
+					continue
+				}
+			}
+			if strings.HasSuffix(k, "/status") && strings.Contains(v, sidecar) {
+				return fmt.Sprintf("annotation %s lists %s", k, sidecar)
+			}
+			if v == "" {
+				return "annotation " + k
+			}
+			return fmt.Sprintf("%s=%s", k, truncate(v, 40))
+		}
+	}
+	return ""
+}
+
+// injectionChangeRE are the words of a change that switches sidecar
+// injection on: a namespace or pod label or annotation of an injector, a
+// mesh onboarding.
+var injectionChangeRE = regexp.MustCompile(`(?i)istio-injection|istio\.io/rev|sidecar\.istio\.io/inject|linkerd\.io/inject|kuma\.io/sidecar-injection|connect-inject|agent-inject|sidecar.injection|inject(?:ion|ed)?\b.*\b(?:sidecar|proxy|mesh|enabled)|\bmesh onboarding|\b(?:enable|onboard)\w* (?:the )?(?:service )?mesh`)
+
+// injectionChange finds the change, in the window or the month before,
+// that switched sidecar injection on for the namespace or the Job's
+// workload: the latest one.
+func injectionChange(ev *Gathered, ns, subject, sidecar string) (evidence.Change, bool) {
+	var best evidence.Change
+	found := false
+	for _, list := range [][]evidence.Change{ev.Earlier, ev.Changes} {
+		for _, c := range list {
+			if !injectionChangeRE.MatchString(c.Description) {
+				continue
+			}
+			t := strings.ToLower(c.Service + " " + c.Description)
+			if !strings.Contains(t, strings.ToLower(ns)) && !strings.Contains(t, strings.ToLower(subject)) {
+				continue
+			}
+			if !found || c.Timestamp.After(best.Timestamp) {
+				best, found = c, true
+			}
+		}
+	}
+	return best, found
+}
+
+// lastCompletedRun is the latest Job of the same CronJob (its name less
+// the schedule suffix) that completed, before the injection was switched
+// on when that is known.
+func lastCompletedRun(jobs []batchv1.Job, ns, job string, before time.Time) *batchv1.Job {
+	cron := workloadOfName(job)
+	var best *batchv1.Job
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Namespace != ns && j.Namespace != "" || j.Name == job || workloadOfName(j.Name) != cron || j.Status.Succeeded == 0 {
+			continue
+		}
+		if !before.IsZero() && j.Status.CompletionTime != nil && j.Status.CompletionTime.After(before) {
+			continue
+		}
+		if best == nil || best.Status.CompletionTime == nil || j.Status.CompletionTime != nil && j.Status.CompletionTime.After(best.Status.CompletionTime.Time) {
+			best = j
+		}
+	}
+	return best
 }

@@ -38,6 +38,12 @@ var livenessKill = &mechanism{
 		if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil {
 			f.setFact("readiness_path", p.HTTPGet.Path)
 		}
+		if p := c.LivenessProbe; p != nil && p.Exec != nil && len(p.Exec.Command) > 0 && f.fact("probe_command") == "" {
+			f.setFact("probe_command", strings.Join(p.Exec.Command, " "))
+		}
+		if f.fact("image") == "" && c.Image != "" {
+			f.setFact("image", c.Image)
+		}
 	},
 	event: func(e *corev1.Event) (float64, bool) {
 		msg := strings.ToLower(e.Message)
@@ -62,6 +68,11 @@ var livenessKill = &mechanism{
 		f.setFact("probe_status", o.status)
 		f.setFact("probe_failure", o.failure)
 		f.setFact("why", o.why())
+		if o.missing != "" {
+			f.setFact("missing_command", o.missing)
+			f.setFact("missing_error", o.missingError)
+			f.setFact("missing_text", strings.ReplaceAll(o.missingText, `\"`, `"`))
+		}
 		if o.path != "" {
 			f.setFact("probe_path", o.path)
 		}
@@ -95,6 +106,16 @@ var livenessKill = &mechanism{
 			if c := h.fact("probe_config"); c != "" {
 				d += fmt.Sprintf(" (%s)", c)
 			}
+		case failure == "exec_missing":
+			cmd := h.fact("missing_command")
+			d += fmt.Sprintf(": the probe is an exec probe whose command %s is not in the container's image", cmd)
+			if pc := h.fact("probe_command"); pc != "" {
+				d += fmt.Sprintf(" (liveness: exec [%s])", pc)
+			}
+			d += fmt.Sprintf(", so the kubelet cannot even start it (%s) and counts every check as a failure — the application is killed, it does not crash, and may well be healthy; an image rebuilt on another base (distroless, scratch, a slimmer or non-root image) no longer ships the probe's binary or shell", quote(truncate(orWord(h.fact("missing_text"), h.fact("probe_result")), 200), 210))
+			if img := h.fact("image"); img != "" {
+				d += fmt.Sprintf(" (image %s)", img)
+			}
 		case failure == "exec":
 			d += fmt.Sprintf(": the probe's command fails: %s", quote(truncate(h.fact("probe_result"), 160), 170))
 		default:
@@ -112,7 +133,7 @@ var livenessKill = &mechanism{
 				d += ", and there is no startupProbe to cover a slow start"
 			}
 		}
-		if m := h.fact("message"); m != "" {
+		if m := h.fact("message"); m != "" && h.fact("probe_failure") != "exec_missing" {
 			d += " — " + quote(truncate(m, 160), 170)
 		}
 		return d
@@ -133,6 +154,10 @@ var livenessKill = &mechanism{
 		case failure == "status" || failure == "unhealthy":
 			r.high("Find what the health check of %s reports failing (%s) and fix it; keep dependencies out of the liveness check so that a dependency's failure does not restart the pods", s, h.fact("probe_result"))
 			r.med("Make the liveness probe of %s check the process only, and leave dependencies to the readiness probe", s)
+		case failure == "exec_missing":
+			cmd := h.fact("missing_command")
+			r.high("Put %s back into the image of %s (copy the binary into the new base image), or replace the exec probe by one that needs nothing in the image: a grpc, httpGet or tcpSocket probe", cmd, s)
+			r.med("Before rolling out an image on a new base, run each exec probe's command in it (kubectl exec POD -- %s) so that a missing binary or shell is found before the kubelet kills the pods", orWord(h.fact("probe_command"), cmd))
 		case failure == "timeout":
 			r.high("Find why %s answers its probe too slowly (CPU throttling, pauses, blocked threads) and fix it, or raise the probe's timeoutSeconds", s)
 			r.med("Make %s answer its liveness probe without waiting on other work", s)
@@ -151,12 +176,27 @@ type probeOutcome struct {
 	status  string // the HTTP status, for status
 	result  string // in words: "HTTP 404", "no answer within the timeout"
 	path    string // the request's path, when the message quotes its URL
+	// missing is the command of an exec probe that could not start (not
+	// in the image), missingError how the runtime or shell said it.
+	missing, missingError string
+	missingText           string // the runtime's or shell's words
 }
 
 var (
 	probeStatusRE = regexp.MustCompile(`(?i)probe failed with statuscode: (\d{3})`)
 	probeURLRE    = regexp.MustCompile(`(?i)\b(?:Get|Head) "?[a-z]+://[^/\s"]+(/[^\s"]*)"?`)
 	probeExecRE   = regexp.MustCompile(`(?i)^(?:liveness|startup|readiness) probe (?:failed|errored): (.+)$`)
+	// probeMissingRE are the ways an exec probe's command that is not in
+	// the image fails to start: the OCI runtime's (runc, crun, through
+	// containerd, CRI-O or Docker) `exec: "/bin/x": stat /bin/x: no such
+	// file or directory` and `exec: "curl": executable file not found in
+	// $PATH`, and a shell's `/bin/sh: 1: curl: not found` (dash), `sh:
+	// curl: not found` (busybox) or `bash: line 1: pg_isready: command not
+	// found`.
+	probeMissingRE = []*regexp.Regexp{
+		regexp.MustCompile(`exec: \\?"([^"\\]+)\\?": (?:stat \S+: )?(no such file or directory|executable file not found in \$PATH)`),
+		regexp.MustCompile(`(?:^|[\s:])(?:/\S*/)?(?:ba|da|a|z)?sh: (?:line )?(?:\d+: )?([^\s:]+): (command not found|not found)`),
+	}
 )
 
 // why says in a phrase what the probe's answer means ("" for a refused
@@ -169,6 +209,8 @@ func (o probeOutcome) why() string {
 		return "the application's health check reports it unhealthy (" + o.result + ")"
 	case o.failure == "timeout":
 		return "the probe gets no answer within its timeout"
+	case o.failure == "exec_missing":
+		return "the exec probe's command " + o.missing + " is not in the container's image (" + o.missingError + ")"
 	case o.failure == "exec":
 		return "the probe's command fails: " + truncate(o.result, 80)
 	}
@@ -199,6 +241,12 @@ func probeOutcomeOf(msg string) probeOutcome {
 	default:
 		if m := probeExecRE.FindStringSubmatch(strings.TrimSpace(msg)); m != nil && !strings.Contains(l, "connection reset") && !strings.Contains(l, " eof") {
 			o.failure, o.result = "exec", m[1]
+			for _, re := range probeMissingRE {
+				if mm := re.FindStringSubmatch(m[1]); mm != nil {
+					o.failure, o.missing, o.missingError, o.missingText = "exec_missing", mm[1], mm[2], strings.TrimSpace(mm[0])
+					break
+				}
+			}
 		}
 	}
 	return o

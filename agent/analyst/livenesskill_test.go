@@ -33,7 +33,58 @@ func TestLivenessKill(t *testing.T) {
 		{"Pod", "db-0", "Unhealthy", corev1.EventTypeWarning, `Liveness probe failed: /var/run/postgresql:5432 - no response`,
 			KindLivenessKill, []string{"the probe's command fails", "no response"}},
 		{"Pod", "api-6b7c9d8f4-k2x9z", "Unhealthy", corev1.EventTypeWarning, "Readiness probe failed: HTTP probe failed with statuscode: 404", "", nil},
+		// An exec probe whose command is not in the image: the runtime
+		// (containerd+runc, CRI-O, Docker) or the probe's shell says so.
+		{"Pod", "router-6b9d7c5f48-tx4kq", "Unhealthy", corev1.EventTypeWarning,
+			`Liveness probe errored: rpc error: code = Unknown desc = failed to exec in container: failed to start exec "5d0e4c1b9a8f7e6d": OCI runtime exec failed: exec failed: unable to start container process: exec: "/bin/grpc_health_probe": stat /bin/grpc_health_probe: no such file or directory: unknown`,
+			KindLivenessKill, []string{"exec probe whose command /bin/grpc_health_probe is not in the container's image", `stat /bin/grpc_health_probe: no such file or directory`, "killed, it does not crash"}},
+		{"Pod", "web-7f9c-abcde", "Unhealthy", corev1.EventTypeWarning,
+			`Liveness probe errored: rpc error: code = Unknown desc = command error: time="2026-11-25T15:33:45Z" level=error msg="exec failed: unable to start container process: exec: \"curl\": executable file not found in $PATH", stdout: , stderr: , exit code -1`,
+			KindLivenessKill, []string{"command curl is not in the container's image"}},
+		{"Pod", "web-7f9c-abcde", "Unhealthy", corev1.EventTypeWarning,
+			`Liveness probe failed: OCI runtime exec failed: exec failed: container_linux.go:380: starting container process caused: exec: "wget": executable file not found in $PATH: unknown`,
+			KindLivenessKill, []string{"command wget is not in the container's image"}},
+		{"Pod", "db-0", "Unhealthy", corev1.EventTypeWarning, `Liveness probe failed: /bin/sh: 1: pg_isready: not found`,
+			KindLivenessKill, []string{"command pg_isready is not in the container's image"}},
+		{"Pod", "cache-0", "Unhealthy", corev1.EventTypeWarning, `Startup probe failed: bash: line 1: redis-cli: command not found`,
+			KindLivenessKill, []string{"command redis-cli is not in the container's image"}},
+		{"Pod", "cache-0", "Unhealthy", corev1.EventTypeWarning, `Liveness probe failed: sh: nc: not found`,
+			KindLivenessKill, []string{"command nc is not in the container's image"}},
+		// A command that ran and answered "not found" of something else is
+		// not a missing command.
+		{"Pod", "cache-0", "Unhealthy", corev1.EventTypeWarning, `Liveness probe failed: key health:ping not found`,
+			KindLivenessKill, []string{"the probe's command fails"}},
 	})
+}
+
+// TestProbeCommandMissingRecommends: a command missing from the image
+// is put back or the probe replaced by one that needs nothing in it; the
+// finding says why (what the runtime answered), which keeps its
+// confidence.
+func TestProbeCommandMissingRecommends(t *testing.T) {
+	o := probeOutcomeOf(`Liveness probe errored: rpc error: code = Unknown desc = failed to exec in container: failed to start exec "5d0e": OCI runtime exec failed: exec failed: unable to start container process: exec: "/bin/grpc_health_probe": stat /bin/grpc_health_probe: no such file or directory: unknown`)
+	if o.failure != "exec_missing" || o.missing != "/bin/grpc_health_probe" || !strings.Contains(o.why(), "not in the container's image") {
+		t.Fatalf("outcome %+v", o)
+	}
+	f := Finding{Kind: KindLivenessKill, Subject: "geo"}
+	for k, v := range map[string]string{"probe_failure": o.failure, "missing_command": o.missing, "probe_command": "/bin/grpc_health_probe -addr=:50051"} {
+		f.setFact(k, v)
+	}
+	h := &Hypothesis{Kind: KindLivenessKill, Subject: "geo", Primary: []*Finding{&f}}
+	recs := recommend(h, Scope{})
+	var all []string
+	for _, r := range recs {
+		all = append(all, r.Action)
+	}
+	text := strings.Join(all, "\n")
+	for _, w := range []string{"Put /bin/grpc_health_probe back into the image of geo", "grpc, httpGet or tcpSocket probe", "kubectl exec POD -- /bin/grpc_health_probe -addr=:50051"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("recommendations %q do not say %q", text, w)
+		}
+	}
+	if strings.Contains(text, "initialDelaySeconds") {
+		t.Errorf("recommendations %q speak of a slow start", text)
+	}
 }
 
 // TestNotFoundLine: the ways applications log a request they have no route

@@ -121,6 +121,10 @@ var logRules = []logRule{
 	// A cloud action the caller's IAM policy does not grant: before the
 	// generic 403.
 	lineRule(cloudDenied),
+	// A server refused the bind of its listening port ("bind() to
+	// 0.0.0.0:80 failed (13: Permission denied)"): before the generic
+	// "permission denied".
+	lineRule(privilegedPort),
 	lineRule(authFailure),
 	// A consumer whose poll loop is too slow: the group coordinator
 	// evicts it and the group rebalances.

@@ -26,6 +26,7 @@ var mechanisms = []*mechanism{
 	orderedReady,
 	stsPartition,
 	missingEnv,
+	privilegedPort,
 	busyLoop,
 	tmpfsMemory,
 	cpuThrottling,

@@ -225,6 +225,8 @@ var kinds = map[Kind]kindInfo{
 	KindClockSkew:       {prior: 0.8},
 	KindJobFailed:       {prior: 0.8},
 	KindMissingEnv:      {prior: 0.84},
+	// A server refused its privileged listening port (not root).
+	KindPrivilegedPort:  {prior: 0.86},
 	KindCreateRefused:   {prior: 0.8},
 	KindVolumeProvision: {prior: 0.82},
 	KindLogMatch:        {prior: 0.6},

@@ -44,6 +44,7 @@ var holdoutFloors = map[string]int{
 	"holdout26": 12,
 	"holdout27": 12,
 	"holdout28": 12,
+	"holdout29": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
