@@ -90,7 +90,15 @@ func attachDatabaseInstances(fs []Finding, ev *Gathered) {
 		}
 	}
 	var servers []string
+	// A database server's own log read from its RDS log group names its
+	// clients (host=10.30.7.201 in a disconnection line), never itself:
+	// the group names the instance.
+	rdsLogs := map[string]string{}
 	for _, set := range ev.Logs {
+		if inst := rdsInstanceOfGroup(set.Source); inst != "" {
+			rdsLogs[set.Subject] = inst
+			continue
+		}
 		if set.Host {
 			if r := hostRole(set); (r == "postgresql" || r == "mysql") && !slices.Contains(servers, set.Subject) {
 				servers = append(servers, set.Subject)
@@ -146,6 +154,9 @@ func attachDatabaseInstances(fs []Finding, ev *Gathered) {
 			continue
 		}
 		inst := mostNamed(byCaller[orWord(f.fact("caller"), f.Subject)])
+		if r := rdsLogs[orWord(f.fact("caller"), f.Subject)]; r != "" {
+			inst = r
+		}
 		// The one instance the evidence shows stands for a database the
 		// failing calls do not name; calls to an address are to whatever
 		// answers there, maybe not that instance.

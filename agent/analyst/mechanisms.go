@@ -14,6 +14,7 @@ var mechanisms = []*mechanism{
 	workerPool,
 	threadDeadlock,
 	slowQuery,
+	indexInvalid,
 	replicaDDL,
 	dbBlocked,
 	migrationLock,

@@ -222,6 +222,7 @@ var kinds = map[Kind]kindInfo{
 	KindDeadlineCut:     {prior: 0.86},
 	KindDBUserLoad:      {prior: 0.8},
 	KindSlowQuery:       {prior: 0.72},
+	KindIndexInvalid:    {prior: 0.86},
 	KindClockSkew:       {prior: 0.8},
 	KindJobFailed:       {prior: 0.8},
 	KindMissingEnv:      {prior: 0.84},
