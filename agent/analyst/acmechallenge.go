@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -55,7 +56,7 @@ var acmeChallenge = &mechanism{
 		if p := h.fact("port"); p != "" && h.fact("unreachable") != "" {
 			d += fmt.Sprintf(", so port %s of %s is not reachable from outside", p, orWord(h.fact("address"), "the public address"))
 		}
-		for _, k := range []string{"listeners", "outside", "inside", "change"} {
+		for _, k := range []string{"denied", "policy", "listeners", "outside", "inside", "change"} {
 			if v := h.fact(k); v != "" {
 				d += "; " + v
 			}
@@ -85,6 +86,23 @@ var (
 	acmeAuthzRE = regexp.MustCompile(`acme: authorization error for (\S+?):? (\d{3} urn:ietf:params:acme:error:\w+: [^"]+)`)
 	// acmeDNSWaitRE is a DNS-01 challenge waiting for its record.
 	acmeDNSWaitRE = regexp.MustCompile(`Waiting for DNS-01 challenge propagation: ([^"]+)`)
+	// acmePresentRE is cert-manager failing to present a challenge (to
+	// create the DNS-01 TXT record at the DNS provider, or the HTTP-01
+	// solver): the Challenge's status reason, its PresentError event,
+	// its log.
+	acmePresentRE = regexp.MustCompile(`(?i)error presenting challenge(?::|" err=")\s*([^"]+)`)
+	// acmeProblemRE is the CA's refusal of an order or a challenge (a
+	// rate limit, a CAA record, a rejected identifier).
+	acmeProblemRE = regexp.MustCompile(`(\d{3} urn:ietf:params:acme:error:(\w+):?\s*[^"]+)`)
+	// providerDeniedRE is a DNS provider's refusal of the credentials
+	// cert-manager uses: AWS (Route 53), Google Cloud DNS, Azure DNS,
+	// Cloudflare.
+	providerDeniedRE = regexp.MustCompile(`(?i)AccessDenied|not authorized to perform|AuthorizationFailed|does not have authorization|googleapi: Error 403|Error 403: Forbidden|\b403 Forbidden|Authentication error|Invalid request headers|InvalidClientTokenId|ExpiredToken`)
+	// deniedResourceRE is the action and resource an AWS denial names.
+	deniedResourceRE = regexp.MustCompile(`not authorized to perform: ([\w:*]+) on resource: (\S+?)(?:\s|$)`)
+	// acmeCredChangeRE is a change of the identity or permissions the
+	// solver uses at its DNS provider.
+	acmeCredChangeRE = regexp.MustCompile(`(?i)\biam\b|polic(?:y|ies)|\brole\b|irsa|permission|least[- ]privilege|service ?account|credential|api token|access key|workload identity`)
 	// challengeNameRE is the name cert-manager gives a Challenge: its
 	// certificate's, the revision and two hashes.
 	challengeNameRE = regexp.MustCompile(`^(.+?)-\d+-\d{6,}-\d{6,}$`)
@@ -124,6 +142,13 @@ func readACMEFailure(line string) (acmeFailure, bool) {
 		a.domain, a.err = m[1], strings.TrimSpace(m[2])
 	case acmeDNSWaitRE.MatchString(l):
 		a.err, a.typ = strings.TrimSpace(acmeDNSWaitRE.FindStringSubmatch(l)[1]), "DNS-01"
+	case acmePresentRE.MatchString(l):
+		a.err = strings.TrimSpace(acmePresentRE.FindStringSubmatch(l)[1])
+		if providerDeniedRE.MatchString(a.err) || strings.Contains(strings.ToLower(l), "dns01") || strings.Contains(l, "DNS-01") || strings.Contains(a.err, "record set") {
+			a.typ = "DNS-01"
+		}
+	case acmeProblemRE.MatchString(l) && strings.Contains(strings.ToLower(l), "order"):
+		a.err = strings.TrimSpace(acmeProblemRE.FindStringSubmatch(l)[1])
 	default:
 		return acmeFailure{}, false
 	}
@@ -239,7 +264,7 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 			c.f.setFact("url", a.url)
 			c.f.setFact("error", a.err)
 			c.f.setFact("type", a.typ)
-			c.f.Evidence = append(c.f.Evidence, fmt.Sprintf("challenge %s (%s): %s", orWord(a.challenge, a.domain), orWord(a.typ, "ACME"), truncate(orWord(a.url+": ", "")+a.err, 240)))
+			c.f.Evidence = append(c.f.Evidence, fmt.Sprintf("challenge %s (%s): %s", orWord(a.challenge, a.domain), orWord(a.typ, "ACME"), truncate(urlPrefix(a.url)+a.err, 240)))
 			certs[name] = c
 			order = append(order, name)
 		}
@@ -297,11 +322,32 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 			f.setFact("inside", inside)
 			f.Evidence = append(f.Evidence, inside)
 		}
-		// The change that cut the path, however long before: a challenge
-		// fails from the first renewal after it.
+		// The DNS provider refusing the solver's credentials: what it
+		// refused, and what the identity's policy grants instead.
+		denied := providerDeniedRE.MatchString(f.fact("error"))
+		if denied {
+			d := "the DNS provider refuses cert-manager's credentials (access denied), so the challenge's record is never created"
+			if m := deniedResourceRE.FindStringSubmatch(f.fact("error")); m != nil {
+				d = fmt.Sprintf("the DNS provider refuses cert-manager's identity %s on %s (access denied), so the challenge's TXT record is never created", m[1], m[2])
+				if p := grantedElsewhere(cmds, m[1], m[2]); p != "" {
+					f.setFact("policy", p)
+					f.Evidence = append(f.Evidence, p)
+				}
+			}
+			f.setFact("denied", d)
+			f.setFact("why", d)
+			reason = true
+		}
+		// The change that cut the path (or narrowed the solver's
+		// permissions), however long before: a challenge fails from the
+		// first renewal after it.
+		changeRE := acmePathChangeRE
+		if denied {
+			changeRE = acmeCredChangeRE
+		}
 		for i := len(changes) - 1; i >= 0; i-- {
 			ch := changes[i]
-			if !acmePathChangeRE.MatchString(ch.Description) || !w.End.IsZero() && ch.Timestamp.After(w.End) {
+			if !changeRE.MatchString(ch.Description) || !w.End.IsZero() && ch.Timestamp.After(w.End) {
 				continue
 			}
 			f.setFact("change", fmt.Sprintf("the %s change %s of %s on %s: %q", orWord(ch.Kind, "recorded"), orWord(ch.Revision, ""), ch.Service, ch.Timestamp.UTC().Format("2006-01-02"), truncate(ch.Description, 160)))
@@ -317,11 +363,71 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 		} else {
 			f.setFact("state_only", "true")
 		}
+		// cert-manager's controller runs the challenges: its failures
+		// are this certificate's.
 		f.Related = append(f.Related, c.domains...)
+		f.Related = append(f.Related, "cert-manager")
 		f.Summary = fmt.Sprintf("certificate %s not renewing: ACME challenge for %s fails: %s", name, f.fact("domains"), truncate(f.fact("error"), 120))
 		out = append(out, *f)
 	}
 	return out
+}
+
+// grantedElsewhere reads an identity policy document a transcript printed
+// (aws iam get-role-policy, get-policy-version: JSON) and says where it
+// grants action when no statement grants it on resource ("" when no
+// policy was read or one grants it there).
+func grantedElsewhere(cmds []evidence.CommandOutput, action, resource string) string {
+	for _, c := range cmds {
+		if !strings.Contains(c.Command, "iam ") {
+			continue
+		}
+		text := strings.Join(c.Lines, "\n")
+		if i := strings.Index(text, "{"); i >= 0 {
+			text = text[i:]
+		}
+		var doc struct {
+			PolicyDocument *json.RawMessage
+			Statement      []struct {
+				Effect   string
+				Action   json.RawMessage
+				Resource json.RawMessage
+			}
+		}
+		if json.Unmarshal([]byte(text), &doc) != nil {
+			continue
+		}
+		if doc.PolicyDocument != nil && len(doc.Statement) == 0 {
+			_ = json.Unmarshal(*doc.PolicyDocument, &doc)
+		}
+		var on []string
+		for _, st := range doc.Statement {
+			if st.Effect != "Allow" || !slices.Contains(stringOrList(st.Action), action) {
+				continue
+			}
+			for _, r := range stringOrList(st.Resource) {
+				if r == "*" || r == resource || strings.HasSuffix(r, "*") && strings.HasPrefix(resource, strings.TrimSuffix(r, "*")) {
+					return ""
+				}
+				on = append(on, r)
+			}
+		}
+		if len(on) > 0 {
+			return fmt.Sprintf("the identity's policy grants %s only on %s, not on %s", action, strings.Join(on, ", "), resource)
+		}
+	}
+	return ""
+}
+
+// stringOrList reads a policy field that is a string or a list of them.
+func stringOrList(raw json.RawMessage) []string {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}
+	}
+	var list []string
+	_ = json.Unmarshal(raw, &list)
+	return list
 }
 
 // describedChallenge is the Challenge a `kubectl describe challenge X`
@@ -341,8 +447,13 @@ func describedChallenge(cmd string) string {
 func isGetChallenges(cmd string) bool {
 	f := strings.Fields(cmd)
 	for i := 0; i+1 < len(f); i++ {
-		if f[i] == "get" && strings.HasPrefix(strings.ToLower(f[i+1]), "challenge") {
-			return true
+		if f[i] != "get" {
+			continue
+		}
+		for _, k := range strings.Split(strings.ToLower(f[i+1]), ",") {
+			if strings.HasPrefix(k, "challenge") {
+				return true
+			}
 		}
 	}
 	return false
@@ -350,6 +461,13 @@ func isGetChallenges(cmd string) bool {
 
 // challengeRows reads `kubectl get challenges` (NAME STATE DOMAIN AGE).
 func challengeRows(lines []string) []challengeRow {
+	// A get of several kinds prints one table each: read the one of the
+	// challenges.
+	for i, l := range lines {
+		if i > 0 && strings.HasPrefix(l, "NAME ") && strings.Contains(l, "DOMAIN") {
+			return challengeRows(lines[i:])
+		}
+	}
 	if len(lines) < 2 {
 		return nil
 	}
@@ -364,7 +482,13 @@ func challengeRows(lines []string) []challengeRow {
 		if len(f) != len(head) {
 			continue
 		}
-		r := challengeRow{name: f[ni], domain: f[di]}
+		// "challenge.acme.cert-manager.io/NAME" when several kinds were
+		// listed.
+		_, name, ok := strings.Cut(f[ni], "/")
+		if !ok {
+			name = f[ni]
+		}
+		r := challengeRow{name: name, domain: f[di]}
 		if si >= 0 {
 			r.state = f[si]
 		}
@@ -416,4 +540,12 @@ func lastNonEmpty(lines []string) string {
 func firstWord(s string) string {
 	f, _, _ := strings.Cut(s, ",")
 	return strings.TrimSpace(f)
+}
+
+// urlPrefix is "URL: ", or nothing without a URL.
+func urlPrefix(u string) string {
+	if u == "" {
+		return ""
+	}
+	return u + ": "
 }

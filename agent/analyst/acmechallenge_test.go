@@ -128,3 +128,55 @@ func TestDetectACMEChallenges(t *testing.T) {
 		t.Errorf("findings without a failing challenge: %+v", fs)
 	}
 }
+
+// TestACMEPresentDenied reads a DNS-01 challenge cert-manager cannot
+// present because the DNS provider refuses its identity, in the Challenge's
+// describe page, its -o yaml and cert-manager's log, and follows it to the
+// identity's policy and the change that narrowed it.
+func TestACMEPresentDenied(t *testing.T) {
+	const denied = `failed to change Route 53 record set: operation error Route 53: ChangeResourceRecordSets, https response error StatusCode: 403, RequestID: 0e5d9a77, api error AccessDenied: User: arn:aws:sts::412345678901:assumed-role/eks-prod-cert-manager/17568 is not authorized to perform: route53:ChangeResourceRecordSets on resource: arn:aws:route53:::hostedzone/Z07458123NQ2KXAMPLE because no identity-based policy allows the route53:ChangeResourceRecordSets action`
+	for _, c := range []struct{ name, line, typ string }{
+		{"describe reason", "  Reason:      Error presenting challenge: " + denied, "DNS-01"},
+		{"-o yaml reason", `  reason: 'Error presenting challenge: ` + denied + `'`, "DNS-01"},
+		{"klog", `E0903 10:28:31.412907       1 sync.go:190] "error presenting challenge" err="` + denied + `" logger="cert-manager.controller" resource_name="partners-wildcard-4-1873520961-2207516455" type="DNS-01"`, "DNS-01"},
+		{"Cloud DNS", `Error presenting challenge: googleapi: Error 403: Forbidden, forbidden`, "DNS-01"},
+		{"rate limit", `Failed to create Order: 429 urn:ietf:params:acme:error:rateLimited: Error creating new order :: too many certificates already issued for "example.com"`, ""},
+	} {
+		a, ok := readACMEFailure(c.line)
+		if !ok || a.err == "" || a.typ != c.typ {
+			t.Errorf("%s: %+v %v", c.name, a, ok)
+		}
+	}
+	get := evidence.CommandOutput{Command: "kubectl get certificaterequest,order,challenge -n edge", Lines: []string{
+		"NAME                                                    APPROVED   DENIED   READY   ISSUER                 REQUESTOR   AGE",
+		"certificaterequest.cert-manager.io/partners-wildcard-4  True                False   letsencrypt-prod-dns   system:sa   20h",
+		"",
+		"NAME                                                                          STATE     DOMAIN                          AGE",
+		"challenge.acme.cert-manager.io/partners-wildcard-4-1873520961-1405538277      pending   sandbox.partners.example.com    20h",
+		"challenge.acme.cert-manager.io/partners-wildcard-4-1873520961-2207516455      pending   partners.example.com            20h"}}
+	describe := evidence.CommandOutput{Command: "kubectl describe challenge partners-wildcard-4-1873520961-2207516455 -n edge", Lines: []string{"  Reason:      Error presenting challenge: " + denied}}
+	policy := evidence.CommandOutput{Command: "aws iam get-role-policy --role-name eks-prod-cert-manager --policy-name route53-dns01 --query PolicyDocument", Lines: strings.Split(`{
+    "Version": "2012-10-17",
+    "Statement": [
+        {"Effect": "Allow", "Action": "route53:GetChange", "Resource": "arn:aws:route53:::change/*"},
+        {"Effect": "Allow", "Action": ["route53:ChangeResourceRecordSets", "route53:ListResourceRecordSets"], "Resource": "arn:aws:route53:::hostedzone/Z0381245LAW7EXAMPLE"},
+        {"Effect": "Allow", "Action": "route53:ListHostedZonesByName", "Resource": "*"}
+    ]
+}`, "\n")}
+	iam := evidence.Change{Timestamp: win.Start.Add(-40 * time.Hour), Service: "cert-manager", Kind: "infra", Description: "terraform apply infra-live/prod/iam: eks-prod-cert-manager route53 policy resource narrowed to hostedzone/Z0381245LAW7EXAMPLE"}
+	upgrade := evidence.Change{Timestamp: win.Start.Add(-30 * time.Minute), Service: "cert-manager", Kind: "deploy", Description: "helm upgrade cert-manager jetstack/cert-manager v1.15.3 -> v1.15.4 (patch release)"}
+	fs := detectACMEChallenges([]evidence.CommandOutput{get, describe, policy}, nil, []evidence.Change{iam, upgrade}, Scope{Service: "cert-manager", Namespace: "edge"}, win)
+	if len(fs) != 1 || fs[0].Subject != "partners-wildcard" {
+		t.Fatalf("findings %+v", fs)
+	}
+	f := fs[0]
+	if f.fact("denied") == "" || f.fact("state_only") != "" || !strings.Contains(f.fact("policy"), "only on arn:aws:route53:::hostedzone/Z0381245LAW7EXAMPLE") ||
+		!strings.Contains(f.fact("change"), "narrowed") || f.fact("domains") != "partners.example.com, sandbox.partners.example.com" && f.fact("domains") != "sandbox.partners.example.com, partners.example.com" {
+		t.Errorf("facts %v", f.Facts)
+	}
+	if !f.relates("cert-manager") {
+		t.Error("the challenge is cert-manager's")
+	}
+	h := &Hypothesis{Kind: KindACMEChallenge, Subject: f.Subject, Primary: []*Finding{&f}}
+	wantDescribed(t, h, Scope{}, "DNS-01", "AccessDenied", "policy")
+}

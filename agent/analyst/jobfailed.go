@@ -49,8 +49,14 @@ var jobFailed = &mechanism{
 			// A file the operating system refused: who runs, who owns it.
 			fileAccessWhy(ev, &fs[i])
 			// A name that does not resolve is followed to its Service.
+			// A name that does not resolve, with no Service found missing,
+			// says that the lookup failed, not why (the resolver, its
+			// upstream, the path to it): one hop short as well.
 			if f := &fs[i]; Kind(f.fact("line_kind")) == KindDNS {
 				markMissingService(f, ev.K8s)
+				if f.fact("missing_service") == "" {
+					f.setFact("state_only", "true")
+				}
 			}
 		}
 		return fs

@@ -200,6 +200,10 @@ var (
 		"time": true, "port": true, "address": true}
 )
 
+// connArrowRE is the remote end of a Go network error on a socket
+// ("read tcp 10.0.3.17:48211->10.40.0.10:53").
+var connArrowRE = regexp.MustCompile(`(?i)(?:read|write) (?:tcp|udp)[46]? [\w.\-\[\]:%]+:\d+->([\w.\-\[\]:%]+?):(\d+)`)
+
 // DependencyTarget extracts the dependency a failing call names, as
 // "host:port" or "host" (cluster DNS names are shortened to the service
 // name: "payments.shop.svc.cluster.local:8080" → "payments:8080").
@@ -229,6 +233,13 @@ func DependencyTarget(line string) string {
 		}
 	}
 	if m := dialRE.FindStringSubmatch(line); m != nil {
+		if t := try(m[1], m[2]); t != "" {
+			return t
+		}
+	}
+	// Go's "read udp LOCAL->REMOTE: i/o timeout": the remote end is the
+	// dependency, the local address only the caller's socket.
+	if m := connArrowRE.FindStringSubmatch(line); m != nil {
 		if t := try(m[1], m[2]); t != "" {
 			return t
 		}

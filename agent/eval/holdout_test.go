@@ -45,6 +45,7 @@ var holdoutFloors = map[string]int{
 	"holdout27": 12,
 	"holdout28": 12,
 	"holdout29": 4,
+	"holdout31": 8,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
