@@ -212,6 +212,9 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		if rbs, err := evidence.List[rbacv1.RoleBinding](ctx, g.src.Kubernetes, "", ""); err == nil {
 			g.k8s.RoleBindings = rbs
 		}
+		if crbs, err := evidence.List[rbacv1.ClusterRoleBinding](ctx, g.src.Kubernetes, "", ""); err == nil {
+			g.k8s.ClusterRoleBindings = crbs
+		}
 		// And Ingresses, whose backends name the Services' ports.
 		if ings, err := evidence.List[networkingv1.Ingress](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.Ingresses = ings

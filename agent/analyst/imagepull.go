@@ -15,6 +15,9 @@ import (
 // ErrImagePull. The kubelet's message says why, one hop further: the tag
 // does not exist, the registry refuses the credentials (or their absence),
 // or the registry cannot be reached.
+// pullChangeRE is a change that speaks of what an image pull needs.
+var pullChangeRE = regexp.MustCompile(`(?i)image|registry|\bpull|namespace|service ?account|secret|credential`)
+
 var imagePull = &mechanism{
 	kind:      KindImagePull,
 	class:     classCause,
@@ -47,9 +50,16 @@ var imagePull = &mechanism{
 			f.setFact("pull_secret", m[1])
 		}
 	},
+	// A deploy, an image, or what decides the pull's credentials and path
+	// (a namespace moved to, a ServiceAccount, a pull Secret, a
+	// registry).
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind == KindDeploy || c.fact("image") != "" || strings.Contains(strings.ToLower(c.fact("description")+" "+c.Summary), "image")
+		return c.Kind == KindDeploy || c.fact("image") != "" || pullChangeRE.MatchString(changeText(c))
 	},
+	// A flag or a setting of the subject that says nothing of images did
+	// not make the pull fail; a change anywhere that names the image, its
+	// registry or its tag (a registry moved, a tag deleted) did.
+	contentTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s pods cannot start because the image pull fails (ImagePullBackOff/ErrImagePull)", h.Subject)
 		if img := h.fact("image"); img != "" {

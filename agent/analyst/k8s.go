@@ -53,6 +53,10 @@ type K8sEvidence struct {
 	// RoleBindings are the RoleBindings read, of every namespace: what a
 	// ServiceAccount the API server refuses is bound to, and where.
 	RoleBindings []rbacv1.RoleBinding
+	// ClusterRoleBindings are the cluster's ClusterRoleBindings: a
+	// ServiceAccount bound cluster-wide, or the one of another namespace a
+	// binding still names.
+	ClusterRoleBindings []rbacv1.ClusterRoleBinding
 	// Ingresses are the namespace's Ingress objects.
 	Ingresses []networkingv1.Ingress
 	// DaemonSets are the namespace's DaemonSet objects.

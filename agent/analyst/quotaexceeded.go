@@ -41,6 +41,13 @@ var quotaExceeded = &mechanism{
 		f.setFact("quota_used", q.used)
 		f.setFact("quota_hard", q.hard)
 	},
+	// What asks for more than the quota leaves (more replicas, larger
+	// requests, an autoscaler's maximum raised) or a change naming the
+	// quota triggers it; a flag of the subject does not.
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return c.Kind != KindFeatureFlag && quotaAskRE.MatchString(changeText(c))
+	},
+	contentTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		q := h.fact("quota")
 		if q == "" {
@@ -71,6 +78,10 @@ var quotaExceeded = &mechanism{
 		r.add(finding.PriorityLow, "Alert when namespace quota use passes 80%")
 	},
 }
+
+// quotaAskRE is a change that asks a namespace's quota for more: replicas,
+// requests or limits, an autoscaler's bounds, a new workload.
+var quotaAskRE = regexp.MustCompile(`(?i)replica|request|limit|resources|\bcpu\b|memory|\bscale|hpa|autoscal|quota`)
 
 // quotaRefusal is what a FailedCreate "exceeded quota" message says.
 type quotaRefusal struct{ quota, resource, requested, used, hard string }

@@ -71,6 +71,9 @@ var rbacDenied = &mechanism{
 				d += " (yes in " + y + ")"
 			}
 		}
+		if b := h.fact("cluster_binding"); b != "" {
+			d += "; " + b
+		}
 		if b := h.fact("bound_elsewhere"); b != "" {
 			d += "; " + b
 			if m := h.fact("missing_here"); m != "" {
@@ -89,7 +92,14 @@ var rbacDenied = &mechanism{
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
-		if rb, role := h.fact("bound_name"), h.fact("bound_role"); rb != "" && h.fact("missing_here") != "" {
+		if crb := h.fact("crb_name"); crb != "" {
+			if other := h.fact("crb_other_sa"); other != "" {
+				r.high("Add ServiceAccount %s to the subjects of ClusterRoleBinding %s (it names %s, of another namespace): kubectl patch clusterrolebinding %s --type=json -p '[{\"op\":\"add\",\"path\":\"/subjects/-\",\"value\":{\"kind\":\"ServiceAccount\",\"name\":\"%s\",\"namespace\":\"%s\"}}]', in the manifests that own it, then re-run %s",
+					h.fact("user"), crb, other, crb, h.fact("sa_name"), h.fact("sa_ns"), h.Subject)
+			} else {
+				r.high("Add the rule to %s that ClusterRoleBinding %s binds to %s: %s %s (kubectl edit clusterrole %s), then re-run %s", h.fact("crb_role"), crb, h.fact("user"), h.fact("verb"), h.fact("resource"), strings.TrimPrefix(h.fact("crb_role"), "ClusterRole/"), h.Subject)
+			}
+		} else if rb, role := h.fact("bound_name"), h.fact("bound_role"); rb != "" && h.fact("missing_here") != "" {
 			flag := "--role="
 			if kind, name, _ := strings.Cut(role, "/"); kind == "ClusterRole" {
 				flag = "--clusterrole="
@@ -387,6 +397,10 @@ func followRBACBindings(f *Finding, ev *Gathered) {
 		f.setFact("allowed_in", strings.Join(yes, ", "))
 	}
 	saNS, saName, isSA := strings.Cut(f.fact("user"), "/")
+	if isSA && ns == "" {
+		// Refused at the cluster scope: only a ClusterRoleBinding grants it.
+		clusterBindings(f, ev.K8s.ClusterRoleBindings, saNS, saName)
+	}
 	if !isSA || ns == "" {
 		f.setFact("why", rbacWhy(f))
 		return
@@ -405,6 +419,9 @@ func followRBACBindings(f *Finding, ev *Gathered) {
 				own = rb
 			}
 		}
+	}
+	if own == nil {
+		clusterBindings(f, ev.K8s.ClusterRoleBindings, saNS, saName)
 	}
 	if own != nil {
 		f.setFact("bound_elsewhere", fmt.Sprintf("RoleBinding %s/%s binds %s/%s to it", own.Namespace, own.Name, own.RoleRef.Kind, own.RoleRef.Name))
@@ -462,6 +479,47 @@ func followRBACBindings(f *Finding, ev *Gathered) {
 	if f.fact("missing_here") != "" || f.fact("can_i") != "" {
 		f.Weight = max(f.Weight, 0.95)
 	}
+}
+
+// clusterBindings reads what the cluster's ClusterRoleBindings say of a
+// refused ServiceAccount with no RoleBinding: one binds it cluster-wide
+// (then its ClusterRole lacks the permission refused), or one binds the
+// ServiceAccount of that name in another namespace (the workload moved,
+// the binding still names where it was).
+func clusterBindings(f *Finding, crbs []rbacv1.ClusterRoleBinding, saNS, saName string) {
+	var other *rbacv1.ClusterRoleBinding
+	otherSA := ""
+	for i := range crbs {
+		crb := &crbs[i]
+		for _, s := range crb.Subjects {
+			if s.Kind != "ServiceAccount" || s.Name != saName {
+				continue
+			}
+			role := crb.RoleRef.Kind + "/" + crb.RoleRef.Name
+			if s.Namespace == saNS {
+				f.setFact("crb_name", crb.Name)
+				f.setFact("crb_role", role)
+				f.setFact("cluster_binding", fmt.Sprintf("ClusterRoleBinding %s binds %s to it cluster-wide, so %s does not grant %s %s", crb.Name, role, role, f.fact("verb"), f.fact("resource")))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("ClusterRoleBinding %s binds %s to ServiceAccount %s/%s", crb.Name, role, saNS, saName))
+				return
+			}
+			if other == nil && s.Namespace != "" {
+				other, otherSA = crb, s.Namespace+"/"+s.Name
+			}
+		}
+	}
+	if other == nil {
+		return
+	}
+	role := other.RoleRef.Kind + "/" + other.RoleRef.Name
+	f.setFact("crb_name", other.Name)
+	f.setFact("crb_role", role)
+	f.setFact("crb_other_sa", otherSA)
+	f.setFact("sa_ns", saNS)
+	f.setFact("sa_name", saName)
+	f.setFact("cluster_binding", fmt.Sprintf("ClusterRoleBinding %s binds %s to ServiceAccount %s, of another namespace, not to %s/%s", other.Name, role, otherSA, saNS, saName))
+	f.Evidence = append(f.Evidence, f.fact("cluster_binding"))
+	f.Weight = max(f.Weight, 0.95)
 }
 
 // prunesRE is a change that removes objects it does not manage.

@@ -44,11 +44,16 @@ const (
 // cause reached: the object, key, label, image, setting or port a change
 // would have to alter to cause it.
 var contentFacts = []string{"host_ports", "port_holder", "image", "missing", "secret", "volume_key", "key",
-	"setting", "variable", "storage_class", "selector_unmatched", "taint", "config_map", "config_path", "probe_path", "policy_name"}
+	"setting", "variable", "storage_class", "claim", "selector_unmatched", "taint", "config_map", "config_path", "probe_path", "policy_name", "quota"}
 
 // numericContent are the content facts whose values are ports: a number
 // names them only next to the word port.
 var numericContent = map[string]bool{"host_ports": true}
+
+// wordedContent are the content facts whose values are common words (a
+// ResourceQuota named "compute"): a change names them only when it also
+// says what they are.
+var wordedContent = map[string]string{"quota": "quota"}
 
 var (
 	termSplitRE = regexp.MustCompile(`[,;]\s*|\s+and\s+`)
@@ -59,6 +64,13 @@ var (
 // to h: each of at least four characters (a port of at least three
 // digits), lower-cased.
 func contentTerms(h *Hypothesis) (words, ports []string) {
+	words, ports, _ = contentTermsOf(h)
+	return words, ports
+}
+
+// contentTermsOf is contentTerms with the terms that name their object
+// only beside a word of its kind (worded: term -> word).
+func contentTermsOf(h *Hypothesis) (words, ports []string, worded map[string]string) {
 	seen := map[string]bool{}
 	for _, f := range h.Primary {
 		for _, k := range contentFacts {
@@ -68,6 +80,27 @@ func contentTerms(h *Hypothesis) (words, ports []string) {
 			}
 			for _, t := range termSplitRE.Split(v, -1) {
 				t = strings.ToLower(strings.TrimSpace(t))
+				if w := wordedContent[k]; w != "" {
+					if len(t) >= 4 && !seen["="+t] {
+						seen["="+t] = true
+						if worded == nil {
+							worded = map[string]string{}
+						}
+						worded[t] = w
+					}
+					continue
+				}
+				// An image is named by its reference, and by its registry
+				// and its repository with the tag (a registry moved, a tag
+				// pushed or deleted).
+				if k == "image" {
+					for _, part := range imageTerms(t) {
+						if !seen[part] {
+							seen[part] = true
+							words = append(words, part)
+						}
+					}
+				}
 				if numericContent[k] {
 					t, _, _ = strings.Cut(t, "/")
 					if len(t) >= 3 && !seen["#"+t] {
@@ -102,7 +135,27 @@ func contentTerms(h *Hypothesis) (words, ports []string) {
 			}
 		}
 	}
-	return words, ports
+	return words, ports, worded
+}
+
+// imageTerms are the parts of an image reference a change may name: its
+// registry host (with a dot or a port: docker.io's library names are no
+// host), its last path element with the tag ("orders-api:2.3.1"), and a
+// tag that is a version (digits, at least four characters).
+func imageTerms(ref string) []string {
+	ref, _, _ = strings.Cut(ref, "@")
+	var out []string
+	if host, rest, ok := strings.Cut(ref, "/"); ok && strings.ContainsAny(host, ".:") && rest != "" {
+		out = append(out, host)
+	}
+	last := ref[strings.LastIndexByte(ref, '/')+1:]
+	if _, tag, ok := strings.Cut(last, ":"); ok {
+		out = append(out, last)
+		if len(tag) >= 4 && strings.ContainsAny(tag, "0123456789") && tag != "latest" {
+			out = append(out, tag)
+		}
+	}
+	return out
 }
 
 // namesCause reports whether a change's text names what h's chain
@@ -112,9 +165,14 @@ func namesCause(h *Hypothesis, c *Finding) bool {
 	if text == "" {
 		return false
 	}
-	words, ports := contentTerms(h)
+	words, ports, worded := contentTermsOf(h)
 	for _, w := range words {
 		if containsToken(text, w) {
+			return true
+		}
+	}
+	for t, w := range worded {
+		if containsToken(text, t) && strings.Contains(text, w) {
 			return true
 		}
 	}

@@ -33,6 +33,9 @@ var volumeProvision = &mechanism{
 		}
 		return strings.Contains(d, "storage") || strings.Contains(d, "migrat") || strings.Contains(d, "cluster") || c.Kind == KindInfraChange
 	},
+	// A change that names the claim or its StorageClass triggers it; a
+	// deploy or flag of the subject that says nothing of storage does not.
+	contentTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s pods stay Pending because their PersistentVolumeClaim %s cannot get a volume", h.Subject, h.fact("claim"))
 		switch h.fact("problem") {
