@@ -115,6 +115,7 @@ var mechanisms = []*mechanism{
 	acmeChallenge,
 	conntrackFull,
 	scaleUpRefused,
+	nodeLimitM,
 	podNetwork,
 	proxyRules,
 	reloadRejected,

@@ -336,6 +336,8 @@ var kinds = map[Kind]kindInfo{
 	KindSecretMountDenied: {prior: 0.86},
 	// Nodes the cloud refused to add for pending pods.
 	KindScaleUpRefused: {prior: 0.9},
+	// Nodes an autoscaler may not add: its configured limit is reached.
+	KindNodeLimit: {prior: 0.88},
 	// New pods the pod network cannot set up (no pod IP left).
 	KindPodNetwork: {prior: 0.9},
 	// A node whose Service rules kube-proxy cannot write.

@@ -2,6 +2,7 @@ package kubetext
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -36,6 +37,14 @@ func (p *parser) structured(c *command, out []string, first int) {
 		n++
 		if len(bytes.TrimSpace(raw.Raw)) == 0 {
 			continue
+		}
+		// A projection of an object (yq '{"limits": .spec.limits}', jq
+		// '.status') has no kind to decode it by: it is kept as text,
+		// where a reader that knows the command reads its fields.
+		if n == 1 && noKind(raw.Raw) {
+			p.skip(first-1, c.text, "a projection without a kind: not read into objects (kept as text)")
+			p.keepText(c.text, c, out, first)
+			return
 		}
 		p.decodeObject(c, raw.Raw, first, 0)
 	}
@@ -85,4 +94,16 @@ func (p *parser) decodeObject(c *command, raw []byte, first, depth int) {
 		}
 	}
 	p.add(kind, ns, u.GetName(), "", obj)
+}
+
+// noKind reports whether raw is a JSON object without a kind (and not a
+// list of items).
+func noKind(raw []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	_, kind := m["kind"]
+	_, items := m["items"]
+	return !kind && !items
 }
