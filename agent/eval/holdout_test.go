@@ -44,7 +44,7 @@ var holdoutFloors = map[string]int{
 	"holdout26": 12,
 	"holdout27": 12,
 	"holdout28": 12,
-	"holdout29": 4,
+	"holdout29": 12,
 	"holdout31": 8,
 }
 
