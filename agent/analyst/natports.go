@@ -163,12 +163,8 @@ func detectNATPorts(ev *Gathered, found []Finding) []Finding {
 				if set.Subject == "" || slices.Contains(callers, set.Subject) || slices.Contains(dests, set.Subject) {
 					continue
 				}
-				for _, t := range set.Templates {
-					if t.Incident > 0 && t.LastSeen.After(pts[onset].T.Add(-5*time.Minute)) && natConnectFailRE.MatchString(t.Example) &&
-						slices.ContainsFunc(dests, func(d string) bool { return strings.Contains(t.Example, d) }) {
-						callers = append(callers, set.Subject)
-						break
-					}
+				if callsAndFailsConnects(set, dests, pts[onset].T.Add(-5*time.Minute)) {
+					callers = append(callers, set.Subject)
 				}
 			}
 			f.setFact("callers", strings.Join(callers, ", "))
@@ -181,4 +177,27 @@ func detectNATPorts(ev *Gathered, found []Finding) []Finding {
 		}
 	}
 	return out
+}
+
+// callsAndFailsConnects reports whether a log names one of the partner
+// hosts and fails connects from since on: in one line ("connect timed
+// out to api.partner.example") or, as a batch job logs, the endpoint in
+// its start-up line and its connect failures counted in progress lines
+// that do not repeat it. Host names are compared without case, as DNS
+// compares them.
+func callsAndFailsConnects(set *LogSet, dests []string, since time.Time) bool {
+	names := func(line string) bool {
+		l := strings.ToLower(line)
+		return slices.ContainsFunc(dests, func(d string) bool { return strings.Contains(l, strings.ToLower(d)) })
+	}
+	named, failed := false, false
+	for _, t := range set.Templates {
+		fails := t.Incident > 0 && t.LastSeen.After(since) && natConnectFailRE.MatchString(t.Example)
+		if fails && names(t.Example) {
+			return true
+		}
+		named = named || names(t.Example)
+		failed = failed || fails
+	}
+	return named && failed
 }

@@ -110,3 +110,31 @@ func TestNATPortsCallersFromLogs(t *testing.T) {
 		t.Errorf("the batch job is related to the gateway (its deploy may be the trigger): %v", fs[0].Related)
 	}
 }
+
+// A batch job that names the partner's endpoint once, in its start-up
+// line, and counts its connect failures in progress lines is a caller
+// too; host names compare without case (the job writes the endpoint in
+// mixed case, the service's client in lower case). A job that names
+// the host but never fails a connect, or fails connects to another
+// host, is not.
+func TestNATPortsCallerNamesEndpointOnce(t *testing.T) {
+	svc := minedSet("payments-api", false, 5*time.Minute,
+		`2026-11-22T09:31:07.100Z ERROR 1 --- [http-nio-8080-exec-31] c.f.p.PartnerGateway : authorise failed: I/O error on POST request for "https://live.psp.example/checkout": Connect timed out`,
+		`2026-11-22T09:31:17.100Z ERROR 1 --- [http-nio-8080-exec-32] c.f.p.PartnerGateway : authorise failed: I/O error on POST request for "https://live.psp.example/checkout": Connect timed out`)
+	job := minedSet("token-migration", false, 6*time.Minute,
+		`2026-11-22T09:26:05Z [INFO] token-migration 0.3.0: 2,318,440 cards, workers=64, endpoint=https://Live.PSP.example/checkout/v71/stored`,
+		`2026-11-22T09:32:05Z [INFO] progress 101839/2318440 (4.4%), 241 req/s, errors(connect timeout)=450`,
+		`2026-11-22T09:33:05Z [INFO] progress 117364/2318440 (5.1%), 254 req/s, errors(connect timeout)=999`)
+	quiet := minedSet("card-sync", false, 6*time.Minute,
+		`2026-11-22T09:26:05Z [INFO] card-sync: endpoint=https://live.psp.example/checkout`,
+		`2026-11-22T09:32:05Z [INFO] synced 120 cards`)
+	elsewhere := minedSet("ledger", false, 6*time.Minute,
+		`2026-11-22T09:26:05Z [INFO] ledger: endpoint=https://db.internal/ledger`,
+		`2026-11-22T09:32:05Z [ERROR] Connection to db.internal timed out. (connect timeout=2)`)
+	ev := &Gathered{Logs: []LogSet{svc, job, quiet, elsewhere}, Window: win,
+		Metrics: []MetricSet{cwSeries("AWS/NATGateway/ErrorPortAllocation", map[string]string{"NatGatewayId": "nat-1"}, 0, 0, 0, 0, 0, 2836, 3781, 3893)}}
+	fs := detectNATPorts(ev, DetectLogs([]LogSet{svc}, win))
+	if len(fs) != 1 || fs[0].fact("callers") != "payments-api, token-migration" {
+		t.Fatalf("want callers payments-api and token-migration, got %+v", fs)
+	}
+}
