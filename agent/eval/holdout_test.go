@@ -45,7 +45,8 @@ var holdoutFloors = map[string]int{
 	"holdout27": 12,
 	"holdout28": 12,
 	"holdout29": 12,
-	"holdout31": 8,
+	"holdout30": 10,
+	"holdout31": 10,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
