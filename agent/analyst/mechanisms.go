@@ -131,6 +131,7 @@ var mechanisms = []*mechanism{
 	cacheBypassed,
 	kmsKey,
 	natPorts,
+	apfStarved,
 	gcPressure,
 	memoryClaim,
 	volumeClaim,

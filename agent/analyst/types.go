@@ -322,6 +322,7 @@ var kinds = map[Kind]kindInfo{
 	KindCacheBypassed:  {prior: 0.88},
 	KindKMSKey:         {prior: 0.86},
 	KindNATPorts:       {prior: 0.86},
+	KindAPFStarved:     {prior: 0.86},
 	// A cloud action denied by the caller's IAM policy.
 	KindCloudDenied: {prior: 0.86},
 

@@ -46,7 +46,7 @@ var holdoutFloors = map[string]int{
 	"holdout28": 12,
 	"holdout29": 12,
 	"holdout30": 10,
-	"holdout31": 10,
+	"holdout31": 11,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
