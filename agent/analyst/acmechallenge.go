@@ -44,7 +44,7 @@ var acmeChallenge = &mechanism{
 		return acmePathChangeRE.MatchString(changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
-		d := fmt.Sprintf("certificate %s is not renewing: its ACME %s challenge for %s stays pending", h.Subject, orWord(h.fact("type"), "HTTP-01"), h.fact("domains"))
+		d := fmt.Sprintf("certificate %s is not renewing: its ACME %s challenge%s stays pending", h.Subject, orWord(h.fact("type"), "HTTP-01"), forDomains(h.fact("domains")))
 		if s := h.fact("since"); s != "" {
 			d += " since " + s
 		}
@@ -367,7 +367,7 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 		// are this certificate's.
 		f.Related = append(f.Related, c.domains...)
 		f.Related = append(f.Related, "cert-manager")
-		f.Summary = fmt.Sprintf("certificate %s not renewing: ACME challenge for %s fails: %s", name, f.fact("domains"), truncate(f.fact("error"), 120))
+		f.Summary = fmt.Sprintf("certificate %s not renewing: ACME challenge%s fails: %s", name, forDomains(f.fact("domains")), truncate(f.fact("error"), 120))
 		out = append(out, *f)
 	}
 	return out
@@ -548,4 +548,13 @@ func urlPrefix(u string) string {
 		return ""
 	}
 	return u + ": "
+}
+
+// forDomains is " for DOMAINS", or nothing when the challenge's domains
+// are not known: an answer never names an empty subject.
+func forDomains(domains string) string {
+	if strings.TrimSpace(domains) == "" {
+		return ""
+	}
+	return " for " + domains
 }

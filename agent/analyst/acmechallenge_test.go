@@ -180,3 +180,18 @@ func TestACMEPresentDenied(t *testing.T) {
 	h := &Hypothesis{Kind: KindACMEChallenge, Subject: f.Subject, Primary: []*Finding{&f}}
 	wantDescribed(t, h, Scope{}, "DNS-01", "AccessDenied", "policy")
 }
+
+// A challenge whose domains are not known is described without an empty
+// "for": the answer names only what it knows.
+func TestForDomainsNeverEmpty(t *testing.T) {
+	for _, c := range []struct{ domains, want string }{
+		{"", ""},
+		{"  ", ""},
+		{"api.example.com", " for api.example.com"},
+		{"a.example.com, b.example.com", " for a.example.com, b.example.com"},
+	} {
+		if got := forDomains(c.domains); got != c.want {
+			t.Errorf("forDomains(%q) = %q, want %q", c.domains, got, c.want)
+		}
+	}
+}
