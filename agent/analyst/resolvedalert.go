@@ -277,6 +277,11 @@ func (g *gatherer) explainResolvedAlert(ctx context.Context, res *finding.Result
 	if g.src != nil && g.src.Alerts != nil {
 		alerts, err = g.src.Alerts.List(ctx, w.BaselineStart, w.End)
 	}
+	// A no-healthy-targets alert about a target group left over by a
+	// decommissioned owner (staletargetgroup.go).
+	if err == nil && g.answerStaleTargetGroup(res, alerts) {
+		return
+	}
 	// A workload whose replicas went missing when their node was removed,
 	// all back now (noderemovedover.go).
 	if g.answerNodeRemovedOver(ctx, res, alerts) {

@@ -45,7 +45,7 @@ var holdoutFloors = map[string]int{
 	"holdout27": 12,
 	"holdout28": 12,
 	"holdout29": 12,
-	"holdout30": 10,
+	"holdout30": 11,
 	"holdout31": 11,
 }
 
