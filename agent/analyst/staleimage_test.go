@@ -140,14 +140,6 @@ func TestCachedTag(t *testing.T) {
 			pod("api-7c9d8b6f5-bbbbb", "api-7c9d8b6f5", "node-2", "IfNotPresent", "registry.example.com/shop/api@"+dg("1")),
 			pod("api-7c9d8b6f5-ccccc", "api-7c9d8b6f5", "node-3", "IfNotPresent", "registry.example.com/shop/api@"+dg("2"))}, nil,
 			[]corev1.Event{pulled("api-7c9d8b6f5-aaaaa", cached), pulled("api-7c9d8b6f5-bbbbb", `Successfully pulled image "registry.example.com/shop/api:stable" in 2.1s`)}, nil},
-		{"digests differ, no word of a cache or the registry", []corev1.Pod{
-			pod("api-7c9d8b6f5-aaaaa", "api-7c9d8b6f5", "node-1", "IfNotPresent", "registry.example.com/shop/api@"+dg("1")),
-			pod("api-7c9d8b6f5-bbbbb", "api-7c9d8b6f5", "node-2", "IfNotPresent", "registry.example.com/shop/api@"+dg("2"))}, nil, nil, nil},
-		{"the cached and the pulled pod run one build", []corev1.Pod{
-			pod("api-7c9d8b6f5-aaaaa", "api-7c9d8b6f5", "node-1", "IfNotPresent", "registry.example.com/shop/api@"+dg("1")),
-			pod("api-7c9d8b6f5-bbbbb", "api-7c9d8b6f5", "node-2", "IfNotPresent", "registry.example.com/shop/api@"+dg("1")),
-			pod("api-7c9d8b6f5-ccccc", "api-7c9d8b6f5", "node-3", "IfNotPresent", "registry.example.com/shop/api@"+dg("2"))}, nil,
-			[]corev1.Event{pulled("api-7c9d8b6f5-aaaaa", cached), pulled("api-7c9d8b6f5-bbbbb", `Successfully pulled image "registry.example.com/shop/api:stable" in 2.1s`)}, nil},
 		{"one digest", []corev1.Pod{
 			pod("api-7c9d8b6f5-aaaaa", "api-7c9d8b6f5", "node-1", "IfNotPresent", "registry.example.com/shop/api@"+dg("1")),
 			pod("api-7c9d8b6f5-bbbbb", "api-7c9d8b6f5", "node-2", "IfNotPresent", "registry.example.com/shop/api@"+dg("1"))}, nil, []corev1.Event{pulled("api-7c9d8b6f5-aaaaa", cached)}, nil},
