@@ -25,20 +25,8 @@ func TestLoggedPods(t *testing.T) {
 		"kubernetes/projectcontour/notes/readme.md":                  {Data: []byte("not a pod\n")},
 		"kubernetes/kube-system/coredns-1/logs-coredns-previous.txt": {Data: []byte("panic\n")},
 	}
-	b, err := bundle.Open(fsys, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := b.Sources(time.Date(2026, 11, 23, 16, 40, 0, 0, time.UTC)).Kubernetes
-	l, ok := k.(evidence.LoggedPodLister)
-	if !ok {
-		t.Fatal("the bundle's Kubernetes source does not list logged pods")
-	}
+	k, l, all := loggedPods(t, fsys, time.Date(2026, 11, 23, 16, 40, 0, 0, time.UTC))
 	ctx := context.Background()
-	all, err := l.LoggedPods(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := []evidence.PodRef{{Namespace: "kube-system", Name: "coredns-1"}, {Namespace: "projectcontour", Name: "envoy-7x2qk"}, {Namespace: "travel", Name: "fares-api-1"}}
 	if !slices.Equal(all, want) {
 		t.Fatalf("logged pods %v, want %v", all, want)
@@ -54,4 +42,25 @@ func TestLoggedPods(t *testing.T) {
 	if err != nil || len(lr.Lines) != 1 || lr.Lines[0].Time.IsZero() {
 		t.Fatalf("envoy's log: %+v %v", lr, err)
 	}
+}
+
+// loggedPods opens fsys as a bundle read at now and returns its Kubernetes
+// source, that source as a logged-pod lister and the pods it lists in all
+// namespaces.
+func loggedPods(t *testing.T, fsys fstest.MapFS, now time.Time) (evidence.Kubernetes, evidence.LoggedPodLister, []evidence.PodRef) {
+	t.Helper()
+	b, err := bundle.Open(fsys, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := b.Sources(now).Kubernetes
+	l, ok := k.(evidence.LoggedPodLister)
+	if !ok {
+		t.Fatal("the bundle's Kubernetes source does not list logged pods")
+	}
+	all, err := l.LoggedPods(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, l, all
 }

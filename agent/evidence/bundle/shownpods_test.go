@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
-	"github.com/rootcause/rootcause/agent/evidence/bundle"
 )
 
 // TestLoggedPodsShown: the pods whose logs a transcript printed are named
@@ -38,17 +37,8 @@ func TestLoggedPodsShown(t *testing.T) {
 		"kubernetes/payments/ledger-0/logs.txt": {Data: []byte("2026-11-24T13:50:00Z INFO started\n")},
 		"kubernetes/payments/ledger-1/logs.txt": {Data: []byte("2026-11-24T13:50:00Z INFO started\n")},
 	}
-	b, err := bundle.Open(fsys, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := b.Sources(time.Date(2026, 11, 24, 13, 55, 0, 0, time.UTC)).Kubernetes
-	l := k.(evidence.LoggedPodLister)
+	k, l, all := loggedPods(t, fsys, time.Date(2026, 11, 24, 13, 55, 0, 0, time.UTC))
 	ctx := context.Background()
-	all, err := l.LoggedPods(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := []evidence.PodRef{
 		{Namespace: "payments", Name: "ledger-0", Shown: true},
 		{Namespace: "payments", Name: "ledger-1"},

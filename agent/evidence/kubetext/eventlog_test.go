@@ -53,17 +53,26 @@ Found 1 pods, using pod/kubernetes-event-exporter-5b7c9d6f48-wq2zn
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := kubetext.Parse([]byte(c.text), ref)
-			var got []string
-			for _, e := range res.Events {
-				got = append(got, fmt.Sprintf("%s/%s/%s %s @%s", e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Reason, e.LastTimestamp.UTC().Format("15:04")))
-			}
-			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
-				t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
-			}
+			res := parseEvents(t, c.text, ref, c.want)
 			if len(res.Logs) == 0 {
 				t.Errorf("the log itself was not kept")
 			}
 		})
 	}
+}
+
+// parseEvents reads text as a transcript captured at ref, checks the
+// events read, one "kind/namespace/name reason @HH:MM" each, against want,
+// and returns what was read.
+func parseEvents(t *testing.T, text string, ref time.Time, want []string) *kubetext.Result {
+	t.Helper()
+	res := kubetext.Parse([]byte(text), ref)
+	var got []string
+	for _, e := range res.Events {
+		got = append(got, fmt.Sprintf("%s/%s/%s %s @%s", e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Reason, e.LastTimestamp.UTC().Format("15:04")))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	return res
 }
