@@ -180,6 +180,24 @@ func (g *gatherer) window() (since, until string) {
 	return g.sc.Window.BaselineStart.Format(time.RFC3339), g.sc.Window.End.Format(time.RFC3339)
 }
 
+// podLogStep is the first step of plan that both lists pods and reads
+// their logs, with the pods it lists in every namespace; false when no
+// step does both or its listing failed.
+func (g *gatherer) podLogStep(ctx context.Context, plan []specialist) (specialist, []corev1.Pod, bool) {
+	for _, sp := range plan {
+		if !sp.run.Has("list_pods") || !sp.run.Has("get_pod_logs") {
+			continue
+		}
+		out, ok := g.call(ctx, sp, "list_pods", map[string]any{})
+		if !ok {
+			return specialist{}, nil, false
+		}
+		pods, _ := as[[]corev1.Pod](out)
+		return sp, pods, true
+	}
+	return specialist{}, nil, false
+}
+
 func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 	ns := g.sc.Namespace
 	since, _ := g.window()

@@ -105,40 +105,33 @@ func (g *gatherer) gatherEdgeShutdown(ctx context.Context, plan []specialist) []
 	since, until := g.window()
 	var lines []evidence.LogLine
 	var proxies []string
-	for _, sp := range plan {
-		if !sp.run.Has("list_pods") || !sp.run.Has("get_pod_logs") {
+	sp, pods, ok := g.podLogStep(ctx, plan)
+	if !ok {
+		return nil
+	}
+	// Pods whose logs were handed over without their objects (a
+	// proxy's log copied from its namespace).
+	if r, ok := g.src.Kubernetes.(evidence.LoggedPodLister); ok {
+		refs, _ := r.LoggedPods(ctx, "")
+		for _, ref := range refs {
+			if !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Namespace == ref.Namespace && p.Name == ref.Name }) {
+				pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}})
+			}
+		}
+	}
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace == g.sc.Namespace || !isEdgeProxy(p) || len(proxies) >= 3 || ctx.Err() != nil {
 			continue
 		}
-		out, ok := g.call(ctx, sp, "list_pods", map[string]any{})
+		out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": 20 * g.opts.PodLogLimit})
 		if !ok {
-			return nil
+			continue
 		}
-		pods, _ := as[[]corev1.Pod](out)
-		// Pods whose logs were handed over without their objects (a
-		// proxy's log copied from its namespace).
-		if r, ok := g.src.Kubernetes.(evidence.LoggedPodLister); ok {
-			refs, _ := r.LoggedPods(ctx, "")
-			for _, ref := range refs {
-				if !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Namespace == ref.Namespace && p.Name == ref.Name }) {
-					pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}})
-				}
-			}
+		if lr, _ := as[*evidence.LogResult](out); lr != nil && len(lr.Lines) > 0 {
+			proxies = append(proxies, p.Namespace+"/"+p.Name)
+			lines = append(lines, lr.Lines...)
 		}
-		for i := range pods {
-			p := &pods[i]
-			if p.Namespace == g.sc.Namespace || !isEdgeProxy(p) || len(proxies) >= 3 || ctx.Err() != nil {
-				continue
-			}
-			out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": 20 * g.opts.PodLogLimit})
-			if !ok {
-				continue
-			}
-			if lr, _ := as[*evidence.LogResult](out); lr != nil && len(lr.Lines) > 0 {
-				proxies = append(proxies, p.Namespace+"/"+p.Name)
-				lines = append(lines, lr.Lines...)
-			}
-		}
-		break
 	}
 	if len(lines) == 0 {
 		return nil

@@ -62,51 +62,44 @@ func (g *gatherer) gatherRouteController(ctx context.Context, plan []specialist)
 		return nil
 	}
 	since, until := g.window()
-	for _, sp := range plan {
-		if !sp.run.Has("list_pods") || !sp.run.Has("get_pod_logs") {
+	sp, pods, ok := g.podLogStep(ctx, plan)
+	if !ok {
+		return nil
+	}
+	in := routeControllerInput{Service: g.sc.Service}
+	nss := map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace == g.sc.Namespace || !servesClass(p, classes) || len(in.Pods) >= 3 || ctx.Err() != nil {
 			continue
 		}
-		out, ok := g.call(ctx, sp, "list_pods", map[string]any{})
-		if !ok {
-			return nil
-		}
-		pods, _ := as[[]corev1.Pod](out)
-		in := routeControllerInput{Service: g.sc.Service}
-		nss := map[string]bool{}
-		for i := range pods {
-			p := &pods[i]
-			if p.Namespace == g.sc.Namespace || !servesClass(p, classes) || len(in.Pods) >= 3 || ctx.Err() != nil {
-				continue
-			}
-			out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": 4 * g.opts.PodLogLimit})
-			if ok {
-				if lr, _ := as[*evidence.LogResult](out); lr != nil {
-					in.Lines = append(in.Lines, lr.Lines...)
-				}
-			}
-			in.Pods = append(in.Pods, p.Namespace+"/"+p.Name)
-			if !nss[p.Namespace] && sp.run.Has("get_events") {
-				nss[p.Namespace] = true
-				if out, ok := g.call(ctx, sp, "get_events", map[string]any{"namespace": p.Namespace, "since": since}); ok {
-					evs, _ := as[[]corev1.Event](out)
-					in.Events = append(in.Events, evs...)
-				}
+		out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "since": since, "until": until, "limit": 4 * g.opts.PodLogLimit})
+		if ok {
+			if lr, _ := as[*evidence.LogResult](out); lr != nil {
+				in.Lines = append(in.Lines, lr.Lines...)
 			}
 		}
-		if len(in.Pods) == 0 {
-			return nil
+		in.Pods = append(in.Pods, p.Namespace+"/"+p.Name)
+		if !nss[p.Namespace] && sp.run.Has("get_events") {
+			nss[p.Namespace] = true
+			if out, ok := g.call(ctx, sp, "get_events", map[string]any{"namespace": p.Namespace, "since": since}); ok {
+				evs, _ := as[[]corev1.Event](out)
+				in.Events = append(in.Events, evs...)
+			}
 		}
-		f, ok := detectRouteController(in, g.sc.Window)
-		if !ok {
-			return nil
-		}
-		reloadFacts(g.gathered(), &f)
-		if !slices.Contains(f.Related, g.sc.Service) {
-			f.Related = append(f.Related, g.sc.Service)
-		}
-		return []Finding{f}
 	}
-	return nil
+	if len(in.Pods) == 0 {
+		return nil
+	}
+	f, ok := detectRouteController(in, g.sc.Window)
+	if !ok {
+		return nil
+	}
+	reloadFacts(g.gathered(), &f)
+	if !slices.Contains(f.Related, g.sc.Service) {
+		f.Related = append(f.Related, g.sc.Service)
+	}
+	return []Finding{f}
 }
 
 // serviceIngressClasses are the classes of the Ingresses that route to
