@@ -97,17 +97,10 @@ func TestAPFStarved(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := &Gathered{Logs: tc.logs, Metrics: tc.metrics, Commands: tc.commands, Window: w, Scope: Scope{Service: tc.service, Namespace: "ops"}}
-			fs := detectAPFStarved(ev, nil)
-			if tc.subject == "" {
-				if len(fs) != 0 {
-					t.Fatalf("want no finding, got %+v", fs)
-				}
+			f, ok := oneFinding(t, detectAPFStarved(ev, nil), tc.subject != "")
+			if !ok {
 				return
 			}
-			if len(fs) != 1 {
-				t.Fatalf("want one finding, got %d", len(fs))
-			}
-			f := fs[0]
 			if f.Subject != tc.subject || f.fact("priority_level") != tc.level || f.fact("caller") != tc.caller {
 				t.Errorf("got subject %q level %q caller %q; want %q %q %q", f.Subject, f.fact("priority_level"), f.fact("caller"), tc.subject, tc.level, tc.caller)
 			}

@@ -83,17 +83,10 @@ func TestDetectIndexInvalid(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ev := &Gathered{Logs: c.logs, Commands: c.cmds, Window: w, Changes: []evidence.Change{migration}}
-			fs := detectIndexInvalid(ev, c.found)
-			if !c.want {
-				if len(fs) != 0 {
-					t.Fatalf("found %v", fs)
-				}
+			f, ok := oneFinding(t, detectIndexInvalid(ev, c.found), c.want)
+			if !ok {
 				return
 			}
-			if len(fs) != 1 {
-				t.Fatalf("found %d findings, want 1: %v", len(fs), fs)
-			}
-			f := fs[0]
 			if f.Kind != KindIndexInvalid || f.Subject != c.subject || f.fact("index") != c.index || f.fact("table") != c.table || f.fact("dropped") != c.dropped {
 				t.Errorf("finding %s of %q: index %q table %q dropped %q; want %q %q %q %q", f.Kind, f.Subject, f.fact("index"), f.fact("table"), f.fact("dropped"), c.subject, c.index, c.table, c.dropped)
 			}

@@ -56,17 +56,10 @@ func TestTimeoutSetDetected(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ev := &Gathered{Logs: c.logs, Changes: c.changes}
-			fs := detectTimeoutSet(ev, []Finding{c.found})
-			if c.want == "" {
-				if len(fs) != 0 {
-					t.Fatalf("want no finding, got %+v", fs)
-				}
+			f, ok := oneFinding(t, detectTimeoutSet(ev, []Finding{c.found}), c.want != "")
+			if !ok {
 				return
 			}
-			if len(fs) != 1 {
-				t.Fatalf("want one finding, got %d", len(fs))
-			}
-			f := fs[0]
 			if f.fact("timeout_value") != c.want || f.fact("timeout_scope") != c.scope || f.fact("why") == "" {
 				t.Fatalf("facts %v", f.Facts)
 			}

@@ -66,17 +66,10 @@ func TestDetectVisibilityTimeout(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := detectVisibilityTimeout(&Gathered{Logs: c.logs, Commands: c.cmds, Changes: c.changes, Window: w}, nil)
-			if !c.want {
-				if len(fs) != 0 {
-					t.Fatalf("found %v", fs)
-				}
+			f, ok := oneFinding(t, detectVisibilityTimeout(&Gathered{Logs: c.logs, Commands: c.cmds, Changes: c.changes, Window: w}, nil), c.want)
+			if !ok {
 				return
 			}
-			if len(fs) != 1 {
-				t.Fatalf("found %d findings, want 1: %v", len(fs), fs)
-			}
-			f := fs[0]
 			if f.Subject != c.queue || f.fact("visibility_timeout") != c.vt || f.fact("processing") != c.proc || f.fact("dlq") != c.dlq || f.fact("max_receive") != c.maxRecv {
 				t.Errorf("finding of %q: timeout %q processing %q dlq %q max %q; want %q %q %q %q %q", f.Subject, f.fact("visibility_timeout"), f.fact("processing"), f.fact("dlq"), f.fact("max_receive"), c.queue, c.vt, c.proc, c.dlq, c.maxRecv)
 			}
