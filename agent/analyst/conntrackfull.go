@@ -242,7 +242,7 @@ func conntrackUsage(sets []MetricSet, node string) string {
 			if n != "node_nf_conntrack_entries" && n != "node_nf_conntrack_entries_limit" {
 				continue
 			}
-			if !sameNode(orWord(s.Labels["node"], DependencyName(s.Labels["instance"])), node) || len(s.Points) == 0 {
+			if !sameNode(nodeOfLabels(s.Labels), node) || len(s.Points) == 0 {
 				continue
 			}
 			v := s.Points[len(s.Points)-1].V
@@ -315,7 +315,7 @@ func conntrackAtLimit(sets []MetricSet, w Window) []conntrackLimit {
 	for _, set := range sets {
 		for _, s := range set.Series {
 			n := orWord(s.Labels["__name__"], set.Name)
-			node := orWord(s.Labels["node"], DependencyName(s.Labels["instance"]))
+			node := nodeOfLabels(s.Labels)
 			if node == "" || len(s.Points) == 0 {
 				continue
 			}

@@ -385,7 +385,7 @@ func pidsAtLimit(sets []MetricSet) []pidUse {
 	for _, set := range sets {
 		for _, s := range set.Series {
 			n := orWord(s.Labels["__name__"], set.Name)
-			node := orWord(s.Labels["node"], DependencyName(s.Labels["instance"]))
+			node := nodeOfLabels(s.Labels)
 			if node == "" || len(s.Points) == 0 {
 				continue
 			}

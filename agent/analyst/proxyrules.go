@@ -201,7 +201,7 @@ func proxySyncStopped(ev *Gathered, host string) string {
 			if orWord(s.Labels["__name__"], set.Name) != "kubeproxy_sync_proxy_rules_last_timestamp_seconds" {
 				continue
 			}
-			if !sameNode(orWord(s.Labels["node"], DependencyName(s.Labels["instance"])), host) || len(s.Points) < 2 {
+			if !sameNode(nodeOfLabels(s.Labels), host) || len(s.Points) < 2 {
 				continue
 			}
 			pts := pointsUpTo(s, ev.Window.End)
