@@ -465,10 +465,17 @@ func useLog(f *Finding, lines []string, source string) {
 	}
 	f.setFact("line", line)
 	f.setFact("last_log", line)
+	f.Weight = 0.95
 	if kind, _ := ClassifyLine(line); kind != "" {
 		f.setFact("line_kind", string(kind))
+		// Data the run fetched that no longer parses: the producer's
+		// change is the root (decodefailure.go), the failed run its
+		// consequence.
+		if kind == KindDecodeFailure {
+			f.setFact("explained_by", string(kind))
+			f.Weight = 0.7
+		}
 	}
-	f.Weight = 0.95
 	f.Evidence = append(f.Evidence, fmt.Sprintf("log of %s: %s", source, quote(ReadableLine(line), 240)))
 	if dep := errorComponent(line); dep != "" {
 		f.setFact("error_component", dep)

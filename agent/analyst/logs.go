@@ -129,6 +129,9 @@ var logRules = []logRule{
 	// A consumer whose poll loop is too slow: the group coordinator
 	// evicts it and the group rebalances.
 	lineRule(consumerStall),
+	// Data fetched or consumed that no longer parses (before a
+	// configuration file that does not).
+	lineRule(decodeFailure),
 	// A configuration file the application cannot parse.
 	lineRule(configInvalid),
 	// A host's service manager reporting a dead or given-up service.

@@ -51,6 +51,7 @@ var mechanisms = []*mechanism{
 	startFailureM,
 	settingInvalid,
 	configInvalid,
+	decodeFailure,
 	payloadTooLarge,
 	staleGroup,
 	clientSurge,

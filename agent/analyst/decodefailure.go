@@ -1,0 +1,289 @@
+package analyst
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// KindDecodeFailure: a reader fails to decode the data it fetches or
+// consumes because its producer changed the data's format: an external
+// API that now writes its timestamps with milliseconds and a "+0000"
+// offset, a field that became a string, an enum value the reader's code
+// does not know. The reader's code did not change; every run or message
+// fails at the same field, and what the reader serves goes stale or is
+// dropped. The fix is in the reader's parser (accept the new form) or in
+// the producer (restore the old one).
+const KindDecodeFailure Kind = "decode_failure"
+
+var decodeFailure = &mechanism{
+	kind:  KindDecodeFailure,
+	class: classCause,
+	label: "data it reads no longer parses (its producer changed the format)",
+	// Each runtime's own words for a value it cannot decode: Go's time
+	// and encoding/json (a response's body, not a config file), Python's
+	// strptime and fromisoformat, java.time and Jackson, System.Text.Json
+	// and DateTime.Parse, JSON.parse, serde.
+	lines:      decodeFailureRE,
+	lineWeight: 0.85,
+	detect: func(ev *Gathered, found []Finding) []Finding {
+		var readers []string
+		for i := range found {
+			if f := &found[i]; f.Kind == KindDecodeFailure && !slices.Contains(readers, f.Subject) {
+				readers = append(readers, f.Subject)
+			}
+		}
+		for i := range found {
+			if f := &found[i]; f.Kind == KindDecodeFailure {
+				sameReader(f, readers)
+				explainDecode(f, ev)
+			}
+		}
+		return nil
+	},
+	// A change of the reader's own code triggers it only when it says it
+	// touched how the data is read (its parser, format, schema, API
+	// version); a deploy of other work near the onset is a coincidence.
+	strictTriggers: true,
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		if decodeChangeRE.MatchString(changeText(c)) {
+			return true
+		}
+		src := decodeSourceName(h.fact("decode_source"))
+		return src != "" && strings.Contains(strings.ToLower(changeText(c)), src)
+	},
+	describe: func(h *Hypothesis, sc Scope) string {
+		reader := orWord(h.fact("caller"), h.Subject)
+		src := h.fact("decode_source")
+		what := "the data it reads"
+		if src != "" {
+			what = "what " + decodeSourceWords(src) + " sends"
+		}
+		d := fmt.Sprintf("%s cannot decode %s: ", reader, what)
+		field, value := h.fact("decode_field"), h.fact("decode_value")
+		switch {
+		case field != "" && value != "":
+			d += fmt.Sprintf("the value of %s, %q, is not in the format its code parses", field, value)
+		case value != "":
+			d += fmt.Sprintf("the value %q is not in the format its code parses", value)
+		case field != "":
+			d += fmt.Sprintf("the value of %s is not in the format its code parses", field)
+		default:
+			d += "a value in it is not in the format its code parses"
+		}
+		if e := h.fact("decode_expected"); e != "" {
+			d += " (" + e + ")"
+		}
+		if h.fact("decode_time") != "" {
+			d += ": the producer changed its timestamp format"
+		} else {
+			d += ": the producer changed the format of its data"
+		}
+		if n := h.fact("decode_notice"); n != "" {
+			d += " — its own notice: " + quote(n, 200)
+		}
+		onset := h.top().Time
+		for _, f := range h.Primary {
+			if f.Kind == KindDecodeFailure && !f.Time.IsZero() && f.Time.Before(onset) {
+				onset = f.Time
+			}
+		}
+		d += fmt.Sprintf(". Every read fails on it since %s, so what %s keeps is the last data it decoded before", hm(onset), reader)
+		if l := h.fact("line"); l != "" {
+			d += " — " + quote(decodeError(ReadableLine(l)), 240)
+		}
+		return d
+	},
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		reader := orWord(h.fact("caller"), h.Subject)
+		src := orWord(decodeSourceWords(h.fact("decode_source")), "its producer")
+		what := orWord(h.fact("decode_field"), "the value that fails")
+		r.high("Make %s accept the format %s sends now for %s (parse both the old and the new form), release it and re-run it; or ask %s to restore the previous format", reader, src, what, src)
+		r.med("Until then %s serves the last data it decoded: tell its consumers, and alert on the age of that data", reader)
+		r.low("Test %s's parser against recorded payloads of %s (a contract test) and alert on decode failures, not only on failed runs", reader, src)
+	},
+}
+
+var (
+	decodeFailureRE = regexp.MustCompile(`(?i)parsing time [^\n]{1,160}?: (?:cannot parse|extra text|month out of range|day out of range|hour out of range)|time data '[^']*' does not match format|Invalid isoformat string|DateTimeParseException: Text '[^']*' could not be parsed|InvalidFormatException: Cannot deserialize value of type|MismatchedInputException: Cannot deserialize value of type|UnrecognizedPropertyException: Unrecognized field|The JSON value could not be converted to|was not recognized as a valid DateTime|Unexpected token \S+ in JSON at position|is not valid JSON|unknown variant ` + "`" + `[^` + "`" + `]+` + "`" + `, expected|(?:response|body|payload|message|event|record)\b[^\n]{0,120}json: cannot unmarshal \w+ into Go`)
+
+	// A change that touches how data is read or written.
+	decodeChangeRE = regexp.MustCompile(`(?i)\b(?:pars(?:er|ing)|serializ\w*|deserializ\w*|format|schema|payload|api version|v\d+ api|contract|enum|timestamp|date ?time|time ?zone|decoder|encoding)\b`)
+
+	// The value that failed, as each runtime quotes it.
+	decodeValueRE = regexp.MustCompile(`(?i)parsing time \\*"(?:\\*")?([^"\\]+)|time data '([^']+)'|Invalid isoformat string: '([^']+)'|Text '([^']+)' could not be parsed|from String \\*"([^"\\]+)|String '([^']+)' was not recognized`)
+	// The field it was in.
+	decodeFieldRE = regexp.MustCompile(`(?i)\bfield[=:]\s*"?([\w.\[\]-]+)|Path: \$\.([\w.\[\]]+)|Go struct field ([\w.]+)|reference chain: [\w.$]+\["(\w+)"\]|Unrecognized field "(\w+)"`)
+	// What it expected: Go's layout, Python's format, an enum's values.
+	decodeLayoutRE = regexp.MustCompile(`(?i)\bas \\*"(?:\\*")?([^"\\]+)|does not match format '([^']+)'|accepted for Enum class: (\[[^\]]+\])|expected one of ([^\n"]{1,80})`)
+	decodeTimeRE   = regexp.MustCompile(`(?i)parsing time|time data|isoformat|DateTime|java\.time|Instant|OffsetDateTime|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}`)
+	// A line of the producer that announces a change to what it sends.
+	changedWhatRE = regexp.MustCompile(`(?i)upgrade|migrat|serializ|format|schema|breaking|deprecat|new version|\bv\d+(?:\.\d+)*\b`)
+	noticeRE      = regexp.MustCompile(`(?i)maintenance|upgrade|migrat|release|rolled out|deploy|version|deprecat|breaking|serializ|format|schema|change`)
+)
+
+// sameReader gives a decode failure read from a log kept apart from the
+// reader's pods (a file of the runs' history, a log search) the reader
+// its lines name ("fx-sync-29926440 ... parsing time"): one failure, with
+// its earliest onset.
+func sameReader(f *Finding, readers []string) {
+	line := f.fact("line")
+	for _, r := range readers {
+		if r != f.Subject && len(r) > 3 && strings.HasPrefix(f.Subject, r+"-") && strings.Contains(line, r) {
+			f.Subject = r
+			f.Facts["caller"] = r
+			delete(f.Facts, "host") // a log kept of the reader's runs, not a host's own
+			return
+		}
+	}
+}
+
+// explainDecode adds to a decode failure what failed (the field, its
+// value, the layout the code expects), where the data came from (the
+// host the reader fetched it from just before) and what its producer
+// announced near the onset.
+func explainDecode(f *Finding, ev *Gathered) {
+	line := f.fact("line")
+	if m := decodeValueRE.FindStringSubmatch(line); m != nil {
+		f.setFact("decode_value", firstGroup(m))
+	}
+	if m := decodeFieldRE.FindStringSubmatch(line); m != nil {
+		f.setFact("decode_field", firstGroup(m))
+	}
+	if m := decodeLayoutRE.FindStringSubmatch(line); m != nil {
+		f.setFact("decode_expected", layoutWords(firstGroup(m)))
+	}
+	if decodeTimeRE.MatchString(line) {
+		f.setFact("decode_time", "true")
+	}
+	reader := orWord(f.fact("caller"), f.Subject)
+	src := orWord(externalHost(line), "")
+	if src == "" {
+		src = fetchedHost(ev, reader, f.fact("source"))
+	}
+	f.setFact("decode_source", src)
+	if src == "" {
+		return
+	}
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%s reads what it decodes from %s", reader, src))
+	if n, at := producerNotice(ev, src, reader, f.Time); n != "" {
+		f.setFact("decode_notice", n)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s at %s: %s", decodeSourceName(src), hm(at), quote(n, 200)))
+	}
+	// The line names the value and the reader names where it got it:
+	// the mechanism is seen directly.
+	if f.fact("decode_value") != "" || f.fact("decode_notice") != "" {
+		f.setFact("why", "the data "+src+" sends no longer parses")
+		f.Weight = max(f.Weight, 0.9)
+	}
+}
+
+// fetchedHost is the external host the reader's log says it fetched
+// from (a URL in a line of the same source, or of the reader's logs).
+func fetchedHost(ev *Gathered, reader, source string) string {
+	for _, s := range ev.Logs {
+		if s.Source != source && s.Subject != reader {
+			continue
+		}
+		for _, t := range s.Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				if h := externalHost(l); h != "" {
+					return h
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// producerNotice is a line of another log (a provider's status page, a
+// producer's own log) that names the source and announces a change,
+// within two hours before the onset or a quarter of an hour after it.
+func producerNotice(ev *Gathered, src, reader string, onset time.Time) (string, time.Time) {
+	name := decodeSourceName(src)
+	if len(name) < 3 {
+		return "", time.Time{}
+	}
+	best, bestAt, bestStrong := "", time.Time{}, false
+	for _, s := range ev.Logs {
+		if s.Subject == reader || strings.HasPrefix(s.Subject, reader+"-") {
+			continue // the reader's own lines name the source, they announce nothing
+		}
+		for _, t := range s.Templates {
+			for _, c := range []struct {
+				l  string
+				at time.Time
+			}{{t.Example, t.FirstSeen}, {t.Last, t.LastSeen}} {
+				l := c.l
+				if l == "" || !strings.Contains(strings.ToLower(l), name) || !noticeRE.MatchString(l) || decodeFailureRE.MatchString(l) {
+					continue
+				}
+				at := c.at
+				if !onset.IsZero() && !at.IsZero() && (at.Before(onset.Add(-2*time.Hour)) || at.After(onset.Add(15*time.Minute))) {
+					continue
+				}
+				// A notice that names what changed (an upgrade, a format)
+				// before one that only says when; then the one closest
+				// to the onset.
+				strong := changedWhatRE.MatchString(l)
+				if best == "" || strong && !bestStrong || strong == bestStrong && !onset.IsZero() && absDur(at.Sub(onset)) < absDur(bestAt.Sub(onset)) {
+					best, bestAt, bestStrong = ReadableLine(l), at, strong
+				}
+			}
+		}
+	}
+	return best, bestAt
+}
+
+// decodeSourceName is the name a host goes by in its owners' words: the
+// label before the public suffix ("api.ratefeed.io" → "ratefeed").
+func decodeSourceName(host string) string {
+	if host == "" || net.ParseIP(host) != nil {
+		return strings.ToLower(host)
+	}
+	parts := strings.Split(strings.ToLower(host), ".")
+	if len(parts) >= 2 {
+		return parts[len(parts)-2]
+	}
+	return parts[0]
+}
+
+// decodeSourceWords says what the source is: an external host is the
+// upstream provider.
+func decodeSourceWords(src string) string {
+	if src == "" {
+		return ""
+	}
+	if strings.Contains(src, ".") {
+		return "its upstream provider " + src
+	}
+	return src
+}
+
+// layoutWords names a Go time layout by its standard's name.
+func layoutWords(l string) string {
+	switch l {
+	case "2006-01-02T15:04:05Z07:00":
+		return "it expects RFC 3339, " + l
+	case "2006-01-02T15:04:05.999999999Z07:00":
+		return "it expects RFC 3339 with fractions, " + l
+	}
+	return "it expects " + l
+}
+
+// decodeError is the part of a line that says what did not parse, with
+// the escaping of quotes the error went through (quoted in an error,
+// the error in a structured log line) undone.
+func decodeError(line string) string {
+	if loc := decodeFailureRE.FindStringIndex(line); loc != nil {
+		line = line[loc[0]:]
+	}
+	line = strings.ReplaceAll(line, `\`, "")
+	for strings.Contains(line, `""`) {
+		line = strings.ReplaceAll(line, `""`, `"`)
+	}
+	return strings.TrimRight(line, `" `)
+}
