@@ -1214,6 +1214,7 @@ func (g *gatherer) detect() []Finding {
 	fs = append(fs, DetectLogs(g.logSets, w)...)
 	fs = append(fs, DetectMetrics(g.metricSets, w)...)
 	fs = append(fs, detectMechanisms(g.gathered(), fs)...)
+	fs = dropServedEndpoints(g.gathered(), fs)
 	linkVictims(fs)
 	EnrichFromPods(fs, g.k8s.Pods)
 	attachCertRenewal(fs, g.k8s.Events)

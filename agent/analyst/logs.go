@@ -77,6 +77,9 @@ type logRule struct {
 }
 
 var logRules = []logRule{
+	// A peer's alert that the client's own certificate expired: before
+	// the server's certificate expired.
+	lineRule(clientCertExpired),
 	lineRule(certificateExpired),
 	// A setting's value refused (before TLS: "failed to configure TLS
 	// (sslmode is invalid)" is the setting, not a handshake).

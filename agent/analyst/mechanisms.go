@@ -75,6 +75,7 @@ var mechanisms = []*mechanism{
 	diskClaim,
 	resourceAlarm,
 	tlsHandshake,
+	clientCertExpired,
 	certificateExpired,
 	dnsServer,
 	dnsResolution,

@@ -228,7 +228,9 @@ func dependencyVictims(h *Hypothesis) string {
 			continue
 		}
 		for _, c := range append([]string{f.fact("caller")}, f.Related...) {
-			if c != "" && c != h.Subject && c != f.Subject && !isNodeName(c) && !containsStr(callers, c) {
+			// The peer a cause names (the server refusing its
+			// client's certificate) logs the same failure: not a caller.
+			if c != "" && c != h.Subject && c != f.Subject && c != h.fact("peer") && !isNodeName(c) && !containsStr(callers, c) {
 				callers = append(callers, c)
 			}
 		}

@@ -361,6 +361,12 @@ func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
 			if f.Time.IsZero() {
 				continue
 			}
+			// Its pods answering clients since then (their access log)
+			// show the Service reaches them: the reading is wrong (a port
+			// the listing did not name), not the traffic.
+			if _, ok := servesClients(ev, wl, s.Service.Namespace, f.Time); ok {
+				continue
+			}
 			if !refused {
 				f.Weight = 0.8
 			}

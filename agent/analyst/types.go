@@ -348,6 +348,8 @@ var kinds = map[Kind]kindInfo{
 	// A configuration reload its server rejects (old config served).
 	KindReloadRejected: {prior: 0.88},
 
+	// A client whose own certificate its mTLS peer rejects as expired.
+	KindClientCertExpired: {prior: 0.86},
 	// Clients refused after a rotation changed the credential they hold.
 	KindCredentialRotated: {prior: 0.84},
 	// Clients refused with a rotated credential the server never got.
