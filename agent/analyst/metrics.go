@@ -157,6 +157,10 @@ func ClassifyMetric(name string) (class, unit string) {
 	// What a database's replication slots retain of its WAL.
 	case has("replication_slot", "wal_size", "wal_retained"):
 		return MetricSaturation, "bytes"
+	// A replica's replication threads running (1) or stopped (0):
+	// replicastopped.go reads their fall.
+	case has("slave_sql_running", "replica_sql_running", "slave_io_running", "replica_io_running"):
+		return MetricSaturation, ""
 	// Sessions waiting for locks, a replica's delay: a database blocking.
 	case has("lock_waits", "lock_current_waits", "row_lock_time", "locks_waiting", "seconds_behind_", "replication_lag", "replica_lag", "replay_lag"):
 		return MetricSaturation, unit

@@ -17,10 +17,11 @@ import (
 // crossed a limit states it in its own log: RabbitMQ's free-disk or memory
 // alarm ("Publishers will be blocked until this alarm clears"),
 // Elasticsearch's flood-stage disk watermark (indices made read-only),
-// Redis refusing writes (MISCONF, OOM command not allowed), PostgreSQL
-// refusing commands to avoid wraparound. The clients see only their side:
-// publishes that time out, writes rejected, "connection.blocked". The
-// server's own statement is the root; the clients are affected systems.
+// Redis refusing writes (MISCONF, OOM command not allowed); PostgreSQL
+// refusing writes to avoid wraparound is xidwraparound.go's. The clients
+// see only their side: publishes that time out, writes rejected,
+// "connection.blocked". The server's own statement is the root; the
+// clients are affected systems.
 
 // KindResourceAlarm is a server blocking its clients' writes on a
 // resource alarm.
@@ -110,7 +111,7 @@ func alarmPhrase(res string) string {
 
 var (
 	// A server stating that it blocks writes on a resource limit.
-	alarmLineRE = regexp.MustCompile(`(?i)\b(disk|memory) resource limit alarm set|Publishers will be blocked until this alarm clears|Free disk space is insufficient|vm_memory_high_watermark set|memory_high_watermark set|flood[ -]stage disk watermark \[[^\]]*\] exceeded|index read-only / allow delete|FORBIDDEN/12/index read-only|disk usage exceeded flood[ -]stage watermark|read-only-allow-delete block|TOO_MANY_REQUESTS/12/|MISCONF Redis is configured to save RDB snapshots|Background saving error|Write error saving DB on disk|Failed opening the (?:temp )?RDB file|Can't save in background|Error writing to the AOF file|OOM command not allowed when used memory|database is not accepting commands to avoid wraparound`)
+	alarmLineRE = regexp.MustCompile(`(?i)\b(disk|memory) resource limit alarm set|Publishers will be blocked until this alarm clears|Free disk space is insufficient|vm_memory_high_watermark set|memory_high_watermark set|flood[ -]stage disk watermark \[[^\]]*\] exceeded|index read-only / allow delete|FORBIDDEN/12/index read-only|disk usage exceeded flood[ -]stage watermark|read-only-allow-delete block|TOO_MANY_REQUESTS/12/|MISCONF Redis is configured to save RDB snapshots|Background saving error|Write error saving DB on disk|Failed opening the (?:temp )?RDB file|Can't save in background|Error writing to the AOF file|OOM command not allowed when used memory`)
 	// The alarm cleared again.
 	alarmClearedRE = regexp.MustCompile(`(?i)resource limit alarm cleared|alarm cleared|watermark (?:\[[^\]]*\] )?no longer exceeded|below the flood[ -]stage`)
 	// A client told it is blocked, with the server's reason.
@@ -141,8 +142,6 @@ func alarmServer(line string) string {
 		return "elasticsearch"
 	case strings.Contains(l, "misconf") || strings.Contains(l, "oom command not allowed") || serverOwnRE.MatchString(line):
 		return "redis"
-	case strings.Contains(l, "wraparound"):
-		return "postgresql"
 	}
 	return ""
 }

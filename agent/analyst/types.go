@@ -374,6 +374,14 @@ var kinds = map[Kind]kindInfo{
 	KindSettingInvalid: {prior: 0.84},
 	// A replica lagging while its applier runs a DDL from the primary.
 	KindReplicaDDL: {prior: 0.86},
+	// A read replica whose replication stopped on an error.
+	KindReplicaStopped: {prior: 0.86},
+	// PostgreSQL refusing writes to avoid transaction ID wraparound.
+	KindXIDWraparound: {prior: 0.88},
+	// Reads aborted on tombstones left by row-by-row deletes.
+	KindTombstones: {prior: 0.86},
+	// ClickHouse rejecting inserts for too many parts.
+	KindTooManyParts: {prior: 0.86},
 	// Mesh proxies refusing the configuration pushed to them.
 	KindXDSRejected: {prior: 0.86},
 	// A search cluster's primaries without a copy.

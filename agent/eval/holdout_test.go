@@ -47,6 +47,7 @@ var holdoutFloors = map[string]int{
 	"holdout29": 12,
 	"holdout30": 11,
 	"holdout31": 11,
+	"holdout33": 5,
 	"holdout35": 3,
 }
 

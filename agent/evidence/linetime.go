@@ -106,6 +106,11 @@ func lineTime[T logText](line T, ref time.Time) (time.Time, bool) {
 			}
 		}
 	}
+	if c >= 'A' && c <= 'W' {
+		if t, ok := levelThreadTime(s); ok {
+			return t, true
+		}
+	}
 	if c >= '0' && c <= '9' {
 		if t, ok := redisTime(s); ok {
 			return t, true
@@ -115,6 +120,16 @@ func lineTime[T logText](line T, ref time.Time) (time.Time, bool) {
 		// syslog: Jan _2 15:04:05
 		if t, err := time.Parse(time.Stamp, string(s[:15])); err == nil {
 			return withYear(t, ref), true
+		}
+	}
+	if len(s) >= 19 && s[4] == '.' && s[7] == '.' && s[10] == ' ' && s[13] == ':' && isDigits(s[:4]) {
+		// ClickHouse's server log: 2006.01.02 15:04:05.999999.
+		end := 19
+		for end < len(s) && end < 26 && (s[end] == '.' || isDigitAt(s, end)) {
+			end++
+		}
+		if t, err := time.Parse("2006.01.02 15:04:05.999999", string(s[:end])); err == nil {
+			return t.UTC(), true
 		}
 	}
 	if len(s) >= 19 && s[4] == '/' && s[7] == '/' && s[10] == ' ' && s[13] == ':' {
@@ -129,6 +144,37 @@ func lineTime[T logText](line T, ref time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return clfTime(line)
+}
+
+// levelThreadTime reads the stamp of log4j layouts that lead with the
+// level and the thread, as Cassandra's system.log does: "ERROR
+// [ReadStage-1] 2026-11-25 12:40:00,187 ReadCommand.java:571 - ...".
+func levelThreadTime[T logText](s T) (time.Time, bool) {
+	i := 0
+	for i < len(s) && i < 6 && s[i] >= 'A' && s[i] <= 'Z' {
+		i++
+	}
+	if i < 4 || i >= len(s) || s[i] != ' ' {
+		return time.Time{}, false
+	}
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	if i >= len(s) || s[i] != '[' {
+		return time.Time{}, false
+	}
+	j := indexByte(s[i:min(len(s), i+100)], ']')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	s = s[i+j+1:]
+	for len(s) > 0 && s[0] == ' ' {
+		s = s[1:]
+	}
+	if len(s) < 19 || !isDigitAt(s, 0) || s[4] != '-' || s[7] != '-' {
+		return time.Time{}, false
+	}
+	return isoPrefix(s)
 }
 
 // redisTime reads the stamp of Redis' and Sentinel's own log lines:

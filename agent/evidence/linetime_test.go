@@ -41,6 +41,13 @@ func TestLineTime(t *testing.T) {
 		{"Redis master", "1:M 24 Nov 2026 14:04:17.720 * Background saving started by pid 7912", at(14, 4, 17, 720e6)},
 		{"Redis Sentinel", "1:X 24 Nov 2026 14:04:17.000 # +switch-master mymaster 10.50.1.17 6379 10.50.2.9 6379", at(14, 4, 17, 0)},
 		{"Redis pid only, no role", "4711 24 Nov 2026 14:04:17.000 x", time.Time{}},
+		// log4j layouts that lead with the level and thread (Cassandra).
+		{"Cassandra system.log", "ERROR [ReadStage-1] 2026-11-24 14:04:17,187 ReadCommand.java:571 - Scanned over 100001 tombstones during query", at(14, 4, 17, 187e6)},
+		{"Cassandra, padded level", "INFO  [CompactionExecutor:412] 2026-11-24 14:04:17,551 CompactionTask.java:253 - Compacted", at(14, 4, 17, 551e6)},
+		{"level and thread, no time", "ERROR [main] failed to start", time.Time{}},
+		// ClickHouse's server log, dots in the date.
+		{"ClickHouse server", "2026.11.24 14:04:17.118220 [ 812 ] {d3f1} <Error> executeQuery: Code: 252. DB::Exception: Too many parts", at(14, 4, 17, 118220e3)},
+		{"ClickHouse, no fraction", "2026.11.24 14:04:17 [ 1 ] {} <Information> Application: Ready", at(14, 4, 17, 0)},
 		// logfmt with the time first.
 		{"logfmt time=", `time="2026-11-24T14:04:17Z" level=error msg="x"`, at(14, 4, 17, 0)},
 		{"logfmt ts=", "ts=2026-11-24T14:04:17.5Z caller=x.go:1 level=warn", at(14, 4, 17, 5e8)},
