@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
 
 // TestCronTimeZone: a CronJob with no time zone, moved from a host's
@@ -61,5 +63,87 @@ sitemap-gen     */30 * * * *   <none>     False     0        10m             118
 		if len(fs[0].Evidence) < 4 || fs[0].Related[0] != "catalog-api" {
 			t.Errorf("%s: %+v", tc.name, fs[0])
 		}
+	}
+}
+
+// TestCronTimeZoneLost: a CronJob whose zone a chart upgrade dropped (the
+// values still set it under the old key), or whose runs moved from the
+// zone's hour to the schedule's hour in UTC after a change of it, runs in
+// UTC; the values, the shifted runs and the change are quoted. A CronJob
+// that keeps its zone, runs that never moved, or no change of it between
+// them are nothing.
+func TestCronTimeZoneLost(t *testing.T) {
+	now := time.Date(2026, 10, 20, 12, 10, 0, 0, time.UTC)
+	table := func(tz string, names ...string) string {
+		s := "$ kubectl get cronjob,jobs -n billing\n" +
+			"NAME                           SCHEDULE      TIMEZONE           SUSPEND   ACTIVE   LAST SCHEDULE   AGE\n" +
+			fmt.Sprintf("cronjob.batch/dunning-mailer   0 9 * * 1-5   %-18s False     0        3h10m           406d\n\n", tz) +
+			"NAME                                STATUS     COMPLETIONS   DURATION   AGE\n"
+		for _, n := range names {
+			f := strings.Fields(n)
+			s += fmt.Sprintf("job.batch/%-26s Complete   1/1           4m51s      %s\n", f[0], f[1])
+		}
+		return s
+	}
+	// Scheduled minutes since the epoch: 13:00 UTC (09:00 EDT) on Oct 16
+	// and 19, 09:00 UTC on Oct 20.
+	edt := []string{"dunning-mailer-29869260 3d23h", "dunning-mailer-29873580 23h", "dunning-mailer-29874780 3h10m"}
+	same := []string{"dunning-mailer-29867820 4d23h", "dunning-mailer-29869260 3d23h", "dunning-mailer-29873580 23h"}
+	chart := evidence.Change{Timestamp: time.Date(2026, 10, 19, 16, 2, 41, 0, time.UTC), Service: "dunning-mailer", Kind: "deploy",
+		Description: "dunning-mailer chart 2.0.0: moved to the shared cronjob library chart (values now under cronjob.*)"}
+	values := evidence.CommandOutput{Command: "helm get values dunning-mailer -n billing --revision 12",
+		Lines: []string{"USER-SUPPLIED VALUES:", "schedule: 0 9 * * 1-5", "timeZone: America/New_York"}}
+	nested := evidence.CommandOutput{Command: "helm get values dunning-mailer -n billing -o yaml",
+		Lines: []string{"cronjob:", "  schedule: \"0 9 * * 1-5\"", "  time_zone: \"America/New_York\""}}
+	cases := []struct {
+		name    string
+		session string
+		cmds    []evidence.CommandOutput
+		changes []evidence.Change
+		want    []string // nil: no finding
+	}{
+		{"values keep the zone, runs moved", table("<none>", edt...), []evidence.CommandOutput{values}, []evidence.Change{chart},
+			[]string{"read in UTC", "05:00 in America/New_York", "timeZone: America/New_York", "dunning-mailer-29873580 ran at 2026-10-19 13:00 UTC", "4h earlier", "chart 2.0.0"}},
+		{"nested values key, no runs read", table("<none>"), []evidence.CommandOutput{nested}, []evidence.Change{chart},
+			[]string{"05:00 in America/New_York", "time_zone: \"America/New_York\"", "lost with the deploy change"}},
+		{"runs moved, no output names the zone", table("<none>", edt...), nil, []evidence.Change{chart},
+			[]string{"a zone at UTC-4", "09:00 UTC", "4h earlier", "chart 2.0.0"}},
+		{"zone set on the CronJob", table("America/New_York", edt...), []evidence.CommandOutput{values}, []evidence.Change{chart}, nil},
+		{"runs never moved, nothing names a zone", table("<none>", same...), nil, []evidence.Change{chart}, nil},
+		{"runs moved but no change between them", table("<none>", edt...), nil,
+			[]evidence.Change{{Timestamp: now.Add(-30 * 24 * time.Hour), Service: "dunning-mailer", Kind: "deploy", Description: "dunning-mailer 5.6.2"}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := kubetext.Parse([]byte(tc.session), now)
+			var k K8sEvidence
+			for _, o := range res.Objects {
+				switch x := o.(type) {
+				case *batchv1.CronJob:
+					k.CronJobs = append(k.CronJobs, *x)
+				case *batchv1.Job:
+					k.Jobs = append(k.Jobs, *x)
+				}
+			}
+			ev := &Gathered{K8s: k, Commands: tc.cmds, Earlier: tc.changes,
+				Window: Window{Start: now.Add(-time.Hour), End: now}, Scope: Scope{Service: "dunning-mailer", Namespace: "billing"}}
+			fs := detectCronTimeZone(ev, nil)
+			if (len(fs) == 1) != (tc.want != nil) {
+				t.Fatalf("findings %+v", fs)
+			}
+			if tc.want == nil {
+				return
+			}
+			h := &Hypothesis{Kind: KindCronTimeZone, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
+			d := describe(h, Scope{})
+			for _, w := range tc.want {
+				if !strings.Contains(d, w) {
+					t.Errorf("%q does not say %q", d, w)
+				}
+			}
+			if fs[0].fact("why") == "" || len(fs[0].Evidence) < 3 {
+				t.Errorf("%+v", fs[0])
+			}
+		})
 	}
 }

@@ -914,6 +914,21 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 			}
 		}
 	}
+	// A question about latency or timeouts reads latency histograms'
+	// buckets raw, for quantiles (a caller's deadline against its callee's
+	// p99, deadlinecut.go).
+	if wantsBuckets(g.sc) {
+		var hist []string
+		for n := range names {
+			if _, unit := ClassifyMetric(n); unit == "s" && strings.HasSuffix(n, "_bucket") {
+				hist = append(hist, n)
+			}
+		}
+		slices.Sort(hist)
+		for _, n := range hist[:min(len(hist), 3)] {
+			picks = append(picks, pick{n, MetricBuckets, "s", 0})
+		}
+	}
 	step := fmt.Sprintf("%ds", int(stepFor(g.sc.Window).Seconds()))
 	query := func(q string) []evidence.Series {
 		args := map[string]any{"query": q, "start": since, "end": until, "step": step}
@@ -953,6 +968,8 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 			set.Series = ratioSeries(analysis.RateSeries(ss), analysis.RateSeries(total))
 			set.Unit = "%"
 			set.Name = p.name + " / container_cpu_cfs_periods_total"
+		case p.class == MetricBuckets:
+			set.Series = ss
 		case analysis.IsCounterName(p.name) || p.class == MetricErrors && !strings.Contains(p.name, "ratio") || p.class == MetricRequests && counterLike(ss):
 			set.Series = analysis.RateSeries(ss)
 			if p.class == MetricRestarts {

@@ -26,6 +26,7 @@ var mechanisms = []*mechanism{
 	initWait,
 	cronJobSuspended,
 	cronTimeZone,
+	batchSizeCut,
 	jobFailed,
 	preemptionM,
 	loopbackBind,

@@ -264,6 +264,7 @@ var kinds = map[Kind]kindInfo{
 	KindEtcdSlowDisk:    {prior: 0.84},
 	KindCloudExhausted:  {prior: 0.84},
 	KindCronTimeZone:    {prior: 0.84},
+	KindBatchSizeCut:    {prior: 0.84},
 	KindHPABlind:        {prior: 0.84},
 	KindDaemonSetTaint:  {prior: 0.84},
 	KindIngressPort:     {prior: 0.84},
