@@ -349,9 +349,22 @@ func (k *kubeBundle) scanTextExecs(ctx context.Context, q evidence.PodLogQuery, 
 		if c != "" {
 			src += "/" + c
 		}
+		// What kubectl or the container runtime answered when the
+		// command could not run (container not found, executable not
+		// found, the connection not upgraded) is the tool's result, not
+		// a line the container printed: it stays in CommandOutputs only.
+		var lines []string
+		for _, line := range o.Lines {
+			if !kubetext.ExecFailure(line, o.ExitCode) {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) == 0 && len(o.Lines) > 0 {
+			continue
+		}
 		col.StartStream()
 		col.Add(src, "$ "+o.Run)
-		for _, line := range o.Lines {
+		for _, line := range lines {
 			col.Add(src, line)
 		}
 	}

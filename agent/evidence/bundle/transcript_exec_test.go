@@ -175,3 +175,50 @@ func TestMarkdownNotes(t *testing.T) {
 		t.Errorf("check:\n%s", got)
 	}
 }
+
+// A kubectl exec that could not run its command (the binary not in the
+// image, the container gone) leaves the tool's error in the command
+// outputs, not in the pod's log: the container printed nothing.
+func TestTranscriptExecFailureNotLogged(t *testing.T) {
+	ctx := context.Background()
+	text := `$ kubectl get pods -n maps
+NAME                          READY   STATUS    RESTARTS   AGE
+geo-router-6b9d7c5f48-tx4kq   1/1     Running   3          40m
+$ kubectl logs geo-router-6b9d7c5f48-tx4kq -n maps
+level=info msg="starting geo-router"
+$ kubectl exec -n maps geo-router-6b9d7c5f48-tx4kq -- ls /bin/
+error: Internal error occurred: error executing command in container: failed to exec in container: failed to start exec "0c9a7e": OCI runtime exec failed: exec failed: unable to start container process: exec: "ls": executable file not found in $PATH: unknown
+$ kubectl exec -n maps geo-router-6b9d7c5f48-tx4kq -- bash
+OCI runtime exec failed: exec failed: container_linux.go:380: starting container process caused: exec: "bash": executable file not found in $PATH: unknown
+command terminated with exit code 126
+$ kubectl exec -n maps geo-router-6b9d7c5f48-tx4kq -c sidecar -- cat /etc/hostname
+error: unable to upgrade connection: container not found ("sidecar")
+$ kubectl exec -n maps geo-router-6b9d7c5f48-tx4kq -- wget -qO- localhost:9090/healthz
+ok
+`
+	b := formsBundle(t, fstest.MapFS{"session.txt": {Data: []byte(text)}})
+	k := b.Sources(b.CapturedAt).Kubernetes
+	res, err := k.PodLogs(ctx, evidence.PodLogQuery{Namespace: "maps", Pod: "geo-router-6b9d7c5f48-tx4kq", Since: b.CapturedAt.Add(-24 * 3600e9), Until: b.CapturedAt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range res.Lines {
+		got = append(got, l.Text)
+	}
+	want := []string{
+		`level=info msg="starting geo-router"`,
+		"$ wget -qO- localhost:9090/healthz",
+		"ok",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("pod logs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	outs, err := k.(evidence.CommandOutputReader).CommandOutputs(ctx, "maps")
+	if err != nil || len(outs) != 4 {
+		t.Fatalf("outputs %v %+v", err, outs)
+	}
+	if o := outs[1]; o.ExitCode != 126 || len(o.Lines) != 1 || !strings.Contains(o.Lines[0], "OCI runtime exec failed") {
+		t.Errorf("failed exec kept as output: %+v", o)
+	}
+}

@@ -155,6 +155,39 @@ var (
 	}
 )
 
+// execFailureRes are the lines kubectl or the container runtime print when
+// a command could not run in the container at all: the tool's result, not
+// anything the container printed. kubectl's client and the API server's
+// ("error: unable to upgrade connection: container not found ("app")",
+// "error: Internal error occurred: error executing command in container:
+// ...", "Error from server: error dialing backend: ...", "error: cannot
+// exec into a container in a completed pod"), and the OCI runtime's (runc,
+// crun: "OCI runtime exec failed: exec failed: unable to start container
+// process: exec: "bash": executable file not found in $PATH: unknown").
+var execFailureRes = []*regexp.Regexp{
+	regexp.MustCompile(`^(?:[Ee]rror: )?(?:unable to upgrade connection|Internal error occurred: error executing command in container|cannot exec into a container|error dialing backend|Timeout occurred$|container not found|container \S+ not found in pod|pod \S+ does not have a host assigned)`),
+	regexp.MustCompile(`^Error from server(?: \([A-Za-z]+\))?: (?:error dialing backend|container \S+ is not valid for pod|(?:a )?container name must be specified|pod \S+ does not have a host assigned|error executing command in container)`),
+	regexp.MustCompile(`OCI runtime exec failed|(?:^|: )failed to exec in container|exec failed: unable to start container process|rpc error: code = \w+ desc = (?:failed to exec|container not found|cannot exec)`),
+}
+
+// ExecFailure reports whether a line of a kubectl exec's output is kubectl's
+// or the container runtime's own error saying the command could not run in
+// the container (execFailureRes), or, for a command that exited 126 (not
+// executable) or 127 (not found), any of its lines: the shell's "sh: curl:
+// not found" is about the command typed, not the container's program.
+func ExecFailure(line string, exitCode int) bool {
+	if exitCode == 126 || exitCode == 127 {
+		return true
+	}
+	t := strings.TrimSpace(line)
+	for _, re := range execFailureRes {
+		if re.MatchString(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // exec reads the output of kubectl exec: one Output for a command, one per
 // typed command for an interactive shell.
 func (p *parser) exec(c *command, out []string, line int) {
