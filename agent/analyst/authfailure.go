@@ -8,12 +8,15 @@ import (
 )
 
 // Credentials rejected (HTTP 401/403, expired or revoked tokens and API
-// keys): every call of the caller to that service fails.
+// keys): every call of the caller to that service fails. A bare 401 or 403
+// is a status only when it is not the fraction of a clock time or a
+// number's decimals: "09:38:29.403 # Background saving error" (Redis),
+// "10:02:11,401 ERROR" (logback) are milliseconds, not a refusal.
 var authFailure = &mechanism{
 	kind:       KindAuth,
 	class:      classCause,
 	label:      "authentication failure",
-	lines:      regexp.MustCompile(`(?i)\b401\b|Unauthorized|\b403\b|Forbidden|permission denied|AccessDenied|access denied|invalid credentials|authentication failed|password authentication failed|invalid token|token (has )?expired|InvalidClientTokenId|ExpiredToken`),
+	lines:      regexp.MustCompile(`(?i)(?:^|[^\d.,:]|\D[.,:])40[13]\b|Unauthorized|Forbidden|permission denied|AccessDenied|access denied|invalid credentials|authentication failed|password authentication failed|invalid token|token (has )?expired|InvalidClientTokenId|ExpiredToken`),
 	lineWeight: 0.7,
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
