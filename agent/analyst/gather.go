@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/rootcause/rootcause/agent/analysis"
@@ -249,6 +250,10 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		// And StatefulSets, whose pod management orders their members.
 		if sss, err := evidence.List[appsv1.StatefulSet](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.StatefulSets = sss
+		}
+		// And PodDisruptionBudgets, which say what a drain may take.
+		if pdbs, err := evidence.List[policyv1.PodDisruptionBudget](ctx, g.src.Kubernetes, ns, ""); err == nil {
+			g.k8s.PodDisruptionBudgets = pdbs
 		}
 	}
 	if !g.haveK8s["commands"] && g.src != nil && g.src.Kubernetes != nil {

@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -67,6 +68,9 @@ type K8sEvidence struct {
 	NetworkPolicies []networkingv1.NetworkPolicy
 	// Autoscalers are the HPAs of the workloads whose pods were described.
 	Autoscalers []autoscalingv2.HorizontalPodAutoscaler
+	// PodDisruptionBudgets are the namespace's budgets (get pdb rows,
+	// describe pages, YAML): what a drain may take of a workload.
+	PodDisruptionBudgets []policyv1.PodDisruptionBudget
 	// PreviousLogs holds the last lines of crashed containers, keyed
 	// "namespace/pod/container".
 	PreviousLogs map[string][]evidence.LogLine

@@ -9,6 +9,11 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/finding"
 )
@@ -335,9 +340,12 @@ func (g *gatherer) answerNodeRemovedOver(ctx context.Context, res *finding.Resul
 	if haveDip {
 		expl += fmt.Sprintf(". Available replicas were %.0f of %.0f from %s to %s UTC and are back", dip.low, dip.desired, hm(dip.from), hm(dip.to))
 	}
-	pdb := budgetOf(g.commands, dep.Name)
+	pdb, held := budgetOf(&g.k8s, g.commands, dep)
 	if pdb != "" {
-		expl += fmt.Sprintf("; its PodDisruptionBudget (%s) held the availability the drain could take", pdb)
+		expl += fmt.Sprintf("; its PodDisruptionBudget (%s) held its availability", pdb)
+		if held != "" {
+			expl += ": " + held
+		}
 	}
 	if flat && impact != "" {
 		expl += ". No user impact: " + impact
@@ -402,11 +410,21 @@ func (g *gatherer) answerNodeRemovedOver(ctx context.Context, res *finding.Resul
 	res.Timeline = tl
 	res.AffectedSystems = []string{dep.Name}
 	res.Recommendations = append([]finding.Recommendation{
-		{Priority: finding.PriorityLow, Action: fmt.Sprintf("No action needed on %s now. To keep a scale-down from taking several of its replicas at once, give it a PodDisruptionBudget (minAvailable) and spread its pods over nodes (topologySpreadConstraints)", dep.Name)},
+		{Priority: finding.PriorityLow, Action: noActionWords(dep.Name, pdb)},
 		{Priority: finding.PriorityLow, Action: "Keep headroom for replacements (a low-priority placeholder deployment, or a scale-down utilization threshold and delay the cluster autoscaler respects) so evicted pods do not wait for a new node"},
 	}, res.Recommendations...)
 	res.Normalize()
 	return true
+}
+
+// noActionWords is the first recommendation of a workload back to full
+// availability after a node went: nothing to do, and the budget it has or
+// should have.
+func noActionWords(workload, pdb string) string {
+	if pdb != "" {
+		return fmt.Sprintf("No action needed on %s now: its PodDisruptionBudget (%s) already keeps a drain or scale-down from taking several of its replicas at once; spread its pods over nodes (topologySpreadConstraints) so one node holds few of them", workload, pdb)
+	}
+	return fmt.Sprintf("No action needed on %s now. To keep a scale-down from taking several of its replicas at once, give it a PodDisruptionBudget (minAvailable) and spread its pods over nodes (topologySpreadConstraints)", workload)
 }
 
 func nonEmpty(xs ...string) []string {
@@ -465,24 +483,101 @@ func subjectSeriesFlat(sets []MetricSet, subject string, since time.Time) (bool,
 	return true, strings.Join(words, "; ")
 }
 
-// budgetOf reads the PodDisruptionBudget of a workload from a get pdb
-// row handed over: "minAvailable 3, 1 disruption allowed".
-func budgetOf(cmds []evidence.CommandOutput, workload string) string {
+// budgetOf names the PodDisruptionBudget of a workload and what it held:
+// "search-api: minAvailable 3, 1 disruption allowed, 4 pods healthy (3
+// required)". It is read from the budgets gathered (get pdb rows, describe
+// pages, YAML or JSON: the one whose selector matches the workload's pod
+// labels, or, a table row having no selector, the one named after it), else
+// from a get pdb row kept as text.
+func budgetOf(k *K8sEvidence, cmds []evidence.CommandOutput, dep *appsv1.Deployment) (words, held string) {
+	if b := workloadBudget(k, dep); b != nil {
+		return budgetWords(b), budgetHeld(ruleOf(b))
+	}
 	for _, c := range cmds {
 		if !strings.Contains(strings.ToLower(c.Command), "pdb") && !strings.Contains(strings.ToLower(c.Command), "poddisruptionbudget") {
 			continue
 		}
 		for _, l := range c.Lines {
 			r := pdbRowRE.FindStringSubmatch(strings.TrimSpace(l))
-			if r == nil || !strings.EqualFold(r[2], workload) {
+			if r == nil || !strings.EqualFold(r[2], dep.Name) {
 				continue
 			}
 			b := "maxUnavailable " + r[4]
 			if r[3] != "N/A" {
 				b = "minAvailable " + r[3]
 			}
-			return fmt.Sprintf("%s %s, %s allowed", r[2], b, plural(atoiOr(r[5]), "disruption", "disruptions"))
+			return fmt.Sprintf("%s: %s, %s allowed", r[2], b, plural(atoiOr(r[5]), "disruption", "disruptions")), budgetHeld(b)
 		}
 	}
+	return "", ""
+}
+
+// budgetHeld says what a budget's rule ("minAvailable 3", "maxUnavailable
+// 25%") let a drain do.
+func budgetHeld(rule string) string {
+	if v, ok := strings.CutPrefix(rule, "minAvailable "); ok {
+		return "the drain could evict a replica only while at least " + v + " stayed available"
+	}
+	if v, ok := strings.CutPrefix(rule, "maxUnavailable "); ok {
+		return "the drain could evict a replica only while no more than " + v + " were unavailable"
+	}
 	return ""
+}
+
+// ruleOf is a budget's rule: "minAvailable 3", "maxUnavailable 1".
+func ruleOf(b *policyv1.PodDisruptionBudget) string {
+	switch {
+	case b.Spec.MinAvailable != nil:
+		return "minAvailable " + b.Spec.MinAvailable.String()
+	case b.Spec.MaxUnavailable != nil:
+		return "maxUnavailable " + b.Spec.MaxUnavailable.String()
+	}
+	return ""
+}
+
+// workloadBudget is the budget of dep among those gathered: its selector
+// matches the labels of dep's pod template or of one of its pods; a budget
+// read from a table row (no selector) counts when named after dep.
+func workloadBudget(k *K8sEvidence, dep *appsv1.Deployment) *policyv1.PodDisruptionBudget {
+	var sets []labels.Set
+	if len(dep.Spec.Template.Labels) > 0 {
+		sets = append(sets, dep.Spec.Template.Labels)
+	}
+	for i := range k.Pods {
+		if p := &k.Pods[i]; len(p.Labels) > 0 && WorkloadOfPod(p) == dep.Name && (dep.Namespace == "" || p.Namespace == "" || p.Namespace == dep.Namespace) {
+			sets = append(sets, p.Labels)
+		}
+	}
+	for i := range k.PodDisruptionBudgets {
+		b := &k.PodDisruptionBudgets[i]
+		if dep.Namespace != "" && b.Namespace != "" && b.Namespace != dep.Namespace {
+			continue
+		}
+		if b.Spec.Selector == nil {
+			if strings.EqualFold(b.Name, dep.Name) || strings.EqualFold(strings.TrimSuffix(b.Name, "-pdb"), dep.Name) {
+				return b
+			}
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err != nil || sel.Empty() {
+			continue
+		}
+		for _, l := range sets {
+			if sel.Matches(l) {
+				return b
+			}
+		}
+	}
+	return nil
+}
+
+// budgetWords says what a budget requires and allows now: "search-api:
+// minAvailable 3, 1 disruption allowed, 4 pods healthy (3 required)".
+func budgetWords(b *policyv1.PodDisruptionBudget) string {
+	parts := nonEmpty(ruleOf(b), plural(int(b.Status.DisruptionsAllowed), "disruption", "disruptions")+" allowed")
+	if st := b.Status; st.CurrentHealthy > 0 || st.DesiredHealthy > 0 {
+		parts = append(parts, fmt.Sprintf("%s healthy (%d required)", plural(int(st.CurrentHealthy), "pod", "pods"), st.DesiredHealthy))
+	}
+	return b.Name + ": " + strings.Join(parts, ", ")
 }
