@@ -743,7 +743,14 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 	r.Recommendations = recommend(w, sc)
 	// The suspect the question names, when the root cause is another.
 	r.RuledOut = append(r.RuledOut, askedSuspects(a, w, sc)...)
+	// Failures of their own, in a question about a whole namespace, are
+	// reported beside the root cause, not ruled out (separateproblem.go).
+	separate := separateProblems(a, w, sc)
+	addSeparateProblems(r, w, separate, sc)
 	for _, h := range a.Hypotheses[1:] {
+		if slices.Contains(separate, h) {
+			continue
+		}
 		var reason string
 		switch {
 		case explainedBy(h, w):
