@@ -48,8 +48,17 @@ func entryWobble(summary string) bool {
 	}
 	before, err1 := strconv.ParseFloat(m[1], 64)
 	peak, err2 := strconv.ParseFloat(m[3], 64)
-	if err1 != nil || err2 != nil || before <= 0 {
+	if err1 != nil || err2 != nil {
 		return false
+	}
+	// "rose from 0 to 0": what it rose by does not even show; a share
+	// from 0% to under minRatioShare of requests is a flicker
+	// (errorshare.go).
+	if before <= 0 {
+		if m[4] == "%" {
+			return peak < 100*minRatioShare
+		}
+		return peak <= 0 && m[2] == m[4]
 	}
 	before *= unitScale(m[2])
 	peak *= unitScale(m[4])

@@ -346,6 +346,11 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 			if !meaningful(sh, ms.Class) {
 				continue
 			}
+			// An error series' rise must matter against its own history
+			// (errorshare.go).
+			if kind == KindErrorRate && ms.Class == MetricErrors && !errorRiseMatters(ms.Name, s, sh, w) {
+				continue
+			}
 			subject := SubjectOfLabels(s.Labels)
 			share := ""
 			if totals != nil {
