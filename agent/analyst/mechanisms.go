@@ -90,6 +90,7 @@ var mechanisms = []*mechanism{
 	dbUserLoad,
 	dbSlotsTaken,
 	poolHeld,
+	threadsHeld,
 	tokenAudience,
 	deadlineCut,
 	keepAliveRace,

@@ -118,6 +118,11 @@ func ClassifyMetric(name string) (class, unit string) {
 	if poolMaxMetricRE.MatchString(n) {
 		return MetricState, ""
 	}
+	// So is a request thread pool's maximum against its busy threads
+	// (threadsheld.go).
+	if threadMaxMetricRE.MatchString(n) {
+		return MetricState, ""
+	}
 	// A node's PIDs and their limit, and its processes by state
 	// (zombies), are read against each other (pidexhaustion.go).
 	if has("node_processes_") {

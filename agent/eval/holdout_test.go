@@ -45,7 +45,7 @@ var holdoutFloors = map[string]int{
 	"holdout27": 12,
 	"holdout28": 12,
 	"holdout29": 12,
-	"holdout30": 11,
+	"holdout30": 12,
 	"holdout31": 11,
 	"holdout33": 5,
 	"holdout35": 3,
