@@ -47,7 +47,7 @@ var holdoutFloors = map[string]int{
 	"holdout29": 12,
 	"holdout30": 12,
 	"holdout31": 11,
-	"holdout33": 5,
+	"holdout33": 9,
 	"holdout35": 3,
 }
 
