@@ -82,6 +82,8 @@ var mechanisms = []*mechanism{
 	tlsHandshake,
 	clientCertExpired,
 	certificateExpired,
+	chainIncomplete,
+	noProxyMissing,
 	dnsServer,
 	dnsResolution,
 	dnsSlow,

@@ -352,6 +352,10 @@ var kinds = map[Kind]kindInfo{
 
 	// A client whose own certificate its mTLS peer rejects as expired.
 	KindClientCertExpired: {prior: 0.86},
+	// A TLS server sending its leaf certificate without the intermediate.
+	KindChainIncomplete: {prior: 0.88},
+	// In-cluster calls sent to the egress proxy (NO_PROXY lacks the cluster).
+	KindNoProxyMissing: {prior: 0.88},
 	// Clients refused after a rotation changed the credential they hold.
 	KindCredentialRotated: {prior: 0.84},
 	// Clients refused with a rotated credential the server never got.
