@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -36,6 +37,11 @@ type diskEntry struct {
 	// is, volume the emptyDir's name ("" when not a volume).
 	pod, volume string
 	line        string
+	// mtime is when ls -l says the file was last written (month, day
+	// and time; the year is not known): zero for du rows and for files
+	// ls dates by their year.
+	mtime time.Time
+	dir   string // the directory ls listed
 }
 
 var (
@@ -43,8 +49,8 @@ var (
 	dfRowRE = regexp.MustCompile(`^\S+\s+([\d.,]+[KMGTPE]?i?)\s+([\d.,]+[KMGTPE]?i?)\s+([\d.,]+[KMGTPE]?i?)\s+(\d{1,3})%\s+(/\S*)\s*$`)
 	// du -sh: SIZE<tab>PATH.
 	duRowRE = regexp.MustCompile(`^([\d.,]+[KMGTPE]?i?)\s+(/\S+)\s*$`)
-	// ls -l: mode links owner group SIZE month day time|year NAME.
-	lsRowRE        = regexp.MustCompile(`^[-l][rwxsStT-]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(\d+)\s+\w{3}\s+\d{1,2}\s+[\d:]{4,5}\s+(.+)$`)
+	// ls -l (-h): mode links owner group SIZE month day time|year NAME.
+	lsRowRE        = regexp.MustCompile(`^[-l][rwxsStT-]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+([\d.,]+[KMGTPE]?)\s+(\w{3}\s+\d{1,2}\s+[\d:]{4,5})\s+(.+)$`)
 	kubeletPodRE   = regexp.MustCompile(`/var/lib/kubelet/pods/([0-9a-f-]{36})(?:/volumes/kubernetes\.io~([a-z-]+)/([^/\s]+))?`)
 	varLogPodsRE   = regexp.MustCompile(`/var/log/pods/([a-z0-9-]+)_([a-z0-9.-]+)_([0-9a-f-]{36})`)
 	dockerCtrRE    = regexp.MustCompile(`/var/lib/docker/containers/([0-9a-f]{12,64})`)
@@ -115,18 +121,26 @@ func readDiskCommands(cmds []evidence.CommandOutput, host string, pods []corev1.
 				}
 			case cmd == "ls":
 				if m := lsRowRE.FindStringSubmatch(strings.TrimSpace(line)); m != nil && strings.HasPrefix(line, "-") {
-					b, _ := strconv.ParseFloat(m[1], 64)
+					b, _ := sizeBytes(m[1], false)
 					dir := ""
 					for _, f := range strings.Fields(run)[1:] {
+						if f == "|" {
+							break
+						}
 						if strings.HasPrefix(f, "/") {
 							dir = strings.TrimSuffix(f, "/")
 						}
 					}
-					p := m[2]
+					p := m[3]
 					if dir != "" && !strings.HasPrefix(p, "/") {
 						p = dir + "/" + p
 					}
-					entries = append(entries, pathEntry(p, b, line, pods))
+					e := pathEntry(p, b, line, pods)
+					e.dir = dir
+					if t, err := time.Parse("Jan 2 15:04", strings.Join(strings.Fields(m[2]), " ")); err == nil {
+						e.mtime = t
+					}
+					entries = append(entries, e)
 				}
 			}
 		}
@@ -316,6 +330,41 @@ func filler(ev *Gathered, f *Finding, host string) bool {
 	if top == nil || top.bytes < 1<<30 {
 		return false
 	}
+	// What fills a disk is what grows, not what is largest: a directory
+	// whose files, as ls -l dates them, are written many times faster
+	// than before (a server log at a verbose setting) fills it even when
+	// the data beside it is larger.
+	largest := top
+	g := growingDir(entries)
+	if g != nil {
+		top = nil
+		for i := range entries {
+			if entries[i].path == g.dir && entries[i].mtime.IsZero() {
+				top = &entries[i]
+			}
+		}
+		if top == nil {
+			top = &diskEntry{path: g.dir, bytes: g.held, line: g.line}
+		}
+		f.setFact("filler_rate", humanBytes(int64(g.rate))+"/h")
+		if g.before > 0 {
+			f.setFact("filler_rate_before", humanBytes(int64(g.before))+"/h")
+		}
+		f.setFact("filler_since", g.since)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("ls -l on %s: the files of %s are written at %s (%s)", host, g.dir, f.fact("filler_rate"), g.detail))
+		if largest.path != top.path && largest.bytes > top.bytes {
+			f.setFact("largest", fmt.Sprintf("%s (%s)", largest.path, humanBytes(int64(largest.bytes))))
+		}
+		// The other directories du measured, for the question what it is
+		// not (the WAL, a cache).
+		var others []string
+		for _, e := range entries {
+			if e.mtime.IsZero() && e.path != top.path && e.path != largest.path && e.dir == "" && !strings.HasPrefix(e.path, top.path+"/") {
+				others = append(others, fmt.Sprintf("%s holds %s", e.path, humanBytes(int64(e.bytes))))
+			}
+		}
+		f.setFact("others", strings.Join(others, ", "))
+	}
 	// The largest file under it (ls -l), when listed.
 	file := ""
 	var fileBytes float64
@@ -336,6 +385,10 @@ func filler(ev *Gathered, f *Finding, host string) bool {
 	}
 	f.Evidence = append(f.Evidence, fmt.Sprintf("du on %s: %s", host, quote(top.line, 200)))
 	if top.pod == "" {
+		if g != nil && (logPathRE.MatchString(top.path) || logPathRE.MatchString(file)) {
+			f.setFact("filler_log", "true")
+			serverLogging(ev, f, host)
+		}
 		return true
 	}
 	ns, pod, _ := strings.Cut(top.pod, "/")
@@ -404,10 +457,40 @@ func describeFiller(h *Hypothesis) string {
 		}
 	}
 	d := fmt.Sprintf("what fills it is %s, holding %s", what, h.fact("filler_size"))
-	if f := h.fact("filler_file"); f != "" {
+	if f := h.fact("filler_file"); f != "" && h.fact("filler_rate") == "" {
 		d += " in " + f
 	}
+	if r := h.fact("filler_rate"); r != "" {
+		d += ", written at " + r
+		if b := h.fact("filler_rate_before"); b != "" {
+			d += fmt.Sprintf(" (%s before; %s)", b, h.fact("filler_since"))
+		} else if s := h.fact("filler_since"); s != "" {
+			d += " (" + s + ")"
+		}
+		if l := h.fact("largest"); l != "" {
+			d += "; " + l + " is larger but is not what grows"
+		}
+		if o := h.fact("others"); o != "" {
+			d += "; " + o
+		}
+	}
 	if h.fact("filler_log") == "" {
+		return d
+	}
+	if h.fact("filler_pod") == "" {
+		d += ": the server's own log"
+		if v := h.fact("verbose"); v != "" {
+			d += fmt.Sprintf(" with %s", v)
+			if w := h.fact("verbose_words"); w != "" {
+				d += " (" + w + ")"
+			}
+		}
+		if c := h.fact("verbose_change"); c != "" {
+			d += ", since the " + c
+		}
+		if l := h.fact("verbose_line"); l != "" {
+			d += "; its log: " + quote(ReadableLine(l), 160)
+		}
 		return d
 	}
 	d += ": a log file written inside the container, which the kubelet neither rotates nor caps"
@@ -426,7 +509,12 @@ func describeFiller(h *Hypothesis) string {
 func recommendFiller(h *Hypothesis, r *recommender) {
 	wl := orWord(h.fact("filler_workload"), h.fact("filler_path"))
 	host := orWord(h.fact("host"), "the node")
-	if v := h.fact("verbose"); v != "" {
+	if v := h.fact("verbose"); v != "" && h.fact("filler_pod") == "" && h.fact("verbose_words") != "" {
+		r.high("Turn the statement logging of %s back off (%s; revert the change that set it), e.g. ALTER SYSTEM SET log_statement = 'none'; ALTER SYSTEM SET log_min_duration_statement = '1s'; SELECT pg_reload_conf(); so that its log stops growing at %s", host, v, orWord(h.fact("filler_rate"), "this rate"))
+		r.high("Free space on %s now: compress or remove the old log files in %s (not the data or WAL directories)", host, h.fact("filler_path"))
+		r.low("Cap the server log (log_rotation_size with log_truncate_on_rotation, or logrotate) or keep it off the data volume, and alert on the log directory's growth")
+		return
+	} else if v != "" {
 		r.high("Set the log level of %s back from %s (revert the change that raised it) so that it stops writing at this rate", wl, v)
 	}
 	if p := h.fact("filler_pod"); p != "" && h.fact("filler_volume") != "" {
@@ -440,4 +528,184 @@ func recommendFiller(h *Hypothesis, r *recommender) {
 	} else {
 		r.low("Alert on the growth's cause as well as on the disk's free space")
 	}
+}
+
+// growth is a directory whose files are written many times faster than
+// before, as ls -l dates them.
+type growth struct {
+	dir           string
+	rate, before  float64 // bytes per hour, now and before
+	held          float64 // the listed files' bytes
+	since, detail string
+	line          string
+}
+
+// growingDir finds the directory, among those ls -l listed with dates,
+// whose files are written fastest now: each file holds what was written
+// between the previous file's time and its own (rotated logs, segments),
+// so its size over that span is the rate. It is growing when the recent
+// rate is at least 100 MiB/h and five times the earliest one listed.
+func growingDir(entries []diskEntry) *growth {
+	byDir := map[string][]diskEntry{}
+	var dirs []string
+	for _, e := range entries {
+		if e.mtime.IsZero() || e.dir == "" {
+			continue
+		}
+		if byDir[e.dir] == nil {
+			dirs = append(dirs, e.dir)
+		}
+		byDir[e.dir] = append(byDir[e.dir], e)
+	}
+	var best *growth
+	for _, d := range dirs {
+		fs := byDir[d]
+		slices.SortFunc(fs, func(a, b diskEntry) int { return a.mtime.Compare(b.mtime) })
+		type span struct {
+			rate float64
+			at   time.Time
+			name string
+		}
+		var spans []span
+		held := 0.0
+		for i := range fs {
+			held += fs[i].bytes
+			if i == 0 {
+				continue
+			}
+			gap := fs[i].mtime.Sub(fs[i-1].mtime)
+			if gap <= 0 || gap > 2*time.Hour {
+				continue
+			}
+			spans = append(spans, span{fs[i].bytes / gap.Hours(), fs[i].mtime, fs[i].path[strings.LastIndexByte(fs[i].path, '/')+1:]})
+		}
+		if len(spans) < 2 {
+			continue
+		}
+		recent := spans[max(0, len(spans)-3):]
+		rates := make([]float64, len(recent))
+		for i, sp := range recent {
+			rates[i] = sp.rate
+		}
+		slices.Sort(rates)
+		rate := rates[len(rates)/2]
+		before := 0.0
+		if spans[0].rate < rate/5 {
+			before = spans[0].rate
+		}
+		if rate < 100<<20 || before == 0 {
+			continue
+		}
+		g := &growth{dir: d, rate: rate, before: before, held: held}
+		// The first file written at the new rate.
+		for i := range fs {
+			if fs[i].bytes >= rate/2 && (i == 0 || fs[i-1].bytes < rate/5) {
+				g.since = fmt.Sprintf("the first large file: %s, %s by %s", fs[i].path[strings.LastIndexByte(fs[i].path, '/')+1:], humanBytes(int64(fs[i].bytes)), fs[i].mtime.Format("Jan 2 15:04"))
+			}
+		}
+		last := recent[len(recent)-1]
+		g.detail = fmt.Sprintf("%s, the newest, written at %s", last.name, humanBytes(int64(last.rate))+"/h")
+		if before > 0 {
+			g.detail += fmt.Sprintf("; %s at %s before", spans[0].name, humanBytes(int64(before))+"/h")
+		}
+		g.line = fs[len(fs)-1].line
+		if best == nil || g.rate > best.rate {
+			best = g
+		}
+	}
+	return best
+}
+
+var (
+	// dbLogSettingRE: a database server's logging setting as SHOW,
+	// pg_settings (psql -A's name|setting), my.cnf or SHOW VARIABLES
+	// print it.
+	dbLogSettingRE = regexp.MustCompile(`(?i)^\s*\|?\s*(log_statement|log_min_duration_statement|log_duration|log_min_messages|log_min_duration_sample|log_statement_sample_rate|general_log|slow_query_log|long_query_time|log_queries_not_using_indexes|log_connections|log_disconnections)\s*[|=:\t ]\s*'?([\w.-]+)'?`)
+	// dbLogChangedRE: the server's own line that a logging parameter was
+	// changed ('parameter "log_statement" changed to "all"').
+	dbLogChangedRE = regexp.MustCompile(`(?i)parameter "(log_statement|log_min_duration_statement|log_duration|log_min_messages)" changed to "([^"]*)"`)
+	// loggingChangeRE: a change about a server's logging.
+	loggingChangeRE = regexp.MustCompile(`(?i)statement logging|query logging|log_statement|log_min_duration|general[_ ]log|slow[_ ]query[_ ]log|long_query_time|debug logging|verbose logging|log[_ .-]?level`)
+)
+
+// verboseDBSetting reports whether a logging setting makes a database
+// server log every statement (or at debug level), and in which words.
+func verboseDBSetting(name, value string) (string, bool) {
+	n, v := strings.ToLower(name), strings.ToLower(value)
+	switch n {
+	case "log_statement":
+		return "every statement logged", v == "all" || v == "mod"
+	case "log_min_duration_statement", "log_min_duration_sample":
+		ms, err := strconv.ParseFloat(strings.TrimSuffix(v, "ms"), 64)
+		return "every statement's duration logged", err == nil && ms >= 0 && ms < 10
+	case "long_query_time":
+		s, err := strconv.ParseFloat(v, 64)
+		return "every query in the slow log", err == nil && s < 0.01
+	case "general_log":
+		return "every query in the general log", v == "on" || v == "1"
+	case "log_duration":
+		return "every statement's duration logged", v == "on"
+	case "log_min_messages":
+		return "debug messages logged", strings.HasPrefix(v, "debug")
+	}
+	return "", false
+}
+
+// serverLogging finds why a host's server log grows: a logging setting
+// that logs every statement, as the server's settings, its own log or a
+// change say.
+func serverLogging(ev *Gathered, f *Finding, host string) {
+	var set, words []string
+	seen := map[string]bool{}
+	add := func(name, value string) {
+		if w, ok := verboseDBSetting(name, value); ok && !seen[strings.ToLower(name)] {
+			seen[strings.ToLower(name)] = true
+			set = append(set, name+"="+value)
+			if !slices.Contains(words, w) {
+				words = append(words, w)
+			}
+		}
+	}
+	for _, c := range ev.Commands {
+		if host != "" && !commandOnHost(c, host) {
+			continue
+		}
+		for _, l := range c.Lines {
+			if m := dbLogSettingRE.FindStringSubmatch(l); m != nil {
+				add(m[1], m[2])
+			}
+		}
+	}
+	for _, ls := range ev.Logs {
+		if !ls.Host || host != "" && !strings.Contains(strings.ToLower(ls.Source+" "+ls.Subject), strings.ToLower(host)) {
+			continue
+		}
+		for _, t := range ls.Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				if m := dbLogChangedRE.FindStringSubmatch(l); m != nil {
+					if _, ok := verboseDBSetting(m[1], m[2]); ok && f.fact("verbose_line") == "" {
+						f.setFact("verbose_line", l)
+						f.Evidence = append(f.Evidence, fmt.Sprintf("logs %s: %s", ls.Source, quote(ReadableLine(l), 200)))
+					}
+					add(m[1], m[2])
+				}
+			}
+		}
+	}
+	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
+		if !strings.EqualFold(c.Service, host) && !mentionsName(c.Description, host) || !loggingChangeRE.MatchString(c.Description) {
+			continue
+		}
+		f.setFact("verbose_change", fmt.Sprintf("%s change of %s at %s: %s", changeKindWords(c.Kind), c.Service, ts(c.Timestamp), quote(c.Description, 200)))
+	}
+	if len(set) == 0 {
+		return
+	}
+	f.setFact("verbose", strings.Join(set, ", "))
+	f.setFact("verbose_words", strings.Join(words, ", "))
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%s logs at %s (%s)", host, f.fact("verbose"), f.fact("verbose_words")))
+	if c := f.fact("verbose_change"); c != "" {
+		f.Evidence = append(f.Evidence, c)
+	}
+	f.setFact("why", fmt.Sprintf("its server log grows at %s with %s", orWord(f.fact("filler_rate"), "the disk's rate"), f.fact("verbose")))
 }

@@ -1,6 +1,8 @@
 package analyst
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,5 +148,78 @@ func TestDiskClaimFull(t *testing.T) {
 		if len(recs) == 0 {
 			t.Errorf("%s: no recommendation", c.name)
 		}
+	}
+}
+
+// TestFillerGrows: what fills a disk is the directory whose files grow
+// fastest, as ls -l dates them, not the largest one du measured; a
+// database server's log grown by a setting that logs every statement
+// (pg_settings as psql -A prints it, MySQL's SHOW VARIABLES) is named with
+// the change that set it. Files written at a steady rate leave the
+// largest directory as the answer.
+func TestFillerGrows(t *testing.T) {
+	pgDu := []string{
+		"ops@pg-orders-01:~$ sudo du -sh /var/lib/postgresql/16/main/base /var/lib/postgresql/16/main/pg_wal /var/lib/postgresql/16/main/log",
+		"276G\t/var/lib/postgresql/16/main/base", "6.6G\t/var/lib/postgresql/16/main/pg_wal", "144G\t/var/lib/postgresql/16/main/log",
+	}
+	pgLs := func(sizes ...string) []string {
+		out := []string{"ops@pg-orders-01:~$ sudo ls -lh /var/lib/postgresql/16/main/log | tail -6"}
+		for i, s := range sizes {
+			out = append(out, fmt.Sprintf("-rw------- 1 postgres postgres %s Oct 14 %02d:00 postgresql-2026-10-14_%02d0000.log", s, 4+i, 3+i))
+		}
+		return out
+	}
+	pgSettings := []string{
+		`ops@pg-orders-01:~$ sudo -u postgres psql -Atc "select name, setting, source from pg_settings where name like 'log_%'"`,
+		"log_min_duration_statement|0|configuration file", "log_rotation_age|60|configuration file", "log_statement|all|configuration file",
+	}
+	mysql := []string{
+		"root@db-7:~# du -sh /var/lib/mysql /var/log/mysql", "310G\t/var/lib/mysql", "58G\t/var/log/mysql",
+		"root@db-7:~# ls -l /var/log/mysql/",
+		"-rw-r----- 1 mysql mysql    52428800 Nov  3 01:00 general.log.4",
+		"-rw-r----- 1 mysql mysql    51380224 Nov  3 02:00 general.log.3",
+		"-rw-r----- 1 mysql mysql 12884901888 Nov  3 03:00 general.log.2",
+		"-rw-r----- 1 mysql mysql 13958643712 Nov  3 04:00 general.log.1",
+		"-rw-r----- 1 mysql mysql 13421772800 Nov  3 05:00 general.log",
+		`root@db-7:~# mysql -e "SHOW VARIABLES LIKE 'general_log%'"`,
+		"| general_log      | ON                          |", "| general_log_file | /var/log/mysql/general.log |",
+	}
+	debugChange := evidence.Change{Service: "pg-orders-01", Kind: "config", Timestamp: time.Date(2026, 10, 13, 16, 20, 0, 0, time.UTC),
+		Description: "postgresql.conf: temporary statement logging to debug slow refund query (INC-4471) - revert after"}
+	cases := []struct {
+		name    string
+		host    string
+		lines   []string
+		changes []evidence.Change
+		path    string // the filler
+		want    []string
+		verbose string // "" for none
+	}{
+		{"postgres log at log_statement=all beside larger data", "pg-orders-01", append(append(append([]string{}, pgDu...), pgLs("212M", "231M", "9.0G", "9.1G", "9.3G", "9.2G")...), pgSettings...), []evidence.Change{debugChange},
+			"/var/lib/postgresql/16/main/log", []string{"written at 9.", "GiB/h", "/var/lib/postgresql/16/main/base (276.0 GiB) is larger but is not what grows", "pg_wal holds 6.6 GiB", "log_statement=all", "temporary statement logging"}, "log_statement=all"},
+		{"mysql general log", "db-7", mysql, nil, "/var/log/mysql", []string{"/var/lib/mysql (310.0 GiB) is larger", "general_log=ON", "every query in the general log"}, "general_log=ON"},
+		{"steady log files: the largest stays the answer", "pg-orders-01", append(append([]string{}, pgDu...), pgLs("212M", "231M", "220M", "228M", "219M", "225M")...), nil,
+			"/var/lib/postgresql/16/main/base", nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Changes: c.changes, Commands: []evidence.CommandOutput{{Host: c.host, Run: "bash", Lines: c.lines}}}
+			f := Finding{Kind: KindDiskClaim, Subject: c.host}
+			if !filler(ev, &f, c.host) {
+				t.Fatal("no filler found")
+			}
+			if got := f.fact("filler_path"); got != c.path {
+				t.Fatalf("filler %q, want %q (%+v)", got, c.path, f.Facts)
+			}
+			if got := f.fact("verbose"); !strings.Contains(got, c.verbose) || (c.verbose == "") != (got == "") {
+				t.Errorf("verbose %q, want %q", got, c.verbose)
+			}
+			d := describeFiller(&Hypothesis{Kind: KindDiskClaim, Subject: c.host, Primary: []*Finding{&f}})
+			for _, w := range c.want {
+				if !strings.Contains(d, w) {
+					t.Errorf("%q does not say %q", d, w)
+				}
+			}
+		})
 	}
 }
