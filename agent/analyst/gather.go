@@ -965,6 +965,7 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 		case strings.HasSuffix(p.name, "_sum") && p.class == MetricLatency:
 			counts := query(strings.TrimSuffix(p.name, "_sum") + "_count")
 			set.Series = meanSeries(ss, counts)
+			set.Requests = analysis.RateSeries(counts)
 			set.Unit = "s"
 			set.Name = strings.TrimSuffix(p.name, "_sum") + " (mean)"
 		case p.class == MetricCPUThrottle && strings.Contains(p.name, "periods") && names["container_cpu_cfs_periods_total"] > 0:

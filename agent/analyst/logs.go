@@ -541,6 +541,12 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 					}
 				}
 			}
+			// A caller carrying on without its dependency (fallback.go)
+			// reports the dependency's failure, not one of its own.
+			fallbackOf := ""
+			if subject != set.Subject && fallbackLine(line) {
+				fallbackOf, related = set.Subject, nil
+			}
 			// A database server's error quoted in a client's log (pq:,
 			// SQLSTATE, MySQL error codes) describes the database.
 			if !set.Host && subject == set.Subject && dbClientRE.MatchString(line) && kind != KindLogErrors && kind != KindAppCrash && kind != KindSlowQuery {
@@ -633,7 +639,11 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			f.setFact("line", line)
 			f.setFact("template", t.Template)
 			f.setFact("source", set.Source)
-			f.setFact("caller", set.Subject)
+			if fallbackOf != "" {
+				f.setFact("fallback_of", fallbackOf)
+			} else {
+				f.setFact("caller", set.Subject)
+			}
 			f.setFact("dependency", DependencyName(target))
 			f.setFact("target", target)
 			f.setFact("well_known", wellKnown)
@@ -686,7 +696,9 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 		}
 		label := infoOf(f.Kind).label
 		who := f.fact("caller")
-		if f.Kind == KindLogErrors {
+		if c := f.fact("fallback_of"); c != "" && who == "" {
+			f.Summary = fmt.Sprintf("%s logs %s to %s and carries on without it (%s lines from %s)", c, label, f.fact("target"), f.fact("lines"), hm(f.Time))
+		} else if f.Kind == KindLogErrors {
 			f.Summary = fmt.Sprintf("%s logs: %s error lines new or surging since %s", who, f.fact("lines"), hm(f.Time))
 		} else if dep := f.fact("dependency"); dep != "" && dep != who {
 			f.Summary = fmt.Sprintf("%s logs %s to %s (%s lines from %s)", who, label, f.fact("target"), f.fact("lines"), hm(f.Time))

@@ -73,6 +73,10 @@ type MetricSet struct {
 	Unit   string // "s", "bytes", "/s", "%", ""
 	Origin string // SrcMetrics or SrcCloudWatch
 	Series []evidence.Series
+	// Requests are the request rates behind a mean latency (its _count's
+	// rate, per series): the traffic an errors-per-second series is a
+	// share of (errorshare.go).
+	Requests []evidence.Series
 }
 
 // ClassifyMetric sorts a metric name into a class ("" when it says nothing
@@ -357,6 +361,9 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 				continue
 			}
 			subject := SubjectOfLabels(s.Labels)
+			if kind == KindErrorRate && ms.Class == MetricErrors && ms.Unit == "/s" && errorShareNegligible(ms.Series, sets, subject, sh.peakAt) {
+				continue
+			}
 			share := ""
 			if totals != nil {
 				// Server errors matter as a share of the traffic: a few

@@ -150,6 +150,10 @@ type Analysis struct {
 	Hypotheses []*Hypothesis // ranked, best first
 	Findings   []Finding
 	Healthy    bool
+	// Asked is what a healthy answer speaks for when it is narrower than
+	// the question's subjects (a service asked after beside a failure the
+	// question names: askedbeside.go).
+	Asked []string
 }
 
 const (
@@ -247,7 +251,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 		kept = append(kept, h)
 	}
 	a.Hypotheses = kept
-	a.Healthy = len(kept) == 0 || kept[0].Score < healthyBar || subjectHealthy(current(kept), sc)
+	a.Healthy = len(kept) == 0 || kept[0].Score < healthyBar || subjectHealthy(current(kept), sc) || askedBesideHealthy(a, current(kept), sc)
 	return a
 }
 
@@ -676,6 +680,9 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		if subj := sc.Subjects(); len(subj) > 0 {
 			what = strings.Join(subj, ", ")
 		}
+		if len(a.Asked) > 0 {
+			what = strings.Join(a.Asked, ", ")
+		}
 		r.Summary = fmt.Sprintf("No fault found in %s: %s showed nothing abnormal in the incident window.", what, checked)
 		r.RootCause = finding.RootCause{Description: fmt.Sprintf("No fault found: %s looks healthy — no failing pods, error surges, metric anomalies or risky changes point to a root cause for it (%s).", what, checked),
 			Confidence: conf, Evidence: []string{}}
@@ -700,6 +707,10 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		if len(nearby) > 0 {
 			r.Summary = fmt.Sprintf("No fault found in %s: %s showed nothing abnormal for it. Other failures nearby, unrelated to %s: %s.", what, checked, what, strings.Join(nearby, "; "))
 			r.RootCause.Description = fmt.Sprintf("No fault found in %s: it looks healthy, nothing in the evidence (%s) bears on it. Other failures nearby do not involve %s: %s.", what, checked, what, strings.Join(nearby, "; "))
+		}
+		if note, ev := fallbackNote(a, strings.Split(what, ", ")); note != "" {
+			r.RootCause.Description += " " + note
+			r.RootCause.Evidence = append(r.RootCause.Evidence, ev)
 		}
 		r.Timeline = timeline(nil, a, sc)
 		if sc.Service != "" {

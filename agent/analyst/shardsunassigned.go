@@ -41,6 +41,15 @@ var (
 	unassignedRowRE = regexp.MustCompile(`^([\w.-]+)\s+(\d+)\s+p\s+UNASSIGNED\b`)
 	// healthRedRE is _cluster/health's status.
 	healthRedRE = regexp.MustCompile(`"status"\s*:\s*"red"`)
+	// healthNameRE is _cluster/health's cluster name.
+	healthNameRE = regexp.MustCompile(`"cluster_name"\s*:\s*"([\w.-]+)"`)
+	// catHealthRedRE is a _cat/health row of a red cluster ("1794638400
+	// 08:00:00 es-logs red 5 4 311 598 0 0 26 0 - 95.8%"): its name.
+	catHealthRedRE = regexp.MustCompile(`^\d{9,}\s+\d{2}:\d{2}:\d{2}\s+([\w.-]+)\s+red\b`)
+	// explainFieldRE reads _cluster/allocation/explain's fields: the
+	// shard's index, number and state, why it is unassigned and since
+	// when, and whether a copy can be allocated.
+	explainFieldRE = regexp.MustCompile(`^"(index|shard|current_state|reason|at|can_allocate)"\s*:\s*"?([\w.:-]+)"?,?$`)
 	// zeroReplicasRE is an index with no replicas (its settings, a change
 	// that says so).
 	zeroReplicasRE = regexp.MustCompile(`(?i)number_of_replicas"?\s*[:=]\s*"?0\b|replicas\s*[:=]\s*0\b|0 replicas`)
@@ -77,6 +86,9 @@ var shardsUnassigned = &mechanism{
 			if s := h.fact("node_state"); s != "" {
 				d += " and cannot come back: " + s
 			}
+		}
+		if c := h.fact("no_copy"); c != "" && h.fact("zero_replicas") == "" {
+			d += "; " + c
 		}
 		if h.fact("zero_replicas") != "" {
 			d += "; the index has 0 replicas, so no replica could be promoted"
@@ -154,11 +166,25 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 	}
 	// The cluster's health and shard table, as handed over.
 	red := false
+	own := cluster != ""
 	zero := false
 	nodeState := ""
+	var explain []string
 	for _, c := range ev.Commands {
+		name := ""
+		x := map[string]string{}
 		for _, l := range c.Lines {
 			t := strings.TrimSpace(l)
+			if m := healthNameRE.FindStringSubmatch(t); m != nil {
+				name = m[1]
+			}
+			if m := explainFieldRE.FindStringSubmatch(t); m != nil && x[m[1]] == "" {
+				x[m[1]] = m[2]
+			}
+			if m := catHealthRedRE.FindStringSubmatch(t); m != nil && !red {
+				red, name = true, m[1]
+				evid = append(evid, "cluster health: "+quote(t, 80)+" ("+c.Command+")")
+			}
 			if healthRedRE.MatchString(t) && !red {
 				red = true
 				evid = append(evid, "cluster health: "+quote(t, 60)+" ("+c.Command+")")
@@ -178,6 +204,31 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 				nodeState = "its pod is Pending, the scheduler finds " + volumeZoneRE.FindString(t)
 				evid = append(evid, fmt.Sprintf("%s: %s", node, quote(t, 200)))
 			}
+		}
+		// The cluster's own health names it.
+		if red && cluster == "" && name != "" {
+			cluster, own = name, true
+		}
+		// An unassigned primary explained: which, why, since when.
+		if strings.EqualFold(x["current_state"], "unassigned") && x["index"] != "" && x["shard"] != "" {
+			shards[x["index"]+"]["+x["shard"]] = true
+			d := fmt.Sprintf("[%s][%s] unassigned", x["index"], x["shard"])
+			if r := x["reason"]; r != "" {
+				d += " (" + r + ")"
+			}
+			if at, err := time.Parse(time.RFC3339, x["at"]); err == nil {
+				d += " since " + hm(at)
+				if first.IsZero() || at.Before(first) {
+					first = at
+				}
+			}
+			if a := x["can_allocate"]; a != "" {
+				d += ", can_allocate: " + a
+				if a == "no_valid_shard_copy" {
+					explain = append(explain, "no valid copy of its data is left in the cluster (no_valid_shard_copy)")
+				}
+			}
+			evid = append(evid, "allocation explain: "+d)
 		}
 	}
 	if node != "" && nodeState == "" {
@@ -220,6 +271,14 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 		f.setFact("why", fmt.Sprintf("data node %s left (%s)", node, reason))
 	}
 	f.setFact("node_state", nodeState)
+	if len(explain) > 0 {
+		f.setFact("no_copy", explain[0])
+	}
+	// What the cluster says of itself (its log, its health) is its own
+	// state, whoever else it reaches.
+	if own {
+		f.setFact("caller", cluster)
+	}
 	for _, c := range append(ev.Earlier, ev.Changes...) {
 		if zeroReplicasRE.MatchString(c.Description) {
 			zero = true
