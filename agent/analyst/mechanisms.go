@@ -93,6 +93,7 @@ var mechanisms = []*mechanism{
 	dbSlotsTaken,
 	poolHeld,
 	threadsHeld,
+	releasePending,
 	tokenAudience,
 	deadlineCut,
 	keepAliveRace,

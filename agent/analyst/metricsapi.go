@@ -85,18 +85,7 @@ var metricsAPI = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the metrics API (%s) is unavailable: %s, the server behind it, cannot serve metrics", orWord(h.fact("apiservice"), "metrics.k8s.io"), h.Subject)
-		if r := h.fact("reason"); r != "" {
-			d += ": " + r
-		}
-		if l := h.fact("line"); l != "" {
-			d += " (" + quote(ReadableLine(l), 240) + ")"
-		}
-		if a := h.fact("apiservice_state"); a != "" {
-			d += "; the APIService reads " + a
-		}
-		if f := h.fact("flag_dropped"); f != "" {
-			d += "; " + f
-		}
+		d += h.clause(": ", "reason") + h.lineClause(240) + h.clause("; the APIService reads ", "apiservice_state") + h.clause("; ", "flag_dropped")
 		if c := h.Trigger; c != nil {
 			d += fmt.Sprintf("; it began with the change at %s: %s", hm(c.Time), truncate(c.fact("description"), 180))
 		}

@@ -69,18 +69,12 @@ var poolHeld = &mechanism{
 	class:  classCause,
 	label:  "a connection pool held by one caller's long calls",
 	detect: detectPoolHeld,
-	related: func(h *Hypothesis, f *Finding) bool {
-		if infoOf(f.Kind).class == classChange {
-			return false
-		}
+	related: exceptChanges(func(h *Hypothesis, f *Finding) bool {
 		if holder := h.fact("holder"); holder != "" && f.Subject == holder {
 			return true
 		}
-		if f.fact("callee") == h.Subject {
-			return true
-		}
-		return affectsRelated(h, f)
-	},
+		return f.fact("callee") == h.Subject || affectsRelated(h, f)
+	}),
 	// The holder's change (its first rollout, a schedule made tighter) or
 	// the pool's own service's.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
@@ -108,19 +102,7 @@ var poolHeld = &mechanism{
 			}
 		}
 		d += fmt.Sprintf("; %s's other requests wait for a connection", h.Subject)
-		if t := h.fact("wait_timeout"); t != "" {
-			d += " and fail after " + t
-		}
-		if l := h.fact("line"); l != "" {
-			d += " (" + quote(ReadableLine(l), 220) + ")"
-		}
-		if m := h.fact("metric"); m != "" {
-			d += "; " + m
-		}
-		if v := h.fact("victims"); v != "" {
-			d += "; its callers see the errors: " + v
-		}
-		return d
+		return d + h.clause(" and fail after ", "wait_timeout") + h.lineClause(220) + h.clause("; ", "metric") + h.clause("; its callers see the errors: ", "victims")
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		holder, calls := h.fact("holder"), orWord(h.fact("calls"), "long calls")
@@ -152,17 +134,8 @@ type heldCalls struct {
 // detectPoolHeld finds a service whose connection pool is exhausted while
 // one caller's calls into it run long enough to hold its connections.
 func detectPoolHeld(ev *Gathered, found []Finding) []Finding {
-	pools := map[string]*poolState{}
-	var order []string
-	get := func(s string) *poolState {
-		p := pools[s]
-		if p == nil {
-			p = &poolState{}
-			pools[s] = p
-			order = append(order, s)
-		}
-		return p
-	}
+	var pools keyed[poolState]
+	get := pools.get
 	w := ev.Window
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
@@ -205,8 +178,8 @@ func detectPoolHeld(ev *Gathered, found []Finding) []Finding {
 	}
 	poolGauges(ev, w, get)
 	var out []Finding
-	for _, subj := range order {
-		p := pools[subj]
+	for _, subj := range pools.order {
+		p := pools.m[subj]
 		if p.onset.IsZero() {
 			continue
 		}

@@ -26,16 +26,13 @@ var poolRejected = &mechanism{
 	detect: detectPoolRejected,
 	// The callers' rejected calls (throttling, errors) and the server's own
 	// saturation (its CPU, its queue) are this cause's consequences.
-	related: func(h *Hypothesis, f *Finding) bool {
-		if infoOf(f.Kind).class == classChange {
-			return false
-		}
+	related: exceptChanges(func(h *Hypothesis, f *Finding) bool {
 		if slices.Contains(h.top().Related, f.Subject) && f.Kind != KindPoolRejected {
 			return true
 		}
 		text := strings.ToLower(f.Summary + " " + strings.Join(f.Evidence, " ") + " " + f.fact("line"))
 		return strings.Contains(text, strings.ToLower(h.Subject)) || poolRejectedRE.MatchString(text)
-	},
+	}),
 	// The client that sends the heavy work, changed near the onset.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		src := h.fact("load_source")

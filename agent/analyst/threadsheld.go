@@ -90,8 +90,8 @@ var threadsHeld = &mechanism{
 	class:  classCause,
 	label:  "a server's request threads held by calls waiting on one slow callee",
 	detect: detectThreadsHeld,
-	related: func(h *Hypothesis, f *Finding) bool {
-		if infoOf(f.Kind).class == classChange || f.Kind == KindThreadsHeld {
+	related: exceptChanges(func(h *Hypothesis, f *Finding) bool {
+		if f.Kind == KindThreadsHeld {
 			return false
 		}
 		for _, k := range []string{"callee", "load_source"} {
@@ -100,7 +100,7 @@ var threadsHeld = &mechanism{
 			}
 		}
 		return strings.EqualFold(f.Subject, h.Subject) || f.fact("callee") == h.Subject || affectsRelated(h, f)
-	},
+	}),
 	// The caller's change that sends the held calls (a job's schedule,
 	// its concurrency), the callee's own change, or the server's.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
@@ -139,12 +139,7 @@ func describeThreadsHeld(h *Hypothesis, sc Scope) string {
 		d += fmt.Sprintf(" (its calls to %s time out: %s)", callee, quote(ReadableLine(l), 200))
 	}
 	d += fmt.Sprintf(", so %s's other requests find no free thread, queue and time out", h.Subject)
-	if m := h.fact("metric"); m != "" {
-		d += "; " + m
-	}
-	if l := h.fact("line"); l != "" {
-		d += " (" + quote(ReadableLine(l), 200) + ")"
-	}
+	d += h.clause("; ", "metric") + h.lineClause(200)
 	if s := h.fact("callee_slow"); s != "" {
 		d += fmt.Sprintf("; %s is slow: %s", callee, s)
 	}
@@ -185,17 +180,8 @@ type threadsState struct {
 // detectThreadsHeld finds a server whose request threads are all busy
 // while they wait on one callee.
 func detectThreadsHeld(ev *Gathered, found []Finding) []Finding {
-	states := map[string]*threadsState{}
-	var order []string
-	get := func(s string) *threadsState {
-		st := states[s]
-		if st == nil {
-			st = &threadsState{}
-			states[s] = st
-			order = append(order, s)
-		}
-		return st
-	}
+	var states keyed[threadsState]
+	get := states.get
 	threadGauges(ev, get)
 	threadLogs(ev, get)
 	// A worker pool's own word (gunicorn's WORKER TIMEOUT, uWSGI's full
@@ -218,8 +204,8 @@ func detectThreadsHeld(ev *Gathered, found []Finding) []Finding {
 		readThreadDump(c.Run, c.Lines, subj, get, known)
 	}
 	var out []Finding
-	for _, subj := range order {
-		st := states[subj]
+	for _, subj := range states.order {
+		st := states.m[subj]
 		if st.callee == "" {
 			st.callee, st.calleeLine = slowCalleeOf(ev, found, subj)
 		}

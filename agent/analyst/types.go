@@ -222,6 +222,7 @@ var kinds = map[Kind]kindInfo{
 	KindDBSlotsTaken:      {prior: 0.86},
 	KindPoolHeld:          {prior: 0.86},
 	KindThreadsHeld:       {prior: 0.86},
+	KindReleasePending:    {prior: 0.86},
 	KindTokenAudience:     {prior: 0.86},
 	KindDeadlineCut:       {prior: 0.86},
 	KindDBUserLoad:        {prior: 0.8},

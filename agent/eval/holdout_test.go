@@ -46,7 +46,7 @@ var holdoutFloors = map[string]int{
 	"holdout28": 12,
 	"holdout29": 12,
 	"holdout30": 12,
-	"holdout31": 11,
+	"holdout31": 12,
 	"holdout33": 9,
 	"holdout35": 3,
 }

@@ -1,0 +1,52 @@
+package analyst
+
+// Small pieces mechanisms share when they relate findings and describe a
+// cause: a related hook that never takes a change (changes are triggers,
+// chosen by fitsChange), and the clauses a description adds only when a
+// fact was read.
+
+// exceptChanges is a related hook that takes no change: changes are
+// weighed as triggers, never as consequences of a cause.
+func exceptChanges(related func(h *Hypothesis, f *Finding) bool) func(h *Hypothesis, f *Finding) bool {
+	return func(h *Hypothesis, f *Finding) bool {
+		return infoOf(f.Kind).class != classChange && related(h, f)
+	}
+}
+
+// clause is prefix and h's fact k, or nothing when h has no such fact.
+func (h *Hypothesis) clause(prefix, k string) string {
+	if v := h.fact(k); v != "" {
+		return prefix + v
+	}
+	return ""
+}
+
+// lineClause is h's quoted log line in parentheses (at most n bytes), or
+// nothing when h quotes no line.
+func (h *Hypothesis) lineClause(n int) string {
+	if l := h.fact("line"); l != "" {
+		return " (" + quote(ReadableLine(l), n) + ")"
+	}
+	return ""
+}
+
+// keyed keeps one state per key (a service, a release), made on first
+// use, with the keys in the order they first came.
+type keyed[T any] struct {
+	m     map[string]*T
+	order []string
+}
+
+// get is key's state, made empty on first use.
+func (k *keyed[T]) get(key string) *T {
+	if k.m == nil {
+		k.m = map[string]*T{}
+	}
+	v := k.m[key]
+	if v == nil {
+		v = new(T)
+		k.m[key] = v
+		k.order = append(k.order, key)
+	}
+	return v
+}
