@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
 )
 
@@ -99,6 +100,85 @@ var (
 	missRE        = regexp.MustCompile(`(?i)^\s*(?:x-cache|x-cache-status|cf-cache-status|x-proxy-cache|cdn-cache)\s*:\s*(?:miss|bypass|dynamic|pass)`)
 	urlInCmdRE    = regexp.MustCompile(`https?://\S+`)
 )
+
+// Edge caches in Prometheus form: a hit ratio gauge (Fastly's exporter
+// fastly_rt_hit_ratio, CloudFront's CacheHitRate through the CloudWatch
+// exporters as aws_cloudfront_cache_hit_rate_average), or a hit counter
+// read against the counters of every request (Varnish's exporter
+// varnish_main_cache_hit against cache_miss, cache_hitpass and s_pass;
+// Fastly's fastly_rt_hits_total against miss and pass; Cloudflare's
+// exporter cloudflare_zone_requests_cached against
+// cloudflare_zone_requests_total). A pass (an uncacheable response) is a
+// request the cache did not serve: it counts against the hits.
+var (
+	edgeHitGaugeRE  = regexp.MustCompile(`(?i)^(?:fastly|varnish|cloudflare|aws_cloudfront|cloudfront|akamai|cdn)_\w*?(?:hit_?ratio|hit_?rate)\w*$`)
+	edgeHitCounters = map[string][]string{
+		"varnish_main_cache_hit":          {"varnish_main_cache_hit", "varnish_main_cache_miss", "varnish_main_cache_hitpass", "varnish_main_s_pass"},
+		"fastly_rt_hits_total":            {"fastly_rt_hits_total", "fastly_rt_miss_total", "fastly_rt_pass_total"},
+		"cloudflare_zone_requests_cached": {"cloudflare_zone_requests_total"},
+	}
+)
+
+// IsEdgeHitMetric reports whether a Prometheus metric is an edge cache's
+// hit ratio or the hit counter it is read from.
+func IsEdgeHitMetric(name string) bool {
+	n := strings.ToLower(name)
+	return edgeHitGaugeRE.MatchString(n) || edgeHitCounters[n] != nil
+}
+
+// edgeHitRatio turns an edge cache's hit counter into its hit ratio (a
+// fraction), per series: the rate of hits over the summed rates of every
+// request the cache answered, the other counters read with query (nil
+// for a counter the source lacks); a gauge is returned as it is. The name
+// says what was divided.
+func edgeHitRatio(name string, hits []evidence.Series, query func(name string) []evidence.Series) ([]evidence.Series, string) {
+	counters := edgeHitCounters[strings.ToLower(name)]
+	if counters == nil {
+		return hits, name
+	}
+	hitRates := analysis.RateSeries(hits)
+	totals := map[string]map[time.Time]float64{}
+	var used []string
+	for _, n := range counters {
+		ss := hitRates
+		if n != name {
+			ss = analysis.RateSeries(query(n))
+		}
+		if len(ss) == 0 {
+			continue
+		}
+		used = append(used, n)
+		for _, s := range ss {
+			k := seriesKeyWithoutName(s.Labels)
+			if totals[k] == nil {
+				totals[k] = map[time.Time]float64{}
+			}
+			for _, p := range s.Points {
+				totals[k][p.T] += p.V
+			}
+		}
+	}
+	if len(used) == 0 || len(used) == 1 && used[0] == name {
+		return nil, name // nothing to divide by
+	}
+	var den []evidence.Series
+	for _, s := range hitRates {
+		t := totals[seriesKeyWithoutName(s.Labels)]
+		if t == nil {
+			continue
+		}
+		d := evidence.Series{Labels: s.Labels}
+		for _, p := range s.Points {
+			d.Points = append(d.Points, evidence.Point{T: p.T, V: t[p.T]})
+		}
+		den = append(den, d)
+	}
+	all := strings.Join(used, " + ")
+	if len(used) > 1 {
+		all = "(" + all + ")"
+	}
+	return ratioSeries(hitRates, den), fmt.Sprintf("cache hit ratio (%s / %s)", name, all)
+}
 
 // detectCacheBypassed finds an edge cache whose hit ratio fell from a
 // healthy level to under half of it in the window, when the load on a

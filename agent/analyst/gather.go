@@ -962,6 +962,15 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 		}
 		set := MetricSet{Name: p.name, Class: p.class, Unit: p.unit, Origin: SrcMetrics}
 		switch {
+		case p.class == MetricHitRatio:
+			// An edge cache's hit counter is read against its other
+			// counters (cachebypassed.go).
+			set.Series, set.Name = edgeHitRatio(p.name, ss, func(n string) []evidence.Series {
+				if names[n] == 0 {
+					return nil
+				}
+				return query(n)
+			})
 		case strings.HasSuffix(p.name, "_sum") && p.class == MetricLatency:
 			counts := query(strings.TrimSuffix(p.name, "_sum") + "_count")
 			set.Series = meanSeries(ss, counts)

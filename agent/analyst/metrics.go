@@ -132,6 +132,11 @@ func ClassifyMetric(name string) (class, unit string) {
 	if has("node_processes_") {
 		return MetricState, ""
 	}
+	// An edge cache's hit ratio, or the hit counter it is read from
+	// (cachebypassed.go).
+	if IsEdgeHitMetric(n) {
+		return MetricHitRatio, "%"
+	}
 	if IsCacheMetric(n) {
 		return MetricCache, unit
 	}
