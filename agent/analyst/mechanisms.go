@@ -57,6 +57,8 @@ var mechanisms = []*mechanism{
 	settingInvalid,
 	configInvalid,
 	decodeFailure,
+	metaspace,
+	handlerPanic,
 	payloadTooLarge,
 	staleGroup,
 	clientSurge,

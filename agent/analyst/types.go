@@ -305,6 +305,8 @@ var kinds = map[Kind]kindInfo{
 	// Tokens signed with a key the validator's cached JWKS lacks.
 	KindSigningKeyUnknown: {prior: 0.84},
 	KindDecodeFailure:     {prior: 0.86},
+	KindMetaspace:         {prior: 0.86},
+	KindHandlerPanic:      {prior: 0.84},
 	// Idle keep-alive connections closed by the server or a proxy under
 	// the client that reuses them.
 	KindIdleConnClosed: {prior: 0.8},

@@ -48,7 +48,7 @@ var holdoutFloors = map[string]int{
 	"holdout30": 12,
 	"holdout31": 12,
 	"holdout33": 9,
-	"holdout35": 3,
+	"holdout35": 6,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
