@@ -79,6 +79,7 @@ var mechanisms = []*mechanism{
 	archiveFailing,
 	diskFull,
 	kafkaMinISR,
+	offsetReset,
 	diskClaim,
 	resourceAlarm,
 	tlsHandshake,

@@ -395,6 +395,8 @@ var kinds = map[Kind]kindInfo{
 	KindXDSRejected: {prior: 0.86},
 	// A search cluster's primaries without a copy.
 	KindShardsUnassigned: {prior: 0.86},
+	// A consumer's offsets reset past records retention deleted.
+	KindOffsetReset: {prior: 0.84},
 	// A broker cluster cut in two, a node paused.
 	KindClusterPartition: {prior: 0.86},
 	// A primary failed over again and again.
