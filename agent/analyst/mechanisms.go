@@ -86,6 +86,7 @@ var mechanisms = []*mechanism{
 	clientCertExpired,
 	certificateExpired,
 	chainIncomplete,
+	tlsIntercepted,
 	noProxyMissing,
 	dnsServer,
 	dnsResolution,

@@ -357,6 +357,8 @@ var kinds = map[Kind]kindInfo{
 	KindClientCertExpired: {prior: 0.86},
 	// A TLS server sending its leaf certificate without the intermediate.
 	KindChainIncomplete: {prior: 0.88},
+	// A client's TLS-inspecting proxy re-signing a healthy server's chain.
+	KindTLSIntercepted: {prior: 0.86},
 	// In-cluster calls sent to the egress proxy (NO_PROXY lacks the cluster).
 	KindNoProxyMissing: {prior: 0.88},
 	// Clients refused after a rotation changed the credential they hold.
