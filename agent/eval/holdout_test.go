@@ -48,6 +48,7 @@ var holdoutFloors = map[string]int{
 	"holdout30": 12,
 	"holdout31": 12,
 	"holdout33": 9,
+	"holdout34": 7,
 	"holdout35": 6,
 }
 
