@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,9 @@ var cpuThrottling = &mechanism{
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
+		if h.fact("sidecar") != "" {
+			return describeSidecarThrottled(h)
+		}
 		lim := h.fact("cpu_limit")
 		d := fmt.Sprintf("%s is CPU throttled (CFS quota)", h.Subject)
 		if lim != "" {
@@ -49,7 +53,11 @@ var cpuThrottling = &mechanism{
 		}
 		switch {
 		case h.fact("alert") != "" && h.fact("peak") != "":
-			d += fmt.Sprintf(": the %s alert is real — %s of its CFS periods were throttled (peak, from %s before)", h.fact("alert"), h.fact("peak"), orDash(h.fact("baseline")))
+			d += fmt.Sprintf(": the %s alert is real — %s of its CFS periods were throttled (peak", h.fact("alert"), h.fact("peak"))
+			if b := h.fact("baseline"); b != "" {
+				d += ", from " + b + " before"
+			}
+			d += ")"
 		case h.fact("peak") != "" && h.fact("metric") != "":
 			d += fmt.Sprintf(": %s reached %s (from %s)", h.fact("metric"), h.fact("peak"), orDash(h.fact("baseline")))
 		case h.fact("line") != "":
@@ -64,6 +72,11 @@ var cpuThrottling = &mechanism{
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if sc := h.fact("sidecar"); sc != "" {
+			r.high("Leave the CPU limit of %s's main container %s as it is (it is not throttled); if the alert must stop, raise or remove the %s CPU limit of the sidecar %s (a limit that small throttles any burst of work within a 100 ms CFS period)", h.Subject, h.fact("main"), orWord(h.fact("sidecar_limit"), "small"), sc)
+			r.low("Keep CPUThrottlingHigh from paging for containers that use a few millicores (a minimum usage, or excluding the sidecar), so that it fires only when the throttled work is the service's")
+			return
+		}
 		if c := h.Trigger; c != nil && c.Kind != KindDeploy {
 			r.high("Revert the change that lowered the CPU of %s (%s), or raise its CPU limit back", h.Subject, truncate(orWord(c.fact("description"), c.Summary), 160))
 		}
@@ -130,6 +143,7 @@ func detectThrottlingClaim(ev *Gathered, _ []Finding) []Finding {
 			}
 		}
 	}
+	seenBefore := before >= 0
 	before = max(before, 0)
 	series := len(matched)
 	if series > 0 && peak < minThrottled {
@@ -139,12 +153,23 @@ func detectThrottlingClaim(ev *Gathered, _ []Finding) []Finding {
 		Severity: SevWarning, Weight: 0.7, Source: SrcMetrics}
 	f.setFact("alert", alert)
 	f.Evidence = []string{fmt.Sprintf("the %s alert states: %s", alert, quote(strings.TrimSpace(sc.Message), 220))}
+	if sidecarThrottled(ev, &f, subject, matched) {
+		return []Finding{f}
+	}
+	if series > 0 && !seenBefore {
+		// No point before the onset: the level before is not known.
+		before = -1
+	}
 	if series > 0 {
 		f.Weight = 0.95
 		f.setFact("peak", fmt.Sprintf("%.0f%%", peak*100))
-		f.setFact("baseline", fmt.Sprintf("%.0f%%", before*100))
 		f.setFact("metric", "container_cpu_cfs_throttled_periods_total / container_cpu_cfs_periods_total")
-		f.Evidence = append(f.Evidence, fmt.Sprintf("the metrics confirm it: %.0f%% of the CFS periods of %s were throttled at the peak (%.0f%% before the window), above %.0f%% since %s", peak*100, subject, before*100, minThrottled*100, ts(onset)))
+		if before >= 0 {
+			f.setFact("baseline", fmt.Sprintf("%.0f%%", before*100))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the metrics confirm it: %.0f%% of the CFS periods of %s were throttled at the peak (%.0f%% before the window), above %.0f%% since %s", peak*100, subject, before*100, minThrottled*100, ts(onset)))
+		} else {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the metrics confirm it: %.0f%% of the CFS periods of %s were throttled at the peak, above %.0f%% since %s", peak*100, subject, minThrottled*100, ts(onset)))
+		}
 	}
 	if lim := cpuLimitOf(ev.K8s, subject); lim != "" {
 		f.setFact("cpu_limit", lim)
@@ -205,4 +230,260 @@ func alertClaim(sc Scope, claim *regexp.Regexp) (text, subject string) {
 		subject = workloadOfName(m[1])
 	}
 	return text, subject
+}
+
+// containerThrottle is what the metrics say of one container of a
+// workload whose throttling an alert claims.
+type containerThrottle struct {
+	name  string
+	peak  float64 // highest share of its CFS periods throttled in the window
+	usage float64 // highest mean CPU use of one of its pods in the window, in cores (-1: unknown)
+	limit string  // its CPU limit ("" unknown)
+	first bool    // the first container of the pod spec
+}
+
+// sidecarThrottled reads a throttling claim container by container: when
+// the throttled containers are only sidecars (a config reloader, a proxy)
+// whose CPU limit is a few millicores, while the workload's main container
+// is not throttled, the claim is true of the sidecar and says nothing of
+// the service: a container with a 10m limit is throttled in every period
+// it wakes up in, whatever little work it does. f then says so.
+func sidecarThrottled(ev *Gathered, f *Finding, subject string, matched []evidence.Series) bool {
+	byName := map[string]*containerThrottle{}
+	var order []string
+	for _, s := range matched {
+		name := orWord(s.Labels["container"], s.Labels["container_name"]) // cAdvisor before Kubernetes 1.16
+		if name == "" || name == "POD" {
+			return false // throttling not read per container
+		}
+		c := byName[name]
+		if c == nil {
+			c = &containerThrottle{name: name, usage: -1}
+			byName[name] = c
+			order = append(order, name)
+		}
+		for _, p := range s.Points {
+			if !p.T.Before(ev.Window.Start) {
+				c.peak = max(c.peak, p.V)
+			}
+		}
+	}
+	if len(order) < 2 {
+		return false
+	}
+	for _, set := range ev.Metrics {
+		if !cpuUsageRE.MatchString(set.Name) {
+			continue
+		}
+		for _, s := range set.Series {
+			c := byName[orWord(s.Labels["container"], s.Labels["container_name"])]
+			if c == nil || !strings.EqualFold(SubjectOfLabels(s.Labels), subject) && !strings.HasPrefix(s.Labels["pod"], subject+"-") {
+				continue
+			}
+			sum, n := 0.0, 0
+			for _, p := range s.Points {
+				if !p.T.Before(ev.Window.Start) {
+					sum += p.V
+					n++
+				}
+			}
+			if n > 0 {
+				c.usage = max(c.usage, sum/float64(n))
+			}
+		}
+	}
+	for _, ctr := range containersOf(ev.K8s, subject) {
+		if c := byName[ctr.Name]; c != nil {
+			if q, ok := ctr.Resources.Limits[corev1.ResourceCPU]; ok && c.limit == "" {
+				c.limit = q.String()
+			}
+		}
+	}
+	if cs := containersOf(ev.K8s, subject); len(cs) > 0 {
+		if c := byName[cs[0].Name]; c != nil {
+			c.first = true
+		}
+	}
+	// The main container: the pod spec's first, else the one named after
+	// the workload, else the busiest.
+	var main *containerThrottle
+	for _, n := range order {
+		if byName[n].first {
+			main = byName[n]
+		}
+	}
+	if main == nil {
+		for _, n := range order {
+			if c := byName[n]; c.name == subject || main == nil || c.usage > main.usage && main.name != subject {
+				main = c
+			}
+		}
+	}
+	if main.peak >= minThrottled {
+		return false
+	}
+	var side []*containerThrottle
+	for _, n := range order {
+		c := byName[n]
+		if c == main || c.peak < minThrottled {
+			continue
+		}
+		// Only a container whose limit is tiny (or whose use is a few
+		// millicores) is throttled for want of nothing: a sidecar with a
+		// real share of CPU throttled may be the service's problem.
+		if milli := milliCores(c.limit); milli < 0 && (c.usage < 0 || c.usage > 0.02) || milli > 100 {
+			return false
+		}
+		side = append(side, c)
+	}
+	if len(side) == 0 {
+		return false
+	}
+	sc := side[0]
+	f.Weight = 0.9
+	f.Severity = SevInfo
+	f.setFact("sidecar", sc.name)
+	f.setFact("main", main.name)
+	f.setFact("peak", fmt.Sprintf("%.0f%%", sc.peak*100))
+	f.setFact("main_peak", throttleShare(main.peak))
+	f.setFact("metric", "container_cpu_cfs_throttled_periods_total / container_cpu_cfs_periods_total")
+	if sc.limit != "" {
+		f.setFact("sidecar_limit", sc.limit)
+	}
+	if sc.usage >= 0 {
+		f.setFact("sidecar_usage", coresText(sc.usage))
+	}
+	if main.limit != "" {
+		f.setFact("cpu_limit", main.limit)
+	}
+	if main.usage >= 0 {
+		f.setFact("main_usage", coresText(main.usage))
+	}
+	why := fmt.Sprintf("the throttled container is the sidecar %s", sc.name)
+	if sc.limit != "" {
+		why += " (cpu limit " + sc.limit + ")"
+	}
+	f.setFact("why", why+", not "+main.name)
+	f.Evidence = append(f.Evidence,
+		fmt.Sprintf("per container: %s of %s had %.0f%% of its CFS periods throttled (cpu limit %s, using %s on average)", sc.name, subject, sc.peak*100, orWord(sc.limit, "unknown"), orWord(f.fact("sidecar_usage"), "an unknown share")),
+		fmt.Sprintf("%s, the main container, had %s of its CFS periods throttled at most (cpu limit %s, using %s)", main.name, f.fact("main_peak"), orWord(main.limit, "unknown"), orWord(f.fact("main_usage"), "an unknown share")))
+	if l := steadyLatency(ev, subject); l != "" {
+		f.setFact("latency", l)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the request latency of %s stays at %s through the window", subject, l))
+	}
+	f.Summary = fmt.Sprintf("%s: only its sidecar %s is CPU throttled (%s), %s is not", subject, sc.name, f.fact("peak"), main.name)
+	return true
+}
+
+var cpuUsageRE = regexp.MustCompile(`^container_cpu_usage_seconds(_total)?$`)
+
+// containersOf are the containers of a workload's pods (or of its
+// Deployment's template).
+func containersOf(k K8sEvidence, workload string) []corev1.Container {
+	for i := range k.Pods {
+		if WorkloadOfPod(&k.Pods[i]) == workload && len(k.Pods[i].Spec.Containers) > 0 {
+			return k.Pods[i].Spec.Containers
+		}
+	}
+	for _, d := range k.Deployments {
+		if d.Name == workload {
+			return d.Spec.Template.Spec.Containers
+		}
+	}
+	return nil
+}
+
+// milliCores reads a CPU quantity ("10m", "2", "0.5") in millicores, -1
+// when unknown.
+func milliCores(q string) float64 {
+	if q == "" {
+		return -1
+	}
+	if v, ok := strings.CutSuffix(q, "m"); ok {
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			return n
+		}
+		return -1
+	}
+	if n, err := strconv.ParseFloat(q, 64); err == nil {
+		return n * 1000
+	}
+	return -1
+}
+
+// coresText shows a CPU use in cores as kubectl top does ("2m", "512m")
+// below one core, else in cores ("1.5").
+func coresText(c float64) string {
+	if c < 1 {
+		return fmt.Sprintf("%.0fm", c*1000)
+	}
+	return strconv.FormatFloat(c, 'f', 1, 64) + " cores"
+}
+
+// throttleShare shows a small share of throttled periods without rounding
+// it away ("0.03%").
+func throttleShare(v float64) string {
+	if v*100 < 1 {
+		return fmt.Sprintf("%.2f%%", v*100)
+	}
+	return fmt.Sprintf("%.0f%%", v*100)
+}
+
+// steadyLatency is the subject's mean request latency when it holds steady
+// through the window (its highest within a fifth of its lowest), "" when
+// not measured or not steady.
+func steadyLatency(ev *Gathered, subject string) string {
+	for _, set := range ev.Metrics {
+		if set.Class != MetricLatency {
+			continue
+		}
+		for _, s := range set.Series {
+			if !strings.EqualFold(SubjectOfLabels(s.Labels), subject) {
+				continue
+			}
+			lo, hi := -1.0, 0.0
+			for _, p := range s.Points {
+				if p.T.Before(ev.Window.BaselineStart) {
+					continue
+				}
+				if lo < 0 || p.V < lo {
+					lo = p.V
+				}
+				hi = max(hi, p.V)
+			}
+			if lo > 0 && hi <= lo*1.2 {
+				return seconds(hi)
+			}
+		}
+	}
+	return ""
+}
+
+// describeSidecarThrottled answers a throttling claim that holds only of a
+// sidecar with a tiny CPU limit.
+func describeSidecarThrottled(h *Hypothesis) string {
+	d := fmt.Sprintf("the %s alert on %s is real but harmless: the throttled container is the sidecar %s", orWord(h.fact("alert"), "CPU throttling"), h.Subject, h.fact("sidecar"))
+	if l := h.fact("sidecar_limit"); l != "" {
+		d += fmt.Sprintf(" (cpu limit %s), throttled in %s of its CFS periods", l, h.fact("peak"))
+	} else {
+		d += fmt.Sprintf(", throttled in %s of its CFS periods", h.fact("peak"))
+	}
+	if u := h.fact("sidecar_usage"); u != "" {
+		d += fmt.Sprintf(" while it uses %s on average (a few milliseconds of work that overrun its quota whenever it wakes)", u)
+	}
+	d += fmt.Sprintf("; the main container %s is not throttled (%s of its periods", h.fact("main"), h.fact("main_peak"))
+	if u := h.fact("main_usage"); u != "" {
+		d += fmt.Sprintf(", using %s", u)
+		if l := h.fact("cpu_limit"); l != "" {
+			d += " of its limit of " + l
+			if !strings.HasSuffix(l, "m") {
+				d += " CPUs"
+			}
+		}
+	}
+	d += ")"
+	if l := h.fact("latency"); l != "" {
+		d += fmt.Sprintf(" and its request latency holds at %s", l)
+	}
+	return d + ": no user impact, and raising the CPU limit of " + h.fact("main") + " would change nothing"
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestCPUThrottlingLines(t *testing.T) {
@@ -119,6 +120,86 @@ func TestThrottlingTriggerOnlyCPUChange(t *testing.T) {
 			}
 			if c.trigger == "" && (strings.Contains(r.RootCause.Description, "LOG_LEVEL") || strings.Contains(r.Recommendations[0].Action, "LOG_LEVEL")) {
 				t.Errorf("the coincident change is blamed: %q / %q", r.RootCause.Description, r.Recommendations[0].Action)
+			}
+		})
+	}
+}
+
+// TestThrottlingClaimSidecar reads a throttling claim container by
+// container, from cAdvisor series (current and pre-1.16 label names) and
+// the pods' limits: a sidecar with a limit of a few millicores throttled
+// in every period while the main container is not is a real but harmless
+// alert; the main container throttled, or a sidecar with a real share of
+// CPU throttled, is throttling as before.
+func TestThrottlingClaimSidecar(t *testing.T) {
+	t0 := time.Date(2026, 8, 19, 8, 15, 0, 0, time.UTC)
+	w := Window{BaselineStart: t0.Add(-time.Hour), Start: t0, End: t0.Add(time.Hour)}
+	flat := func(labels evidence.Labels, v float64) evidence.Series {
+		var pts []evidence.Point
+		for i := 2; i <= 60; i += 2 {
+			pts = append(pts, evidence.Point{T: t0.Add(time.Duration(i) * time.Minute), V: v})
+		}
+		return evidence.Series{Labels: labels, Points: pts}
+	}
+	pod := func(sideLimit string) corev1.Pod {
+		var p corev1.Pod
+		if err := json.Unmarshal([]byte(`{"metadata":{"name":"image-resizer-5b7c9d8f6-8mwq4","namespace":"media","ownerReferences":[{"kind":"ReplicaSet","name":"image-resizer-5b7c9d8f6"}]},
+  "spec":{"containers":[{"name":"resizer","image":"ghcr.io/acme-media/image-resizer:2.14.1","resources":{"limits":{"cpu":"2","memory":"2Gi"},"requests":{"cpu":"1"}}},
+    {"name":"config-reloader","image":"ghcr.io/jimmidyson/configmap-reload:v0.13.1","resources":{"limits":{"cpu":"`+sideLimit+`","memory":"32Mi"}}}]},"status":{"phase":"Running"}}`), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lbl := func(key, container string) evidence.Labels {
+		return evidence.Labels{"namespace": "media", "pod": "image-resizer-5b7c9d8f6-8mwq4", key: container}
+	}
+	sets := func(key string, mainShare, sideShare, sideUse float64) []MetricSet {
+		return []MetricSet{
+			{Name: "container_cpu_cfs_throttled_periods_total / container_cpu_cfs_periods_total", Class: MetricCPUThrottle, Unit: "%",
+				Series: []evidence.Series{flat(lbl(key, "resizer"), mainShare), flat(lbl(key, "config-reloader"), sideShare)}},
+			{Name: "container_cpu_usage_seconds_total", Class: MetricSaturation,
+				Series: []evidence.Series{flat(lbl(key, "resizer"), 0.52), flat(lbl(key, "config-reloader"), sideUse)}},
+			{Name: "http_server_request_duration_seconds (mean)", Class: MetricLatency, Unit: "s",
+				Series: []evidence.Series{flat(evidence.Labels{"service": "image-resizer", "namespace": "media"}, 0.19)}},
+		}
+	}
+	sc := Scope{Message: "CPUThrottlingHigh says 100% throttling for image-resizer in media. is that real? do we need to raise the CPU limit?",
+		Service: "image-resizer", Namespace: "media", Alert: "CPUThrottlingHigh", Window: w}
+	cases := []struct {
+		name      string
+		metrics   []MetricSet
+		sideLimit string
+		sidecar   bool
+	}{
+		{"10m reloader throttled, resizer not", sets("container", 0.0006, 1, 0.002), "10m", true},
+		{"the same in pre-1.16 cAdvisor labels", sets("container_name", 0.0006, 1, 0.002), "10m", true},
+		{"50m proxy throttled, idle", sets("container", 0.001, 0.9, 0.004), "50m", true},
+		{"the main container throttled too", sets("container", 0.6, 1, 0.002), "10m", false},
+		{"a sidecar with a real CPU share throttled", sets("container", 0.001, 0.8, 0.45), "500m", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Metrics: c.metrics, K8s: K8sEvidence{Pods: []corev1.Pod{pod(c.sideLimit)}}, Scope: sc, Window: w}
+			fs := detectThrottlingClaim(ev, nil)
+			if len(fs) != 1 {
+				t.Fatalf("findings %+v, want one", fs)
+			}
+			f := fs[0]
+			if (f.fact("sidecar") != "") != c.sidecar {
+				t.Fatalf("sidecar %q, want a sidecar reading: %v (%v)", f.fact("sidecar"), c.sidecar, f.Facts)
+			}
+			d := cpuThrottling.describe(&Hypothesis{Kind: KindCPUThrottling, Subject: f.Subject, Primary: []*Finding{&f}}, sc)
+			if c.sidecar {
+				for _, want := range []string{"config-reloader", "cpu limit " + c.sideLimit, "harmless", "resizer is not throttled", "190 ms", "no user impact"} {
+					if !strings.Contains(d, want) {
+						t.Errorf("description lacks %q: %s", want, d)
+					}
+				}
+				if f.fact("why") == "" || len(f.Evidence) < 3 {
+					t.Errorf("why %q, evidence %q", f.fact("why"), f.Evidence)
+				}
+			} else if !strings.Contains(d, "alert is real") || strings.Contains(d, "harmless") {
+				t.Errorf("description: %s", d)
 			}
 		})
 	}

@@ -602,6 +602,7 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 		g.logSets = append(g.logSets, set)
 	}
 	g.gatherCalledServices(ctx, sp)
+	g.gatherDialedServices(ctx, sp)
 	return nil
 }
 

@@ -41,7 +41,10 @@ type K8sEvidence struct {
 	// CalledServices are the Services of other namespaces that the logs
 	// call by their cluster names (for their ports only).
 	CalledServices []ServiceState
-	Nodes          []corev1.Node
+	// CalledPods are the pods of other namespaces that a Service the
+	// failing calls dial by its cluster IP selects (their ports).
+	CalledPods []corev1.Pod
+	Nodes      []corev1.Node
 	// Jobs are the namespace's Job objects, whose status says whether a
 	// run failed even when its pods and events are gone or older than the
 	// window.

@@ -8,6 +8,32 @@ import (
 	"github.com/rootcause/rootcause/agent/analysis"
 )
 
+// TestSearchTerms turns log-search questions into the terms searched:
+// quoted phrases (whatever separates them), lists joined by or, and,
+// commas and slashes (generic nouns shared), single words, with the time
+// qualifiers that follow them cut off.
+func TestSearchTerms(t *testing.T) {
+	cases := []struct{ q, want string }{
+		{"do the payments-api logs show any 'Peer down' or 'connection refused' since 10:00? captures are failing", "Peer down|connection refused"},
+		{`Do the logs show "upstream timed out" and "no live upstreams" after the deploy?`, "upstream timed out|no live upstreams"},
+		{"are there any “context deadline exceeded” errors in the gateway logs", "context deadline exceeded"},
+		{"search the worker logs for `OutOfMemoryError`, please", "OutOfMemoryError"},
+		{"does the api log show 'doesn't exist' today?", "doesn't exist"},
+		{"Do the logs show OOMKilled or SIGTERM in the last hour?", "OOMKilled|SIGTERM"},
+		{"are there any timeout, reset and refused errors in the checkout logs", "timeout errors|reset errors|refused errors"},
+		{"do the logs show connection refused or broken pipe since 09:30?", "connection refused|broken pipe"},
+		{"does the nginx log show 502/504 responses?", "502 responses|504 responses"},
+		{"Do the logs show deadlocks?", "deadlocks"},
+		{"grep the logs for panic", "panic"},
+		{"Why is checkout slow?", ""},
+	}
+	for _, c := range cases {
+		if got := strings.Join(searchTerms(c.q), "|"); got != c.want {
+			t.Errorf("searchTerms(%q) = %q, want %q", c.q, got, c.want)
+		}
+	}
+}
+
 func TestSearchPhrase(t *testing.T) {
 	cases := []struct{ q, want string }{
 		{"Is there a Peer down in the logs?", "Peer down"},
@@ -35,13 +61,17 @@ func TestLogSearch(t *testing.T) {
 	for _, c := range []struct {
 		q    string
 		want int
-	}{{"is there a Peer down in the logs?", 1}, {"is there a Peer reset in the logs?", 0}} {
+	}{{"is there a Peer down in the logs?", 1}, {"is there a Peer reset in the logs?", 0}, {"do the logs show 'Peer down' or 'connection refused'?", 1}} {
 		fs := detectLogSearch(&Gathered{Logs: sets, Scope: Scope{Message: c.q}}, nil)
 		if len(fs) != c.want {
 			t.Errorf("%q: %d findings, want %d", c.q, len(fs), c.want)
 		}
 		if c.want == 1 && (fs[0].Subject != "bgp-speaker" || fs[0].fact("lines") != "4") {
 			t.Errorf("%q: finding %+v", c.q, fs[0])
+		}
+		// What no line shows is said: the second phrase asked about.
+		if want := strings.Contains(c.q, "refused"); c.want == 1 && (fs[0].fact("absent") == `"connection refused"`) != want {
+			t.Errorf("%q: absent %q", c.q, fs[0].fact("absent"))
 		}
 	}
 }

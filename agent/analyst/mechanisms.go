@@ -149,6 +149,8 @@ var mechanisms = []*mechanism{
 	apfStarved,
 	gcPressure,
 	memoryClaim,
+	requestOvercommit,
+	removedRoute,
 	volumeClaim,
 	retryAmplification,
 	scrapeBlocked,

@@ -57,6 +57,14 @@ func IsStateMetric(name string) bool {
 	if !strings.HasPrefix(n, "kube_") || strings.Contains(n, "restarts") || isHPAMetric(n) {
 		return false
 	}
+	// A container's requests and a node's allocatable are what the
+	// cluster reserves and holds (requestovercommit.go), never
+	// a shift of their own.
+	for _, p := range []string{"kube_pod_container_resource_requests", "kube_node_status_allocatable"} {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
 	for _, p := range []string{"kube_job_", "kube_cronjob_", "kube_pod_status_phase", "kube_deployment_status_", "kube_statefulset_status_", "kube_daemonset_status_", "kube_replicaset_status_", "kube_persistentvolumeclaim_status_phase", "kube_namespace_status_"} {
 		if strings.HasPrefix(n, p) {
 			return true

@@ -26,9 +26,19 @@ var portMismatch = &mechanism{
 	class:  classCause,
 	label:  "client calls a port the Service does not serve",
 	detect: detectPortMismatch,
+	// A caller's failing calls to the Service's cluster IP on the port
+	// its pods no longer serve (and the lines a log search found of them)
+	// are its consequence, whoever logs them.
+	related: func(h *Hypothesis, f *Finding) bool {
+		ip, tp := h.fact("cluster_ip"), h.fact("target_port")
+		if ip == "" || tp == "" {
+			return false
+		}
+		return strings.Contains(f.fact("line")+" "+f.fact("target"), ip+":"+h.fact("service_port"))
+	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
-		return strings.Contains(t, "port") || strings.Contains(t, "listener") || strings.Contains(t, "tls")
+		return strings.Contains(t, "port") || strings.Contains(t, "listen") || strings.Contains(t, "tls")
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		if tp := h.fact("target_port"); tp != "" {
@@ -250,7 +260,10 @@ func probePort(p *corev1.Probe, ports []corev1.ContainerPort) (string, []string)
 // port, stay ready.
 func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
 	var out []Finding
-	for _, s := range ev.K8s.Services {
+	// The Services of other namespaces that failing calls dial by their
+	// cluster IP are checked with the pods they select.
+	allPods := append(slices.Clone(ev.K8s.Pods), ev.K8s.CalledPods...)
+	for _, s := range append(slices.Clone(ev.K8s.Services), ev.K8s.CalledServices...) {
 		sel := s.Service.Spec.Selector
 		if len(sel) == 0 {
 			continue
@@ -264,8 +277,8 @@ func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
 			return true
 		}
 		var pods []*corev1.Pod
-		for i := range ev.K8s.Pods {
-			p := &ev.K8s.Pods[i]
+		for i := range allPods {
+			p := &allPods[i]
 			if p.Namespace == s.Service.Namespace && p.Status.Phase == corev1.PodRunning && selects(p.Labels) {
 				pods = append(pods, p)
 			}
@@ -327,6 +340,11 @@ func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
 				Severity: SevCritical, Weight: 0.9, Source: SrcKubernetes, Related: []string{s.Service.Name}}
 			f.setFact("service", s.Service.Name)
 			f.setFact("target_port", tp.String())
+			f.setFact("service_port", strconv.Itoa(int(sp.Port)))
+			if ip := s.Service.Spec.ClusterIP; net.ParseIP(ip) != nil {
+				f.setFact("cluster_ip", ip)
+				f.Related = append(f.Related, ip)
+			}
 			f.setFact("ports", strings.Join(declared, ", "))
 			f.Evidence = []string{fmt.Sprintf("service %s/%s: port %d → targetPort %s; the pods it selects (%s) declare container ports %s",
 				s.Service.Namespace, s.Service.Name, sp.Port, tp.String(), pods[0].Name, strings.Join(declared, ", "))}

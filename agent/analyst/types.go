@@ -302,6 +302,12 @@ var kinds = map[Kind]kindInfo{
 	KindIngressClass:       {prior: 0.84},
 	KindWebhookUnreachable: {prior: 0.84},
 
+	// Requests past what the nodes hold with one node lost.
+	KindRequestOvercommit: {prior: 0.8},
+
+	// A route removed by a release that its caller still calls.
+	KindRemovedRoute: {prior: 0.8},
+
 	// Tokens signed with a key the validator's cached JWKS lacks.
 	KindSigningKeyUnknown: {prior: 0.84},
 	KindDecodeFailure:     {prior: 0.86},

@@ -47,6 +47,7 @@ var holdoutFloors = map[string]int{
 	"holdout29": 12,
 	"holdout30": 12,
 	"holdout31": 12,
+	"holdout32": 12,
 	"holdout33": 9,
 	"holdout34": 7,
 	"holdout35": 6,
