@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // KindDecodeFailure: a reader fails to decode the data it fetches or
@@ -160,16 +162,29 @@ func explainDecode(f *Finding, ev *Gathered) {
 		f.setFact("decode_time", "true")
 	}
 	reader := orWord(f.fact("caller"), f.Subject)
+	if at := entryOnset(ev, f); !at.IsZero() {
+		f.Time = at
+	}
 	src := orWord(externalHost(line), "")
 	if src == "" {
 		src = fetchedHost(ev, reader, f.fact("source"))
+	}
+	var change *evidence.Change
+	if src == "" {
+		src, change = producerOf(ev, reader, f)
 	}
 	f.setFact("decode_source", src)
 	if src == "" {
 		return
 	}
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s reads what it decodes from %s", reader, src))
-	if n, at := producerNotice(ev, src, reader, f.Time); n != "" {
+	if !strings.Contains(src, ".") {
+		f.setFact("affected", src) // a service of its own that sends it
+	}
+	if change != nil {
+		f.setFact("decode_notice", change.Description)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s %s of %s at %s: %s", change.Kind, orWord(change.Revision, ""), change.Service, hm(change.Timestamp), quote(change.Description, 200)))
+	} else if n, at := producerNotice(ev, src, reader, f.Time); n != "" {
 		f.setFact("decode_notice", n)
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%s at %s: %s", decodeSourceName(src), hm(at), quote(n, 200)))
 	}
@@ -287,3 +302,95 @@ func decodeError(line string) string {
 	}
 	return strings.TrimRight(line, `" `)
 }
+
+// entryOnset is when the failing record was first tried: an exception
+// printed under a consumer's retry line ("carrier event topic-4@1882210
+// failed (attempt 3871)") is the same failure since that line's first
+// attempt, even when only the last entries' stack traces were read.
+func entryOnset(ev *Gathered, f *Finding) time.Time {
+	var onset time.Time
+	for _, s := range ev.Logs {
+		if s.Source != f.fact("source") {
+			continue
+		}
+		for _, t := range s.Templates {
+			// Still retried while the exception is printed.
+			if retryLineRE.MatchString(t.Example) && !t.LastSeen.Before(f.Time) && t.FirstSeen.Before(f.Time) && (onset.IsZero() || t.FirstSeen.Before(onset)) {
+				onset = t.FirstSeen
+			}
+		}
+	}
+	return onset
+}
+
+// producerOf is the service that writes what the reader consumes: the
+// one whose change in the window names the value that fails ("new
+// shipment status RETURNED_TO_SENDER"), else the one whose log says it
+// publishes to the topic the reader's lines name ("published ...
+// topic=order-events"), with its change near the onset if it has one.
+func producerOf(ev *Gathered, reader string, f *Finding) (string, *evidence.Change) {
+	near := func(svc string) *evidence.Change {
+		var best *evidence.Change
+		for i := range ev.Changes {
+			c := &ev.Changes[i]
+			if c.Service == svc && (f.Time.IsZero() || !c.Timestamp.After(f.Time.Add(15*time.Minute))) {
+				best = c
+			}
+		}
+		return best
+	}
+	for _, v := range []string{f.fact("decode_value"), f.fact("decode_field")} {
+		if len(v) < 4 {
+			continue
+		}
+		for i := range ev.Changes {
+			c := &ev.Changes[i]
+			if c.Service != "" && c.Service != reader && strings.Contains(strings.ToLower(c.Description), strings.ToLower(v)) {
+				return c.Service, c
+			}
+		}
+	}
+	var topics []string
+	for _, s := range ev.Logs {
+		if s.Subject != reader {
+			continue
+		}
+		for _, t := range s.Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				for _, m := range consumedTopicRE.FindAllStringSubmatch(l, -1) {
+					if tp := firstGroup(m); len(tp) > 2 && !slices.Contains(topics, tp) {
+						topics = append(topics, tp)
+					}
+				}
+			}
+		}
+	}
+	for _, s := range ev.Logs {
+		if s.Subject == reader || s.Subject == "" {
+			continue
+		}
+		for _, t := range s.Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				if !publishRE.MatchString(l) {
+					continue
+				}
+				for _, tp := range topics {
+					if strings.Contains(l, `"topic":"`+tp+`"`) || strings.Contains(l, "topic="+tp) || strings.Contains(l, `topic="`+tp+`"`) {
+						return s.Subject, near(s.Subject)
+					}
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
+var (
+	// A consumer's retry of one record: "failed (attempt 12)",
+	// "retry 3/5", "redelivery 7".
+	retryLineRE = regexp.MustCompile(`(?i)(?:attempt|retry|retries|redeliver\w*|delivery)\W{0,3}#?\d+`)
+	// A topic and partition as consumers print them: "orders-4@1882210",
+	// "order-events[3]@88402216", "TopicPartition(topic='x'", "topic=x".
+	consumedTopicRE = regexp.MustCompile(`\b([a-z][\w.]*(?:-[a-z][\w.]*)*)(?:-\d+|\[\d+\])@\d+|topic='([\w.-]+)'|\btopic[=:]\s*"?([\w.-]+)`)
+	publishRE       = regexp.MustCompile(`(?i)\bpublish|\bproduced?\b|\bsent to topic|\bemitt?ed\b`)
+)
