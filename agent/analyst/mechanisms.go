@@ -101,6 +101,8 @@ var mechanisms = []*mechanism{
 	tokenAudience,
 	deadlineCut,
 	keepAliveRace,
+	lbIdleAboveKeepAlive,
+	dnsNegativeCache,
 	idleConnClosed,
 	prefetchCut,
 	staleImage,

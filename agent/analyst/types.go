@@ -295,6 +295,11 @@ var kinds = map[Kind]kindInfo{
 	KindInfraChange:     {0.36, classChange, "infrastructure change"},
 	KindResourceChange:  {0.4, classChange, "resource limit change"},
 
+	// A balancer keeping idle connections longer than its backend does.
+	KindLBIdleAboveKeepAlive: {prior: 0.86},
+	// A resolver serving a cached NXDOMAIN for a name that exists again.
+	KindDNSNegativeCache: {prior: 0.88},
+
 	// Pods that stop at once while the edge still routes to them.
 	KindNoGracefulShutdown: {prior: 0.84},
 
