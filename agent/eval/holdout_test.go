@@ -48,9 +48,9 @@ var holdoutFloors = map[string]int{
 	"holdout30": 12,
 	"holdout31": 12,
 	"holdout32": 12,
-	"holdout33": 9,
-	"holdout34": 7,
-	"holdout35": 6,
+	"holdout33": 11,
+	"holdout34": 9,
+	"holdout35": 7,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
