@@ -58,6 +58,7 @@ var mechanisms = []*mechanism{
 	configInvalid,
 	decodeFailure,
 	metaspace,
+	depConflict,
 	handlerPanic,
 	payloadTooLarge,
 	staleGroup,
