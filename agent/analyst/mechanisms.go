@@ -15,6 +15,7 @@ var mechanisms = []*mechanism{
 	threadDeadlock,
 	slowQuery,
 	indexInvalid,
+	indexDropped,
 	visibilityTimeout,
 	replicaDDL,
 	replicaStopped,

@@ -48,7 +48,7 @@ var holdoutFloors = map[string]int{
 	"holdout30": 12,
 	"holdout31": 12,
 	"holdout32": 12,
-	"holdout33": 11,
+	"holdout33": 12,
 	"holdout34": 9,
 	"holdout35": 9,
 }

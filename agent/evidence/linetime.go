@@ -14,8 +14,9 @@ type logText interface{ ~string | ~[]byte }
 // logfmtTimeKeys are the keys a logfmt line may start with for its time.
 var logfmtTimeKeys = []string{"time=", "ts=", "timestamp=", "t="}
 
-// jsonTimeKeys are the fields of a JSON log line that hold its time.
-var jsonTimeKeys = []string{`"ts":"`, `"time":"`, `"timestamp":"`, `"@timestamp":"`, `"ts": "`, `"time": "`, `"timestamp": "`, `"@timestamp": "`}
+// jsonTimeKeys are the fields of a JSON log line that hold its time
+// (MongoDB 4.4+ writes it as Extended JSON: {"t":{"$date":"..."}}).
+var jsonTimeKeys = []string{`"ts":"`, `"time":"`, `"timestamp":"`, `"@timestamp":"`, `"ts": "`, `"time": "`, `"timestamp": "`, `"@timestamp": "`, `{"t":{"$date":"`}
 
 // jsonEpochKeys are the fields of a JSON log line that may hold its time
 // as a number since the Unix epoch: pino's "time" (milliseconds), zap's

@@ -61,6 +61,7 @@ func TestLineTime(t *testing.T) {
 		{"JSON epoch seconds (zap)", `{"level":"info","ts":1795529057.2591,"caller":"x.go:1","msg":"m"}`, at(14, 4, 17, 259100e3)},
 		{"JSON epoch seconds, spaced", `{"ts": 1795529057, "msg": "m"}`, at(14, 4, 17, 0)},
 		{"JSON epoch milliseconds (pino)", `{"level":30,"time":1795529057100,"pid":1,"msg":"request completed"}`, at(14, 4, 17, 1e8)},
+		{"MongoDB structured log ($date)", `{"t":{"$date":"2026-11-24T14:04:17.100+00:00"},"s":"I","c":"COMMAND","id":51803,"msg":"Slow query"}`, at(14, 4, 17, 0)},
 		{"JSON epoch microseconds", `{"timestamp":1795529057100000,"msg":"us"}`, at(14, 4, 17, 1e8)},
 		{"JSON epoch nanoseconds", `{"time":1795529057100000000,"msg":"ns"}`, at(14, 4, 17, 1e8)},
 		// Web servers.
