@@ -44,7 +44,7 @@ var decodeFailure = &mechanism{
 				explainDecode(f, ev)
 			}
 		}
-		return nil
+		return missingFieldFailures(ev, readers)
 	},
 	// A change of the reader's own code triggers it only when it says it
 	// touched how the data is read (its parser, format, schema, API
@@ -67,6 +67,8 @@ var decodeFailure = &mechanism{
 		d := fmt.Sprintf("%s cannot decode %s: ", reader, what)
 		field, value := h.fact("decode_field"), h.fact("decode_value")
 		switch {
+		case h.fact("decode_missing") != "" && field != "":
+			d += fmt.Sprintf("the field %s its code reads is no longer in it", field)
 		case field != "" && value != "":
 			d += fmt.Sprintf("the value of %s, %q, is not in the format its code parses", field, value)
 		case value != "":
@@ -93,7 +95,11 @@ var decodeFailure = &mechanism{
 				onset = f.Time
 			}
 		}
-		d += fmt.Sprintf(". Every read fails on it since %s, so what %s keeps is the last data it decoded before", hm(onset), reader)
+		if h.fact("decode_missing") != "" {
+			d += fmt.Sprintf(". Every record it consumes fails on it since %s and is not handled (dropped or dead-lettered)", hm(onset))
+		} else {
+			d += fmt.Sprintf(". Every read fails on it since %s, so what %s keeps is the last data it decoded before", hm(onset), reader)
+		}
 		if l := h.fact("line"); l != "" {
 			d += " — " + quote(decodeError(ReadableLine(l)), 240)
 		}
@@ -365,20 +371,37 @@ func producerOf(ev *Gathered, reader string, f *Finding) (string, *evidence.Chan
 			}
 		}
 	}
+	publishes := func(l string) bool {
+		if !publishRE.MatchString(l) {
+			return false
+		}
+		for _, tp := range topics {
+			if strings.Contains(l, `"topic":"`+tp+`"`) || strings.Contains(l, "topic="+tp) || strings.Contains(l, `topic="`+tp+`"`) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, s := range ev.Logs {
 		if s.Subject == reader || s.Subject == "" {
 			continue
 		}
 		for _, t := range s.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if !publishRE.MatchString(l) {
-					continue
-				}
-				for _, tp := range topics {
-					if strings.Contains(l, `"topic":"`+tp+`"`) || strings.Contains(l, "topic="+tp) || strings.Contains(l, `topic="`+tp+`"`) {
-						return s.Subject, near(s.Subject)
-					}
-				}
+			if publishes(t.Example) || publishes(t.Last) {
+				return s.Subject, near(s.Subject)
+			}
+		}
+	}
+	// A workload's log kept as a command's text (kubectl logs
+	// deploy/orders-api | grep publish): the workload publishes.
+	for _, c := range ev.Commands {
+		_, name, ok := strings.Cut(c.Target, "/")
+		if c.Exec || !ok || name == "" || name == reader || !strings.Contains(c.Command, "logs") {
+			continue
+		}
+		for _, l := range c.Lines {
+			if publishes(l) {
+				return name, near(name)
 			}
 		}
 	}
@@ -394,3 +417,98 @@ var (
 	consumedTopicRE = regexp.MustCompile(`\b([a-z][\w.]*(?:-[a-z][\w.]*)*)(?:-\d+|\[\d+\])@\d+|topic='([\w.-]+)'|\btopic[=:]\s*"?([\w.-]+)`)
 	publishRE       = regexp.MustCompile(`(?i)\bpublish|\bproduced?\b|\bsent to topic|\bemitt?ed\b`)
 )
+
+// missingFieldRE is a consumer's own words for a field its code reads
+// that the record no longer has: Python's and Ruby's KeyError, Jackson's
+// missing creator property, Avro's and serde's missing field, Go's
+// validator on a required tag, System.Text.Json's missing required
+// properties.
+var missingFieldRE = regexp.MustCompile(`(?i)\bKeyError: (?:key not found: )?[:'"]?([A-Za-z_][\w.-]*)|Missing required creator property '(\w+)'|missing required field:? "?(\w+)|missing field ` + "`" + `(\w+)` + "`" + `|Field validation for '(\w+)' failed on the 'required' tag|missing required properties,? including:? '(\w+)'`)
+
+// missingFieldFailures reads a field missing from a consumed record as a
+// decode failure: only in a reader whose lines name the topic it
+// consumes and whose producer is found (a service that publishes to that
+// topic); a KeyError of a process's own settings (os.environ) has no
+// producer and stays the crash it is.
+func missingFieldFailures(ev *Gathered, readers []string) []Finding {
+	var out []Finding
+	for _, s := range ev.Logs {
+		if s.Host || s.Subject == "" || slices.Contains(readers, s.Subject) {
+			continue
+		}
+		for _, t := range s.Templates {
+			if t.Incident == 0 {
+				continue
+			}
+			line := t.Example
+			m := missingFieldRE.FindStringSubmatch(line)
+			if m == nil {
+				line = t.Last
+				if m = missingFieldRE.FindStringSubmatch(line); m == nil {
+					continue
+				}
+			}
+			field := firstGroup(m)
+			if strings.ToUpper(field) == field {
+				continue // an environment variable's name, not a record's field
+			}
+			f := Finding{Kind: KindDecodeFailure, Subject: s.Subject, Namespace: s.Namespace, Source: s.Origin,
+				Time: orTime(t.FirstIncident, t.FirstSeen), Severity: SevWarning, Weight: 0.85,
+				Object: s.Origin + " " + s.Source}
+			f.setFact("line", line)
+			f.setFact("source", s.Source)
+			f.setFact("caller", s.Subject)
+			f.setFact("decode_field", field)
+			f.setFact("decode_missing", "true")
+			if src, _ := producerOf(ev, s.Subject, &f); src == "" || !consumesTopic(ev, s.Subject) {
+				continue
+			}
+			// The failures began with the first record the consumer
+			// failed to handle, not with the first stack trace read.
+			if at := firstTopicFailure(s, t.LastSeen); !at.IsZero() && at.Before(f.Time) {
+				f.Time = at
+			}
+			f.Evidence = append(f.Evidence, templateEvidence(s, t, line))
+			explainDecode(&f, ev)
+			if f.fact("decode_source") == "" {
+				continue
+			}
+			out = append(out, f)
+			readers = append(readers, s.Subject)
+			break
+		}
+	}
+	return out
+}
+
+// consumesTopic says whether the reader's lines name a topic and offset
+// it consumes.
+func consumesTopic(ev *Gathered, reader string) bool {
+	for _, s := range ev.Logs {
+		if s.Subject != reader {
+			continue
+		}
+		for _, t := range s.Templates {
+			if consumedTopicRE.MatchString(t.Example) || consumedTopicRE.MatchString(t.Last) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// firstTopicFailure is the first error line of the set naming a consumed
+// record that was still logged when the missing field was (the header of
+// each failure: "failed to handle order-events[3]@88402216").
+func firstTopicFailure(s LogSet, last time.Time) time.Time {
+	var at time.Time
+	for _, t := range s.Templates {
+		if LineLevel(t.Example) != "error" || !consumedTopicRE.MatchString(t.Example) || t.LastSeen.Before(last.Add(-time.Minute)) {
+			continue
+		}
+		if at.IsZero() || t.FirstSeen.Before(at) {
+			at = t.FirstSeen
+		}
+	}
+	return at
+}

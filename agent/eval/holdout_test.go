@@ -50,7 +50,7 @@ var holdoutFloors = map[string]int{
 	"holdout32": 12,
 	"holdout33": 12,
 	"holdout34": 9,
-	"holdout35": 9,
+	"holdout35": 10,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:

@@ -224,9 +224,17 @@ func continuation(l string) string {
 
 // fence reports a Markdown code fence line (```, ```console, ~~~).
 func fence(l string) bool {
-	t := strings.TrimSpace(l)
-	return strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")
+	t := strings.TrimLeft(l, " ")
+	if len(l)-len(t) > 3 {
+		return false // indented four or more: text inside a block, never a fence
+	}
+	return fenceRe.MatchString(strings.TrimRight(t, " \t\r"))
 }
+
+// fenceRe is a Markdown code fence: three or more backticks or tildes, then
+// at most an info string ("```console", "~~~ bash"); not Python's error
+// markers under a traceback's code ("~~~~~^^^^^^").
+var fenceRe = regexp.MustCompile("^(?:`{3,}|~{3,})\\s*[\\w+.-]*$")
 
 // IsTranscript reports whether data holds a kubectl command after a shell
 // prompt (or "$ "), as a terminal transcript does.
