@@ -1,5 +1,7 @@
 package analyst
 
+import "slices"
+
 // Small pieces mechanisms share when they relate findings and describe a
 // cause: a related hook that never takes a change (changes are triggers,
 // chosen by fitsChange), and the clauses a description adds only when a
@@ -11,6 +13,18 @@ func exceptChanges(related func(h *Hypothesis, f *Finding) bool) func(h *Hypothe
 	return func(h *Hypothesis, f *Finding) bool {
 		return infoOf(f.Kind).class != classChange && related(h, f)
 	}
+}
+
+// relatedToTop is a related hook that takes a finding the top finding
+// names among its related subjects, unless it is of kind own or a change.
+func relatedToTop(own Kind) func(h *Hypothesis, f *Finding) bool {
+	return func(h *Hypothesis, f *Finding) bool { return namedByTop(h, f, own) }
+}
+
+// namedByTop says whether f, neither of kind own nor a change, has a
+// subject the top finding of h names among its related subjects.
+func namedByTop(h *Hypothesis, f *Finding, own Kind) bool {
+	return f.Kind != own && infoOf(f.Kind).class != classChange && slices.Contains(h.top().Related, f.Subject)
 }
 
 // clause is prefix and h's fact k, or nothing when h has no such fact.

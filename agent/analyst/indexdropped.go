@@ -3,7 +3,6 @@ package analyst
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +41,7 @@ var indexDropped = &mechanism{
 	detect: detectIndexDropped,
 	related: func(h *Hypothesis, f *Finding) bool {
 		return f.Kind == KindSlowQuery || f.Kind == KindSaturation && databaseLike(f) || f.Kind == KindSlowOperation && databaseLike(f) ||
-			f.Kind != KindIndexDropped && infoOf(f.Kind).class != classChange && slices.Contains(h.top().Related, f.Subject)
+			namedByTop(h, f, KindIndexDropped)
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return indexChangeRE.MatchString(changeText(c))

@@ -30,13 +30,11 @@ import (
 const KindReplicaDDL Kind = "replica_applying_ddl"
 
 var replicaDDL = &mechanism{
-	kind:   KindReplicaDDL,
-	class:  classCause,
-	label:  "replica lagging while it applies a schema change (DDL) replicated from the primary",
-	detect: detectReplicaDDL,
-	related: func(h *Hypothesis, f *Finding) bool {
-		return f.Kind != KindReplicaDDL && infoOf(f.Kind).class != classChange && slices.Contains(h.top().Related, f.Subject)
-	},
+	kind:    KindReplicaDDL,
+	class:   classCause,
+	label:   "replica lagging while it applies a schema change (DDL) replicated from the primary",
+	detect:  detectReplicaDDL,
+	related: relatedToTop(KindReplicaDDL),
 	// The schema change run on the primary is what the replica applies.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return ddlChangeRE.MatchString(changeText(c))

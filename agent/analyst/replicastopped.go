@@ -35,9 +35,7 @@ var replicaStopped = &mechanism{
 	detect:  detectReplicaStopped,
 	metrics: replicaStoppedMetrics,
 	// Its readers and the workload that wrote to it are part of it.
-	related: func(h *Hypothesis, f *Finding) bool {
-		return f.Kind != KindReplicaStopped && infoOf(f.Kind).class != classChange && slices.Contains(h.top().Related, f.Subject)
-	},
+	related: relatedToTop(KindReplicaStopped),
 	// Only a change of the workload that wrote to the replica, or one
 	// that names the replica, brings its replication down: a reader's
 	// cache setting changed meanwhile is a coincidence.

@@ -30,13 +30,11 @@ import (
 const KindTombstones Kind = "tombstones"
 
 var tombstonesM = &mechanism{
-	kind:   KindTombstones,
-	class:  classCause,
-	label:  "reads aborted on tombstones left by deletes (Cassandra tombstone overwhelm)",
-	detect: detectTombstones,
-	related: func(h *Hypothesis, f *Finding) bool {
-		return f.Kind != KindTombstones && infoOf(f.Kind).class != classChange && slices.Contains(h.top().Related, f.Subject)
-	},
+	kind:    KindTombstones,
+	class:   classCause,
+	label:   "reads aborted on tombstones left by deletes (Cassandra tombstone overwhelm)",
+	detect:  detectTombstones,
+	related: relatedToTop(KindTombstones),
 	// Only a change of the workload that deletes the rows, or one that
 	// names the table or its deletes and TTLs, fills it with tombstones.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {

@@ -32,13 +32,11 @@ import (
 const KindTooManyParts Kind = "too_many_parts"
 
 var tooManyParts = &mechanism{
-	kind:   KindTooManyParts,
-	class:  classCause,
-	label:  "ClickHouse rejecting inserts: too many parts (small inserts outpace merges)",
-	detect: detectTooManyParts,
-	related: func(h *Hypothesis, f *Finding) bool {
-		return f.Kind != KindTooManyParts && infoOf(f.Kind).class != classChange && slices.Contains(h.top().Related, f.Subject)
-	},
+	kind:    KindTooManyParts,
+	class:   classCause,
+	label:   "ClickHouse rejecting inserts: too many parts (small inserts outpace merges)",
+	detect:  detectTooManyParts,
+	related: relatedToTop(KindTooManyParts),
 	// A change to how the writer batches its inserts, or to the table's
 	// merge settings, makes the parts; another change does not.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {

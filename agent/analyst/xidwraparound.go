@@ -33,13 +33,11 @@ import (
 const KindXIDWraparound Kind = "xid_wraparound"
 
 var xidWraparound = &mechanism{
-	kind:   KindXIDWraparound,
-	class:  classCause,
-	label:  "PostgreSQL refusing writes to avoid transaction ID wraparound (vacuum held back)",
-	detect: detectXIDWraparound,
-	related: func(h *Hypothesis, f *Finding) bool {
-		return f.Kind != KindXIDWraparound && infoOf(f.Kind).class != classChange && slices.Contains(h.top().Related, f.Subject)
-	},
+	kind:    KindXIDWraparound,
+	class:   classCause,
+	label:   "PostgreSQL refusing writes to avoid transaction ID wraparound (vacuum held back)",
+	detect:  detectXIDWraparound,
+	related: relatedToTop(KindXIDWraparound),
 	// Only a change that names the database's host, the holder of the
 	// oldest snapshot, or vacuum's settings bears on it: a client's
 	// release does not use up transaction IDs by itself.
