@@ -40,11 +40,15 @@ func TestClassifyLineGeneral(t *testing.T) {
 
 func TestLineLevel(t *testing.T) {
 	cases := map[string]string{
-		`2026-04-14T11:02:59.000Z  INFO 1 --- [main] c.z.h.HikariDataSource : started`: "info",
-		`{"ts":"2026-05-02T10:33:02Z","level":"error","msg":"boom"}`:                   "error",
-		`ts=2026-05-02T10:33:02Z level=warn msg="retry"`:                               "warn",
-		`[FATAL] plugin/loop: Loop detected`:                                           "fatal",
-		`2026-05-02T10:32:52Z host kernel: Out of memory: Killed process 1187`:         "",
+		`2026-04-14T11:02:59.000Z  INFO 1 --- [main] c.z.h.HikariDataSource : started`:                                              "info",
+		`{"ts":"2026-05-02T10:33:02Z","level":"error","msg":"boom"}`:                                                                "error",
+		`ts=2026-05-02T10:33:02Z level=warn msg="retry"`:                                                                            "warn",
+		`[FATAL] plugin/loop: Loop detected`:                                                                                        "fatal",
+		`{"level":30,"time":1792487112771,"pid":1,"hostname":"mailer-7hx2q","msg":"batch sent","sent":120,"failed":0}`:              "info",
+		`{"level":50,"time":1700000000000,"pid":7,"hostname":"api","err":{"type":"Error","message":"boom"},"msg":"request failed"}`: "error",
+		`{"name":"api","hostname":"h","pid":1,"level":40,"msg":"slow request","time":"2026-05-02T10:33:02.000Z","v":0}`:             "warn",
+		`{"level":60,"time":1700000000000,"msg":"uncaught exception"}`:                                                              "fatal",
+		`2026-05-02T10:32:52Z host kernel: Out of memory: Killed process 1187`:                                                      "",
 	}
 	for line, want := range cases {
 		if got := LineLevel(line); got != want {

@@ -360,6 +360,7 @@ var (
 	// dbClientRE marks a database server's error quoted by its client
 	// (the Go pq driver, JDBC, psycopg, MySQL error codes).
 	dbClientRE = regexp.MustCompile(`(?i)\bpq: |PSQLException|org\.postgresql|psycopg2?\.|SQLSTATE|\bERROR \d{4} \(|Error 1[0-9]{3}:|(?-i:\bER_[A-Z_]{4,})|MySQLSyntaxError|SQLException`)
+	numLevelRE = regexp.MustCompile(`"level"\s*:\s*([1-6]0)\s*[,}]`)
 	levelRE    = regexp.MustCompile(`(?i)(?:"(?:level|severity|lvl|log\.level)"\s*:\s*"|\b(?:level|lvl|severity)=["']?|\[|\s|^)(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|CRIT|PANIC|SEVERE)\b`)
 )
 
@@ -369,6 +370,13 @@ func LineLevel(line string) string {
 	head := line
 	if len(head) > 160 {
 		head = head[:160]
+	}
+	// pino and bunyan write the level as a number: 10 trace, 20 debug,
+	// 30 info, 40 warn, 50 error, 60 fatal.
+	if m := numLevelRE.FindStringSubmatch(head); m != nil {
+		if name := pinoLevel(m[1]); name != "" {
+			return LineLevel(name)
+		}
 	}
 	m := levelRE.FindStringSubmatch(head)
 	if m == nil {
@@ -385,6 +393,26 @@ func LineLevel(line string) string {
 		return "fatal"
 	}
 	return "error"
+}
+
+// pinoLevel names a numeric level as pino and bunyan write it (10 trace,
+// 20 debug, 30 info, 40 warn, 50 error, 60 fatal), or "".
+func pinoLevel(n string) string {
+	switch n {
+	case "10":
+		return "TRACE"
+	case "20":
+		return "DEBUG"
+	case "30":
+		return "INFO"
+	case "40":
+		return "WARN"
+	case "50":
+		return "ERROR"
+	case "60":
+		return "FATAL"
+	}
+	return ""
 }
 
 // ShortHost shortens in-cluster DNS names to the service name; other names
@@ -886,6 +914,13 @@ func MiningText(line string) string {
 	for _, group := range [][]string{{"ts", "time", "timestamp", "@timestamp"}, {"level", "severity", "lvl", "log.level"}, {"msg", "message"}} {
 		for _, k := range group {
 			if v, ok := m[k]; ok && !used[k] {
+				if n, isNum := v.(json.Number); isNum && k == "level" {
+					// pino and bunyan: a numeric level, named so
+					// the level reads as one.
+					if name := pinoLevel(n.String()); name != "" {
+						v = name
+					}
+				}
 				parts = append(parts, val(v))
 				used[k] = true
 				break

@@ -18,6 +18,11 @@ func TestMiningText(t *testing.T) {
 			`2026-03-02T11:04:05Z ERROR upstream connect error upstream={"host":"10.0.4.7","port":5432}`},
 		{`2026-04-22T09:28:15.653Z ip-10-0-2-57 chronyd[812]: Can't synchronise: no selectable sources (2 unreachable)`,
 			`2026-04-22T09:28:15.653Z ip-10-0-2-57 chronyd[812]: Can't synchronise: no selectable sources (2 unreachable)`},
+		// pino (Node.js) and bunyan: the level is a number, named here.
+		{`{"level":30,"time":1792487112771,"pid":1,"hostname":"mailer-7hx2q","msg":"batch sent","sent":120,"failed":0}`,
+			`1792487112771 INFO batch sent failed=0 hostname=mailer-7hx2q pid=1 sent=120`},
+		{`{"name":"api","hostname":"h1","pid":9,"level":50,"err":{"message":"connect ECONNREFUSED 10.0.0.5:5432"},"msg":"query failed","time":"2026-05-02T10:33:02.000Z","v":0}`,
+			`2026-05-02T10:33:02.000Z ERROR query failed err={"message":"connect ECONNREFUSED 10.0.0.5:5432"} hostname=h1 name=api pid=9 v=0`},
 		{`{"a": 1, "b": "x"}`, `{"a": 1, "b": "x"}`}, // no time, level or message: kept
 		{`{not json at all}`, `{not json at all}`},
 	}
