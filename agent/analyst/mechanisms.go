@@ -20,6 +20,7 @@ var mechanisms = []*mechanism{
 	replicaDDL,
 	replicaStopped,
 	xidWraparound,
+	idExhausted,
 	tombstonesM,
 	tooManyParts,
 	dbBlocked,

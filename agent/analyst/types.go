@@ -402,6 +402,8 @@ var kinds = map[Kind]kindInfo{
 	KindReplicaStopped: {prior: 0.86},
 	// PostgreSQL refusing writes to avoid transaction ID wraparound.
 	KindXIDWraparound: {prior: 0.88},
+	// A table's generated key at its integer type's maximum.
+	KindIDExhausted: {prior: 0.88},
 	// Reads aborted on tombstones left by row-by-row deletes.
 	KindTombstones: {prior: 0.86},
 	// ClickHouse rejecting inserts for too many parts.
