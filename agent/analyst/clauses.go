@@ -29,8 +29,23 @@ func namedByTop(h *Hypothesis, f *Finding, own Kind) bool {
 
 // clause is prefix and h's fact k, or nothing when h has no such fact.
 func (h *Hypothesis) clause(prefix, k string) string {
+	return h.wrapped(prefix, k, "")
+}
+
+// wrapped is h's fact k between prefix and suffix, or nothing when h has
+// no such fact.
+func (h *Hypothesis) wrapped(prefix, k, suffix string) string {
 	if v := h.fact(k); v != "" {
-		return prefix + v
+		return prefix + v + suffix
+	}
+	return ""
+}
+
+// quoteClause is prefix and h's fact k quoted as a readable line (at
+// most n bytes), or nothing when h has no such fact.
+func (h *Hypothesis) quoteClause(prefix, k string, n int) string {
+	if l := h.fact(k); l != "" {
+		return prefix + quote(ReadableLine(l), n)
 	}
 	return ""
 }

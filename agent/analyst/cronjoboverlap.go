@@ -101,7 +101,7 @@ func DetectJobOverlap(sets []MetricSet, w Window) []Finding {
 			if t.Before(w.Start) && !t.Before(w.BaselineStart) {
 				base = math.Max(base, v)
 			}
-			if t.Before(w.BaselineStart) || !w.End.IsZero() && t.After(w.End) {
+			if !w.covers(t) {
 				continue
 			}
 			if v >= 2 && first.IsZero() {

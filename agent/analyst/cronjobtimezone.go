@@ -45,24 +45,11 @@ var cronTimeZone = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the CronJob %s has no spec.timeZone, so its schedule %q is read in UTC, not in %s where it was written: it runs at %s",
 			h.Subject, h.fact("schedule"), h.fact("zone"), orWord(h.fact("runs_at"), "that hour UTC"))
-		if c := h.fact("moved_by"); c != "" {
-			d += "; it was moved by the " + c
+		d += h.clause("; it was moved by the ", "moved_by")
+		if h.fact("lost_by") != "" {
+			d += h.clause("; the time zone was lost with the ", "lost_by") + h.wrapped(" (", "zone_from", ", a value the CronJob no longer gets)")
 		}
-		if c := h.fact("lost_by"); c != "" {
-			d += "; the time zone was lost with the " + c
-			if z := h.fact("zone_from"); z != "" {
-				d += " (" + z + ", a value the CronJob no longer gets)"
-			}
-		}
-		if r := h.fact("shift"); r != "" {
-			d += "; " + r
-		}
-		if r := h.fact("runs"); r != "" {
-			d += "; its runs: " + r
-		}
-		if s := h.fact("slows"); s != "" {
-			d += "; " + s + " while it runs"
-		}
+		d += h.clause("; ", "shift") + h.clause("; its runs: ", "runs") + h.wrapped("; ", "slows", " while it runs")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -82,24 +82,13 @@ var poolHeld = &mechanism{
 		return holder != "" && strings.EqualFold(c.Subject, holder) || strings.EqualFold(c.Subject, h.Subject)
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
-		pool := "the database connection pool"
-		if n := h.fact("pool"); n != "" {
-			pool += " " + n
-		}
-		d := fmt.Sprintf("%s of %s", pool, h.Subject)
-		if s := h.fact("pool_size"); s != "" {
-			d += fmt.Sprintf(" (%s connections per pod)", s)
-		}
-		d += " is exhausted"
+		d := "the database connection pool" + h.clause(" ", "pool") + " of " + h.Subject
+		d += h.wrapped(" (", "pool_size", " connections per pod)") + " is exhausted"
 		if holder := h.fact("holder"); holder != "" {
 			calls := orWord(h.fact("calls"), "calls")
 			d += fmt.Sprintf(", held by %s's long %s", holder, callsWord(calls))
-			if dur := h.fact("call_duration"); dur != "" {
-				d += fmt.Sprintf(" (up to %s each, keeping a connection for the whole call)", dur)
-			}
-			if l := h.fact("holder_line"); l != "" {
-				d += ": " + quote(ReadableLine(l), 200)
-			}
+			d += h.wrapped(" (up to ", "call_duration", " each, keeping a connection for the whole call)")
+			d += h.quoteClause(": ", "holder_line", 200)
 		}
 		d += fmt.Sprintf("; %s's other requests wait for a connection", h.Subject)
 		return d + h.clause(" and fail after ", "wait_timeout") + h.lineClause(220) + h.clause("; ", "metric") + h.clause("; its callers see the errors: ", "victims")
@@ -252,8 +241,7 @@ func detectPoolHeld(ev *Gathered, found []Finding) []Finding {
 // the window, with requests waiting, when its baseline had room.
 func poolGauges(ev *Gathered, w Window, get func(string) *poolState) {
 	type key struct{ subj, inst string }
-	active := map[key][]float64{}
-	activeAt := map[key][]time.Time{}
+	active := map[key][]timedValue{}
 	maxOf := map[key]float64{}
 	pendingPeak := map[string]float64{}
 	names := map[string]string{}
@@ -278,13 +266,12 @@ func poolGauges(ev *Gathered, w Window, get func(string) *poolState) {
 				names[subj] = n
 			}
 			for _, pt := range s.Points {
-				if pt.T.Before(w.BaselineStart) || !w.End.IsZero() && pt.T.After(w.End) {
+				if !w.covers(pt.T) {
 					continue
 				}
 				switch {
 				case isActive:
-					active[k] = append(active[k], pt.V)
-					activeAt[k] = append(activeAt[k], pt.T)
+					active[k] = append(active[k], timedValue{pt.T, pt.V})
 				case isMax:
 					maxOf[k] = max(maxOf[k], pt.V)
 				case isPending && !pt.T.Before(w.Start):
@@ -298,25 +285,12 @@ func poolGauges(ev *Gathered, w Window, get func(string) *poolState) {
 		if m <= 0 {
 			continue
 		}
-		var base []float64
-		full := time.Time{}
-		for i, v := range vs {
-			at := activeAt[k][i]
-			if at.Before(w.Start) {
-				base = append(base, v)
-				continue
-			}
-			if v >= m && (full.IsZero() || at.Before(full)) {
-				full = at
-			}
-		}
+		full, base := reachedMax(vs, w.Start, m)
 		if full.IsZero() || len(base) > 0 && medianOf(base) >= m || pendingPeak[k.subj] <= 0 && len(base) == 0 {
 			continue
 		}
 		p := get(k.subj)
-		if p.onset.IsZero() || full.Before(p.onset) {
-			p.onset = full
-		}
+		p.onset = earliest(p.onset, full)
 		p.size = orWord(p.size, strconv.FormatFloat(m, 'f', -1, 64))
 		p.name = orWord(p.name, names[k.subj])
 		if p.metric == "" {

@@ -90,20 +90,8 @@ var releasePending = &mechanism{
 
 func describeReleasePending(h *Hypothesis, sc Scope) string {
 	state := orWord(h.fact("state"), "pending-upgrade")
-	d := fmt.Sprintf("the Helm release %s", h.Subject)
-	if ns := h.fact("release_namespace"); ns != "" {
-		d += " (namespace " + ns + ")"
-	}
-	d += " is stuck in " + state
-	if r := h.fact("revision"); r != "" {
-		d += " at revision " + r
-	}
-	if c := h.fact("chart"); c != "" {
-		d += " (chart " + c + ")"
-	}
-	if at := h.fact("since"); at != "" {
-		d += " since " + at
-	}
+	d := "the Helm release " + h.Subject + h.wrapped(" (namespace ", "release_namespace", ")") + " is stuck in " + state
+	d += h.clause(" at revision ", "revision") + h.wrapped(" (chart ", "chart", ")") + h.clause(" since ", "since")
 	op := strings.TrimPrefix(state, "pending-")
 	if i := h.fact("interrupted"); i != "" {
 		d += fmt.Sprintf(": the helm %s that set it was interrupted before it could record an outcome — %s", op, i)
@@ -111,9 +99,7 @@ func describeReleasePending(h *Hypothesis, sc Scope) string {
 		d += fmt.Sprintf(": the helm %s that set it never recorded an outcome (its process ended before it finished: a killed or cancelled job, a lost runner; what ended it was not read)", op)
 	}
 	d += ", so Helm still takes the release for locked by an operation in progress and refuses every later deploy"
-	if l := h.fact("refusal"); l != "" {
-		d += ": " + quote(ReadableLine(l), 200)
-	}
+	d += h.quoteClause(": ", "refusal", 200)
 	d += h.clause("; ", "storage") + h.clause("; the last deployed revision is ", "last_deployed")
 	if h.fact("safe_to_evict") != "" {
 		d += "; the runner's pods are marked safe to evict (cluster-autoscaler.kubernetes.io/safe-to-evict: \"true\"), so the autoscaler may remove their node mid-job"

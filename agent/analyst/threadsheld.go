@@ -116,24 +116,13 @@ var threadsHeld = &mechanism{
 }
 
 func describeThreadsHeld(h *Hypothesis, sc Scope) string {
-	pool := "request thread pool"
-	if s := h.fact("server"); s != "" {
-		pool = s + " " + pool
-	}
-	if n := h.fact("pool"); n != "" {
-		pool += " " + n
-	}
-	d := fmt.Sprintf("every thread of the %s of %s is busy", pool, h.Subject)
-	if m := h.fact("max_threads"); m != "" {
-		d += fmt.Sprintf(" (max threads %s per pod)", m)
-	}
+	d := "every thread of the " + h.wrapped("", "server", " ") + "request thread pool" + h.clause(" ", "pool") + " of " + h.Subject + " is busy"
+	d += h.wrapped(" (max threads ", "max_threads", " per pod)")
 	callee := orWord(h.fact("callee"), "one slow callee")
 	d += fmt.Sprintf(", held by requests waiting on %s", callee)
 	if fr := h.fact("frame"); fr != "" {
 		d += fmt.Sprintf(": %s threads wait in %s", orWord(h.fact("held"), "the"), fr)
-		if e := h.fact("entry"); e != "" {
-			d += " called from " + e
-		}
+		d += h.clause(" called from ", "entry")
 		d += " (" + orWord(h.fact("dump"), "thread dump") + ")"
 	} else if l := h.fact("callee_line"); l != "" {
 		d += fmt.Sprintf(" (its calls to %s time out: %s)", callee, quote(ReadableLine(l), 200))
@@ -143,11 +132,8 @@ func describeThreadsHeld(h *Hypothesis, sc Scope) string {
 	if s := h.fact("callee_slow"); s != "" {
 		d += fmt.Sprintf("; %s is slow: %s", callee, s)
 	}
-	if src := h.fact("load_source"); src != "" {
-		d += fmt.Sprintf("; the held requests come from %s", src)
-		if l := h.fact("load_line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 200)
-		}
+	if h.fact("load_source") != "" {
+		d += h.clause("; the held requests come from ", "load_source") + h.quoteClause(": ", "load_line", 200)
 	}
 	d += fmt.Sprintf(" — the cause is the slow calls to %s made on the request threads, not %s's database or its capacity", callee, h.Subject)
 	return d
@@ -190,9 +176,7 @@ func detectThreadsHeld(ev *Gathered, found []Finding) []Finding {
 		if f.Kind == KindWorkerPool && f.Subject != "" {
 			st := get(f.Subject)
 			st.line = orWord(st.line, f.fact("line"))
-			if st.onset.IsZero() || !f.Time.IsZero() && f.Time.Before(st.onset) {
-				st.onset = f.Time
-			}
+			st.onset = earliest(st.onset, f.Time)
 		}
 	}
 	known := knownSubjects(ev, found)
@@ -316,7 +300,7 @@ func threadGauges(ev *Gathered, get func(string) *threadsState) {
 				pools[subj] = n
 			}
 			for _, pt := range s.Points {
-				if pt.T.Before(w.BaselineStart) || !w.End.IsZero() && pt.T.After(w.End) {
+				if !w.covers(pt.T) {
 					continue
 				}
 				if isBusy {
@@ -337,33 +321,18 @@ func threadGauges(ev *Gathered, get func(string) *threadsState) {
 		if m <= 0 {
 			continue
 		}
-		var base []float64
-		var full time.Time
-		for _, p := range busy[k] {
-			if p.t.Before(w.Start) {
-				base = append(base, p.v)
-			} else if p.v >= m && (full.IsZero() || p.t.Before(full)) {
-				full = p.t
-			}
-		}
+		full, base := reachedMax(busy[k], w.Start, m)
 		if full.IsZero() || len(base) > 0 && medianOf(base) >= 0.8*m {
 			continue
 		}
 		st := get(k.subj)
-		if st.onset.IsZero() || full.Before(st.onset) {
-			st.onset = full
-		}
+		st.onset = earliest(st.onset, full)
 		st.maxThreads = orWord(st.maxThreads, strconv.FormatFloat(m, 'f', -1, 64))
 		st.pool = orWord(st.pool, pools[k.subj])
 		if st.metric == "" {
 			st.metric = fmt.Sprintf("its busy request threads reached the pool's maximum of %.0f at %s (baseline median %.0f)", m, hm(full), medianOf(base))
 		}
 	}
-}
-
-type timedValue struct {
-	t time.Time
-	v float64
 }
 
 // threadLogs reads a server's own word that its request threads are all
@@ -382,9 +351,7 @@ func threadLogs(ev *Gathered, get func(string) *threadsState) {
 			if m := threadsFullRE.FindStringSubmatch(t.Example); m != nil && st.maxThreads == "" {
 				st.maxThreads = orWord(m[1], m[2])
 			}
-			if at := firstOf(t.FirstIncident, t.FirstSeen); !at.IsZero() && (st.onset.IsZero() || at.Before(st.onset)) {
-				st.onset = at
-			}
+			st.onset = earliest(st.onset, firstOf(t.FirstIncident, t.FirstSeen))
 		}
 	}
 }
