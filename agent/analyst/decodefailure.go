@@ -168,7 +168,11 @@ func explainDecode(f *Finding, ev *Gathered) {
 		f.setFact("decode_time", "true")
 	}
 	reader := orWord(f.fact("caller"), f.Subject)
-	if at := entryOnset(ev, f); !at.IsZero() {
+	if at, retry := entryOnset(ev, f); !at.IsZero() {
+		// The failure's onset is the record's first failed attempt: the
+		// finding says so, and its evidence starts there.
+		f.Summary = fmt.Sprintf("%s fails to decode a record since its first attempt at %s and retries it (%s lines of the exception from %s)", reader, hm(at), orWord(f.fact("lines"), "its"), hm(f.Time))
+		f.Evidence = append([]string{fmt.Sprintf("%s first failed on the record at %s and retries it since: %s", reader, hm(at), quote(ReadableLine(retry), 240))}, f.Evidence...)
 		f.Time = at
 	}
 	src := orWord(externalHost(line), "")
@@ -313,20 +317,22 @@ func decodeError(line string) string {
 // printed under a consumer's retry line ("carrier event topic-4@1882210
 // failed (attempt 3871)") is the same failure since that line's first
 // attempt, even when only the last entries' stack traces were read.
-func entryOnset(ev *Gathered, f *Finding) time.Time {
+func entryOnset(ev *Gathered, f *Finding) (time.Time, string) {
 	var onset time.Time
+	line := ""
 	for _, s := range ev.Logs {
 		if s.Source != f.fact("source") {
 			continue
 		}
 		for _, t := range s.Templates {
-			// Still retried while the exception is printed.
-			if retryLineRE.MatchString(t.Example) && !t.LastSeen.Before(f.Time) && t.FirstSeen.Before(f.Time) && (onset.IsZero() || t.FirstSeen.Before(onset)) {
-				onset = t.FirstSeen
+			// Still retried while the exception is printed (its retry
+			// line printed with it, just before or after).
+			if retryLineRE.MatchString(t.Example) && !t.LastSeen.Before(f.Time.Add(-time.Minute)) && t.FirstSeen.Before(f.Time) && (onset.IsZero() || t.FirstSeen.Before(onset)) {
+				onset, line = t.FirstSeen, t.Example
 			}
 		}
 	}
-	return onset
+	return onset, line
 }
 
 // producerOf is the service that writes what the reader consumes: the
@@ -411,7 +417,7 @@ func producerOf(ev *Gathered, reader string, f *Finding) (string, *evidence.Chan
 var (
 	// A consumer's retry of one record: "failed (attempt 12)",
 	// "retry 3/5", "redelivery 7".
-	retryLineRE = regexp.MustCompile(`(?i)(?:attempt|retry|retries|redeliver\w*|delivery)\W{0,3}#?\d+`)
+	retryLineRE = regexp.MustCompile(`(?i)\b(?:attempt|retry|retries|redeliver\w*|delivery)\W{0,3}#?\d+`)
 	// A topic and partition as consumers print them: "orders-4@1882210",
 	// "order-events[3]@88402216", "TopicPartition(topic='x'", "topic=x".
 	consumedTopicRE = regexp.MustCompile(`\b([a-z][\w.]*(?:-[a-z][\w.]*)*)(?:-\d+|\[\d+\])@\d+|topic='([\w.-]+)'|\btopic[=:]\s*"?([\w.-]+)`)

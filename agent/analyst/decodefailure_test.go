@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rootcause/rootcause/agent/analysis"
 )
 
 // TestDecodeFailureLines reads a value the reader cannot decode as each
@@ -114,6 +116,86 @@ func TestDecodeFailureExplained(t *testing.T) {
 		c := &Finding{Kind: KindDeploy, Facts: map[string]string{"description": desc}}
 		if got := decodeFailure.fitsChange(h, c); got != want {
 			t.Errorf("fitsChange(%q) = %v, want %v", desc, got, want)
+		}
+	}
+}
+
+// TestDecodeFailureOnsetAtFirstAttempt: a consumer retries one record
+// for a long time and prints the exception only on its last attempts (or
+// the log read holds only the last ones); the failure began at the
+// record's first failed attempt, and the finding's onset, summary and
+// evidence start there. Without a retry line the onset is the first
+// decode failure line.
+func TestDecodeFailureOnsetAtFirstAttempt(t *testing.T) {
+	cases := []struct {
+		name  string
+		retry []string // from the start of the window, one a minute
+		trace []string // 45 minutes later
+		first bool     // the onset moves to the first retry line
+	}{
+		{"Spring Kafka listener with a Jackson enum failure",
+			[]string{
+				`2026-11-26T16:01:34.770Z ERROR 1 --- [tracker] [ntainer#0-1-C-1] c.a.t.EventListener       : event events-4@1882210 failed (attempt 1), retrying in 5000 ms`,
+				`2026-11-26T16:02:34.770Z ERROR 1 --- [tracker] [ntainer#0-1-C-1] c.a.t.EventListener       : event events-4@1882210 failed (attempt 13), retrying in 5000 ms`,
+			},
+			[]string{
+				`2026-11-26T16:48:51.204Z ERROR 1 --- [tracker] [ntainer#0-1-C-1] c.a.t.EventListener       : event events-4@1882210 failed (attempt 3871), retrying in 5000 ms`,
+				"Caused by: com.fasterxml.jackson.databind.exc.InvalidFormatException: Cannot deserialize value of type `com.acme.Status` from String \"RETURNED\": not one of the values accepted for Enum class: [CREATED, DELIVERED]",
+			}, true},
+		{"Python consumer, retry n/m, strptime",
+			[]string{
+				`2026-11-26 16:01:34,770 WARNING consumer: orders[3]@88402216 retry 1/50 after error`,
+				`2026-11-26 16:02:34,770 WARNING consumer: orders[3]@88402216 retry 2/50 after error`,
+			},
+			[]string{
+				`2026-11-26 16:48:51,204 WARNING consumer: orders[3]@88402216 retry 49/50 after error`,
+				`ValueError: time data '2026-11-25T06:00:00.000+0000' does not match format '%Y-%m-%dT%H:%M:%SZ'`,
+			}, true},
+		{"Go consumer, attempt=N, encoding/json on the message",
+			[]string{
+				`time=2026-11-26T16:01:34Z level=WARN msg="handle message" topic=payments partition=2 offset=77120 attempt=1`,
+				`time=2026-11-26T16:02:34Z level=WARN msg="handle message" topic=payments partition=2 offset=77120 attempt=2`,
+			},
+			[]string{
+				`time=2026-11-26T16:48:51Z level=WARN msg="handle message" topic=payments partition=2 offset=77120 attempt=240`,
+				`time=2026-11-26T16:48:51Z level=ERROR msg="handle message" err="decode message: json: cannot unmarshal string into Go struct field Payment.amount of type int64"`,
+			}, true},
+		{"no retry line: the first decode failure line",
+			[]string{`2026-11-26T16:01:34Z level=INFO msg="consumer started" topic=payments`},
+			[]string{`time=2026-11-26T16:48:51Z level=ERROR msg="handle message" err="decode message: json: cannot unmarshal string into Go struct field Payment.amount of type int64"`},
+			false},
+	}
+	for _, c := range cases {
+		m := analysis.NewMiner(win.BaselineStart, win.Start, win.End)
+		for i, l := range c.retry {
+			m.Add(win.Start.Add(time.Duration(i)*time.Minute), "tracker", MiningText(l))
+		}
+		late := win.Start.Add(45 * time.Minute)
+		for i, l := range c.trace {
+			m.Add(late.Add(time.Duration(i)*time.Second), "tracker", MiningText(l))
+		}
+		sets := []LogSet{{Source: "tracker", Subject: "tracker", Namespace: "shop", Origin: SrcLogs, Templates: m.Templates()}}
+		found := DetectLogs(sets, win)
+		decodeFailure.detect(&Gathered{Logs: sets, Window: win}, found)
+		var f *Finding
+		for i := range found {
+			if found[i].Kind == KindDecodeFailure {
+				f = &found[i]
+			}
+		}
+		if f == nil {
+			t.Errorf("%s: no decode failure in %v", c.name, found)
+			continue
+		}
+		want := late
+		if c.first {
+			want = win.Start
+		}
+		if !f.Time.Equal(want) {
+			t.Errorf("%s: onset %s, want %s", c.name, f.Time, want)
+		}
+		if c.first && (!strings.Contains(f.Summary, "first attempt at "+hm(win.Start)) || len(f.Evidence) == 0 || !strings.Contains(f.Evidence[0], "first failed on the record")) {
+			t.Errorf("%s: summary %q, evidence %q do not start at the first attempt", c.name, f.Summary, f.Evidence)
 		}
 	}
 }
