@@ -105,6 +105,7 @@ var mechanisms = []*mechanism{
 	deadlineCut,
 	keepAliveRace,
 	lbIdleAboveKeepAlive,
+	zoneImpaired,
 	dnsNegativeCache,
 	idleConnClosed,
 	prefetchCut,

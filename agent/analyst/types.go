@@ -298,6 +298,8 @@ var kinds = map[Kind]kindInfo{
 
 	// A balancer keeping idle connections longer than its backend does.
 	KindLBIdleAboveKeepAlive: {prior: 0.86},
+	// One availability zone degraded under the pods that run in it.
+	KindZoneImpaired: {prior: 0.86},
 	// A resolver serving a cached NXDOMAIN for a name that exists again.
 	KindDNSNegativeCache: {prior: 0.88},
 
