@@ -21,14 +21,7 @@ func TestCacheKeyChurn(t *testing.T) {
 	deploy := evidence.Change{Timestamp: onset.Add(-6 * time.Minute), Service: "catalog-api", Kind: "deploy", Description: "catalog-api 5.3.0: product cache keys carry the price-list version"}
 	other := evidence.Change{Timestamp: onset.Add(-20 * time.Minute), Service: "search-indexer", Kind: "deploy", Description: "search-indexer 2.1.0"}
 	inst := evidence.Labels{"instance": "redis-cache-0", "namespace": "catalog"}
-	step := func(before, after float64) func(time.Time) float64 {
-		return func(at time.Time) float64 {
-			if at.Before(onset) {
-				return before
-			}
-			return after
-		}
-	}
+	step := stepAt(onset)
 	metrics := func(evictBefore float64) []MetricSet {
 		return []MetricSet{
 			{Name: "redis_keyspace_hits_total", Class: MetricCache, Series: []evidence.Series{wseries(w, inst, step(900, 40))}},

@@ -21,14 +21,7 @@ func tmpl(line string, n int, first, last time.Time) analysis.LogTemplate {
 func TestDBBlocked(t *testing.T) {
 	w := testWindow()
 	onset := w.Start.Add(10 * time.Minute)
-	step := func(before, after float64) func(time.Time) float64 {
-		return func(at time.Time) float64 {
-			if at.Before(onset) {
-				return before
-			}
-			return after
-		}
-	}
+	step := stepAt(onset)
 	grow := func(at time.Time) float64 { // replay lag growing since the onset
 		if at.Before(onset) {
 			return 0.2

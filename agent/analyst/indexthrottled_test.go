@@ -21,14 +21,7 @@ import (
 func TestIndexThrottled(t *testing.T) {
 	w := testWindow()
 	on := w.Start.Add(10 * time.Minute)
-	step := func(before, after float64) func(time.Time) float64 {
-		return func(at time.Time) float64 {
-			if at.Before(on) {
-				return before
-			}
-			return after
-		}
-	}
+	step := stepAt(on)
 	cw := func(metric, stat, index string) evidence.Labels {
 		l := evidence.Labels{"__name__": metric, "metric_name": metric, "namespace": "AWS/DynamoDB", "stat": stat, "TableName": "carts"}
 		if index != "" {

@@ -38,14 +38,7 @@ func TestPoolHeld(t *testing.T) {
 	gauge := func(name string, v func(time.Time) float64) MetricSet {
 		return MetricSet{Name: name, Class: MetricSaturation, Series: []evidence.Series{wseries(w, evidence.Labels{"service": "inventory-api", "pod": "inventory-api-1", "pool": "HikariPool-1"}, v)}}
 	}
-	step := func(before, after float64) func(time.Time) float64 {
-		return func(at time.Time) float64 {
-			if at.Before(on) {
-				return before
-			}
-			return after
-		}
-	}
+	step := stepAt(on)
 	firstRollout := evidence.Change{Timestamp: on.Add(-5 * time.Minute), Service: "catalog-sync", Kind: "deploy", Description: "catalog-sync 1.0.0: nightly full export from catalog-api /internal/export every 10 minutes"}
 	cases := []struct {
 		name                   string

@@ -14,6 +14,18 @@ func testWindow() Window {
 	return Window{BaselineStart: t0, Start: t0.Add(time.Hour), End: t0.Add(2 * time.Hour)}
 }
 
+// stepAt makes gauges that read before until on and after from on.
+func stepAt(on time.Time) func(before, after float64) func(time.Time) float64 {
+	return func(before, after float64) func(time.Time) float64 {
+		return func(at time.Time) float64 {
+			if at.Before(on) {
+				return before
+			}
+			return after
+		}
+	}
+}
+
 // series samples f every 30 s over baseline and window.
 func wseries(w Window, l evidence.Labels, f func(t time.Time) float64) evidence.Series {
 	s := evidence.Series{Labels: l}

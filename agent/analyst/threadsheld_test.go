@@ -25,14 +25,7 @@ import (
 func TestThreadsHeld(t *testing.T) {
 	w := testWindow()
 	on := w.Start.Add(10 * time.Minute)
-	step := func(before, after float64) func(time.Time) float64 {
-		return func(at time.Time) float64 {
-			if at.Before(on) {
-				return before
-			}
-			return after
-		}
-	}
+	step := stepAt(on)
 	gauges := func(subject, busy, maxName string, before, after, limit float64) []MetricSet {
 		l := evidence.Labels{"application": subject, "pod": subject + "-5c8f7d9b6-6jlqw"}
 		if strings.HasPrefix(busy, "tomcat") {
