@@ -38,6 +38,7 @@ var mechanisms = []*mechanism{
 	privilegedPort,
 	busyLoop,
 	tmpfsMemory,
+	vpaMemoryCut,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,

@@ -428,6 +428,8 @@ var kinds = map[Kind]kindInfo{
 	KindBusyLoop: {prior: 0.86},
 	// Files in a memory-backed volume filling a container's memory limit.
 	KindTmpfsMemory: {prior: 0.88},
+	// A VerticalPodAutoscaler that cut a workload's memory limit.
+	KindVPAMemoryCut: {prior: 0.88},
 }
 
 func infoOf(k Kind) kindInfo {
