@@ -1,6 +1,12 @@
 package analyst
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
+)
 
 func TestFDExhaustionLines(t *testing.T) {
 	testLines(t, fdExhaustion, []lineCase{
@@ -10,4 +16,62 @@ func TestFDExhaustionLines(t *testing.T) {
 		{"java.io.IOException: Too many open files", KindFDExhaustion},
 		{"INFO opened 1024 files for compaction", ""},
 	})
+}
+
+// TestFDLimit reads the open-files limit behind "too many open files" in
+// the forms a host prints it: systemctl cat's LimitNOFILE=, systemctl
+// show's, /proc/PID/limits' row, with the descriptors counted and a
+// removed drop-in's older limit; the replicas of the question's service
+// that all hit it make it the limit, not a leak. Without a limit shown
+// nothing is added.
+func TestFDLimit(t *testing.T) {
+	line := func(subj string, at time.Time) Finding {
+		f := Finding{Kind: KindFDExhaustion, Subject: subj, Time: at, Weight: 0.9, Summary: subj + " logs too many open files"}
+		f.setFact("line", "2026-03-14T19:19:39.222Z ERROR Socket accept failed java.io.IOException: Too many open files")
+		return f
+	}
+	cmd := func(run string, lines ...string) evidence.CommandOutput {
+		return evidence.CommandOutput{Command: run, Run: run, Host: "ws-01", Lines: lines}
+	}
+	unit := cmd("systemctl cat push-gw", "# /etc/systemd/system/push-gw.service", "[Service]", "User=push", "LimitNOFILE=4096", "Restart=on-failure")
+	show := cmd("systemctl show -p LimitNOFILE push-gw", "LimitNOFILE=1024")
+	procLimits := cmd("grep 'open files' /proc/2211/limits", "Max open files            8192                 8192                 files")
+	count := cmd("sudo ls /proc/2211/fd | wc -l", "4096")
+	removed := cmd("git -C /etc/ansible log -1 -p -- push-gw.service.d/limits.conf", " 1 file changed, 2 deletions(-)", "-[Service]", "-LimitNOFILE=65536")
+	t0 := now.Add(-30 * time.Minute)
+	cases := []struct {
+		name  string
+		found []Finding
+		cmds  []evidence.CommandOutput
+		scope Scope
+		want  []string
+	}{
+		{"the unit's limit, the count and the dropped drop-in, on every replica", []Finding{line("push-gw-02", t0), line("push-gw-01", t0.Add(time.Minute))},
+			[]evidence.CommandOutput{unit, count, removed}, Scope{Service: "push-gw"},
+			[]string{"push-gw-02 runs out of file descriptors at its open-files limit of 4096", "LimitNOFILE=4096", "holds 4096 descriptors", "was 65536 before", "push-gw-01, push-gw-02", "not one replica's leak"}},
+		{"systemctl show", []Finding{line("push-gw", t0)}, []evidence.CommandOutput{show}, Scope{},
+			[]string{"limit of 1024", "LimitNOFILE=1024"}},
+		{"/proc/PID/limits", []Finding{line("push-gw", t0)}, []evidence.CommandOutput{procLimits}, Scope{},
+			[]string{"limit of 8192", "Max open files 8192 8192 files"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Commands: c.cmds, Window: win, Scope: c.scope}
+			fs := detectFDLimit(ev, c.found)
+			if len(fs) != 1 {
+				t.Fatalf("findings %+v", fs)
+			}
+			h := &Hypothesis{Kind: KindFDExhaustion, Subject: fs[0].Subject, Primary: []*Finding{&c.found[0], &fs[0]}}
+			wantDescribed(t, h, c.scope, c.want...)
+			if recs := recommend(h, c.scope); len(recs) == 0 || !strings.Contains(recs[0].Action, "Raise the open-files limit") {
+				t.Errorf("recommendations %+v", recs)
+			}
+		})
+	}
+	if fs := detectFDLimit(&Gathered{Commands: []evidence.CommandOutput{count}, Window: win}, []Finding{line("push-gw", t0)}); len(fs) != 0 {
+		t.Errorf("no limit shown: %+v", fs)
+	}
+	if fs := detectFDLimit(&Gathered{Commands: []evidence.CommandOutput{unit}, Window: win}, nil); len(fs) != 0 {
+		t.Errorf("no exhaustion: %+v", fs)
+	}
 }

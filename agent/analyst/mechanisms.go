@@ -21,6 +21,7 @@ var mechanisms = []*mechanism{
 	replicaStopped,
 	xidWraparound,
 	idExhausted,
+	fsReadOnly,
 	tombstonesM,
 	tooManyParts,
 	dbBlocked,

@@ -406,6 +406,8 @@ var kinds = map[Kind]kindInfo{
 	KindXIDWraparound: {prior: 0.88},
 	// A table's generated key at its integer type's maximum.
 	KindIDExhausted: {prior: 0.88},
+	// A host's file system remounted read-only after I/O errors.
+	KindFSReadOnly: {prior: 0.88},
 	// Reads aborted on tombstones left by row-by-row deletes.
 	KindTombstones: {prior: 0.86},
 	// ClickHouse rejecting inserts for too many parts.

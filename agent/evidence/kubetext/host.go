@@ -40,7 +40,7 @@ func hostPrompt(l string) (prompt, host, text string, ok bool) {
 // IsHostTranscript reports whether data is a terminal transcript of
 // commands run on hosts rather than kubectl: its first non-blank line is a
 // shell prompt of a known form ("$ ", "user@host:~$ ", "[user@host dir]$ ")
-// followed by a command. A log file starts with its first entry instead,
+// followed by a command (or a shell comment). A log file starts with its first entry instead,
 // so a log stays a log.
 func IsHostTranscript(data []byte) bool {
 	found := false
@@ -48,7 +48,12 @@ func IsHostTranscript(data []byte) bool {
 		if strings.TrimSpace(line) == "" {
 			return true
 		}
-		_, _, _, found = hostPrompt(line)
+		// A shell comment typed at the prompt ("$ # from the failed
+		// job") opens a transcript as a command does: a log never
+		// starts with a prompt.
+		var text string
+		_, _, text, found = hostPrompt(line)
+		found = found || strings.HasPrefix(text, "# ") && len(text) > 2
 		return false
 	})
 	return found
@@ -155,4 +160,30 @@ func barePrompt(l string) bool {
 		return true
 	}
 	return hostPromptRe.FindString(t+" ") == t+" "
+}
+
+// sshShell reads "ssh [options] [user@]host" with no command: an
+// interactive shell on host, where the commands typed next run.
+func sshShell(text string) (host string, ok bool) {
+	words := strings.Fields(text)
+	if len(words) < 2 || words[0] != "ssh" {
+		return "", false
+	}
+	for i := 1; i < len(words); i++ {
+		w := words[i]
+		if strings.HasPrefix(w, "-") {
+			if sshValueFlags[w] {
+				i++
+			}
+			continue
+		}
+		if i+1 < len(words) || strings.ContainsAny(w, "$`|;&") {
+			return "", false
+		}
+		if at := strings.LastIndexByte(w, '@'); at >= 0 {
+			w = w[at+1:]
+		}
+		return w, w != ""
+	}
+	return "", false
 }

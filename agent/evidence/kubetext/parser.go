@@ -44,6 +44,9 @@ type parser struct {
 	// exported are the events read from an event exporter's log without
 	// a namespace (placeExportedEvents), by index in res.Events.
 	exported []int
+	// shellHost is the machine an interactive "ssh host" opened: the
+	// commands typed after it ran there, until exit or the next ssh.
+	shellHost string
 }
 
 func newParser(ref time.Time) *parser {
@@ -155,6 +158,15 @@ func (p *parser) run(data []byte) {
 func (p *parser) block(b *block) {
 	c := b.cmd
 	out := b.lines
+	if c == nil && b.text != "" {
+		if h, ok := sshShell(b.text); ok {
+			p.shellHost = h
+		} else if shellExit(strings.TrimSpace(b.text)) {
+			p.shellHost = ""
+		} else if b.host == "" {
+			b.host = p.shellHost
+		}
+	}
 	// Trailing blank lines carry nothing, nor does a prompt the
 	// transcript ends with, nothing typed after it ("❯ ", "PS C:\> ").
 	for len(out) > 0 && barePrompt(out[len(out)-1]) {
