@@ -51,6 +51,7 @@ var holdoutFloors = map[string]int{
 	"holdout33": 12,
 	"holdout34": 9,
 	"holdout35": 10,
+	"holdout39": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
