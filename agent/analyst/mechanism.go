@@ -93,6 +93,12 @@ type mechanism struct {
 	// client's slow statements; a clock off on another node).
 	related func(h *Hypothesis, f *Finding) bool
 
+	// unrelated reports whether f, a finding about h's subject, cannot
+	// follow from h's cause (a server's own pod probes when the cause is
+	// in the client's network): it is neither evidence nor a consequence
+	// of h, whatever subject it names.
+	unrelated func(h *Hypothesis, f *Finding) bool
+
 	// fitsChange reports whether a change is of the kind that produces
 	// this mechanism (a config change for a config error): such a change
 	// is preferred as the trigger.

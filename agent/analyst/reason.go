@@ -314,6 +314,9 @@ func supports(h *Hypothesis, f *Finding) bool {
 	if slices.Contains(h.Primary, f) {
 		return false
 	}
+	if m := mechanismOf(h.Kind); m != nil && m.unrelated != nil && m.unrelated(h, f) {
+		return false
+	}
 	related := f.relates(h.Subject)
 	// A caller seeing a failure with no named dependency, and another
 	// subject showing the same failure on its own side (metrics, its

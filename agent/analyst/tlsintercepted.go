@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // A client's TLS inspection re-signing the chain: a customer's or an
@@ -33,6 +34,12 @@ var tlsIntercepted = &mechanism{
 	detect:         detectTLSIntercepted,
 	strictTriggers: true,
 	fitsChange:     func(h *Hypothesis, c *Finding) bool { return false },
+	// The failing client's proxy cannot make the server's own pods fail
+	// (a readiness probe during its rollout, a restart): those are the
+	// server's own story, not consequences of the interception.
+	unrelated: func(h *Hypothesis, f *Finding) bool {
+		return (f.Source == SrcKubernetes || f.Source == SrcEvents) && f.Kind != KindTLSIntercepted
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s is not at fault: the chain the failing client sees for %s is issued by %s, the CA of a TLS-inspecting proxy on the client's side (interception), not by the server's issuer",
 			h.Subject, h.fact("host"), h.fact("intercepting_ca"))
@@ -41,7 +48,11 @@ var tlsIntercepted = &mechanism{
 		}
 		d += ". The client's proxy re-signs the certificate with its own CA, which the client does not trust, so it reports a self-signed certificate in the chain; the customer-side proxy, not the server or its release, is the cause"
 		if c := h.fact("nearby_change"); c != "" {
-			d += fmt.Sprintf(". The %s is not the cause: the certificate served after it is the server's own and verifies", c)
+			since := ""
+			if at, err := time.Parse(time.RFC3339, h.fact("cause_at")); err == nil {
+				since = fmt.Sprintf(", valid from %s,", at.Format("2006-01-02"))
+			}
+			d += fmt.Sprintf(". The %s is not the cause: the certificate served after it is the server's own%s and verifies", c, since)
 		}
 		return d
 	},
@@ -104,6 +115,13 @@ func detectTLSIntercepted(ev *Gathered, found []Finding) []Finding {
 				f.setFact("nearby_change", fmt.Sprintf("%s of %s at %s", orWord(ch.Kind, "change"), subject, hm(ch.Timestamp)))
 			}
 		}
+		// Since when the server serves its own certificate (openssl x509
+		// -dates of the chain seen from elsewhere): a dated fact that its
+		// release did not change it.
+		if at, ok := servedSince(ev, host, real.issuer); ok {
+			f.setFact("cause_at", at.Format(time.RFC3339))
+			f.setFact("cause_event", fmt.Sprintf("%s's own certificate (issuer %s) valid from %s, the one still served", host, real.issuer, at.Format(time.RFC3339)))
+		}
 		f.setFact("why", fmt.Sprintf("the failing client's chain for %s is issued by %s, the server's own by %s", host, mitm.issuer, real.issuer))
 		f.Evidence = []string{
 			fmt.Sprintf("%s: the leaf for %s is issued by %s", mitm.cmd, host, mitm.issuer),
@@ -121,4 +139,37 @@ func orPrefix(prefix, s string) string {
 		return ""
 	}
 	return prefix + s
+}
+
+// notBeforeRE is a certificate's start of validity as openssl x509
+// -dates (or -startdate) prints it.
+var notBeforeRE = regexp.MustCompile(`^\s*notBefore\s*=\s*(\w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4}) GMT`)
+
+// servedSince is the notBefore of the certificate an openssl output for
+// host shows, when that output's issuer (if it prints one) is issuer.
+func servedSince(ev *Gathered, host, issuer string) (time.Time, bool) {
+	for _, c := range ev.Commands {
+		ch, ok := readSClient(c.Command+" "+c.Run, c.Lines)
+		if !ok || ch.host != host {
+			continue
+		}
+		var at time.Time
+		same := true
+		for _, l := range c.Lines {
+			if m := notBeforeRE.FindStringSubmatch(l); m != nil {
+				if t, err := time.Parse("Jan _2 15:04:05 2006", strings.Join(strings.Fields(m[1]), " ")); err == nil {
+					at = t.UTC()
+				} else if t, err := time.Parse("Jan 2 15:04:05 2006", strings.Join(strings.Fields(m[1]), " ")); err == nil {
+					at = t.UTC()
+				}
+			}
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "issuer="); ok && commonName(strings.TrimSpace(v)) != issuer {
+				same = false
+			}
+		}
+		if !at.IsZero() && same {
+			return at, true
+		}
+	}
+	return time.Time{}, false
 }
