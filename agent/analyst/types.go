@@ -404,6 +404,8 @@ var kinds = map[Kind]kindInfo{
 	KindReplicaStopped: {prior: 0.86},
 	// PostgreSQL refusing writes to avoid transaction ID wraparound.
 	KindXIDWraparound: {prior: 0.88},
+	// Code using a column or table its database lacks.
+	KindSchemaMissing: {prior: 0.86},
 	// A table's generated key at its integer type's maximum.
 	KindIDExhausted: {prior: 0.88},
 	// A host's file system remounted read-only after I/O errors.

@@ -50,8 +50,12 @@ var holdoutFloors = map[string]int{
 	"holdout32": 12,
 	"holdout33": 12,
 	"holdout34": 9,
+<<<<<<< main
 	"holdout35": 10,
 	"holdout39": 4,
+=======
+	"holdout35": 11,
+>>>>>>> local
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
