@@ -70,7 +70,9 @@ var imagePull = &mechanism{
 		} else if why != "" {
 			d += ": " + why
 		}
-		if n := h.fact("pull_nodes"); n != "" {
+		if n := h.fact("pull_platform"); n != "" {
+			d += "; " + n
+		} else if n := h.fact("pull_nodes"); n != "" {
 			d += "; " + n
 		}
 		if o := h.fact("other_images"); o != "" && pullProblem(pullMessage(h)) != pullNoTag {
@@ -91,7 +93,11 @@ var imagePull = &mechanism{
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
-		r.rollback()
+		if h.fact("pull_platform") == "" {
+			// A rolled-back pod lands on the same nodes of the other
+			// platform.
+			r.rollback()
+		}
 		if sec := h.fact("pull_secret"); sec != "" {
 			r.high("Create the image pull secret %s in the namespace of %s (kubectl create secret docker-registry %s ...), or point its imagePullSecrets at the secret that exists", sec, h.Subject, sec)
 		}
@@ -112,6 +118,15 @@ var imagePull = &mechanism{
 			return
 		case pullNoCredentials:
 			r.high("Give %s credentials for its registry: an imagePullSecret on the pod spec or its ServiceAccount (or node credentials) that the registry accepts%s", h.Subject, parenthesized(h.fact("image")))
+		case pullNoPlatform:
+			if k, v := h.fact("platform_key"), h.fact("platform_running"); k != "" && v != "" {
+				r.high("Keep %s on the nodes its image is built for: add nodeSelector %s: %s to its pod template (or taint the other nodes, e.g. os=%s:NoSchedule, so that only workloads that tolerate it land there)", h.Subject, k, v, orWord(h.fact("platform_failing"), "windows"))
+			} else {
+				r.high("Keep %s on nodes of the platform its image is built for (a kubernetes.io/os or kubernetes.io/arch nodeSelector on the pod template), or build and push the image for the other platform too (docker buildx build --platform ...)", h.Subject)
+			}
+			r.med("Build %s for every platform of the cluster's node pools, or taint node pools of another OS or architecture so that workloads must opt in", orWord(h.fact("image"), "the image"))
+			r.low("Alert on ErrImagePull events whose message says no match for platform, apart from missing tags")
+			return
 		case pullUnreachable:
 			r.high("Make the registry of %s reachable from the nodes (its DNS name, egress rules, proxy)%s", h.Subject, parenthesized(h.fact("image")))
 		default:
@@ -131,7 +146,16 @@ const (
 	pullNoTag         = "the image or its tag does not exist in the registry (not found)"
 	pullNoCredentials = "the registry refuses the pull (unauthorized: no or wrong pull credentials)"
 	pullUnreachable   = "the registry cannot be reached from the node"
+	pullNoPlatform    = "the image exists but has no variant for the node's platform (operating system/architecture): no match for platform in manifest"
 )
+
+// pullPlatformRE is a registry answer that the image exists without a
+// variant for the node's OS or architecture: containerd's "no match for
+// platform in manifest", Docker's "no matching manifest for windows/amd64
+// in the manifest list entries", CRI-O's "no image found in manifest list
+// for architecture arm64, variant "v8", OS linux", and Windows hosts'
+// "image operating system "linux" cannot be used on this platform".
+var pullPlatformRE = regexp.MustCompile(`(?i)no match for platform|no matching manifest for|no image found in (?:image index|manifest list) for architecture|image operating system "?\w+"? cannot be used on this platform|does not match the specified platform`)
 
 // pullMessage is the message of h's findings that says why the pull
 // fails (the registry's answer in an event, when the container's state
@@ -156,6 +180,10 @@ func pullProblem(msg string) string {
 		// Before the rest: the registry's limit message says
 		// "unauthenticated" and names a URL.
 		return pullRateLimited
+	case pullPlatformRE.MatchString(msg):
+		// Before "not found": containerd ends its platform answer with
+		// ": not found".
+		return pullNoPlatform
 	case strings.Contains(l, "not found") || strings.Contains(l, "manifest unknown") || strings.Contains(l, "does not exist"):
 		return pullNoTag
 	case strings.Contains(l, "unauthorized") || strings.Contains(l, "401") || strings.Contains(l, "403") || strings.Contains(l, "denied") || strings.Contains(l, "authentication required") || strings.Contains(l, "no basic auth credentials"):
@@ -461,6 +489,9 @@ func followPullNodes(ev *Gathered, found []Finding) {
 		for n := range running {
 			newest = latest(newest, nodeAge[n])
 		}
+		if pullProblem(f.fact("message")) == pullNoPlatform || pullProblem(strings.Join(f.Evidence, " ")) == pullNoPlatform {
+			pullPlatformNodes(ev, f, failing, running)
+		}
 		if !ok || newest.IsZero() || !oldestFailing.After(newest) {
 			continue
 		}
@@ -469,4 +500,60 @@ func followPullNodes(ev *Gathered, found []Finding) {
 			plural(len(nodes), "node "+strings.Join(nodes, ", "), "nodes "+strings.Join(nodes, ", ")), oldestFailing.UTC().Format("2006-01-02 15:04 UTC"), f.Subject))
 		f.Evidence = append(f.Evidence, f.fact("pull_nodes"))
 	}
+}
+
+// platformKeys are the node labels that say which image variant a node
+// runs.
+var platformKeys = []string{"kubernetes.io/os", "kubernetes.io/arch"}
+
+// pullPlatformNodes follows a pull that found no variant for the node's
+// platform to the nodes: when the pods that cannot pull are all on nodes
+// whose kubernetes.io/os (or arch) label differs from the one of every
+// node where the workload runs, the scheduler put them on a platform the
+// image is not built for, and nothing in the pod spec kept them off it.
+func pullPlatformNodes(ev *Gathered, f *Finding, failing, running map[string]bool) {
+	labels := map[string]map[string]string{}
+	for i := range ev.K8s.Nodes {
+		labels[ev.K8s.Nodes[i].Name] = ev.K8s.Nodes[i].Labels
+	}
+	value := func(nodes map[string]bool, key string) string {
+		v := ""
+		for n := range nodes {
+			l := labels[n][key]
+			if l == "" || (v != "" && l != v) {
+				return ""
+			}
+			v = l
+		}
+		return v
+	}
+	for _, key := range platformKeys {
+		bad, good := value(failing, key), value(running, key)
+		if bad == "" || good == "" || bad == good {
+			continue
+		}
+		nodes := slices.Sorted(maps.Keys(failing))
+		f.setFact("platform_key", key)
+		f.setFact("platform_running", good)
+		f.setFact("platform_failing", bad)
+		s := fmt.Sprintf("the pods that cannot pull are all on %s labelled %s=%s, while its running pods are on %s=%s nodes: the scheduler placed them on a platform the image has no variant for",
+			plural(len(nodes), "node "+strings.Join(nodes, ", "), "nodes "+strings.Join(nodes, ", ")), key, bad, key, good)
+		if pod := podOfWorkload(ev.K8s.Pods, f.Namespace, f.Subject, func(p *corev1.Pod) bool { return pullFailing(p) && p.Spec.NodeName != "" }); pod != nil && describedSpec(pod) && pod.Spec.NodeSelector[key] == "" {
+			s += fmt.Sprintf(", since the pod spec has no %s nodeSelector", key)
+		}
+		f.setFact("pull_platform", s)
+		f.Evidence = append(f.Evidence, s)
+		return
+	}
+}
+
+// describedSpec reports whether pod's spec was read whole (YAML, JSON or
+// kubectl describe), so that a field it lacks is known to be unset (a get
+// pods row says nothing of the spec's node selector).
+func describedSpec(pod *corev1.Pod) bool {
+	switch pod.Annotations["rootcause.dev/kubectl-text"] {
+	case "", "describe":
+		return len(pod.Spec.Containers) > 0
+	}
+	return false
 }

@@ -16,6 +16,10 @@ func TestPullProblem(t *testing.T) {
 		{`Failed to pull image "acme.azurecr.io/partners/partner-portal:4.2.0": failed to authorize: failed to fetch anonymous token: unexpected status from GET request to https://acme.azurecr.io/oauth2/token: 401 Unauthorized`, pullNoCredentials},
 		{`Failed to pull image "ghcr.io/acme/api:1.2": rpc error: code = Unknown desc = failed to resolve reference: dial tcp: lookup ghcr.io: no such host`, pullUnreachable},
 		{`Back-off pulling image "busybox:1.36"`, ""},
+		{`Failed to pull image "acme.azurecr.io/billing/api:3.1": rpc error: code = NotFound desc = failed to pull and unpack image "acme.azurecr.io/billing/api:3.1": no match for platform in manifest: not found`, pullNoPlatform},
+		{`Failed to pull image "mcr.microsoft.com/dotnet/framework/aspnet:4.8": rpc error: code = Unknown desc = no matching manifest for linux/arm64/v8 in the manifest list entries`, pullNoPlatform},
+		{`Failed to pull image "quay.io/acme/agent:2.0": rpc error: code = Unknown desc = choosing image instance: no image found in image index for architecture "arm64", variant "v8", OS "linux"`, pullNoPlatform},
+		{`Failed to pull image "acme/web:1.0": rpc error: code = Unknown desc = image operating system "linux" cannot be used on this platform`, pullNoPlatform},
 	}
 	for _, c := range cases {
 		if got := pullProblem(c.msg); got != c.want {
@@ -166,5 +170,53 @@ LAST SEEN   TYPE      REASON   OBJECT                         MESSAGE
 		if got := strings.Contains(d, "the pods that cannot pull are all on 1 node gke-a-9"); got != c.want {
 			t.Errorf("%s: nodes said %v, want %v: %s", c.node, got, c.want, d)
 		}
+	}
+}
+
+// TestPullPlatformNodes follows "no match for platform" to the nodes: the
+// failing pods are all on nodes of another kubernetes.io/os or
+// kubernetes.io/arch than the running ones, and the pod spec has no
+// nodeSelector on it.
+func TestPullPlatformNodes(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct{ name, nodes, msg, want string }{
+		{"windows pool, containerd", `$ kubectl get nodes -L kubernetes.io/os
+NAME        STATUS   ROLES    AGE   VERSION   OS
+aks-lin-0   Ready    <none>   40d   v1.30.5   linux
+akswin000   Ready    <none>   5h    v1.30.5   windows
+`, `no match for platform in manifest: not found`, "labelled kubernetes.io/os=windows, while its running pods are on kubernetes.io/os=linux nodes"},
+		{"arm64 pool, docker", `$ kubectl get nodes -L kubernetes.io/arch
+NAME        STATUS   ROLES    AGE   VERSION   ARCH
+aks-lin-0   Ready    <none>   40d   v1.30.5   amd64
+akswin000   Ready    <none>   5h    v1.30.5   arm64
+`, `no matching manifest for linux/arm64/v8 in the manifest list entries`, "labelled kubernetes.io/arch=arm64, while its running pods are on kubernetes.io/arch=amd64 nodes"},
+		{"labels not read", `$ kubectl get nodes
+NAME        STATUS   ROLES    AGE   VERSION
+aks-lin-0   Ready    <none>   40d   v1.30.5
+akswin000   Ready    <none>   5h    v1.30.5
+`, `no match for platform in manifest: not found`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			session := `$ kubectl get pods -n web -o wide
+NAME                   READY   STATUS             RESTARTS   AGE   IP          NODE        NOMINATED NODE   READINESS GATES
+web-6c8d9f7b4-2kq9x    1/1     Running            0          6d    10.1.0.11   aks-lin-0   <none>           <none>
+web-6c8d9f7b4-8fj2w    0/1     ImagePullBackOff   0          20m   10.1.3.7    akswin000   <none>           <none>
+` + c.nodes + `$ kubectl get events -n web
+LAST SEEN   TYPE      REASON   OBJECT                    MESSAGE
+2m          Warning   Failed   pod/web-6c8d9f7b4-8fj2w   Failed to pull image "acme.azurecr.io/web:1.0": rpc error: code = NotFound desc = failed to pull and unpack image "acme.azurecr.io/web:1.0": ` + c.msg + `
+`
+			res := investigateSession(t, now, session, "web pods stuck pulling", "web", "web")
+			d := res.RootCause.Description
+			if !strings.Contains(d, "no variant for the node's platform") {
+				t.Errorf("not the platform: %s", d)
+			}
+			if c.want == "" {
+				if strings.Contains(d, "labelled") {
+					t.Errorf("nodes claimed without their labels: %s", d)
+				}
+			} else if !strings.Contains(d, c.want) {
+				t.Errorf("want %q in %s", c.want, d)
+			}
+		})
 	}
 }
