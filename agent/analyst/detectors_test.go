@@ -66,6 +66,8 @@ func TestDependencyTargetsGeneral(t *testing.T) {
 		{`dial tcp 10.0.3.4:5432: connect: connection refused`, "10.0.3.4:5432", "postgresql"},
 		{`dial tcp 10.0.3.9:9092: i/o timeout`, "10.0.3.9:9092", "kafka"},
 		{`dial tcp 10.0.3.9:27017: i/o timeout`, "10.0.3.9:27017", "mongodb"},
+		// NATS route errors name the host after "lookup for host".
+		{`[7] 2026/11/24 14:43:11.402819 [ERR] Error trying to connect to route (attempt 183): lookup for host "nats-1.nats.messaging.svc.cluster.local": lookup nats-1.nats.messaging.svc.cluster.local on 10.96.0.10:53: no such host`, "nats-1", ""},
 	}
 	for _, c := range cases {
 		got := DependencyTarget(c.line)

@@ -203,7 +203,7 @@ func ClassifyLine(line string) (Kind, bool) {
 
 var (
 	dialRE    = regexp.MustCompile(`(?i)dial (?:tcp|udp)[46]? ([\w.\-\[\]:]+?):(\d+)`)
-	lookupRE  = regexp.MustCompile(`(?i)lookup ([\w.-]+)`)
+	lookupRE  = regexp.MustCompile(`(?i)lookup (?:for host "?)?([\w.-]+)`)
 	urlRE     = regexp.MustCompile(`(?i)\b(?:https?|grpcs?|postgres(?:ql)?|mysql|redis|amqp|mongodb)://(?:[^@/\s]+@)?([\w.-]+)(?::(\d+))?`)
 	towardRE  = regexp.MustCompile(`(?i)\b(?:to|connect(?:ing)? to|upstream|host|server|calling|call to|reach|from|for|backend|endpoint|service)[ =:]+["'\[]?([a-zA-Z][\w-]*(?:\.[\w-]+)*)(?::(\d{2,5}))?`)
 	hostPort  = regexp.MustCompile(`\b([a-zA-Z][\w-]*(?:\.[\w-]+)*):(\d{2,5})\b`)

@@ -45,13 +45,59 @@ func bearsOn(h *Hypothesis, names []string) bool {
 			return true
 		}
 		for _, f := range append(slices.Clone(h.Primary), h.Support...) {
-			if f.relates(n) || strings.EqualFold(f.fact("caller"), n) || strings.Contains(f.Object, "/"+n) {
+			if f.relates(n) || strings.EqualFold(f.fact("caller"), n) || objectNames(f.Object, n) {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// objectNames reports whether object ("pod/shop/checkout-7d9f8b6c5-x2k4p")
+// names n or something of n's: "/"+n begins a name there. Another
+// long-running workload whose name merely begins with n is another object:
+// a Deployment's pod ("nats-surveyor-7f8c9d6b4-k2wxj", a ReplicaSet hash
+// and a pod suffix, for "nats") or a workload object itself
+// ("deployment/shop/checkout-worker" for "checkout"). A Job or a hook
+// named after n ("payments-api-smoke-test-gm8vh") stays n's.
+func objectNames(object, n string) bool {
+	for i := 0; n != ""; {
+		j := strings.Index(object[i:], "/"+n)
+		if j < 0 {
+			return false
+		}
+		start := i + j + 1
+		end := start
+		for end < len(object) && isNameByte(object[end]) {
+			end++
+		}
+		if !otherWorkload(object[:start], object[start:end], n) {
+			return true
+		}
+		i = start
+	}
+	return false
+}
+
+// otherWorkload reports whether name, found in an object after prefix,
+// is a long-running workload other than n (or one of its pods).
+func otherWorkload(prefix, name, n string) bool {
+	if name == n || !strings.HasPrefix(name, n+"-") {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSuffix(prefix[:strings.IndexByte(prefix+"/", '/')], "s")) {
+	case "deployment", "statefulset", "daemonset", "deploy", "sts", "ds":
+		return true
+	}
+	if m := rsPodRE.FindStringSubmatch(name); m != nil {
+		return m[1] != n
+	}
+	return false
+}
+
+// rsPodRE is a Deployment's pod name: its workload, the ReplicaSet's
+// template hash and the pod's suffix.
+var rsPodRE = regexp.MustCompile(`^(.+)-[a-z0-9]{6,10}-[a-z0-9]{5}$`)
 
 // neutral kinds are never demoted for not naming the subject, and do not
 // demote others: localization ranks services against the subject on its

@@ -56,3 +56,29 @@ func TestSubjectFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestObjectNames tells a workload's own pods from another workload whose
+// name begins with the same word.
+func TestObjectNames(t *testing.T) {
+	for _, c := range []struct {
+		object, name string
+		want         bool
+	}{
+		{"pod/messaging/nats-2", "nats", true},
+		{"pod/messaging/nats-2", "nats-2", true},
+		{"pod/messaging/nats-surveyor-7f8c9d6b4-k2wxj", "nats", false},
+		{"pod/messaging/nats-surveyor-7f8c9d6b4-k2wxj", "nats-surveyor", true},
+		{"pod/shop/checkout-7d9f8b6c5-x2k4p", "checkout", true},
+		{"deployment/shop/checkout", "checkout", true},
+		{"deployment/shop/checkout-worker", "checkout", false},
+		{"pod/shop/redis-0 (container redis)", "redis", true},
+		{"pod/payments/payments-api-smoke-test-gm8vh", "payments-api", true},
+		{"job/payments/payments-api-db-migrate", "payments-api", true},
+		{"statefulset/messaging/nats-box", "nats", false},
+		{"pod/shop/payments-api-5c9d7b8f6-qk2vd", "", false},
+	} {
+		if got := objectNames(c.object, c.name); got != c.want {
+			t.Errorf("objectNames(%q, %q) = %v, want %v", c.object, c.name, got, c.want)
+		}
+	}
+}
