@@ -5,16 +5,21 @@ import (
 	"time"
 )
 
-// TestLineTime reads the time of every form of log line the pod logs and
-// the log files are read in, from either a string or bytes, and the lines
-// that carry none.
-func TestLineTime(t *testing.T) {
-	ref := time.Date(2026, 11, 24, 15, 0, 0, 0, time.UTC)
+// lineTimeRef is the time of reading lineTimeCases (klog and syslog take
+// their year from it).
+var lineTimeRef = time.Date(2026, 11, 24, 15, 0, 0, 0, time.UTC)
+
+// lineTimeCase is a log line and the time it carries (zero: none).
+type lineTimeCase struct {
+	name, line string
+	want       time.Time
+}
+
+// lineTimeCases are every form of log line the pod logs and the log
+// files are read in, and lines that carry no time.
+func lineTimeCases() []lineTimeCase {
 	at := func(h, m, s, ns int) time.Time { return time.Date(2026, 11, 24, h, m, s, ns, time.UTC) }
-	cases := []struct {
-		name, line string
-		want       time.Time // zero: none
-	}{
+	return []lineTimeCase{
 		// RFC 3339 and its variants.
 		{"RFC 3339 UTC", "2026-11-24T14:04:17Z INFO x", at(14, 4, 17, 0)},
 		{"RFC 3339 nanoseconds", "2026-11-24T14:04:17.123456789Z INFO x", at(14, 4, 17, 123456789)},
@@ -85,7 +90,14 @@ func TestLineTime(t *testing.T) {
 		// Redis prints "1:M 24 Nov 2026 14:04:17.123 *" (read above).
 		{"Redis", "1:M 24 Nov 2026 14:04:17.123 * Ready to accept connections tcp", at(14, 4, 17, 123e6)},
 	}
-	for _, c := range cases {
+}
+
+// TestLineTime reads the time of every form of log line the pod logs and
+// the log files are read in, from either a string or bytes, and the lines
+// that carry none.
+func TestLineTime(t *testing.T) {
+	ref := lineTimeRef
+	for _, c := range lineTimeCases() {
 		got := ParseLogTime(c.line, ref)
 		if !got.Equal(c.want) || !got.IsZero() && got.Location() != time.UTC {
 			t.Errorf("%s: ParseLogTime(%q) = %v, want %v", c.name, c.line, got, c.want)
@@ -97,37 +109,40 @@ func TestLineTime(t *testing.T) {
 	}
 }
 
+// fastPathCases are the common timestamp form and its near misses.
+var fastPathCases = []string{
+	"2026-03-14T10:42:00Z",
+	"2026-03-14T10:42:00.1Z",
+	"2026-03-14T10:42:00.123Z",
+	"2026-03-14T10:42:00.123456Z",
+	"2026-03-14T10:42:00.123456789Z",
+	"2026-03-14T10:42:00.1234567891Z",
+	"2026-03-14 10:42:00.5Z",
+	"2026-03-14T10:42:00.Z",
+	"2026-03-14T10:42:00.12aZ",
+	"2026-03-14T10:42:00+02:00",
+	"2026-03-14T10:42:00.25-07:00",
+	"2026-03-14T10:42:00",
+	"2026-02-29T10:42:00Z",
+	"2024-02-29T10:42:00Z",
+	"2026-04-31T10:42:00Z",
+	"2026-12-31T23:59:59.999999999Z",
+	"2026-00-10T10:42:00Z",
+	"2026-13-10T10:42:00Z",
+	"2026-03-00T10:42:00Z",
+	"2026-03-14T24:00:00Z",
+	"2026-03-14T10:60:00Z",
+	"2026-03-14T10:42:60Z",
+	"2026-03-14T1a:42:00Z",
+	"0000-01-01T00:00:00Z",
+	"2026-03-14X10:42:00Z",
+}
+
 // TestLineTimeFastPath checks that the allocation-free reading of the
 // common timestamp form answers exactly as the time package does, on that
 // form and on its near misses.
 func TestLineTimeFastPath(t *testing.T) {
-	cases := []string{
-		"2026-03-14T10:42:00Z",
-		"2026-03-14T10:42:00.1Z",
-		"2026-03-14T10:42:00.123Z",
-		"2026-03-14T10:42:00.123456Z",
-		"2026-03-14T10:42:00.123456789Z",
-		"2026-03-14T10:42:00.1234567891Z",
-		"2026-03-14 10:42:00.5Z",
-		"2026-03-14T10:42:00.Z",
-		"2026-03-14T10:42:00.12aZ",
-		"2026-03-14T10:42:00+02:00",
-		"2026-03-14T10:42:00.25-07:00",
-		"2026-03-14T10:42:00",
-		"2026-02-29T10:42:00Z",
-		"2024-02-29T10:42:00Z",
-		"2026-04-31T10:42:00Z",
-		"2026-12-31T23:59:59.999999999Z",
-		"2026-00-10T10:42:00Z",
-		"2026-13-10T10:42:00Z",
-		"2026-03-00T10:42:00Z",
-		"2026-03-14T24:00:00Z",
-		"2026-03-14T10:60:00Z",
-		"2026-03-14T10:42:60Z",
-		"2026-03-14T1a:42:00Z",
-		"0000-01-01T00:00:00Z",
-		"2026-03-14X10:42:00Z",
-	}
+	cases := fastPathCases
 	for _, c := range cases {
 		fast, fastOK := utcTime([]byte(c))
 		if !fastOK {
