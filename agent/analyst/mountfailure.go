@@ -23,14 +23,33 @@ var mountFailure = &mechanism{
 		}
 		return 0, false
 	},
+	detect: func(ev *Gathered, found []Finding) []Finding {
+		followMultiAttach(ev, found)
+		return nil
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
-		var d string
-		d = fmt.Sprintf("%s pods are stuck because a volume mount fails (FailedMount): %s", s, truncate(h.fact("message"), 200))
+		msg := h.fact("message")
+		for _, f := range h.Primary {
+			if f.fact("multi_attach") != "" {
+				msg = f.fact("message")
+				break
+			}
+		}
+		d := fmt.Sprintf("%s pods are stuck because a volume mount fails (FailedMount): %s", s, truncate(msg, 200))
+		if m := h.fact("multi_attach"); m != "" {
+			d += "; " + m
+		}
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		s := h.Subject
+		if holder := h.fact("multi_attach_rolling"); holder != "" {
+			r.add(finding.PriorityHigh, fmt.Sprintf("Set the Deployment %s to strategy Recreate (or RollingUpdate with maxSurge 0 and maxUnavailable 1): with a ReadWriteOnce volume the old pod must stop before the new one can attach it; to finish this rollout now, delete the old pod %s so that its volume detaches", s, holder))
+			r.add(finding.PriorityMedium, fmt.Sprintf("If %s must not go down during updates, move it to a StatefulSet or to a volume that several nodes can mount (ReadWriteMany)", s))
+			r.add(finding.PriorityLow, "Alert on FailedAttachVolume events with Multi-Attach errors and on rollouts past their progress deadline")
+			return
+		}
 		r.add(finding.PriorityHigh, fmt.Sprintf("Fix the volume of %s: check the PVC, storage class and the referenced secret/configmap exist and the volume is attachable", s))
 		r.add(finding.PriorityMedium, "Look for volumes still attached to another node (multi-attach) and detach them")
 		r.add(finding.PriorityLow, "Alert on pods stuck in ContainerCreating")
