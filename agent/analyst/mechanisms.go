@@ -41,6 +41,7 @@ var mechanisms = []*mechanism{
 	busyLoop,
 	tmpfsMemory,
 	vpaMemoryCut,
+	netpolBlocked,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,

@@ -434,6 +434,8 @@ var kinds = map[Kind]kindInfo{
 	KindTmpfsMemory: {prior: 0.88},
 	// A VerticalPodAutoscaler that cut a workload's memory limit.
 	KindVPAMemoryCut: {prior: 0.88},
+	// A NetworkPolicy that drops a Job's calls to a Service.
+	KindNetpolBlocked: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {

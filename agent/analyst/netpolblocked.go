@@ -1,0 +1,306 @@
+package analyst
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/rootcause/rootcause/finding"
+)
+
+// A Job that cannot reach the Service it calls because a NetworkPolicy
+// does not admit it: a default-deny ingress baseline selects the Service's
+// pods and the policy that allows traffic back lists the clients it knows
+// (the ingress controller's namespace, pods with a client label) but not
+// the Job's pods. A NetworkPolicy drops what it does not admit, so the
+// Job's calls time out (curl: (28) Connection timed out, a context
+// deadline) rather than being refused, its pods fail until its backoff
+// limit, and whatever waits on the Job fails with it: a Helm test or
+// post-upgrade hook fails the upgrade and `helm upgrade --atomic` rolls
+// the release back while the new pods were ready, a migration Job blocks
+// a rollout. The Service is fine for the clients the policy admits: what
+// to fix is the policy (or the Job's labels). Read from the failed Job's
+// pods (their labels, the URL their command calls), the Service's pods
+// and the namespace's NetworkPolicies (describe, YAML, get).
+
+// KindNetpolBlocked is a client's calls dropped by a NetworkPolicy that
+// does not admit it.
+const KindNetpolBlocked Kind = "netpol_blocked"
+
+var netpolBlocked = &mechanism{
+	kind:   KindNetpolBlocked,
+	class:  classCause,
+	label:  "NetworkPolicy does not admit the Job's calls",
+	detect: detectNetpolBlocked,
+	related: func(h *Hypothesis, f *Finding) bool {
+		job := strings.ToLower(h.fact("job"))
+		if job == "" {
+			return false
+		}
+		s := strings.ToLower(f.Subject)
+		return s == job || strings.HasPrefix(s, job+"-") || strings.ToLower(f.fact("job")) == job
+	},
+	strictTriggers: true,
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		t := strings.ToLower(changeText(c))
+		return strings.Contains(t, "networkpolic") || strings.Contains(t, "netpol") || strings.Contains(t, "default-deny") ||
+			h.fact("policy") != "" && strings.Contains(t, strings.ToLower(h.fact("policy")))
+	},
+	describe:  describeNetpolBlocked,
+	recommend: recommendNetpolBlocked,
+}
+
+// calledURLRE is a URL (or host:port) a command calls inside the cluster:
+// the Service's name, its namespace and port.
+var calledURLRE = regexp.MustCompile(`(?i)(?:https?://)?([a-z0-9]([-a-z0-9]*[a-z0-9])?)(?:\.([a-z0-9]([-a-z0-9]*[a-z0-9])?))?(?:\.svc(?:\.cluster\.local)?)?:(\d{2,5})\b`)
+
+func detectNetpolBlocked(ev *Gathered, found []Finding) []Finding {
+	if len(ev.K8s.NetworkPolicies) == 0 {
+		return nil
+	}
+	var out []Finding
+	// The failed Jobs, as the Job mechanism reads them (its findings are
+	// not among the general detectors').
+	for _, o := range detectFailedJobs(ev.K8s, ev.Logs) {
+		if o.Kind != KindJobFailed || !timedOutCall(o) {
+			continue
+		}
+		jobName := orWord(o.fact("job"), o.Subject)
+		var job *batchv1.Job
+		for i := range ev.K8s.Jobs {
+			if ev.K8s.Jobs[i].Name == jobName {
+				job = &ev.K8s.Jobs[i]
+			}
+		}
+		ns := orWord(o.Namespace, ev.Scope.Namespace)
+		// The Job's pods: their labels are what a policy's peers match.
+		var client map[string]string
+		for i := range ev.K8s.Pods {
+			if p := &ev.K8s.Pods[i]; jobOfPod(p) == jobName && len(p.Labels) > 0 {
+				client = p.Labels
+			}
+		}
+		if client == nil && job != nil {
+			client = job.Spec.Template.Labels
+		}
+		if client == nil {
+			continue
+		}
+		svc, svcNS, port := calledService(job, ev.K8s.Pods, jobName)
+		if svc == "" {
+			continue
+		}
+		if svcNS == "" || svcNS == "svc" {
+			svcNS = ns
+		}
+		target := podsOfWorkload(ev.K8s.Pods, svcNS, svc)
+		tport := targetPort(ev.K8s.Services, svc, port)
+		var blocking []*networkingv1.NetworkPolicy
+		admitted := false
+		for i := range ev.K8s.NetworkPolicies {
+			np := &ev.K8s.NetworkPolicies[i]
+			if np.Namespace != "" && np.Namespace != svcNS || !policyIngress(np) || !policySelects(np, target, svc) {
+				continue
+			}
+			for _, r := range np.Spec.Ingress {
+				if ruleAdmits(r, tport, ns, svcNS, client) {
+					admitted = true
+				}
+			}
+			blocking = append(blocking, np)
+		}
+		if admitted || len(blocking) == 0 {
+			continue
+		}
+		// Name the policy that speaks of the Service (its own allow list)
+		// before a blanket deny.
+		np := blocking[0]
+		for _, b := range blocking {
+			if len(b.Spec.Ingress) > 0 {
+				np = b
+				break
+			}
+		}
+		f := Finding{Kind: KindNetpolBlocked, Subject: svc, Namespace: svcNS, Severity: SevCritical, Weight: 0.9,
+			Source: SrcKubernetes, Time: o.Time, Object: "NetworkPolicy " + np.Name}
+		f.setFact("policy", np.Name)
+		f.setFact("job", jobName)
+		f.setFact("port", strconv.Itoa(tport))
+		f.setFact("client_labels", shownLabels(client))
+		var allows []string
+		for _, r := range np.Spec.Ingress {
+			allows = append(allows, fmt.Sprintf("port %s from %s", rulePorts(r), rulePeers(r)))
+		}
+		f.setFact("allows", strings.Join(allows, "; "))
+		if job != nil {
+			if hook := job.Annotations["helm.sh/hook"]; hook != "" {
+				f.setFact("hook", hook)
+			}
+		}
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the pods of Job %s (labels %s) call %s on port %d and their calls time out", jobName, shownLabels(client), svc, port))
+		e := fmt.Sprintf("NetworkPolicy %s selects the pods of %s for ingress", np.Name, svc)
+		if len(allows) > 0 {
+			e += " and admits only " + strings.Join(allows, "; ")
+		} else {
+			e += " and admits nothing"
+		}
+		f.Evidence = append(f.Evidence, e+": not the Job's pods")
+		for _, b := range blocking {
+			if b != np {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("NetworkPolicy %s also selects them (%s)", b.Name, policyWords(b)))
+			}
+		}
+		f.Evidence = append(f.Evidence, o.Evidence...)
+		f.Summary = fmt.Sprintf("NetworkPolicy %s drops the calls of Job %s to %s:%d", np.Name, jobName, svc, tport)
+		out = append(out, f)
+	}
+	return out
+}
+
+// timedOutCall reports whether a failed Job's log says its calls timed
+// out (dropped packets, not a refusal).
+func timedOutCall(f Finding) bool {
+	if Kind(f.fact("line_kind")) == KindTimeout {
+		return true
+	}
+	l := strings.ToLower(f.fact("line"))
+	return strings.Contains(l, "timed out") || strings.Contains(l, "timeout") || strings.Contains(l, "deadline exceeded")
+}
+
+// calledService reads the Service a Job calls from its template's command,
+// arguments and environment (or its pods').
+func calledService(job *batchv1.Job, pods []corev1.Pod, jobName string) (svc, ns string, port int) {
+	var cs []corev1.Container
+	if job != nil {
+		cs = job.Spec.Template.Spec.Containers
+	}
+	for i := range pods {
+		if len(cs) == 0 && jobOfPod(&pods[i]) == jobName {
+			cs = pods[i].Spec.Containers
+		}
+	}
+	for _, c := range cs {
+		texts := append(append([]string{}, c.Command...), c.Args...)
+		for _, e := range c.Env {
+			texts = append(texts, e.Value)
+		}
+		for _, t := range texts {
+			for _, m := range calledURLRE.FindAllStringSubmatch(t, -1) {
+				p, _ := strconv.Atoi(m[5])
+				if m[1] == "localhost" || p == 0 || net4RE.MatchString(m[0]) {
+					continue
+				}
+				return m[1], m[3], p
+			}
+		}
+	}
+	return "", "", 0
+}
+
+// net4RE is an IPv4 address, which names no Service.
+var net4RE = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+`)
+
+// targetPort is the pods' port behind a Service's port (the port itself
+// when the Service was not read).
+func targetPort(svcs []ServiceState, name string, port int) int {
+	for _, s := range svcs {
+		if s.Service.Name != name {
+			continue
+		}
+		for _, p := range s.Service.Spec.Ports {
+			if int(p.Port) == port && p.TargetPort.IntValue() > 0 {
+				return p.TargetPort.IntValue()
+			}
+		}
+	}
+	return port
+}
+
+// ruleAdmits reports whether an ingress rule admits a client's pods (their
+// labels, their namespace) on port into a policy of namespace polNS.
+func ruleAdmits(rule networkingv1.NetworkPolicyIngressRule, port int, clientNS, polNS string, client map[string]string) bool {
+	if !ruleAllows(rule, port, "") {
+		return false
+	}
+	if len(rule.From) == 0 {
+		return true
+	}
+	for _, peer := range rule.From {
+		if peer.IPBlock != nil {
+			return true // addresses: cannot tell
+		}
+		nsOK := peer.NamespaceSelector == nil && clientNS == polNS
+		if ns := peer.NamespaceSelector; ns != nil {
+			ml := ns.MatchLabels
+			switch {
+			case len(ml) == 0 && len(ns.MatchExpressions) == 0:
+				nsOK = true
+			case ml["kubernetes.io/metadata.name"] != "" || ml["name"] != "":
+				nsOK = ml["kubernetes.io/metadata.name"] == clientNS || ml["name"] == clientNS
+			default:
+				nsOK = true // other namespace labels: cannot tell
+			}
+		}
+		if !nsOK {
+			continue
+		}
+		if peer.PodSelector == nil {
+			return true
+		}
+		s, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
+		if err != nil || s.Matches(labels.Set(client)) {
+			return true
+		}
+	}
+	return false
+}
+
+// shownLabels are a pod's labels without those the job controller adds.
+func shownLabels(l map[string]string) string {
+	m := map[string]string{}
+	for k, v := range l {
+		if !strings.Contains(k, "controller-uid") && !strings.HasSuffix(k, "job-name") {
+			m[k] = v
+		}
+	}
+	return labels.Set(m).String()
+}
+
+func policyWords(np *networkingv1.NetworkPolicy) string {
+	if len(np.Spec.Ingress) == 0 {
+		return "denies all ingress"
+	}
+	var ps []string
+	for _, r := range np.Spec.Ingress {
+		ps = append(ps, fmt.Sprintf("port %s from %s", rulePorts(r), rulePeers(r)))
+	}
+	return "admits " + strings.Join(ps, "; ")
+}
+
+func describeNetpolBlocked(h *Hypothesis, sc Scope) string {
+	job, svc, pol := h.fact("job"), h.Subject, h.fact("policy")
+	d := fmt.Sprintf("the NetworkPolicy %s selects the %s pods and admits only %s, not the pods of the Job %s (labels %s): their calls to %s on port %s are dropped and time out, so the Job failed",
+		pol, svc, orWord(h.fact("allows"), "nothing"), job, h.fact("client_labels"), svc, h.fact("port"))
+	if hook := h.fact("hook"); hook != "" {
+		d += fmt.Sprintf("; the Job is a Helm hook (%s), so its failure fails the release and helm --atomic rolls it back, while %s itself was ready and serves the clients the policy admits", hook, svc)
+	} else {
+		d += fmt.Sprintf("; %s itself serves the clients the policy admits", svc)
+	}
+	return d
+}
+
+func recommendNetpolBlocked(h *Hypothesis, sc Scope, r *recommender) {
+	job, svc, pol := h.fact("job"), h.Subject, h.fact("policy")
+	r.add(finding.PriorityHigh, fmt.Sprintf("Admit the pods of the Job %s in the NetworkPolicy %s (a from.podSelector on their labels, or give the Job the client label the policy already admits) on port %s, then run the release again", job, pol, h.fact("port")))
+	if h.fact("hook") != "" {
+		r.add(finding.PriorityMedium, fmt.Sprintf("Do not roll back %s for this: the release's pods were ready; only its hook could not reach them", svc))
+	}
+	r.add(finding.PriorityLow, "Ship each chart's hooks and tests with the NetworkPolicy rules they need, and test policies against them before enforcing a default deny")
+}
