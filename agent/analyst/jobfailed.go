@@ -48,6 +48,8 @@ var jobFailed = &mechanism{
 			}
 			// A file the operating system refused: who runs, who owns it.
 			fileAccessWhy(ev, &fs[i])
+			// An expired session: the run outlasted its credentials.
+			sessionOutlived(ev, &fs[i], jobRunLines(ev, &fs[i]))
 			// A name that does not resolve is followed to its Service.
 			// A name that does not resolve, with no Service found missing,
 			// says that the lookup failed, not why (the resolver, its
@@ -88,7 +90,9 @@ var jobFailed = &mechanism{
 		}
 		if l := h.fact("line"); l != "" && l != h.fact("throttle_line") {
 			d += "; its log says why: " + quote(ReadableLine(l), 240)
-			if h.fact("file_refused") != "" {
+			if h.fact("session_lifetime") != "" {
+				d += "; " + describeSessionOutlived(h)
+			} else if h.fact("file_refused") != "" {
 				d += " (the operating system refused the file access)"
 				if w := h.fact("file_why"); w != "" {
 					d += ": " + w
@@ -108,7 +112,12 @@ var jobFailed = &mechanism{
 		if h.fact("file_refused") != "" {
 			lk = kindFileRefused
 		}
+		if h.fact("session_lifetime") != "" {
+			lk = kindSessionOutlived
+		}
 		switch lk {
+		case kindSessionOutlived:
+			recommendSessionOutlived(h, r)
 		case kindFileRefused:
 			r.high("Let the user the Job %s runs as write the path it was refused: set the pod's securityContext.fsGroup (or runAsUser/runAsGroup) to the image's user, or chown the volume's directory to it, then re-run it: kubectl create job --from=cronjob/%s %s-manual", what, what, what)
 		case KindThrottling:
