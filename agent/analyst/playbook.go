@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -235,10 +236,37 @@ func dependencyVictims(h *Hypothesis) string {
 			}
 		}
 	}
-	if len(callers) == 0 {
-		return ""
+	// An ingress controller or edge proxy in front of the subject is not
+	// its caller: it forwards its clients' requests to it.
+	var proxies, own []string
+	for _, c := range callers {
+		if isEdgeProxyName(c) {
+			proxies = append(proxies, c)
+		} else {
+			own = append(own, c)
+		}
 	}
-	return fmt.Sprintf("This explains the errors of its callers (%s) calling %s", strings.Join(callers, ", "), h.Subject)
+	switch {
+	case len(own) > 0 && len(proxies) > 0:
+		return fmt.Sprintf("This explains the errors of its callers (%s) calling %s, and of the ingress proxy in front of it (%s) forwarding requests to it", strings.Join(own, ", "), h.Subject, strings.Join(proxies, ", "))
+	case len(proxies) > 0:
+		return fmt.Sprintf("This explains the errors of the ingress proxy in front of %s (%s) forwarding requests to it", h.Subject, strings.Join(proxies, ", "))
+	case len(own) > 0:
+		return fmt.Sprintf("This explains the errors of its callers (%s) calling %s", strings.Join(own, ", "), h.Subject)
+	}
+	return ""
+}
+
+// edgeProxyNameRE is the name of an ingress controller or edge proxy's
+// workload: ingress-nginx, Traefik, Envoy (Envoy Gateway, Contour,
+// Emissary, Ambassador), Istio's ingress gateway, Kong, HAProxy ingress.
+var edgeProxyNameRE = regexp.MustCompile(`(?i)(?:^|[-_.])(?:ingress-nginx|nginx-ingress|traefik|envoy|envoy-gateway|contour|emissary|ambassador|kong|haproxy-ingress|istio-ingressgateway|ingressgateway|ingress-gateway|ingress-controller|ingress)(?:$|[-_.])`)
+
+// isEdgeProxyName reports whether a workload's name is an ingress
+// controller's or an edge proxy's, which forwards requests to the
+// services behind it rather than calling them.
+func isEdgeProxyName(name string) bool {
+	return edgeProxyNameRE.MatchString(name)
 }
 
 func capitalize(s string) string {
