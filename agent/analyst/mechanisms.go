@@ -26,6 +26,7 @@ var mechanisms = []*mechanism{
 	tooManyParts,
 	dbBlocked,
 	migrationLock,
+	migrationChecksum,
 	schemaMissing,
 	initWait,
 	cronJobSuspended,
