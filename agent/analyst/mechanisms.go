@@ -22,6 +22,7 @@ var mechanisms = []*mechanism{
 	xidWraparound,
 	idExhausted,
 	fsReadOnly,
+	hostUnitFailed,
 	tombstonesM,
 	tooManyParts,
 	dbBlocked,

@@ -411,6 +411,8 @@ var kinds = map[Kind]kindInfo{
 	KindIDExhausted: {prior: 0.88},
 	// A host's file system remounted read-only after I/O errors.
 	KindFSReadOnly: {prior: 0.88},
+	// A host's systemd unit left failed (a server down, or a job's run).
+	KindHostUnitFailed: {prior: 0.84},
 	// Reads aborted on tombstones left by row-by-row deletes.
 	KindTombstones: {prior: 0.86},
 	// ClickHouse rejecting inserts for too many parts.
