@@ -1,7 +1,9 @@
 package analyst
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -58,7 +60,7 @@ var crashLoop = &mechanism{
 			d += fmt.Sprintf(", exiting with code %s (%s)", c, exitMeaningStr(c))
 		}
 		if l := h.fact("last_log"); l != "" {
-			d += "; last log line: " + quote(ReadableLine(l), 200)
+			d += "; last log line: " + quote(lastLineOfExit(l, h.fact("exit_code")), 200)
 		}
 		return d
 	},
@@ -272,4 +274,37 @@ func joinCrashVictims(hs []*Hypothesis) {
 			d.Score = math.Min(d.Score, k.Score*0.8)
 		}
 	}
+}
+
+// lastLineOfExit is a crashed container's last line as an answer quotes
+// it. After a normal exit (code 0) the line's own fields say why the
+// process stopped (a run-once mode, a finished pass), so a JSON line keeps
+// its short fields besides its time, level and message.
+func lastLineOfExit(line, exitCode string) string {
+	l := ReadableLine(line)
+	if exitCode != "0" || l == line {
+		return l
+	}
+	var m map[string]any
+	if json.Unmarshal([]byte(strings.TrimSpace(line)), &m) != nil {
+		return l
+	}
+	var extra []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch strings.ToLower(k) {
+		case "ts", "time", "timestamp", "@timestamp", "level", "severity", "msg", "message", "error", "err", "exception",
+			"caller", "logger", "source", "version", "commit", "pid", "hostname", "trace_id", "span_id":
+			continue
+		}
+		switch v := m[k].(type) {
+		case string, float64, bool:
+			if s := fmt.Sprint(v); len(s) <= 40 {
+				extra = append(extra, k+"="+s)
+			}
+		}
+	}
+	if len(extra) == 0 {
+		return l
+	}
+	return l + " " + strings.Join(extra[:min(len(extra), 4)], " ")
 }

@@ -27,3 +27,22 @@ func TestCrashLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestLastLineOfExit keeps a JSON last line's short fields after a normal
+// exit only: they say why the process stopped.
+func TestLastLineOfExit(t *testing.T) {
+	cases := []struct{ line, code, want string }{
+		{`{"level":"info","ts":"2026-11-25T13:49:09.103Z","caller":"cmd/main.go:97","msg":"single pass finished, exiting","mode":"once"}`, "0",
+			`2026-11-25T13:49:09.103Z info single pass finished, exiting mode=once`},
+		{`{"time":"2026-11-25T13:49:09Z","level":"info","msg":"queue drained, shutting down","run_once":true,"processed":412}`, "0",
+			`2026-11-25T13:49:09Z info queue drained, shutting down processed=412 run_once=true`},
+		{`{"level":"error","ts":"2026-11-25T13:49:09.103Z","msg":"cannot connect","mode":"once"}`, "1",
+			`2026-11-25T13:49:09.103Z error cannot connect`},
+		{`2026-11-25 13:49:09 INFO done, exiting`, "0", `2026-11-25 13:49:09 INFO done, exiting`},
+	}
+	for _, c := range cases {
+		if got := lastLineOfExit(c.line, c.code); got != c.want {
+			t.Errorf("lastLineOfExit(%q, %s) = %q, want %q", c.line, c.code, got, c.want)
+		}
+	}
+}

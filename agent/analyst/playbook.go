@@ -563,7 +563,7 @@ func symptomMechanism(fs []*Finding) string {
 				m += ", reason " + r
 			}
 			if l := f.fact("last_log"); l != "" {
-				m += "; last log line: " + quote(ReadableLine(l), 200)
+				m += "; last log line: " + quote(lastLineOfExit(l, f.fact("exit_code")), 200)
 			}
 			return m
 		case f.fact("line") != "":
