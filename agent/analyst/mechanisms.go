@@ -23,6 +23,7 @@ var mechanisms = []*mechanism{
 	idExhausted,
 	fsReadOnly,
 	hostUnitFailed,
+	tcpMemory,
 	tombstonesM,
 	tooManyParts,
 	dbBlocked,

@@ -413,6 +413,8 @@ var kinds = map[Kind]kindInfo{
 	KindFSReadOnly: {prior: 0.88},
 	// A host's systemd unit left failed (a server down, or a job's run).
 	KindHostUnitFailed: {prior: 0.84},
+	// A host's kernel out of TCP socket memory.
+	KindTCPMemory: {prior: 0.88},
 	// Reads aborted on tombstones left by row-by-row deletes.
 	KindTombstones: {prior: 0.86},
 	// ClickHouse rejecting inserts for too many parts.
