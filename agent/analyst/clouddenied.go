@@ -92,6 +92,7 @@ var cloudDenied = &mechanism{
 			d += " (" + w + ")"
 		}
 		d += " — access denied, a missing permission, not a bad credential"
+		d += describeNodeIdentity(h)
 		if c := h.fact("iam_change"); c != "" {
 			d += fmt.Sprintf("; the permission went with an IAM change at %s: %s", h.fact("iam_change_at"), quote(c, 200))
 			if h.fact("restart_bound") != "" {
@@ -116,7 +117,9 @@ var cloudDenied = &mechanism{
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		action := orWord(h.fact("action"), cloudAction(h.fact("line")))
 		who := orWord(h.fact("principal"), cloudPrincipal(h.fact("line")))
-		if c := h.fact("iam_change"); c != "" {
+		if recommendNodeIdentity(h, r) {
+			// The workload's own identity, not a wider node role.
+		} else if c := h.fact("iam_change"); c != "" {
 			r.high("Grant %s back to %s (restore the statement the IAM change %s dropped), then restart the failing pods of %s", orWord(action, "the denied action"), orWord(who, "the role"), quote(c, 80), h.Subject)
 		} else {
 			r.high("Grant %s to %s on %s in its IAM policy (or the key/resource policy), then retry or restart %s", orWord(action, "the denied action"), orWord(who, "the caller's role"), orWord(h.fact("resource"), "the resource"), h.Subject)
@@ -200,6 +203,9 @@ func detectCloudDenied(ev *Gathered, _ []Finding) []Finding {
 			}
 			f.Summary = fmt.Sprintf("%s: %s denied to %s", set.Subject, action, orWord(who, "its role"))
 			f.Evidence = []string{fmt.Sprintf("%s logs %s denied (%d lines from %s): %s", set.Subject, action, t.Incident, hm(f.Time), quote(ReadableLine(line), 240))}
+			// A node's instance role calling: the pod has no identity of
+			// its own (workloadidentity.go).
+			nodeIdentityWhy(ev, &f)
 			if c, ok := iamChangeFor(ev, set.Subject, who, f.Time); ok {
 				at := c.Timestamp.UTC().Format("2006-01-02 15:04")
 				f.setFact("iam_change", c.Description)
