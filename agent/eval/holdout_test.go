@@ -52,7 +52,7 @@ var holdoutFloors = map[string]int{
 	"holdout34": 9,
 <<<<<<< main
 	"holdout35": 10,
-	"holdout39": 6,
+	"holdout39": 7,
 =======
 	"holdout35": 11,
 >>>>>>> local
