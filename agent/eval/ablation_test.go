@@ -48,7 +48,7 @@ var ablationSets = []string{"scenarios", "holdout", "holdout2", "holdout3", "hol
 	"holdout13", "holdout14", "holdout15", "holdout16", "holdout17", "holdout18",
 	"holdout19", "holdout20", "holdout21", "holdout22", "holdout23", "holdout24",
 	"holdout25", "holdout26", "holdout27", "holdout28", "holdout29", "holdout30",
-	"holdout31", "holdout32", "holdout33", "holdout34", "holdout35",
+	"holdout31", "holdout32", "holdout33", "holdout34", "holdout35", "holdout36",
 	"holdout39"}
 
 // ablated is one variant: the scenario with one piece removed.

@@ -50,6 +50,7 @@ var holdoutFloors = map[string]int{
 	"holdout32": 12,
 	"holdout33": 12,
 	"holdout34": 9,
+	"holdout36": 7,
 <<<<<<< main
 	"holdout35": 10,
 	"holdout39": 7,
