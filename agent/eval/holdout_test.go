@@ -51,6 +51,7 @@ var holdoutFloors = map[string]int{
 	"holdout33": 12,
 	"holdout34": 9,
 	"holdout36": 7,
+	"holdout38": 4,
 <<<<<<< main
 	"holdout35": 10,
 	"holdout39": 7,
