@@ -45,6 +45,7 @@ var mechanisms = []*mechanism{
 	tmpfsMemory,
 	vpaMemoryCut,
 	netpolBlocked,
+	readOnlyRootFS,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,

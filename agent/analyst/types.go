@@ -441,6 +441,8 @@ var kinds = map[Kind]kindInfo{
 	KindVPAMemoryCut: {prior: 0.88},
 	// A NetworkPolicy that drops a Job's calls to a Service.
 	KindNetpolBlocked: {prior: 0.86},
+	// An application writing to its container's read-only root file system.
+	KindReadOnlyRootFS: {prior: 0.88},
 }
 
 func infoOf(k Kind) kindInfo {
