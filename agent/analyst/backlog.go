@@ -41,9 +41,7 @@ var backlogM = &mechanism{
 func describeBacklog(h *Hypothesis) string {
 	what := orWord(h.fact("what"), "backlog")
 	on := h.Subject
-	if t := h.fact("topic"); t != "" {
-		on += " on topic " + t
-	}
+	on += h.clause(" on topic ", "topic")
 	subj := "group " + on
 	if what != "consumer lag" {
 		subj = on

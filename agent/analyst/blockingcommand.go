@@ -42,16 +42,10 @@ var blockingCommand = &mechanism{
 		d := fmt.Sprintf("%s on %s blocks it: the server runs one command at a time, so while %s walks the keyspace (%s per call) every other client's commands wait behind it (slow answers, timeouts)", cmd, h.Subject, cmd, orWord(h.fact("per_call"), "seconds"))
 		if b := h.fact("blocker"); b != "" {
 			d += fmt.Sprintf("; %s sends it", b)
-			if l := h.fact("blocker_line"); l != "" {
-				d += ": " + quote(ReadableLine(l), 200)
-			}
+			d += h.quoteClause(": ", "blocker_line", 200)
 		}
-		if m := h.fact("metric"); m != "" {
-			d += "; " + m
-		}
-		if v := h.fact("victims"); v != "" {
-			d += "; the clients that time out: " + v
-		}
+		d += h.clause("; ", "metric")
+		d += h.clause("; the clients that time out: ", "victims")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

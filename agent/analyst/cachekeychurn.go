@@ -367,9 +367,7 @@ func fmtKeys(v float64) string {
 func describeCacheKeyChurn(h *Hypothesis, sc Scope) string {
 	cache := orWord(h.fact("cache"), "the cache")
 	d := fmt.Sprintf("the cache keys of %s are never reused, so every lookup misses: the hit ratio of %s collapsed from %s to %s", h.Subject, cache, orDash(h.fact("hit_before")), orDash(h.fact("hit_after")))
-	if c := h.fact("change"); c != "" {
-		d += " right after the " + c
-	}
+	d += h.clause(" right after the ", "change")
 	d += fmt.Sprintf(", while %s had room (%s), so it is not its capacity", cache, orWord(h.fact("room"), "no evictions"))
 	if v := h.fact("volatile"); v != "" {
 		d += fmt.Sprintf("; the keys now include %s, different on every request: %s", v, truncate(h.fact("key_line"), 240))

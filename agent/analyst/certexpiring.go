@@ -29,9 +29,7 @@ var certExpiring = &mechanism{
 func describeCertExpiring(h *Hypothesis) string {
 	name := orWord(h.fact("certificate"), h.Subject)
 	d := fmt.Sprintf("the TLS certificate %s", name)
-	if hs := h.fact("hosts"); hs != "" {
-		d += " (served at " + hs + ")"
-	}
+	d += h.wrapped(" (served at ", "hosts", ")")
 	d += fmt.Sprintf(" expires in %s, at %s", orDash(h.fact("expires_in")), orDash(h.fact("not_after")))
 	if e := h.fact("renewal_error"); e != "" {
 		d += "; its renewal is failing: " + quote(truncate(e, 200), 210)

@@ -31,9 +31,7 @@ var certNotServed = &mechanism{
 		if r := h.fact("referenced"); r != "" {
 			d += fmt.Sprintf(" (the Ingresses and Gateways reference %s)", r)
 		}
-		if sv := h.fact("served"); sv != "" {
-			d += "; what is served is valid: " + sv
-		}
+		d += h.clause("; what is served is valid: ", "served")
 		d += ". Nothing breaks when it expires: the alert is true of that Secret only, no renewal is needed for serving"
 		return d
 	},

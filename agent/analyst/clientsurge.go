@@ -359,9 +359,7 @@ func describeClientSurge(h *Hypothesis, sc Scope) string {
 	} else if b != "" {
 		d += fmt.Sprintf(", against %s of %s requests in the baseline", b, h.fact("baseline_requests"))
 	}
-	if a := h.fact("addresses"); a != "" {
-		d += " (from " + a + ")"
-	}
+	d += h.wrapped(" (from ", "addresses", ")")
 	if r := h.fact("route"); r != "" {
 		d += fmt.Sprintf("; %s of its requests go to %s", h.fact("route_share"), r)
 	}

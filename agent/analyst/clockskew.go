@@ -19,9 +19,7 @@ var clockSkew = &mechanism{
 	related: func(h *Hypothesis, f *Finding) bool { return f.Kind == KindClockSkew },
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("clock skew on %s: the clock is not synchronised (NTP/chrony has no usable source), so time-based validation fails (tokens rejected as used before issued / not yet valid)", h.Subject)
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 200)
-		}
+		d += h.quoteClause(" — ", "line", 200)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

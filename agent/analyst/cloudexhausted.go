@@ -53,12 +53,8 @@ var cloudExhausted = &mechanism{
 			return d
 		}
 		d := fmt.Sprintf("%s ran out of %s: %s", res, h.fact("balance_words"), h.fact("fall"))
-		if held := h.fact("held"); held != "" {
-			d += "; since then " + held
-		}
-		if c := h.fact("consequence"); c != "" {
-			d += "; " + c
-		}
+		d += h.clause("; since then ", "held")
+		d += h.clause("; ", "consequence")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -69,9 +69,7 @@ var clusterPartition = &mechanism{
 		if c := h.fact("clients"); c != "" {
 			d += fmt.Sprintf(", so %s cannot consume from them and its backlog grows", c)
 		}
-		if w := h.fact("network"); w != "" {
-			d += "; the partition began as " + w
-		}
+		d += h.clause("; the partition began as ", "network")
 		d += " — a partition, not a memory or disk alarm"
 		return d
 	},

@@ -53,9 +53,7 @@ func describeConfigInvalid(h *Hypothesis) string {
 	if h.fact("crashloop") != "" {
 		d += ", so its pods are in CrashLoopBackOff"
 	}
-	if l := h.fact("line"); l != "" {
-		d += ": " + quote(ReadableLine(l), 220)
-	}
+	d += h.quoteClause(": ", "line", 220)
 	return d
 }
 

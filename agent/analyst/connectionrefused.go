@@ -20,9 +20,7 @@ var connRefused = &mechanism{
 		s := h.Subject
 		var d string
 		d = fmt.Sprintf("%s is down or not accepting connections: %s gets connection refused calling %s", s, orWord(h.fact("caller"), "its caller"), orWord(h.fact("target"), s))
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 200)
-		}
+		d += h.quoteClause(": ", "line", 200)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

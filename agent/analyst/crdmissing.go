@@ -69,12 +69,8 @@ var crdMissing = &mechanism{
 		d := fmt.Sprintf("the API server no longer serves kind %s in API version %s: %s's manifests still use %s, so applying them fails (%s)",
 			h.fact("crd_kind"), h.fact("apiversion"), h.Subject, h.fact("apiversion"), quote(h.fact("line"), 220))
 		d += fmt.Sprintf(", and the %s %s that routed or configured it is gone with the removed CustomResourceDefinition (CRD)", h.fact("crd_kind"), orWord(h.fact("resource"), h.Subject))
-		if n := h.fact("now_in"); n != "" {
-			d += "; " + n
-		}
-		if c := h.fact("removed_by"); c != "" {
-			d += "; " + c
-		}
+		d += h.clause("; ", "now_in")
+		d += h.clause("; ", "removed_by")
 		d += fmt.Sprintf(". %s's pods and Service are not at fault", h.Subject)
 		return d
 	},

@@ -26,9 +26,7 @@ var credentialNotApplied = &mechanism{
 	related: credentialRotated.related,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the credential of %s was rotated at %s UTC (%s)", h.Subject, h.fact("rotated_at"), quote(ReadableLine(h.fact("rotation")), 180))
-		if s := h.fact("secret"); s != "" {
-			d += ", secret " + s
-		}
+		d += h.clause(", secret ", "secret")
 		d += fmt.Sprintf(", but the server was not given the new password: %s picked up the new credential at %s, and from %s UTC the server refuses it, password authentication fails (%s)",
 			h.Subject, orWord(h.fact("reloaded_at"), "since"), h.fact("refused_from"), quote(ReadableLine(h.fact("line")), 180))
 		if u := h.fact("user"); u != "" {

@@ -42,9 +42,7 @@ var credentialRotated = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the credential %s uses was rotated at %s UTC (%s)", h.Subject, h.fact("rotated_at"), quote(ReadableLine(h.fact("rotation")), 180))
-		if s := h.fact("secret"); s != "" {
-			d += ", secret " + s
-		}
+		d += h.clause(", secret ", "secret")
 		d += fmt.Sprintf(", and %s still holds the old password: from %s UTC each new connection it opens is refused, authentication fails (%s)",
 			h.Subject, h.fact("refused_from"), quote(ReadableLine(h.fact("line")), 180))
 		if u := h.fact("user"); u != "" {

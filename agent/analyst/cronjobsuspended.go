@@ -26,15 +26,9 @@ var cronJobSuspended = &mechanism{
 	detect: detectSuspendedCronJobs,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the CronJob %s is suspended (spec.suspend: true), so it creates no Job: its scheduled runs (%s) do not happen", h.Subject, orWord(h.fact("schedule"), "its schedule"))
-		if l := h.fact("last_schedule"); l != "" {
-			d += "; it last ran at " + l
-		}
-		if c := h.fact("suspended_by"); c != "" {
-			d += "; it was suspended by the " + c
-		}
-		if c := h.fact("resumed_others"); c != "" {
-			d += "; the " + c + " resumed other CronJobs but not this one"
-		}
+		d += h.clause("; it last ran at ", "last_schedule")
+		d += h.clause("; it was suspended by the ", "suspended_by")
+		d += h.wrapped("; the ", "resumed_others", " resumed other CronJobs but not this one")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -35,9 +35,7 @@ var daemonSetTaint = &mechanism{
 		if n := h.fact("uncovered"); n != "" {
 			d += fmt.Sprintf(" (%s)", n)
 		}
-		if c := h.fact("node_change"); c != "" {
-			d += "; the tainted nodes came with the " + c
-		}
+		d += h.clause("; the tainted nodes came with the ", "node_change")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

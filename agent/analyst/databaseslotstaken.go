@@ -52,9 +52,7 @@ var dbSlotsTaken = &mechanism{
 		}
 		d := fmt.Sprintf("%s holds the connection slots of the database server %s: its connections rose from %s to %s at %s while the other clients' stayed as they were (%s), so the server refuses new connections to the others (too many connections: %s)",
 			who, orWord(h.fact("server"), "the database"), h.fact("before"), h.fact("peak"), h.fact("at"), orWord(h.fact("others"), "none"), quote(ReadableLine(h.fact("refusal")), 160))
-		if v := h.fact("victims"); v != "" {
-			d += "; refused: " + v
-		}
+		d += h.clause("; refused: ", "victims")
 		if m := h.fact("max_connections"); m != "" {
 			d += fmt.Sprintf("; max_connections is %s", m)
 		}

@@ -770,9 +770,7 @@ func describeDBBlockedCause(h *Hypothesis) string {
 			d += fmt.Sprintf("%s behind when it was read", l)
 		}
 		d += "), so reads from it return stale data"
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 180)
-		}
+		d += h.quoteClause(": ", "line", 180)
 		if b := h.fact("blocker_detail"); b != "" {
 			d += "; the applier waits behind " + b
 		} else {
@@ -789,9 +787,7 @@ func describeDBBlockedCause(h *Hypothesis) string {
 		if h.fact("blocker") == "" && h.fact("line") == "" {
 			d += "; what holds replay back is not in the evidence (a long query on the replica, its disk or network)"
 		}
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 180)
-		}
+		d += h.quoteClause(": ", "line", 180)
 		if b := h.fact("blocker_detail"); b != "" {
 			d += "; replay waits on a recovery conflict with " + b
 		} else if b := h.fact("blocker"); b != "" {
@@ -803,20 +799,14 @@ func describeDBBlockedCause(h *Hypothesis) string {
 			d += fmt.Sprintf(", the statements bound to the same values (%s)", truncate(p, 120))
 		}
 		d += ": concurrent transactions updating that single row serialise, each holding its lock until it commits while the rest wait in the queue; the database is not overloaded, the work is serialised on one row"
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 180)
-		}
+		d += h.quoteClause(": ", "line", 180)
 	} else {
 		d = fmt.Sprintf("row-lock waits on %s: sessions wait for locks held by a long transaction", inst)
 		if p := h.fact("peak"); p != "" {
 			d += fmt.Sprintf(" (%s sessions waiting for a lock, %s before)", p, h.fact("before"))
 		}
-		if lt := h.fact("lock_time"); lt != "" {
-			d += "; " + lt
-		}
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 180)
-		}
+		d += h.clause("; ", "lock_time")
+		d += h.quoteClause(": ", "line", 180)
 		switch {
 		case h.fact("blocker_line") != "":
 			d += fmt.Sprintf("; the lock holder is %s, which opened a long transaction at %s: %s", h.fact("blocker"), h.fact("blocker_since"), quote(ReadableLine(h.fact("blocker_line")), 180))
@@ -824,9 +814,7 @@ func describeDBBlockedCause(h *Hypothesis) string {
 			d += "; the lock holder: " + h.fact("blocker_detail")
 		}
 	}
-	if c := h.fact("blocker_change"); c != "" {
-		d += "; it runs then since the " + c
-	}
+	d += h.clause("; it runs then since the ", "blocker_change")
 	if c := h.fact("db_change"); c != "" {
 		d += "; made possible by the " + c
 	} else if x := h.fact("standby_setting"); x != "" {

@@ -324,9 +324,7 @@ func describeDiskClaim(h *Hypothesis, sc Scope) string {
 	d := fmt.Sprintf("the %s alert on %s is not borne out: free space on %s fell from %s to %s (lowest at %s) during a temporary write and is back to %s since %s, so the disk is not filling and no action is needed", alert, h.Subject, mp, h.fact("usual"), h.fact("low"), h.fact("low_at"), h.fact("now"), h.fact("recovered_at"))
 	if w := h.fact("writer"); w != "" {
 		d += fmt.Sprintf("; the write was %s's: %s", w, quote(ReadableLine(h.fact("write_line")), 180))
-		if rl := h.fact("removal_line"); rl != "" {
-			d += ", then it removed the data: " + quote(ReadableLine(rl), 160)
-		}
+		d += h.quoteClause(", then it removed the data: ", "removal_line", 160)
 	}
 	return d
 }

@@ -23,9 +23,7 @@ var dnsResolution = &mechanism{
 		s := h.Subject
 		var d string
 		d = fmt.Sprintf("DNS resolution fails for %s (no such host) in %s, so its calls cannot reach it: %s", orWord(h.fact("target"), s), orWord(h.fact("caller"), "the service"), quote(ReadableLine(h.fact("line")), 200))
-		if m := h.fact("missing_service"); m != "" {
-			d += "; " + m
-		}
+		d += h.clause("; ", "missing_service")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -53,9 +53,7 @@ var resolverTimeout = &mechanism{
 		}
 		d += fmt.Sprintf(" for %s — %s — so every call of %s that resolves a name waits for the resolver's timeout (about 5 s) or fails, and all its downstream services look slow or down at once while they are not",
 			orWord(h.fact("callers"), "its callers"), orWord(h.fact("names"), "several names"), orWord(h.fact("callers"), "them"))
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 220)
-		}
+		d += h.quoteClause(": ", "line", 220)
 		if l := h.fact("server_line"); l != "" {
 			d += fmt.Sprintf(". %s's own log shows its lookups timing out: %s", h.Subject, quote(ReadableLine(l), 160))
 		}

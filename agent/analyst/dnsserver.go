@@ -31,9 +31,7 @@ var dnsServer = &mechanism{
 		s := h.Subject
 		var d string
 		d = fmt.Sprintf("the cluster DNS (%s) is failing: %s", s, h.top().Summary)
-		if l := h.fact("last_log"); l != "" {
-			d += "; its last log line: " + quote(ReadableLine(l), 200)
-		}
+		d += h.quoteClause("; its last log line: ", "last_log", 200)
 		if callers := dnsCallers(h); callers != "" {
 			d += fmt.Sprintf(", so name resolution (DNS lookups) fails for %s", callers)
 		}

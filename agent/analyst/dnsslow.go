@@ -233,9 +233,7 @@ func dhcpRenewal(sets []LogSet, first time.Time) string {
 
 func describeDNSSlow(h *Hypothesis, sc Scope) string {
 	d := fmt.Sprintf("slow name resolution on %s: %s of its requests (%s of %s) wait about %s in DNS lookups", h.Subject, h.fact("share"), h.fact("slow"), h.fact("total"), orWord(h.fact("typical"), "seconds"))
-	if t := h.fact("targets"); t != "" {
-		d += " of " + t
-	}
+	d += h.clause(" of ", "targets")
 	if h.fact("timeout") != "" {
 		d += " — the resolver's timeout: the first nameserver in resolv.conf does not answer, so each new connection's lookup waits for it before asking the next"
 	}
@@ -243,8 +241,6 @@ func describeDNSSlow(h *Hypothesis, sc Scope) string {
 	if r := h.fact("dead_resolver"); r != "" {
 		d += fmt.Sprintf("; resolver %s does not answer (its DNS probe fails)", r)
 	}
-	if l := h.fact("dhcp_line"); l != "" {
-		d += "; the hosts renewed their DHCP lease just before (which rewrites resolv.conf): " + quote(ReadableLine(l), 140)
-	}
+	d += h.quoteClause("; the hosts renewed their DHCP lease just before (which rewrites resolv.conf): ", "dhcp_line", 140)
 	return d
 }

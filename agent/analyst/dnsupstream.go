@@ -109,9 +109,7 @@ var dnsUpstream = &mechanism{
 		if c := h.fact("callers"); c != "" {
 			d += fmt.Sprintf(", so every lookup of a name under %s fails (SERVFAIL, \"name resolution\" errors) for %s while cluster and public names resolve", zone, c)
 		}
-		if p := h.fact("probe"); p != "" {
-			d += "; " + p
-		}
+		d += h.clause("; ", "probe")
 		if r := h.fact("route"); r != "" {
 			d += "; the resolvers are unreachable: " + r
 		} else {

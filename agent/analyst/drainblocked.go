@@ -29,9 +29,7 @@ var drainBlocked = &mechanism{
 			pdb = "the PodDisruptionBudget " + p
 		}
 		d := fmt.Sprintf("the drain cannot evict pod %s of %s: %s", h.fact("pod"), h.Subject, pdb)
-		if m := h.fact("budget"); m != "" {
-			d += " (" + m + ")"
-		}
+		d += h.wrapped(" (", "budget", ")")
 		d += " allows no disruption"
 		if e := h.fact("expected"); e != "" {
 			d += fmt.Sprintf(" while %s runs %s pods, so no pod of it may ever be evicted", h.Subject, e)

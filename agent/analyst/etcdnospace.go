@@ -40,25 +40,15 @@ var etcdNoSpace = &mechanism{
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := h.Subject + " has exceeded its database space quota (mvcc: database space exceeded"
-		if q := h.fact("quota"); q != "" {
-			d += ", quota " + q
-		}
-		if s := h.fact("db_size"); s != "" {
-			d += ", database " + s
-		}
+		d += h.clause(", quota ", "quota")
+		d += h.clause(", database ", "db_size")
 		d += "): it raised the NOSPACE alarm and refuses every write, so the API server rejects creates and updates while reads still work"
-		if a := h.fact("alarm"); a != "" {
-			d += "; " + a
-		}
+		d += h.clause("; ", "alarm")
 		if c := h.fact("clients"); c != "" {
 			d += fmt.Sprintf(". What needs to write fails: %s", c)
 		}
-		if w := h.fact("writes"); w != "" {
-			d += " (" + w + ")"
-		}
-		if g := h.fact("grower"); g != "" {
-			d += "; the largest range read just before: " + g
-		}
+		d += h.wrapped(" (", "writes", ")")
+		d += h.clause("; the largest range read just before: ", "grower")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

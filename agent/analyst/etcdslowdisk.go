@@ -31,15 +31,9 @@ var etcdSlowDisk = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s is slowed by its disk: its WAL fsyncs are slow (%s \"slow fdatasync\" warnings, up to %s against an expected 1s) so every write waits, requests take too long (%s \"apply request took too long\") and the API server above it times out (etcdserver: request timed out)",
 			h.Subject, orWord(h.fact("fsyncs"), "its"), orWord(h.fact("max_took"), "seconds"), orWord(h.fact("applies"), "its"))
-		if b := h.fact("burst"); b != "" {
-			d += "; the disk is out of burst credits: " + b
-		}
-		if v := h.fact("volume"); v != "" {
-			d += "; " + v
-		}
-		if c := h.fact("change"); c != "" {
-			d += "; more writes were put on the same disk by the " + c
-		}
+		d += h.clause("; the disk is out of burst credits: ", "burst")
+		d += h.clause("; ", "volume")
+		d += h.clause("; more writes were put on the same disk by the ", "change")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -23,9 +23,7 @@ var evictionM = &mechanism{
 		var d string
 		res := h.fact("resource")
 		d = fmt.Sprintf("%s pods are evicted by the kubelet", s)
-		if n := h.fact("node"); n != "" {
-			d += " on node " + n
-		}
+		d += h.clause(" on node ", "node")
 		if res != "" {
 			d += fmt.Sprintf(" because the node is low on %s (%s)", res, pressureCondition(res))
 		}

@@ -34,9 +34,7 @@ var faultInjection = &mechanism{
 		if h.fact("recovered") != "" {
 			d = fmt.Sprintf("%s was injected into %s by %s (since recovered)", what, h.Subject, orWord(h.fact("tool"), "a chaos tool"))
 		}
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 220)
-		}
+		d += h.quoteClause(" — ", "line", 220)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

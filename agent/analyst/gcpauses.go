@@ -254,9 +254,7 @@ func describeGCPauses(h *Hypothesis) string {
 	d := fmt.Sprintf("%s stops for garbage collection", h.Subject)
 	if pm != "" {
 		d += fmt.Sprintf(": %s shows %s pauses of a second or more in the window, up to %s", gcSourceText(h), orWord(h.fact("pauses"), "several"), pm)
-		if c := h.fact("collector"); c != "" {
-			d += " (" + c + ")"
-		}
+		d += h.wrapped(" (", "collector", ")")
 	} else {
 		d += fmt.Sprintf(": %s of its CPU goes to GC", gs)
 	}

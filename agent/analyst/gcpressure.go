@@ -61,9 +61,7 @@ var gcPressure = &mechanism{
 			return d
 		}
 		d := fmt.Sprintf("the JVM heap of %s is full: it spends its time in garbage collection (long old-generation GC pauses), so its requests stall", h.Subject)
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 220)
-		}
+		d += h.quoteClause(" — ", "line", 220)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -32,9 +32,7 @@ var healthCheckErrors = &mechanism{
 			d += fmt.Sprintf(" (synthetic monitor %s)", a)
 		}
 		d += fmt.Sprintf("; users' requests (%s in the window) got %s server errors", orDash(h.fact("user_requests")), orWord(h.fact("user_errors"), "no"))
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 220)
-		}
+		d += h.quoteClause(" — ", "line", 220)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -206,9 +206,7 @@ func describeHeapOverLimit(h *Hypothesis) string {
 		how = "so a worker is recycled only past a size that, for all workers together, is more than the container may use, and the kernel's OOM killer kills them at the limit first"
 	}
 	d := fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): %s, %s", h.Subject, over, how)
-	if l := h.fact("heap_logged"); l != "" {
-		d += "; " + l
-	}
+	d += h.clause("; ", "heap_logged")
 	d += "; this alone explains the kills whether or not the code leaks: memory that climbs with the work up to the limit is what the setting allows"
 	return d
 }

@@ -52,19 +52,13 @@ var hotKey = &mechanism{
 			what = "stream"
 		}
 		d := fmt.Sprintf("hot key on %s %s %s: the throttled requests go to one partition key, %s", store, what, h.Subject, orWord(h.fact("key"), "the same item"))
-		if s := h.fact("share"); s != "" {
-			d += " (" + s + ")"
-		}
+		d += h.wrapped(" (", "share", ")")
 		d += fmt.Sprintf(", and one partition serves a fixed request rate whatever the %s's capacity%s, so the calls on that item are throttled (%s) while the rest of the %s is served", what, partitionLimit(store), orWord(h.fact("reply"), "throttled"), what)
 		if h.fact("on_demand") != "" {
 			d += "; the table is on-demand (PAY_PER_REQUEST): its capacity mode is not the limit, the single partition is"
 		}
-		if c := h.fact("callers"); c != "" {
-			d += ". Its callers fail: " + c
-		}
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 160)
-		}
+		d += h.clause(". Its callers fail: ", "callers")
+		d += h.quoteClause(" — ", "line", 160)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

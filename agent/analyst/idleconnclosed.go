@@ -35,18 +35,14 @@ var idleConnClosed = &mechanism{
 			d += fmt.Sprintf(" (its idle timeout is %s)", t)
 		}
 		d += fmt.Sprintf(": a request sent on a reused connection finds it closed and fails at once with %s (%s lines from %s", orWord(h.fact("symptoms"), "EOF or a reset"), h.fact("lines"), h.fact("first"))
-		if idle := h.fact("idle_range"); idle != "" {
-			d += ", on connections idle for " + idle
-		}
+		d += h.clause(", on connections idle for ", "idle_range")
 		d += ")"
 		if c := h.fact("keepalive_change"); c != "" {
 			d += "; the keep-alive timeout in the path was cut by the " + c
 		} else if p := h.fact("proxy_closes"); p != "" {
 			d += "; " + p
 		}
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 220)
-		}
+		d += h.quoteClause(": ", "line", 220)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -354,9 +354,7 @@ func describeIndexInvalid(h *Hypothesis, sc Scope) string {
 	if dr := h.fact("dropped"); dr != "" {
 		d += fmt.Sprintf(", and the index it replaces, %s, had been dropped first, so nothing serves the statements that used it (slow, not failing)", dr)
 	}
-	if s := h.fact("seq_scan"); s != "" {
-		d += " — " + quote(ReadableLine(s), 160)
-	}
+	d += h.quoteClause(" — ", "seq_scan", 160)
 	return d
 }
 

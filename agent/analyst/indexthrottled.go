@@ -60,28 +60,20 @@ var indexThrottled = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		table, index := orWord(h.fact("table"), h.Subject), orWord(h.fact("index"), "a global secondary index")
 		d := fmt.Sprintf("writes to DynamoDB table %s are throttled by its global secondary index %s: the index is out of write capacity", table, index)
-		if c := h.fact("capacity"); c != "" {
-			d += " (" + c + ")"
-		}
+		d += h.wrapped(" (", "capacity", ")")
 		d += ", and a write to the table that changes an attribute the index is keyed on"
 		if k := h.fact("keys"); k != "" {
 			d += " (" + strings.ReplaceAll(k, ",", ", ") + ")"
 		}
 		d += " must also be written to the index, so DynamoDB throttles the table's writes though the table's own capacity is not used up"
-		if b := h.fact("table_capacity"); b != "" {
-			d += " (" + b + ")"
-		}
+		d += h.wrapped(" (", "table_capacity", ")")
 		if w := h.fact("writer"); w != "" {
 			d += fmt.Sprintf("; %s drives the index's writes", w)
-			if wl := h.fact("writer_line"); wl != "" {
-				d += ": " + quote(ReadableLine(wl), 160)
-			}
+			d += h.quoteClause(": ", "writer_line", 160)
 		}
 		if c := h.fact("callers"); c != "" {
 			d += fmt.Sprintf("; %s's writes are throttled and retried with backoff, so they are slow before they fail", c)
-			if l := h.fact("line"); l != "" {
-				d += ": " + quote(ReadableLine(l), 200)
-			}
+			d += h.quoteClause(": ", "line", 200)
 		}
 		return d
 	},

@@ -39,9 +39,7 @@ var ingressService = &mechanism{
 		if s := h.fact("likely"); s != "" {
 			d += fmt.Sprintf("; the Service meant is probably %s", s)
 		}
-		if l := h.fact("line"); l != "" {
-			d += "; the controller says: " + quote(ReadableLine(l), 200)
-		}
+		d += h.quoteClause("; the controller says: ", "line", 200)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -60,9 +60,7 @@ var initWait = &mechanism{
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s cannot start: its init container %s waits for %s", h.Subject, orWord(h.fact("container"), "(init)"), h.fact("target"))
-		if w := h.fact("waited"); w != "" {
-			d += " (for " + w + ")"
-		}
+		d += h.wrapped(" (for ", "waited", ")")
 		svc := h.fact("service")
 		switch h.fact("state") {
 		case "missing":
@@ -72,12 +70,8 @@ var initWait = &mechanism{
 		default:
 			d += ", and it never answers"
 		}
-		if why := h.fact("dependency_state"); why != "" {
-			d += "; " + why
-		}
-		if c := h.fact("scale_change"); c != "" {
-			d += "; " + c
-		}
+		d += h.clause("; ", "dependency_state")
+		d += h.clause("; ", "scale_change")
 		if s := h.fact("pod_status"); s != "" {
 			d += fmt.Sprintf(". So the pods of %s stay in %s", h.Subject, s)
 		}

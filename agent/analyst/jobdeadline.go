@@ -136,12 +136,8 @@ func describeDeadline(h *Hypothesis) string {
 		d += fmt.Sprintf(" (%s at first)", t)
 	}
 	d += ": " + quote(ReadableLine(l), 200)
-	if c := h.fact("calls"); c != "" {
-		d += "; it calls " + c
-	}
-	if c := h.fact("dep_change"); c != "" {
-		d += "; what it calls changed: the " + c
-	}
+	d += h.clause("; it calls ", "calls")
+	d += h.clause("; what it calls changed: the ", "dep_change")
 	return d
 }
 

@@ -48,20 +48,14 @@ var kafkaMinISR = &mechanism{
 			d += " and stopped serving the replicas in it; "
 		}
 		d += fmt.Sprintf("partitions of %s on %s are left with fewer in-sync replicas (ISR) than min.insync.replicas", topics, h.Subject)
-		if m := h.fact("min_isr"); m != "" {
-			d += " = " + m
-		}
+		d += h.clause(" = ", "min_isr")
 		who := "the producers'"
 		if p := h.fact("producers"); p != "" {
 			who = p + "'s"
 		}
 		d += fmt.Sprintf(", so the brokers reject writes with NOT_ENOUGH_REPLICAS and %s sends fail", who)
-		if r := h.fact("retention"); r != "" {
-			d += "; " + r
-		}
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 200)
-		}
+		d += h.clause("; ", "retention")
+		d += h.quoteClause(": ", "line", 200)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

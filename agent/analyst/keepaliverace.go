@@ -33,12 +33,8 @@ var keepAliveRace = &mechanism{
 		if t := h.fact("upstream_timeout"); t != "" {
 			d += fmt.Sprintf("; %s closes idle connections after %s, sooner than %s keeps them", h.Subject, t, proxy)
 		}
-		if c := h.fact("keepalive_change"); c != "" {
-			d += "; upstream keepalive was enabled by the " + c
-		}
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 200)
-		}
+		d += h.clause("; upstream keepalive was enabled by the ", "keepalive_change")
+		d += h.quoteClause(": ", "line", 200)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

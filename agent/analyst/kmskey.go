@@ -47,12 +47,8 @@ var kmsKey = &mechanism{
 			d += fmt.Sprintf(" (the default SSE-KMS key of bucket %s)", b)
 		}
 		d += ": " + quote(ReadableLine(h.fact("line")), 220)
-		if s := h.fact("scheduled"); s != "" {
-			d += "; " + s
-		}
-		if c := h.fact("callers"); c != "" {
-			d += ". Its callers fail: " + c
-		}
+		d += h.clause("; ", "scheduled")
+		d += h.clause(". Its callers fail: ", "callers")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

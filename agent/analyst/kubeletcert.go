@@ -43,19 +43,13 @@ var kubeletCert = &mechanism{
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the kubelet client certificate of node %s expired", h.Subject)
-		if na := h.fact("not_after"); na != "" {
-			d += " (notAfter " + na + ")"
-		}
+		d += h.wrapped(" (notAfter ", "not_after", ")")
 		if h.fact("rotation_off") != "" {
 			d += " with certificate rotation disabled (rotateCertificates: false)"
 		}
 		d += ": the API server rejects the kubelet as Unauthorized (x509: certificate has expired), so it stops posting node status and the node went NotReady"
-		if l := h.fact("line"); l != "" {
-			d += "; the kubelet: " + quote(ReadableLine(l), 160)
-		}
-		if v := h.fact("victims"); v != "" {
-			d += ". Its pods are lost to the node: " + v
-		}
+		d += h.quoteClause("; the kubelet: ", "line", 160)
+		d += h.clause(". Its pods are lost to the node: ", "victims")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -190,9 +190,7 @@ func detectMemoryClaim(ev *Gathered, _ []Finding) []Finding {
 // alert whose working set came near the limit and went back down.
 func describeMemoryRecovered(h *Hypothesis, alert string) string {
 	d := fmt.Sprintf("the %s alert on %s was true for a while and has recovered: the working set (what the OOM killer judges) peaked at %s of its %s limit from %s to %s", alert, h.Subject, h.fact("peak_pct"), h.fact("limit"), h.fact("peak_from"), h.fact("peak_until"))
-	if c := h.fact("peak_change"); c != "" {
-		d += ", after " + c
-	}
+	d += h.clause(", after ", "peak_change")
 	d += fmt.Sprintf(", then returned to %s (%s now); no OOM kill and no restart followed. It is no longer a problem: a transient peak, not an ongoing one", h.fact("working_set_pct"), h.fact("working_set"))
 	if r := h.fact("recurs"); r != "" {
 		d += fmt.Sprintf(", though it recurs (%s the day before) and each run comes as near the limit", r)

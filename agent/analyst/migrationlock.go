@@ -543,9 +543,7 @@ func describeMigrationLock(h *Hypothesis, sc Scope) string {
 	var d string
 	if h.fact("state") == "dirty" {
 		d = fmt.Sprintf("%s's schema migration cannot run: %s refuses a dirty schema version", h.Subject, tool)
-		if v := h.fact("dirty_version"); v != "" {
-			d += " (" + v + ")"
-		}
+		d += h.wrapped(" (", "dirty_version", ")")
 		d += fmt.Sprintf(", left by an earlier run that died half-way through it; %s logs %s", where, quote(ReadableLine(h.fact("line")), 200))
 	} else {
 		lock := "its migration lock"
@@ -553,9 +551,7 @@ func describeMigrationLock(h *Hypothesis, sc Scope) string {
 			lock = "the Liquibase changelog lock (DATABASECHANGELOGLOCK)"
 		}
 		d = fmt.Sprintf("%s's schema migration cannot run: %s waits for %s", h.Subject, where, lock)
-		if s := h.fact("waiting_since"); s != "" {
-			d += " since " + s
-		}
+		d += h.clause(" since ", "waiting_since")
 		d += fmt.Sprintf(" (%s)", quote(ReadableLine(h.fact("line")), 160))
 		if by := h.fact("holder"); by != "" {
 			d += fmt.Sprintf("; the lock is held by %s", by)

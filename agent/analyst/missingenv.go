@@ -45,9 +45,7 @@ var missingEnv = &mechanism{
 		} else {
 			d += ", so its containers exit"
 		}
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 200)
-		}
+		d += h.quoteClause(" — ", "line", 200)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

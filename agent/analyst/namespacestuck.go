@@ -52,9 +52,7 @@ var namespaceStuck = &mechanism{
 		} else if s != "" {
 			d += fmt.Sprintf(", served by %s", s)
 		}
-		if b := h.fact("backend_state"); b != "" {
-			d += ", whose pods are not ready: " + b
-		}
+		d += h.clause(", whose pods are not ready: ", "backend_state")
 		if l := h.fact("backend_log"); l != "" {
 			d += "; its log says: " + truncate(l, 220)
 		}

@@ -43,9 +43,7 @@ var natPorts = &mechanism{
 			h.Subject, h.fact("metric_word"))
 		if c := h.fact("callers"); c != "" {
 			d += fmt.Sprintf("; its callers' connects time out: %s", c)
-			if ds := h.fact("destinations"); ds != "" {
-				d += " (to " + ds + ", which are not at fault)"
-			}
+			d += h.wrapped(" (to ", "destinations", ", which are not at fault)")
 		}
 		return d
 	},

@@ -50,9 +50,7 @@ var nodeLimitM = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s pods stay Pending because %s is at its limit", h.Subject, h.fact("limiter"))
-		if l := h.fact("limit"); l != "" {
-			d += ": " + l
-		}
+		d += h.clause(": ", "limit")
 		d += fmt.Sprintf(", so it adds no node for them (%s)", quote(truncate(h.fact("line"), 180), 190))
 		if m := h.fact("scheduler"); m != "" {
 			d += fmt.Sprintf(". No node running has room for them either: %s", quote(truncate(m, 200), 210))
@@ -61,9 +59,7 @@ var nodeLimitM = &mechanism{
 			}
 		}
 		d += fmt.Sprintf(". %s works as configured: the limit, not a failure, holds the pods", orWord(h.fact("autoscaler"), "The autoscaler"))
-		if u := h.fact("demand"); u != "" {
-			d += "; the capacity under it went to " + u
-		}
+		d += h.clause("; the capacity under it went to ", "demand")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -60,13 +60,9 @@ var nodeRecovered = &mechanism{
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("node %s has recovered and is not a problem now: it was NotReady from %s to %s UTC", h.Subject, orWord(h.fact("down_at"), "?"), orWord(h.fact("ready_at"), "?"))
-		if w := h.fact("why"); w != "" {
-			d += " because " + w
-		}
+		d += h.clause(" because ", "why")
 		d += fmt.Sprintf(", and has been Ready again since %s UTC (%s, kubelet posting ready status", orWord(h.fact("ready_at"), "?"), h.fact("ready_for"))
-		if p := h.fact("pods"); p != "" {
-			d += "; " + p
-		}
+		d += h.clause("; ", "pods")
 		d += "). The NotReady alert tells of that transient episode: no need to cordon, drain or replace the node"
 		return d
 	},

@@ -61,9 +61,7 @@ var oomKilled = &mechanism{
 			if r := h.fact("ready"); r != "" {
 				d += fmt.Sprintf(": the pods show READY %s while %s restarts", r, h.fact("container"))
 			}
-			if g := h.fact("grows"); g != "" {
-				d += "; it grows because " + g
-			}
+			d += h.clause("; it grows because ", "grows")
 		case h.fact("host") != "" && h.fact("process") != "":
 			d = fmt.Sprintf("the %s process on host %s is killed by the kernel OOM killer (out of memory)", h.fact("process"), h.fact("host"))
 			if dep := processDependency(h.fact("process")); dep != "" {

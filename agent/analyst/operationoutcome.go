@@ -290,9 +290,7 @@ func describeOutcome(h *Hypothesis, sc Scope) string {
 	d += fmt.Sprintf(", first at %s, last at %s: %s", h.fact("first"), h.fact("last"), quote(ReadableLine(h.fact("line")), 200))
 	if r := h.fact("reason"); r != "" {
 		d += "; the reason logged with it: " + quote(ReadableLine(r), 200)
-		if r2 := h.fact("reason2"); r2 != "" {
-			d += ", " + quote(ReadableLine(r2), 200)
-		}
+		d += h.quoteClause(", ", "reason2", 200)
 	}
 	if s := h.fact("last_success"); s != "" {
 		d += fmt.Sprintf("; the last success logged was at %s", s)

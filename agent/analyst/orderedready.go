@@ -29,9 +29,7 @@ var orderedReady = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the StatefulSet %s is deadlocked: with podManagementPolicy OrderedReady it creates the next pod only once %s is Ready, but %s is not ready, so %s are never created (%s of %s pods exist)",
 			h.Subject, h.fact("waiting"), h.fact("waiting"), h.fact("missing"), h.fact("have"), h.fact("replicas"))
-		if l := h.fact("line"); l != "" {
-			d += "; it waits for those peers: " + quote(ReadableLine(l), 220)
-		}
+		d += h.quoteClause("; it waits for those peers: ", "line", 220)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -70,9 +70,7 @@ var podNetwork = &mechanism{
 		if h.fact("no_ip") != "" {
 			d += "; no IP address is left to give them"
 		}
-		if s := h.fact("subnet_said"); s != "" {
-			d += ": " + s
-		}
+		d += h.clause(": ", "subnet_said")
 		if l := h.fact("ipam_line"); l != "" {
 			d += fmt.Sprintf("; the IPAM daemon reports %s", quote(l, 160))
 		}

@@ -38,9 +38,7 @@ var preemptionM = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the pods of %s were preempted %s: the scheduler evicted them to make room for pods of a higher priority", h.Subject, timesWord(h.fact("count")))
-		if p := h.fact("preemptors"); p != "" {
-			d += " (" + p + ")"
-		}
+		d += h.wrapped(" (", "preemptors", ")")
 		if v := h.fact("victim_class"); v != "" {
 			d += fmt.Sprintf(", above %s's own PriorityClass %s", h.Subject, v)
 		}
@@ -50,9 +48,7 @@ var preemptionM = &mechanism{
 		if g := h.fact("global_default"); g != "" {
 			d += fmt.Sprintf("; %s is the cluster's globalDefault PriorityClass, so every pod created without a priorityClassName ranks above %s", g, h.Subject)
 		}
-		if c := h.fact("class_change"); c != "" {
-			d += "; the higher class is new: " + c
-		}
+		d += h.clause("; the higher class is new: ", "class_change")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -31,12 +31,8 @@ var prefetchCut = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the consumers %s of %s cannot keep up since their prefetch (QoS prefetch_count) was cut from %s to %s by the %s: each consumer now waits for the broker between messages, so together they deliver fewer messages than are published and the queue grows, with no error",
 			h.Subject, orWord(h.fact("queue"), "the queue"), orWord(h.fact("from"), "its old value"), orWord(h.fact("to"), "a lower one"), orWord(h.fact("change"), "a change"))
-		if b := h.fact("backlog"); b != "" {
-			d += "; " + b
-		}
-		if l := h.fact("line"); l != "" {
-			d += "; the consumer's log confirms the new QoS: " + quote(ReadableLine(l), 180)
-		}
+		d += h.clause("; ", "backlog")
+		d += h.quoteClause("; the consumer's log confirms the new QoS: ", "line", 180)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -68,9 +68,7 @@ var privilegedPort = &mechanism{
 		if h.fact("crashloop") != "" {
 			d += "; its pods exit at start-up and are in CrashLoopBackOff"
 		}
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 200)
-		}
+		d += h.quoteClause(" — ", "line", 200)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -54,9 +54,7 @@ var rbacDenied = &mechanism{
 			scope = "in the namespace " + ns
 		}
 		res := h.fact("resource")
-		if g := h.fact("group"); g != "" {
-			res += "." + g
-		}
+		res += h.clause(".", "group")
 		d := fmt.Sprintf("%s's ServiceAccount %s is forbidden by RBAC to %s %s %s: no Role or RoleBinding grants it this permission, so the API server refuses every call (403 Forbidden)",
 			h.Subject, h.fact("user"), h.fact("verb"), res, scope)
 		if strings.Contains(h.fact("resource"), "lease") {
@@ -67,18 +65,12 @@ var rbacDenied = &mechanism{
 		}
 		if c := h.fact("can_i"); c != "" {
 			d += "; " + c
-			if y := h.fact("allowed_in"); y != "" {
-				d += " (yes in " + y + ")"
-			}
+			d += h.wrapped(" (yes in ", "allowed_in", ")")
 		}
-		if b := h.fact("cluster_binding"); b != "" {
-			d += "; " + b
-		}
+		d += h.clause("; ", "cluster_binding")
 		if b := h.fact("bound_elsewhere"); b != "" {
 			d += "; " + b
-			if m := h.fact("missing_here"); m != "" {
-				d += ", but " + m
-			}
+			d += h.clause(", but ", "missing_here")
 		}
 		switch {
 		case h.fact("cause_change") != "":
@@ -86,9 +78,7 @@ var rbacDenied = &mechanism{
 		case h.fact("cause_words") != "":
 			d += "; " + h.fact("cause_words")
 		}
-		if l := h.fact("later_deploy"); l != "" {
-			d += "; " + l
-		}
+		d += h.clause("; ", "later_deploy")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -41,9 +41,7 @@ var readOnlyDB = &mechanism{
 			return describeElection(h, engine)
 		}
 		d := fmt.Sprintf("writes from %s reach %s (a replica/reader, not the writer), so they fail", orWord(h.fact("clients"), "the clients"), what)
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 200)
-		}
+		d += h.quoteClause(": ", "line", 200)
 		if s := h.fact("standby"); s != "" {
 			d += fmt.Sprintf(". The database %s itself restarted as a standby after a failover: %s", h.fact("host"), quote(ReadableLine(s), 160))
 		}
@@ -245,9 +243,7 @@ func memberSet(member string) string {
 func describeElection(h *Hypothesis, engine string) string {
 	d := fmt.Sprintf("writes from %s were refused (%s not primary) while the %s replica set %s elected a new primary: %s became primary at %s UTC (%s)",
 		orWord(h.fact("clients"), "the clients"), engine, engine, h.Subject, h.fact("new_primary"), h.fact("elected_at"), quote(ReadableLine(h.fact("election")), 140))
-	if l := h.fact("line"); l != "" {
-		d += "; the clients saw " + quote(ReadableLine(l), 160)
-	}
+	d += h.quoteClause("; the clients saw ", "line", 160)
 	if h.fact("recovered") != "" {
 		d += fmt.Sprintf(". The errors ran from %s to %s UTC and stopped once the clients found the new primary: a failover of the primary, over", h.fact("errors_from"), h.fact("errors_to"))
 	} else {
@@ -351,9 +347,7 @@ func describeManagedFailover(h *Hypothesis, engine string) string {
 		d += fmt.Sprintf(" after its writer %s went down (%s)", h.fact("old_writer"), quote(ReadableLine(w), 140))
 		d = strings.Replace(d, "writer  went", "writer went", 1)
 	}
-	if n := h.fact("new_writer"); n != "" {
-		d += "; " + n + " became the writer"
-	}
+	d += h.wrapped("; ", "new_writer", " became the writer")
 	d += fmt.Sprintf(". The pooled connections of %s still pointed at the old writer, now a reader, so their writes failed read-only", orWord(h.fact("clients"), "the clients"))
 	if l := h.fact("line"); l != "" {
 		d += " (" + quote(ReadableLine(l), 160) + ")"

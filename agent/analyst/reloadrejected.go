@@ -50,9 +50,7 @@ var reloadRejected = &mechanism{
 		if l := h.fact("line"); l != "" {
 			d += fmt.Sprintf(" (%s)", quote(l, 160))
 		}
-		if n := h.fact("not_applied_words"); n != "" {
-			d += "; the changes made since are not applied: " + n
-		}
+		d += h.clause("; the changes made since are not applied: ", "not_applied_words")
 		if t := h.Trigger; t != nil {
 			d += fmt.Sprintf("; the failures began with the change of %s", t.Subject)
 			if s := h.fact("snippet"); s != "" {

@@ -214,8 +214,6 @@ func describeReplicaDDL(h *Hypothesis, sc Scope) string {
 		d += fmt.Sprintf(" (state %q)", s)
 	}
 	d += ". A DDL replicates as one event and the replica runs it only after the primary finished it, single-threaded; the other applier workers wait for it, so the replica falls behind by the DDL's whole runtime and reads from it return stale data. Nothing else holds the replica back: its own applier is busy"
-	if c := h.fact("ddl_change"); c != "" {
-		d += "; the schema change: " + c
-	}
+	d += h.clause("; the schema change: ", "ddl_change")
 	return d
 }

@@ -43,16 +43,10 @@ var runtimeDown = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		rt := orWord(h.fact("runtime"), "container runtime")
 		d := fmt.Sprintf("the container runtime (%s) on node %s is down", rt, h.Subject)
-		if u := h.fact("upgrade"); u != "" {
-			d += " after " + u
-		}
-		if r := h.fact("reason"); r != "" {
-			d += "; it fails to start: " + quote(ReadableLine(r), 180)
-		}
+		d += h.clause(" after ", "upgrade")
+		d += h.quoteClause("; it fails to start: ", "reason", 180)
 		d += ". The kubelet cannot reach it (container runtime is down, PLEG is not healthy), so the node went NotReady"
-		if v := h.fact("victims"); v != "" {
-			d += " and its pods are lost (Unknown or Terminating): " + v
-		}
+		d += h.clause(" and its pods are lost (Unknown or Terminating): ", "victims")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -78,17 +78,11 @@ var scaleUpRefused = &mechanism{
 		d := fmt.Sprintf("%s pods stay Pending because the nodes they need cannot be added: %s tried to scale up", h.Subject, who)
 		if g := h.fact("group"); g != "" {
 			d += " node group " + g
-			if p := h.fact("plan"); p != "" {
-				d += " (" + p + ")"
-			}
+			d += h.wrapped(" (", "plan", ")")
 		}
 		d += fmt.Sprintf(" and the cloud provider refused it (%s)", quote(h.fact("message"), 200))
-		if w := h.fact("refusal"); w != "" {
-			d += ": " + w
-		}
-		if q := h.fact("quota"); q != "" {
-			d += " (" + q + ")"
-		}
+		d += h.clause(": ", "refusal")
+		d += h.wrapped(" (", "quota", ")")
 		d += "; the group is backed off and retried, so the pods stay unschedulable"
 		return d
 	},

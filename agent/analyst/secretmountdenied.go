@@ -94,9 +94,7 @@ var secretMountDeniedM = &mechanism{
 			d += fmt.Sprintf(" (%s is not authorized to perform %s on %s)", orWord(h.fact("identity"), "the identity"), a, orWord(h.fact("resource"), h.fact("secret")))
 		}
 		d += fmt.Sprintf(": %s", orWord(h.fact("denial"), "access denied"))
-		if g := h.fact("granted"); g != "" {
-			d += "; " + g
-		}
+		d += h.clause("; ", "granted")
 		d += ". One object the identity may not read fails the whole mount; the pods started before keep theirs"
 		return d
 	},

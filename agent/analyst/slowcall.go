@@ -38,12 +38,8 @@ var slowCall = &mechanism{
 		if b := h.fact("before"); b != "" {
 			d += fmt.Sprintf(", up from %s before %s (a request then took %s in all)", b, h.fact("since"), h.fact("total_before"))
 		}
-		if o := h.fact("others"); o != "" {
-			d += "; the other calls are unchanged (" + o + ")"
-		}
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 220)
-		}
+		d += h.wrapped("; the other calls are unchanged (", "others", ")")
+		d += h.quoteClause(": ", "line", 220)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

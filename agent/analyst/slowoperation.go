@@ -29,9 +29,7 @@ var slowOperation = &mechanism{
 		if b := h.fact("typical"); b != "" {
 			d += fmt.Sprintf(" (typically %s)", b)
 		}
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 220)
-		}
+		d += h.quoteClause(": ", "line", 220)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

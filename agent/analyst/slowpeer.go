@@ -62,9 +62,7 @@ func describeSlowPeer(h *Hypothesis, sc Scope) string {
 	if a := h.fact("asked"); a != "" {
 		d += fmt.Sprintf(", and the time these calls gained (%s) is %s of what %s's requests gained (%s, from %s to %s)", h.fact("delta"), h.fact("share"), a, h.fact("asked_delta"), h.fact("asked_before"), h.fact("asked_now"))
 	}
-	if o := h.fact("others"); o != "" {
-		d += "; its other calls are unchanged (" + o + "): the time is lost on this one outside call"
-	}
+	d += h.wrapped("; its other calls are unchanged (", "others", "): the time is lost on this one outside call")
 	return d
 }
 

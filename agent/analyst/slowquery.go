@@ -36,9 +36,7 @@ var slowQuery = &mechanism{
 		if cpu := cpuSaturationOf(h); cpu != "" {
 			d += "; " + cpu
 		}
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 200)
-		}
+		d += h.quoteClause(" — ", "line", 200)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -59,12 +59,8 @@ var staleImage = &mechanism{
 		}
 		d := fmt.Sprintf("the errors of %s come from one pod only, %s, which runs a different image than its %s siblings: the same reference %s resolved to digest %s on it, while %s run %s",
 			h.Subject, h.fact("pod"), h.fact("siblings_n"), h.fact("image"), shortDigest(h.fact("digest")), h.fact("siblings"), shortDigest(h.fact("siblings_digest")))
-		if s := h.fact("started"); s != "" {
-			d += " (it started at " + s + ", the others before)"
-		}
-		if l := h.fact("line"); l != "" {
-			d += "; its error: " + quote(ReadableLine(l), 200)
-		}
+		d += h.wrapped(" (it started at ", "started", ", the others before)")
+		d += h.quoteClause("; its error: ", "line", 200)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -40,9 +40,7 @@ var startFailureM = &mechanism{
 		}
 		if r := h.fact("reason"); r != "" {
 			d += fmt.Sprintf(" (%s", r)
-			if c := h.fact("exit_code"); c != "" {
-				d += ", exit code " + c
-			}
+			d += h.clause(", exit code ", "exit_code")
 			d += ")"
 		}
 		return d + ": " + quote(truncate(msg, 220), 230) + "; a bad image or command, so the new pods crash-loop"

@@ -32,12 +32,8 @@ var stsPartition = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the StatefulSet %s has updateStrategy.rollingUpdate.partition=%s, so its update reaches only pods with ordinal >= %s (%s): %s stay on the old revision by design, the rollout is not failing",
 			h.Subject, h.fact("partition"), h.fact("partition"), orWord(h.fact("updated"), "the highest ordinals"), orWord(h.fact("held"), "the lower ordinals"))
-		if r := h.fact("revisions"); r != "" {
-			d += " (" + r + ")"
-		}
-		if c := h.fact("set_by"); c != "" {
-			d += "; the partition was set by the " + c + " and never put back to 0"
-		}
+		d += h.wrapped(" (", "revisions", ")")
+		d += h.wrapped("; the partition was set by the ", "set_by", " and never put back to 0")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -274,18 +274,14 @@ func describeTmpfsMemory(h *Hypothesis, sc Scope) string {
 		d += fmt.Sprintf("%s is a memory-backed emptyDir (tmpfs)", mount)
 	}
 	d += ", so every file written there is shmem charged to the container's memory cgroup and counts against its memory limit"
-	if l := h.fact("memory_limit"); l != "" {
-		d += " of " + l
-	}
+	d += h.clause(" of ", "memory_limit")
 	var measured []string
 	if u := h.fact("tmpfs_used"); u != "" {
 		measured = append(measured, u+" used on the tmpfs")
 	}
 	if s := h.fact("shmem"); s != "" {
 		m := "shmem " + s
-		if a := h.fact("anon"); a != "" {
-			m += " against anon " + a
-		}
+		m += h.clause(" against anon ", "anon")
 		measured = append(measured, m+" in memory.stat")
 	}
 	if len(measured) > 0 {

@@ -43,9 +43,7 @@ var unschedulableM = &mechanism{
 		msg := h.fact("message")
 		if sel := h.fact("selector_unmatched"); sel != "" {
 			d = fmt.Sprintf("%s pods are unschedulable and stay Pending: their node selector requires the node label %s, which no node carries — %s", s, sel, h.fact("selector_why"))
-			if c := h.fact("selector_change"); c != "" {
-				d += ". The change that names the label: " + c
-			}
+			d += h.clause(". The change that names the label: ", "selector_change")
 			if msg != "" {
 				d += fmt.Sprintf(". The scheduler: %s", quote(truncate(msg, 200), 210))
 			}

@@ -200,9 +200,7 @@ func describeVisibilityTimeout(h *Hypothesis, sc Scope) string {
 	q, vt := h.Subject, orWord(h.fact("visibility_timeout"), "short")
 	consumer := orWord(h.fact("consumer"), "its consumer")
 	d := fmt.Sprintf("the visibility timeout of queue %s (%s) is shorter than the time %s takes per message", q, vt, consumer)
-	if p := h.fact("processing"); p != "" {
-		d += " (up to " + p + ")"
-	}
+	d += h.wrapped(" (up to ", "processing", ")")
 	d += ": each message becomes visible again before it is deleted, another receive takes it, the first delete fails"
 	if l := h.fact("line"); l != "" {
 		d += " (" + quote(ReadableLine(l), 160) + ")"

@@ -342,9 +342,7 @@ func describeArchiveFailing(h *Hypothesis, sc Scope) string {
 	} else {
 		d += ": its archive_command cannot copy the segments"
 	}
-	if dest := h.fact("destination"); dest != "" {
-		d += " to " + dest
-	}
+	d += h.clause(" to ", "destination")
 	why := map[string]string{"denied": "which refuses the upload (access denied", "credentials": "which rejects the archiver's credentials (",
 		"missing": "which does not exist (", "unreachable": "which it cannot reach (", "full": "which is full ("}[h.fact("reason_class")]
 	if why != "" {
@@ -366,9 +364,7 @@ func describeArchiveFailing(h *Hypothesis, sc Scope) string {
 		d += ": " + quote(ReadableLine(l), 200)
 	}
 	d += ". PostgreSQL keeps every WAL segment until it is archived, so pg_wal grows"
-	if s := h.fact("wal_size"); s != "" {
-		d += " (" + s + " now)"
-	}
+	d += h.wrapped(" (", "wal_size", " now)")
 	if v := h.fact("volume"); v != "" {
 		d += " and fills the volume " + v
 	} else {

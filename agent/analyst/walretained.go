@@ -58,12 +58,8 @@ var walRetained = &mechanism{
 			return describeSlotFilling(h, db)
 		}
 		d := fmt.Sprintf("the database %s ran out of storage (no space left on device)", db)
-		if l := h.fact("line"); l != "" {
-			d += ": " + quote(ReadableLine(l), 160)
-		}
-		if l := h.fact("server_line"); l != "" {
-			d += "; the server itself could not write its log: " + quote(ReadableLine(l), 160)
-		}
+		d += h.quoteClause(": ", "line", 160)
+		d += h.quoteClause("; the server itself could not write its log: ", "server_line", 160)
 		switch s := h.fact("slots"); {
 		case walIsBinlog(h):
 			d += fmt.Sprintf(". What filled the disk is its binary log (binlog): %s; the binary logs are kept for a replica or change-data consumer that no longer reads them", h.fact("grew"))

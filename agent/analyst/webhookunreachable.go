@@ -37,9 +37,7 @@ var webhookUnreachable = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s cannot create its pods: the API server fails calling the admission webhook %s (service %s: %s), so the ReplicaSet's pod creations are refused and the rollout makes no new pods while the old ones run on",
 			h.Subject, h.fact("webhook"), h.fact("service"), h.fact("error"))
-		if b := h.fact("backend_state"); b != "" {
-			d += "; the webhook's pods are not ready: " + b
-		}
+		d += h.clause("; the webhook's pods are not ready: ", "backend_state")
 		if l := h.fact("backend_log"); l != "" {
 			d += "; their log says: " + truncate(l, 220)
 		}

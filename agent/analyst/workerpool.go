@@ -16,9 +16,7 @@ var workerPool = &mechanism{
 	lineWeight: 0.85,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the worker pool of %s is exhausted: all workers are busy (slow requests hold them), so new requests queue in the backlog and time out — a capacity/saturation problem of the HTTP server, not of CPU", h.Subject)
-		if l := h.fact("line"); l != "" {
-			d += " — " + quote(ReadableLine(l), 200)
-		}
+		d += h.quoteClause(" — ", "line", 200)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
