@@ -52,12 +52,9 @@ var holdoutFloors = map[string]int{
 	"holdout34": 9,
 	"holdout36": 7,
 	"holdout38": 4,
-<<<<<<< main
-	"holdout35": 10,
-	"holdout39": 7,
-=======
 	"holdout35": 11,
->>>>>>> local
+	"holdout39": 7,
+	"holdout37": 3,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
