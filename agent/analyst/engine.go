@@ -128,6 +128,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	}
 	a := Reason(findings, sc)
 	res := Build(a, sc, g.dataGaps(plan), g.checked())
+	applyHealthyProof(res, a, g.gathered(), sc)
 	g.explainResolvedAlert(ctx, res)
 	if !a.Healthy && len(a.Hypotheses) > 0 {
 		run.Step("searching runbooks", step, total)

@@ -168,7 +168,9 @@ func TestEngineHealthy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Verdict != "healthy" || res.RootCause.Confidence > 20 || !strings.Contains(res.Summary, "No fault found") {
+	// One kind of direct evidence of its health (its one pod Ready; a
+	// single log line says little): a low confidence (healthyproof.go).
+	if res.Verdict != "healthy" || res.RootCause.Confidence != 30 || !strings.Contains(res.Summary, "No fault found") {
 		t.Errorf("verdict %s confidence %.0f summary %q", res.Verdict, res.RootCause.Confidence, res.Summary)
 	}
 	if want := []string{"list_pods", "get_events", "get_pod_logs"}; !slices.Equal(*run.used, want) {
