@@ -53,7 +53,7 @@ var holdoutFloors = map[string]int{
 	"holdout36": 7,
 	"holdout38": 4,
 	"holdout35": 11,
-	"holdout39": 7,
+	"holdout39": 8,
 	"holdout37": 3,
 }
 
