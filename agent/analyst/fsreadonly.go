@@ -299,7 +299,7 @@ func detectFSReadOnly(ev *Gathered, found []Finding) []Finding {
 		if st.mounts != "" {
 			f.Evidence = append(f.Evidence, st.mounts)
 		}
-			for _, s := range ev.Scope.Subjects() {
+		for _, s := range ev.Scope.Subjects() {
 			st.clients = appendNew(st.clients, s)
 		}
 		f.setFact("clients", strings.Join(st.clients, ", "))

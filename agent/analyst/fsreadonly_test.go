@@ -84,7 +84,7 @@ func TestFSReadOnly(t *testing.T) {
 	h := &Hypothesis{Kind: KindFSReadOnly, Subject: "files-01"}
 	for text, want := range map[string]bool{
 		"storage array san-prod-2: controller B firmware 9.12.4, planned path failover": true,
-		"multipath.conf: path_grouping_policy failover":                                true,
+		"multipath.conf: path_grouping_policy failover":                                 true,
 		"Nexus Repository 3.73.0-12 -> 3.74.0-05":                                       false,
 	} {
 		c := &Finding{Kind: KindDeploy, Subject: "x"}

@@ -89,7 +89,7 @@ var (
 
 // unitState is what the evidence says of one unit.
 type unitState struct {
-	shown bool // a command on the host shows the unit failed
+	shown                        bool // a command on the host shows the unit failed
 	hosts                        []string
 	result, why, active, upgrade string
 	evidence                     []string
