@@ -120,6 +120,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	findings = append(findings, g.gatherMeshPolicy(ctx, plan, findings)...)
 	findings = append(findings, e.askPeers(ctx, req, run, sc)...)
 	sc.Known = g.knownNames()
+	sc.Restarts = oldRestarts(g.k8s.Pods, sc.Service, sc.Window)
 	sc.Nodes = g.nodeNames()
 	for _, f := range findings {
 		if f.Kind == KindPeer {

@@ -29,6 +29,9 @@ type Scope struct {
 	Known map[string]bool
 	// Nodes holds the names of the cluster's nodes.
 	Nodes map[string]bool
+	// Restarts says, for a healthy answer, that the subject's restarts
+	// all ended before the window (oldRestarts), or is empty.
+	Restarts string
 }
 
 // wellKnownDeps are dependency names the analyst derives from ports and
@@ -710,6 +713,10 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		if len(nearby) > 0 {
 			r.Summary = fmt.Sprintf("No fault found in %s: %s showed nothing abnormal for it. Other failures nearby, unrelated to %s: %s.", what, checked, what, strings.Join(nearby, "; "))
 			r.RootCause.Description = fmt.Sprintf("No fault found in %s: it looks healthy, nothing in the evidence (%s) bears on it. Other failures nearby do not involve %s: %s.", what, checked, what, strings.Join(nearby, "; "))
+		}
+		if sc.Restarts != "" {
+			r.RootCause.Description += " " + sc.Restarts
+			r.RootCause.Evidence = append(r.RootCause.Evidence, sc.Restarts)
 		}
 		if note, ev := fallbackNote(a, strings.Split(what, ", ")); note != "" {
 			r.RootCause.Description += " " + note
