@@ -50,7 +50,7 @@ var holdoutFloors = map[string]int{
 	"holdout32": 12,
 	"holdout33": 12,
 	"holdout34": 9,
-	"holdout36": 7,
+	"holdout36": 8,
 	"holdout38": 4,
 	"holdout35": 11,
 	"holdout39": 8,
