@@ -42,6 +42,7 @@ var mechanisms = []*mechanism{
 	missingEnv,
 	privilegedPort,
 	busyLoop,
+	regexBacktrack,
 	tmpfsMemory,
 	vpaMemoryCut,
 	netpolBlocked,

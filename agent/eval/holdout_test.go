@@ -52,7 +52,7 @@ var holdoutFloors = map[string]int{
 	"holdout34": 9,
 	"holdout36": 8,
 	"holdout38": 4,
-	"holdout35": 11,
+	"holdout35": 12,
 	"holdout39": 8,
 	"holdout37": 3,
 }
