@@ -75,6 +75,9 @@ var resourceAlarm = &mechanism{
 		if g := h.fact("grew"); g != "" {
 			d += "; " + g
 		}
+		if hd := h.fact("held"); hd != "" {
+			d += "; " + hd
+		}
 		if c := h.fact("clients"); c != "" {
 			d += fmt.Sprintf(". Its clients are blocked: %s", c)
 		}
@@ -282,6 +285,12 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 			f.setFact("clients", strings.Join(names, ", "))
 		}
 		alarmMetrics(ev, f)
+		if strings.Contains(f.fact("resource"), "disk") {
+			if held, e := heldDeletedFiles(ev.Commands); held != "" {
+				f.setFact("held", held)
+				f.Evidence = append(f.Evidence, e)
+			}
+		}
 		if srv == "elasticsearch" || srv == "opensearch" {
 			searchDomain(ev, f)
 		}
@@ -575,4 +584,36 @@ func workloadInCluster(ev *Gathered, name string) bool {
 		}
 	}
 	return false
+}
+
+// lsofDeletedRE is a row of lsof +L1 (or lsof | grep deleted): a file
+// unlinked while a process still holds it open.
+var lsofDeletedRE = regexp.MustCompile(`^(\S+)\s+(\d+)\s+(\S+)\s+\d+[rwu]\s+REG\s+\S+\s+(\d+)\s+0?\s*\d*\s+(/\S+) \(deleted\)$`)
+
+// heldDeletedFiles reads the space a full disk keeps for files deleted
+// while still open (a log rotated away under a process that still writes
+// it): the largest such file from lsof's output, said in words, and the
+// evidence line.
+func heldDeletedFiles(cmds []evidence.CommandOutput) (string, string) {
+	var best []string
+	size := int64(0)
+	src := ""
+	for _, c := range cmds {
+		for _, l := range c.Lines {
+			m := lsofDeletedRE.FindStringSubmatch(strings.TrimSpace(l))
+			if m == nil {
+				continue
+			}
+			n, _ := strconv.ParseInt(m[4], 10, 64)
+			if n > size {
+				size, best, src = n, m, c.Command
+			}
+		}
+	}
+	if best == nil || size < 1<<30 {
+		return "", ""
+	}
+	gib := float64(size) / (1 << 30)
+	held := fmt.Sprintf("the disk is filled by a deleted file still held open: %s (pid %s, user %s) keeps writing %s (deleted), %.1f GiB (lsof +L1) — the file was rotated or removed (logrotate without copytruncate or a reopen) while the process kept its descriptor, so df counts space du cannot see; restarting %s (or truncating it through /proc/%s/fd) frees it", best[1], best[2], best[3], best[5], gib, best[1], best[2])
+	return held, fmt.Sprintf("%s: %s (pid %s) holds %s (deleted), %.1f GiB", truncate(src, 60), best[1], best[2], best[5], gib)
 }
