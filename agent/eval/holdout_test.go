@@ -53,7 +53,7 @@ var holdoutFloors = map[string]int{
 	"holdout36": 8,
 	"holdout38": 4,
 	"holdout35": 12,
-	"holdout39": 8,
+	"holdout39": 9,
 	"holdout37": 3,
 }
 
