@@ -445,6 +445,8 @@ var kinds = map[Kind]kindInfo{
 	KindNetpolBlocked: {prior: 0.86},
 	// An application writing to its container's read-only root file system.
 	KindReadOnlyRootFS: {prior: 0.88},
+	// A change never applied because its GitOps object is suspended.
+	KindGitOpsSuspended: {prior: 0.84},
 }
 
 func infoOf(k Kind) kindInfo {
