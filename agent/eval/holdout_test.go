@@ -54,7 +54,7 @@ var holdoutFloors = map[string]int{
 	"holdout38": 4,
 	"holdout35": 12,
 	"holdout39": 9,
-	"holdout37": 3,
+	"holdout37": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
