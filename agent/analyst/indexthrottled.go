@@ -136,6 +136,11 @@ func detectIndexThrottled(ev *Gathered, found []Finding) []Finding {
 				continue
 			}
 			sh, ok := seriesShift(s, ev.Window)
+			if !ok {
+				// An index created within the window has no baseline:
+				// its throttles count from its first point.
+				sh, ok = throttledFromStart(s, ev.Window)
+			}
 			if !ok || !sh.up || sh.peak <= 0 {
 				continue
 			}
@@ -427,4 +432,27 @@ func indexWriterLog(sets []LogSet, table string, callers []string, named string)
 		}
 	}
 	return "", ""
+}
+
+// throttledFromStart is the throttling of a series that throttles from
+// its first point on, begun after the baseline's start (an index created
+// within the window): its first point above zero and its peak.
+func throttledFromStart(s evidence.Series, w Window) (shift, bool) {
+	if len(s.Points) < 3 || !s.Points[0].T.After(w.BaselineStart) {
+		return shift{}, false
+	}
+	var sh shift
+	for _, p := range s.Points {
+		if p.V <= 0 {
+			continue
+		}
+		if sh.start.IsZero() {
+			sh.start = p.T
+		}
+		if p.V > sh.peak {
+			sh.peak, sh.peakAt = p.V, p.T
+		}
+	}
+	sh.up = true
+	return sh, !sh.start.IsZero()
 }

@@ -115,3 +115,26 @@ func TestIndexThrottled(t *testing.T) {
 		})
 	}
 }
+
+// TestThrottledFromStart reads the throttles of an index created within
+// the window (its series begins after the baseline's start, throttled
+// from its first points), and not those of a series that throttled from
+// the baseline's start on.
+func TestThrottledFromStart(t *testing.T) {
+	mk := func(from time.Time, vs ...float64) evidence.Series {
+		var s evidence.Series
+		for i, v := range vs {
+			s.Points = append(s.Points, evidence.Point{T: from.Add(time.Duration(i) * time.Minute), V: v})
+		}
+		return s
+	}
+	if sh, ok := throttledFromStart(mk(win.Start.Add(2*time.Minute), 0, 900, 1100, 1000), win); !ok || sh.peak != 1100 || !sh.start.Equal(win.Start.Add(3*time.Minute)) {
+		t.Errorf("new index: %+v %v", sh, ok)
+	}
+	if _, ok := throttledFromStart(mk(win.BaselineStart, 900, 900, 900, 900), win); ok {
+		t.Error("a series throttled since the baseline's start read as a new index")
+	}
+	if _, ok := throttledFromStart(mk(win.Start, 0, 0, 0), win); ok {
+		t.Error("a new index without throttles read as throttled")
+	}
+}

@@ -67,6 +67,11 @@ func labelMetrics(rs []metricResult) {
 		if r.dims == nil {
 			r.dims = map[string]string{}
 		}
+		if table, index, ok := strings.Cut(n.res, " "); ok && ns == "AWS/DynamoDB" {
+			r.dims[key] = table
+			r.dims["GlobalSecondaryIndexName"] = index
+			continue
+		}
 		r.dims[key] = n.res
 	}
 }
@@ -88,7 +93,13 @@ var metricWordRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*%?$|^[
 // word that is a known metric name (else the last CamelCase word) is the
 // metric, the other words the resource.
 func splitMetricLabel(label string) (res, metric string) {
-	words := strings.Fields(label)
+	var words []string
+	for _, w := range strings.Fields(label) {
+		// The statistic and period a query appends ("(Sum/60)").
+		if !strings.HasPrefix(w, "(") {
+			words = append(words, w)
+		}
+	}
 	at := -1
 	for i, w := range words {
 		if _, ok := metricNamespaces[w]; ok {
@@ -103,6 +114,10 @@ func splitMetricLabel(label string) (res, metric string) {
 		return "", ""
 	}
 	rest := append(append([]string{}, words[:at]...), words[at+1:]...)
+	if len(rest) == 2 && at == 2 && slicesEqual(metricNamespaces[words[at]], []string{"AWS/DynamoDB"}) {
+		// A DynamoDB table and one of its global secondary indexes.
+		return rest[0] + " " + rest[1], words[at]
+	}
 	if len(rest) > 1 {
 		// More than one other word is a sentence, not a resource.
 		return "", words[at]
@@ -160,6 +175,11 @@ var metricNamespaces = map[string][]string{
 	// EC2
 	"EBSIOBalance%": {"AWS/EC2"}, "EBSByteBalance%": {"AWS/EC2"}, "StatusCheckFailed": {"AWS/EC2"},
 	// Lambda, SQS
+	// DynamoDB's, per table (and per global secondary index, its
+	// second word: "orders orders-by-status-index WriteThrottleEvents").
+	"WriteThrottleEvents": {"AWS/DynamoDB"}, "ReadThrottleEvents": {"AWS/DynamoDB"},
+	"ConsumedWriteCapacityUnits": {"AWS/DynamoDB"}, "ConsumedReadCapacityUnits": {"AWS/DynamoDB"},
+	"ProvisionedWriteCapacityUnits": {"AWS/DynamoDB"}, "ProvisionedReadCapacityUnits": {"AWS/DynamoDB"},
 	"ConcurrentExecutions": {"AWS/Lambda"}, "Invocations": {"AWS/Lambda"}, "Throttles": {"AWS/Lambda"},
 	"ApproximateNumberOfMessagesVisible": {"AWS/SQS"}, "ApproximateAgeOfOldestMessage": {"AWS/SQS"},
 	// NAT gateway
@@ -175,4 +195,17 @@ var metricNamespaces = map[string][]string{
 	"NetworkBytesOut":  {"AWS/ElastiCache"},
 	"Errors":           {"AWS/Lambda"},
 	"Duration":         {"AWS/Lambda"},
+}
+
+// slicesEqual reports whether two string lists are the same.
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -23,6 +23,10 @@ func TestCloudWatchMetricFromLabel(t *testing.T) {
 		results []string
 		want    []evidence.MetricID
 	}{
+		{"DynamoDB table and its global secondary index, a statistic appended",
+			[]string{res("t", "orders WriteThrottleEvents"), res("g", "orders orders-by-status-index ConsumedWriteCapacityUnits (Sum/60)")},
+			[]evidence.MetricID{{Namespace: "AWS/DynamoDB", Name: "ConsumedWriteCapacityUnits", Dimensions: map[string]string{"TableName": "orders", "GlobalSecondaryIndexName": "orders-by-status-index"}},
+				{Namespace: "AWS/DynamoDB", Name: "WriteThrottleEvents", Dimensions: map[string]string{"TableName": "orders"}}}},
 		{"RDS instance: BurstBalance takes the namespace of its ReadIOPS",
 			[]string{res("bb", "orders-pg-prod BurstBalance"), res("riops", "orders-pg-prod ReadIOPS")},
 			[]evidence.MetricID{
