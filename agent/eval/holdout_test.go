@@ -51,7 +51,7 @@ var holdoutFloors = map[string]int{
 	"holdout33": 12,
 	"holdout34": 9,
 	"holdout36": 8,
-	"holdout38": 4,
+	"holdout38": 5,
 	"holdout35": 12,
 	"holdout39": 9,
 	"holdout37": 4,
