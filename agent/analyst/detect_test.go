@@ -298,7 +298,7 @@ func TestClassifyLineAndTargets(t *testing.T) {
 		{`FATAL: sorry, too many clients already`, KindDatabase, ""},
 		{`context deadline exceeded calling inventory:9000`, KindTimeout, "inventory:9000"},
 		{`panic: runtime error: invalid memory address or nil pointer dereference`, KindAppCrash, ""},
-		{`java.lang.OutOfMemoryError: Java heap space`, KindOOMKilled, ""},
+		{`java.lang.OutOfMemoryError: Java heap space`, KindHeapExhausted, ""},
 		{`write /var/lib/data/x: no space left on device`, KindDiskFull, ""},
 		{`session expired, redirecting to login`, "", ""},
 		{`GET /health 200 3ms`, "", ""},

@@ -7,9 +7,9 @@ func TestGCPressureLines(t *testing.T) {
 		{`[2027-01-08T10:02:00,000][WARN ][o.e.m.j.JvmGcMonitorService] [search-es-2] [gc][old][82342][69] duration [5.8s], collections [1]/[6.2s], total [5.8s]/[67s], memory [7.8gb]->[7.4gb]/[8gb]`, KindGCPressure},
 		{`[2027-01-08T10:02:00,000][WARN ][o.e.m.j.JvmGcMonitorService] [search-es-2] [gc][82342] overhead, spent [5.8s] collecting in the last [6.3s]`, KindGCPressure},
 		{`org.elasticsearch.common.breaker.CircuitBreakingException: [parent] Data too large, data for [<http_request>] would be [8165838336/7.6gb], which is larger than the limit of [8160437862/7.5gb]`, KindGCPressure},
-		// Milliseconds of GC a second is a healthy JVM; an OutOfMemoryError is a kill.
+		// Milliseconds of GC a second is a healthy JVM; an OutOfMemoryError is the heap exhausted.
 		{`[2027-01-08T09:40:00,000][INFO ][o.e.m.j.JvmGcMonitorService] [search-es-2] [gc][81022] overhead, spent [212ms] collecting in the last [1s]`, ""},
-		{`java.lang.OutOfMemoryError: GC overhead limit exceeded`, KindOOMKilled},
+		{`java.lang.OutOfMemoryError: GC overhead limit exceeded`, KindHeapExhausted},
 		// Unified JVM logging (-Xlog:gc): full collections G1 falls back to
 		// with the heap exhausted; young pauses and an explicit System.gc()
 		// are routine.

@@ -107,6 +107,9 @@ var logRules = []logRule{
 	// A JVM out of Metaspace: its own cap, not the container's (before
 	// the generic out of memory).
 	lineRule(metaspace),
+	// A runtime out of its own heap (Java heap space, V8's heap limit):
+	// before the generic out of memory, which is the kernel's kill.
+	lineRule(heapExhausted),
 	// Code calling a name its installed library lacks (a dependency
 	// resolved to another version): before the generic crash.
 	lineRule(depConflict),

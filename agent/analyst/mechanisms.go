@@ -70,6 +70,7 @@ var mechanisms = []*mechanism{
 	configInvalid,
 	decodeFailure,
 	metaspace,
+	heapExhausted,
 	depConflict,
 	handlerPanic,
 	payloadTooLarge,

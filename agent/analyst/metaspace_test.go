@@ -21,7 +21,7 @@ func TestMetaspaceLines(t *testing.T) {
 		{`Exception in thread "http-nio-8080-exec-4" java.lang.OutOfMemoryError: Compressed class space`, KindMetaspace},
 		{`2026-11-25 16:16:44.907 ERROR 1 --- [render-3] o.s.b.SpringApplication : Application run failed java.lang.OutOfMemoryError: Metaspace`, KindMetaspace},
 		// Near misses.
-		{`java.lang.OutOfMemoryError: Java heap space`, KindOOMKilled},
+		{`java.lang.OutOfMemoryError: Java heap space`, KindHeapExhausted},
 		{`java.lang.OutOfMemoryError: unable to create native thread: possibly out of memory or process/resource limits reached`, KindPIDExhaustion},
 		{`[Full GC (Metadata GC Threshold) [PSYoungGen: 0K->0K(699392K)] [Metaspace: 98000K->98000K(1140736K)], 0.3 secs]`, ""},
 	})

@@ -27,8 +27,8 @@ func TestPIDLines(t *testing.T) {
 		"RuntimeError: can't start new thread":  KindPIDExhaustion,
 		"Error: spawn /usr/bin/chromium EAGAIN": KindPIDExhaustion,
 		"[812345.1] cgroup: fork rejected by pids controller in /kubepods.slice/kubepods-burstable.slice/pod1234.slice": KindPIDExhaustion,
-		"java.lang.OutOfMemoryError: Java heap space":                                                                   KindOOMKilled,
-		"FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory":                             KindOOMKilled,
+		"java.lang.OutOfMemoryError: Java heap space":                                                                   KindHeapExhausted,
+		"FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory":                             KindHeapExhausted,
 	} {
 		if got, _ := ClassifyLine(line); got != want {
 			t.Errorf("%.70q: %q, want %q", line, got, want)

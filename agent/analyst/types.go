@@ -405,6 +405,8 @@ var kinds = map[Kind]kindInfo{
 	KindReplicaStopped: {prior: 0.86},
 	// PostgreSQL refusing writes to avoid transaction ID wraparound.
 	KindXIDWraparound: {prior: 0.88},
+	// A runtime out of its own heap.
+	KindHeapExhausted: {prior: 0.85},
 	// A regular expression backtracking catastrophically on the CPU.
 	KindRegexBacktrack: {prior: 0.86},
 	// Code using a column or table its database lacks.
