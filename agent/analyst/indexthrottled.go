@@ -249,7 +249,11 @@ func indexCapacity(ev *Gathered, table, index string, onset time.Time) (consumed
 			switch metricBase(set, s) {
 			case "consumedwritecapacityunits":
 				stat := strings.ToLower(s.Labels["stat"])
-				if stat == "sum" || strings.HasSuffix(strings.ToLower(s.Labels["__name__"]), "_sum") {
+				if perSecondLabelRE.MatchString(s.Labels["label"]) {
+					// A query's metric math already divided the sum by its
+					// period ("(Sum/60)", "SUM/PERIOD"): units a second.
+					consumed = math.Max(consumed, peak)
+				} else if stat == "sum" || strings.HasSuffix(strings.ToLower(s.Labels["__name__"]), "_sum") {
 					if step := pointSpacing(s.Points); step > 0 {
 						consumed = math.Max(consumed, peak/step)
 					}
@@ -263,6 +267,10 @@ func indexCapacity(ev *Gathered, table, index string, onset time.Time) (consumed
 	}
 	return consumed, prov
 }
+
+// perSecondLabelRE is a series label whose statistic a query divided by
+// its period: the values are already per second.
+var perSecondLabelRE = regexp.MustCompile(`(?i)\(\s*sum\s*/\s*(\d+|period)\s*\)|sum\s*\([^)]*\)\s*/\s*period\(`)
 
 // pointSpacing is the most common spacing of a series' points, in
 // seconds.
@@ -401,7 +409,9 @@ func indexWriterChange(changes []evidence.Change, x *indexSeries, keys []string)
 	var best *evidence.Change
 	for i := range changes {
 		c := &changes[i]
-		if c.Timestamp.Before(x.onset.Add(-15*time.Minute)) || c.Timestamp.After(x.onset.Add(2*time.Minute)) || c.Service == "" {
+		// A change to the table itself (adding the index, say) is the
+		// trigger, not a workload writing to it.
+		if c.Timestamp.Before(x.onset.Add(-15*time.Minute)) || c.Timestamp.After(x.onset.Add(2*time.Minute)) || c.Service == "" || c.Service == x.table {
 			continue
 		}
 		if !indexChangeNames(c.Description, x.table, x.index, keys) {

@@ -35,6 +35,12 @@ func TestIndexThrottled(t *testing.T) {
 	throttles := set("AWS/DynamoDB/WriteThrottleEvents", wseries(w, cw("WriteThrottleEvents", "Sum", "by-state"), step(0, 900)))
 	// 30 s points: a Sum of 30*95 units is 95 units a second.
 	consumed := set("AWS/DynamoDB/ConsumedWriteCapacityUnits", wseries(w, cw("ConsumedWriteCapacityUnits", "Sum", "by-state"), step(30*20, 30*99)))
+	// A query's metric math divided the sum by its period: units a second.
+	perSecondLabels := cw("ConsumedWriteCapacityUnits", "Sum", "by-state")
+	perSecondLabels["label"] = "carts by-state ConsumedWriteCapacityUnits (Sum/60)"
+	perSecond := set("AWS/DynamoDB/ConsumedWriteCapacityUnits", wseries(w, perSecondLabels, step(20, 99)))
+	// A change to the table itself is the trigger, not a writer.
+	tableChange := evidence.Change{Timestamp: on.Add(-1 * time.Minute), Service: "carts", Kind: "infra", Description: "terraform apply: aws_dynamodb_table.carts add global_secondary_index by-state"}
 	provisioned := set("AWS/DynamoDB/ProvisionedWriteCapacityUnits", wseries(w, cw("ProvisionedWriteCapacityUnits", "Average", "by-state"), step(100, 100)))
 	yace := MetricSet{Name: "aws_dynamodb_write_throttle_events_sum", Class: MetricErrors, Origin: SrcMetrics, Series: []evidence.Series{
 		wseries(w, evidence.Labels{"__name__": "aws_dynamodb_write_throttle_events_sum", "dimension_TableName": "carts", "dimension_GlobalSecondaryIndexName": "by-state"}, step(0, 300))}}
@@ -80,6 +86,8 @@ func TestIndexThrottled(t *testing.T) {
 			true, "100 write units provisioned", "state,updated_at", "cart-state-migrator", false},
 		{"a describe-table projection and a writer's log", []MetricSet{throttles}, []evidence.CommandOutput{projection}, []evidence.Change{unrelated}, []LogSet{writerLog},
 			true, "100 write units provisioned", "state,updated_at", "cart-reindex", false},
+		{"a per-second label, the table's own change", []MetricSet{throttles, perSecond, provisioned}, nil, []evidence.Change{tableChange}, nil,
+			true, "99 of its 100 provisioned write units a second consumed", "", "", true},
 		{"the table's own throttles", []MetricSet{tableOnly}, nil, nil, nil, false, "", "", "", false},
 		{"throttled as much before", []MetricSet{always}, nil, nil, nil, false, "", "", "", false},
 	}
@@ -102,7 +110,7 @@ func TestIndexThrottled(t *testing.T) {
 			}
 			for _, ch := range c.changes {
 				cf := Finding{Kind: KindDeploy, Subject: ch.Service, Summary: ch.Description, Facts: map[string]string{"description": ch.Description}}
-				if fits := indexThrottled.fitsChange(h, &cf); fits != (ch.Service == c.writer) {
+				if fits := indexThrottled.fitsChange(h, &cf); fits != (ch.Service == c.writer || ch.Service == "carts") {
 					t.Errorf("change of %s fits %v", ch.Service, fits)
 				}
 			}
