@@ -48,6 +48,7 @@ var mechanisms = []*mechanism{
 	netpolBlocked,
 	readOnlyRootFS,
 	gitOpsSuspended,
+	analysisNoData,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,

@@ -449,6 +449,8 @@ var kinds = map[Kind]kindInfo{
 	KindReadOnlyRootFS: {prior: 0.88},
 	// A change never applied because its GitOps object is suspended.
 	KindGitOpsSuspended: {prior: 0.84},
+	// A rollout aborted because its analysis query returned no data.
+	KindAnalysisNoData: {prior: 0.84},
 }
 
 func infoOf(k Kind) kindInfo {
