@@ -61,6 +61,7 @@ var mechanisms = []*mechanism{
 	failoverLoop,
 	credentialRotated,
 	credentialNotApplied,
+	gkeWorkloadIdentity,
 	rbacDenied,
 	drainBlocked,
 	jobSidecar,

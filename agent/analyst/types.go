@@ -381,6 +381,8 @@ var kinds = map[Kind]kindInfo{
 	KindCredentialRotated: {prior: 0.84},
 	// Clients refused with a rotated credential the server never got.
 	KindCredentialNotApplied: {prior: 0.84},
+	// Google APIs refusing a GKE workload whose KSA lost its Workload Identity mapping.
+	KindGKEWorkloadIdentity: {prior: 0.86},
 	// A database's disk filled by WAL an abandoned replication slot keeps.
 	KindWALRetained: {prior: 0.86},
 
