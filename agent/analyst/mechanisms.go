@@ -114,6 +114,7 @@ var mechanisms = []*mechanism{
 	poolHeld,
 	threadsHeld,
 	releasePending,
+	applyRejected,
 	tokenAudience,
 	deadlineCut,
 	keepAliveRace,

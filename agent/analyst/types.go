@@ -223,6 +223,7 @@ var kinds = map[Kind]kindInfo{
 	KindPoolHeld:          {prior: 0.86},
 	KindThreadsHeld:       {prior: 0.86},
 	KindReleasePending:    {prior: 0.86},
+	KindApplyRejected:     {prior: 0.84},
 	KindTokenAudience:     {prior: 0.86},
 	KindDeadlineCut:       {prior: 0.86},
 	KindDBUserLoad:        {prior: 0.8},

@@ -208,6 +208,11 @@ func (p *parser) block(b *block) {
 	if out = p.notFound(c, out, b.line+1); len(out) == 0 {
 		return // only NotFound answers, recorded as absences
 	}
+	if strings.Contains(b.text, "--show-managed-fields") {
+		// The objects read drop their managedFields; who changed which
+		// field (a hand-run kubectl set, edit or patch) is kept as text.
+		p.keepHost(b, out)
+	}
 	if n := kubectlNotes(c, out); n > 0 {
 		// kubectl's own warnings on stderr before the output (a short
 		// name's ambiguity, a deprecated API, an API group it could not
