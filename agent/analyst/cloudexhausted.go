@@ -39,6 +39,12 @@ var cloudExhausted = &mechanism{
 		return append(out, detectConcurrencyTaken(ev)...)
 	},
 	related: exhaustedServes,
+	// What spends a volume's I/O credits is an operation that reads or
+	// writes the whole of a data set: a table rebuilt by a schema change,
+	// a backfill, a reindex, a backup or restore, a bulk load.
+	fitsChange: func(h *Hypothesis, c *Finding) bool {
+		return h.fact("io_spender") != "" && ioHeavyChangeRE.MatchString(changeText(c))
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		res := orWord(h.fact("resource"), h.Subject)
 		if taker := h.fact("taker"); taker != "" || h.fact("throttled") != "" {
@@ -55,6 +61,9 @@ var cloudExhausted = &mechanism{
 		d := fmt.Sprintf("%s ran out of %s: %s", res, h.fact("balance_words"), h.fact("fall"))
 		d += h.clause("; since then ", "held")
 		d += h.clause("; ", "consequence")
+		if sp := h.fact("io_spender"); sp != "" {
+			d += fmt.Sprintf("; the credits were spent by %s, an operation that reads or rewrites a whole data set, begun just before the balance started to fall", sp)
+		}
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
@@ -62,7 +71,11 @@ var cloudExhausted = &mechanism{
 		switch h.fact("balance") {
 		case "BurstBalance", "EBSIOBalance%", "EBSByteBalance%":
 			r.high("Give %s I/O that does not run out: move the volume to gp3 with provisioned IOPS and throughput (an online change), or grow it (gp2 gives 3 IOPS per GiB)", res)
-			r.med("Find what spent the burst credits (a new batch job, a backup, audit or archive writes on the same volume) and move or schedule it away")
+			if sp := h.fact("io_spender"); sp != "" {
+				r.high("Pause or throttle the operation that spends the volume's I/O (%s) until the volume has I/O to spare, or run it off-peak", sp)
+			} else {
+				r.med("Find what spent the burst credits (a new batch job, a backup, audit or archive writes on the same volume) and move or schedule it away")
+			}
 			r.low("Alert on BurstBalance below 20%% and on VolumeQueueLength")
 		case "CPUCreditBalance":
 			r.high("Lift %s off its baseline: switch its credit specification to unlimited, or move it to a larger or non-burstable instance type (m5/m6i, db.m6g)", res)
@@ -295,6 +308,27 @@ func detectBalancesSpent(ev *Gathered) []Finding {
 				// A resource named by its owner (an RDS instance, a
 				// cache node) is called so by its clients' labels.
 				serves = append(serves, id)
+			}
+			if balance != "CPUCreditBalance" {
+				if c := ioSpender(slices.Concat(ev.Earlier, ev.Changes), sp); c != nil {
+					f.setFact("io_spender", fmt.Sprintf("the %s change of %s at %s (%q)", c.Kind, c.Service, hm(c.Timestamp), clip(c.Description, 160)))
+					if !slices.Contains(f.Related, c.Service) {
+						f.Related = append(f.Related, c.Service)
+					}
+					host := saturatedDiskHost(ev.Commands)
+					if host != "" {
+						f.setFact("host", host)
+					}
+					if dbWordsRE.MatchString(c.Service + " " + c.Description) {
+						f.setFact("database", "true")
+						// The host whose disk is at its limit while a
+						// database operation spends the volume runs the
+						// database: a system in its own right.
+						if host != "" {
+							f.setFact("db_instance", host)
+						}
+					}
+				}
 			}
 			f.setFact("serves", strings.Join(serves, ","))
 			if dim == "DBInstanceIdentifier" || dim == "DBClusterIdentifier" || dbWordsRE.MatchString(subject+" "+facts.name) {
@@ -629,4 +663,83 @@ func queueBacklog(sets []MetricSet, since time.Time, w Window) string {
 		}
 	}
 	return ""
+}
+
+// ioHeavyChangeRE is a change that reads or writes a whole data set: a
+// table rebuilt (ALTER TABLE, pt-online-schema-change, gh-ost, VACUUM
+// FULL, OPTIMIZE), a backfill or migration of rows, a reindex, a backup,
+// a restore, a bulk load or export.
+var ioHeavyChangeRE = regexp.MustCompile(`(?i)\balter\s+table\b|pt-online-schema-change|\bgh-ost\b|\bschema (change|migration)\b|\bvacuum\s+full\b|\boptimize\s+table\b|\bbackfill|\breindex|\brebuild(ing)? (the )?index|\bbackup\b|\brestore\b|\bbulk (load|import|insert|export)|\bpg_dump|\bmysqldump|\bxtrabackup|\bpg_restore|\bdata migration\b`)
+
+// ioSpender is the change that spent an I/O balance: an I/O-heavy
+// operation (ioHeavyChangeRE) that began in the two hours before the
+// balance last stood at its peak, or while it fell; the latest such.
+func ioSpender(changes []evidence.Change, sp spent) *evidence.Change {
+	var best *evidence.Change
+	for i := range changes {
+		c := &changes[i]
+		if c.Timestamp.Before(sp.peak.T.Add(-2*time.Hour)) || c.Timestamp.After(sp.zero.T) || !ioHeavyChangeRE.MatchString(c.Description) {
+			continue
+		}
+		if best == nil || c.Timestamp.After(best.Timestamp) {
+			best = c
+		}
+	}
+	return best
+}
+
+// saturatedDiskHost is the one host whose `iostat -x` output, in a
+// terminal transcript (ssh host, or the host its prompt names), shows a
+// device at 90% utilisation or more: the machine whose disk is at its
+// limit. Its domain is left off (db-01.prod.internal: db-01).
+func saturatedDiskHost(cmds []evidence.CommandOutput) string {
+	var hosts []string
+	// A bare "ssh host" opens a shell there: the commands after it, with
+	// no host of their own, ran on it until "exit".
+	shell := ""
+	for _, c := range cmds {
+		if f := strings.Fields(c.Command); len(f) >= 2 && f[0] == "ssh" && c.Host == "" || len(f) == 2 && f[0] == "ssh" {
+			shell = f[len(f)-1]
+			if _, h, ok := strings.Cut(shell, "@"); ok {
+				shell = h
+			}
+			continue
+		} else if len(f) > 0 && (f[0] == "exit" || f[0] == "logout") {
+			shell = ""
+		}
+		if c.Host == "" {
+			c.Host = shell
+		}
+		if c.Host == "" || !strings.Contains(c.Run+" "+c.Command, "iostat") {
+			continue
+		}
+		util := -1
+		for _, l := range c.Lines {
+			cols := strings.Fields(l)
+			if len(cols) == 0 {
+				continue
+			}
+			if cols[0] == "Device" || cols[0] == "Device:" {
+				util = slices.Index(cols, "%util")
+				continue
+			}
+			if util < 0 || util >= len(cols) {
+				continue
+			}
+			var v float64
+			if _, err := fmt.Sscanf(strings.Replace(cols[util], ",", ".", 1), "%g", &v); err == nil && v >= 90 {
+				h := c.Host
+				if i := strings.IndexByte(h, '.'); i > 0 && !ipv4RE.MatchString(h) {
+					h = h[:i]
+				}
+				if !slices.Contains(hosts, h) {
+					hosts = append(hosts, h)
+				}
+			}
+		}
+	}
+	if len(hosts) != 1 {
+		return ""
+	}
+	return hosts[0]
 }

@@ -224,3 +224,77 @@ func TestLambdaConcurrencyTaken(t *testing.T) {
 		})
 	}
 }
+
+// An I/O-heavy operation begun before a volume's burst balance started to
+// fall (a table rebuilt online, a backfill, a restore) is named as what
+// spent it; a deploy is not. The host whose iostat shows a device at its
+// limit, in a shell opened by ssh or named by the prompt, is where it ran.
+func TestCloudBurstSpentBy(t *testing.T) {
+	start := time.Date(2026, 11, 19, 1, 0, 0, 0, time.UTC)
+	w := Window{BaselineStart: start, Start: start.Add(time.Hour), End: start.Add(2 * time.Hour)}
+	vol := map[string]string{"VolumeId": "vol-0f3e9a21c5d7b4e08"}
+	burst := append(append(repeat(100, 8), 80, 60, 40, 20, 5, 0.5), repeat(0, 11)...)
+	iostatSysstat12 := []string{
+		"Device            r/s     rkB/s   rrqm/s  %rrqm r_await rareq-sz     w/s     wkB/s   wrqm/s  %wrqm w_await wareq-sz     d/s     dkB/s   drqm/s  %drqm d_await dareq-sz     f/s f_await  aqu-sz  %util",
+		"nvme1n1        412.00  13184.00     0.00   0.00   38.20    32.00  702.00  22464.00     4.00   0.57   88.10    32.00    0.00      0.00     0.00   0.00    0.00     0.00    9.00  140.00    77.20  99.60",
+	}
+	iostatSysstat10 := []string{
+		"Device:         rrqm/s   wrqm/s     r/s     w/s    rkB/s    wkB/s avgrq-sz avgqu-sz   await r_await w_await  svctm  %util",
+		"xvdf              0.00     3.00  310.00  590.00  9920.00 18880.00    64.00    61.30   68.10   40.20   82.80   1.11 100.00",
+	}
+	cases := []struct {
+		name     string
+		changes  []evidence.Change
+		cmds     []evidence.CommandOutput
+		want     []string
+		notWant  string
+		dbHost   string
+		database bool
+	}{
+		{name: "online schema change, shell opened by ssh",
+			changes: []evidence.Change{{Timestamp: start.Add(10 * time.Minute), Service: "orders-db", Kind: "config", Description: "ALTER TABLE orders ADD INDEX idx_created (created_at) via pt-online-schema-change"},
+				{Timestamp: start.Add(50 * time.Minute), Service: "shop-web", Kind: "deploy", Description: "shop-web 2.1.0"}},
+			cmds: []evidence.CommandOutput{{Command: "ssh orders-db-02.prod.example.net", Run: "ssh orders-db-02.prod.example.net"},
+				{Command: "iostat -x nvme1n1 5 2 | tail -3", Run: "iostat -x nvme1n1 5 2 | tail -3", Lines: iostatSysstat12}},
+			want: []string{"the config change of orders-db at 01:10 UTC", "pt-online-schema-change"}, notWant: "shop-web 2.1.0", dbHost: "orders-db-02", database: true},
+		{name: "gh-ost migration, host from the prompt, sysstat 10 columns",
+			changes: []evidence.Change{{Timestamp: start.Add(20 * time.Minute), Service: "billing-mysql", Kind: "infra", Description: "gh-ost --alter 'ADD COLUMN region CHAR(2)' on invoices"}},
+			cmds:    []evidence.CommandOutput{{Command: "iostat -xk 5 2", Run: "iostat -xk 5 2", Host: "billing-mysql-1", Lines: iostatSysstat10}},
+			want:    []string{"gh-ost"}, dbHost: "billing-mysql-1", database: true},
+		{name: "backup job, no transcript",
+			changes: []evidence.Change{{Timestamp: start.Add(25 * time.Minute), Service: "fileserver", Kind: "config", Description: "nightly backup moved from 03:00 to 01:00"}},
+			want:    []string{"nightly backup moved"}},
+		{name: "only a deploy: nothing named",
+			changes: []evidence.Change{{Timestamp: start.Add(20 * time.Minute), Service: "shop-web", Kind: "deploy", Description: "shop-web 2.1.0: new checkout"}},
+			notWant: "spent by"},
+		{name: "an operation hours before the fall is not it",
+			changes: []evidence.Change{{Timestamp: start.Add(-3 * time.Hour), Service: "orders-db", Kind: "config", Description: "ALTER TABLE orders ADD COLUMN note TEXT"}},
+			notWant: "spent by"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := &Gathered{Window: w, Changes: tc.changes, Commands: tc.cmds,
+				Metrics: []MetricSet{cwSet("AWS/EBS", "BurstBalance", "Average", vol, start, burst...)}}
+			fs := detectBalancesSpent(ev)
+			if len(fs) != 1 {
+				t.Fatalf("want 1 finding, got %d", len(fs))
+			}
+			h := &Hypothesis{Kind: KindCloudExhausted, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
+			d := cloudExhausted.describe(h, Scope{})
+			for _, s := range tc.want {
+				if !strings.Contains(d, s) {
+					t.Errorf("description lacks %q:\n%s", s, d)
+				}
+			}
+			if tc.notWant != "" && strings.Contains(d, tc.notWant) {
+				t.Errorf("description has %q:\n%s", tc.notWant, d)
+			}
+			if got := fs[0].fact("db_instance"); got != tc.dbHost {
+				t.Errorf("db_instance = %q, want %q", got, tc.dbHost)
+			}
+			if got := fs[0].fact("database") != ""; got != tc.database {
+				t.Errorf("database = %v, want %v", got, tc.database)
+			}
+		})
+	}
+}
