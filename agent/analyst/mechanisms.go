@@ -62,6 +62,7 @@ var mechanisms = []*mechanism{
 	credentialRotated,
 	credentialNotApplied,
 	gkeWorkloadIdentity,
+	dbClassDownsized,
 	rbacDenied,
 	drainBlocked,
 	jobSidecar,

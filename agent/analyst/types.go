@@ -384,6 +384,8 @@ var kinds = map[Kind]kindInfo{
 	KindCredentialNotApplied: {prior: 0.84},
 	// Google APIs refusing a GKE workload whose KSA lost its Workload Identity mapping.
 	KindGKEWorkloadIdentity: {prior: 0.86},
+	// A database refusing connections after a smaller instance class lowered its limit.
+	KindDBClassDownsized: {prior: 0.84},
 	// A database's disk filled by WAL an abandoned replication slot keeps.
 	KindWALRetained: {prior: 0.86},
 
