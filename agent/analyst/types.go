@@ -456,6 +456,8 @@ var kinds = map[Kind]kindInfo{
 	KindGitOpsSuspended: {prior: 0.84},
 	// A rollout aborted because its analysis query returned no data.
 	KindAnalysisNoData: {prior: 0.84},
+	// An autoscaler's scale-ups reverted to a fixed replica count.
+	KindHPAReverted: {prior: 0.84},
 }
 
 func infoOf(k Kind) kindInfo {
