@@ -51,10 +51,10 @@ var holdoutFloors = map[string]int{
 	"holdout33": 12,
 	"holdout34": 9,
 	"holdout36": 8,
-	"holdout38": 5,
+	"holdout38": 7,
 	"holdout35": 12,
-	"holdout39": 9,
-	"holdout37": 4,
+	"holdout39": 10,
+	"holdout37": 8,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
