@@ -1,11 +1,16 @@
 package analyst
 
-import "slices"
+import (
+	"slices"
+	"strings"
+
+	"github.com/rootcause/rootcause/agent/analysis"
+)
 
 // Small pieces mechanisms share when they relate findings and describe a
 // cause: a related hook that never takes a change (changes are triggers,
-// chosen by fitsChange), and the clauses a description adds only when a
-// fact was read.
+// chosen by fitsChange), the clauses a description adds only when a
+// fact was read, and the clients a failure's logs name.
 
 // exceptChanges is a related hook that takes no change: changes are
 // weighed as triggers, never as consequences of a cause.
@@ -78,4 +83,29 @@ func (k *keyed[T]) get(key string) *T {
 		k.order = append(k.order, key)
 	}
 	return v
+}
+
+// logClients are the workloads whose own logs show a failure, each once
+// in the order first met, with the evidence of its first such line.
+type logClients struct {
+	names, evidence []string
+}
+
+// add records set's workload with line as its evidence unless it is
+// already recorded, and reports whether it was new.
+func (c *logClients) add(set *LogSet, t analysis.LogTemplate, line string) bool {
+	if slices.Contains(c.names, set.Subject) {
+		return false
+	}
+	c.names = append(c.names, set.Subject)
+	c.evidence = append(c.evidence, templateEvidence(*set, t, line))
+	return true
+}
+
+// relate makes the clients related to f and its "clients" fact.
+func (c *logClients) relate(f *Finding) {
+	for _, n := range c.names {
+		f.Related = appendNew(f.Related, n)
+	}
+	f.setFact("clients", strings.Join(c.names, ", "))
 }

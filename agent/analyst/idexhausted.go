@@ -86,7 +86,7 @@ func detectIDExhausted(ev *Gathered, found []Finding) []Finding {
 	var (
 		host, seq, table, limit, example string
 		first                            time.Time
-		clients, clientWhy               []string
+		clients                          logClients
 		serverEvidence                   string
 		lines                            int
 		mysql                            bool
@@ -124,10 +124,7 @@ func detectIDExhausted(ev *Gathered, found []Finding) []Finding {
 			}
 			continue
 		}
-		if !slices.Contains(clients, x.set.Subject) {
-			clients = append(clients, x.set.Subject)
-			clientWhy = append(clientWhy, templateEvidence(*x.set, x.t, x.line))
-		}
+		clients.add(x.set, x.t, x.line)
 		if example == "" {
 			example = x.line
 		}
@@ -186,7 +183,7 @@ func detectIDExhausted(ev *Gathered, found []Finding) []Finding {
 	if serverEvidence != "" {
 		f.Evidence = append(f.Evidence, serverEvidence)
 	}
-	f.Evidence = append(f.Evidence, clientWhy...)
+	f.Evidence = append(f.Evidence, clients.evidence...)
 	if colType != "" {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("psql on %s: %s.%s is %s, filled from %s", host, orWord(table, "the table"), column, colType, orWord(seq, "a sequence")))
 	}
@@ -194,10 +191,7 @@ func detectIDExhausted(ev *Gathered, found []Finding) []Finding {
 		f.setFact("last_value", lastValue)
 		f.Evidence = append(f.Evidence, fmt.Sprintf("psql on %s: %s last_value is %s", host, orWord(seq, "the sequence"), lastValue))
 	}
-	for _, c := range clients {
-		f.Related = appendNew(f.Related, c)
-	}
-	f.setFact("clients", strings.Join(clients, ", "))
+	clients.relate(&f)
 	f.Summary = fmt.Sprintf("%s: %s at its maximum, inserts fail (%d lines)", host, orWord(seq, orWord(table, "a table's id")), lines)
 	return []Finding{f}
 }

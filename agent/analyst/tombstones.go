@@ -204,24 +204,20 @@ func detectTombstones(ev *Gathered, found []Finding) []Finding {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%s keeps tombstones for gc_grace_seconds = %s", orWord(table, "the table"), gcGrace))
 	}
 	// Clients: workloads whose logs show the driver's read failures.
-	var clients []string
+	var clients logClients
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
 		if slices.Contains(serverSets, set.Subject) || set.Host {
 			continue
 		}
 		for _, t := range set.Templates {
-			if t.Incident > 0 && cassReadFailRE.MatchString(t.Example) && !stackFrameRE.MatchString(t.Example) && !slices.Contains(clients, set.Subject) {
-				clients = append(clients, set.Subject)
-				f.Evidence = append(f.Evidence, templateEvidence(*set, t, t.Example))
+			if t.Incident > 0 && cassReadFailRE.MatchString(t.Example) && !stackFrameRE.MatchString(t.Example) && clients.add(set, t, t.Example) {
 				break
 			}
 		}
 	}
-	for _, c := range clients {
-		f.Related = appendNew(f.Related, c)
-	}
-	f.setFact("clients", strings.Join(clients, ", "))
+	f.Evidence = append(f.Evidence, clients.evidence...)
+	clients.relate(&f)
 	// The deleter: a workload whose log says it deletes rows of the table.
 	short := table
 	if _, tb, ok := strings.Cut(table, "."); ok {
@@ -229,7 +225,7 @@ func detectTombstones(ev *Gathered, found []Finding) []Finding {
 	}
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
-		if slices.Contains(serverSets, set.Subject) || slices.Contains(clients, set.Subject) || f.fact("deleter") != "" {
+		if slices.Contains(serverSets, set.Subject) || slices.Contains(clients.names, set.Subject) || f.fact("deleter") != "" {
 			continue
 		}
 		for _, t := range set.Templates {

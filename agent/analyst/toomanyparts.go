@@ -73,7 +73,7 @@ func detectTooManyParts(ev *Gathered, found []Finding) []Finding {
 		server, table, parts, avg, example, delay string
 		first                                     time.Time
 		lines                                     int
-		writers                                   []string
+		writers                                   logClients
 		evid                                      []string
 	)
 	for x := range incidentMatches(ev, tooManyPartsRE) {
@@ -94,8 +94,7 @@ func detectTooManyParts(ev *Gathered, found []Finding) []Finding {
 		}
 		if clickhouseServerLineRE.MatchString(x.line) || x.set.Host {
 			server = orWord(server, serverOfLog(x.set))
-		} else if !slices.Contains(writers, x.set.Subject) {
-			writers = append(writers, x.set.Subject)
+		} else if writers.add(x.set, x.t, x.line) {
 			if example == "" {
 				example = x.line
 			}
@@ -157,7 +156,7 @@ func detectTooManyParts(ev *Gathered, found []Finding) []Finding {
 	maxRows, flushLine := -1, ""
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
-		if !slices.Contains(writers, set.Subject) {
+		if !slices.Contains(writers.names, set.Subject) {
 			continue
 		}
 		for _, t := range set.Templates {
@@ -177,8 +176,8 @@ func detectTooManyParts(ev *Gathered, found []Finding) []Finding {
 		server = "clickhouse"
 	}
 	subject := server
-	if len(writers) > 0 {
-		subject = writers[0]
+	if len(writers.names) > 0 {
+		subject = writers.names[0]
 	}
 	f := Finding{Kind: KindTooManyParts, Subject: subject, Object: "table " + orWord(table, "?") + " on " + server, Time: first, Severity: SevCritical, Weight: 0.85, Source: SrcLogs}
 	f.Evidence = append(f.Evidence, evid...)
@@ -187,12 +186,12 @@ func detectTooManyParts(ev *Gathered, found []Finding) []Finding {
 	f.setFact("parts", parts)
 	f.setFact("avg_part", avg)
 	f.setFact("line", orWord(example, f.fact("line")))
-	if len(writers) > 0 {
-		f.setFact("writer", writers[0])
-		f.setFact("caller", writers[0])
+	if len(writers.names) > 0 {
+		f.setFact("writer", writers.names[0])
+		f.setFact("caller", writers.names[0])
 	}
 	f.Related = appendNew(f.Related, server)
-	for _, w := range writers[min(1, len(writers)):] {
+	for _, w := range writers.names[min(1, len(writers.names)):] {
 		f.Related = appendNew(f.Related, w)
 	}
 	if delay != "" {

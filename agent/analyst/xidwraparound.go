@@ -92,8 +92,7 @@ func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 	var (
 		host, db, example, warn string
 		first                   time.Time
-		clients                 []string
-		clientWhy               []string
+		clients                 logClients
 		lines                   int
 		serverEvidence          string
 	)
@@ -113,10 +112,7 @@ func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 			}
 			continue
 		}
-		if !slices.Contains(clients, x.set.Subject) {
-			clients = append(clients, x.set.Subject)
-			clientWhy = append(clientWhy, templateEvidence(*x.set, x.t, x.line))
-		}
+		clients.add(x.set, x.t, x.line)
 		if example == "" {
 			example = x.line
 		}
@@ -164,7 +160,7 @@ func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 	if serverEvidence != "" {
 		f.Evidence = append(f.Evidence, serverEvidence)
 	}
-	f.Evidence = append(f.Evidence, clientWhy...)
+	f.Evidence = append(f.Evidence, clients.evidence...)
 	if warn != "" {
 		f.Evidence = append(f.Evidence, warn)
 	}
@@ -172,10 +168,7 @@ func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 		f.setFact("xid_age", strconv.FormatInt(age, 10))
 		f.Evidence = append(f.Evidence, fmt.Sprintf("pg_database on %s: age(datfrozenxid) of %s is %d, at the ~2.1 billion (2^31) limit", host, orWord(db, "the database"), age))
 	}
-	for _, c := range clients {
-		f.Related = appendNew(f.Related, c)
-	}
-	f.setFact("clients", strings.Join(clients, ", "))
+	clients.relate(&f)
 	if holder != nil {
 		f.Weight = 0.95
 		f.setFact("holder", holder.what)
