@@ -49,6 +49,7 @@ var mechanisms = []*mechanism{
 	readOnlyRootFS,
 	gitOpsSuspended,
 	analysisNoData,
+	hpaTargetZero,
 	hpaReverted,
 	cpuThrottling,
 	createRefused,

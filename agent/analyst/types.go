@@ -458,6 +458,8 @@ var kinds = map[Kind]kindInfo{
 	KindAnalysisNoData: {prior: 0.84},
 	// An autoscaler's scale-ups reverted to a fixed replica count.
 	KindHPAReverted: {prior: 0.84},
+	// An autoscaler disabled because its target has 0 replicas.
+	KindHPATargetZero: {prior: 0.84},
 }
 
 func infoOf(k Kind) kindInfo {
