@@ -20,6 +20,14 @@ func exceptChanges(related func(h *Hypothesis, f *Finding) bool) func(h *Hypothe
 	}
 }
 
+// exceptOwnAndChanges is a related hook that takes neither a finding of
+// kind own nor a change, and otherwise asks related.
+func exceptOwnAndChanges(own Kind, related func(h *Hypothesis, f *Finding) bool) func(h *Hypothesis, f *Finding) bool {
+	return exceptChanges(func(h *Hypothesis, f *Finding) bool {
+		return f.Kind != own && related(h, f)
+	})
+}
+
 // relatedToTop is a related hook that takes a finding the top finding
 // names among its related subjects, unless it is of kind own or a change.
 func relatedToTop(own Kind) func(h *Hypothesis, f *Finding) bool {

@@ -39,10 +39,7 @@ var fsReadOnly = &mechanism{
 	class:  classCause,
 	label:  "a file system remounted read-only by the kernel after I/O errors",
 	detect: detectFSReadOnly,
-	related: exceptChanges(func(h *Hypothesis, f *Finding) bool {
-		if f.Kind == KindFSReadOnly {
-			return false
-		}
+	related: exceptOwnAndChanges(KindFSReadOnly, func(h *Hypothesis, f *Finding) bool {
 		return sameNode(f.Subject, h.Subject) || slices.Contains(h.top().Related, f.Subject) || f.Subject == "node" || strings.HasPrefix(f.Subject, h.Subject+"-")
 	}),
 	fitsChange: func(h *Hypothesis, c *Finding) bool {

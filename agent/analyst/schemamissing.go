@@ -34,10 +34,7 @@ var schemaMissing = &mechanism{
 	detect: detectSchemaMissing,
 	// The failed migration Job, the database's log and the service's own
 	// errors and crashes belong to it.
-	related: exceptChanges(func(h *Hypothesis, f *Finding) bool {
-		if f.Kind == KindSchemaMissing {
-			return false
-		}
+	related: exceptOwnAndChanges(KindSchemaMissing, func(h *Hypothesis, f *Finding) bool {
 		top := h.top()
 		return f.Subject == top.Subject || slices.Contains(top.Related, f.Subject) || f.Kind == KindJobFailed && f.fact("job") != "" && f.fact("job") == top.fact("migration_job")
 	}),

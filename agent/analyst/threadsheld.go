@@ -90,10 +90,7 @@ var threadsHeld = &mechanism{
 	class:  classCause,
 	label:  "a server's request threads held by calls waiting on one slow callee",
 	detect: detectThreadsHeld,
-	related: exceptChanges(func(h *Hypothesis, f *Finding) bool {
-		if f.Kind == KindThreadsHeld {
-			return false
-		}
+	related: exceptOwnAndChanges(KindThreadsHeld, func(h *Hypothesis, f *Finding) bool {
 		for _, k := range []string{"callee", "load_source"} {
 			if v := h.fact(k); v != "" && strings.EqualFold(f.Subject, v) {
 				return true
