@@ -1,10 +1,10 @@
 package analyst
 
 import (
+	"maps"
 	"net"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -175,13 +175,8 @@ func attachDatabaseInstances(fs []Finding, ev *Gathered) {
 // mostNamed is the name counted most often (the first in name order on a
 // tie), "" for none.
 func mostNamed(counts map[string]int) string {
-	names := make([]string, 0, len(counts))
-	for n := range counts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	best := ""
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(counts)) {
 		if best == "" || counts[n] > counts[best] {
 			best = n
 		}

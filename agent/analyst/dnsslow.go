@@ -2,7 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,12 +120,7 @@ func detectDNSSlow(ev *Gathered, _ []Finding) []Finding {
 		}
 	}
 	var out []Finding
-	names := make([]string, 0, len(by))
-	for n := range by {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(by)) {
 		st := by[n]
 		// Several slow lookups, not a steady habit of the baseline.
 		if st.slow < 5 || st.total == 0 || st.totalBefore > 0 && float64(st.slowBefore)/float64(st.totalBefore) >= 0.5*float64(st.slow)/float64(st.total) {

@@ -3,6 +3,7 @@ package analyst
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -407,12 +408,7 @@ func hasPreStop(subject, ns string, deps []appsv1.Deployment) (preStop, known bo
 // shutdownLine is a line of the subject's logs about how it stops: on
 // SIGTERM, exiting or draining.
 func shutdownLine(subject, ns string, k *K8sEvidence, logs []LogSet) string {
-	var keys []string
-	for key := range k.PreviousLogs {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
-	for _, key := range keys {
+	for _, key := range slices.Sorted(maps.Keys(k.PreviousLogs)) {
 		parts := strings.Split(key, "/")
 		if len(parts) < 2 || workloadOfName(parts[1]) != subject {
 			continue

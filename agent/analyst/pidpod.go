@@ -2,7 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -170,12 +172,7 @@ func detectPodPIDs(ev *Gathered, nodeFindings []Finding) []Finding {
 	}
 	// The pods' own lines: the crashed containers' last lines, then the
 	// templates of their logs.
-	keys := make([]string, 0, len(ev.K8s.PreviousLogs))
-	for k := range ev.K8s.PreviousLogs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(ev.K8s.PreviousLogs)) {
 		parts := strings.SplitN(k, "/", 3)
 		if len(parts) < 2 {
 			continue

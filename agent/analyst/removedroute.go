@@ -2,8 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -177,12 +178,7 @@ func detectRemovedRoute(ev *Gathered, _ []Finding) []Finding {
 		}
 	}
 	var out []Finding
-	keys := make([]string, 0, len(routes))
-	for k := range routes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(routes)) {
 		x := routes[k]
 		// The route served before and answers 404 now, about as often.
 		if x.okBefore <= 0 || x.okNow > 0.1*x.okBefore || x.nfNow < 0.5*x.okBefore || x.nfBefore > 0.1*x.nfNow {
