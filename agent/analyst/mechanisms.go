@@ -50,6 +50,7 @@ var mechanisms = []*mechanism{
 	gitOpsSuspended,
 	analysisNoData,
 	hpaTargetZero,
+	scalerQueue,
 	hpaReverted,
 	cpuThrottling,
 	createRefused,

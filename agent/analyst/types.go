@@ -460,6 +460,8 @@ var kinds = map[Kind]kindInfo{
 	KindHPAReverted: {prior: 0.84},
 	// An autoscaler disabled because its target has 0 replicas.
 	KindHPATargetZero: {prior: 0.84},
+	// An event-driven autoscaler watching a queue nobody writes to.
+	KindScalerQueue: {prior: 0.84},
 }
 
 func infoOf(k Kind) kindInfo {
