@@ -34,13 +34,7 @@ var busyLoop = &mechanism{
 	label:  "busy loop (a thread spinning on the CPU)",
 	detect: detectBusyLoop,
 	// The CPU it burns shows on its subject as throttling and saturation.
-	related: func(h *Hypothesis, f *Finding) bool {
-		switch f.Kind {
-		case KindCPUThrottling, KindSaturation, KindLatency, KindHPAMax:
-			return strings.EqualFold(f.Subject, h.Subject)
-		}
-		return false
-	},
+	related: kindsOnSubject(KindCPUThrottling, KindSaturation, KindLatency, KindHPAMax),
 	// A loop is written in code: only a deploy of its service brings it;
 	// a limit raised after it (or a ConfigMap edit) is not its trigger.
 	strictTriggers: true,

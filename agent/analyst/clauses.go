@@ -28,6 +28,14 @@ func exceptOwnAndChanges(own Kind, related func(h *Hypothesis, f *Finding) bool)
 	})
 }
 
+// kindsOnSubject is a related hook that takes a finding of one of kinds
+// on h's own subject (in any case).
+func kindsOnSubject(kinds ...Kind) func(h *Hypothesis, f *Finding) bool {
+	return func(h *Hypothesis, f *Finding) bool {
+		return slices.Contains(kinds, f.Kind) && strings.EqualFold(f.Subject, h.Subject)
+	}
+}
+
 // relatedToTop is a related hook that takes a finding the top finding
 // names among its related subjects, unless it is of kind own or a change.
 func relatedToTop(own Kind) func(h *Hypothesis, f *Finding) bool {

@@ -27,17 +27,11 @@ import (
 const KindReadOnlyRootFS Kind = "readonly_rootfs"
 
 var readOnlyRootFS = &mechanism{
-	kind:      KindReadOnlyRootFS,
-	class:     classCause,
-	label:     "the container's root file system is read-only and the application writes to it",
-	fromCrash: readOnlyRootFSFromCrash,
-	related: func(h *Hypothesis, f *Finding) bool {
-		switch f.Kind {
-		case KindCrashLoop, KindRestarts, KindLogErrors, KindAppCrash:
-			return strings.EqualFold(f.Subject, h.Subject)
-		}
-		return false
-	},
+	kind:           KindReadOnlyRootFS,
+	class:          classCause,
+	label:          "the container's root file system is read-only and the application writes to it",
+	fromCrash:      readOnlyRootFSFromCrash,
+	related:        kindsOnSubject(KindCrashLoop, KindRestarts, KindLogErrors, KindAppCrash),
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := strings.ToLower(changeText(c))

@@ -29,17 +29,11 @@ import (
 const KindTmpfsMemory Kind = "tmpfs_memory"
 
 var tmpfsMemory = &mechanism{
-	kind:   KindTmpfsMemory,
-	class:  classCause,
-	label:  "files in a memory-backed volume (tmpfs) counted against the memory limit",
-	detect: detectTmpfsMemory,
-	related: func(h *Hypothesis, f *Finding) bool {
-		switch f.Kind {
-		case KindOOMKilled, KindSaturation, KindMemoryClaim, KindCrashLoop, KindEviction:
-			return strings.EqualFold(f.Subject, h.Subject)
-		}
-		return false
-	},
+	kind:    KindTmpfsMemory,
+	class:   classCause,
+	label:   "files in a memory-backed volume (tmpfs) counted against the memory limit",
+	detect:  detectTmpfsMemory,
+	related: kindsOnSubject(KindOOMKilled, KindSaturation, KindMemoryClaim, KindCrashLoop, KindEviction),
 	// Only a change of the volume (its medium, a tmpfs, a sizeLimit)
 	// brings it.
 	strictTriggers: true,

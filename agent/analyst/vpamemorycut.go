@@ -35,17 +35,11 @@ import (
 const KindVPAMemoryCut Kind = "vpa_memory_cut"
 
 var vpaMemoryCut = &mechanism{
-	kind:   KindVPAMemoryCut,
-	class:  classCause,
-	label:  "VerticalPodAutoscaler cut the memory of the pods",
-	detect: detectVPAMemoryCut,
-	related: func(h *Hypothesis, f *Finding) bool {
-		switch f.Kind {
-		case KindOOMKilled, KindCrashLoop, KindRestarts, KindEviction, KindSaturation:
-			return strings.EqualFold(f.Subject, h.Subject)
-		}
-		return false
-	},
+	kind:           KindVPAMemoryCut,
+	class:          classCause,
+	label:          "VerticalPodAutoscaler cut the memory of the pods",
+	detect:         detectVPAMemoryCut,
+	related:        kindsOnSubject(KindOOMKilled, KindCrashLoop, KindRestarts, KindEviction, KindSaturation),
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return vpaWordRE.MatchString(changeText(c))

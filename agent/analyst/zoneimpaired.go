@@ -38,13 +38,7 @@ var zoneImpaired = &mechanism{
 	},
 	// The service's latency, slow operations and timeouts are what the
 	// zone's pods cost it.
-	related: exceptChanges(func(h *Hypothesis, f *Finding) bool {
-		switch f.Kind {
-		case KindLatency, KindSlowOperation, KindTimeout, KindSlowQuery:
-			return strings.EqualFold(f.Subject, h.Subject)
-		}
-		return false
-	}),
+	related: exceptChanges(kindsOnSubject(KindLatency, KindSlowOperation, KindTimeout, KindSlowQuery)),
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s is slow only in one availability zone, %s%s: its %s on nodes in that zone slowed (%s) while its %s in %s did not (%s)",
 			h.Subject, h.fact("zone"), h.clause(" ", "zone_id_paren"), h.fact("slow_pods"), h.fact("slow_level"), h.fact("fast_pods"), h.fact("fast_zones"), h.fact("fast_level"))
