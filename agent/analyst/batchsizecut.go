@@ -42,19 +42,7 @@ var batchSizeCut = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s runs %s batches since its batch size was lowered from %s to %s by the %s: each batch pays the same fixed cost, so the same work takes many times longer",
 			h.Subject, orWord(h.fact("batches"), "many more"), orWord(h.fact("from"), "its old value"), orWord(h.fact("to"), "a lower one"), orWord(h.fact("change"), "a change"))
-		if r := h.fact("runs"); r != "" {
-			d += "; " + r
-		}
-		if b := h.fact("counted"); b != "" {
-			d += "; " + b
-		}
-		if s := h.fact("step"); s != "" {
-			d += "; the fixed cost per batch: " + s
-		}
-		if o := h.fact("others"); o != "" {
-			d += "; " + o + " changes nothing of the batching"
-		}
-		return d
+		return d + h.clause("; ", "runs") + h.clause("; ", "counted") + h.clause("; the fixed cost per batch: ", "step") + h.wrapped("; ", "others", " changes nothing of the batching")
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		r.high("Restore %s's batch size (%s back to %s), or keep the smaller batches and move the per-batch step (%s) to once per run", h.Subject, orWord(h.fact("key"), "the size"), orWord(h.fact("from"), "its old value"), orWord(h.fact("step_name"), "the refresh, commit or call each batch repeats"))

@@ -36,19 +36,7 @@ var tcpMemory = &mechanism{
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the kernel of %s ran out of TCP socket memory (\"TCP: out of memory -- consider tuning tcp_mem\"), so it refuses socket buffers and aborts connections — not the OOM killer: processes keep running", hostOfLogSubject(h.Subject))
-		if u := h.fact("usage"); u != "" {
-			d += "; " + u
-		}
-		if a := h.fact("aborts"); a != "" {
-			d += "; " + a
-		}
-		if b := h.fact("buffers"); b != "" {
-			d += "; the socket buffers are large: " + b
-		}
-		if f := h.fact("file"); f != "" {
-			d += " (set in " + f + ")"
-		}
-		return d
+		return d + h.clause("; ", "usage") + h.clause("; ", "aborts") + h.clause("; the socket buffers are large: ", "buffers") + h.wrapped(" (set in ", "file", ")")
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		if f := h.fact("file"); f != "" {
