@@ -693,12 +693,19 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		r.RootCause = finding.RootCause{Description: fmt.Sprintf("No fault found: %s looks healthy — no failing pods, error surges, metric anomalies or risky changes point to a root cause for it (%s).", what, checked),
 			Confidence: conf, Evidence: []string{}}
 		r.RootCause.Evidence = append(r.RootCause.Evidence, "checked: "+checked)
-		var nearby []string
+		var nearby, nearbySystems []string
 		for _, h := range a.Hypotheses {
 			reason := fmt.Sprintf("weak or unrelated signal (score %.2f): %s", h.Score, h.top().Summary)
 			if h.elsewhere {
 				reason = fmt.Sprintf("a failure elsewhere that does not bear on %s (score %.2f): %s", what, h.Score, h.top().Summary)
 				nearby = append(nearby, hypothesisLabel(h))
+				// The workloads failing nearby (those named in the evidence,
+				// not a run of one already named nor an outside host) are
+				// the systems the incident affects.
+				if len(nearby) <= 3 && h.Subject != "" && !strings.ContainsAny(h.Subject, ".:/") && isSystemName(h.Subject, sc) &&
+					!slices.ContainsFunc(nearbySystems, func(x string) bool { return x == h.Subject || strings.HasPrefix(h.Subject, x+"-") }) {
+					nearbySystems = append(nearbySystems, h.Subject)
+				}
 				// What was seen nearby is evidence of the answer too: the
 				// loud failures are there, and they are not the subject's.
 				if len(nearby) <= 3 {
@@ -725,6 +732,12 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		r.Timeline = timeline(nil, a, sc)
 		if sc.Service != "" {
 			r.AffectedSystems = []string{sc.Service}
+		}
+		// Beside the one asked about and found healthy.
+		for _, s := range nearbySystems {
+			if len(r.AffectedSystems) < 10 && !slices.ContainsFunc(r.AffectedSystems, func(x string) bool { return strings.EqualFold(x, s) }) {
+				r.AffectedSystems = append(r.AffectedSystems, s)
+			}
 		}
 		r.Recommendations = []finding.Recommendation{
 			{Priority: finding.PriorityLow, Action: "No action needed on the evidence gathered; if the symptom persists, widen the time window or enable the missing data sources listed in data_gaps."},
