@@ -47,6 +47,7 @@ var mechanisms = []*mechanism{
 	vpaMemoryCut,
 	netpolBlocked,
 	readOnlyRootFS,
+	saTokenMissing,
 	gitOpsSuspended,
 	analysisNoData,
 	hpaTargetZero,

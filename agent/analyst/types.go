@@ -452,6 +452,8 @@ var kinds = map[Kind]kindInfo{
 	KindNetpolBlocked: {prior: 0.86},
 	// An application writing to its container's read-only root file system.
 	KindReadOnlyRootFS: {prior: 0.88},
+	// A Kubernetes client whose pod has no service account token mounted.
+	KindSATokenMissing: {prior: 0.88},
 	// A change never applied because its GitOps object is suspended.
 	KindGitOpsSuspended: {prior: 0.84},
 	// A rollout aborted because its analysis query returned no data.
