@@ -34,6 +34,19 @@ func investigateSession(t *testing.T, now time.Time, session, msg, service, name
 	return res
 }
 
+// checkClaim checks a description d: it holds want or, when want is
+// empty, not claim (what the case must not be told).
+func checkClaim(t *testing.T, d, want, claim string) {
+	t.Helper()
+	if want == "" {
+		if strings.Contains(d, claim) {
+			t.Errorf("%q claimed: %s", claim, d)
+		}
+	} else if !strings.Contains(d, want) {
+		t.Errorf("want %q in %s", want, d)
+	}
+}
+
 // TestCrashInPodRows: the kubectl get pods rows of pods of several
 // containers (a sidecar crash-looping beside the application, an init
 // container failing, a container in Error between restarts) are the

@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -34,18 +33,7 @@ func TestDBClassDownsized(t *testing.T) {
 			if !ok {
 				return
 			}
-			h := &Hypothesis{Kind: KindDBClassDownsized, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := dbClassDownsized.describe(h, Scope{})
-			for _, w := range []string{"instance class", "max_connections", f.fact("to_class")} {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
-			r := &recommender{h: h}
-			dbClassDownsized.recommend(h, Scope{}, r)
-			if !strings.Contains(r.recs[0].Action, f.fact("from_class")) {
-				t.Errorf("first recommendation %q", r.recs[0].Action)
-			}
+			checkWritten(t, dbClassDownsized, &f, f.fact("from_class"), "instance class", "max_connections", f.fact("to_class"))
 		})
 	}
 }

@@ -446,6 +446,26 @@ func oneFinding(t *testing.T, fs []Finding, want bool) (Finding, bool) {
 	return fs[0], true
 }
 
+// checkWritten describes and recommends the cause that f alone makes
+// under m: the description must hold each of wants and the first
+// recommendation firstRec. It returns the description.
+func checkWritten(t *testing.T, m *mechanism, f *Finding, firstRec string, wants ...string) string {
+	t.Helper()
+	h := &Hypothesis{Kind: m.kind, Subject: f.Subject, Primary: []*Finding{f}}
+	d := m.describe(h, Scope{})
+	for _, w := range wants {
+		if !strings.Contains(d, w) {
+			t.Errorf("description lacks %q: %s", w, d)
+		}
+	}
+	r := &recommender{h: h}
+	m.recommend(h, Scope{}, r)
+	if len(r.recs) == 0 || !strings.Contains(r.recs[0].Action, firstRec) {
+		t.Errorf("first recommendation of %+v lacks %q", r.recs, firstRec)
+	}
+	return d
+}
+
 // bundleSources opens the files of fsys as a bundle and reads it as of
 // now.
 func bundleSources(t *testing.T, fsys fstest.MapFS, now time.Time) *evidence.Sources {

@@ -58,20 +58,9 @@ func TestGKEWorkloadIdentity(t *testing.T) {
 			if f.fact("ksa") != "billing/billing-worker" || (f.fact("bound_to") != "") != c.bound {
 				t.Fatalf("facts %v", f.Facts)
 			}
-			h := &Hypothesis{Kind: KindGKEWorkloadIdentity, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := gkeWorkloadIdentity.describe(h, Scope{})
-			for _, w := range []string{"iam.gke.io/gcp-service-account", "Workload Identity", "403"} {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			d := checkWritten(t, gkeWorkloadIdentity, &f, "workloadIdentityUser", "iam.gke.io/gcp-service-account", "Workload Identity", "403")
 			if c.bound && !strings.Contains(d, "payments/billing-worker") {
 				t.Errorf("description lacks the old binding: %s", d)
-			}
-			r := &recommender{h: h}
-			gkeWorkloadIdentity.recommend(h, Scope{}, r)
-			if !strings.Contains(r.recs[0].Action, "workloadIdentityUser") {
-				t.Errorf("first recommendation %q", r.recs[0].Action)
 			}
 		})
 	}

@@ -210,13 +210,7 @@ LAST SEEN   TYPE      REASON   OBJECT                    MESSAGE
 			if !strings.Contains(d, "no variant for the node's platform") {
 				t.Errorf("not the platform: %s", d)
 			}
-			if c.want == "" {
-				if strings.Contains(d, "labelled") {
-					t.Errorf("nodes claimed without their labels: %s", d)
-				}
-			} else if !strings.Contains(d, c.want) {
-				t.Errorf("want %q in %s", c.want, d)
-			}
+			checkClaim(t, d, c.want, "labelled")
 		})
 	}
 }

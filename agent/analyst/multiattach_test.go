@@ -53,13 +53,7 @@ StrategyType:       Recreate
 			if !strings.Contains(d, "Multi-Attach") {
 				t.Fatalf("not the mount failure: %s", d)
 			}
-			if c.want == "" {
-				if strings.Contains(d, "rolling update") {
-					t.Errorf("rolling update claimed: %s", d)
-				}
-			} else if !strings.Contains(d, c.want) {
-				t.Errorf("want %q in %s", c.want, d)
-			}
+			checkClaim(t, d, c.want, "rolling update")
 		})
 	}
 }

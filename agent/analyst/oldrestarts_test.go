@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -26,13 +25,7 @@ ledger-5d7f9b8c6-hx4vn      1/1     Running   ` + b + `   4d18h   10.16.2.91   n
 		t.Run(c.name, func(t *testing.T) {
 			res := investigateSession(t, now, c.session, "ledger shows 5 restarts, is it crashlooping?", "ledger", "pay")
 			d := res.RootCause.Description
-			if c.want == "" {
-				if strings.Contains(d, "are old") {
-					t.Errorf("restarts claimed old: %s", d)
-				}
-			} else if !strings.Contains(d, c.want) {
-				t.Errorf("want %q in %s", c.want, d)
-			}
+			checkClaim(t, d, c.want, "are old")
 		})
 	}
 }
