@@ -289,8 +289,26 @@ func DependencyTarget(line string) string {
 			}
 		}
 	}
+	// A wrapped error whose first link is the callee's name, as Go's
+	// fmt.Errorf("%s: %w", callee, err) and many clients print it:
+	// err="address-book: 429 Too Many Requests".
+	if m := errPrefixRE.FindStringSubmatch(line); m != nil {
+		if t := try(m[1], ""); t != "" {
+			return t
+		}
+	}
 	return ""
 }
+
+// envoyInboundRE is an Envoy (Istio) access log line of the inbound
+// listener: its upstream cluster "inbound|8080||" (or "inbound|8080|http|svc").
+var envoyInboundRE = regexp.MustCompile(`"\s[\d-]+\s+[\d-]+\s.*\binbound\|\d+\|`)
+
+// errPrefixRE is an error field whose value starts with a hyphenated
+// service name and a colon ("err":"rate-card: 503 Service Unavailable",
+// error="user-api: context deadline exceeded"). The hyphen keeps out the
+// one-word prefixes of libraries and operations (sql:, dial tcp:, redis:).
+var errPrefixRE = regexp.MustCompile(`(?i)["']?\b(?:err|error|cause)["']?\s*[:=]\s*["']([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?:\.[\w-]+)*:\s`)
 
 var codeRefRE = regexp.MustCompile(`(?i)\.(go|java|kt|scala|py|rb|js|mjs|cjs|ts|tsx|jsx|cs|cpp|cc|c|h|hpp|rs|php|swift|ex|exs|erl|clj|groovy)$`)
 
@@ -575,6 +593,13 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			wellKnown := ""
 			if infoOf(kind).class == classDependency || kind == KindCertificate || kind == KindTLS || kind == KindDatabase {
 				target = DependencyTarget(line)
+				// A mesh sidecar's access log of a request coming in
+				// (Envoy's "inbound|PORT||" cluster) is the logging
+				// service answering: its addresses are its own pod's
+				// and the caller's, not a dependency's.
+				if envoyInboundRE.MatchString(line) {
+					target = ""
+				}
 				if dep := DependencyName(target); dep != "" && dep != set.Subject {
 					subject = dep
 					related = []string{set.Subject}
