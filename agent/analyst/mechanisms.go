@@ -161,6 +161,7 @@ var mechanisms = []*mechanism{
 	proxyRules,
 	reloadRejected,
 	xdsRejected,
+	meshCircuitBreak,
 	shardsUnassigned,
 	clusterPartition,
 	// Managed cloud services under the application: a hot partition

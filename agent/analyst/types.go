@@ -430,6 +430,9 @@ var kinds = map[Kind]kindInfo{
 	KindTooManyParts: {prior: 0.86},
 	// Mesh proxies refusing the configuration pushed to them.
 	KindXDSRejected: {prior: 0.86},
+	// Mesh proxies failing calls to a healthy callee: circuit breaker
+	// overflow or outlier ejection.
+	KindMeshCircuitBreak: {prior: 0.86},
 	// A search cluster's primaries without a copy.
 	KindShardsUnassigned: {prior: 0.86},
 	// A consumer's offsets reset past records retention deleted.
