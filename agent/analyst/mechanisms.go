@@ -52,6 +52,7 @@ var mechanisms = []*mechanism{
 	analysisNoData,
 	hpaTargetZero,
 	scalerQueue,
+	configNotRefreshed,
 	hpaReverted,
 	cpuThrottling,
 	createRefused,

@@ -467,6 +467,8 @@ var kinds = map[Kind]kindInfo{
 	KindHPATargetZero: {prior: 0.84},
 	// An event-driven autoscaler watching a queue nobody writes to.
 	KindScalerQueue: {prior: 0.84},
+	// A ConfigMap or Secret change the running pods never see.
+	KindConfigNotRefreshed: {prior: 0.84},
 }
 
 func infoOf(k Kind) kindInfo {
