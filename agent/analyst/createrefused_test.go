@@ -61,3 +61,23 @@ func TestFailedCreateSuperseded(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedCreateCronJobRun checks that a pod refused for a CronJob's run
+// is the CronJob's failure, as its pods' are, and a Job of its own keeps
+// its name.
+func TestFailedCreateCronJobRun(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 3, 5, 0, 0, time.UTC)
+	w := Window{BaselineStart: t0.Add(-time.Hour), Start: t0, End: t0.Add(time.Hour)}
+	for _, c := range []struct{ job, subject string }{
+		{"billing-rollup-29927705", "billing-rollup"},
+		{"db-migrate", "db-migrate"},
+	} {
+		e := corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Job", Namespace: "data", Name: c.job}, Reason: "FailedCreate", Type: "Warning",
+			Message:        `Error creating: pods "` + c.job + `-" is forbidden: maximum memory usage per Container is 4Gi, but limit is 6Gi`,
+			FirstTimestamp: metav1.NewTime(t0), LastTimestamp: metav1.NewTime(t0.Add(30 * time.Minute))}
+		fs := DetectEvents([]corev1.Event{e}, nil, w)
+		if len(fs) != 1 || fs[0].Subject != c.subject || fs[0].Kind != KindCreateRefused {
+			t.Errorf("%s: findings %+v, want one create_refused of %s", c.job, fs, c.subject)
+		}
+	}
+}

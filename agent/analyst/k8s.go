@@ -451,6 +451,11 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 			}
 		case "ReplicaSet":
 			t.Subject = trimHash(io.Name)
+		case "Job":
+			// A CronJob's run is its CronJob's, as its pods are.
+			if cj := cronJobOf(io.Name); cj != "" {
+				t.Subject = cj
+			}
 		case "Node":
 			t.Object = "node " + io.Name
 		}
