@@ -49,6 +49,7 @@ var mechanisms = []*mechanism{
 	readOnlyRootFS,
 	saTokenMissing,
 	gitOpsSuspended,
+	secretSyncFailed,
 	analysisNoData,
 	hpaTargetZero,
 	scalerQueue,

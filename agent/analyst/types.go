@@ -459,6 +459,8 @@ var kinds = map[Kind]kindInfo{
 	KindSATokenMissing: {prior: 0.88},
 	// A change never applied because its GitOps object is suspended.
 	KindGitOpsSuspended: {prior: 0.84},
+	// A Secret its controller (External Secrets, sealed-secrets) cannot sync.
+	KindSecretSyncFailed: {prior: 0.9},
 	// A rollout aborted because its analysis query returned no data.
 	KindAnalysisNoData: {prior: 0.84},
 	// An autoscaler's scale-ups reverted to a fixed replica count.
