@@ -20,7 +20,33 @@ var (
 	// kafka-consumer-groups.sh --describe, as Kafka prints it.
 	noMembersRE   = regexp.MustCompile(`(?i)consumer group '([^']+)' has no active members`)
 	groupHeaderRE = regexp.MustCompile(`(?i)^\s*GROUP\s+TOPIC\s+PARTITION\s+CURRENT-OFFSET\s+LOG-END-OFFSET\s+LAG\b`)
+	// A consumer's own log line failing: an error level, an exception,
+	// an authentication refused or the listener stopped.
+	consumerFailRE = regexp.MustCompile(`(?i)\b(ERROR|FATAL|CRITICAL)\b|exception|failed authentication|authentication failed|not authorized|consumer stopped|stopped consuming`)
 )
+
+// groupFailing reports whether a log gathered shows a consumer of group
+// failing: a failing line that names the group as its own (the Java
+// client's "groupId=NAME", librdkafka's and the Python clients' group.id
+// or group_id, a structured "group" field). Such a group is not retired:
+// its members are there and cannot consume.
+func groupFailing(ev *Gathered, group string) bool {
+	g := regexp.QuoteMeta(strings.ToLower(group))
+	named := regexp.MustCompile(`(?i)\b(?:groupid|group\.id|group_id|consumer[ _-]?group|group)["']?\s*[=:]\s*["']?` + g + `(?:$|[^\w.-])`)
+	for i := range ev.Logs {
+		for _, t := range ev.Logs[i].Templates {
+			if t.Incident == 0 {
+				continue
+			}
+			for _, l := range []string{t.Example, t.Last} {
+				if l != "" && named.MatchString(l) && consumerFailRE.MatchString(l) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
 
 var staleGroup = &mechanism{
 	kind:   KindStaleGroup,
@@ -107,7 +133,7 @@ func detectStaleGroup(ev *Gathered, found []Finding) []Finding {
 	var out []Finding
 	for _, n := range order {
 		g := groups[n]
-		if len(g.members) > 0 || g.lag <= 0 || g.topic == "" {
+		if len(g.members) > 0 || g.lag <= 0 || g.topic == "" || groupFailing(ev, g.name) {
 			continue
 		}
 		for _, o := range order {

@@ -3,6 +3,7 @@ package analyst
 import (
 	"testing"
 
+	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
 )
 
@@ -35,6 +36,32 @@ func TestStaleGroupDetected(t *testing.T) {
 		{"successor lags too: not a stale alert", []evidence.CommandOutput{old, lagging}, ""},
 		{"no other group read", []evidence.CommandOutput{old}, ""},
 		{"the lagging group has members", []evidence.CommandOutput{withMembers, caughtUp}, ""},
+	}
+	// Its consumers' own logs fail under the group's name (the Java
+	// client's groupId=, librdkafka's group.id, a structured field): the
+	// group is not retired, it cannot consume.
+	failing := []string{
+		"2026-11-25T14:00:19.844Z ERROR 1 --- [main] org.apache.kafka.clients.NetworkClient : [Consumer clientId=consumer-orders-old-1, groupId=orders-old] Connection to node 2 failed authentication due to: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512",
+		"%3|1732543219.844|FAIL|rdkafka#consumer-1| [thrd:sasl_ssl://b:9094/2]: group.id=orders-old: SASL authentication error: Authentication failed during authentication due to invalid credentials",
+		`{"level":"error","group":"orders-old","msg":"consumer stopped: kafka server: SASL Authentication failed"}`,
+	}
+	for _, l := range failing {
+		ev := &Gathered{Commands: []evidence.CommandOutput{old, caughtUp}, Scope: Scope{Service: "orders-consumer"},
+			Logs: []LogSet{{Subject: "orders-consumer", Templates: []analysis.LogTemplate{{Example: l, Incident: 1}}}}}
+		if fs := detectStaleGroup(ev, nil); len(fs) != 0 {
+			t.Errorf("consumers failing (%q): want none, got %+v", l, fs)
+		}
+	}
+	// A line of another group, or an informational one, leaves it retired.
+	for _, l := range []string{
+		"ERROR [Consumer clientId=c-1, groupId=orders-old-v2] failed authentication",
+		"INFO [Consumer clientId=c-1, groupId=orders-old] Resetting offset for partition orders-0",
+	} {
+		ev := &Gathered{Commands: []evidence.CommandOutput{old, caughtUp}, Scope: Scope{Service: "orders-consumer"},
+			Logs: []LogSet{{Subject: "orders-consumer", Templates: []analysis.LogTemplate{{Example: l, Incident: 1}}}}}
+		if fs := detectStaleGroup(ev, nil); len(fs) != 1 {
+			t.Errorf("%q: want the retired group, got %+v", l, fs)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
