@@ -3,10 +3,13 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // KindFaultInjection is a fault someone injected on purpose and left on: a
@@ -185,7 +188,7 @@ func detectFaultInjection(ev *Gathered, _ []Finding) []Finding {
 			}
 		}
 	}
-	var out []Finding
+	out := meshFaults(ev)
 	for _, target := range order {
 		x := byTarget[target]
 		f := x.f
@@ -197,6 +200,120 @@ func detectFaultInjection(ev *Gathered, _ []Finding) []Finding {
 			f.Weight = 0.6
 		}
 		f.Summary = fmt.Sprintf("%s injected %s into %s from %s", orWord(f.fact("tool"), "a chaos tool"), orWord(f.fact("fault"), "a fault"), target, hm(f.Time))
+		out = append(out, *f)
+	}
+	return out
+}
+
+var (
+	// meshFaultFlagsRE is a request a mesh proxy delayed (DI) or aborted
+	// (FI) by its HTTP fault filter: Istio's VirtualService fault,
+	// Envoy's fault filter, in the access log's response flags.
+	meshFaultFlagsRE = regexp.MustCompile(`" [1-5]\d\d (?:[A-Z]{2,4},)*(?:DI|FI)\b`)
+	// meshFaultDelayRE is the delay a fault sets, as a VirtualService
+	// ("fixedDelay: 5s") or the proxy's route config prints it
+	// ("fixedDelay": "5s", "fixed_delay": "5s").
+	meshFaultDelayRE = regexp.MustCompile(`(?i)"?fixed_?delay"?\s*:\s*"?(\d+(?:\.\d+)?(?:ms|s|m))`)
+	// meshFaultShareRE is the share of requests it applies to: a
+	// VirtualService's percentage value, or Envoy's fractional percent.
+	meshFaultShareRE = regexp.MustCompile(`(?i)"?(?:value|numerator)"?\s*:\s*(\d+(?:\.\d+)?)`)
+	// meshFaultChangeRE is a change that injected latency or errors on
+	// purpose: a game day, a chaos or resilience test, a fault.
+	meshFaultChangeRE = regexp.MustCompile(`(?i)game ?day|chaos|fault|(?:latency|delay|error|abort) injection|inject(?:ed|ing|s)? (?:latency|delay|errors?|faults?)`)
+)
+
+// meshFaults reads faults a service mesh injects by configuration: the
+// requests its proxies log with response flag DI (delay injected) or FI
+// (fault injected), grouped by the service they were sent to, with the
+// delay and share the route's fault sets (a VirtualService or the proxy's
+// route config handed over) and the change that put it there (a game
+// day, a resilience test), whatever its author meant to undo.
+func meshFaults(ev *Gathered) []Finding {
+	byTarget := map[string]*Finding{}
+	var order []string
+	for _, set := range ev.Logs {
+		for _, t := range set.Templates {
+			line := templateLine(t, meshFaultFlagsRE)
+			if line == "" || t.Incident == 0 {
+				continue
+			}
+			r, ok := parseRequestLine(line)
+			target := orWord(r.Upstream, upstreamName(r.Host))
+			if h, p, cut := strings.Cut(target, ":"); cut && isDigits(p) {
+				target = h
+			}
+			if !ok || target == "" || target == set.Subject {
+				continue
+			}
+			f := byTarget[target]
+			if f == nil {
+				f = &Finding{Kind: KindFaultInjection, Subject: target, Object: "mesh route to " + target, Namespace: hostNamespace(line, target),
+					Time: earliest(t.FirstSeen, t.FirstIncident), Severity: SevWarning, Weight: 0.85, Source: set.Origin, Facts: map[string]string{}}
+				byTarget[target] = f
+				order = append(order, target)
+			}
+			if at := earliest(t.FirstSeen, t.FirstIncident); !at.IsZero() && at.Before(f.Time) {
+				f.Time = at
+			}
+			if !slices.Contains(f.Related, set.Subject) {
+				f.Related = append(f.Related, set.Subject)
+			}
+			what := "a delay"
+			if strings.Contains(r.Flags, "FI") {
+				what = "aborted requests"
+			}
+			f.setFact("fault", what)
+			f.setFact("line", line)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s's proxy logged %d requests to %s with %s: %s", set.Subject, t.Incident, target, flagsMeaning(r.Flags), quote(ReadableLine(line), 240)))
+		}
+	}
+	var out []Finding
+	for _, target := range order {
+		f := byTarget[target]
+		istio := false
+		for _, c := range ev.Commands {
+			cmd := strings.ToLower(c.Command)
+			istio = istio || strings.HasPrefix(cmd, "istioctl") || strings.Contains(cmd, "virtualservice")
+			if !strings.Contains(c.Command, target) && !strings.Contains(strings.Join(c.Lines, "\n"), target) {
+				continue
+			}
+			for _, l := range c.Lines {
+				if m := meshFaultDelayRE.FindStringSubmatch(l); m != nil && f.fact("delay") == "" {
+					f.setFact("delay", m[1])
+					f.Evidence = append(f.Evidence, fmt.Sprintf("%s: the route to %s carries a fault: %s", truncate(c.Command, 120), target, strings.TrimSpace(l)))
+				}
+				if m := meshFaultShareRE.FindStringSubmatch(l); m != nil && f.fact("delay") != "" && f.fact("share") == "" {
+					if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+						if strings.Contains(strings.ToLower(l), "numerator") {
+							v /= 10000 // of a million, Envoy's default denominator in Istio's config
+						}
+						f.setFact("share", strconv.FormatFloat(v, 'f', -1, 64)+"%")
+					}
+				}
+			}
+		}
+		tool := "the proxies' HTTP fault filter"
+		if istio || strings.Contains(f.fact("line"), "outbound|") {
+			tool = "the mesh (a fault in the VirtualService of " + target + ")"
+		}
+		f.setFact("tool", tool)
+		if d := f.fact("delay"); d != "" && f.fact("fault") == "a delay" {
+			what := "a fixed delay of " + d
+			if sh := f.fact("share"); sh != "" {
+				what += " on " + sh + " of requests"
+			}
+			f.Facts["fault"] = what
+		}
+		for _, cs := range [][]evidence.Change{ev.Changes, ev.Earlier} {
+			for _, c := range cs {
+				if c.Timestamp.After(f.Time) || !meshFaultChangeRE.MatchString(c.Description) || c.Service != target && !strings.Contains(c.Description, target) {
+					continue
+				}
+				f.setFact("experiment", fmt.Sprintf("%s at %s: %s", orWord(c.Revision, c.Service), ts(c.Timestamp), quote(c.Description, 160)))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("the change of %s at %s injected it on purpose: %s", c.Service, ts(c.Timestamp), quote(c.Description, 200)))
+			}
+		}
+		f.Summary = fmt.Sprintf("%s injects %s into the calls to %s from %s", tool, f.fact("fault"), target, hm(f.Time))
 		out = append(out, *f)
 	}
 	return out

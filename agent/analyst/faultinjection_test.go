@@ -1,11 +1,13 @@
 package analyst
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 func TestFaultLines(t *testing.T) {
@@ -70,5 +72,46 @@ func TestDetectFaultInjection(t *testing.T) {
 	h := &Hypothesis{Kind: KindFaultInjection, Subject: f.Subject, Primary: []*Finding{&f}}
 	if d := faultInjection.describe(h, Scope{}); d == "" || !strings.Contains(d, "120ms") || !strings.Contains(d, "still in place") {
 		t.Errorf("describe = %q", d)
+	}
+}
+
+// Faults a mesh injects by configuration, as Istio's sidecar and a
+// standalone Envoy log them (DI delayed, FI aborted), with the delay and
+// share a VirtualService or the proxy's route config sets and the game day
+// that put it there; a request delayed by its callee is not one.
+func TestMeshFaults(t *testing.T) {
+	istioDI := `[2026-03-14T10:29:51.700Z] "GET /v1/suggest?q=run HTTP/1.1" 200 DI via_upstream - "-" 0 714 5023 22 "-" "undici" "82466a69-5ba5-45db-b5f4-4515b566bcf3" "suggest.search.svc.cluster.local:8080" "10.66.3.21:8080" outbound|8080||suggest.search.svc.cluster.local 10.66.2.40:42352 172.20.14.77:8080 10.66.2.40:42108 - default`
+	envoyFI := `[2026-03-14T10:29:51.700Z] "POST /api/orders HTTP/1.1" 503 FI 0 18 0 - "10.0.3.7" "okhttp/4.12.0" "1b2c3d4e-0000-4000-8000-000000000001" "orders:8080" "-"`
+	slow := `[2026-03-14T10:29:51.700Z] "GET /v1/suggest?q=run HTTP/1.1" 200 - via_upstream - "-" 0 714 5023 5020 "-" "undici" "82466a69-5ba5-45db-b5f4-4515b566bcf3" "suggest.search.svc.cluster.local:8080" "10.66.3.21:8080" outbound|8080||suggest.search.svc.cluster.local 10.66.2.40:42352 172.20.14.77:8080 10.66.2.40:42108 - default`
+	vs := evidence.CommandOutput{Command: "kubectl get virtualservice suggest -n search -o yaml", Lines: []string{
+		"spec:", "  hosts:", "  - suggest.search.svc.cluster.local", "  http:", "  - fault:", "      delay:", "        fixedDelay: 5s", "        percentage:", "          value: 10",
+	}}
+	route := evidence.CommandOutput{Command: "istioctl proxy-config route web-66c9d7f8b5-rk2wp.web --name 8080 -o json", Lines: []string{
+		`  "name": "suggest.search.svc.cluster.local:8080",`, `  "envoy.filters.http.fault": {`, `    "delay": {`, `      "fixedDelay": "2s",`, `      "percentage": {`, `        "numerator": 250000,`,
+	}}
+	gameDay := evidence.Change{Timestamp: win.BaselineStart.Add(-time.Hour), Service: "suggest", Kind: "infra", Description: "game day GD-14: latency injection between web and suggest"}
+	cases := []struct {
+		name            string
+		line            string
+		cmds            []evidence.CommandOutput
+		subject, fault  string
+		experiment, via string
+	}{
+		{"Istio delay set by a VirtualService, a game day", istioDI, []evidence.CommandOutput{vs}, "suggest", "a fixed delay of 5s on 10% of requests", "GD-14", "VirtualService"},
+		{"Istio delay read from the proxy's route config", istioDI, []evidence.CommandOutput{route}, "suggest", "a fixed delay of 2s on 25% of requests", "GD-14", "VirtualService"},
+		{"a standalone Envoy's abort", envoyFI, nil, "orders", "aborted requests", "", "fault filter"},
+		{"slow callee, nothing injected", slow, nil, "", "", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Logs: []LogSet{minedSet("web", false, 0, c.line, c.line)}, Commands: c.cmds, Earlier: []evidence.Change{gameDay}, Window: win}
+			f := onlyFinding(t, meshFaults(ev), c.subject)
+			if f == nil {
+				return
+			}
+			if f.fact("fault") != c.fault || !strings.Contains(f.fact("experiment"), c.experiment) || !strings.Contains(f.fact("tool"), c.via) || !slices.Contains(f.Related, "web") {
+				t.Errorf("fault %q experiment %q tool %q related %v", f.fact("fault"), f.fact("experiment"), f.fact("tool"), f.Related)
+			}
+		})
 	}
 }
