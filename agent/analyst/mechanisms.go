@@ -48,6 +48,7 @@ var mechanisms = []*mechanism{
 	netpolBlocked,
 	readOnlyRootFS,
 	saTokenMissing,
+	runtimeHandler,
 	gitOpsSuspended,
 	secretSyncFailed,
 	analysisNoData,

@@ -457,6 +457,8 @@ var kinds = map[Kind]kindInfo{
 	KindReadOnlyRootFS: {prior: 0.88},
 	// A Kubernetes client whose pod has no service account token mounted.
 	KindSATokenMissing: {prior: 0.88},
+	// A pod's RuntimeClass handler missing on the node it was placed on.
+	KindRuntimeHandler: {prior: 0.88},
 	// A change never applied because its GitOps object is suspended.
 	KindGitOpsSuspended: {prior: 0.84},
 	// A Secret its controller (External Secrets, sealed-secrets) cannot sync.
