@@ -132,6 +132,7 @@ var logRules = []logRule{
 	lineRule(signingKeyUnknown),
 	// A mesh proxy refusing the configuration pushed to it.
 	lineRule(xdsRejected),
+	lineRule(headerTooBig),
 	// A cloud action the caller's IAM policy does not grant: before the
 	// generic 403.
 	lineRule(cloudDenied),

@@ -165,6 +165,7 @@ var mechanisms = []*mechanism{
 	reloadRejected,
 	xdsRejected,
 	meshCircuitBreak,
+	headerTooBig,
 	shardsUnassigned,
 	clusterPartition,
 	// Managed cloud services under the application: a hot partition

@@ -433,6 +433,8 @@ var kinds = map[Kind]kindInfo{
 	// Mesh proxies failing calls to a healthy callee: circuit breaker
 	// overflow or outlier ejection.
 	KindMeshCircuitBreak: {prior: 0.86},
+	// A proxy's buffer too small for an upstream's response headers.
+	KindHeaderTooBig: {prior: 0.86},
 	// A search cluster's primaries without a copy.
 	KindShardsUnassigned: {prior: 0.86},
 	// A consumer's offsets reset past records retention deleted.
