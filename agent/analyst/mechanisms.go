@@ -55,6 +55,7 @@ var mechanisms = []*mechanism{
 	hpaTargetZero,
 	scalerQueue,
 	configNotRefreshed,
+	selectorOverlap,
 	hpaReverted,
 	cpuThrottling,
 	createRefused,

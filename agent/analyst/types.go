@@ -475,6 +475,8 @@ var kinds = map[Kind]kindInfo{
 	KindScalerQueue: {prior: 0.84},
 	// A ConfigMap or Secret change the running pods never see.
 	KindConfigNotRefreshed: {prior: 0.84},
+	// A Service whose selector also matches another workload's pods.
+	KindSelectorOverlap: {prior: 0.84},
 }
 
 func infoOf(k Kind) kindInfo {
