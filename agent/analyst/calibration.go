@@ -26,6 +26,9 @@ type answerShape struct {
 	timeline int    // entries of the answer's timeline
 	evidence int    // evidence lines of the root cause
 	question string // the question and the alert it comes from
+	// subjects are what the question is about (Scope.Subjects): the
+	// context's service and the known objects the question names.
+	subjects []string
 }
 
 // calibrationRule is one trait of answers that are sure without grounds.
@@ -188,6 +191,59 @@ var calibrationRules = []calibrationRule{
 	// full heap, a busy loop) may be the root one hop further.
 	{"CPU throttling without its limit or what spends the CPU", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return throttledUnexplained(w)
+	}},
+	// The question asks about one subject (a pod stuck Pending, a service
+	// slow) and the answer names another, louder failure that nothing read
+	// ties to it: no finding of the answer is the asked subject's, none
+	// has it as caller, node or owner. A neighbour's failure is not the
+	// cause of what was asked until a call, a node or an owner joins
+	// them.
+	{"another subject than the one asked", func(a *Analysis, w *Hypothesis, s answerShape) bool {
+		return len(s.subjects) > 0 && !bearsOn(w, s.subjects) && !tiedToAsked(a, w, s.subjects)
+	}},
+	// The question says only part of a workload fails (some of its pods,
+	// half the replicas, one of its instances while the others are fine),
+	// and the answer names nothing that places the failure among them (a
+	// node, a zone, a host, a subnet): what it names (an image, a release,
+	// a query) is what the healthy part shares too, so the healthy part
+	// contradicts it, and the root is what differs between them.
+	{"part of a workload failing, answered with what all of it shares", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
+		return partialQuestionRE.MatchString(s.question) && !placesFailure(w)
+	}},
+	// An image with no variant for the node's platform ("no match for
+	// platform in manifest"), with neither the nodes' operating system or
+	// architecture read nor which nodes the failing pods are on: the
+	// mismatch has two sides and only the image's is known.
+	{"platform mismatch without the nodes' platform", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindImagePull && pullProblem(pullMessage(w)) == pullNoPlatform && w.fact("pull_platform") == ""
+	}},
+	// A credential refused as expired (ExpiredToken, "the provided token
+	// has expired") with nothing read of its lifetime (the session's
+	// duration, the run's length, a rotation) and no change: an expired
+	// token is a state; what made it outlive its lifetime is the root.
+	{"credential expired without its lifetime", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Trigger == nil && w.fact("why") == "" && w.fact("session_lifetime") == "" && expiredLine(w)
+	}},
+	// One availability zone singled out by its pods' latency alone (the
+	// pods there slowed, the others did not), with nothing of the zone's
+	// own (the provider's health event for it): the split says where the
+	// fault is, not what it is (the zone's network, a node pool there, a
+	// replica of a dependency in that zone).
+	{"a zone singled out without the provider's word on it", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindZoneImpaired && w.fact("health") == "" && w.fact("why") == ""
+	}},
+	// A caller's deadline shorter than its callee's calls, with no change
+	// read that set it (the callee's latency did not grow, so a setting
+	// did): where the timeout is set and when it was cut is the root.
+	{"a deadline cut without the change that set it", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindDeadlineCut && w.Trigger == nil && w.fact("timeout_change") == ""
+	}},
+	// A NAT gateway out of source ports, with no change and no caller but
+	// the one that suffers: the exhaustion is a limit reached, and what
+	// churns connections through it (a new client, a batch job, keep-alive
+	// turned off) is not named.
+	{"NAT ports taken, by whom not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindNATPorts && w.Trigger == nil && !strings.Contains(w.fact("callers"), ",")
 	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
@@ -582,4 +638,75 @@ func throttledUnexplained(h *Hypothesis) bool {
 		return false
 	}
 	return !hasKind(h.Support, KindLoadSurge)
+}
+
+// partialQuestionRE is a question that says only part of a workload fails:
+// "only some pods", "half of the pods", "the other half pulled it fine",
+// "nats-0 and nats-1 are fine", "the others are fine".
+var partialQuestionRE = regexp.MustCompile(`(?i)\b(?:only|just)\s+(?:some|a few|half|part)\b|\bsome (?:of (?:the|our|its) )?(?:[\w-]+ )?(?:pods|replicas|instances|nodes|hosts|containers)\b|\bhalf (?:of )?(?:the |its |our )?(?:[\w-]+ )?(?:pods|replicas|instances|nodes|hosts)\b|\bother (?:half|pods|replicas|instances)\b|\b[a-z][\w-]*-\d+ and (?:[a-z][\w-]*)?-\d+ (?:are|look|seem) (?:fine|ok|okay|healthy)\b|\bthe others? (?:are|is|look|looks) (?:fine|ok|okay|healthy)\b`)
+
+// placeRE is evidence that places a failure among a workload's pods: the
+// node, zone, host or subnet they are on.
+var placeRE = regexp.MustCompile(`(?i)\bnodes?\b|\bzones?\b|\bhosts?\b|\bsubnets?\b`)
+
+// placesFailure reports whether some finding of w says where the failing
+// part of a workload is: a node, zone or host among its facts, or evidence
+// naming one.
+func placesFailure(w *Hypothesis) bool {
+	for _, f := range slices.Concat(w.Primary, w.Support) {
+		for _, k := range []string{"node", "nodes", "host", "zone", "subnet"} {
+			if f.fact(k) != "" {
+				return true
+			}
+		}
+		for _, e := range f.Evidence {
+			if placeRE.MatchString(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// expiredLine reports whether a primary finding of h quotes a provider's
+// refusal of an expired credential as its line.
+func expiredLine(h *Hypothesis) bool {
+	for _, f := range h.Primary {
+		if sessionExpiredRE.MatchString(f.fact("line")) || sessionExpiredRE.MatchString(f.fact("last_log")) {
+			return true
+		}
+	}
+	return false
+}
+
+// tiedToAsked reports whether a finding about one of the asked subjects
+// names w's subject or the host or node w is on: as the node it runs on,
+// the host, the dependency it calls (a fact or a related name of the
+// asked subject's own finding).
+func tiedToAsked(a *Analysis, w *Hypothesis, subjects []string) bool {
+	names := []string{w.Subject}
+	for _, k := range []string{"host", "node"} {
+		if v := w.fact(k); v != "" {
+			names = append(names, v)
+		}
+	}
+	for i := range a.Findings {
+		f := &a.Findings[i]
+		if !slices.ContainsFunc(subjects, func(n string) bool {
+			return f.relates(n) || strings.EqualFold(f.fact("caller"), n) || objectNames(f.Object, n)
+		}) {
+			continue
+		}
+		for _, n := range names {
+			if f.relates(n) {
+				return true
+			}
+			for _, v := range f.Facts {
+				if strings.EqualFold(v, n) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
