@@ -45,9 +45,7 @@ var acmeChallenge = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("certificate %s is not renewing: its ACME %s challenge%s stays pending", h.Subject, orWord(h.fact("type"), "HTTP-01"), forDomains(h.fact("domains")))
-		if s := h.fact("since"); s != "" {
-			d += " since " + s
-		}
+		d += h.clause(" since ", "since")
 		if u := h.fact("url"); u != "" {
 			d += fmt.Sprintf(" — cert-manager's self check GET %s fails: %s", u, h.fact("error"))
 		} else {
@@ -61,9 +59,7 @@ var acmeChallenge = &mechanism{
 				d += "; " + v
 			}
 		}
-		if na := h.fact("not_after"); na != "" {
-			d += "; the current certificate expires at " + na
-		}
+		d += h.clause("; the current certificate expires at ", "not_after")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

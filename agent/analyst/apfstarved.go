@@ -84,15 +84,11 @@ var apfStarved = &mechanism{
 			d += fmt.Sprintf(" (FlowSchema %s)", fs)
 		}
 		d += ", whose queues are full, so the API server queues them and rejects them with 429 Too Many Requests"
-		if l := h.fact("level_state"); l != "" {
-			d += " (" + l + ")"
-		}
+		d += h.wrapped(" (", "level_state", ")")
 		if l := h.fact("line"); l != "" {
 			d += "; " + h.Subject + " logs " + quote(l, 200)
 		}
-		if s := h.fact("load_source"); s != "" {
-			d += ". " + s
-		}
+		d += h.clause(". ", "load_source")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -43,12 +43,7 @@ var conntrackFull = &mechanism{
 			d = fmt.Sprintf("the connection-tracking table of node %s is full (%s since %s): at its limit the kernel drops the first packet of new connections, so connects through that node wait for SYN retransmits (1 s, 3 s)",
 				h.Subject, h.fact("line"), hm(h.Onset))
 		}
-		if u := h.fact("usage"); u != "" {
-			d += "; " + u
-		}
-		if v := h.fact("victims"); v != "" {
-			d += "; the pods that run on that node: " + v
-		}
+		d += h.clause("; ", "usage") + h.clause("; the pods that run on that node: ", "victims")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -70,9 +70,7 @@ var deadlineCut = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s's deadline for its calls to %s", h.Subject, orWord(h.fact("callee"), "its upstream"))
-		if v := h.fact("deadline"); v != "" {
-			d += " is " + v
-		}
+		d += h.clause(" is ", "deadline")
 		if h.fact("callee_p99") != "" {
 			d += ", shorter than its slowest calls take"
 		} else {
@@ -94,9 +92,7 @@ var deadlineCut = &mechanism{
 			if b := h.fact("baseline_p99"); b != "" {
 				d += fmt.Sprintf(" and unchanged (%s before)", b)
 			}
-			if o := h.fact("over"); o != "" {
-				d += "; " + o + " of its calls take longer than the deadline and fail"
-			}
+			d += h.wrapped("; ", "over", " of its calls take longer than the deadline and fail")
 		}
 		if c := h.fact("timeout_change"); c != "" {
 			d += fmt.Sprintf("; the timeout was set by %s", quote(c, 200))

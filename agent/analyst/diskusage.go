@@ -467,12 +467,7 @@ func describeFiller(h *Hypothesis) string {
 		} else if s := h.fact("filler_since"); s != "" {
 			d += " (" + s + ")"
 		}
-		if l := h.fact("largest"); l != "" {
-			d += "; " + l + " is larger but is not what grows"
-		}
-		if o := h.fact("others"); o != "" {
-			d += "; " + o
-		}
+		d += h.wrapped("; ", "largest", " is larger but is not what grows") + h.clause("; ", "others")
 	}
 	if h.fact("filler_log") == "" {
 		return d
@@ -481,13 +476,9 @@ func describeFiller(h *Hypothesis) string {
 		d += ": the server's own log"
 		if v := h.fact("verbose"); v != "" {
 			d += fmt.Sprintf(" with %s", v)
-			if w := h.fact("verbose_words"); w != "" {
-				d += " (" + w + ")"
-			}
+			d += h.wrapped(" (", "verbose_words", ")")
 		}
-		if c := h.fact("verbose_change"); c != "" {
-			d += ", since the " + c
-		}
+		d += h.clause(", since the ", "verbose_change")
 		if l := h.fact("verbose_line"); l != "" {
 			d += "; its log: " + quote(ReadableLine(l), 160)
 		}

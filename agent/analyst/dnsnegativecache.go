@@ -37,12 +37,7 @@ var dnsNegativeCache = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s cannot resolve %s because the cluster's resolver (%s) answers NXDOMAIN from its negative cache while the name resolves again elsewhere (%s): a moment when the record did not exist was cached as a denial, and the resolver keeps serving that cached NXDOMAIN until its negative TTL runs out",
 			h.Subject, h.fact("name"), h.fact("cached_at"), h.fact("resolves_at"))
-		if s := h.fact("soa"); s != "" {
-			d += "; the denial carries the zone's SOA (" + s + ")"
-		}
-		if c := h.fact("record_change"); c != "" {
-			d += "; the record was removed and re-created by the " + c
-		}
+		d += h.wrapped("; the denial carries the zone's SOA (", "soa", ")") + h.clause("; the record was removed and re-created by the ", "record_change")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -62,9 +62,7 @@ var imagePull = &mechanism{
 	contentTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s pods cannot start because the image pull fails (ImagePullBackOff/ErrImagePull)", h.Subject)
-		if img := h.fact("image"); img != "" {
-			d += " for image " + img
-		}
+		d += h.clause(" for image ", "image")
 		if why := pullProblem(pullMessage(h)); why == pullRateLimited {
 			d += ": " + rateLimitWords(h)
 		} else if why != "" {
@@ -83,9 +81,7 @@ var imagePull = &mechanism{
 		}
 		if sa := h.fact("pull_sa"); sa != "" {
 			d += fmt.Sprintf("; the pods run as ServiceAccount %s, which has no imagePullSecrets (nor does the pod spec name one), so the kubelet asks the registry without credentials", sa)
-			if o := h.fact("pull_elsewhere"); o != "" {
-				d += "; " + o
-			}
+			d += h.clause("; ", "pull_elsewhere")
 		}
 		if m := pullMessage(h); m != "" {
 			d += " — " + truncate(registryAnswer(m), 200)

@@ -94,15 +94,11 @@ var jobFailed = &mechanism{
 				d += "; " + describeSessionOutlived(h)
 			} else if h.fact("file_refused") != "" {
 				d += " (the operating system refused the file access)"
-				if w := h.fact("file_why"); w != "" {
-					d += ": " + w
-				}
+				d += h.clause(": ", "file_why")
 			} else if k := Kind(h.fact("line_kind")); k != "" {
 				d += fmt.Sprintf(" (%s)", infoOf(k).label)
 			}
-			if m := h.fact("missing_service"); m != "" {
-				d += "; " + m
-			}
+			d += h.clause("; ", "missing_service")
 		}
 		return d
 	},

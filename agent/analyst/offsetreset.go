@@ -84,16 +84,12 @@ var offsetReset = &mechanism{
 		} else {
 			d += ", the records at them already deleted"
 		}
-		if p := h.fact("paused"); p != "" {
-			d += " while it was stopped (" + p + ")"
-		}
+		d += h.wrapped(" while it was stopped (", "paused", ")")
 		d += fmt.Sprintf(", so the client reset them by auto.offset.reset=%s", orWord(h.fact("auto_offset_reset"), "(its setting)"))
 		if h.fact("to_end") != "" {
 			d += " to the end of the partitions, past everything written while it was stopped"
 		}
-		if s := h.fact("skipped"); s != "" {
-			d += ": " + s
-		}
+		d += h.clause(": ", "skipped")
 		if c := h.fact("retention_change"); c != "" {
 			d += fmt.Sprintf("; the retention was set by %s", quote(c, 200))
 		}

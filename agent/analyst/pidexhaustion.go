@@ -51,18 +51,11 @@ var pidExhaustion = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		if h.fact("node") == "" && (h.fact("zombies") != "" || h.fact("pids") != "") {
 			d := fmt.Sprintf("%s cannot create threads or processes: its pod reached its PIDs limit (the pids cgroup the kubelet's podPidsLimit sets), not a memory limit", h.Subject)
-			if p := h.fact("pids"); p != "" {
-				d += ": " + p
-			}
-			if z := h.fact("zombies"); z != "" {
-				d += "; " + z
-			}
+			d += h.clause(": ", "pids") + h.clause("; ", "zombies")
 			if l := h.fact("line"); l != "" {
 				d += ". Spawning fails with EAGAIN: " + quote(pidClause(l), 160)
 			}
-			if r := h.fact("restarts"); r != "" {
-				d += "; " + r
-			}
+			d += h.clause("; ", "restarts")
 			return d
 		}
 		if h.fact("node") == "" {
@@ -75,25 +68,9 @@ var pidExhaustion = &mechanism{
 			return d
 		}
 		d := fmt.Sprintf("node %s ran out of PIDs (process IDs)", h.Subject)
-		if u := h.fact("usage"); u != "" {
-			d += ": " + u
-		}
-		if z := h.fact("zombies"); z != "" {
-			d += "; " + z
-		}
+		d += h.clause(": ", "usage") + h.clause("; ", "zombies")
 		d += ". New threads and processes fail on that node (fork: Resource temporarily unavailable, pthread_create EAGAIN)"
-		if v := h.fact("victims"); v != "" {
-			d += ", so " + v
-		}
-		if cu := h.fact("culprit_detail"); cu != "" {
-			d += ". The PIDs are held by " + cu
-		}
-		if c := h.fact("culprit_change"); c != "" {
-			d += "; it changed before: " + c
-		}
-		if e := h.fact("evicted"); e != "" {
-			d += "; " + e
-		}
+		d += h.clause(", so ", "victims") + h.clause(". The PIDs are held by ", "culprit_detail") + h.clause("; it changed before: ", "culprit_change") + h.clause("; ", "evicted")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -42,12 +42,7 @@ var poolRejected = &mechanism{
 		pool := orWord(h.fact("pool"), "search")
 		d := fmt.Sprintf("the %s thread pool of %s (%s) is saturated: every thread busy and its queue full (queue capacity %s), so it rejects new requests at once (rejected execution, es_rejected_execution_exception, HTTP 429)",
 			pool, h.Subject, orWord(h.fact("engine"), "the search cluster"), orWord(h.fact("queue_capacity"), "reached"))
-		if n := h.fact("nodes"); n != "" {
-			d += " on " + n
-		}
-		if m := h.fact("metric"); m != "" {
-			d += "; " + m
-		}
+		d += h.clause(" on ", "nodes") + h.clause("; ", "metric")
 		if c := h.fact("callers"); c != "" {
 			verb := "turns"
 			if strings.Contains(c, ",") {

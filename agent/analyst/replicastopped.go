@@ -509,9 +509,7 @@ func replicaStoppedMetrics(sets []MetricSet, w Window) []Finding {
 func describeReplicaStopped(h *Hypothesis, sc Scope) string {
 	inst := h.Subject
 	d := fmt.Sprintf("the read replica %s stopped replicating: its replication %s stopped", inst, threadWord(h.fact("thread")))
-	if at := h.fact("stopped_at"); at != "" {
-		d += " at " + at
-	}
+	d += h.clause(" at ", "stopped_at")
 	if n := h.fact("errno"); n != "" && n != "0" {
 		d += " on error " + n
 	}
@@ -519,9 +517,7 @@ func describeReplicaStopped(h *Hypothesis, sc Scope) string {
 		d += fmt.Sprintf(" (%s)", e)
 	}
 	d += " while applying a transaction from the primary. The replica still answers every query but serves the data as of that moment, and reports no lag while stopped (Seconds_Behind_Source is NULL), so its readers"
-	if r := h.fact("readers"); r != "" {
-		d += " (" + r + ")"
-	}
+	d += h.wrapped(" (", "readers", ")")
 	d += " see stale data with no error"
 	switch h.fact("errno") {
 	case "1062", "1032", "1452":
@@ -532,9 +528,7 @@ func describeReplicaStopped(h *Hypothesis, sc Scope) string {
 	}
 	if w := h.fact("writer"); w != "" {
 		d += fmt.Sprintf("; %s wrote to it", w)
-		if c := h.fact("writer_change"); c != "" {
-			d += " (" + c + ")"
-		}
+		d += h.wrapped(" (", "writer_change", ")")
 	}
 	return d
 }

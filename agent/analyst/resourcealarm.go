@@ -57,27 +57,14 @@ var resourceAlarm = &mechanism{
 		}
 		res := h.fact("resource")
 		d := fmt.Sprintf("%s raised its %s alarm and blocks its clients' %s until it clears", what, alarmPhrase(res), orWord(h.fact("blocks"), "writes"))
-		if lv := h.fact("level"); lv != "" {
-			d += " (" + lv + ")"
-		}
+		d += h.wrapped(" (", "level", ")")
 		if searchReadOnly(h.fact("line")) {
 			d += " (its disk use passed the flood-stage watermark, so its indices were made read-only: index.blocks.read_only_allow_delete, cluster_block_exception to every write)"
 		}
 		if l := h.fact("line"); l != "" {
 			d += ": " + quote(blockReason(l), 200)
 		}
-		if w := h.fact("why"); w != "" {
-			d += "; " + w
-		}
-		if q := h.fact("growing"); q != "" {
-			d += "; " + q
-		}
-		if g := h.fact("grew"); g != "" {
-			d += "; " + g
-		}
-		if hd := h.fact("held"); hd != "" {
-			d += "; " + hd
-		}
+		d += h.clause("; ", "why") + h.clause("; ", "growing") + h.clause("; ", "grew") + h.clause("; ", "held")
 		if c := h.fact("clients"); c != "" {
 			d += fmt.Sprintf(". Its clients are blocked: %s", c)
 		}

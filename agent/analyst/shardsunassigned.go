@@ -77,15 +77,11 @@ var shardsUnassigned = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the search cluster %s is red since %s: primary shards", h.Subject, hm(h.Onset))
-		if s := h.fact("shards"); s != "" {
-			d += " " + s
-		}
+		d += h.clause(" ", "shards")
 		d += " are unassigned, so searches that need them fail (no_shard_available_action_exception, all shards failed)"
 		if n := h.fact("node"); n != "" {
 			d += fmt.Sprintf("; their only copy lived on the data node %s, which left the cluster (%s)", n, orWord(h.fact("left_reason"), "left"))
-			if s := h.fact("node_state"); s != "" {
-				d += " and cannot come back: " + s
-			}
+			d += h.clause(" and cannot come back: ", "node_state")
 		}
 		if c := h.fact("no_copy"); c != "" && h.fact("zero_replicas") == "" {
 			d += "; " + c
@@ -96,9 +92,7 @@ var shardsUnassigned = &mechanism{
 				d += fmt.Sprintf(" (%s)", quote(c, 140))
 			}
 		}
-		if c := h.fact("clients"); c != "" {
-			d += "; " + c + " fail their searches since"
-		}
+		d += h.wrapped("; ", "clients", " fail their searches since")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -273,18 +273,14 @@ func describeTombstones(h *Hypothesis, sc Scope) string {
 		d += fmt.Sprintf("; %s gets the read failures", c)
 	}
 	d += ". Deletes in Cassandra write tombstones, kept for gc_grace_seconds"
-	if g := h.fact("gc_grace"); g != "" {
-		d += " (" + g + ")"
-	}
+	d += h.wrapped(" (", "gc_grace", ")")
 	d += " and dropped only by a compaction after that"
 	if del := h.fact("deleter"); del != "" {
 		d += fmt.Sprintf("; %s deletes the rows one by one", del)
 		if l := h.fact("deleter_line"); l != "" {
 			d += " (" + quote(l, 160) + ")"
 		}
-		if c := h.fact("delete_change"); c != "" {
-			d += ", since the " + c
-		}
+		d += h.clause(", since the ", "delete_change")
 	}
 	return d
 }
