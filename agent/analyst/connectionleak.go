@@ -38,7 +38,12 @@ func describeConnLeak(h *Hypothesis) string {
 	if r := top.fact("request_ratio"); r != "" {
 		d += fmt.Sprintf(" while the request rate stays flat (×%s), so it is not a load surge", r)
 	}
-	d += ": connections are taken and not released (a transaction left open, a connection not closed on an error path) until the pool or the database's max_connections runs out"
+	if m := top.fact("pool_max"); m != "" {
+		d += fmt.Sprintf(" and reach the connection pool's maximum (max_open %s per pod): the pool is exhausted, so %s's other requests wait for a connection and time out", m, h.Subject)
+		d += ": connections are taken and not released (a transaction left open, a connection not closed on an error path)"
+	} else {
+		d += ": connections are taken and not released (a transaction left open, a connection not closed on an error path) until the pool or the database's max_connections runs out"
+	}
 	for _, f := range h.Support {
 		if f.Kind == KindDatabase {
 			if l := f.fact("line"); l != "" {
@@ -125,6 +130,16 @@ func DetectConnLeak(sets []MetricSet, w Window) []Finding {
 		case ok && ratio < 1.5:
 			weight = 0.9
 		}
+		// The held connections reached the pool's own cap: the pool is
+		// exhausted, and its other requests wait for a connection that
+		// never comes back (the timeouts its callers see follow).
+		capped := ""
+		if !c.db {
+			if per, total, ok := poolCapOf(sets, c.subject, w); ok && c.c.Peak >= total-0.5 {
+				capped = per
+				weight = max(weight, 0.9)
+			}
+		}
 		what := "database connections in use"
 		if c.state != "" {
 			what = "database connections idle in transaction"
@@ -148,6 +163,10 @@ func DetectConnLeak(sets []MetricSet, w Window) []Finding {
 		if c.state != "" {
 			f.setFact("idle_in_transaction", fmt.Sprintf("%.0f", c.c.Peak))
 		}
+		if capped != "" {
+			f.setFact("pool_max", capped)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the held connections of %s reached its pool's maximum (%s per pod): the pool is exhausted", c.subject, capped))
+		}
 		f.setFact("metric", c.metric)
 		f.setFact("low", fmt.Sprintf("%.0f", c.c.Low))
 		f.setFact("peak", fmt.Sprintf("%.0f", c.c.Peak))
@@ -158,4 +177,33 @@ func DetectConnLeak(sets []MetricSet, w Window) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// poolCapOf is the maximum of a service's connection pool its gauges
+// state (HikariCP's max, database/sql's max_open, pgxpool's max_conns):
+// per pod (the largest any pod states) and summed over its pods at the
+// latest sample, to set beside its connections in use summed the same way.
+func poolCapOf(sets []MetricSet, subject string, w Window) (string, float64, bool) {
+	var ss []evidence.Series
+	for _, ms := range sets {
+		if !poolMaxMetricRE.MatchString(ms.Name) {
+			continue
+		}
+		for _, s := range ms.Series {
+			if SubjectOfLabels(s.Labels) == subject {
+				ss = append(ss, s)
+			}
+		}
+	}
+	pts := sumSeries(ss, w)
+	if len(pts) == 0 || pts[len(pts)-1].V <= 0 {
+		return "", 0, false
+	}
+	per := 0.0
+	for _, s := range ss {
+		for _, p := range s.Points {
+			per = max(per, p.V)
+		}
+	}
+	return fmt.Sprintf("%.0f", per), pts[len(pts)-1].V, true
 }

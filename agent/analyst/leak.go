@@ -11,7 +11,7 @@ import (
 
 // leakMetricRE matches metrics of connections a client holds: a pool's
 // connections in use or checked out, a database's sessions.
-var leakMetricRE = regexp.MustCompile(`(?i)connections_in_use|conns_in_use|connections_(active|used|busy|checked_out)|pool.*(active|in_?use|used|busy|checked_?out|borrowed)|hikaricp_connections_active|db_client_connections_usage|pg_stat_activity`)
+var leakMetricRE = regexp.MustCompile(`(?i)connections_in_use|conns_in_use|connections_(active|used|busy|checked_out)|pool.*(active|in_?use|used|busy|checked_?out|borrowed)|hikaricp_connections_active|db_client_connections_usage|pgxpool_acquired_conns|pg_stat_activity`)
 
 // Climb is a steady rise of a series: from Low at Start to Peak at End,
 // rising in most steps and in no single jump.
