@@ -465,6 +465,8 @@ var kinds = map[Kind]kindInfo{
 	KindGitOpsSuspended: {prior: 0.84},
 	// A Secret its controller (External Secrets, sealed-secrets) cannot sync.
 	KindSecretSyncFailed: {prior: 0.9},
+	// TLS verification failing after a CA changed on one side.
+	KindCARotated: {prior: 0.88},
 	// A rollout aborted because its analysis query returned no data.
 	KindAnalysisNoData: {prior: 0.84},
 	// An autoscaler's scale-ups reverted to a fixed replica count.
