@@ -66,6 +66,7 @@ var mechanisms = []*mechanism{
 	slowOperation,
 	slowCall,
 	slowPeer,
+	breakerOpen,
 	readOnlyDB,
 	failoverLoop,
 	credentialRotated,

@@ -479,6 +479,8 @@ var kinds = map[Kind]kindInfo{
 	KindConfigNotRefreshed: {prior: 0.84},
 	// A Service whose selector also matches another workload's pods.
 	KindSelectorOverlap: {prior: 0.84},
+	// A service's circuit breaker held open by the dependency it guards.
+	KindBreakerOpen: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {
