@@ -266,6 +266,7 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 				g.commands = outs
 			}
 		}
+		g.gatherUsage(ctx)
 	}
 	if !g.haveK8s["get_events"] {
 		if out, ok := g.call(ctx, sp, "get_events", map[string]any{"namespace": ns, "since": since}); ok {
@@ -318,6 +319,34 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		return errors.New("no kubernetes state")
 	}
 	return nil
+}
+
+// gatherUsage reads the pod usage readings handed over (kubectl top pod),
+// of every namespace, and the node of each pod from the pods the source
+// knows: what uses a node's memory when the node is under pressure.
+func (g *gatherer) gatherUsage(ctx context.Context) {
+	r, ok := g.src.Kubernetes.(evidence.UsageReader)
+	if !ok {
+		return
+	}
+	us, err := r.Usage(ctx, "Pod", "")
+	if err != nil || len(us) == 0 {
+		return
+	}
+	node := map[string]string{}
+	if pods, err := evidence.List[corev1.Pod](ctx, g.src.Kubernetes, "", ""); err == nil {
+		for _, p := range pods {
+			if p.Spec.NodeName != "" {
+				node[p.Namespace+"/"+p.Name] = p.Spec.NodeName
+			}
+		}
+	}
+	for _, u := range us {
+		if u.Container != "" {
+			continue
+		}
+		g.k8s.Usage = append(g.k8s.Usage, PodUsage{Usage: u, Node: node[u.Namespace+"/"+u.Name]})
+	}
 }
 
 // maxDescribedWorkloads bounds the describe_pod calls of one investigation.

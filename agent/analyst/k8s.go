@@ -74,12 +74,22 @@ type K8sEvidence struct {
 	// PodDisruptionBudgets are the namespace's budgets (get pdb rows,
 	// describe pages, YAML): what a drain may take of a workload.
 	PodDisruptionBudgets []policyv1.PodDisruptionBudget
+	// Usage are the pods' memory and CPU readings handed over (kubectl top
+	// pod), of every namespace, with the node each pod runs on when known.
+	Usage []PodUsage
 	// PreviousLogs holds the last lines of crashed containers, keyed
 	// "namespace/pod/container".
 	PreviousLogs map[string][]evidence.LogLine
 	// CurrentLogs marks the PreviousLogs entries read from the current
 	// container because no previous instance's log existed.
 	CurrentLogs map[string]bool
+}
+
+// PodUsage is a pod's usage reading (kubectl top pod) and its node ("" when
+// not known).
+type PodUsage struct {
+	evidence.Usage
+	Node string
 }
 
 // Window is the incident window and the baseline before it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -46,12 +47,29 @@ var nodePressure = &mechanism{
 		return 0, false
 	},
 	eventFacts: pressureFacts,
+	detect: func(ev *Gathered, found []Finding) []Finding {
+		for i := range found {
+			if found[i].Kind == KindNodePressure {
+				topMemoryPod(ev, &found[i])
+			}
+		}
+		return nil
+	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string
 		res := h.fact("resource")
 		d = fmt.Sprintf("node %s is under %s pressure (%s): the kubelet evicts pods to reclaim it", s, orWord(res, "resource"), pressureCondition(res))
-		if c := largestConsumer(h); c != "" {
+		if p := h.fact("top_pod"); p != "" {
+			d += fmt.Sprintf("; the largest consumer of memory on the node is pod %s of %s, using %s", p, h.fact("top_workload"), h.fact("top_memory"))
+			if sh := h.fact("top_share"); sh != "" {
+				d += fmt.Sprintf(" (%s of the node's allocatable memory)", sh)
+			}
+			d += " (kubectl top pod)"
+			if c := evictedConsumer(h); c != "" {
+				d += "; the kubelet evicts pods using more than their memory request, lowest priority first, not the pod using most: " + c
+			}
+		} else if c := largestConsumer(h); c != "" {
 			d += "; " + c
 		}
 		return d
@@ -67,7 +85,11 @@ var nodePressure = &mechanism{
 		case "disk":
 			r.add(finding.PriorityHigh, fmt.Sprintf("Free disk space on %s (prune unused images, rotate logs, clear emptyDir volumes) to end the disk pressure", node))
 		case "memory":
-			r.add(finding.PriorityHigh, fmt.Sprintf("Relieve memory pressure on %s: move or limit the pods using most memory", node))
+			if w := h.fact("top_workload"); w != "" {
+				r.add(finding.PriorityHigh, fmt.Sprintf("Relieve memory pressure on %s: give %s a memory limit and a request near what it uses (%s), or move it to nodes sized for it", node, w, h.fact("top_memory")))
+			} else {
+				r.add(finding.PriorityHigh, fmt.Sprintf("Relieve memory pressure on %s: move or limit the pods using most memory", node))
+			}
 		default:
 			r.add(finding.PriorityHigh, fmt.Sprintf("Relieve the %s pressure on %s and reschedule the evicted pods", orWord(res, "resource"), node))
 		}
@@ -105,6 +127,72 @@ func largestConsumer(h *Hypothesis) string {
 		best += " (the kubelet's eviction message)"
 	}
 	return best
+}
+
+// evictedConsumer names the container the kubelet's eviction message says
+// it evicted, with its use and request.
+func evictedConsumer(h *Hypothesis) string {
+	for _, f := range append(slices.Clone(h.Primary), h.Support...) {
+		if f.Kind != KindEviction {
+			continue
+		}
+		m := evictionUseRE.FindStringSubmatch(f.fact("message"))
+		if m == nil {
+			continue
+		}
+		q, err := resource.ParseQuantity(m[2])
+		if err != nil {
+			continue
+		}
+		c := fmt.Sprintf("it evicted container %s of %s, using %s", m[1], f.Subject, humanBytes(q.Value()))
+		if m[3] != "" {
+			c += " against a request of " + m[3]
+		}
+		return c
+	}
+	return ""
+}
+
+// topMemoryPod names, for a node under memory pressure, the pod using the
+// most memory on it in the usage readings handed over (kubectl top pod),
+// with its share of the node's allocatable memory.
+func topMemoryPod(ev *Gathered, f *Finding) {
+	if r := f.fact("resource"); r != "" && r != "memory" {
+		return
+	}
+	var top *PodUsage
+	for i := range ev.K8s.Usage {
+		u := &ev.K8s.Usage[i]
+		if u.Node == "" || !strings.EqualFold(u.Node, f.Subject) {
+			continue
+		}
+		if top == nil || u.Memory.Cmp(top.Memory) > 0 {
+			top = u
+		}
+	}
+	if top == nil || top.Memory.Value() <= 0 {
+		return
+	}
+	share := ""
+	for _, n := range ev.K8s.Nodes {
+		if n.Name == f.Subject {
+			if a, ok := n.Status.Allocatable[corev1.ResourceMemory]; ok && a.Value() > 0 {
+				share = fmt.Sprintf("%d%%", top.Memory.Value()*100/a.Value())
+				// A consumer of a small share is no answer.
+				if top.Memory.Value()*4 < a.Value() {
+					return
+				}
+			}
+		}
+	}
+	f.setFact("top_pod", top.Namespace+"/"+top.Name)
+	f.setFact("top_workload", workloadOfName(top.Name))
+	f.setFact("top_memory", humanBytes(top.Memory.Value()))
+	f.setFact("top_share", share)
+	f.Evidence = append(f.Evidence, fmt.Sprintf("kubectl top pod: %s/%s on node %s uses %s of memory%s", top.Namespace, top.Name, f.Subject, humanBytes(top.Memory.Value()), orWord(map[bool]string{true: ", " + share + " of its allocatable memory"}[share != ""], "")))
+	if w := workloadOfName(top.Name); w != "" && !slices.Contains(f.Related, w) {
+		f.Related = append(f.Related, w)
+	}
 }
 
 // humanBytes writes a size in binary units.
