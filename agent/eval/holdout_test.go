@@ -55,6 +55,7 @@ var holdoutFloors = map[string]int{
 	"holdout35": 12,
 	"holdout39": 10,
 	"holdout37": 8,
+	"holdout42": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
