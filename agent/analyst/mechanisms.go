@@ -169,6 +169,7 @@ var mechanisms = []*mechanism{
 	xdsRejected,
 	meshCircuitBreak,
 	headerTooBig,
+	routeTimeout,
 	shardsUnassigned,
 	clusterPartition,
 	// Managed cloud services under the application: a hot partition

@@ -435,6 +435,8 @@ var kinds = map[Kind]kindInfo{
 	KindMeshCircuitBreak: {prior: 0.86},
 	// A proxy's buffer too small for an upstream's response headers.
 	KindHeaderTooBig: {prior: 0.86},
+	// A proxy's route timeout shorter than the requests behind it.
+	KindRouteTimeout: {prior: 0.86},
 	// A search cluster's primaries without a copy.
 	KindShardsUnassigned: {prior: 0.86},
 	// A consumer's offsets reset past records retention deleted.
