@@ -224,6 +224,17 @@ var calibrationRules = []calibrationRule{
 	{"credential expired without its lifetime", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Trigger == nil && w.fact("why") == "" && w.fact("session_lifetime") == "" && expiredLine(w)
 	}},
+	// A connection refused because the client does not trust the server's
+	// certificate ("certificate verify failed", "unknown authority", PKIX
+	// path building failed), answered as a failure state (a Job failed,
+	// a handshake refused) with nothing read of either side (which CA
+	// signs the server's certificate, which the client trusts) and no
+	// change: the refusal says the chain does not verify, not why (a CA
+	// rotated on the server, a trust store baked into an image, a proxy
+	// re-signing).
+	{"certificate not trusted, its two sides not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return genericFailure[w.Kind] && w.Trigger == nil && w.fact("why") == "" && untrustedLine(w)
+	}},
 	// One availability zone singled out by its pods' latency alone (the
 	// pods there slowed, the others did not), with nothing of the zone's
 	// own (the provider's health event for it): the split says where the
@@ -706,6 +717,26 @@ func tiedToAsked(a *Analysis, w *Hypothesis, subjects []string) bool {
 					return true
 				}
 			}
+		}
+	}
+	return false
+}
+
+// genericFailure are the kinds of roots that say how something fails (a
+// Job failed, a handshake refused, a container crashing, errors in a log)
+// rather than by what mechanism: the line they quote is their only why.
+var genericFailure = map[Kind]bool{KindJobFailed: true, KindTLS: true, KindCrashLoop: true, KindAppCrash: true, KindLogErrors: true}
+
+// untrustedRE is a TLS client's refusal of a server certificate it cannot
+// verify against its trust store (not an expiry, which says why itself).
+var untrustedRE = regexp.MustCompile(`(?i)certificate verify failed|x509: certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate in certificate chain|PKIX path building failed|unable to find valid certification path`)
+
+// untrustedLine reports whether a primary finding of h quotes a TLS
+// client's refusal to trust the server's certificate as its line.
+func untrustedLine(h *Hypothesis) bool {
+	for _, f := range h.Primary {
+		if untrustedRE.MatchString(f.fact("line")) || untrustedRE.MatchString(f.fact("last_log")) {
+			return true
 		}
 	}
 	return false
