@@ -721,6 +721,9 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 				f.setFact("own", "true")
 			}
 			f.setFact("process", process)
+			if kind == KindOOMKilled && set.Host {
+				oomHostFacts(f, *set, t, line)
+			}
 			if set.Completed {
 				f.setFact("resolved", "true")
 			}

@@ -64,12 +64,16 @@ var oomKilled = &mechanism{
 			d += h.clause("; it grows because ", "grows")
 		case h.fact("host") != "" && h.fact("process") != "":
 			d = fmt.Sprintf("the %s process on host %s is killed by the kernel OOM killer (out of memory)", h.fact("process"), h.fact("host"))
+			if u := h.fact("unit"); u != "" && u != h.fact("process") {
+				d = fmt.Sprintf("the %s service (its %s process) on host %s is killed by the kernel OOM killer (out of memory)", u, h.fact("process"), hostOfLogSubject(h.fact("host")))
+			}
 			if dep := processDependency(h.fact("process")); dep != "" {
 				d = fmt.Sprintf("%s is down: %s", capitalizeName(dep), d)
 			}
 			if hostGaveUp(h) {
 				d += " and systemd gave up restarting it (start request repeated too quickly)"
 			}
+			d += oomVictimClause(h)
 		case jvmHeapOverLimit(h) != "":
 			d = fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): %s, so the JVM grows past the limit and the kernel kills it (no Java OutOfMemoryError)", s, jvmHeapOverLimit(h))
 		case h.fact("heap_over_limit") != "":
@@ -109,6 +113,13 @@ var oomKilled = &mechanism{
 		s := h.Subject
 		lim := h.fact("memory_limit")
 		r.rollback()
+		if h.fact("host") != "" && h.fact("process") != "" && oomVictimClause(h) != "" {
+			job := orWord(h.fact("cron"), h.fact("invoker"))
+			r.add(finding.PriorityHigh, fmt.Sprintf("Cap or move the memory-hungry job (%s) off host %s (a systemd MemoryMax= or its own cgroup, another host, or hours apart from the service), so the OOM killer stops choosing %s", job, hostOfLogSubject(h.fact("host")), orWord(h.fact("unit"), h.fact("process"))))
+			r.add(finding.PriorityMedium, fmt.Sprintf("Protect %s from the OOM killer (OOMScoreAdjust= in its unit) and size the host's memory for everything scheduled on it", orWord(h.fact("unit"), h.fact("process"))))
+			r.add(finding.PriorityLow, "Alert on host memory available and on kernel OOM kills, naming the process that invoked the OOM killer")
+			return
+		}
 		if h.fact("host") != "" && h.fact("process") != "" {
 			r.add(finding.PriorityHigh, fmt.Sprintf("Restart %s on %s and give the host more memory, or cap its memory use (e.g. maxmemory and an eviction policy)", h.fact("process"), h.fact("host")))
 			r.add(finding.PriorityMedium, fmt.Sprintf("Find what grew the memory of %s and make its callers degrade gracefully when it is down", h.fact("process")))
