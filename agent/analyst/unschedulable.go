@@ -21,11 +21,14 @@ import (
 // The scheduler's message says why (insufficient CPU or memory, taints,
 // node selectors or affinity no node satisfies).
 var unschedulableM = &mechanism{
-	kind:   KindUnschedulable,
-	class:  classCause,
-	label:  "unschedulable pods",
-	pod:    pendingPod,
-	detect: detectSelectorUnmatched,
+	kind:  KindUnschedulable,
+	class: classCause,
+	label: "unschedulable pods",
+	pod:   pendingPod,
+	detect: func(ev *Gathered, found []Finding) []Finding {
+		explainAntiAffinity(ev, found)
+		return detectSelectorUnmatched(ev, found)
+	},
 	event: func(e *corev1.Event) (float64, bool) {
 		return 0.85, e.Reason == "FailedScheduling"
 	},
@@ -55,6 +58,7 @@ var unschedulableM = &mechanism{
 		} else if why := schedulingReason(msg); why != "" {
 			d += " — " + why
 		}
+		d += antiAffinityClause(h)
 		if hp := h.fact("host_ports"); hp != "" && schedulingBlocks(msg, "free ports") {
 			d += fmt.Sprintf(". The pods ask for host port %s", hp)
 			if holder := h.fact("port_holder"); holder != "" {

@@ -217,12 +217,26 @@ func (p *parser) describeEvents(root *dnode, kind string, meta metav1.ObjectMeta
 // describeTail reads the end of a describe page a pipe kept (`kubectl
 // describe pod x | tail -5`): when every line is a row of its Events table
 // (or that table's header, or a later line of a row's message), the rows
-// are the described object's events. It reports whether it read them.
+// are the described object's events. A projection that kept the page's
+// last fields before its Events table (`sed -n '/^Node-Selectors/,$p'`)
+// is read from its "Events:" line on, unless those fields hold a table
+// of state (a node's Conditions): its events read without the state that
+// says whether they still hold would mislead, so the output stays text.
+// It reports whether it read them.
 func (p *parser) describeTail(c *command, kind, name string, out []string) bool {
 	var read []corev1.Event
 	ns := c.ns()
 	if clusterScoped[kind] {
 		ns = ""
+	}
+	for i, l := range out {
+		if isDashes(strings.TrimSpace(l)) {
+			break
+		}
+		if i > 0 && strings.TrimRight(l, " ") == "Events:" {
+			out = out[i:]
+			break
+		}
 	}
 	for _, l := range out {
 		t := strings.TrimSpace(l)

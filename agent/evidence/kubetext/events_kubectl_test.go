@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,12 +60,15 @@ func TestDescribeTail(t *testing.T) {
 	for _, tc := range []struct {
 		golden, command string
 		tail, events    int
+		from            string // a sed projection from this field to the end, instead of tail
 	}{
-		{"testdata/transcripts/kubectl-1.32/cluster.txt", "kubectl describe pod checkout-6d8f9c7b5-x2x9k -n shop", 3, 3},
-		{"testdata/transcripts-events/kubectl-1.32/cluster.txt", "kubectl describe pod web-1 -n shop", 5, 2},
-		{"testdata/transcripts-events/kubectl-1.32/cluster.txt", "kubectl describe pod web-1 -n shop", 8, 2},
+		{"testdata/transcripts/kubectl-1.32/cluster.txt", "kubectl describe pod checkout-6d8f9c7b5-x2x9k -n shop", 3, 3, ""},
+		{"testdata/transcripts-events/kubectl-1.32/cluster.txt", "kubectl describe pod web-1 -n shop", 5, 2, ""},
+		{"testdata/transcripts-events/kubectl-1.32/cluster.txt", "kubectl describe pod web-1 -n shop", 8, 2, ""},
+		{"testdata/transcripts/kubectl-1.32/cluster.txt", "kubectl describe pod checkout-6d8f9c7b5-x2x9k -n shop", 0, 3, "Node-Selectors:"},
+		{"testdata/transcripts-events/kubectl-1.32/cluster.txt", "kubectl describe pod web-1 -n shop", 0, 2, "QoS Class:"},
 	} {
-		t.Run(fmt.Sprintf("%s|tail-%d", tc.command, tc.tail), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s|tail-%d%s", tc.command, tc.tail, tc.from), func(t *testing.T) {
 			g, err := os.ReadFile(tc.golden)
 			if err != nil {
 				t.Fatal(err)
@@ -77,7 +81,15 @@ func TestDescribeTail(t *testing.T) {
 			page, _, _ = strings.Cut(page, "\n$ ")
 			lines := strings.Split(strings.TrimRight(page, "\n"), "\n")
 			whole := kubetext.Parse([]byte("$ "+tc.command+"\n"+page), capturedAt)
-			cut := kubetext.Parse([]byte("$ "+tc.command+" | tail -"+fmt.Sprint(tc.tail)+"\n"+strings.Join(lines[len(lines)-tc.tail:], "\n")+"\n"), capturedAt)
+			pipe, kept := " | tail -"+fmt.Sprint(tc.tail), lines[len(lines)-tc.tail:]
+			if tc.from != "" {
+				i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, tc.from) })
+				if i < 0 {
+					t.Fatalf("no %q in the page", tc.from)
+				}
+				pipe, kept = " | sed -n '/^"+strings.TrimSuffix(tc.from, ":")+"/,$p'", lines[i:]
+			}
+			cut := kubetext.Parse([]byte("$ "+tc.command+pipe+"\n"+strings.Join(kept, "\n")+"\n"), capturedAt)
 			noSkipped(t, cut)
 			if len(cut.Events) != tc.events || len(cut.Outputs) != 0 || len(cut.Objects) != 0 {
 				t.Fatalf("%d events, %d outputs, %d objects: want %d events only", len(cut.Events), len(cut.Outputs), len(cut.Objects), tc.events)
@@ -94,6 +106,16 @@ func TestDescribeTail(t *testing.T) {
 				}
 			}
 		})
+	}
+	// a projection that keeps a table of state before the events (a
+	// node's Conditions) is kept as text: its events alone would mislead
+	node := "$ kubectl describe node ip-10-0-5-12 | sed -n '/^Conditions:/,/^Addresses:/p;/^Events:/,$p'\n" +
+		"Conditions:\n  Type             Status  Reason                   Message\n  ----             ------  ------                   -------\n" +
+		"  DiskPressure     False   KubeletHasNoDiskPressure kubelet has no disk pressure\nAddresses:\nEvents:\n" +
+		"  Type     Reason                 Age   From     Message\n  ----     ------                 ----  ----     -------\n" +
+		"  Normal   NodeHasDiskPressure    26m   kubelet  Node ip-10-0-5-12 status is now: NodeHasDiskPressure\n"
+	if res := kubetext.Parse([]byte(node), time.Time{}); len(res.Events) != 0 || len(res.Outputs) != 1 {
+		t.Errorf("conditions and events of a node: %d events, %d outputs", len(res.Events), len(res.Outputs))
 	}
 	// a page cut elsewhere is kept as text, as before
 	res := kubetext.Parse([]byte("$ kubectl describe deploy web -n shop | grep -A2 Limits\n    Limits:\n      cpu:     1\n      memory:  1Gi\n"), time.Time{})
