@@ -170,6 +170,7 @@ var mechanisms = []*mechanism{
 	meshCircuitBreak,
 	headerTooBig,
 	routeTimeout,
+	meshEgressBlocked,
 	shardsUnassigned,
 	clusterPartition,
 	// Managed cloud services under the application: a hot partition

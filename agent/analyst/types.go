@@ -437,6 +437,8 @@ var kinds = map[Kind]kindInfo{
 	KindHeaderTooBig: {prior: 0.86},
 	// A proxy's route timeout shorter than the requests behind it.
 	KindRouteTimeout: {prior: 0.86},
+	// A caller's sidecar dropping calls to a host outside its registry.
+	KindMeshEgressBlocked: {prior: 0.86},
 	// A search cluster's primaries without a copy.
 	KindShardsUnassigned: {prior: 0.86},
 	// A consumer's offsets reset past records retention deleted.
