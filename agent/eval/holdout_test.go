@@ -56,6 +56,7 @@ var holdoutFloors = map[string]int{
 	"holdout39": 10,
 	"holdout37": 8,
 	"holdout42": 4,
+	"holdout41": 8,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
