@@ -53,10 +53,17 @@ var (
 	opWordRE       = regexp.MustCompile(`(?i)\b([a-z][\w-]*(?: [a-z][\w-]*)?) (?:call|query|request|job|operation|batch|sync|export|render|upload|download)s?\b|\b(?:call|query|request|operation) (?:to )?([\w.-]+)`)
 )
 
+// startupTimeRE is a process's own start-up time, which no request waits
+// for: Spring Boot's "Started OrdersApplication in 8.9 seconds", Tomcat's
+// "Server startup in [2431] milliseconds", Quarkus's "started in 1.2s",
+// Micronaut's "Startup completed in 812ms", ASP.NET's "Application
+// started", Node's "ready in 512 ms".
+var startupTimeRE = regexp.MustCompile(`(?i)\bStarted \w+ in \d|\bServer startup in\b|\bstarted in \d|\bStartup completed in\b|\bstartup took\b|\bready in \d+(?:\.\d+)?\s*m?s\b|\binitiali[sz]ation completed in\b|\bRoot WebApplicationContext: initialization completed\b`)
+
 // lineDuration is the longest duration a log line reports, in seconds.
 func lineDuration(line string) (float64, bool) {
 	best, ok := 0.0, false
-	if threadHeaderRE.MatchString(line) {
+	if threadHeaderRE.MatchString(line) || startupTimeRE.MatchString(line) {
 		return 0, false
 	}
 	for _, m := range durationRE.FindAllStringSubmatch(line, -1) {
