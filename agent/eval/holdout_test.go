@@ -57,6 +57,7 @@ var holdoutFloors = map[string]int{
 	"holdout37": 8,
 	"holdout42": 4,
 	"holdout41": 8,
+	"holdout40": 6,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
