@@ -238,8 +238,23 @@ func detectSecretSyncFailed(ev *Gathered, found []Finding) []Finding {
 	done := map[string]bool{}
 	for _, k := range syncs.order {
 		s := syncs.m[k]
-		for i := range ev.K8s.Pods {
-			p := &ev.K8s.Pods[i]
+		pods := slices.Clone(ev.K8s.Pods)
+		// A pod the kubelet reports missing a key of the Secret reads it,
+		// whether or not its spec was read.
+		for _, e := range ev.K8s.Events {
+			if e.InvolvedObject.Kind != "Pod" || e.InvolvedObject.Namespace != s.ns {
+				continue
+			}
+			if m := missingRefRE.FindStringSubmatch(e.Message); m != nil && m[3] != "" && (m[5] == s.name || m[5] == s.ns+"/"+s.name) {
+				p := corev1.Pod{}
+				p.Name, p.Namespace = e.InvolvedObject.Name, s.ns
+				p.Spec.Containers = []corev1.Container{{Env: []corev1.EnvVar{{Name: m[3], ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: s.name}, Key: m[3]}}}}}}
+				pods = append(pods, p)
+			}
+		}
+		for i := range pods {
+			p := &pods[i]
 			if p.Namespace != s.ns {
 				continue
 			}
@@ -247,7 +262,7 @@ func detectSecretSyncFailed(ev *Gathered, found []Finding) []Finding {
 			if len(keys) == 0 {
 				continue
 			}
-			w := WorkloadOfPod(p)
+			w := workloadOfPodNamed(ev.K8s, p.Namespace, p.Name)
 			if done[w] {
 				continue
 			}

@@ -25,6 +25,19 @@ var (
 	consumerFailRE = regexp.MustCompile(`(?i)\b(ERROR|FATAL|CRITICAL)\b|exception|failed authentication|authentication failed|not authorized|consumer stopped|stopped consuming`)
 )
 
+// groupWorkloadRuns reports whether a workload named as the group runs
+// (a pod of it Running): a group whose namesake consumer runs yet holds no
+// member is one whose consumer cannot join, not a retired one.
+func groupWorkloadRuns(ev *Gathered, group string) bool {
+	for i := range ev.K8s.Pods {
+		p := &ev.K8s.Pods[i]
+		if p.Status.Phase == "Running" && strings.EqualFold(WorkloadOfPod(p), group) {
+			return true
+		}
+	}
+	return false
+}
+
 // groupFailing reports whether a log gathered shows a consumer of group
 // failing: a failing line that names the group as its own (the Java
 // client's "groupId=NAME", librdkafka's and the Python clients' group.id
@@ -133,7 +146,7 @@ func detectStaleGroup(ev *Gathered, found []Finding) []Finding {
 	var out []Finding
 	for _, n := range order {
 		g := groups[n]
-		if len(g.members) > 0 || g.lag <= 0 || g.topic == "" || groupFailing(ev, g.name) {
+		if len(g.members) > 0 || g.lag <= 0 || g.topic == "" || groupFailing(ev, g.name) || groupWorkloadRuns(ev, g.name) {
 			continue
 		}
 		for _, o := range order {

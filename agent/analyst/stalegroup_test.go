@@ -3,6 +3,9 @@ package analyst
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
 )
@@ -51,6 +54,13 @@ func TestStaleGroupDetected(t *testing.T) {
 		if fs := detectStaleGroup(ev, nil); len(fs) != 0 {
 			t.Errorf("consumers failing (%q): want none, got %+v", l, fs)
 		}
+	}
+	// A running workload named as the group holds no member of it: its
+	// consumer cannot join, the group is not retired.
+	running := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-old-6d9f7b8c45-7xq2m", Namespace: "shop",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "orders-old-6d9f7b8c45"}}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if fs := detectStaleGroup(&Gathered{Commands: []evidence.CommandOutput{old, caughtUp}, K8s: K8sEvidence{Pods: []corev1.Pod{running}}, Scope: Scope{Service: "orders-consumer"}}, nil); len(fs) != 0 {
+		t.Errorf("namesake workload running: want none, got %+v", fs)
 	}
 	// A line of another group, or an informational one, leaves it retired.
 	for _, l := range []string{
