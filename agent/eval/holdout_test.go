@@ -58,6 +58,7 @@ var holdoutFloors = map[string]int{
 	"holdout42": 4,
 	"holdout41": 8,
 	"holdout40": 6,
+	"holdout43": 5,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
