@@ -235,6 +235,12 @@ var calibrationRules = []calibrationRule{
 	{"certificate not trusted, its two sides not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return genericFailure[w.Kind] && w.Trigger == nil && w.fact("why") == "" && untrustedLine(w)
 	}},
+	// A configuration the application cannot parse, with no change read
+	// that made it so and nothing saying why it is invalid: the exit says
+	// that the configuration is wrong, not which value nor since when.
+	{"invalid configuration without the change that made it so", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindConfigInvalid && w.Trigger == nil && w.fact("why") == ""
+	}},
 	// One availability zone singled out by its pods' latency alone (the
 	// pods there slowed, the others did not), with nothing of the zone's
 	// own (the provider's health event for it): the split says where the
