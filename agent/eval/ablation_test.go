@@ -49,7 +49,8 @@ var ablationSets = []string{"scenarios", "holdout", "holdout2", "holdout3", "hol
 	"holdout19", "holdout20", "holdout21", "holdout22", "holdout23", "holdout24",
 	"holdout25", "holdout26", "holdout27", "holdout28", "holdout29", "holdout30",
 	"holdout31", "holdout32", "holdout33", "holdout34", "holdout35", "holdout36",
-	"holdout37", "holdout38", "holdout39", "holdout42", "holdout41", "holdout40", "holdout43"}
+	"holdout37", "holdout38", "holdout39", "holdout40",
+	"holdout41", "holdout42", "holdout43"}
 
 // ablated is one variant: the scenario with one piece removed.
 type ablated struct {
