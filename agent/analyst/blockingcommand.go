@@ -204,46 +204,40 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 		note(e)
 	}
 	// A client's own log of sending it, with what it took.
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
+	for set, t := range incidentTemplates(ev) {
+		m := blockingLineRE.FindStringSubmatch(t.Example)
+		if m == nil {
+			continue
+		}
+		d, ok := fieldDuration(t.Example)
+		if !ok || d < 0.5 {
+			continue
+		}
+		cmd := strings.ToLower(m[1])
+		target := DependencyTarget(t.Example)
+		inst := strings.ToLower(DependencyName(target))
+		if i := strings.Index(inst, "."); i > 0 {
+			inst = inst[:i]
+		}
+		var h *hit
+		for k, x := range hits {
+			if strings.HasSuffix(k, "|"+cmd) && (inst == "" || strings.HasPrefix(x.inst, inst) || strings.HasPrefix(inst, x.inst)) {
+				h = x
+			}
+		}
+		if h == nil {
+			if inst == "" {
 				continue
 			}
-			m := blockingLineRE.FindStringSubmatch(t.Example)
-			if m == nil {
-				continue
-			}
-			d, ok := fieldDuration(t.Example)
-			if !ok || d < 0.5 {
-				continue
-			}
-			cmd := strings.ToLower(m[1])
-			target := DependencyTarget(t.Example)
-			inst := strings.ToLower(DependencyName(target))
-			if i := strings.Index(inst, "."); i > 0 {
-				inst = inst[:i]
-			}
-			var h *hit
-			for k, x := range hits {
-				if strings.HasSuffix(k, "|"+cmd) && (inst == "" || strings.HasPrefix(x.inst, inst) || strings.HasPrefix(inst, x.inst)) {
-					h = x
-				}
-			}
-			if h == nil {
-				if inst == "" {
-					continue
-				}
-				h = hitOf(inst, cmd)
-				h.onset = firstOf(t.FirstIncident, t.FirstSeen)
-			}
-			h.blocker = orWord(subjectOfSource(set.Source), set.Subject)
-			h.blockerLine = t.Example
-			h.blockerAt = firstOf(t.FirstSeen, t.FirstIncident)
-			h.perCall = formatValue(d, "s")
-			if h.onset.IsZero() || h.blockerAt.Before(h.onset) {
-				h.onset = h.blockerAt
-			}
+			h = hitOf(inst, cmd)
+			h.onset = firstOf(t.FirstIncident, t.FirstSeen)
+		}
+		h.blocker = orWord(subjectOfSource(set.Source), set.Subject)
+		h.blockerLine = t.Example
+		h.blockerAt = firstOf(t.FirstSeen, t.FirstIncident)
+		h.perCall = formatValue(d, "s")
+		if h.onset.IsZero() || h.blockerAt.Before(h.onset) {
+			h.onset = h.blockerAt
 		}
 	}
 	keys := slices.Sorted(maps.Keys(hits))

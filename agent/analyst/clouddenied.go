@@ -172,51 +172,46 @@ func roleName(principal string) string {
 func detectCloudDenied(ev *Gathered, _ []Finding) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
-	for _, set := range ev.Logs {
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
+	for set, t := range incidentTemplates(ev) {
+		line := t.Example
+		if !cloudDeniedRE.MatchString(line) || cloudAction(line) == "" {
+			if line = t.Last; !cloudDeniedRE.MatchString(line) || cloudAction(line) == "" {
 				continue
 			}
-			line := t.Example
-			if !cloudDeniedRE.MatchString(line) || cloudAction(line) == "" {
-				if line = t.Last; !cloudDeniedRE.MatchString(line) || cloudAction(line) == "" {
-					continue
-				}
-			}
-			if cloudTrailEventRE.MatchString(line) || seen[set.Subject] {
-				continue
-			}
-			seen[set.Subject] = true
-			f := Finding{Kind: KindCloudDenied, Subject: set.Subject, Namespace: set.Namespace, Source: set.Origin, Object: set.Origin + " " + set.Source,
-				Time: orTime(t.FirstIncident, t.FirstSeen), Severity: SevCritical, Weight: 0.9}
-			action, who, res := cloudAction(line), cloudPrincipal(line), cloudResource(line)
-			f.setFact("line", line)
-			f.setFact("caller", set.Subject)
-			f.setFact("action", action)
-			f.setFact("principal", who)
-			f.setFact("resource", res)
-			f.setFact("why", cloudWhy(line))
-			// A controller acting for the service (its scaler, its
-			// operator) names it in the denied call's line.
-			if svc := ev.Scope.Service; svc != "" && !strings.EqualFold(svc, set.Subject) && mentionsName(line, svc) {
-				f.Related = append(f.Related, svc)
-			}
-			f.Summary = fmt.Sprintf("%s: %s denied to %s", set.Subject, action, orWord(who, "its role"))
-			f.Evidence = []string{fmt.Sprintf("%s logs %s denied (%d lines from %s): %s", set.Subject, action, t.Incident, hm(f.Time), quote(ReadableLine(line), 240))}
-			// A node's instance role calling: the pod has no identity of
-			// its own (workloadidentity.go).
-			nodeIdentityWhy(ev, &f)
-			if c, ok := iamChangeFor(ev, set.Subject, who, f.Time); ok {
-				at := c.Timestamp.UTC().Format("2006-01-02 15:04")
-				f.setFact("iam_change", c.Description)
-				f.setFact("iam_change_at", at+" UTC")
-				f.Evidence = append(f.Evidence, fmt.Sprintf("IAM change at %s UTC, %s before the first denial: %s", at, f.Time.Sub(c.Timestamp).Round(time.Minute), quote(c.Description, 200)))
-				if restartedAfter(ev, set.Subject, c.Timestamp) {
-					f.setFact("restart_bound", "true")
-				}
-			}
-			out = append(out, f)
 		}
+		if cloudTrailEventRE.MatchString(line) || seen[set.Subject] {
+			continue
+		}
+		seen[set.Subject] = true
+		f := Finding{Kind: KindCloudDenied, Subject: set.Subject, Namespace: set.Namespace, Source: set.Origin, Object: set.Origin + " " + set.Source,
+			Time: orTime(t.FirstIncident, t.FirstSeen), Severity: SevCritical, Weight: 0.9}
+		action, who, res := cloudAction(line), cloudPrincipal(line), cloudResource(line)
+		f.setFact("line", line)
+		f.setFact("caller", set.Subject)
+		f.setFact("action", action)
+		f.setFact("principal", who)
+		f.setFact("resource", res)
+		f.setFact("why", cloudWhy(line))
+		// A controller acting for the service (its scaler, its
+		// operator) names it in the denied call's line.
+		if svc := ev.Scope.Service; svc != "" && !strings.EqualFold(svc, set.Subject) && mentionsName(line, svc) {
+			f.Related = append(f.Related, svc)
+		}
+		f.Summary = fmt.Sprintf("%s: %s denied to %s", set.Subject, action, orWord(who, "its role"))
+		f.Evidence = []string{fmt.Sprintf("%s logs %s denied (%d lines from %s): %s", set.Subject, action, t.Incident, hm(f.Time), quote(ReadableLine(line), 240))}
+		// A node's instance role calling: the pod has no identity of
+		// its own (workloadidentity.go).
+		nodeIdentityWhy(ev, &f)
+		if c, ok := iamChangeFor(ev, set.Subject, who, f.Time); ok {
+			at := c.Timestamp.UTC().Format("2006-01-02 15:04")
+			f.setFact("iam_change", c.Description)
+			f.setFact("iam_change_at", at+" UTC")
+			f.Evidence = append(f.Evidence, fmt.Sprintf("IAM change at %s UTC, %s before the first denial: %s", at, f.Time.Sub(c.Timestamp).Round(time.Minute), quote(c.Description, 200)))
+			if restartedAfter(ev, set.Subject, c.Timestamp) {
+				f.setFact("restart_bound", "true")
+			}
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -93,30 +93,25 @@ func detectClusterPartition(ev *Gathered, _ []Finding) []Finding {
 	var first time.Time
 	var evid []string
 	paused := false
-	for _, set := range ev.Logs {
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
-			}
-			line := templateLine(t, partitionRE)
-			if line == "" {
-				continue
-			}
-			at := earliest(t.FirstSeen, t.FirstIncident)
-			if subject == "" {
-				subject, ns = set.Subject, set.Namespace
-			}
-			if first.IsZero() || at.Before(first) {
-				first = at
-			}
-			if partitionPausedRE.MatchString(line) {
-				paused = true
-			}
-			if m := partitionPeerRE.FindStringSubmatch(line); m != nil && node == "" {
-				node = firstGroup(m)
-			}
-			evid = append(evid, fmt.Sprintf("%s logs (%d lines from %s): %s", set.Subject, t.Incident, hm(at), quote(ReadableLine(line), 220)))
+	for set, t := range incidentTemplates(ev) {
+		line := templateLine(t, partitionRE)
+		if line == "" {
+			continue
 		}
+		at := earliest(t.FirstSeen, t.FirstIncident)
+		if subject == "" {
+			subject, ns = set.Subject, set.Namespace
+		}
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if partitionPausedRE.MatchString(line) {
+			paused = true
+		}
+		if m := partitionPeerRE.FindStringSubmatch(line); m != nil && node == "" {
+			node = firstGroup(m)
+		}
+		evid = append(evid, fmt.Sprintf("%s logs (%d lines from %s): %s", set.Subject, t.Incident, hm(at), quote(ReadableLine(line), 220)))
 	}
 	if subject == "" {
 		return nil

@@ -303,37 +303,34 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 		sg.evidence = append(sg.evidence, e)
 	}
 	// A database's own log saying what waits.
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 || !dbWaitLineRE.MatchString(t.Example) {
+	for set, t := range incidentTemplates(ev) {
+		if !dbWaitLineRE.MatchString(t.Example) {
+			continue
+		}
+		cond := "lock"
+		if strings.Contains(strings.ToLower(t.Example), "recovery") {
+			cond = "replication"
+		}
+		inst := set.Subject
+		if inst == "" {
+			inst = subjectOfSource(set.Source)
+		}
+		sg := sigs[inst+"|"+cond]
+		if sg == nil {
+			// The log alone counts when it repeats.
+			if t.Incident < 3 {
 				continue
 			}
-			cond := "lock"
-			if strings.Contains(strings.ToLower(t.Example), "recovery") {
-				cond = "replication"
-			}
-			inst := set.Subject
-			if inst == "" {
-				inst = subjectOfSource(set.Source)
-			}
-			sg := sigs[inst+"|"+cond]
-			if sg == nil {
-				// The log alone counts when it repeats.
-				if t.Incident < 3 {
-					continue
-				}
-				sg = get(inst, cond)
-				sg.onset = firstOf(t.FirstIncident, t.FirstSeen)
-				sg.src = SrcLogs
-			}
-			if sg.hot == nil && cond == "lock" {
-				sg.hot = hotRowOf(set)
-			}
-			if sg.line == "" {
-				sg.line = t.Example
-				sg.evidence = append(sg.evidence, fmt.Sprintf("%s logged %d lines of %q from %s", orWord(set.Subject, set.Source), t.Incident, ReadableLine(t.Example), ts(firstOf(t.FirstIncident, t.FirstSeen))))
-			}
+			sg = get(inst, cond)
+			sg.onset = firstOf(t.FirstIncident, t.FirstSeen)
+			sg.src = SrcLogs
+		}
+		if sg.hot == nil && cond == "lock" {
+			sg.hot = hotRowOf(set)
+		}
+		if sg.line == "" {
+			sg.line = t.Example
+			sg.evidence = append(sg.evidence, fmt.Sprintf("%s logged %d lines of %q from %s", orWord(set.Subject, set.Source), t.Incident, ReadableLine(t.Example), ts(firstOf(t.FirstIncident, t.FirstSeen))))
 		}
 	}
 	keys := slices.Sorted(maps.Keys(sigs))

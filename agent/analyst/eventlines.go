@@ -102,19 +102,31 @@ type templateMatch struct {
 	line string
 }
 
-// incidentMatches yields the gathered log templates seen during the
-// incident whose example or last line matches re, with that line.
-func incidentMatches(ev *Gathered, re *regexp.Regexp) iter.Seq[templateMatch] {
-	return func(yield func(templateMatch) bool) {
+// incidentTemplates yields the gathered log templates seen during the
+// incident, each with its log set, in the order they were gathered.
+func incidentTemplates(ev *Gathered) iter.Seq2[*LogSet, analysis.LogTemplate] {
+	return func(yield func(*LogSet, analysis.LogTemplate) bool) {
 		for i := range ev.Logs {
 			set := &ev.Logs[i]
 			for _, t := range set.Templates {
 				if t.Incident == 0 {
 					continue
 				}
-				if line := templateLine(t, re); line != "" && !yield(templateMatch{set, t, line}) {
+				if !yield(set, t) {
 					return
 				}
+			}
+		}
+	}
+}
+
+// incidentMatches yields the gathered log templates seen during the
+// incident whose example or last line matches re, with that line.
+func incidentMatches(ev *Gathered, re *regexp.Regexp) iter.Seq[templateMatch] {
+	return func(yield func(templateMatch) bool) {
+		for set, t := range incidentTemplates(ev) {
+			if line := templateLine(t, re); line != "" && !yield(templateMatch{set, t, line}) {
+				return
 			}
 		}
 	}

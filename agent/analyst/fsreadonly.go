@@ -119,39 +119,33 @@ func detectFSReadOnly(ev *Gathered, found []Finding) []Finding {
 	}
 	var causes []fsCause
 	// Kernel lines in the hosts' logs.
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
-			}
-			if line := templateLine(t, fsEROFSRE); line != "" && !fsRemountRE.MatchString(line) {
-				erofs = append(erofs, templateMatch{set, t, line})
-				continue
-			}
-			line := templateLine(t, fsRemountRE)
-			io := templateLine(t, fsIOErrorRE)
-			jl := templateLine(t, fsJournalRE)
-			if line == "" && io == "" && jl == "" {
-				continue
-			}
-			l := orWord(line, orWord(io, jl))
-			host := ""
-			if m := syslogHostRE.FindStringSubmatch(l); m != nil {
-				host = m[1]
-			}
-			host = orWord(host, serverOfLog(set))
-			at := firstOf(t.FirstIncident, t.FirstSeen)
-			if line == "" {
-				// The device's errors: kept for the host whose remount
-				// the kernel (or the metric) shows.
-				causes = append(causes, fsCause{host, io, jl, at, t.Incident})
-				continue
-			}
-			st := get(host)
-			st.noteRemount(line, at)
-			st.f.Evidence = append(st.f.Evidence, templateEvidence(*set, t, line))
+	for set, t := range incidentTemplates(ev) {
+		if line := templateLine(t, fsEROFSRE); line != "" && !fsRemountRE.MatchString(line) {
+			erofs = append(erofs, templateMatch{set, t, line})
+			continue
 		}
+		line := templateLine(t, fsRemountRE)
+		io := templateLine(t, fsIOErrorRE)
+		jl := templateLine(t, fsJournalRE)
+		if line == "" && io == "" && jl == "" {
+			continue
+		}
+		l := orWord(line, orWord(io, jl))
+		host := ""
+		if m := syslogHostRE.FindStringSubmatch(l); m != nil {
+			host = m[1]
+		}
+		host = orWord(host, serverOfLog(set))
+		at := firstOf(t.FirstIncident, t.FirstSeen)
+		if line == "" {
+			// The device's errors: kept for the host whose remount
+			// the kernel (or the metric) shows.
+			causes = append(causes, fsCause{host, io, jl, at, t.Incident})
+			continue
+		}
+		st := get(host)
+		st.noteRemount(line, at)
+		st.f.Evidence = append(st.f.Evidence, templateEvidence(*set, t, line))
 	}
 	// dmesg, journalctl -k, mount and touch run on the host.
 	for _, c := range ev.Commands {

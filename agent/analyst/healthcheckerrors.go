@@ -60,43 +60,38 @@ func detectHealthCheckErrors(ev *Gathered, _ []Finding) []Finding {
 	var errs, checkErrs, userReqs, userErrs int
 	routes := map[string]int{}
 	agent, line, subject, object := "", "", "", ""
-	for _, set := range ev.Logs {
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
+	for set, t := range incidentTemplates(ev) {
+		r, ok := parseRequestLine(t.Example)
+		if !ok || r.Status == 0 {
+			continue
+		}
+		status := r.Status
+		// A template whose lines differ in status counts as the
+		// better of them: only a 5xx all along is an error.
+		if t.Last != "" {
+			if l, ok := parseRequestLine(t.Last); ok && l.Status < 500 {
+				status = l.Status
 			}
-			r, ok := parseRequestLine(t.Example)
-			if !ok || r.Status == 0 {
-				continue
-			}
-			status := r.Status
-			// A template whose lines differ in status counts as the
-			// better of them: only a 5xx all along is an error.
-			if t.Last != "" {
-				if l, ok := parseRequestLine(t.Last); ok && l.Status < 500 {
-					status = l.Status
+		}
+		a := synthAgentRE.FindString(t.Example)
+		check := checkPathRE.MatchString(r.Path) || a != ""
+		if status >= 500 {
+			errs += t.Incident
+			if check {
+				checkErrs += t.Incident
+				routes[r.Route] += t.Incident
+				if agent == "" {
+					agent = a
+				}
+				if line == "" {
+					line, subject, object = t.Example, orWord(upstreamService(r.Upstream), set.Subject), set.Origin+" "+set.Source
 				}
 			}
-			a := synthAgentRE.FindString(t.Example)
-			check := checkPathRE.MatchString(r.Path) || a != ""
+		}
+		if !check {
+			userReqs += t.Incident
 			if status >= 500 {
-				errs += t.Incident
-				if check {
-					checkErrs += t.Incident
-					routes[r.Route] += t.Incident
-					if agent == "" {
-						agent = a
-					}
-					if line == "" {
-						line, subject, object = t.Example, orWord(upstreamService(r.Upstream), set.Subject), set.Origin+" "+set.Source
-					}
-				}
-			}
-			if !check {
-				userReqs += t.Incident
-				if status >= 500 {
-					userErrs += t.Incident
-				}
+				userErrs += t.Incident
 			}
 		}
 	}

@@ -68,44 +68,41 @@ func detectKeepAliveRace(ev *Gathered, _ []Finding) []Finding {
 		symptom        string
 	}
 	groups := map[string]*group{}
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 || !earlyCloseRE.MatchString(t.Example) {
-				continue
-			}
-			up := ""
-			if m := upstreamURLRE.FindStringSubmatch(t.Example); m != nil {
-				up = m[1]
-			}
-			svc := ""
-			if m := requestPathRE.FindStringSubmatch(t.Example); m != nil {
-				svc = serviceOfRoute(m[1], ev)
-			}
-			if svc == "" {
-				svc = DependencyName(up)
-			}
-			if svc == "" {
-				continue
-			}
-			g := groups[svc]
-			if g == nil {
-				g = &group{service: svc, upstreams: map[string]bool{}, proxy: proxyName(set, ev.Scope)}
-				groups[svc] = g
-			}
-			if up != "" {
-				g.upstreams[up] = true
-			}
-			g.lines += t.Incident + t.Baseline
-			at := firstOf(t.FirstSeen, t.FirstIncident)
-			if g.first.IsZero() || at.Before(g.first) {
-				g.first, g.example = at, t.Example
-			}
-			if strings.Contains(strings.ToLower(t.Example), "reset") {
-				g.symptom = "a reset (Connection reset by peer)"
-			} else if g.symptom == "" {
-				g.symptom = "an early close (upstream prematurely closed connection)"
-			}
+	for set, t := range incidentTemplates(ev) {
+		if !earlyCloseRE.MatchString(t.Example) {
+			continue
+		}
+		up := ""
+		if m := upstreamURLRE.FindStringSubmatch(t.Example); m != nil {
+			up = m[1]
+		}
+		svc := ""
+		if m := requestPathRE.FindStringSubmatch(t.Example); m != nil {
+			svc = serviceOfRoute(m[1], ev)
+		}
+		if svc == "" {
+			svc = DependencyName(up)
+		}
+		if svc == "" {
+			continue
+		}
+		g := groups[svc]
+		if g == nil {
+			g = &group{service: svc, upstreams: map[string]bool{}, proxy: proxyName(set, ev.Scope)}
+			groups[svc] = g
+		}
+		if up != "" {
+			g.upstreams[up] = true
+		}
+		g.lines += t.Incident + t.Baseline
+		at := firstOf(t.FirstSeen, t.FirstIncident)
+		if g.first.IsZero() || at.Before(g.first) {
+			g.first, g.example = at, t.Example
+		}
+		if strings.Contains(strings.ToLower(t.Example), "reset") {
+			g.symptom = "a reset (Connection reset by peer)"
+		} else if g.symptom == "" {
+			g.symptom = "an early close (upstream prematurely closed connection)"
 		}
 	}
 	var out []Finding

@@ -69,56 +69,50 @@ type lbCheck struct {
 func detectLBHealthCheck(ev *Gathered, _ []Finding) []Finding {
 	checks := map[string]*lbCheck{}
 	var order []string
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
+	for set, t := range incidentTemplates(ev) {
+		for _, l := range []string{t.Example, t.Last} {
+			if m := haproxyDownRE.FindStringSubmatch(l); m != nil {
+				c := checks[m[1]]
+				if c == nil {
+					c = &lbCheck{proxy: orWord(set.Subject, subjectOfSource(set.Source)), backend: m[1]}
+					checks[m[1]] = c
+					order = append(order, m[1])
+				}
+				if !slices.Contains(c.servers, m[2]) {
+					c.servers = append(c.servers, m[2])
+				}
+				c.reason, c.code, c.info = strings.TrimSpace(m[3]), m[4], m[5]
+				if c.lines == "" {
+					c.lines = t.Example
+				}
+				at := firstOf(t.FirstIncident, t.FirstSeen)
+				if c.onset.IsZero() || at.Before(c.onset) {
+					c.onset = at
+				}
 			}
-			for _, l := range []string{t.Example, t.Last} {
-				if m := haproxyDownRE.FindStringSubmatch(l); m != nil {
-					c := checks[m[1]]
-					if c == nil {
-						c = &lbCheck{proxy: orWord(set.Subject, subjectOfSource(set.Source)), backend: m[1]}
-						checks[m[1]] = c
-						order = append(order, m[1])
-					}
-					if !slices.Contains(c.servers, m[2]) {
-						c.servers = append(c.servers, m[2])
-					}
-					c.reason, c.code, c.info = strings.TrimSpace(m[3]), m[4], m[5]
-					if c.lines == "" {
-						c.lines = t.Example
-					}
-					at := firstOf(t.FirstIncident, t.FirstSeen)
-					if c.onset.IsZero() || at.Before(c.onset) {
-						c.onset = at
+			if m := noServerRE.FindStringSubmatch(l); m != nil {
+				// HAProxy names the backend; nginx the upstream block
+				// in its upstream URL; Envoy the cluster.
+				b := m[1]
+				if b == "" {
+					if u := upstreamURLRE.FindStringSubmatch(l); u != nil {
+						b = u[1]
+					} else if u := clusterFieldRE.FindStringSubmatch(l); u != nil {
+						b = u[1]
 					}
 				}
-				if m := noServerRE.FindStringSubmatch(l); m != nil {
-					// HAProxy names the backend; nginx the upstream block
-					// in its upstream URL; Envoy the cluster.
-					b := m[1]
-					if b == "" {
-						if u := upstreamURLRE.FindStringSubmatch(l); u != nil {
-							b = u[1]
-						} else if u := clusterFieldRE.FindStringSubmatch(l); u != nil {
-							b = u[1]
-						}
-					}
-					if b == "" {
-						continue
-					}
-					c := checks[b]
-					if c == nil {
-						c = &lbCheck{proxy: orWord(set.Subject, subjectOfSource(set.Source)), backend: b, onset: firstOf(t.FirstIncident, t.FirstSeen)}
-						checks[b] = c
-						order = append(order, b)
-					}
-					c.all, c.allLine = true, l
-					if c.reason == "" {
-						c.reason = "no server passes the health check"
-					}
+				if b == "" {
+					continue
+				}
+				c := checks[b]
+				if c == nil {
+					c = &lbCheck{proxy: orWord(set.Subject, subjectOfSource(set.Source)), backend: b, onset: firstOf(t.FirstIncident, t.FirstSeen)}
+					checks[b] = c
+					order = append(order, b)
+				}
+				c.all, c.allLine = true, l
+				if c.reason == "" {
+					c.reason = "no server passes the health check"
 				}
 			}
 		}

@@ -123,55 +123,49 @@ type meshBreak struct {
 func detectMeshCircuitBreak(ev *Gathered, _ []Finding) []Finding {
 	byCallee := map[string]*meshBreak{}
 	var order []string
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
-			}
-			mode, line := "overflow", templateLine(t, meshOverflowRE)
-			if line == "" {
-				mode, line = "eject", templateLine(t, meshNoHostRE)
-			}
-			if line == "" {
-				continue
-			}
-			// The cluster, else the authority asked for (a standalone
-			// Envoy logs no upstream host for a call it refused).
-			r, ok := parseRequestLine(line)
-			callee := orWord(r.Upstream, upstreamName(r.Host))
-			if h, p, cut := strings.Cut(callee, ":"); cut && isDigits(p) {
-				callee = h
-			}
-			if !ok || callee == "" {
-				continue
-			}
-			if callee == set.Subject {
-				continue
-			}
-			b := byCallee[callee+"/"+mode]
-			if b == nil {
-				b = &meshBreak{callee: callee, mode: mode}
-				byCallee[callee+"/"+mode] = b
-				order = append(order, callee+"/"+mode)
-			}
-			if !slices.Contains(b.callers, set.Subject) {
-				b.callers = append(b.callers, set.Subject)
-			}
-			if b.namespace == "" {
-				b.namespace = hostNamespace(line, callee)
-			}
-			at := t.FirstIncident
-			if b.first.IsZero() || at.Before(b.first) {
-				b.first = at
-			}
-			if b.line == "" {
-				b.line = line
-			}
-			b.count += t.Incident
-			b.istio = b.istio || strings.Contains(line, "outbound|") || strings.Contains(set.Source, "istio-proxy")
-			b.evidence = append(b.evidence, fmt.Sprintf("%s's proxy failed %d calls to %s itself (%s): %s", set.Subject, t.Incident, callee, flagsMeaning(orWord(r.Flags, "UO")), quote(ReadableLine(line), 240)))
+	for set, t := range incidentTemplates(ev) {
+		mode, line := "overflow", templateLine(t, meshOverflowRE)
+		if line == "" {
+			mode, line = "eject", templateLine(t, meshNoHostRE)
 		}
+		if line == "" {
+			continue
+		}
+		// The cluster, else the authority asked for (a standalone
+		// Envoy logs no upstream host for a call it refused).
+		r, ok := parseRequestLine(line)
+		callee := orWord(r.Upstream, upstreamName(r.Host))
+		if h, p, cut := strings.Cut(callee, ":"); cut && isDigits(p) {
+			callee = h
+		}
+		if !ok || callee == "" {
+			continue
+		}
+		if callee == set.Subject {
+			continue
+		}
+		b := byCallee[callee+"/"+mode]
+		if b == nil {
+			b = &meshBreak{callee: callee, mode: mode}
+			byCallee[callee+"/"+mode] = b
+			order = append(order, callee+"/"+mode)
+		}
+		if !slices.Contains(b.callers, set.Subject) {
+			b.callers = append(b.callers, set.Subject)
+		}
+		if b.namespace == "" {
+			b.namespace = hostNamespace(line, callee)
+		}
+		at := t.FirstIncident
+		if b.first.IsZero() || at.Before(b.first) {
+			b.first = at
+		}
+		if b.line == "" {
+			b.line = line
+		}
+		b.count += t.Incident
+		b.istio = b.istio || strings.Contains(line, "outbound|") || strings.Contains(set.Source, "istio-proxy")
+		b.evidence = append(b.evidence, fmt.Sprintf("%s's proxy failed %d calls to %s itself (%s): %s", set.Subject, t.Incident, callee, flagsMeaning(orWord(r.Flags, "UO")), quote(ReadableLine(line), 240)))
 	}
 	var out []Finding
 	for _, key := range order {

@@ -105,43 +105,40 @@ func detectPoolRejected(ev *Gathered, found []Finding) []Finding {
 		return h
 	}
 	// The rejections in the logs: the server's own and its callers'.
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 || !poolRejectedRE.MatchString(t.Example) {
-				continue
+	for set, t := range incidentTemplates(ev) {
+		if !poolRejectedRE.MatchString(t.Example) {
+			continue
+		}
+		x := get()
+		x.count += t.Incident
+		if x.line == "" {
+			x.line = t.Example
+		}
+		if m := poolNameRE.FindStringSubmatch(t.Example); m != nil {
+			if !slices.Contains(x.nodes, m[1]) {
+				x.nodes = append(x.nodes, m[1])
 			}
-			x := get()
-			x.count += t.Incident
-			if x.line == "" {
-				x.line = t.Example
-			}
-			if m := poolNameRE.FindStringSubmatch(t.Example); m != nil {
-				if !slices.Contains(x.nodes, m[1]) {
-					x.nodes = append(x.nodes, m[1])
-				}
-				x.pool = orWord(x.pool, m[2])
-			}
-			if m := poolCapacityRE.FindStringSubmatch(t.Example); m != nil {
-				x.capacity = orWord(x.capacity, m[1])
-			}
-			if strings.Contains(strings.ToLower(t.Example), "opensearch") {
-				x.engine = "OpenSearch"
-			}
-			at := firstOf(t.FirstIncident, t.FirstSeen)
-			if t.Baseline == 0 || !t.Onset.IsZero() {
-				at = firstOf(t.Onset, at)
-			}
-			if x.onset.IsZero() || at.Before(x.onset) {
-				x.onset = at
-			}
-			// A caller quotes the rejection; the server's own log is the
-			// server's.
-			if !searchServerSource(set) {
-				c := orWord(set.Subject, subjectOfSource(set.Source))
-				if c != "" && !slices.Contains(x.callers, c) {
-					x.callers = append(x.callers, c)
-				}
+			x.pool = orWord(x.pool, m[2])
+		}
+		if m := poolCapacityRE.FindStringSubmatch(t.Example); m != nil {
+			x.capacity = orWord(x.capacity, m[1])
+		}
+		if strings.Contains(strings.ToLower(t.Example), "opensearch") {
+			x.engine = "OpenSearch"
+		}
+		at := firstOf(t.FirstIncident, t.FirstSeen)
+		if t.Baseline == 0 || !t.Onset.IsZero() {
+			at = firstOf(t.Onset, at)
+		}
+		if x.onset.IsZero() || at.Before(x.onset) {
+			x.onset = at
+		}
+		// A caller quotes the rejection; the server's own log is the
+		// server's.
+		if !searchServerSource(set) {
+			c := orWord(set.Subject, subjectOfSource(set.Source))
+			if c != "" && !slices.Contains(x.callers, c) {
+				x.callers = append(x.callers, c)
 			}
 		}
 	}

@@ -158,33 +158,27 @@ func detectRBACDenied(ev *Gathered, _ []Finding) []Finding {
 func rbacDeniedInLogSets(ev *Gathered) []Finding {
 	var out []Finding
 	seen := map[string]int{}
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
+	for set, t := range incidentTemplates(ev) {
+		line := t.Example
+		m := forbiddenRE.FindStringSubmatch(line)
+		if m == nil {
+			if m = forbiddenRE.FindStringSubmatch(t.Last); m == nil {
 				continue
 			}
-			line := t.Example
-			m := forbiddenRE.FindStringSubmatch(line)
-			if m == nil {
-				if m = forbiddenRE.FindStringSubmatch(t.Last); m == nil {
-					continue
-				}
-				line = t.Last
-			}
-			key := set.Subject + "\x00" + m[1] + m[2] + m[3]
-			if j, ok := seen[key]; ok {
-				out[j].addCount(t.Incident)
-				out[j].Time = earliest(out[j].Time, orTime(t.FirstIncident, t.FirstSeen))
-				continue
-			}
-			f := rbacFinding(m, set.Subject, set.Namespace, set.Origin+" "+set.Source, set.Origin, line, orTime(t.FirstIncident, t.FirstSeen))
-			f.addCount(t.Incident)
-			f.Evidence = []string{templateEvidence(*set, t, line),
-				fmt.Sprintf("the API server refuses %s to %s %s (RBAC: forbidden)", f.fact("user"), m[2], m[3])}
-			seen[key] = len(out)
-			out = append(out, f)
+			line = t.Last
 		}
+		key := set.Subject + "\x00" + m[1] + m[2] + m[3]
+		if j, ok := seen[key]; ok {
+			out[j].addCount(t.Incident)
+			out[j].Time = earliest(out[j].Time, orTime(t.FirstIncident, t.FirstSeen))
+			continue
+		}
+		f := rbacFinding(m, set.Subject, set.Namespace, set.Origin+" "+set.Source, set.Origin, line, orTime(t.FirstIncident, t.FirstSeen))
+		f.addCount(t.Incident)
+		f.Evidence = []string{templateEvidence(*set, t, line),
+			fmt.Sprintf("the API server refuses %s to %s %s (RBAC: forbidden)", f.fact("user"), m[2], m[3])}
+		seen[key] = len(out)
+		out = append(out, f)
 	}
 	return out
 }

@@ -157,23 +157,17 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 	// Clients that log being blocked, by the server kind they name.
 	clients := map[string][]string{}
 	clientLine := map[string]string{}
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
+	for set, t := range incidentTemplates(ev) {
+		for _, l := range []string{t.Example, t.Last} {
+			if l == "" || !blockedClientRE.MatchString(l) || alarmLineRE.MatchString(l) && set.Host {
 				continue
 			}
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" || !blockedClientRE.MatchString(l) || alarmLineRE.MatchString(l) && set.Host {
-					continue
-				}
-				srv := orWord(alarmServer(l), WellKnownDependency(l, DependencyTarget(l)))
-				if srv == "" || srv == set.Subject || containsStr(clients[srv], set.Subject) {
-					continue
-				}
-				clients[srv] = append(clients[srv], set.Subject)
-				clientLine[srv+"\x00"+set.Subject] = l
+			srv := orWord(alarmServer(l), WellKnownDependency(l, DependencyTarget(l)))
+			if srv == "" || srv == set.Subject || containsStr(clients[srv], set.Subject) {
+				continue
 			}
+			clients[srv] = append(clients[srv], set.Subject)
+			clientLine[srv+"\x00"+set.Subject] = l
 		}
 	}
 	for i := range ev.Logs {

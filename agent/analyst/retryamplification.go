@@ -137,58 +137,52 @@ func detectRetryAmplification(ev *Gathered, found []Finding) []Finding {
 		}
 		return c
 	}
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
+	for set, t := range incidentTemplates(ev) {
+		at := orTime(t.FirstIncident, t.FirstSeen)
+		for _, l := range []string{t.Example, t.Last} {
+			if l == "" {
 				continue
 			}
-			at := orTime(t.FirstIncident, t.FirstSeen)
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" {
-					continue
-				}
-				// A proxy of a caller that gave up retrying its upstream.
-				if retryExhaustedRE.MatchString(l) {
-					if m := outboundRE.FindStringSubmatch(l); m != nil {
-						up := ShortHost(m[1])
-						if up != "" && up != set.Subject {
-							c := get(up)
-							c.proxyCallers = appendNew(c.proxyCallers, proxiedWorkload(set.Subject))
-							c.onset = earliest(c.onset, at)
-						}
-					}
-					continue
-				}
-				// The callee's own log: attempts numbered, duplicates.
-				n := 0
-				if m := attemptRE.FindStringSubmatch(l); m != nil {
-					n, _ = strconv.Atoi(m[1])
-				}
-				// A caller's proxy line naming its upstream: the attempts
-				// are the caller's retries of it, not requests it got.
-				if up := proxyUpstream(l, set.Subject); up != "" {
-					if n >= 2 {
+			// A proxy of a caller that gave up retrying its upstream.
+			if retryExhaustedRE.MatchString(l) {
+				if m := outboundRE.FindStringSubmatch(l); m != nil {
+					up := ShortHost(m[1])
+					if up != "" && up != set.Subject {
 						c := get(up)
 						c.proxyCallers = appendNew(c.proxyCallers, proxiedWorkload(set.Subject))
 						c.onset = earliest(c.onset, at)
 					}
-					continue
 				}
-				dup := duplicateReqRE.MatchString(l)
-				if n < 2 && !dup {
-					continue
+				continue
+			}
+			// The callee's own log: attempts numbered, duplicates.
+			n := 0
+			if m := attemptRE.FindStringSubmatch(l); m != nil {
+				n, _ = strconv.Atoi(m[1])
+			}
+			// A caller's proxy line naming its upstream: the attempts
+			// are the caller's retries of it, not requests it got.
+			if up := proxyUpstream(l, set.Subject); up != "" {
+				if n >= 2 {
+					c := get(up)
+					c.proxyCallers = appendNew(c.proxyCallers, proxiedWorkload(set.Subject))
+					c.onset = earliest(c.onset, at)
 				}
-				c := get(set.Subject)
-				c.namespace = set.Namespace
-				c.maxAttempt = max(c.maxAttempt, n)
-				if dup {
-					c.dups += t.Incident
-				}
-				c.onset = earliest(c.onset, at)
-				if c.line == "" || n > 2 && !attemptRE.MatchString(c.line) {
-					c.line, c.source = l, set.Source
-				}
+				continue
+			}
+			dup := duplicateReqRE.MatchString(l)
+			if n < 2 && !dup {
+				continue
+			}
+			c := get(set.Subject)
+			c.namespace = set.Namespace
+			c.maxAttempt = max(c.maxAttempt, n)
+			if dup {
+				c.dups += t.Incident
+			}
+			c.onset = earliest(c.onset, at)
+			if c.line == "" || n > 2 && !attemptRE.MatchString(c.line) {
+				c.line, c.source = l, set.Source
 			}
 		}
 	}

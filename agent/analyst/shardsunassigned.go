@@ -121,41 +121,36 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 	var node, reason string
 	shards := map[string]bool{}
 	var clients []string
-	for _, set := range ev.Logs {
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
+	for set, t := range incidentTemplates(ev) {
+		for _, line := range []string{t.Example, t.Last} {
+			if m := nodeLeftRE.FindStringSubmatch(line); m != nil && node == "" && (strings.Contains(line, "node-left") || shardClusterRE.MatchString(line)) {
+				node, reason = firstGroup(m), strings.TrimSpace(orWord(m[2], m[4]))
 			}
-			for _, line := range []string{t.Example, t.Last} {
-				if m := nodeLeftRE.FindStringSubmatch(line); m != nil && node == "" && (strings.Contains(line, "node-left") || shardClusterRE.MatchString(line)) {
-					node, reason = firstGroup(m), strings.TrimSpace(orWord(m[2], m[4]))
-				}
+		}
+		line := templateLine(t, shardsUnassignedRE)
+		if line == "" {
+			continue
+		}
+		at := orTime(t.FirstIncident, t.FirstSeen)
+		if m := shardIndexRE.FindStringSubmatch(line); m != nil {
+			shards[m[1]+"]["+m[2]] = true
+		}
+		if shardClusterRE.MatchString(line) {
+			if cluster == "" {
+				cluster = set.Subject
 			}
-			line := templateLine(t, shardsUnassignedRE)
-			if line == "" {
-				continue
-			}
-			at := orTime(t.FirstIncident, t.FirstSeen)
-			if m := shardIndexRE.FindStringSubmatch(line); m != nil {
-				shards[m[1]+"]["+m[2]] = true
-			}
-			if shardClusterRE.MatchString(line) {
-				if cluster == "" {
-					cluster = set.Subject
-				}
-				if first.IsZero() || at.Before(first) {
-					first = at
-				}
-				evid = append(evid, fmt.Sprintf("%s logs: %s", set.Subject, quote(ReadableLine(line), 240)))
-				continue
-			}
-			if !strings.Contains(strings.Join(clients, ","), set.Subject) {
-				clients = append(clients, set.Subject)
-				evid = append(evid, fmt.Sprintf("%s logs %d failed searches from %s: %s", set.Subject, t.Incident, hm(at), quote(ReadableLine(line), 240)))
-			}
-			if first.IsZero() {
+			if first.IsZero() || at.Before(first) {
 				first = at
 			}
+			evid = append(evid, fmt.Sprintf("%s logs: %s", set.Subject, quote(ReadableLine(line), 240)))
+			continue
+		}
+		if !strings.Contains(strings.Join(clients, ","), set.Subject) {
+			clients = append(clients, set.Subject)
+			evid = append(evid, fmt.Sprintf("%s logs %d failed searches from %s: %s", set.Subject, t.Incident, hm(at), quote(ReadableLine(line), 240)))
+		}
+		if first.IsZero() {
+			first = at
 		}
 	}
 	// The cluster's health and shard table, as handed over.

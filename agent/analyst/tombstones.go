@@ -102,51 +102,45 @@ func detectTombstones(ev *Gathered, found []Finding) []Finding {
 		serverSets                       []string
 		evid                             []string
 	)
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
+	for set, t := range incidentTemplates(ev) {
+		for _, l := range []string{t.Example, t.Last} {
+			if l == "" {
 				continue
 			}
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" {
-					continue
+			if m := tombstoneAbortRE.FindStringSubmatch(l); m != nil && cassandraLineRE.MatchString(l) {
+				aborted += t.Incident
+				at := firstOf(t.FirstIncident, t.FirstSeen)
+				if first.IsZero() || at.Before(first) {
+					first = at
 				}
-				if m := tombstoneAbortRE.FindStringSubmatch(l); m != nil && cassandraLineRE.MatchString(l) {
-					aborted += t.Incident
-					at := firstOf(t.FirstIncident, t.FirstSeen)
-					if first.IsZero() || at.Before(first) {
-						first = at
-					}
-					if tm := cqlTableRE.FindStringSubmatch(l); tm != nil && table == "" {
-						table = tm[1] + "." + tm[2]
-					} else if m[3] != "" && table == "" {
-						table = m[3]
-					}
-					if example == "" {
-						example = l
-						evid = append(evid, templateEvidence(*set, t, l))
-					}
-					server = orWord(server, serverOfLog(set))
-					if !slices.Contains(serverSets, set.Subject) {
-						serverSets = append(serverSets, set.Subject)
-					}
-					break
+				if tm := cqlTableRE.FindStringSubmatch(l); tm != nil && table == "" {
+					table = tm[1] + "." + tm[2]
+				} else if m[3] != "" && table == "" {
+					table = m[3]
 				}
-				if m := tombstoneWarnRE.FindStringSubmatch(l); m != nil {
-					warned += t.Incident
-					if warnLine == "" {
-						warnLine = l
-					}
-					if tm := cqlTableRE.FindStringSubmatch(l); tm != nil && table == "" {
-						table = tm[1] + "." + tm[2]
-					}
-					server = orWord(server, serverOfLog(set))
-					if !slices.Contains(serverSets, set.Subject) {
-						serverSets = append(serverSets, set.Subject)
-					}
-					break
+				if example == "" {
+					example = l
+					evid = append(evid, templateEvidence(*set, t, l))
 				}
+				server = orWord(server, serverOfLog(set))
+				if !slices.Contains(serverSets, set.Subject) {
+					serverSets = append(serverSets, set.Subject)
+				}
+				break
+			}
+			if m := tombstoneWarnRE.FindStringSubmatch(l); m != nil {
+				warned += t.Incident
+				if warnLine == "" {
+					warnLine = l
+				}
+				if tm := cqlTableRE.FindStringSubmatch(l); tm != nil && table == "" {
+					table = tm[1] + "." + tm[2]
+				}
+				server = orWord(server, serverOfLog(set))
+				if !slices.Contains(serverSets, set.Subject) {
+					serverSets = append(serverSets, set.Subject)
+				}
+				break
 			}
 		}
 	}

@@ -107,48 +107,43 @@ func detectXDSRejected(ev *Gathered, _ []Finding) []Finding {
 		order = append(order, wl)
 		return p
 	}
-	for _, set := range ev.Logs {
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
+	for set, t := range incidentTemplates(ev) {
+		line := templateLine(t, xdsRejectedRE)
+		if line == "" {
+			continue
+		}
+		// Since the first rejection seen, baseline included: a proxy
+		// that rejects keeps rejecting every push.
+		at := earliest(t.FirstSeen, t.FirstIncident)
+		var p *xdsProxy
+		var typ, why string
+		if m := istiodAckErrorRE.FindStringSubmatch(line); m != nil {
+			// The control plane names the proxy that refused.
+			pod, ns := xdsProxyName(m[2])
+			if pod == "" {
 				continue
 			}
-			line := templateLine(t, xdsRejectedRE)
-			if line == "" {
-				continue
+			p = get(workloadOfName(pod), ns)
+			typ, why = xdsTypeWord(m[1]), strings.TrimSpace(m[3])
+			p.evidence = append(p.evidence, fmt.Sprintf("%s logs %d %s rejections by %s's proxies from %s: %s", set.Subject, t.Incident, strings.ToUpper(m[1]), p.subject, hm(at), quote(ReadableLine(line), 240)))
+		} else {
+			p = get(set.Subject, set.Namespace)
+			if m := envoyRejectRE.FindStringSubmatch(line); m != nil {
+				typ, why = xdsTypeWord(m[1]), strings.TrimSpace(m[2])
 			}
-			// Since the first rejection seen, baseline included: a proxy
-			// that rejects keeps rejecting every push.
-			at := earliest(t.FirstSeen, t.FirstIncident)
-			var p *xdsProxy
-			var typ, why string
-			if m := istiodAckErrorRE.FindStringSubmatch(line); m != nil {
-				// The control plane names the proxy that refused.
-				pod, ns := xdsProxyName(m[2])
-				if pod == "" {
-					continue
-				}
-				p = get(workloadOfName(pod), ns)
-				typ, why = xdsTypeWord(m[1]), strings.TrimSpace(m[3])
-				p.evidence = append(p.evidence, fmt.Sprintf("%s logs %d %s rejections by %s's proxies from %s: %s", set.Subject, t.Incident, strings.ToUpper(m[1]), p.subject, hm(at), quote(ReadableLine(line), 240)))
-			} else {
-				p = get(set.Subject, set.Namespace)
-				if m := envoyRejectRE.FindStringSubmatch(line); m != nil {
-					typ, why = xdsTypeWord(m[1]), strings.TrimSpace(m[2])
-				}
-				p.evidence = append(p.evidence, fmt.Sprintf("%s's proxy logs %d configuration rejections from %s: %s", set.Subject, t.Incident, hm(at), quote(ReadableLine(line), 240)))
-			}
-			if p.typ == "" {
-				p.typ = typ
-			}
-			if p.why == "" {
-				p.why = why
-			}
-			if m := xdsRouteRE.FindStringSubmatch(line); m != nil && p.route == "" {
-				p.route = m[1]
-			}
-			if p.first.IsZero() || at.Before(p.first) {
-				p.first = at
-			}
+			p.evidence = append(p.evidence, fmt.Sprintf("%s's proxy logs %d configuration rejections from %s: %s", set.Subject, t.Incident, hm(at), quote(ReadableLine(line), 240)))
+		}
+		if p.typ == "" {
+			p.typ = typ
+		}
+		if p.why == "" {
+			p.why = why
+		}
+		if m := xdsRouteRE.FindStringSubmatch(line); m != nil && p.route == "" {
+			p.route = m[1]
+		}
+		if p.first.IsZero() || at.Before(p.first) {
+			p.first = at
 		}
 	}
 	if len(order) == 0 {
