@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -78,6 +79,25 @@ func (h *Hypothesis) lineClause(n int) string {
 		return " (" + quote(ReadableLine(l), n) + ")"
 	}
 	return ""
+}
+
+// triggerClause words h's trigger after lead ("; <lead> the change of
+// <subject> at <time>: <its description, at most n bytes>"), or nothing
+// when h has none.
+func (h *Hypothesis) triggerClause(lead string, n int) string {
+	if t := h.Trigger; t != nil {
+		return fmt.Sprintf("; %s the change of %s at %s: %s", lead, t.Subject, hm(t.Time), quote(t.fact("description"), n))
+	}
+	return ""
+}
+
+// changeClause is triggerClause or, when h has no trigger, h's fact
+// "change" (a change the detector itself tied to the cause) after lead.
+func (h *Hypothesis) changeClause(lead string, n int) string {
+	if h.Trigger != nil {
+		return h.triggerClause(lead, n)
+	}
+	return h.clause("; "+lead+" ", "change")
 }
 
 // keyed keeps one state per key (a service, a release), made on first

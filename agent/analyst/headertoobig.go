@@ -67,9 +67,7 @@ var headerTooBig = &mechanism{
 		if s := h.fact("sizes"); s != "" {
 			d += "; " + s
 		}
-		if t := h.Trigger; t != nil {
-			d += fmt.Sprintf("; the headers grew with the change of %s at %s: %s", t.Subject, hm(t.Time), quote(t.fact("description"), 180))
-		}
+		d += h.triggerClause("the headers grew with", 180)
 		d += h.quoteClause(" — ", "line", 220)
 		return d
 	},

@@ -82,11 +82,7 @@ var meshCircuitBreak = &mechanism{
 		if s := h.fact("proof"); s != "" {
 			d += "; " + s
 		}
-		if t := h.Trigger; t != nil {
-			d += fmt.Sprintf("; it was set by the change of %s at %s: %s", t.Subject, hm(t.Time), quote(t.fact("description"), 180))
-		} else if c := h.fact("change"); c != "" {
-			d += "; it was set by " + c
-		}
+		d += h.changeClause("it was set by", 180)
 		d += h.quoteClause(" — ", "line", 220)
 		return d
 	},

@@ -79,11 +79,7 @@ var meshEgressBlocked = &mechanism{
 			d += " (" + strings.Join(why, "; ") + ")"
 		}
 		d += fmt.Sprintf("; %s itself is not at fault", dest)
-		if t := h.Trigger; t != nil {
-			d += fmt.Sprintf("; the lockdown came with the change of %s at %s: %s", t.Subject, hm(t.Time), quote(t.fact("description"), 180))
-		} else if c := h.fact("change"); c != "" {
-			d += "; the lockdown came with " + c
-		}
+		d += h.changeClause("the lockdown came with", 180)
 		d += h.quoteClause(" — ", "line", 220)
 		return d
 	},

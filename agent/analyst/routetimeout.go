@@ -70,11 +70,7 @@ var routeTimeout = &mechanism{
 		if h.fact("retries") != "" {
 			d += "; the retries re-send the same slow requests and add load"
 		}
-		if t := h.Trigger; t != nil {
-			d += fmt.Sprintf("; the timeouts were set by the change of %s at %s: %s", t.Subject, hm(t.Time), quote(t.fact("description"), 180))
-		} else if c := h.fact("change"); c != "" {
-			d += "; the timeouts were set by " + c
-		}
+		d += h.changeClause("the timeouts were set by", 180)
 		d += h.quoteClause(" — ", "line", 220)
 		return d
 	},

@@ -71,9 +71,7 @@ var xdsRejected = &mechanism{
 		if r := h.fact("route"); r != "" {
 			d += fmt.Sprintf(" — the rejected update carries the route to %s", r)
 		}
-		if t := h.Trigger; t != nil {
-			d += fmt.Sprintf("; the rejections began with the change of %s at %s: %s", t.Subject, hm(t.Time), quote(t.fact("description"), 160))
-		}
+		d += h.triggerClause("the rejections began with", 160)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
