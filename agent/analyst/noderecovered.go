@@ -39,6 +39,18 @@ var (
 	// apt, zypper): what restarted the runtime.
 	pkgUpgradeRE  = regexp.MustCompile(`(?i)\b(?:Upgrading|Upgraded|Updating|Updated|Unpacking|Setting up|Preparing to unpack)[: ]+\s*(?:\S*/)?((?:containerd|cri-o|crio|docker|runc|kubelet|moby)[\w.:+~-]*)`)
 	runtimeNameRE = regexp.MustCompile(`(?i)\b(containerd|crio|cri-o|docker)\b`)
+	// nodeHungTaskRE is the kernel's hung-task watchdog: a task stuck in
+	// uninterruptible sleep (D state), most often waiting on a disk.
+	nodeHungTaskRE = regexp.MustCompile(`(?i)\btask (\S+):\d+ blocked for more than (\d+) seconds`)
+	// nodeDiskIORE is the kernel saying a block device stopped answering:
+	// NVMe command timeouts and controller resets, SCSI/virtio I/O errors,
+	// a filesystem's failed writes.
+	nodeDiskIORE = regexp.MustCompile(`(?i)\b(nvme\d+(?:n\d+)?|xvd[a-z]+|sd[a-z]+|vd[a-z]+)\b\]?:?[^\n]{0,90}?(?:\btime(?:d )?out\b|I/O error|reset controller|disable controller|Removing after probe failure)|\bI/O error,? (?:on )?dev(?:ice)? (\w+)`)
+	// nodeLockupRE is a CPU or the kernel wedged: soft/hard lockups, RCU
+	// stalls, a panic.
+	nodeLockupRE = regexp.MustCompile(`(?i)soft lockup - CPU#\d+ stuck|hard LOCKUP|rcu_\w+ (?:self-)?detected stalls?|Kernel panic - not syncing`)
+	// nodeRebootRE is the node going down and booting again.
+	nodeRebootRE = regexp.MustCompile(`(?i)System is rebooting|System is powering down|reboot: Restarting system|-- Reboot --|\bkernel: Linux version \d`)
 	// maintenanceRE is a change that patches, upgrades or reboots nodes.
 	maintenanceRE = regexp.MustCompile(`(?i)patch|upgrade|maintenance|reboot|\bami\b|kernel|security updates|unattended`)
 )
@@ -63,10 +75,20 @@ var nodeRecovered = &mechanism{
 		d += h.clause(" because ", "why")
 		d += fmt.Sprintf(", and has been Ready again since %s UTC (%s, kubelet posting ready status", orWord(h.fact("ready_at"), "?"), h.fact("ready_for"))
 		d += h.clause("; ", "pods")
+		if h.fact("kernel") != "" {
+			d += "). The episode was a fault of the node itself, not maintenance: the pods on it stalled and restarted with it; watch the node and its disk for a recurrence"
+			return d
+		}
 		d += "). The NotReady alert tells of that transient episode: no need to cordon, drain or replace the node"
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if h.fact("kernel") != "" {
+			r.high("Check the health of node %s's disk and instance (cloud status checks, the volume's error and latency metrics, nvme/smartctl error log); cordon, drain and replace the node if the I/O timeouts or hung tasks come back", h.Subject)
+			r.med("Spread stateful replicas over nodes (anti-affinity) so that one node's hang does not stall the whole workload")
+			r.low("Alert on kernel hung-task and disk I/O error lines in node journals (node-problem-detector's KernelDeadlock/TaskHung and ReadonlyFilesystem conditions)")
+			return
+		}
 		r.high("No action needed on node %s: it has been Ready since %s UTC; do not cordon or replace it (check that the alert has resolved)", h.Subject, orWord(h.fact("ready_at"), "its recovery"))
 		if h.fact("runtime") != "" || h.fact("upgrade") != "" {
 			r.med("Patch nodes the way a rollout does: cordon and drain each node before its container runtime or kubelet is upgraded or restarted, uncordon after it is Ready (or replace nodes with a patched image)")
@@ -118,13 +140,26 @@ func detectNodeRecovered(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 		why, runtime, upgrade, lines := nodeDownReason(ev.Logs, n.Name, back)
+		kernel, rebooted, klines := nodeKernelFault(ev.Logs, n.Name, back)
+		if kernel != "" {
+			if why != "" {
+				why = kernel + "; then " + why
+			} else {
+				why = kernel
+			}
+			if rebooted {
+				why += "; the node was rebooted"
+			}
+			lines = append(klines, lines...)
+			slices.SortStableFunc(lines, func(a, b nodeLine) int { return a.at.Compare(b.at) })
+		}
 		if down.IsZero() && len(lines) == 0 {
 			continue
 		}
 		// The journal dates the episode's start better than an event's
 		// age does: the runtime stopping, the kubelet losing it.
 		for _, l := range lines {
-			if nodeDownLineRE.MatchString(l.text) && !l.at.IsZero() {
+			if (nodeDownLineRE.MatchString(l.text) || kernel != "" && !nodeRebootRE.MatchString(l.text) && !nodeBackLineRE.MatchString(l.text)) && !l.at.IsZero() {
 				down = earliest(down, l.at)
 			}
 		}
@@ -140,6 +175,7 @@ func detectNodeRecovered(ev *Gathered, found []Finding) []Finding {
 		f.setFact("why", why)
 		f.setFact("runtime", runtime)
 		f.setFact("upgrade", upgrade)
+		f.setFact("kernel", kernel)
 		running, total := nodePods(ev.K8s.Pods, n.Name)
 		if total > 0 {
 			f.setFact("pods", fmt.Sprintf("%d of its %d pods Running and ready", running, total))
@@ -224,6 +260,75 @@ func nodeDownReason(sets []LogSet, node string, back time.Time) (why, runtime, u
 	}
 	why += fmt.Sprintf(" (%s)", quote(ReadableLine(downLine), 140))
 	return why, runtime, upgrade, lines
+}
+
+// nodeKernelFault reads a node's own journal for the kernel wedging before
+// back: a disk that stopped answering I/O, tasks hung in D state, a CPU
+// lockup; and whether the node was rebooted. It says what hung, in words.
+func nodeKernelFault(sets []LogSet, node string, back time.Time) (fault string, rebooted bool, lines []nodeLine) {
+	short, _, _ := strings.Cut(strings.ToLower(node), ".")
+	var devs, tasks []string
+	var hungFor, lockup string
+	add := func(at time.Time, l string) {
+		if len(lines) < 3 && !slices.ContainsFunc(lines, func(x nodeLine) bool { return x.text == l }) {
+			lines = append(lines, nodeLine{at, l})
+		}
+	}
+	for i := range sets {
+		set := &sets[i]
+		if !strings.Contains(strings.ToLower(set.Source+" "+set.Subject), short) {
+			continue
+		}
+		for _, t := range set.Templates {
+			if t.FirstSeen.After(back) {
+				continue
+			}
+			for _, l := range []string{t.Example, t.Last} {
+				if l == "" {
+					continue
+				}
+				if m := nodeDiskIORE.FindStringSubmatch(l); m != nil {
+					dev := strings.ToLower(m[1] + m[2])
+					if !slices.ContainsFunc(devs, func(d string) bool { return strings.HasPrefix(dev, d) || strings.HasPrefix(d, dev) }) {
+						devs = append(devs, dev)
+					}
+					add(t.FirstSeen, l)
+				}
+				if m := nodeHungTaskRE.FindStringSubmatch(l); m != nil {
+					if !slices.Contains(tasks, m[1]) && len(tasks) < 4 {
+						tasks = append(tasks, m[1])
+					}
+					if hungFor == "" {
+						hungFor = m[2]
+					}
+					add(t.FirstSeen, l)
+				}
+				if m := nodeLockupRE.FindString(l); m != "" && lockup == "" {
+					lockup = m
+					add(t.FirstSeen, l)
+				}
+				if nodeRebootRE.MatchString(l) {
+					rebooted = true
+				}
+			}
+		}
+	}
+	if len(devs) == 0 && len(tasks) == 0 && lockup == "" {
+		return "", false, nil
+	}
+	var parts []string
+	if len(devs) > 0 {
+		parts = append(parts, fmt.Sprintf("its disk %s stopped answering I/O (kernel I/O timeouts and errors)", strings.Join(devs, ", ")))
+	}
+	if len(tasks) > 0 {
+		parts = append(parts, fmt.Sprintf("the kernel reported hung tasks blocked for more than %s seconds (%s)", hungFor, strings.Join(tasks, ", ")))
+	}
+	if lockup != "" {
+		parts = append(parts, fmt.Sprintf("the kernel locked up (%q)", lockup))
+	}
+	fault = "its kernel hung: " + strings.Join(parts, "; ")
+	slices.SortStableFunc(lines, func(a, b nodeLine) int { return a.at.Compare(b.at) })
+	return fault, rebooted, lines
 }
 
 // nodePods counts the pods on a node and those Running and ready.

@@ -53,6 +53,23 @@ func TestDetectNodeRecovered(t *testing.T) {
 	cni := []string{
 		`Dec 03 02:59:10 ip-10-0-4-122 kubelet[3121]: E1203 02:59:10.00 3121 kubelet.go:2900] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"`,
 	}
+	// The kernel wedging on a disk: NVMe timeouts and hung tasks (journalctl
+	// -o short-iso), xen/virtio block errors in syslog form, a soft lockup.
+	nvme := []string{
+		`2026-12-03T02:58:02Z ip-10-0-4-122 kernel: nvme nvme1: I/O tag 287 (011f) opcode 0x1 (I/O Cmd) QID 2 timeout, aborting`,
+		`2026-12-03T03:00:11Z ip-10-0-4-122 kernel: INFO: task jbd2/nvme1n1-8:2104 blocked for more than 122 seconds.`,
+		`2026-12-03T03:02:14Z ip-10-0-4-122 kernel: INFO: task containerd-shim:41877 blocked for more than 122 seconds.`,
+		`2026-12-03T03:05:02Z ip-10-0-4-122 kubelet[1843]: E1203 03:05:02.118392    1843 kubelet.go:2435] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 4m12.611s ago; threshold is 3m0s"`,
+		`2026-12-03T03:12:58Z ip-10-0-4-122 systemd-logind[1122]: System is rebooting.`,
+	}
+	xvd := []string{
+		`Dec 03 02:58:40 worker-3 kernel: blk_update_request: I/O error, dev xvdf, sector 48213504 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 0`,
+		`Dec 03 03:00:41 worker-3 kernel: INFO: task kworker/u8:2:123 blocked for more than 120 seconds.`,
+	}
+	lockup := []string{
+		`[Thu Dec  3 02:58:40 2026] watchdog: BUG: soft lockup - CPU#3 stuck for 23s! [java:51230]`,
+		`2026-12-03T03:00:10Z worker-3 kubelet[3121]: E1203 03:00:10.002941 3121 kubelet.go:2412] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m9.1s ago; threshold is 3m0s"`,
+	}
 	notReadyEvent := Finding{Kind: KindNodeNotReady, Subject: node, Object: "node " + node, Time: time.Date(2026, 12, 3, 2, 59, 0, 0, time.UTC), Weight: 0.8,
 		Evidence: []string{"event NodeNotReady on node " + node}, Facts: map[string]string{"node": node}}
 	cases := []struct {
@@ -69,6 +86,12 @@ func TestDetectNodeRecovered(t *testing.T) {
 			[]string{"has recovered", "crio", "container runtime", "package upgrade to cri-o_1.30.4"}},
 		{"network plugin not ready", "True", "Thu, 03 Dec 2026 03:19:06 +0000", cni, "ip-10-0-4-122-kubelet", []Finding{notReadyEvent},
 			[]string{"has recovered", "network plugin"}},
+		{"disk hung: NVMe timeouts and hung tasks, rebooted", "True", "Thu, 03 Dec 2026 03:19:06 +0000", nvme, "ip-10-0-4-122.journal", []Finding{notReadyEvent},
+			[]string{"has recovered", "02:58 to 03:19", "kernel hung", "disk nvme1 stopped answering", "blocked for more than 122 seconds", "jbd2/nvme1n1-8", "containerd-shim", "PLEG", "rebooted", "not maintenance"}},
+		{"block I/O errors in syslog form", "True", "Thu, 03 Dec 2026 03:19:06 +0000", xvd, "worker-3-ip-10-0-4-122", []Finding{notReadyEvent},
+			[]string{"kernel hung", "disk xvdf", "kworker/u8:2"}},
+		{"soft lockup", "True", "Thu, 03 Dec 2026 03:19:06 +0000", lockup, "ip-10-0-4-122-dmesg", []Finding{notReadyEvent},
+			[]string{"kernel hung", "soft lockup - CPU#3 stuck", "PLEG"}},
 		{"still NotReady", "False", "Thu, 03 Dec 2026 02:59:12 +0000", dnf, "ip-10-0-4-122-journal", []Finding{notReadyEvent}, nil},
 		{"back only five minutes ago", "True", "Thu, 03 Dec 2026 03:47:00 +0000", dnf, "ip-10-0-4-122-journal", []Finding{notReadyEvent}, nil},
 		{"Ready for weeks, no episode", "True", "Fri, 07 Nov 2026 10:02:51 +0000", nil, "", nil, nil},
@@ -110,7 +133,11 @@ func TestDetectNodeRecovered(t *testing.T) {
 					t.Errorf("description %q lacks %q", d, s)
 				}
 			}
-			if recs := recommend(h, Scope{}); len(recs) != 3 || !strings.Contains(recs[0].Action, "No action needed") {
+			first := "No action needed"
+			if strings.Contains(d, "kernel hung") {
+				first = "Check the health of node"
+			}
+			if recs := recommend(h, Scope{}); len(recs) != 3 || !strings.Contains(recs[0].Action, first) {
 				t.Errorf("recommendations %v", recs)
 			}
 		})
