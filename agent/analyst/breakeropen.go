@@ -137,12 +137,9 @@ func detectBreakerOpen(ev *Gathered) []Finding {
 			if t.Incident == 0 {
 				continue
 			}
-			line := t.Example
-			if !breakerOpenRE.MatchString(line) {
-				if !breakerOpenRE.MatchString(t.Last) {
-					continue
-				}
-				line = t.Last
+			line := templateLine(t, breakerOpenRE)
+			if line == "" {
+				continue
 			}
 			name := breakerName(line)
 			if name == "" {

@@ -107,12 +107,9 @@ func detectEtcdNoSpace(ev *Gathered, _ []Finding) []Finding {
 			if t.Incident == 0 && !(t.Baseline > 0 && ev.Window.recent(t.LastSeen)) {
 				continue
 			}
-			line := t.Example
-			if !etcdNoSpaceRE.MatchString(line) {
-				if !etcdNoSpaceRE.MatchString(t.Last) {
-					continue
-				}
-				line = t.Last
+			line := templateLine(t, etcdNoSpaceRE)
+			if line == "" {
+				continue
 			}
 			when := orTime(t.FirstIncident, t.FirstSeen)
 			start(when, "logs "+set.Source, set.Origin)

@@ -135,12 +135,9 @@ func detectPoolHeld(ev *Gathered, found []Finding) []Finding {
 			if t.Incident == 0 {
 				continue
 			}
-			line := t.Example
-			if !poolWaitRE.MatchString(line) {
-				if !poolWaitRE.MatchString(t.Last) {
-					continue
-				}
-				line = t.Last
+			line := templateLine(t, poolWaitRE)
+			if line == "" {
+				continue
 			}
 			p := get(set.Subject)
 			p.lines += t.Incident

@@ -177,12 +177,9 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 			if t.Incident == 0 && !(t.Baseline > 0 && ev.Window.recent(t.LastSeen)) {
 				continue
 			}
-			line := t.Example
-			if !alarmLineRE.MatchString(line) {
-				if !alarmLineRE.MatchString(t.Last) {
-					continue
-				}
-				line = t.Last
+			line := templateLine(t, alarmLineRE)
+			if line == "" {
+				continue
 			}
 			srv := alarmServer(line)
 			role := hostRole(*set)
