@@ -104,6 +104,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 		return nil, g.unavailable
 	}
 	g.gatherClusterDNS(ctx, plan)
+	g.gatherCNIAgents(ctx, plan)
 	g.gatherCalledPods(ctx, plan)
 	run.Step("analysing evidence", step, total)
 	step++

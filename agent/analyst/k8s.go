@@ -44,6 +44,10 @@ type K8sEvidence struct {
 	// CalledPods are the pods of other namespaces that a Service the
 	// failing calls dial by its cluster IP selects (their ports).
 	CalledPods []corev1.Pod
+	// NodeAgents are the pods of the node agents of the pod network (the
+	// CNI DaemonSets) read from kube-system when a pod's sandbox could not
+	// get its network: whether the agent runs on the pod's node.
+	NodeAgents []corev1.Pod
 	Nodes      []corev1.Node
 	// Jobs are the namespace's Job objects, whose status says whether a
 	// run failed even when its pods and events are gone or older than the

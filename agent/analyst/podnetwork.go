@@ -1,12 +1,15 @@
 package analyst
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/analysis"
 )
 
 // A pod network that cannot set up new pods. Before a pod's containers
@@ -70,6 +73,12 @@ var podNetwork = &mechanism{
 		if h.fact("no_ip") != "" {
 			d += "; no IP address is left to give them"
 		}
+		if a := h.fact("agent_pod"); a != "" {
+			d += fmt.Sprintf(". The node's CNI agent %s on %s does not run (%s), so nothing there can get a pod network", a, h.fact("agent_node"), h.fact("agent_state"))
+			if said := h.fact("agent_said"); said != "" {
+				d += fmt.Sprintf(": it fails to start because %s", quote(said, 320))
+			}
+		}
 		d += h.clause(": ", "subnet_said")
 		if l := h.fact("ipam_line"); l != "" {
 			d += fmt.Sprintf("; the IPAM daemon reports %s", quote(l, 160))
@@ -81,13 +90,18 @@ var podNetwork = &mechanism{
 			r.high("Free addresses in subnet %s (terminate or move what was launched into it) or give the pods more: add a secondary CIDR / larger subnets for pods (VPC CNI custom networking), or enable prefix delegation", s)
 		} else if h.fact("no_ip") != "" {
 			r.high("Give the pod network more addresses: a larger pod CIDR or IP pool, more subnets for pods, or prefix delegation; free the addresses held by what took them")
+		} else if a := h.fact("agent_pod"); a != "" {
+			r.high("Fix what stops CNI agent %s on %s (its log: %s), e.g. an address autodetection method or interface name that does not match the node's NICs, then restart the pod; pods there get their network once it runs", a, h.fact("agent_node"), truncate(h.fact("agent_said"), 160))
+			r.med("Cordon %s until its CNI agent runs, so that new pods are scheduled onto nodes whose pod network works", h.fact("agent_node"))
 		} else {
 			r.high("Fix the CNI plugin on the affected nodes (its DaemonSet pods' logs, /var/log/aws-routed-eni, /etc/cni/net.d) so that new pods get their network")
 		}
 		if t := h.Trigger; t != nil {
 			r.med("Review %s (%s): it took the addresses the pods need", t.Subject, truncate(t.fact("description"), 100))
 		}
-		r.med("Meanwhile schedule %s onto nodes in other zones or subnets that still have addresses (cordon the affected nodes)", h.Subject)
+		if h.fact("agent_pod") == "" {
+			r.med("Meanwhile schedule %s onto nodes in other zones or subnets that still have addresses (cordon the affected nodes)", h.Subject)
+		}
 		r.low("Alert on FailedCreatePodSandBox events and on free subnet addresses (AvailableIpAddressCount, awscni_ip_max - awscni_assigned_ip_addresses)")
 	},
 }
@@ -133,6 +147,18 @@ func refinePodNetwork(ev *Gathered, found []Finding) []Finding {
 	ipam := ipamLine(ev)
 	for _, i := range idx {
 		f := &found[i]
+		if a := cniAgentDown(ev, podNetworkNode(ev, f)); a.pod != "" {
+			f.setFact("agent_pod", a.pod)
+			f.setFact("agent_node", a.node)
+			f.setFact("agent_state", a.state)
+			f.setFact("agent_said", strings.Join(a.said, "; "))
+			e := fmt.Sprintf("CNI agent pod %s on node %s is not ready (%s)", a.pod, a.node, a.state)
+			if len(a.said) > 0 {
+				e += ": its log says " + quote(strings.Join(a.said, " / "), 320)
+			}
+			f.Evidence = append(f.Evidence, e)
+			f.Weight = max(f.Weight, 0.93)
+		}
 		if subnet != "" {
 			f.setFact("subnet", subnet)
 			f.setFact("subnet_said", said)
@@ -229,4 +255,146 @@ func podNetworkNodes(h *Hypothesis) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// gatherCNIAgents reads the pods of the pod network's node agents in
+// kube-system (calico-node, aws-node, cilium, flannel…) when a pod's
+// sandbox failed on its network: an agent that does not run on the pod's
+// node is why.
+func (g *gatherer) gatherCNIAgents(ctx context.Context, plan []specialist) {
+	if g.sc.Namespace == "kube-system" {
+		return
+	}
+	seen := false
+	for i := range g.k8s.Events {
+		if _, ok := podNetworkEvent(&g.k8s.Events[i]); ok {
+			seen = true
+		}
+	}
+	if !seen {
+		return
+	}
+	for _, sp := range plan {
+		if !sp.run.Has("list_pods") {
+			continue
+		}
+		out, ok := g.call(ctx, sp, "list_pods", map[string]any{"namespace": "kube-system"})
+		if !ok {
+			return
+		}
+		pods, _ := as[[]corev1.Pod](out)
+		for i := range pods {
+			if cniAgentRE.MatchString(cniAgentApp(&pods[i])) {
+				g.k8s.NodeAgents = append(g.k8s.NodeAgents, pods[i])
+			}
+		}
+		return
+	}
+}
+
+// cniAgentApp is the app a pod belongs to, by its labels or its name.
+func cniAgentApp(p *corev1.Pod) string {
+	return orWord(p.Labels["k8s-app"], orWord(p.Labels["app.kubernetes.io/name"], orWord(p.Labels["app"], workloadOfName(p.Name))))
+}
+
+// cniAgentRE names the node agents of the common CNI plugins (their
+// DaemonSet pods), by pod name or app label.
+var cniAgentRE = regexp.MustCompile(`^(?:calico-node|aws-node|cilium|cilium-agent|kube-flannel(?:-ds)?|flannel|canal|weave-net|antrea-agent|kube-router|kube-ovn-cni|ovnkube-node|azure-cns|cilium-node)$`)
+
+// agentFailRE is a line of a CNI agent's log that says why it stops:
+// warnings, errors and fatal lines, as calico/node, the VPC CNI, Cilium
+// and flannel print them.
+// A line with no level is read by its words; an INFO line is not read.
+var (
+	agentFailRE  = regexp.MustCompile(`(?i)\[(?:WARNING|ERROR|FATAL|PANIC)\]|\blevel=(?:warn(?:ing)?|error|fatal|panic)\b|"level":"(?:warn(?:ing)?|error|fatal|panic)"|^[EWF]\d{4} `)
+	agentInfoRE  = regexp.MustCompile(`(?i)\[(?:INFO|DEBUG)\]|\blevel=(?:info|debug)\b|"level":"(?:info|debug)"|^[ID]\d{4} `)
+	agentWordsRE = regexp.MustCompile(`(?i)\b(?:failed to start|couldn't|unable to|cannot|could not)\b`)
+)
+
+// downAgent is a CNI agent pod that is not ready on a node, with the
+// lines of its log that say why.
+type downAgent struct {
+	pod, node, state string
+	said             []string
+}
+
+// podNetworkNode is the node the pods of a pod-network finding were put
+// on ("" when not known).
+func podNetworkNode(ev *Gathered, f *Finding) string {
+	name, ok := strings.CutPrefix(f.Object, "pod ")
+	if !ok {
+		return ""
+	}
+	if _, n, cut := strings.Cut(name, "/"); cut {
+		name = n
+	}
+	for i := range ev.K8s.Pods {
+		if ev.K8s.Pods[i].Name == name {
+			return ev.K8s.Pods[i].Spec.NodeName
+		}
+	}
+	return ""
+}
+
+// cniAgentDown finds the CNI agent pod that is not ready on node (on any
+// node when node is "" and only one agent is down), with what its log
+// says before it stops.
+func cniAgentDown(ev *Gathered, node string) downAgent {
+	var down []downAgent
+	pods := append(append([]corev1.Pod{}, ev.K8s.Pods...), ev.K8s.NodeAgents...)
+	seen := map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		if seen[p.Namespace+"/"+p.Name] {
+			continue
+		}
+		seen[p.Namespace+"/"+p.Name] = true
+		if !cniAgentRE.MatchString(cniAgentApp(p)) || podStateUnknown(p) || podHealthy(p) {
+			continue
+		}
+		if node != "" && p.Spec.NodeName != node {
+			continue
+		}
+		a := downAgent{pod: p.Name, node: orWord(p.Spec.NodeName, "its node"), state: string(p.Status.Phase)}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && w.Reason != "" {
+				a.state = w.Reason
+			}
+			if cs.RestartCount > 0 {
+				a.state += fmt.Sprintf(", %s", plural(int(cs.RestartCount), "restart", "restarts"))
+			}
+		}
+		for _, s := range ev.Logs {
+			if s.Source != p.Name && !strings.HasSuffix(s.Source, "/"+p.Name) {
+				continue
+			}
+			var ts []analysis.LogTemplate
+			for _, t := range s.Templates {
+				if agentFailRE.MatchString(t.Example) || !agentInfoRE.MatchString(t.Example) && agentWordsRE.MatchString(t.Example) {
+					ts = append(ts, t)
+				}
+			}
+			slices.SortStableFunc(ts, func(x, y analysis.LogTemplate) int { return x.FirstSeen.Compare(y.FirstSeen) })
+			for _, t := range ts {
+				if len(a.said) < 2 {
+					a.said = append(a.said, agentLine(t.Example))
+				}
+			}
+		}
+		down = append(down, a)
+	}
+	if len(down) == 1 || node != "" && len(down) > 0 {
+		return down[0]
+	}
+	return downAgent{}
+}
+
+// agentLine is a CNI agent's log line without its timestamp, level and
+// source location.
+func agentLine(l string) string {
+	l = ReadableLine(l)
+	if i := strings.Index(l, ": "); i > 0 && strings.Contains(l[:i], ".go ") {
+		l = l[i+2:]
+	}
+	return strings.TrimSpace(l)
 }

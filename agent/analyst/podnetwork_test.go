@@ -104,3 +104,59 @@ func TestPodNetworkRefine(t *testing.T) {
 		}
 	}
 }
+
+// TestCNIAgentDown: the CNI agent that does not run on the failing pod's
+// node is found by its label or name (calico/node, the VPC CNI's
+// aws-node, Cilium, flannel) among the pods read, with the warning or
+// error lines of its log as each prints them; INFO lines are not read,
+// an agent that runs is none, and an agent down on another node is not
+// the pod's.
+func TestCNIAgentDown(t *testing.T) {
+	crash := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "agent", RestartCount: 7,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}}
+	running := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "agent", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+	pod := func(name string, labels map[string]string, node string, st corev1.PodStatus) corev1.Pod {
+		p := corev1.Pod{Spec: corev1.PodSpec{NodeName: node}, Status: st}
+		p.Name, p.Namespace, p.Labels = name, "kube-system", labels
+		return p
+	}
+	cases := []struct {
+		name  string
+		agent corev1.Pod
+		lines []string
+		want  string // a word of the line said ("" when no agent is found)
+	}{
+		{"calico", pod("calico-node-x7k2p", map[string]string{"k8s-app": "calico-node"}, "w1", crash), []string{
+			"2026-03-02 08:14:40.513 [INFO][9] startup/customresource.go 102: Error getting resource Key=GlobalFelixConfig(name=CalicoVersion) error=the server could not find the requested resource",
+			"2026-03-02 08:14:40.592 [WARNING][9] startup/autodetection_methods.go 143: Unable to auto-detect an IPv4 address using interface regexes [eth0]: no valid host interfaces found"}, "interface regexes [eth0]"},
+		{"aws-node", pod("aws-node-5hq9m", map[string]string{"k8s-app": "aws-node"}, "w1", crash), []string{
+			`{"level":"info","ts":"2026-03-02T08:14:40.100Z","caller":"entrypoint.sh","msg":"Validating env variables ..."}`,
+			`{"level":"error","ts":"2026-03-02T08:14:41.200Z","caller":"ipamd/ipamd.go:467","msg":"Failed to call ec2:DescribeNetworkInterfaces: UnauthorizedOperation"}`}, "UnauthorizedOperation"},
+		{"cilium", pod("cilium-4mzt8", map[string]string{"k8s-app": "cilium"}, "w1", crash), []string{
+			`time="2026-03-02T08:14:40Z" level=info msg="Memory available for map entries" subsys=config`,
+			`time="2026-03-02T08:14:41Z" level=fatal msg="Unable to initialize Kubernetes subsystem" error="unable to create k8s client: dial tcp 10.96.0.1:443: i/o timeout" subsys=daemon`}, "Kubernetes subsystem"},
+		{"flannel", pod("kube-flannel-ds-8v7dn", map[string]string{"app": "flannel"}, "w1", crash), []string{
+			"I0302 08:14:40.100123       1 main.go:211] CLI flags config: {etcdEndpoints:http://127.0.0.1:4001 iface:[eth1]}",
+			"E0302 08:14:40.200456       1 main.go:335] Error registering network: failed to find interface: eth1"}, "failed to find interface"},
+		{"running agent", pod("calico-node-ok", map[string]string{"k8s-app": "calico-node"}, "w1", running), nil, ""},
+		{"other node", pod("calico-node-far", map[string]string{"k8s-app": "calico-node"}, "w9", crash), nil, ""},
+		{"not an agent", pod("fluent-bit-2xk", map[string]string{"k8s-app": "fluent-bit"}, "w1", crash), nil, ""},
+	}
+	for _, c := range cases {
+		ev := &Gathered{K8s: K8sEvidence{NodeAgents: []corev1.Pod{c.agent}}}
+		var ts []analysis.LogTemplate
+		for _, l := range c.lines {
+			ts = append(ts, analysis.LogTemplate{Template: l, Example: l, Count: 1, Incident: 1})
+		}
+		ev.Logs = []LogSet{{Source: c.agent.Name, Namespace: "kube-system", Templates: ts}}
+		a := cniAgentDown(ev, "w1")
+		said := strings.Join(a.said, " / ")
+		switch {
+		case c.want == "" && a.pod != "":
+			t.Errorf("%s: found agent %s", c.name, a.pod)
+		case c.want != "" && (a.pod != c.agent.Name || !strings.Contains(said, c.want) || strings.Contains(strings.ToLower(said), "info")):
+			t.Errorf("%s: agent %q said %q, want %s saying %q", c.name, a.pod, said, c.agent.Name, c.want)
+		}
+	}
+}
