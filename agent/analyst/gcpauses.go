@@ -120,6 +120,11 @@ func detectGCPauses(ev *Gathered, _ []Finding) []Finding {
 		liveMax, capacity   float64
 		heapMax, memory     float64
 		heapMaxLine, shares string
+		// severeSrc: the sources (pods) whose lines held the severe
+		// pauses; mixed: a severe template also seen in other sources;
+		// gcSrc: every source that logged a GC line at all.
+		severeSrc, gcSrc []string
+		mixed            bool
 	}
 	by := map[string]*agg{}
 	var order []string
@@ -132,7 +137,7 @@ func detectGCPauses(ev *Gathered, _ []Finding) []Finding {
 		if a == nil {
 			a = &agg{set: set}
 		}
-		look := func(line string, at time.Time, count int) {
+		look := func(line string, at time.Time, count int, srcs []string) bool {
 			if m := jvmHeapMaxRE.FindStringSubmatch(line); m != nil {
 				a.heapMax = mb(m[1], m[2])
 			}
@@ -140,11 +145,23 @@ func detectGCPauses(ev *Gathered, _ []Finding) []Finding {
 				a.memory = mb(m[1], m[2])
 			}
 			if !gcLineHintRE.MatchString(line) {
-				return
+				return false
 			}
 			p, ok := parseGCPause(line)
-			if !ok || !p.severe() {
-				return
+			if !ok {
+				return false
+			}
+			for _, s := range srcs {
+				a.gcSrc = appendNew(a.gcSrc, s)
+			}
+			if !p.severe() {
+				return false
+			}
+			switch {
+			case len(srcs) == 1:
+				a.severeSrc = appendNew(a.severeSrc, srcs[0])
+			default:
+				a.mixed = true
 			}
 			a.n += count
 			if at.Before(a.first) || a.first.IsZero() {
@@ -156,6 +173,7 @@ func detectGCPauses(ev *Gathered, _ []Finding) []Finding {
 			if p.capacity > 0 && p.after/p.capacity > a.liveMax/max(a.capacity, 1) {
 				a.liveMax, a.capacity = p.after, p.capacity
 			}
+			return true
 		}
 		for _, t := range set.Templates {
 			inWindow := t.Incident > 0
@@ -166,14 +184,20 @@ func detectGCPauses(ev *Gathered, _ []Finding) []Finding {
 			if at.IsZero() {
 				at = t.FirstSeen
 			}
-			look(t.Example, at, t.Incident)
+			// A template's lines came from its sources: which pod logged
+			// the severe one is known only when it has one source.
+			srcs := t.Sources
+			if len(srcs) == 0 {
+				srcs = []string{orWord(t.Source, set.Source)}
+			}
+			look(t.Example, at, t.Incident, srcs)
 			if t.Last != "" {
-				look(t.Last, t.LastSeen, 0)
+				look(t.Last, t.LastSeen, 0, srcs)
 			}
 		}
 		for _, l := range set.Lines {
 			if l.Time.IsZero() || !l.Time.Before(ev.Window.Start) {
-				look(l.Text, l.Time, 0)
+				look(l.Text, l.Time, 0, []string{orWord(l.Source, set.Source)})
 			}
 		}
 		if a.n > 0 || a.heapMax > 0 {
@@ -224,8 +248,33 @@ func detectGCPauses(ev *Gathered, _ []Finding) []Finding {
 				f.setFact("heap_share", fmt.Sprintf("%.0f%%", 100*a.heapMax/a.memory))
 			}
 		}
+		// One replica of several stops while the others, whose GC logs
+		// were read too, collect in milliseconds: the pauses are that
+		// pod's (its heap, its uptime, its share of a skewed load), and a
+		// balancer still routing to it sends its share of the requests
+		// into the pauses.
+		var calm []string
+		if len(a.severeSrc) == 1 && !a.mixed {
+			for _, s := range a.gcSrc {
+				if s != a.severeSrc[0] {
+					calm = append(calm, s)
+				}
+			}
+		}
+		if len(calm) > 0 {
+			f.setFact("one_pod", a.severeSrc[0])
+			f.setFact("calm_pods", strconv.Itoa(len(calm)))
+			if ip := podIPOf(ev.K8s, a.severeSrc[0]); ip != "" {
+				f.setFact("one_pod_ip", ip)
+			}
+			summary = strings.Replace(summary, subj+" stops", fmt.Sprintf("one pod of %s (%s) stops", subj, a.severeSrc[0]), 1)
+		}
 		f.Summary = summary
 		f.Evidence = []string{fmt.Sprintf("logs of %s: %d garbage-collection pauses of a second or more in the window, the longest: %s", subj, a.n, quote(ReadableLine(a.worstLine), 220))}
+		if len(calm) > 0 {
+			f.Evidence[0] = fmt.Sprintf("logs of %s (pod %s): %d garbage-collection pauses of a second or more in the window, the longest: %s; the GC logs of %s show no pause of a second",
+				subj, a.severeSrc[0], a.n, quote(ReadableLine(a.worstLine), 220), plural(len(calm), "other pod", "other pods"))
+		}
 		if a.heapMax > 0 && a.memory > 0 {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("the JVM of %s sized its heap to %s of the %s it was given (%s)", subj, f.fact("heap_max"), f.fact("memory"), f.fact("heap_share")))
 		}
@@ -252,6 +301,15 @@ func describeGCPauses(h *Hypothesis) string {
 		return ""
 	}
 	d := fmt.Sprintf("%s stops for garbage collection", h.Subject)
+	if p := h.fact("one_pod"); p != "" {
+		d = fmt.Sprintf("one pod of %s, %s", h.Subject, p)
+		d += h.wrapped(" (", "one_pod_ip", ")")
+		if n := atoiOr(h.fact("calm_pods")); n > 1 {
+			d += fmt.Sprintf(", stops for garbage collection while its %d other pods collect in milliseconds", n)
+		} else {
+			d += ", stops for garbage collection while its other pod collects in milliseconds"
+		}
+	}
 	if pm != "" {
 		d += fmt.Sprintf(": %s shows %s pauses of a second or more in the window, up to %s", gcSourceText(h), orWord(h.fact("pauses"), "several"), pm)
 		d += h.wrapped(" (", "collector", ")")
@@ -259,6 +317,9 @@ func describeGCPauses(h *Hypothesis) string {
 		d += fmt.Sprintf(": %s of its CPU goes to GC", gs)
 	}
 	d += ", during which every request waits"
+	if h.fact("one_pod") != "" {
+		d += " (the share of requests routed to that pod: its callers see some calls time out and the rest go through)"
+	}
 	if h.fact("heap_too_small") != "" {
 		d += fmt.Sprintf("; after each collection %s of its %s heap is still live (%s), so the heap is too small for what it holds, refills within minutes and stops again", h.fact("live"), h.fact("heap"), h.fact("live_share"))
 	}
@@ -287,4 +348,15 @@ func lastParen(s string) string {
 		return ""
 	}
 	return strings.TrimSuffix(strings.TrimSpace(s[i+1:]), ")")
+}
+
+// podIPOf is the IP of a pod named in the evidence ("" when unknown): the
+// address its callers' logs name it by.
+func podIPOf(k K8sEvidence, name string) string {
+	for i := range k.Pods {
+		if p := &k.Pods[i]; p.Name == name {
+			return p.Status.PodIP
+		}
+	}
+	return ""
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestParseGCPause reads the GC logs of the JVM (unified logging with G1,
@@ -98,6 +99,61 @@ func TestDetectGCPauses(t *testing.T) {
 		recs := explain(t, c.name, gcPressure, h, c.says)
 		if len(recs) == 0 || !strings.Contains(recs[0].Action, "heap") {
 			t.Errorf("%s: recommendations %v", c.name, recs)
+		}
+	}
+}
+
+// TestGCPausesOneReplica names the one pod of a workload whose GC log
+// holds the long pauses when the GC logs of its other pods were read and
+// show none (JVM unified logging, Node's --trace-gc); a severe template
+// seen in several pods names none.
+func TestGCPausesOneReplica(t *testing.T) {
+	w := testWindow()
+	at := w.Start.Add(10 * time.Minute)
+	from := func(tp analysis.LogTemplate, pods ...string) analysis.LogTemplate {
+		tp.Source, tp.Sources = pods[0], pods
+		return tp
+	}
+	jvmFull := tmpl("[2026-05-01T11:10:00.000+0000][info][gc] GC(881) Pause Full (G1 Compaction Pause) 4090M->4060M(4096M) 6120.500ms", 9, at, w.End)
+	jvmYoung := tmpl("[2026-05-01T11:10:02.000+0000][info][gc] GC(882) Pause Young (Normal) (G1 Evacuation Pause) 2100M->1400M(4096M) 12.300ms", 200, w.Start, w.End)
+	nodeFull := tmpl("[8:0x5581c0d0]   123456 ms: Mark-Compact 1980.5 (2050.3) -> 1975.2 (2051.1) MB, 2345.6 / 0.0 ms  (average mu = 0.102, current mu = 0.05) allocation failure; scavenge might not succeed", 6, at, w.End)
+	nodeScav := tmpl("[8:0x5581c0d0]   120001 ms: Mark-sweep 900.1 (1010.3) -> 410.2 (1011.1) MB, 35.6 / 0.0 ms  (average mu = 0.9, current mu = 0.9) task; GC in old space requested", 50, w.Start, w.End)
+	pod := func(name, ip string) corev1.Pod {
+		p := corev1.Pod{}
+		p.Name, p.Namespace, p.Status.PodIP = name, "shop", ip
+		return p
+	}
+	cases := []struct {
+		name  string
+		set   LogSet
+		pods  []corev1.Pod
+		says  []string
+		never string
+	}{
+		{"JVM: one of three pods in full GCs", LogSet{Source: "cart-7d9c-aaaaa", Subject: "cart", Templates: []analysis.LogTemplate{
+			from(jvmYoung, "cart-7d9c-aaaaa", "cart-7d9c-bbbbb", "cart-7d9c-ccccc"), from(jvmFull, "cart-7d9c-ccccc")}},
+			[]corev1.Pod{pod("cart-7d9c-ccccc", "10.1.2.3")},
+			[]string{"one pod of cart, cart-7d9c-ccccc (10.1.2.3)", "its 2 other pods collect in milliseconds", "some calls time out"}, ""},
+		{"Node: one of two pods in Mark-Compact", LogSet{Source: "web-5f-aaaaa", Subject: "web", Templates: []analysis.LogTemplate{
+			from(nodeScav, "web-5f-aaaaa", "web-5f-bbbbb"), from(nodeFull, "web-5f-bbbbb")}},
+			nil, []string{"one pod of web, web-5f-bbbbb, stops", "its other pod collects"}, ""},
+		{"the long pauses in every pod", LogSet{Source: "cart-7d9c-aaaaa", Subject: "cart", Templates: []analysis.LogTemplate{
+			from(jvmYoung, "cart-7d9c-aaaaa", "cart-7d9c-bbbbb"), from(jvmFull, "cart-7d9c-aaaaa", "cart-7d9c-bbbbb")}},
+			nil, []string{"cart stops for garbage collection"}, "one pod"},
+		{"only one pod's log read", LogSet{Source: "cart-7d9c-aaaaa", Subject: "cart", Templates: []analysis.LogTemplate{
+			from(jvmYoung, "cart-7d9c-aaaaa"), from(jvmFull, "cart-7d9c-aaaaa")}},
+			nil, []string{"cart stops for garbage collection"}, "one pod"},
+	}
+	for _, c := range cases {
+		fs := detectGCPauses(&Gathered{Logs: []LogSet{c.set}, K8s: K8sEvidence{Pods: c.pods}, Window: w}, nil)
+		if len(fs) != 1 {
+			t.Errorf("%s: %d findings", c.name, len(fs))
+			continue
+		}
+		h := &Hypothesis{Kind: KindGCPressure, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
+		explain(t, c.name, gcPressure, h, c.says)
+		if d := gcPressure.describe(h, Scope{}); c.never != "" && strings.Contains(d, c.never) {
+			t.Errorf("%s: description %q says %q", c.name, d, c.never)
 		}
 	}
 }

@@ -886,7 +886,13 @@ func templateEvidence(set LogSet, t analysis.LogTemplate, line string) string {
 	case set.HasBaseline && t.Baseline > 0:
 		trend = fmt.Sprintf(", also %d lines in the baseline", t.Baseline)
 	}
-	return fmt.Sprintf("%s %s logged %s %s%s: %s", set.Origin, set.Source, plural(t.Incident, "line", "lines"), when, trend, quote(ReadableLine(line), 240))
+	// The pod (or file) that logged the template, when one did: a
+	// workload's set is named after the first of its pods read.
+	src := set.Source
+	if len(t.Sources) == 1 && t.Sources[0] != "" {
+		src = t.Sources[0]
+	}
+	return fmt.Sprintf("%s %s logged %s %s%s: %s", set.Origin, src, plural(t.Incident, "line", "lines"), when, trend, quote(ReadableLine(line), 240))
 }
 
 // ReadableLine renders a JSON log line as its message fields ("level msg
