@@ -282,6 +282,11 @@ func (g *gatherer) explainResolvedAlert(ctx context.Context, res *finding.Result
 	if err == nil && g.answerStaleTargetGroup(res, alerts) {
 		return
 	}
+	// A failed-Job alert kept firing by one past run of a CronJob whose
+	// later runs completed (stalejobalert.go).
+	if err == nil && g.answerStaleJobFailure(res, alerts) {
+		return
+	}
 	// A workload whose replicas went missing when their node was removed,
 	// all back now (noderemovedover.go).
 	if g.answerNodeRemovedOver(ctx, res, alerts) {
