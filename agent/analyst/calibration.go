@@ -114,7 +114,7 @@ var calibrationRules = []calibrationRule{
 	// itself beyond the same timeouts (its throttling, its limits, its
 	// node) and no change: the callers show the resolver slow, not why.
 	{"resolver timeouts without the resolver's own why", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindResolverTimeout && w.Trigger == nil && !resolverWhy(w)
+		return w.Kind == KindResolverTimeout && noTrigger(w) && !resolverWhy(w)
 	}},
 	// A dependency blamed on its callers' reports and its own metrics only
 	// (its latency, its CPU): they show it slow or failing, not why; its
@@ -261,6 +261,96 @@ var calibrationRules = []calibrationRule{
 	// turned off) is not named.
 	{"NAT ports taken, by whom not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindNATPorts && w.Trigger == nil && !strings.Contains(w.fact("callers"), ",")
+	}},
+	// A Secret its controller cannot sync, with nothing read of why the
+	// provider refuses it beyond "authentication failed" (no provider code
+	// such as an AADSTS error, no change of the store): which credential
+	// fails and why (expired, revoked, removed) is the controller's log.
+	{"secret sync refused without the provider's why", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		r := w.fact("reason")
+		return w.Kind == KindSecretSyncFailed && noTrigger(w) && w.fact("why") == "" && (r == "" || secretReasonRank(r) < 2)
+	}},
+	// Pods refused by a rule of their own spec (their pod anti-affinity),
+	// known from the scheduler's message only: the message names the
+	// predicate that failed, not the rule (its topology key, whether it
+	// is required), which the workload's spec says.
+	{"pods refused by their own affinity, the rule not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindUnschedulable && noTrigger(w) && w.fact("why") == "" && antiAffinityRE.MatchString(w.fact("message")) && w.fact("anti_key") == ""
+	}},
+	// A database disk filled by WAL an inactive replication slot retains,
+	// with the slot's consumer not named (no client, no change that
+	// removed it): the slot says what holds the WAL, not who stopped
+	// reading it.
+	{"WAL retained, the slot's consumer not named", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindWALRetained && noTrigger(w) && w.fact("consumer") == "" && w.fact("consumer_gone") == ""
+	}},
+	// A memory limit reached with a change as its trigger that says
+	// nothing of memory (a certificate renewed, a label edited): a change
+	// near the kills does not drive memory unless it is a release of the
+	// code, a setting of memory, cache, batch or load, or the limit's.
+	{"memory limit with a change that does not drive memory", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindOOMKilled && w.Trigger != nil && !memoryTrigger(w.Trigger) && !drivenWithoutTrigger(w)
+	}},
+	// Containers killed at their memory limit, explained by a runtime's
+	// heap cap set above that limit, while the heap itself grows steadily:
+	// the cap says where the process dies, the growth what drives it
+	// there, and what grows is not named.
+	{"heap cap above the limit while the heap grows", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindOOMKilled && w.fact("heap_over_limit") != "" && noTrigger(w) && heapGrows(w)
+	}},
+	// A queue growing inside the process (a thread pool's queue of work
+	// items): its consumers are the process's own threads, and what holds
+	// them (blocking calls, starvation) is the root, not a consumer
+	// falling behind a producer.
+	{"a thread pool's queue read as a consumer backlog", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindBacklog && threadPoolQueueRE.MatchString(w.fact("metric"))
+	}},
+	// A node that was NotReady and recovered, its why only the kubelet's
+	// own report (it stopped, the runtime did not answer, PLEG unhealthy)
+	// with no package upgrade and no change: the report says what
+	// stopped, not what stopped it (the kernel, a disk, the runtime).
+	{"node episode explained by the kubelet's report only", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindNodeRecovered && noTrigger(w) && w.fact("upgrade") == ""
+	}},
+	// Pods whose network the CNI plugin cannot set up, with the plugin's
+	// error as the only why and no change: the error says the node's
+	// network agent is not ready, not why (its configuration, its
+	// address detection, its datastore).
+	{"pod network failing, the node agent's why not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindPodNetwork && noTrigger(w) && w.fact("why") == ""
+	}},
+	// The question comes from an alert about one subject and names
+	// another beside it; the answer is about the other, and nothing read
+	// ties it to the alert's subject: the alert is left unexplained.
+	{"the alert's own subject left unexplained", func(a *Analysis, w *Hypothesis, s answerShape) bool {
+		return alertQuestionRE.MatchString(s.question) && len(s.subjects) > 1 && !bearsOn(w, s.subjects[:1]) && !tiedToAsked(a, w, s.subjects[:1])
+	}},
+	// A release its API server rejects as invalid, with neither who set
+	// the offending field (the object's managers) nor a change read: the
+	// rejection names the field, not whether the chart or a hand edit on
+	// the live object put it there.
+	{"release rejected, the field's owner not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindApplyRejected && noTrigger(w) && w.fact("how") != "admission" && w.fact("manual_manager") == ""
+	}},
+	// Long garbage-collection pauses with no change read and no growth of
+	// what the heap holds: a heap at its limit is a state, and what fills
+	// it (a cache setting, a release, a load) is one hop further.
+	{"GC pauses without what fills the heap", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindGCPressure && noTrigger(w) && !heapGrows(w) && !heapRises(w)
+	}},
+	// A memory leak named from the container's memory alone (its working
+	// set or RSS growing to the kills), with no release read and nothing
+	// of the runtime's own heap: the container's memory grows for other
+	// reasons too (an allocator's fragmentation, buffers, caches), and
+	// what grows is not known.
+	{"a leak read from the container's memory alone", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindOOMKilled && noTrigger(w) && w.fact("why") == "" && containerGrowthOnly(w)
+	}},
+	// A thread spinning in a loop of the application's own, with no
+	// release read: the profile says where the CPU goes, not since when
+	// nor which release wrote the loop.
+	{"busy loop without the release that wrote it", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindBusyLoop && noTrigger(w)
 	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
@@ -746,4 +836,82 @@ func untrustedLine(h *Hypothesis) bool {
 		}
 	}
 	return false
+}
+
+// nothingChangedRE is a change record that says nothing changed: a diff
+// checked and found identical, a no-op.
+var nothingChangedRE = regexp.MustCompile(`(?i)^\s*(?:no change|no-op|noop|unchanged|nothing changed)\b|\bidentical to (?:the )?revision\b|\bno diff\b`)
+
+// noTrigger reports whether h has no change as its trigger, or one whose
+// record says nothing changed.
+func noTrigger(h *Hypothesis) bool {
+	return h.Trigger == nil || nothingChangedRE.MatchString(h.Trigger.fact("description")) || nothingChangedRE.MatchString(h.Trigger.Summary[strings.Index(h.Trigger.Summary, ":")+1:])
+}
+
+// memoryChangeRE is a change that says how memory use moved: a release,
+// a setting of memory, heap, cache, batch or pool sizes, the limits, the
+// replicas or the load.
+var memoryChangeRE = regexp.MustCompile(`(?i)memory|\bmem\b|heap|xmx|max-old-space|gomemlimit|cache|batch|buffer|pool|limit|request|resources|replica|concurren|worker|thread|traffic|load|image|version|release|upgrade|\bv?\d+\.\d+`)
+
+// memoryTrigger reports whether c, a memory limit's trigger, can drive
+// memory: a deploy of code, or a change whose text names memory's drivers.
+func memoryTrigger(c *Finding) bool {
+	return c.Kind == KindDeploy || c.fact("image") != "" || memoryChangeRE.MatchString(changeText(c))
+}
+
+// drivenWithoutTrigger is drivenBy with the trigger left out.
+func drivenWithoutTrigger(h *Hypothesis) bool {
+	c := *h
+	c.Trigger = nil
+	return drivenBy(&c)
+}
+
+// heapGrows reports whether h has a steady growth of memory among its
+// findings (a leak rate, a growing series).
+func heapGrows(h *Hypothesis) bool {
+	for _, f := range slices.Concat(h.Primary, h.Support) {
+		if f.fact("leak_rate") != "" || f.fact("growing") != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// threadPoolQueueRE is a series of a process's own queue of work items:
+// a runtime's thread pool or an executor.
+var threadPoolQueueRE = regexp.MustCompile(`(?i)thread_?pool|threadpool|executor|worker_?queue|work_?queue`)
+
+// alertQuestionRE is a question that begins with an alert as its sender
+// prints it (Alertmanager's "[FIRING:1] Name", "alertname = Name").
+var alertQuestionRE = regexp.MustCompile(`(?i)^\s*\[FIRING(?::\d+)?\]|^\s*alertname\s*[=:]`)
+
+// heapRises reports whether h's support shows its subject's heap in use
+// rising (a series of the runtime's heap).
+func heapRises(h *Hypothesis) bool {
+	for _, f := range h.Support {
+		if f.Kind == KindSaturation && strings.EqualFold(f.Subject, h.Subject) && heapMetricRE.MatchString(f.fact("metric")) {
+			return true
+		}
+	}
+	return false
+}
+
+// containerMemoryRE is a series of a container's memory as the kernel
+// counts it (cAdvisor's working set, RSS), not the runtime's heap.
+var containerMemoryRE = regexp.MustCompile(`(?i)^container_memory_|working_set|\brss\b|_rss_`)
+
+// containerGrowthOnly reports whether every growth that drives h, a
+// memory limit reached, is of the container's memory (and there is one).
+func containerGrowthOnly(h *Hypothesis) bool {
+	n := 0
+	for _, f := range slices.Concat(h.Primary, h.Support) {
+		if f.fact("leak_rate") == "" && f.fact("growing") == "" {
+			continue
+		}
+		if !containerMemoryRE.MatchString(f.fact("metric")) {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
