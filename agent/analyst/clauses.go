@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rootcause/rootcause/agent/analysis"
 )
@@ -136,6 +137,47 @@ func (c *logClients) add(set *LogSet, t analysis.LogTemplate, line string) bool 
 	c.names = append(c.names, set.Subject)
 	c.evidence = append(c.evidence, templateEvidence(*set, t, line))
 	return true
+}
+
+// pgRefusal tallies the log lines of a PostgreSQL refusal: a line of the
+// server's own log (a host's log, or a line with the server's prefix)
+// names its host and gives its evidence; any other line is a client's.
+type pgRefusal struct {
+	first          time.Time
+	lines          int
+	host           string // the server's, from its own log
+	example        string // the first client's line
+	serverEvidence string
+	clients        logClients
+}
+
+// add counts x and reports whether it is a line of the server's own log.
+func (r *pgRefusal) add(x templateMatch) bool {
+	at := firstOf(x.t.FirstIncident, x.t.FirstSeen)
+	if r.first.IsZero() || at.Before(r.first) {
+		r.first = at
+	}
+	r.lines += x.t.Incident
+	if x.set.Host || pgServerLineRE.MatchString(x.line) {
+		r.host = orWord(r.host, serverOfLog(x.set))
+		if r.serverEvidence == "" {
+			r.serverEvidence = templateEvidence(*x.set, x.t, x.line)
+		}
+		return true
+	}
+	r.clients.add(x.set, x.t, x.line)
+	if r.example == "" {
+		r.example = x.line
+	}
+	return false
+}
+
+// evidence adds the server's line, then the clients' lines, to f.
+func (r *pgRefusal) evidence(f *Finding) {
+	if r.serverEvidence != "" {
+		f.Evidence = append(f.Evidence, r.serverEvidence)
+	}
+	f.Evidence = append(f.Evidence, r.clients.evidence...)
 }
 
 // relate makes the clients related to f and its "clients" fact.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // A table's generated key at the largest value its type holds. A key
@@ -84,19 +83,11 @@ var (
 // in \d and the sequence's last_value.
 func detectIDExhausted(ev *Gathered, found []Finding) []Finding {
 	var (
-		host, seq, table, limit, example string
-		first                            time.Time
-		clients                          logClients
-		serverEvidence                   string
-		lines                            int
-		mysql                            bool
+		seq, table, limit string
+		refusal           pgRefusal
+		mysql             bool
 	)
 	for x := range incidentMatches(ev, idStopRE) {
-		at := firstOf(x.t.FirstIncident, x.t.FirstSeen)
-		if first.IsZero() || at.Before(first) {
-			first = at
-		}
-		lines += x.t.Incident
 		if m := idSequenceRE.FindStringSubmatch(x.line); m != nil && seq == "" {
 			seq = orWord(m[1], m[2])
 		}
@@ -107,31 +98,21 @@ func detectIDExhausted(ev *Gathered, found []Finding) []Finding {
 			limit = m[1]
 		}
 		mysql = mysql || idMySQLRE.MatchString(x.line)
-		if x.set.Host || pgServerLineRE.MatchString(x.line) {
-			host = orWord(host, serverOfLog(x.set))
-			if serverEvidence == "" {
-				serverEvidence = templateEvidence(*x.set, x.t, x.line)
-			}
-			// The statement the server logs under its error names the
-			// table.
-			if table == "" {
-				for _, t := range x.set.Templates {
-					if m := idTableRE.FindStringSubmatch(t.Example); m != nil && strings.Contains(t.Example, "STATEMENT") {
-						table = m[1]
-						break
-					}
+		// The statement the server logs under its error names the
+		// table.
+		if refusal.add(x) && table == "" {
+			for _, t := range x.set.Templates {
+				if m := idTableRE.FindStringSubmatch(t.Example); m != nil && strings.Contains(t.Example, "STATEMENT") {
+					table = m[1]
+					break
 				}
 			}
-			continue
-		}
-		clients.add(x.set, x.t, x.line)
-		if example == "" {
-			example = x.line
 		}
 	}
-	if lines == 0 {
+	if refusal.lines == 0 {
 		return nil
 	}
+	host, example := refusal.host, refusal.example
 	if example == "" {
 		// Only the server's own log: quote it.
 		for x := range incidentMatches(ev, idStopRE) {
@@ -169,21 +150,18 @@ func detectIDExhausted(ev *Gathered, found []Finding) []Finding {
 	if host == "" {
 		host = "database"
 	}
-	f := Finding{Kind: KindIDExhausted, Subject: host, Object: "database " + host, Time: first, Severity: SevCritical, Weight: 0.9, Source: SrcLogs}
+	f := Finding{Kind: KindIDExhausted, Subject: host, Object: "database " + host, Time: refusal.first, Severity: SevCritical, Weight: 0.9, Source: SrcLogs}
 	f.setFact("sequence", seq)
 	f.setFact("table", table)
 	f.setFact("limit", limit)
 	f.setFact("line", example)
-	f.setFact("lines", strconv.Itoa(lines))
+	f.setFact("lines", strconv.Itoa(refusal.lines))
 	f.setFact("column", column)
 	f.setFact("column_type", colType)
 	if mysql {
 		f.setFact("engine", "mysql")
 	}
-	if serverEvidence != "" {
-		f.Evidence = append(f.Evidence, serverEvidence)
-	}
-	f.Evidence = append(f.Evidence, clients.evidence...)
+	refusal.evidence(&f)
 	if colType != "" {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("psql on %s: %s.%s is %s, filled from %s", host, orWord(table, "the table"), column, colType, orWord(seq, "a sequence")))
 	}
@@ -191,8 +169,8 @@ func detectIDExhausted(ev *Gathered, found []Finding) []Finding {
 		f.setFact("last_value", lastValue)
 		f.Evidence = append(f.Evidence, fmt.Sprintf("psql on %s: %s last_value is %s", host, orWord(seq, "the sequence"), lastValue))
 	}
-	clients.relate(&f)
-	f.Summary = fmt.Sprintf("%s: %s at its maximum, inserts fail (%d lines)", host, orWord(seq, orWord(table, "a table's id")), lines)
+	refusal.clients.relate(&f)
+	f.Summary = fmt.Sprintf("%s: %s at its maximum, inserts fail (%d lines)", host, orWord(seq, orWord(table, "a table's id")), refusal.lines)
 	return []Finding{f}
 }
 

@@ -90,36 +90,19 @@ type xidHolder struct {
 // warnings, pg_database's ages and the holder of the oldest snapshot.
 func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 	var (
-		host, db, example, warn string
-		first                   time.Time
-		clients                 logClients
-		lines                   int
-		serverEvidence          string
+		db, warn string
+		refusal  pgRefusal
 	)
 	for x := range incidentMatches(ev, xidStopRE) {
-		at := firstOf(x.t.FirstIncident, x.t.FirstSeen)
-		if first.IsZero() || at.Before(first) {
-			first = at
-		}
-		lines += x.t.Incident
 		if m := xidDatabaseRE.FindStringSubmatch(x.line); m != nil && db == "" {
 			db = orWord(m[1], m[2])
 		}
-		if x.set.Host || pgServerLineRE.MatchString(x.line) {
-			host = orWord(host, serverOfLog(x.set))
-			if serverEvidence == "" {
-				serverEvidence = templateEvidence(*x.set, x.t, x.line)
-			}
-			continue
-		}
-		clients.add(x.set, x.t, x.line)
-		if example == "" {
-			example = x.line
-		}
+		refusal.add(x)
 	}
-	if lines == 0 {
+	if refusal.lines == 0 {
 		return nil
 	}
+	host := refusal.host
 	// The server's warnings before the refusal.
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
@@ -153,14 +136,11 @@ func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 	if host == "" {
 		host = "postgresql"
 	}
-	f := Finding{Kind: KindXIDWraparound, Subject: host, Object: "database " + host, Time: first, Severity: SevCritical, Weight: 0.85, Source: SrcLogs}
+	f := Finding{Kind: KindXIDWraparound, Subject: host, Object: "database " + host, Time: refusal.first, Severity: SevCritical, Weight: 0.85, Source: SrcLogs}
 	f.setFact("database", db)
-	f.setFact("line", example)
-	f.setFact("lines", strconv.Itoa(lines))
-	if serverEvidence != "" {
-		f.Evidence = append(f.Evidence, serverEvidence)
-	}
-	f.Evidence = append(f.Evidence, clients.evidence...)
+	f.setFact("line", refusal.example)
+	f.setFact("lines", strconv.Itoa(refusal.lines))
+	refusal.evidence(&f)
 	if warn != "" {
 		f.Evidence = append(f.Evidence, warn)
 	}
@@ -168,7 +148,7 @@ func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 		f.setFact("xid_age", strconv.FormatInt(age, 10))
 		f.Evidence = append(f.Evidence, fmt.Sprintf("pg_database on %s: age(datfrozenxid) of %s is %d, at the ~2.1 billion (2^31) limit", host, orWord(db, "the database"), age))
 	}
-	clients.relate(&f)
+	refusal.clients.relate(&f)
 	if holder != nil {
 		f.Weight = 0.95
 		f.setFact("holder", holder.what)
@@ -183,7 +163,7 @@ func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 	}
-	f.Summary = fmt.Sprintf("%s: PostgreSQL refuses writes to avoid transaction ID wraparound in %s (%d lines)", host, orWord(db, "a database"), lines)
+	f.Summary = fmt.Sprintf("%s: PostgreSQL refuses writes to avoid transaction ID wraparound in %s (%d lines)", host, orWord(db, "a database"), refusal.lines)
 	return []Finding{f}
 }
 
