@@ -267,6 +267,11 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 			}
 		}
 		g.gatherUsage(ctx)
+		if r, ok := g.src.Kubernetes.(evidence.GenericObjectReader); ok {
+			if objs, err := r.GenericObjects(ctx, ""); err == nil {
+				g.k8s.Custom = objs
+			}
+		}
 	}
 	if !g.haveK8s["get_events"] {
 		if out, ok := g.call(ctx, sp, "get_events", map[string]any{"namespace": ns, "since": since}); ok {

@@ -78,6 +78,11 @@ type K8sEvidence struct {
 	// PodDisruptionBudgets are the namespace's budgets (get pdb rows,
 	// describe pages, YAML): what a drain may take of a workload.
 	PodDisruptionBudgets []policyv1.PodDisruptionBudget
+	// Custom are the objects of kinds without a typed reader (custom
+	// resources: routes, certificates, GitOps applications, scalers), of
+	// every namespace, read generically: their references and status
+	// conditions.
+	Custom []evidence.GenericObject
 	// Usage are the pods' memory and CPU readings handed over (kubectl top
 	// pod), of every namespace, with the node each pod runs on when known.
 	Usage []PodUsage

@@ -51,6 +51,7 @@ var mechanisms = []*mechanism{
 	runtimeHandler,
 	gitOpsSuspended,
 	secretSyncFailed,
+	objectCondition,
 	caRotated,
 	analysisNoData,
 	hpaTargetZero,

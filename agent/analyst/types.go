@@ -469,6 +469,9 @@ var kinds = map[Kind]kindInfo{
 	KindGitOpsSuspended: {prior: 0.84},
 	// A Secret its controller (External Secrets, sealed-secrets) cannot sync.
 	KindSecretSyncFailed: {prior: 0.9},
+	// An object whose status condition says it does not work (a route's
+	// unresolved backend, a certificate not issued, an application degraded).
+	KindObjectCondition: {prior: 0.8},
 	// TLS verification failing after a CA changed on one side.
 	KindCARotated: {prior: 0.88},
 	// A rollout aborted because its analysis query returned no data.

@@ -56,7 +56,7 @@ var holdoutFloors = map[string]int{
 	"holdout38": 7,
 	"holdout39": 11,
 	"holdout40": 6,
-	"holdout41": 8,
+	"holdout41": 9,
 	"holdout42": 4,
 	"holdout43": 5,
 }

@@ -22,6 +22,9 @@ type KubeItem struct {
 	Line       int        // line of the object (of its YAML document for YAML)
 	Object     KubeObject // nil when the item is skipped
 	Skip       string     // why the item is not read (a kind rootcause does not read)
+	// Generic is an object of a kind not read into a typed object, read
+	// generically (ReadGenericObject); nil otherwise.
+	Generic *GenericObject
 }
 
 // DecodeKubeFile reads every object of one file of `kubectl get -o
@@ -226,6 +229,17 @@ func decodeItem(file string, raw json.RawMessage, kind, apiVersion, defKind stri
 	ki, ok := LookupKind(kind)
 	if !ok || !strings.EqualFold(ki.Kind, kind) {
 		it.Skip = fmt.Sprintf("kind %s is not read", kind)
+		if h.Metadata.Name != "" {
+			var m map[string]any
+			if json.Unmarshal(raw, &m) == nil {
+				if _, has := m["kind"]; !has {
+					m["kind"], m["apiVersion"] = kind, apiVersion
+				}
+				if g, ok := GenericFromMap(m); ok {
+					it.Generic = &g
+				}
+			}
+		}
 		fn(it)
 		return nil
 	}

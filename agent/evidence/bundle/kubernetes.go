@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -88,6 +89,7 @@ type kubeFile struct {
 	once    sync.Once
 	objs    map[string][]evidence.KubeObject // by kind
 	skipped []evidence.KubeItem
+	generic []evidence.GenericObject // objects of kinds without a typed reader
 	err     error
 	size    int64
 }
@@ -198,6 +200,13 @@ func (k *kubeBundle) load(name, hint string) *kubeFile {
 		f.err = evidence.DecodeKubeFile(name, data, hint, func(it evidence.KubeItem) {
 			if it.Object == nil {
 				f.skipped = append(f.skipped, it)
+				if g := it.Generic; g != nil {
+					if g.Namespace == "" {
+						g.Namespace = folderNS
+					}
+					g.Source = fmt.Sprintf("%s:%d", name, it.Line)
+					f.generic = append(f.generic, *g)
+				}
 				return
 			}
 			ki, _ := evidence.LookupKind(it.Kind)

@@ -3,11 +3,13 @@ package bundle
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
 	"path"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -24,7 +26,9 @@ import (
 
 // textData is what the transcripts of a bundle hold.
 type textData struct {
-	objs    map[string][]evidence.KubeObject // by kind
+	objs map[string][]evidence.KubeObject // by kind
+	// generic are the objects of kinds without a typed reader.
+	generic []evidence.GenericObject
 	logs    []textLog
 	skipped []textSkip
 	// absent are kubectl's NotFound answers: the kind was asked about and
@@ -152,6 +156,15 @@ func (k *kubeBundle) texts(ctx context.Context) *textData {
 				}
 				kind := evidence.KindOf(obj)
 				if kind == "" {
+					// A built-in kind without a typed reader (RuntimeClass):
+					// read generically.
+					if raw, err := json.Marshal(obj); err == nil {
+						if g, ok := evidence.ReadGenericObject(raw); ok {
+							g.Source = name
+							t.generic = append(t.generic, g)
+							continue
+						}
+					}
 					t.skipped = append(t.skipped, textSkip{file: name, Skip: kubetext.Skip{Reason: fmt.Sprintf("%T %s is not a kind read", o, obj.GetName())}})
 					continue
 				}
@@ -160,6 +173,10 @@ func (k *kubeBundle) texts(ctx context.Context) *textData {
 					evidence.RedactSecret(s)
 				}
 				t.objs[kind] = append(t.objs[kind], obj)
+			}
+			for _, g := range res.Generic {
+				g.Source = name + ":" + strings.TrimPrefix(g.Source, "line ")
+				t.generic = append(t.generic, g)
 			}
 			for i := range res.Events {
 				e := res.Events[i]
@@ -420,6 +437,39 @@ func (k *kubeBundle) Usage(ctx context.Context, kind, namespace string) ([]evide
 	}
 	slices.SortStableFunc(out, func(a, b evidence.Usage) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Container, b.Container))
+	})
+	return out, nil
+}
+
+var _ evidence.GenericObjectReader = (*kubeBundle)(nil)
+
+// GenericObjects serves the objects of kinds without a typed reader: those
+// of the -o yaml|json files (first), then those of transcripts. An object
+// found twice is served once, the first copy.
+func (k *kubeBundle) GenericObjects(ctx context.Context, namespace string) ([]evidence.GenericObject, error) {
+	var all []evidence.GenericObject
+	for _, name := range k.index().generic {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		all = append(all, k.load(name, "").generic...)
+	}
+	all = append(all, k.texts(ctx).generic...)
+	out := []evidence.GenericObject{}
+	seen := map[string]bool{}
+	for _, o := range all {
+		if namespace != "" && o.Namespace != "" && o.Namespace != namespace {
+			continue
+		}
+		key := o.Kind + "/" + o.Namespace + "/" + o.Name
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, o)
+	}
+	slices.SortStableFunc(out, func(a, b evidence.GenericObject) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
 	return out, nil
 }

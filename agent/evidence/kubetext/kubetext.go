@@ -23,6 +23,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // Limits of one Parse call.
@@ -55,6 +57,10 @@ type Result struct {
 	// comes from the command line or the text. Objects that several
 	// commands show are merged: a describe page completes a table row.
 	Objects []runtime.Object
+	// Generic are the objects of -o yaml|json outputs of kinds without a
+	// Go type (custom resources), read generically: metadata, the objects
+	// their spec names, status conditions.
+	Generic []evidence.GenericObject
 	// Events come from describe "Events:" sections, kubectl get events
 	// and kubectl events tables. InvolvedObject is set from the object the
 	// section belongs to or the table's OBJECT column; times from the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // decoder decodes the built-in kinds of Kubernetes, YAML or JSON, into
@@ -78,6 +81,16 @@ func (p *parser) decodeObject(c *command, raw []byte, first, depth int) {
 	}
 	obj, _, err := decoder.Decode(raw, nil, nil)
 	if err != nil {
+		// A kind without a Go type (a custom resource): read generically,
+		// its metadata, references and status conditions.
+		if g, ok := evidence.GenericFromMap(u.Object); ok {
+			if g.Namespace == "" {
+				g.Namespace = c.ns()
+			}
+			g.Source = fmt.Sprintf("line %d", first)
+			p.addGeneric(g)
+			return
+		}
 		p.skip(first-1, c.text, "object of kind "+u.GetKind()+" not read: "+err.Error())
 		return
 	}
@@ -106,4 +119,19 @@ func noKind(raw []byte) bool {
 	_, kind := m["kind"]
 	_, items := m["items"]
 	return !kind && !items
+}
+
+// addGeneric keeps an object read generically; a later copy of the same
+// object (a second get) replaces the earlier one.
+func (p *parser) addGeneric(g evidence.GenericObject) {
+	for i, o := range p.res.Generic {
+		if o.Kind == g.Kind && o.Namespace == g.Namespace && o.Name == g.Name {
+			p.res.Generic[i] = g
+			return
+		}
+	}
+	if len(p.res.Generic) >= MaxObjects {
+		return
+	}
+	p.res.Generic = append(p.res.Generic, g)
 }
