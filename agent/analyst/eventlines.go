@@ -51,6 +51,13 @@ func eventLines(ev *Gathered, re *regexp.Regexp) []timedLine {
 			// A table's row: "|  2026-11-25T03:12:04Z |  Started … |".
 			cells := strings.TrimSpace(strings.Trim(strings.TrimSpace(l), "|"))
 			cells = strings.ReplaceAll(cells, "|", " ")
+			// The AWS CLI's text output leads a record with its type
+			// ("EVENTS\t2026-11-25T03:00:31Z\tApplying off-line patches…").
+			if f := strings.Fields(cells); len(f) > 2 && f[0] == strings.ToUpper(f[0]) && strings.Trim(f[0], "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "" {
+				if _, ok := parseISO8601(f[1]); ok {
+					cells = strings.TrimSpace(strings.TrimPrefix(cells, f[0]))
+				}
+			}
 			tm, _ := evidence.LineTime([]byte(cells), ref)
 			text := cells
 			// The time leads a text or table row: the event is the rest.

@@ -69,6 +69,7 @@ var mechanisms = []*mechanism{
 	slowPeer,
 	breakerOpen,
 	readOnlyDB,
+	dbMaintenance,
 	failoverLoop,
 	credentialRotated,
 	credentialNotApplied,
