@@ -121,6 +121,7 @@ var mechanisms = []*mechanism{
 	dnsResolution,
 	dnsSlow,
 	resolverTimeout,
+	egressDNSBlocked,
 	dnsUpstream,
 	dbUserLoad,
 	dbSlotsTaken,

@@ -460,6 +460,8 @@ var kinds = map[Kind]kindInfo{
 	KindVPAMemoryCut: {prior: 0.88},
 	// A NetworkPolicy that drops a Job's calls to a Service.
 	KindNetpolBlocked: {prior: 0.86},
+	// An egress NetworkPolicy that drops a namespace's DNS lookups.
+	KindEgressDNSBlocked: {prior: 0.88},
 	// An application writing to its container's read-only root file system.
 	KindReadOnlyRootFS: {prior: 0.88},
 	// A Kubernetes client whose pod has no service account token mounted.
