@@ -104,6 +104,9 @@ var logRules = []logRule{
 	// A thread or process that cannot be created: PIDs, not memory
 	// ("OutOfMemoryError: unable to create native thread").
 	lineRule(pidExhaustion),
+	// A JVM out of direct (off-heap) memory: its own cap, not the
+	// container's (before the generic out of memory).
+	lineRule(directMemory),
 	// A JVM out of Metaspace: its own cap, not the container's (before
 	// the generic out of memory).
 	lineRule(metaspace),
@@ -115,7 +118,7 @@ var logRules = []logRule{
 	lineRule(depConflict),
 	// The kernel out of TCP socket memory: not the OOM killer.
 	lineRule(tcpMemory),
-	{KindOOMKilled, regexp.MustCompile(`(?i)OutOfMemoryError|out of memory|Cannot allocate memory|heap out of memory|MemoryError|memory limit exceeded|oom-kill|OOM ?Killed|OOMKilled`), 0.85, "out of memory"},
+	{KindOOMKilled, regexp.MustCompile(`(?i)(?:^|[^nN])OutOfMemoryError|out of memory|Cannot allocate memory|heap out of memory|\bMemoryError|memory limit exceeded|oom-kill|OOM ?Killed|OOMKilled`), 0.85, "out of memory"},
 	{KindDatabase, regexp.MustCompile(`(?i)too many connections|remaining connection slots are reserved|deadlock (detected|found)|pool (is )?exhausted|exhausted (the )?connection pool|connection is not available, request timed out|could not obtain (a )?connection|timeout waiting for (a )?(idle )?connection|unable to acquire (a )?(jdbc )?connection|max_connections|QueuePool limit|lock wait timeout|canceling statement due to lock timeout|lock timeout|could not obtain lock|LockNotAvailable|waiting for (an )?AccessExclusiveLock|sorry, too many clients|too many clients already|Too many open connections|ER_CON_COUNT_ERROR|query_wait_timeout|client_wait_timeout|no more connections allowed|max_client_conn|pool_size limit reached`), 0.85, "database connection/lock errors"},
 	// A JVM whose heap is full: long GC pauses, circuit breakers.
 	lineRule(gcPressure),

@@ -84,6 +84,8 @@ var mechanisms = []*mechanism{
 	settingInvalid,
 	configInvalid,
 	decodeFailure,
+	directMemory,
+	mallocFragmentation,
 	metaspace,
 	heapExhausted,
 	depConflict,

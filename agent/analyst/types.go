@@ -413,6 +413,10 @@ var kinds = map[Kind]kindInfo{
 	KindXIDWraparound: {prior: 0.88},
 	// A runtime out of its own heap.
 	KindHeapExhausted: {prior: 0.85},
+	// A JVM out of direct (off-heap) memory.
+	KindDirectMemory: {prior: 0.86},
+	// Native memory fragmented by glibc malloc (jemalloc lost).
+	KindMallocFragmentation: {prior: 0.88},
 	// A regular expression backtracking catastrophically on the CPU.
 	KindRegexBacktrack: {prior: 0.86},
 	// Code using a column or table its database lacks.
