@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	policyv1 "k8s.io/api/policy/v1"
 )
 
 // A node drain that never finishes because an eviction would violate a
@@ -32,7 +34,7 @@ var drainBlocked = &mechanism{
 		d += h.wrapped(" (", "budget", ")")
 		d += " allows no disruption"
 		if e := h.fact("expected"); e != "" {
-			d += fmt.Sprintf(" while %s runs %s pods, so no pod of it may ever be evicted", h.Subject, e)
+			d += fmt.Sprintf(" while %s runs %s, so no pod of it may ever be evicted", h.Subject, plural(atoiOr(e), "pod", "pods"))
 		}
 		if n := h.fact("node"); n != "" {
 			d += fmt.Sprintf("; the drain of %s retries for ever", n)
@@ -149,6 +151,25 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 			}
 		}
 	}
+	// The budget's object (kubectl describe pdb, -o yaml), of the
+	// evicted pod's namespace: what it requires and allows now.
+	if b := budgetOfEvicted(ev.K8s, f.Namespace, f.Subject); b != nil && (f.fact("budget") == "" || f.fact("pdb") == b.Name) {
+		delete(f.Facts, "pdb")
+		f.setFact("pdb", b.Name)
+		switch {
+		case b.Spec.MinAvailable != nil:
+			f.Facts["budget"] = "minAvailable " + b.Spec.MinAvailable.String()
+		case b.Spec.MaxUnavailable != nil:
+			f.Facts["budget"] = "maxUnavailable " + b.Spec.MaxUnavailable.String()
+		}
+		if b.Status.ExpectedPods > 0 || b.Status.CurrentHealthy > 0 {
+			delete(f.Facts, "allowed")
+			f.setFact("allowed", strconv.Itoa(int(b.Status.DisruptionsAllowed)))
+			if f.fact("expected") == "" && b.Status.ExpectedPods > 0 {
+				f.setFact("expected", strconv.Itoa(int(b.Status.ExpectedPods)))
+			}
+		}
+	}
 	if f.fact("expected") == "" && f.fact("budget") != "" {
 		f.setFact("expected", f.fact("running"))
 	}
@@ -157,7 +178,13 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("PodDisruptionBudget %s: %s, %d pods expected, %s disruptions allowed", orWord(f.fact("pdb"), f.Subject), f.fact("budget"), n, orWord(f.fact("allowed"), "0")))
 		}
 	}
-	// A change that scaled the workload down left the budget behind.
+	// A change that scaled the workload down left the budget behind; one
+	// that created the workload with its budget (days before) set both.
+	for _, c := range ev.Earlier {
+		if c.Service == f.Subject && pdbChangeRE.MatchString(c.Description) && len(f.Evidence) < 5 {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
+		}
+	}
 	for _, c := range ev.Changes {
 		if c.Service == f.Subject && scaleDownRE.MatchString(c.Description) {
 			f.setFact("scaled", c.Description)
@@ -166,6 +193,33 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 	}
 	f.Summary = fmt.Sprintf("the PodDisruptionBudget of %s blocks evicting %s (drain of %s)", f.Subject, f.fact("pod"), orWord(f.fact("node"), "a node"))
 	return []Finding{*f}
+}
+
+// pdbChangeRE is a change that set a workload's disruption budget.
+var pdbChangeRE = regexp.MustCompile(`(?i)PodDisruptionBudget|\bPDB\b|minAvailable|maxUnavailable`)
+
+// budgetOfEvicted is the PodDisruptionBudget of a namespace named after
+// the evicted pod's workload or selecting its name label.
+func budgetOfEvicted(k K8sEvidence, ns, workload string) *policyv1.PodDisruptionBudget {
+	for _, list := range [][]policyv1.PodDisruptionBudget{k.PodDisruptionBudgets, k.OtherBudgets} {
+		for i := range list {
+			b := &list[i]
+			if ns != "" && b.Namespace != "" && b.Namespace != ns {
+				continue
+			}
+			if strings.EqualFold(b.Name, workload) || strings.EqualFold(strings.TrimSuffix(b.Name, "-pdb"), workload) {
+				return b
+			}
+			if b.Spec.Selector != nil {
+				for _, v := range b.Spec.Selector.MatchLabels {
+					if v == workload {
+						return b
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 var scaleDownRE = regexp.MustCompile(`(?i)\bscale|\breplicas?\b|(\d+)\s*(?:->|→|to)\s*(\d+)`)

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/rootcause/rootcause/agent/evidence"
 )
@@ -65,5 +67,34 @@ func TestDrainBlocked(t *testing.T) {
 				t.Errorf("evidence: %v", fs[0].Evidence)
 			}
 		})
+	}
+}
+
+// TestDrainBlockedBudgetObject reads the budget that holds the drain from
+// its object (kubectl describe pdb, read into a PodDisruptionBudget) of
+// another namespace than the one asked about, and the change that created
+// the workload with it days before.
+func TestDrainBlockedBudgetObject(t *testing.T) {
+	drain := evidence.CommandOutput{Command: "kubectl drain gke-pool-a-1234 --ignore-daemonsets", Lines: []string{
+		"evicting pod ml/model-7d9f8b6c5-x2k4p",
+		`error when evicting pods/"model-7d9f8b6c5-x2k4p" -n "ml" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.`,
+	}}
+	one := intstr.FromInt32(1)
+	budget := policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "model-pdb", Namespace: "ml"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "model"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}}
+	created := evidence.Change{Service: "model", Kind: "deploy", Description: "new Deployment model (replicas: 1) with a PDB minAvailable: 1"}
+	fs := detectDrainBlocked(&Gathered{Commands: []evidence.CommandOutput{drain}, K8s: K8sEvidence{OtherBudgets: []policyv1.PodDisruptionBudget{budget}}, Earlier: []evidence.Change{created}, Window: win}, nil)
+	if len(fs) != 1 {
+		t.Fatalf("findings: %+v", fs)
+	}
+	d := drainBlocked.describe(&Hypothesis{Kind: KindDrainBlocked, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}, Scope{})
+	for _, w := range []string{"the PodDisruptionBudget model-pdb (minAvailable 1) allows no disruption while model runs 1 pod,"} {
+		if !strings.Contains(d, w) {
+			t.Errorf("description lacks %q: %s", w, d)
+		}
+	}
+	if ev := strings.Join(fs[0].Evidence, "\n"); !strings.Contains(ev, "0 disruptions allowed") || !strings.Contains(ev, "with a PDB minAvailable") {
+		t.Errorf("evidence: %s", ev)
 	}
 }

@@ -251,9 +251,20 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		if sss, err := evidence.List[appsv1.StatefulSet](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.StatefulSets = sss
 		}
-		// And PodDisruptionBudgets, which say what a drain may take.
+		// And PodDisruptionBudgets, which say what a drain may take: of
+		// every namespace, as a node's drain crosses them (the budget
+		// that holds a node group's upgrade is often another team's).
 		if pdbs, err := evidence.List[policyv1.PodDisruptionBudget](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.PodDisruptionBudgets = pdbs
+		}
+		if ns != "" {
+			if all, err := evidence.List[policyv1.PodDisruptionBudget](ctx, g.src.Kubernetes, "", ""); err == nil {
+				for _, b := range all {
+					if b.Namespace != ns {
+						g.k8s.OtherBudgets = append(g.k8s.OtherBudgets, b)
+					}
+				}
+			}
 		}
 	}
 	if !g.haveK8s["commands"] && g.src != nil && g.src.Kubernetes != nil {

@@ -83,6 +83,9 @@ type K8sEvidence struct {
 	// every namespace, read generically: their references and status
 	// conditions.
 	Custom []evidence.GenericObject
+	// OtherBudgets are the PodDisruptionBudgets of the other namespaces
+	// (what a node's drain may also be held by).
+	OtherBudgets []policyv1.PodDisruptionBudget
 	// Usage are the pods' memory and CPU readings handed over (kubectl top
 	// pod), of every namespace, with the node each pod runs on when known.
 	Usage []PodUsage
