@@ -231,21 +231,18 @@ func podsByWorkload(pods, workloads []string) []string {
 // entries and limit series were gathered ("" otherwise).
 func conntrackUsage(sets []MetricSet, node string) string {
 	var entries, limit float64
-	for _, set := range sets {
-		for _, s := range set.Series {
-			n := orWord(s.Labels["__name__"], set.Name)
-			if n != "node_nf_conntrack_entries" && n != "node_nf_conntrack_entries_limit" {
-				continue
-			}
-			if !sameNode(nodeOfLabels(s.Labels), node) || len(s.Points) == 0 {
-				continue
-			}
-			v := s.Points[len(s.Points)-1].V
-			if n == "node_nf_conntrack_entries" {
-				entries = max(entries, v)
-			} else {
-				limit = v
-			}
+	for n, s := range metricSeries(sets) {
+		if n != "node_nf_conntrack_entries" && n != "node_nf_conntrack_entries_limit" {
+			continue
+		}
+		if !sameNode(nodeOfLabels(s.Labels), node) || len(s.Points) == 0 {
+			continue
+		}
+		v := s.Points[len(s.Points)-1].V
+		if n == "node_nf_conntrack_entries" {
+			entries = max(entries, v)
+		} else {
+			limit = v
 		}
 	}
 	if entries <= 0 || limit <= 0 {
@@ -307,19 +304,16 @@ func conntrackAtLimit(sets []MetricSet, w Window) []conntrackLimit {
 		pts  []evidence.Point
 	}
 	var entries []ser
-	for _, set := range sets {
-		for _, s := range set.Series {
-			n := orWord(s.Labels["__name__"], set.Name)
-			node := nodeOfLabels(s.Labels)
-			if node == "" || len(s.Points) == 0 {
-				continue
-			}
-			switch n {
-			case "node_nf_conntrack_entries_limit":
-				limits[node] = max(limits[node], s.Points[len(s.Points)-1].V)
-			case "node_nf_conntrack_entries":
-				entries = append(entries, ser{node, s.Points})
-			}
+	for n, s := range metricSeries(sets) {
+		node := nodeOfLabels(s.Labels)
+		if node == "" || len(s.Points) == 0 {
+			continue
+		}
+		switch n {
+		case "node_nf_conntrack_entries_limit":
+			limits[node] = max(limits[node], s.Points[len(s.Points)-1].V)
+		case "node_nf_conntrack_entries":
+			entries = append(entries, ser{node, s.Points})
 		}
 	}
 	var out []conntrackLimit

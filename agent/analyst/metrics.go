@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"sort"
@@ -85,6 +86,20 @@ type MetricSet struct {
 	// rate, per series): the traffic an errors-per-second series is a
 	// share of (errorshare.go).
 	Requests []evidence.Series
+}
+
+// metricSeries yields every series of sets with its metric's name: the
+// series' own __name__, else the name its set was queried by.
+func metricSeries(sets []MetricSet) iter.Seq2[string, evidence.Series] {
+	return func(yield func(string, evidence.Series) bool) {
+		for _, set := range sets {
+			for _, s := range set.Series {
+				if !yield(orWord(s.Labels["__name__"], set.Name), s) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // ClassifyMetric sorts a metric name into a class ("" when it says nothing

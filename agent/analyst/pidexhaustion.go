@@ -359,25 +359,22 @@ func pidsAtLimit(sets []MetricSet) []pidUse {
 	used := map[string]map[string][]evidence.Point{} // node -> metric -> points
 	limit := map[string]float64{}
 	zombies := map[string][]evidence.Point{}
-	for _, set := range sets {
-		for _, s := range set.Series {
-			n := orWord(s.Labels["__name__"], set.Name)
-			node := nodeOfLabels(s.Labels)
-			if node == "" || len(s.Points) == 0 {
-				continue
+	for n, s := range metricSeries(sets) {
+		node := nodeOfLabels(s.Labels)
+		if node == "" || len(s.Points) == 0 {
+			continue
+		}
+		switch n {
+		case "node_processes_pids", "node_processes_threads":
+			if used[node] == nil {
+				used[node] = map[string][]evidence.Point{}
 			}
-			switch n {
-			case "node_processes_pids", "node_processes_threads":
-				if used[node] == nil {
-					used[node] = map[string][]evidence.Point{}
-				}
-				used[node][n] = append(used[node][n], s.Points...)
-			case "node_processes_max_processes", "node_processes_max_threads":
-				limit[node+"\x00"+n] = s.Points[len(s.Points)-1].V
-			case "node_processes_state":
-				if s.Labels["state"] == "Z" {
-					zombies[node] = append(zombies[node], s.Points...)
-				}
+			used[node][n] = append(used[node][n], s.Points...)
+		case "node_processes_max_processes", "node_processes_max_threads":
+			limit[node+"\x00"+n] = s.Points[len(s.Points)-1].V
+		case "node_processes_state":
+			if s.Labels["state"] == "Z" {
+				zombies[node] = append(zombies[node], s.Points...)
 			}
 		}
 	}

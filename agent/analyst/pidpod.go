@@ -218,20 +218,17 @@ func detectPodPIDs(ev *Gathered, nodeFindings []Finding) []Finding {
 			p.ps.current, p.ps.max = max(r.current, p.ps.current), max(r.max, p.ps.max)
 		}
 	}
-	for _, set := range ev.Metrics {
-		for _, s := range set.Series {
-			n := orWord(s.Labels["__name__"], set.Name)
-			if n != "container_processes" && n != "container_threads" {
-				continue
-			}
-			p := byName[podWl[s.Labels["pod"]]]
-			if p == nil {
-				continue
-			}
-			for _, pt := range s.Points {
-				if pt.V > p.procs {
-					p.procs, p.procsMetric = pt.V, n
-				}
+	for n, s := range metricSeries(ev.Metrics) {
+		if n != "container_processes" && n != "container_threads" {
+			continue
+		}
+		p := byName[podWl[s.Labels["pod"]]]
+		if p == nil {
+			continue
+		}
+		for _, pt := range s.Points {
+			if pt.V > p.procs {
+				p.procs, p.procsMetric = pt.V, n
 			}
 		}
 	}

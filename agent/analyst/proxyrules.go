@@ -196,19 +196,17 @@ func risingFrom(pts []evidence.Point, rate bool, w Window) (time.Time, bool) {
 // proxySyncStopped says when kube-proxy's last successful sync on a node
 // was, when its last-sync timestamp series stopped advancing.
 func proxySyncStopped(ev *Gathered, host string) string {
-	for _, set := range ev.Metrics {
-		for _, s := range set.Series {
-			if orWord(s.Labels["__name__"], set.Name) != "kubeproxy_sync_proxy_rules_last_timestamp_seconds" {
-				continue
-			}
-			if !sameNode(nodeOfLabels(s.Labels), host) || len(s.Points) < 2 {
-				continue
-			}
-			pts := pointsUpTo(s, ev.Window.End)
-			last := pts[len(pts)-1]
-			if last.T.Sub(time.Unix(int64(last.V), 0)) > 5*time.Minute {
-				return fmt.Sprintf("kubeproxy_sync_proxy_rules_last_timestamp_seconds of %s: last successful sync at %s", host, hm(time.Unix(int64(last.V), 0)))
-			}
+	for name, s := range metricSeries(ev.Metrics) {
+		if name != "kubeproxy_sync_proxy_rules_last_timestamp_seconds" {
+			continue
+		}
+		if !sameNode(nodeOfLabels(s.Labels), host) || len(s.Points) < 2 {
+			continue
+		}
+		pts := pointsUpTo(s, ev.Window.End)
+		last := pts[len(pts)-1]
+		if last.T.Sub(time.Unix(int64(last.V), 0)) > 5*time.Minute {
+			return fmt.Sprintf("kubeproxy_sync_proxy_rules_last_timestamp_seconds of %s: last successful sync at %s", host, hm(time.Unix(int64(last.V), 0)))
 		}
 	}
 	return ""

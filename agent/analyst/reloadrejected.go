@@ -94,38 +94,35 @@ func detectReloadRejected(ev *Gathered, found []Finding) []Finding {
 	}
 	servers := map[string]*server{}
 	var order []string
-	for _, set := range ev.Metrics {
-		for _, s := range set.Series {
-			name := orWord(s.Labels["__name__"], set.Name)
-			if !reloadGaugeRE.MatchString(name) {
-				continue
+	for name, s := range metricSeries(ev.Metrics) {
+		if !reloadGaugeRE.MatchString(name) {
+			continue
+		}
+		pts := pointsUpTo(s, ev.Window.End)
+		if len(pts) < 2 || pts[len(pts)-1].V != 0 {
+			continue
+		}
+		var onset time.Time
+		for i := len(pts) - 1; i > 0 && pts[i].V == 0; i-- {
+			onset = pts[i].T
+			if pts[i-1].V == 0 {
+				onset = pts[i-1].T
 			}
-			pts := pointsUpTo(s, ev.Window.End)
-			if len(pts) < 2 || pts[len(pts)-1].V != 0 {
-				continue
-			}
-			var onset time.Time
-			for i := len(pts) - 1; i > 0 && pts[i].V == 0; i-- {
-				onset = pts[i].T
-				if pts[i-1].V == 0 {
-					onset = pts[i-1].T
-				}
-			}
-			if onset.IsZero() || !ev.Window.BaselineStart.IsZero() && onset.Before(ev.Window.BaselineStart) {
-				continue
-			}
-			pod := orWord(s.Labels["controller_pod"], s.Labels["pod"])
-			who := reloadServer(name, s.Labels["controller_namespace"], pod, s.Labels["job"])
-			sv := servers[who]
-			if sv == nil {
-				sv = &server{onset: onset, gauge: name}
-				servers[who] = sv
-				order = append(order, who)
-			}
-			sv.onset = earliest(sv.onset, onset)
-			if pod != "" && !slices.Contains(sv.pods, pod) {
-				sv.pods = append(sv.pods, pod)
-			}
+		}
+		if onset.IsZero() || !ev.Window.BaselineStart.IsZero() && onset.Before(ev.Window.BaselineStart) {
+			continue
+		}
+		pod := orWord(s.Labels["controller_pod"], s.Labels["pod"])
+		who := reloadServer(name, s.Labels["controller_namespace"], pod, s.Labels["job"])
+		sv := servers[who]
+		if sv == nil {
+			sv = &server{onset: onset, gauge: name}
+			servers[who] = sv
+			order = append(order, who)
+		}
+		sv.onset = earliest(sv.onset, onset)
+		if pod != "" && !slices.Contains(sv.pods, pod) {
+			sv.pods = append(sv.pods, pod)
 		}
 	}
 	var out []Finding
