@@ -8,8 +8,10 @@ import (
 // TestAffectedNamesTheRoot checks that the root's own subject leads the
 // affected systems even when no other evidence names it (a managed cache
 // node known only from the slow-log entries it delivered), that a name that
-// failed to resolve is not listed as broken, and that a system the
-// mechanism clears stays out.
+// failed to resolve is not listed as broken, that a system the mechanism
+// clears stays out, and that the systems a mechanism names as involved (a
+// producer, a throttled bucket) are listed though no object bears their
+// name.
 func TestAffectedNamesTheRoot(t *testing.T) {
 	known := Scope{Service: "cart-api", Known: map[string]bool{"cart-api": true, "session-sweeper": true}}
 	cases := []struct {
@@ -25,6 +27,12 @@ func TestAffectedNamesTheRoot(t *testing.T) {
 		{"a subject the mechanism clears", Hypothesis{Kind: KindBlockingCommand, Subject: "cart-redis",
 			Primary: []*Finding{{Kind: KindBlockingCommand, Subject: "cart-redis", Facts: map[string]string{"not_at_fault": "cart-redis"}}}},
 			[]string{"cart-api"}, []string{"cart-redis"}},
+		{"a producer the mechanism names, no other evidence naming it", Hypothesis{Kind: KindDecodeFailure, Subject: "session-sweeper",
+			Primary: []*Finding{{Kind: KindDecodeFailure, Subject: "session-sweeper", Facts: map[string]string{"decode_source": "orders-api", "affected": "orders-api"}}}},
+			[]string{"session-sweeper", "orders-api", "cart-api"}, nil},
+		{"a bucket the mechanism names as throttled", Hypothesis{Kind: KindThrottling, Subject: "session-sweeper",
+			Primary: []*Finding{{Kind: KindThrottling, Subject: "session-sweeper", Facts: map[string]string{"resource": "tessera-media-prod-eu-west-1", "affected": "tessera-media-prod-eu-west-1"}}}},
+			[]string{"session-sweeper", "tessera-media-prod-eu-west-1"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

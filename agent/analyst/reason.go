@@ -1009,8 +1009,13 @@ func affected(w *Hypothesis, sc Scope) []string {
 		add(f.fact("host"))
 		// The other systems a mechanism names as involved (the callers
 		// waiting on a blocked database, the client blocking it).
+		// A mechanism names them from what it read (a producer, a bucket
+		// throttled), so they stand even when no other evidence names
+		// them as objects.
 		for _, x := range strings.Split(f.fact("affected"), ",") {
-			add(strings.TrimSpace(x))
+			if x = strings.TrimSpace(x); x != "" && !slices.Contains(out, x) && !slices.Contains(cleared, x) && x != "*" {
+				out = append(out, x)
+			}
 		}
 		if w.Kind == KindNodeNotReady {
 			for _, r := range f.Related {
