@@ -326,11 +326,12 @@ var calibrationRules = []calibrationRule{
 		return alertQuestionRE.MatchString(s.question) && len(s.subjects) > 1 && !bearsOn(w, s.subjects[:1]) && !tiedToAsked(a, w, s.subjects[:1])
 	}},
 	// A release its API server rejects as invalid, with neither who set
-	// the offending field (the object's managers) nor a change read: the
-	// rejection names the field, not whether the chart or a hand edit on
-	// the live object put it there.
+	// the offending field (the object's managers) nor a change read other
+	// than the release itself (which is what is rejected): the rejection
+	// names the field, not whether the chart or a hand edit on the live
+	// object put it there.
 	{"release rejected, the field's owner not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindApplyRejected && noTrigger(w) && w.fact("how") != "admission" && w.fact("manual_manager") == ""
+		return w.Kind == KindApplyRejected && (noTrigger(w) || ownRelease(w)) && w.fact("how") != "admission" && w.fact("manual_manager") == ""
 	}},
 	// Long garbage-collection pauses with no change read and no growth of
 	// what the heap holds: a heap at its limit is a state, and what fills
@@ -351,6 +352,20 @@ var calibrationRules = []calibrationRule{
 	// nor which release wrote the loop.
 	{"busy loop without the release that wrote it", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindBusyLoop && noTrigger(w)
+	}},
+	// Pods refused by a namespace's quota, with neither how far below its
+	// replicas the workload stands nor a change that asked for more read:
+	// the refusal says the quota is full, not what it keeps from running.
+	{"quota refusing pods, what it keeps from running not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		want, _ := quotaCapped(w)
+		return w.Kind == KindQuota && noTrigger(w) && want == ""
+	}},
+	// A pool's free capacity falling to zero (a bulkhead's available
+	// calls, free slots), with no change read that sets its size: the
+	// pool is full, and whether its size was cut or its calls slowed is
+	// not known.
+	{"a pool's free capacity at zero, its size not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindSaturation && freeCapacityRE.MatchString(w.fact("metric")) && (noTrigger(w) || !poolSizeChangeRE.MatchString(changeText(w.Trigger)))
 	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
@@ -915,3 +930,17 @@ func containerGrowthOnly(h *Hypothesis) bool {
 	}
 	return n > 0
 }
+
+// ownRelease reports whether h's trigger is a deploy of h's own subject:
+// for a release rejected, the release that is rejected.
+func ownRelease(h *Hypothesis) bool {
+	return h.Trigger != nil && h.Trigger.Kind == KindDeploy && strings.EqualFold(h.Trigger.Subject, h.Subject)
+}
+
+// freeCapacityRE is a series of a pool's free capacity: a bulkhead's
+// available calls, free slots or permits.
+var freeCapacityRE = regexp.MustCompile(`(?i)available_concurrent_calls|_available_(?:permissions|permits|slots|calls)|_free_(?:slots|permits|connections)`)
+
+// poolSizeChangeRE is a change that sets a pool's size: its concurrency,
+// its calls, slots or permits.
+var poolSizeChangeRE = regexp.MustCompile(`(?i)concurren|max.?calls|bulkhead|pool|permits|slots|max.?conn`)
