@@ -95,6 +95,7 @@ var mechanisms = []*mechanism{
 	clientSurge,
 	hpaMax,
 	hpaBlind,
+	hpaTargetMissing,
 	metricsAPI,
 	crdMissing,
 	noGracefulShutdown,

@@ -272,6 +272,7 @@ var kinds = map[Kind]kindInfo{
 	KindCronTimeZone:      {prior: 0.84},
 	KindBatchSizeCut:      {prior: 0.84},
 	KindHPABlind:          {prior: 0.84},
+	KindHPATargetMissing:  {prior: 0.84},
 	KindDaemonSetTaint:    {prior: 0.84},
 	KindIngressPort:       {prior: 0.84},
 	KindIngressService:    {prior: 0.84},
