@@ -59,7 +59,7 @@ var holdoutFloors = map[string]int{
 	"holdout41": 9,
 	"holdout42": 4,
 	"holdout43": 5,
-	"holdout44": 8,
+	"holdout44": 9,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
