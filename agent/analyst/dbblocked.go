@@ -73,6 +73,12 @@ var dbBlocked = &mechanism{
 			r.low("Alert on lock waits per relation and on the length of the lock wait queue")
 			return
 		}
+		if h.fact("queue_head") != "" {
+			r.high("Keep schema changes from queueing behind long sessions on %s: run DDL (ALTER TABLE, ATTACH PARTITION) with a short lock_timeout and retry it, so a request for an AccessExclusiveLock never waits behind %s while every query queues behind it", h.Subject, b)
+			r.med("Schedule the DDL job and %s so that they do not overlap (the DDL before or after the run), or run the dump from a replica", b)
+			r.low("Log and alert on lock waits (log_lock_waits, pg_locks not granted) and on the length of the wait queue")
+			return
+		}
 		r.high("End or commit the long transaction that holds the locks on %s (%s): kill its session or stop the run, and the waiting sessions proceed", h.Subject, b)
 		r.med("Commit %s in small batches instead of one transaction over the whole run (no SELECT … FOR UPDATE over the table), and schedule it outside peak traffic", b)
 		r.low("Alert on row-lock waits and on the oldest open transaction's age; set lock wait timeouts so callers fail fast")
@@ -228,6 +234,7 @@ type dbSignal struct {
 	src       string
 	stated    *sqlState // what a SQL client's output stated, when one did
 	hot       *hotRow   // the one row the lock waits queue on
+	server    *LogSet   // the database's own log that shows the waits
 }
 
 // detectDBBlocked finds database instances whose sessions wait on locks or
@@ -303,27 +310,45 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 		sg.evidence = append(sg.evidence, e)
 	}
 	// A database's own log saying what waits.
+	waitKey := func(set *LogSet, line string) (inst, cond string) {
+		cond = "lock"
+		if strings.Contains(strings.ToLower(line), "recovery") {
+			cond = "replication"
+		}
+		inst = set.Subject
+		if inst == "" {
+			inst = subjectOfSource(set.Source)
+		}
+		return inst, cond
+	}
+	// The log alone counts when its waits repeat: PostgreSQL's lines
+	// name their lock mode and wait queue, so one episode spreads over
+	// several templates.
+	waits := map[string]int{}
+	for set, t := range incidentTemplates(ev) {
+		if dbWaitLineRE.MatchString(t.Example) {
+			inst, cond := waitKey(set, t.Example)
+			waits[inst+"|"+cond] += t.Incident
+		}
+	}
 	for set, t := range incidentTemplates(ev) {
 		if !dbWaitLineRE.MatchString(t.Example) {
 			continue
 		}
-		cond := "lock"
-		if strings.Contains(strings.ToLower(t.Example), "recovery") {
-			cond = "replication"
-		}
-		inst := set.Subject
-		if inst == "" {
-			inst = subjectOfSource(set.Source)
-		}
+		inst, cond := waitKey(set, t.Example)
 		sg := sigs[inst+"|"+cond]
 		if sg == nil {
-			// The log alone counts when it repeats.
-			if t.Incident < 3 {
+			if waits[inst+"|"+cond] < 3 {
 				continue
 			}
 			sg = get(inst, cond)
 			sg.onset = firstOf(t.FirstIncident, t.FirstSeen)
 			sg.src = SrcLogs
+		} else if sg.src == SrcLogs && sg.metric == "" {
+			sg.onset = earliest(sg.onset, firstOf(t.FirstIncident, t.FirstSeen))
+		}
+		if sg.server == nil && cond == "lock" {
+			sg.server = set
 		}
 		if sg.hot == nil && cond == "lock" {
 			sg.hot = hotRowOf(set)
@@ -368,6 +393,14 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 			f.setFact("blocker", st.holder)
 			f.setFact("blocker_detail", fmt.Sprintf("a transaction of %s open %s on %s (%s)", st.holder, fmtLag(st.holderAge), st.where, quote(st.holderDetail, 160)))
 			f.Evidence = append(f.Evidence, "the session list on "+st.where+" shows "+f.fact("blocker_detail"))
+			f.Weight = 0.9
+		} else if q := lockQueueOf(ev, sg.server); q != nil {
+			// The server's own log names the session that holds the lock
+			// and the queue behind it.
+			f.setFact("blocker", q.holder)
+			f.setFact("blocker_detail", q.detail)
+			f.setFact("queue_head", q.head)
+			f.Evidence = append(f.Evidence, q.evidence...)
 			f.Weight = 0.9
 		} else if who, host, line, at := holderInLogs(ev.Logs, sg, w); who != "" {
 			f.setFact("blocker", who)
@@ -805,6 +838,9 @@ func describeDBBlockedCause(h *Hypothesis) string {
 		d += h.clause("; ", "lock_time")
 		d += h.quoteClause(": ", "line", 180)
 		switch {
+		case h.fact("queue_head") != "":
+			d = fmt.Sprintf("a lock queue on %s: %s holds a lock on a table for its whole run; %s, queued behind it, and every later query on that table (the callers' reads and writes) queues behind that request until the holder ends", inst, h.fact("blocker_detail"), h.fact("queue_head"))
+			d += h.quoteClause(": ", "line", 180)
 		case h.fact("blocker_line") != "":
 			d += fmt.Sprintf("; the lock holder is %s, which opened a long transaction at %s: %s", h.fact("blocker"), h.fact("blocker_since"), quote(ReadableLine(h.fact("blocker_line")), 180))
 		case h.fact("blocker_detail") != "":
@@ -912,4 +948,180 @@ func wordEdge(s string, i int) bool {
 	}
 	c := s[i]
 	return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_')
+}
+
+var (
+	// pgHolderRE is PostgreSQL's log_lock_waits DETAIL: the session that
+	// holds the lock and the queue of waiting sessions, head first.
+	pgHolderRE = regexp.MustCompile(`Process(?:es)? holding the lock: (\d+)(?:[^.]*)\.(?: Wait queue: ([\d, ]+))?`)
+	// pgWaitModeRE is the lock mode a session waits for.
+	pgWaitModeRE = regexp.MustCompile(`process (\d+) still waiting for (\w+Lock)`)
+	// pgStatementRE is a logged statement ("STATEMENT:  ALTER TABLE …",
+	// "statement: SELECT …").
+	pgStatementRE = regexp.MustCompile(`(?i)\bstatement:\s+(.+)$`)
+	// pgSessionRE is a session's user and database in the log line prefix
+	// ("[47102] backup@orders", "user=backup,db=orders").
+	pgSessionRE = regexp.MustCompile(`(\w[\w-]*)@(\w[\w-]*)|user=(\w[\w-]*)`)
+	// pgAppRE is the application a session gave.
+	pgAppRE = regexp.MustCompile(`application_name=([\w.-]+)|\bapp=([\w.-]+)`)
+)
+
+// lockQueue is what a database's own log says of a queue of lock waits:
+// the session holding the lock and the head of the queue behind it.
+type lockQueue struct {
+	holder, detail, head string
+	evidence             []string
+}
+
+// lockQueueOf reads a PostgreSQL server's log (log_lock_waits) for the
+// session most waits name as holding the lock: its user and application
+// (from its own lines: connection authorized, its statements) and the
+// client whose log names that application (the job that ran it); and the
+// first session of the wait queue, when it waits for a stronger lock (an
+// ALTER TABLE's AccessExclusiveLock) than the queries queued behind it.
+func lockQueueOf(ev *Gathered, server *LogSet) *lockQueue {
+	if server == nil {
+		return nil
+	}
+	var lines []string
+	for _, t := range server.Templates {
+		for _, l := range []string{t.Example, t.Last} {
+			if l != "" && !slices.Contains(lines, l) {
+				lines = append(lines, l)
+			}
+		}
+	}
+	holders := map[string]int{}
+	heads := map[string]int{}
+	for _, l := range lines {
+		if m := pgHolderRE.FindStringSubmatch(l); m != nil {
+			holders[m[1]]++
+			if q := strings.Split(m[2], ","); m[2] != "" {
+				if head := strings.TrimSpace(q[0]); head != m[1] {
+					heads[head]++
+				}
+			}
+		}
+	}
+	pid, n := "", 0
+	for _, p := range slices.Sorted(maps.Keys(holders)) {
+		if holders[p] > n {
+			pid, n = p, holders[p]
+		}
+	}
+	if pid == "" || n < 2 {
+		return nil
+	}
+	// A session's lines carry its pid in the log line prefix.
+	of := func(p string) []string {
+		var out []string
+		re := regexp.MustCompile(`\[` + p + `\]|\bpid=` + p + `\b|\(` + p + `\)`)
+		for _, l := range lines {
+			if re.MatchString(l) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	session := func(p string) (user, app, stmt, mode, line string) {
+		for _, l := range of(p) {
+			if m := pgSessionRE.FindStringSubmatch(l); m != nil && user == "" {
+				user = m[1] + m[3]
+			}
+			if m := pgAppRE.FindStringSubmatch(l); m != nil && app == "" {
+				app = m[1] + m[2]
+				line = l
+			}
+			if m := pgStatementRE.FindStringSubmatch(l); m != nil && stmt == "" {
+				stmt = strings.TrimSpace(m[1])
+			}
+			if m := pgWaitModeRE.FindStringSubmatch(l); m != nil && m[1] == p && mode == "" {
+				mode = m[2]
+				if line == "" {
+					line = l
+				}
+			}
+		}
+		return user, app, stmt, mode, line
+	}
+	user, app, stmt, _, hline := session(pid)
+	if user == "" && app == "" && stmt == "" {
+		return nil
+	}
+	q := &lockQueue{}
+	q.holder = orWord(app, user)
+	q.detail = fmt.Sprintf("session %s", pid)
+	if app != "" {
+		q.detail = fmt.Sprintf("%s (session %s", app, pid)
+		if user != "" {
+			q.detail += " of user " + user
+		}
+		q.detail += ")"
+	} else if user != "" {
+		q.detail = fmt.Sprintf("a session of user %s (%s)", user, pid)
+	}
+	if stmt != "" {
+		q.detail += fmt.Sprintf(", running %s", quote(stmt, 100))
+	}
+	// The client that ran it: another log naming its application.
+	if job := clientNaming(ev, server, app); job != "" {
+		q.detail += ", run by " + job
+		q.holder = job
+	}
+	if hline != "" {
+		q.evidence = append(q.evidence, fmt.Sprintf("%s: session %s holds the lock %d waits name: %s", orWord(server.Subject, server.Source), pid, n, quote(ReadableLine(hline), 200)))
+	}
+	head, hn := "", 0
+	for _, p := range slices.Sorted(maps.Keys(heads)) {
+		if heads[p] > hn {
+			head, hn = p, heads[p]
+		}
+	}
+	if head != "" {
+		huser, happ, hstmt, hmode, hl := session(head)
+		// A table lock that conflicts with plain reads and writes (DDL,
+		// LOCK TABLE), not a row or transaction lock.
+		strong := hmode == "AccessExclusiveLock" || hmode == "ExclusiveLock" || hmode == "ShareRowExclusiveLock" || hmode == "ShareLock"
+		if strong && strings.Contains(hl, "on relation") {
+			who := orWord(happ, huser)
+			if job := clientNaming(ev, server, who); job != "" {
+				who = job
+			}
+			q.head = fmt.Sprintf("%s (session %s) requested an %s", orWord(who, "a session"), head, hmode)
+			if hstmt != "" {
+				q.head += fmt.Sprintf(" for %s", quote(hstmt, 120))
+			}
+			q.evidence = append(q.evidence, fmt.Sprintf("%s: the head of the wait queue, session %s, waits for an %s: %s", orWord(server.Subject, server.Source), head, hmode, quote(ReadableLine(hl), 200)))
+		}
+	}
+	if q.head == "" {
+		return nil
+	}
+	return q
+}
+
+// clientNaming is the log set, other than the server's, whose lines name
+// what (an application, a database user): the job or service that ran
+// that session.
+func clientNaming(ev *Gathered, server *LogSet, what string) string {
+	if len(what) < 4 {
+		return ""
+	}
+	low := strings.ToLower(what)
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		if set == server || set.Subject == server.Subject {
+			continue
+		}
+		name := orWord(set.Subject, subjectOfSource(set.Source))
+		if strings.Contains(strings.ToLower(name), low) {
+			return name
+		}
+		for _, t := range set.Templates {
+			if strings.Contains(strings.ToLower(t.Example), low) {
+				return name
+			}
+		}
+	}
+	return ""
 }

@@ -204,3 +204,79 @@ func TestDBBlockedStatedBySQLClient(t *testing.T) {
 		t.Errorf("without the psql output: %+v", fs)
 	}
 }
+
+// A lock queue in PostgreSQL's own log (log_lock_waits), with the default
+// stderr prefix and RDS's: the session most waits name as the holder is
+// read with its application and the job whose log names it, and the head
+// of the queue waiting for an AccessExclusiveLock with its statement.
+// Waits on row locks with no stronger request at the head are not a lock
+// queue.
+func TestLockQueueOf(t *testing.T) {
+	stderr := []string{
+		`2026-11-25 02:00:04.911 UTC [47102] backup@orders LOG:  connection authorized: user=backup database=orders application_name=pg_dump`,
+		`2026-11-25 02:10:03.418 UTC [48211] partman@orders LOG:  process 48211 still waiting for AccessExclusiveLock on relation 16822 of database 16401 after 1000.051 ms`,
+		`2026-11-25 02:10:03.418 UTC [48211] partman@orders DETAIL:  Process holding the lock: 47102. Wait queue: 48211.`,
+		`2026-11-25 02:10:03.418 UTC [48211] partman@orders STATEMENT:  ALTER TABLE public.order_events ATTACH PARTITION public.order_events_p2026_12 FOR VALUES FROM ('2026-12-01') TO ('2027-01-01')`,
+		`2026-11-25 02:10:05.027 UTC [48230] orders_api@orders LOG:  process 48230 still waiting for RowExclusiveLock on relation 16822 of database 16401 after 1000.112 ms`,
+		`2026-11-25 02:10:05.027 UTC [48230] orders_api@orders DETAIL:  Process holding the lock: 47102. Wait queue: 48211, 48230.`,
+	}
+	rds := []string{
+		`2026-11-25 01:30:00 UTC:10.0.7.12(50412):reporter@shop:[3310]:LOG:  connection authorized: user=reporter database=shop application_name=nightly-report`,
+		`2026-11-25 01:40:02 UTC:10.0.3.4(41200):flyway@shop:[3412]:LOG:  process 3412 still waiting for AccessExclusiveLock on relation 20611 of database 16400 after 1000.045 ms`,
+		`2026-11-25 01:40:02 UTC:10.0.3.4(41200):flyway@shop:[3412]:DETAIL:  Process holding the lock: 3310. Wait queue: 3412.`,
+		`2026-11-25 01:40:02 UTC:10.0.3.4(41200):flyway@shop:[3412]:STATEMENT:  ALTER TABLE orders ADD COLUMN channel text`,
+		`2026-11-25 01:40:09 UTC:10.0.3.9(41877):shop@shop:[3420]:LOG:  process 3420 still waiting for AccessShareLock on relation 20611 of database 16400 after 1000.201 ms`,
+		`2026-11-25 01:40:09 UTC:10.0.3.9(41877):shop@shop:[3420]:DETAIL:  Process holding the lock: 3310. Wait queue: 3412, 3420.`,
+	}
+	rows := []string{
+		`2026-11-25 02:10:05.027 UTC [48230] app@orders LOG:  process 48230 still waiting for ShareLock on transaction 88123 after 1000.112 ms`,
+		`2026-11-25 02:10:05.027 UTC [48230] app@orders DETAIL:  Process holding the lock: 47102. Wait queue: 48230.`,
+		`2026-11-25 02:10:06.027 UTC [48231] app@orders LOG:  process 48231 still waiting for ShareLock on transaction 88123 after 1000.112 ms`,
+		`2026-11-25 02:10:06.027 UTC [48231] app@orders DETAIL:  Process holding the lock: 47102. Wait queue: 48230, 48231.`,
+		`2026-11-25 02:00:04.911 UTC [47102] app@orders LOG:  statement: BEGIN`,
+	}
+	cases := []struct {
+		name   string
+		server []string
+		job    LogSet
+		holder string // "" for none
+		want   []string
+	}{
+		{"stderr prefix, pg_dump run by a backup job, ATTACH PARTITION at the head", stderr,
+			minedSet("pg-backup", false, 0, `2026-11-25T02:00:04Z starting pg_dump of orders from orders-db-0.orders-db (format=custom)`),
+			"pg-backup", []string{"pg_dump (session 47102 of user backup)", "run by pg-backup", "requested an AccessExclusiveLock", "ATTACH PARTITION"}},
+		{"RDS prefix, a report holding, a migration at the head", rds,
+			minedSet("checkout", false, 0, `2026-11-25T01:40:00Z INFO started`),
+			"nightly-report", []string{"nightly-report (session 3310 of user reporter)", "flyway (session 3412) requested an AccessExclusiveLock", "ADD COLUMN"}},
+		{"row locks behind a transaction: no lock queue", rows, minedSet("checkout", false, 0, `x`), "", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			server := minedSet("orders-db", false, 0, c.server...)
+			ev := &Gathered{Logs: []LogSet{server, c.job}, Window: win}
+			q := lockQueueOf(ev, &ev.Logs[0])
+			if c.holder == "" {
+				if q != nil {
+					t.Fatalf("queue %+v", q)
+				}
+				return
+			}
+			if q == nil {
+				t.Fatal("no lock queue")
+			}
+			if q.holder != c.holder {
+				t.Errorf("holder %q, want %q", q.holder, c.holder)
+			}
+			h := &Hypothesis{Kind: KindDBBlocked, Subject: "orders-db", Primary: []*Finding{{Kind: KindDBBlocked, Facts: map[string]string{"condition": "lock", "blocker": q.holder, "blocker_detail": q.detail, "queue_head": q.head}}}}
+			d := describe(h, Scope{})
+			for _, w := range c.want {
+				if !strings.Contains(d, w) {
+					t.Errorf("description lacks %q: %s", w, d)
+				}
+			}
+			if recs := recommend(h, Scope{}); len(recs) != 3 || !strings.Contains(recs[0].Action, "lock_timeout") {
+				t.Errorf("recommendations %v", recs)
+			}
+		})
+	}
+}
