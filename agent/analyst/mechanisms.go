@@ -70,6 +70,7 @@ var mechanisms = []*mechanism{
 	breakerOpen,
 	readOnlyDB,
 	dbMaintenance,
+	shardLimit,
 	failoverLoop,
 	credentialRotated,
 	credentialNotApplied,
