@@ -25,6 +25,13 @@ func (p *parser) get(c *command, out []string, first int) {
 		}
 		p.getTable(c, out, first)
 	default:
+		if strings.HasPrefix(c.output, "custom-columns") {
+			// Read as a table of its own columns; the text is kept too.
+			if p.customColumnsTable(c, out, first) {
+				p.keepUnknown(c, out, first-1)
+				return
+			}
+		}
 		if p.keepUnknown(c, out, first-1) {
 			p.skip(first-1, c.text, "kubectl get -o "+c.output+" is not read into objects (kept as text)")
 			return

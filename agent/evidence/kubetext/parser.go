@@ -429,8 +429,9 @@ func (p *parser) add(kind, ns, name, form string, obj runtime.Object) {
 }
 
 // formRank orders the forms an object may come from: a structured copy
-// wins over describe, which wins over a table row.
-var formRank = map[string]int{"": 3, "describe": 2, "get-wide": 1, "get": 0}
+// wins over describe, which wins over a table row. A custom-columns row
+// (get-columns) ranks with a table row: the two fill each other.
+var formRank = map[string]int{"": 3, "describe": 2, "get-wide": 1, "get": 0, "get-columns": 0}
 
 // merge fills the fields of a that are unset from b (both text forms of
 // one object), through their JSON forms.
