@@ -956,6 +956,14 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 			}
 		}
 	}
+	// An in-process cache's size gauge is read on top, as a state: never
+	// an anomaly of its own, it says whether a cache grows without bound
+	// with the memory of its process (unboundedcache.go).
+	for n := range names {
+		if IsInProcessCacheSize(n) && !slices.ContainsFunc(picks, func(p pick) bool { return p.name == n }) {
+			picks = append(picks, pick{n, MetricState, "", 7})
+		}
+	}
 	// A claim that a host's disk is full is checked against the
 	// filesystem's size as well as its free space.
 	if diskClaimRE.MatchString(g.sc.Message + " " + g.sc.Hint + " " + g.sc.Alert) {

@@ -94,6 +94,8 @@ var logRules = []logRule{
 	lineRule(clockSkew),
 	// Every worker of an HTTP server busy: requests queue.
 	lineRule(workerPool),
+	// A runtime's thread pool starved by blocked threads.
+	lineRule(threadPoolStarvation),
 	// Slow database statements: seq scans, statement timeouts.
 	lineRule(slowQuery),
 	// A required environment variable not set.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -165,9 +166,11 @@ func detectMallocFragmentation(ev *Gathered, found []Finding) []Finding {
 			f.Evidence = append(f.Evidence, hf)
 			f.Weight = 0.94
 		}
+		var latest time.Time
 		for _, c := range append(append([]evidence.Change{}, ev.Earlier...), ev.Changes...) {
-			if strings.EqualFold(c.Service, s) && allocatorChangeRE.MatchString(c.Description) && c.Timestamp.Before(f.Time) {
-				f.setFact("release", fmt.Sprintf("%s (%s)", quote(c.Description, 140), ts(c.Timestamp)))
+			if strings.EqualFold(c.Service, s) && allocatorChangeRE.MatchString(c.Description) && c.Timestamp.Before(f.Time) && c.Timestamp.After(latest) {
+				latest = c.Timestamp
+				f.Facts["release"] = (fmt.Sprintf("%s (%s)", quote(c.Description, 140), ts(c.Timestamp)))
 			}
 		}
 		f.setFact("why", "glibc malloc fragments native memory once jemalloc or the arena cap is gone")

@@ -87,6 +87,8 @@ var mechanisms = []*mechanism{
 	decodeFailure,
 	directMemory,
 	mallocFragmentation,
+	unboundedCache,
+	threadPoolStarvation,
 	metaspace,
 	heapExhausted,
 	depConflict,

@@ -419,6 +419,10 @@ var kinds = map[Kind]kindInfo{
 	KindDirectMemory: {prior: 0.86},
 	// Native memory fragmented by glibc malloc (jemalloc lost).
 	KindMallocFragmentation: {prior: 0.88},
+	// An in-process cache growing without bound to the memory limit.
+	KindUnboundedCache: {prior: 0.88},
+	// A runtime's thread pool starved by threads blocked on async work.
+	KindThreadPoolStarvation: {prior: 0.86},
 	// A regular expression backtracking catastrophically on the CPU.
 	KindRegexBacktrack: {prior: 0.86},
 	// Code using a column or table its database lacks.
