@@ -9,7 +9,9 @@ import (
 
 // A get -o yaml|json cut by yq or jq to a few fields has no kind to decode
 // it by: it is kept as text with its command (a mechanism that knows the
-// resource reads its fields), not dropped; whole objects are still read.
+// resource reads its fields), not dropped; so is a whole custom resource
+// (a VirtualService, a ScaledObject), whose kind is not read into objects;
+// whole objects of the built-in kinds are still read.
 func TestProjectionKeptAsText(t *testing.T) {
 	ref := time.Date(2026, 8, 20, 16, 40, 0, 0, time.UTC)
 	cases := []struct {
@@ -29,6 +31,54 @@ status:
   "limits": {"cpu": "500m"}
 }
 `, 1, 0},
+		{"a whole custom resource (a VirtualService) in YAML", `$ kubectl get virtualservice pricing -n shop -o yaml
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: pricing
+  namespace: shop
+spec:
+  hosts:
+  - pricing.shop.svc.cluster.local
+  http:
+  - route:
+    - destination:
+        host: pricing.shop.svc.cluster.local
+    timeout: 1s
+`, 1, 0},
+		{"a custom resource (a KEDA ScaledObject) in JSON", `$ kubectl get scaledobject worker -n jobs -o json
+{
+  "apiVersion": "keda.sh/v1alpha1",
+  "kind": "ScaledObject",
+  "metadata": {"name": "worker", "namespace": "jobs"},
+  "spec": {"scaleTargetRef": {"name": "worker"}, "minReplicaCount": 1, "maxReplicaCount": 4}
+}
+`, 1, 0},
+		{"several YAML documents, custom and built-in", `$ kubectl get cm,destinationrule -n shop -o yaml
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  namespace: shop
+data:
+  MODE: fast
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata:
+  name: pricing
+  namespace: shop
+spec:
+  host: pricing
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata:
+  name: stock
+  namespace: shop
+spec:
+  host: stock
+`, 1, 1},
 		{"a whole object", `$ kubectl get cm app -n shop -o yaml
 apiVersion: v1
 kind: ConfigMap

@@ -26,7 +26,7 @@ var decoder = serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
 func (p *parser) structured(c *command, out []string, first int) {
 	data := []byte(strings.Join(out, "\n"))
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	n := 0
+	n, kept := 0, false
 	for n < MaxObjects {
 		var raw runtime.RawExtension
 		err := dec.Decode(&raw)
@@ -49,21 +49,30 @@ func (p *parser) structured(c *command, out []string, first int) {
 			p.keepText(c.text, c, out, first)
 			return
 		}
-		p.decodeObject(c, raw.Raw, first, 0)
+		if p.decodeObject(c, raw.Raw, first, 0) && !kept {
+			// A custom resource (a VirtualService, a ScaledObject, an
+			// EnvoyFilter) is read generically, without its spec: its
+			// fields (a route's timeout, a scaler's maximum) are kept as
+			// the text printed too, where the readers that know them look.
+			kept = p.keepUnknown(c, out, first)
+		}
 	}
 }
 
-func (p *parser) decodeObject(c *command, raw []byte, first, depth int) {
+// decodeObject reads one object (or a List's items) into the result and
+// reports whether one of them is of a kind without a Go type (a custom
+// resource).
+func (p *parser) decodeObject(c *command, raw []byte, first, depth int) (custom bool) {
 	var u unstructured.Unstructured
 	if err := u.UnmarshalJSON(raw); err != nil {
 		p.skip(first-1, c.text, "object not decoded: "+err.Error())
-		return
+		return false
 	}
 	if u.IsList() && depth == 0 {
 		l, err := u.ToList()
 		if err != nil {
 			p.skip(first-1, c.text, "list not decoded: "+err.Error())
-			return
+			return false
 		}
 		itemKind := strings.TrimSuffix(u.GetKind(), "List")
 		for i := range l.Items {
@@ -73,11 +82,11 @@ func (p *parser) decodeObject(c *command, raw []byte, first, depth int) {
 				it.SetAPIVersion(u.GetAPIVersion())
 			}
 			b, err := it.MarshalJSON()
-			if err == nil {
-				p.decodeObject(c, b, first, depth+1)
+			if err == nil && p.decodeObject(c, b, first, depth+1) {
+				custom = true
 			}
 		}
-		return
+		return custom
 	}
 	obj, _, err := decoder.Decode(raw, nil, nil)
 	if err != nil {
@@ -89,15 +98,15 @@ func (p *parser) decodeObject(c *command, raw []byte, first, depth int) {
 			}
 			g.Source = fmt.Sprintf("line %d", first)
 			p.addGeneric(g)
-			return
+			return true
 		}
 		p.skip(first-1, c.text, "object of kind "+u.GetKind()+" not read: "+err.Error())
-		return
+		return runtime.IsNotRegisteredError(err)
 	}
 	kind := u.GetKind()
 	if kind == "Event" {
 		p.structuredEvent(obj)
-		return
+		return false
 	}
 	ns := u.GetNamespace()
 	if ns == "" && !clusterScoped[kind] {
@@ -107,6 +116,7 @@ func (p *parser) decodeObject(c *command, raw []byte, first, depth int) {
 		}
 	}
 	p.add(kind, ns, u.GetName(), "", obj)
+	return false
 }
 
 // noKind reports whether raw is a JSON object without a kind (and not a
