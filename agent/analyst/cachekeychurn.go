@@ -108,7 +108,8 @@ func cacheInstances(sets []MetricSet) []*cacheInstance {
 				byName[name] = in
 				out = append(out, in)
 			}
-			in.series[role] = append(in.series[role], s.Points...)
+			r := cacheSeriesRole(ms.Name, role, s.Labels)
+			in.series[r] = append(in.series[r], s.Points...)
 		}
 	}
 	return out
@@ -198,6 +199,9 @@ func detectCacheKeyChurn(ev *Gathered, _ []Finding) []Finding {
 				seg, what, keyLine = s, wh, ex
 			}
 		}
+		if client == "" {
+			client = cacheClientNaming(ev.Logs, in.name)
+		}
 		change := clientChange(ev.Changes, onset, client, ev.Scope.Service)
 		if change == nil && seg == "" {
 			continue
@@ -277,6 +281,39 @@ func churnInLogs(sets []LogSet, onset time.Time) (client, line, seg, what string
 		}
 	}
 	return client, "", "", ""
+}
+
+// cacheClientNaming is the one service whose own log names the cache's
+// host (its client configured with "servers":"catalog-cache...:11211", a
+// connection line): the cache's client when no miss line names one.
+func cacheClientNaming(sets []LogSet, cache string) string {
+	if cache == "" || cache == "cache" {
+		return ""
+	}
+	client := ""
+	for i := range sets {
+		set := &sets[i]
+		subj := orWord(set.Subject, subjectOfSource(set.Source))
+		if subj == "" || strings.EqualFold(subj, cache) {
+			continue
+		}
+		named := false
+		for _, t := range set.Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				if containsToken(strings.ToLower(l), strings.ToLower(cache)) {
+					named = true
+				}
+			}
+		}
+		if !named {
+			continue
+		}
+		if client != "" && client != subj {
+			return "" // several clients: none is the one
+		}
+		client = subj
+	}
+	return client
 }
 
 // churnInKeyList reads a key listing (redis-cli --scan, KEYS): several

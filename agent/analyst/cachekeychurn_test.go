@@ -51,8 +51,35 @@ func TestCacheKeyChurn(t *testing.T) {
 	scan := evidence.CommandOutput{Command: "kubectl exec -n catalog redis-cache-0 -- redis-cli --scan --pattern 'catalog:product:48213:*'", Run: "redis-cli --scan --pattern 'catalog:product:48213:*'",
 		Lines: []string{"catalog:product:48213:en-AU", "catalog:product:48213:en-AU:pl" + itoa(w.End.Add(-50*time.Minute).UnixMilli()),
 			"catalog:product:48213:en-AU:pl" + itoa(w.End.Add(-40*time.Minute).UnixMilli()), "catalog:product:48213:en-AU:pl" + itoa(w.End.Add(-3*time.Minute).UnixMilli())}}
+	// memcached_exporter: the gets that hit and missed under one name,
+	// told apart by their labels; the cache's client named by its own
+	// log's configuration line, the question asked at its caller.
+	mc := evidence.Labels{"instance": "redis-cache-0", "namespace": "catalog"}
+	withLabels := func(l evidence.Labels, kv ...string) evidence.Labels {
+		out := evidence.Labels{}
+		for k, v := range l {
+			out[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	memcached := []MetricSet{
+		{Name: "memcached_commands_total", Class: MetricCache, Series: []evidence.Series{
+			wseries(w, withLabels(mc, "command", "get", "status", "hit"), step(900, 40)),
+			wseries(w, withLabels(mc, "command", "get", "status", "miss"), step(90, 620)),
+			wseries(w, withLabels(mc, "command", "set", "status", "hit"), step(90, 620))}},
+		{Name: "memcached_current_bytes", Class: MetricCache, Series: []evidence.Series{wseries(w, mc, step(400e6, 900e6))}},
+		{Name: "memcached_limit_bytes", Class: MetricCache, Series: []evidence.Series{wseries(w, mc, step(2e9, 2e9))}},
+	}
+	configured := LogSet{Source: "catalog-api", Subject: "catalog-api", Origin: SrcLogs, Host: true, Templates: []analysis.LogTemplate{
+		tmplLast(`{"time":"`+a.Format(time.RFC3339)+`","level":"INFO","msg":"product cache configured","backend":"memcached","servers":"redis-cache.catalog.svc.cluster.local:11211","key_fields":"id,locale,segment"}`, "", 3, onset.Add(-4*time.Minute), onset.Add(-3*time.Minute))}}
+	front := LogSet{Source: "storefront", Subject: "storefront", Origin: SrcLogs, Host: true, Templates: []analysis.LogTemplate{
+		tmplLast(`{"level":30,"msg":"product page rendered","ms":212}`, "", 300, w.Start, w.End)}}
 	cases := []struct {
 		name    string
+		scope   string
 		metrics []MetricSet
 		logs    []LogSet
 		cmds    []evidence.CommandOutput
@@ -72,10 +99,12 @@ func TestCacheKeyChurn(t *testing.T) {
 			want: []string{"compare a key stored before and after"}},
 		{name: "evicting before the fall: capacity, not keys", metrics: metrics(80), logs: []LogSet{pino}, changes: []evidence.Change{deploy}},
 		{name: "no change of the client and no key evidence", metrics: metrics(0), logs: []LogSet{stable}, changes: []evidence.Change{other}},
+		{name: "memcached exporter's labelled gets, the client named by its log", scope: "storefront", metrics: memcached, logs: []LogSet{configured, front}, changes: []evidence.Change{other, deploy},
+			want: []string{"catalog-api", "91% to 6%", "deploy of catalog-api", "memory at 20% of maxmemory"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ev := &Gathered{Metrics: c.metrics, Logs: c.logs, Commands: c.cmds, Changes: c.changes, Window: w, Scope: Scope{Service: "catalog-api"}}
+			ev := &Gathered{Metrics: c.metrics, Logs: c.logs, Commands: c.cmds, Changes: c.changes, Window: w, Scope: Scope{Service: orWord(c.scope, "catalog-api")}}
 			fs := detectCacheKeyChurn(ev, nil)
 			if (len(fs) == 1) != (c.want != nil) {
 				t.Fatalf("findings %+v, want one: %v", fs, c.want != nil)

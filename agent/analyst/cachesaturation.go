@@ -57,7 +57,7 @@ var cacheFull = &mechanism{
 func cacheRole(name string) string {
 	n := strings.ToLower(name)
 	switch {
-	case strings.Contains(n, "memory_max_bytes") || strings.Contains(n, "limit_maxbytes"):
+	case strings.Contains(n, "memory_max_bytes") || strings.Contains(n, "limit_maxbytes") || strings.HasSuffix(n, "_limit_bytes"):
 		return "max"
 	case strings.Contains(n, "memory_used_bytes") || strings.Contains(n, "current_bytes"):
 		return "used"
@@ -71,6 +71,22 @@ func cacheRole(name string) string {
 		return "misses"
 	}
 	return ""
+}
+
+// cacheSeriesRole is the role of one series of a cache metric: memcached
+// exporter's memcached_commands_total counts the gets that hit and missed
+// under one name, told apart by its command and status labels.
+func cacheSeriesRole(name string, role string, l evidence.Labels) string {
+	if role != "" || !strings.HasSuffix(strings.ToLower(name), "_commands_total") || !strings.EqualFold(l["command"], "get") {
+		return role
+	}
+	switch strings.ToLower(l["status"]) {
+	case "hit":
+		return "hits"
+	case "miss":
+		return "misses"
+	}
+	return role
 }
 
 // DetectCacheSaturation finds a cache (Redis, memcached) at its maxmemory
@@ -105,7 +121,8 @@ func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
 				insts[name] = in
 				order = append(order, name)
 			}
-			in.series[role] = append(in.series[role], s.Points...)
+			r := cacheSeriesRole(ms.Name, role, s.Labels)
+			in.series[r] = append(in.series[r], s.Points...)
 		}
 	}
 	median := func(ps []evidence.Point, from, to time.Time) (float64, bool) {

@@ -110,6 +110,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	step++
 	findings := g.detect()
 	findings = g.localize(ctx, plan, findings)
+	findings = append(findings, fanOutWidened(findings)...)
 	findings = dropEntryWobble(findings, g.sc)
 	findings = append(findings, g.gatherSlowPeers(ctx)...)
 	findings = append(findings, g.gatherEdgeShutdown(ctx, plan)...)

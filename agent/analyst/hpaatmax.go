@@ -273,6 +273,16 @@ func hpaName(l evidence.Labels) string {
 	return ""
 }
 
+// hpaSubject is what an autoscaler named name scales: KEDA names the HPA
+// it makes for a ScaledObject keda-hpa-<ScaledObject>, and the
+// ScaledObject is named after the workload it scales.
+func hpaSubject(name string) string {
+	if so, ok := strings.CutPrefix(name, "keda-hpa-"); ok && so != "" {
+		return so
+	}
+	return name
+}
+
 // DetectHPA finds autoscalers whose current replicas reached their
 // maxReplicas (kube_horizontalpodautoscaler_* series) and are still there
 // at the end of the window: the service cannot add capacity. The demand
@@ -345,7 +355,7 @@ func DetectHPA(sets []MetricSet, w Window) []Finding {
 				break
 			}
 		}
-		f := Finding{Kind: KindHPAMax, Subject: h.name, Object: "hpa " + h.ns + "/" + h.name, Namespace: h.ns, Time: onset,
+		f := Finding{Kind: KindHPAMax, Subject: hpaSubject(h.name), Object: "hpa " + h.ns + "/" + h.name, Namespace: h.ns, Time: onset,
 			Severity: SevCritical, Weight: 0.92, Source: SrcMetrics}
 		if first.V >= h.max {
 			// At its maximum all along: a standing limit, not what changed.
@@ -364,7 +374,7 @@ func DetectHPA(sets []MetricSet, w Window) []Finding {
 		f.setFact("max_replicas", fmt.Sprintf("%.0f", h.max))
 		f.setFact("from_replicas", fmt.Sprintf("%.0f", first.V))
 		f.setFact("reached_max", ts(reached))
-		if before, peak, name, ok := demandOf(sets, h.name, w); ok && before > 0 && peak >= 1.5*before {
+		if before, peak, name, ok := demandOf(sets, hpaSubject(h.name), w); ok && before > 0 && peak >= 1.5*before {
 			f.setFact("load_factor", fmt.Sprintf("%.0f×", peak/before))
 			f.Evidence = append(f.Evidence, fmt.Sprintf("request rate of %s (%s) rose ~%.0f× from %s to %s", h.name, name, peak/before, formatValue(before, "/s"), formatValue(peak, "/s")))
 		}

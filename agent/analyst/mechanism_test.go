@@ -22,7 +22,7 @@ func hasEvidence(f Finding, sub string) bool {
 
 func TestDetectHPA(t *testing.T) {
 	hpaLabels := func(name string) evidence.Labels {
-		return evidence.Labels{"namespace": "social", "horizontalpodautoscaler": "feed"}
+		return evidence.Labels{"namespace": "social", "horizontalpodautoscaler": name}
 	}
 	ramp := func(i int, t time.Time) float64 { return min(12, 4+float64(max(0, i-70))/4) }
 	tests := []struct {
@@ -31,18 +31,21 @@ func TestDetectHPA(t *testing.T) {
 		max     float64
 		want    bool
 		weight  float64
+		hpa     string
 	}{
-		{"scaled up to its maximum", ramp, 12, true, 0.92},
-		{"below its maximum", ramp, 20, false, 0},
-		{"at its maximum all along", func(int, time.Time) float64 { return 12 }, 12, true, 0.6},
+		{"scaled up to its maximum", ramp, 12, true, 0.92, "feed"},
+		{"below its maximum", ramp, 20, false, 0, "feed"},
+		{"at its maximum all along", func(int, time.Time) float64 { return 12 }, 12, true, 0.6, "feed"},
+		// KEDA's HPA of the ScaledObject feed is of feed.
+		{"KEDA's HPA of a ScaledObject", ramp, 12, true, 0.92, "keda-hpa-feed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sets := []MetricSet{
 				{Name: "kube_horizontalpodautoscaler_status_current_replicas", Class: MetricHPA, Origin: SrcMetrics,
-					Series: []evidence.Series{series(hpaLabels("feed"), tc.current)}},
+					Series: []evidence.Series{series(hpaLabels(tc.hpa), tc.current)}},
 				{Name: "kube_horizontalpodautoscaler_spec_max_replicas", Class: MetricHPA, Origin: SrcMetrics,
-					Series: []evidence.Series{series(hpaLabels("feed"), func(int, time.Time) float64 { return tc.max })}},
+					Series: []evidence.Series{series(hpaLabels(tc.hpa), func(int, time.Time) float64 { return tc.max })}},
 				{Name: "http_requests_total", Class: MetricRequests, Origin: SrcMetrics,
 					Series: []evidence.Series{series(evidence.Labels{"job": "feed", "code": "200"}, func(i int, t time.Time) float64 {
 						if t.Before(win.Start) {

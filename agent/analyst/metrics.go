@@ -41,7 +41,7 @@ func IsCacheMetric(name string) bool {
 		return false
 	}
 	for _, w := range []string{"memory_used_bytes", "memory_max_bytes", "evicted_keys", "keyspace_hits", "keyspace_misses",
-		"evictions", "limit_maxbytes", "current_bytes", "get_hits", "get_misses", "commands_get_hits", "commands_get_misses", "db_keys", "current_items"} {
+		"evictions", "items_evicted", "limit_maxbytes", "limit_bytes", "commands_total", "current_bytes", "get_hits", "get_misses", "commands_get_hits", "commands_get_misses", "db_keys", "current_items"} {
 		if strings.Contains(n, w) {
 			return true
 		}

@@ -186,7 +186,8 @@ func routeTimeoutSettings(ev *Gathered, f *Finding) {
 				continue
 			}
 			s := m[1] + " " + m[2]
-			if strings.Contains(strings.ToLower(m[1]), "retries") || m[1] == "attempts" {
+			// "attempts: 0" turns the route's retries off.
+			if (strings.Contains(strings.ToLower(m[1]), "retries") || m[1] == "attempts") && strings.Trim(m[2], "0") != "" {
 				f.setFact("retries", m[2])
 			}
 			if !slices.Contains(got, s) {
@@ -224,6 +225,10 @@ func routeWork(ev *Gathered, f *Finding) bool {
 					if v, err := strconv.ParseFloat(m[2], 64); err == nil && v > best {
 						best, field = v, m[1]
 					}
+				}
+				// A duration with its unit ("took=2024ms", "in 1.8s").
+				if v, ok := lineDuration(l); ok && v*1000 > best {
+					best, field = v*1000, "its log"
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,13 @@ func TestDetectRouteTimeout(t *testing.T) {
 		`  "cluster": "outbound|8080||reports.ops.svc.cluster.local",`, `  "timeout": "15s",`,
 	}}
 	defaults := evidence.Change{Timestamp: win.Start.Add(-2 * time.Hour), Service: "billing-mesh", Kind: "config", Description: "apply route-defaults v3 to billing VirtualServices (timeouts and retries for every HTTP route)"}
+	// A Spring Boot upstream logging its time with the unit ("took=2400ms")
+	// behind a sidecar whose route has retries off.
+	sidecar := `[2026-03-14T10:18:47.893Z] "POST /v1/quote HTTP/1.1" 504 UT response_timeout - "-" 4781 24 1000 - "-" "Go-http-client/1.1" "13e53db0-cf0b-4531-9163-58219b00a1aa" "pricing.shop.svc.cluster.local:8080" "10.52.1.76:8080" outbound|8080||pricing.shop.svc.cluster.local 10.52.1.226:39823 10.52.2.108:8080 10.52.1.148:58247 - default`
+	spring := `2026-03-14T10:19:04.117Z  INFO 1 --- [pricing] [nio-8080-exec-7] c.e.pricing.api.PriceController          : price computed lines=40 took=2400ms`
+	noRetries := evidence.CommandOutput{Command: "kubectl get virtualservice pricing -n shop -o yaml", Lines: []string{
+		"  http:", "  - retries:", "      attempts: 0", "    route:", "    - destination:", "        host: pricing.shop.svc.cluster.local", "    timeout: 1s",
+	}}
 	upgrade := evidence.Change{Timestamp: win.Start.Add(-2 * time.Hour), Service: "reports-db", Kind: "infra", Description: "reports-db: minor version 16.4 -> 16.6"}
 	cases := []struct {
 		name             string
@@ -40,6 +48,8 @@ func TestDetectRouteTimeout(t *testing.T) {
 			"statements", "timeout 3s", "render_ms up to 8.0 s"},
 		{"standalone Envoy, the route config, the upstream's duration_ms", []LogSet{minedSet("edge-envoy", false, 0, envoy, envoy), minedSet("reports", false, 0, reportsWork, reportsWork)}, []evidence.CommandOutput{route}, defaults,
 			"reports", "timeout 15s", "duration_ms up to 41.0 s"},
+		{"Istio sidecar, retries off, the upstream's took=...ms", []LogSet{minedSet("cart", false, 0, sidecar, sidecar), minedSet("pricing", false, 0, spring, spring)}, []evidence.CommandOutput{noRetries}, defaults,
+			"pricing", "timeout 1s", "up to 2.4 s"},
 		{"an upstream not seen finishing past the timeout", []LogSet{minedSet("edge-envoy", false, 0, envoy, envoy), minedSet("reports", false, 0, reportsFast, reportsFast)}, []evidence.CommandOutput{route}, defaults,
 			"", "", ""},
 		{"no change to timeouts", []LogSet{minedSet("istio-ingressgateway", false, 0, istio, istio)}, nil, upgrade, "", "", ""},
@@ -60,6 +70,9 @@ func TestDetectRouteTimeout(t *testing.T) {
 			}
 			h := &Hypothesis{Kind: KindRouteTimeout, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{f}}
 			wantDescribed(t, h, Scope{}, "504 UT", c.setting, c.work)
+			if d := routeTimeout.describe(h, Scope{}); len(c.cmds) > 0 && c.cmds[0].Command == noRetries.Command && strings.Contains(d, "retries re-send") {
+				t.Errorf("retries told with attempts 0: %s", d)
+			}
 		})
 	}
 }

@@ -448,6 +448,14 @@ var kinds = map[Kind]kindInfo{
 	KindHeaderTooBig: {prior: 0.86},
 	// A proxy's route timeout shorter than the requests behind it.
 	KindRouteTimeout: {prior: 0.86},
+	// A caller calling a service many times per request since a change:
+	// above the callee's saturation and autoscaler at its maximum.
+	KindFanOut: {prior: 0.82},
+	// An autoscaler pinned at a maximum a change cut: above the
+	// autoscaler at its maximum and the backlog it leaves.
+	KindAutoscalerCapCut: {prior: 0.86},
+	// A server's request pool full at the maximum its settings set.
+	KindPoolCapped: {prior: 0.84},
 	// A caller's sidecar dropping calls to a host outside its registry.
 	KindMeshEgressBlocked: {prior: 0.86},
 	// A search cluster's primaries without a copy.
