@@ -32,7 +32,10 @@ type CommandOutput struct {
 	// Host is the machine the command ran on when the transcript says so:
 	// the host of "ssh host command" (Run is then the command run there)
 	// or the one the prompt names ("ana@ws-041:~$ ").
-	Host   string   `json:"host,omitempty"`
+	Host string `json:"host,omitempty"`
+	// Debug: the command ran in a kubectl debug container beside the
+	// pod's (sharing its network), not in one of its own containers.
+	Debug  bool     `json:"debug,omitempty"`
 	Lines  []string `json:"lines"`
 	Source string   `json:"source"` // the file and line of the command
 }

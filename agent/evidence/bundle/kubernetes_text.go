@@ -361,6 +361,11 @@ func (k *kubeBundle) textExecs(ctx context.Context, ns, pod, container, defaultC
 func (k *kubeBundle) scanTextExecs(ctx context.Context, q evidence.PodLogQuery, defaultContainer string, col *evidence.PodLogCollector) int {
 	execs := k.textExecs(ctx, q.Namespace, q.Pod, q.Container, defaultContainer)
 	for _, o := range execs {
+		if o.Debug {
+			// A kubectl debug container's shell is no log of the pod: it
+			// stays a command output.
+			continue
+		}
 		c := cmpOr(o.Container, cmpOr(q.Container, defaultContainer))
 		src := q.Pod
 		if c != "" {
@@ -400,7 +405,7 @@ func (k *kubeBundle) CommandOutputs(ctx context.Context, namespace string) ([]ev
 			continue
 		}
 		out = append(out, evidence.CommandOutput{Command: o.Command, Exec: o.Exec, Namespace: o.Namespace, Pod: o.Pod, Target: o.Target,
-			Container: o.Container, Run: o.Run, ExitCode: o.ExitCode, Host: o.Host, Lines: o.Lines, Source: fmt.Sprintf("%s:%d", o.file, o.Line)})
+			Container: o.Container, Run: o.Run, ExitCode: o.ExitCode, Host: o.Host, Debug: o.Debug, Lines: o.Lines, Source: fmt.Sprintf("%s:%d", o.file, o.Line)})
 	}
 	return out, nil
 }

@@ -38,7 +38,11 @@ type Output struct {
 	// Host is the machine a command ran on, when the transcript says: the
 	// host of "ssh host command", or the one the prompt names
 	// ("ana@ws-041:~$ "). Empty for kubectl exec and unnamed prompts.
-	Host  string
+	Host string
+	// Debug: the command ran in a kubectl debug container (an ephemeral
+	// container beside the pod's, sharing its network), not in one of the
+	// pod's own containers: what it printed is no log of the pod.
+	Debug bool
 	Lines []string
 }
 
@@ -212,6 +216,7 @@ func (p *parser) exec(c *command, out []string, line int) {
 	if c.verb == "debug" && hasFlag(c, "--copy-to") {
 		base.Pod, base.Target = "", target+" (a copy: kubectl debug --copy-to)"
 	}
+	base.Debug = c.verb == "debug"
 	// kubectl's own lines: the defaulted container, the exit code.
 	var kept []int // indexes in out of the command's own lines
 	for i, l := range out {
@@ -252,9 +257,13 @@ func (p *parser) exec(c *command, out []string, line int) {
 	// An interactive shell: each prompt line starts a command. Lines before
 	// the first prompt are the shell's banner.
 	var cur *Output
+	prompted := false
 	for _, i := range kept {
 		l := out[i]
 		m := shellPromptRe.FindStringSubmatch(l)
+		if m != nil {
+			prompted = true
+		}
 		if m == nil {
 			if cur != nil {
 				cur.Lines = append(cur.Lines, l)
@@ -276,6 +285,27 @@ func (p *parser) exec(c *command, out []string, line int) {
 	if cur != nil {
 		p.addOutput(*cur)
 	}
+	if !prompted && len(kept) > 0 {
+		// No prompt the parser knows (a themed shell): the session's
+		// output is kept whole rather than lost.
+		o := base
+		o.Run = cmpOrStr(execRun(c), "(interactive session)")
+		for _, i := range kept {
+			if !strings.HasPrefix(strings.TrimSpace(out[i]), "If you don't see a command prompt") {
+				o.Lines = append(o.Lines, out[i])
+			}
+		}
+		if len(o.Lines) > 0 {
+			p.addOutput(o)
+		}
+	}
+}
+
+func cmpOrStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // secretNameRe is a variable or key name that says it holds a secret.
