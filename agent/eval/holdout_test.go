@@ -60,6 +60,7 @@ var holdoutFloors = map[string]int{
 	"holdout42": 4,
 	"holdout43": 5,
 	"holdout44": 9,
+	"holdout47": 6,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
