@@ -57,7 +57,7 @@ var holdoutFloors = map[string]int{
 	"holdout39": 11,
 	"holdout40": 6,
 	"holdout41": 9,
-	"holdout42": 4,
+	"holdout42": 9,
 	"holdout43": 5,
 	"holdout44": 9,
 	"holdout47": 6,
