@@ -37,9 +37,12 @@ const KindNetpolBlocked Kind = "netpol_blocked"
 var netpolBlocked = &mechanism{
 	kind:   KindNetpolBlocked,
 	class:  classCause,
-	label:  "NetworkPolicy does not admit the Job's calls",
+	label:  "NetworkPolicy does not admit the client's calls",
 	detect: detectNetpolBlocked,
 	related: func(h *Hypothesis, f *Finding) bool {
+		if c := h.fact("client"); c != "" {
+			return strings.EqualFold(f.Subject, c) || strings.EqualFold(f.fact("caller"), c)
+		}
 		job := strings.ToLower(h.fact("job"))
 		if job == "" {
 			return false
@@ -50,6 +53,11 @@ var netpolBlocked = &mechanism{
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := strings.ToLower(changeText(c))
+		// A client's change of its pods' labels takes it out of the
+		// policy's peers.
+		if c := strings.ToLower(h.fact("client")); c != "" && strings.Contains(t, c) && strings.Contains(t, "label") {
+			return true
+		}
 		return strings.Contains(t, "networkpolic") || strings.Contains(t, "netpol") || strings.Contains(t, "default-deny") ||
 			h.fact("policy") != "" && strings.Contains(t, strings.ToLower(h.fact("policy")))
 	},
@@ -100,33 +108,10 @@ func detectNetpolBlocked(ev *Gathered, found []Finding) []Finding {
 		if svcNS == "" || svcNS == "svc" {
 			svcNS = ns
 		}
-		target := podsOfWorkload(ev.K8s.Pods, svcNS, svc)
 		tport := targetPort(ev.K8s.Services, svc, port)
-		var blocking []*networkingv1.NetworkPolicy
-		admitted := false
-		for i := range ev.K8s.NetworkPolicies {
-			np := &ev.K8s.NetworkPolicies[i]
-			if np.Namespace != "" && np.Namespace != svcNS || !policyIngress(np) || !policySelects(np, target, svc) {
-				continue
-			}
-			for _, r := range np.Spec.Ingress {
-				if ruleAdmits(r, tport, ns, svcNS, client) {
-					admitted = true
-				}
-			}
-			blocking = append(blocking, np)
-		}
-		if admitted || len(blocking) == 0 {
+		np, blocking := blockingPolicies(ev, svc, svcNS, tport, ns, client)
+		if np == nil {
 			continue
-		}
-		// Name the policy that speaks of the Service (its own allow list)
-		// before a blanket deny.
-		np := blocking[0]
-		for _, b := range blocking {
-			if len(b.Spec.Ingress) > 0 {
-				np = b
-				break
-			}
 		}
 		f := Finding{Kind: KindNetpolBlocked, Subject: svc, Namespace: svcNS, Severity: SevCritical, Weight: 0.9,
 			Source: SrcKubernetes, Time: o.Time, Object: "NetworkPolicy " + np.Name}
@@ -160,6 +145,114 @@ func detectNetpolBlocked(ev *Gathered, found []Finding) []Finding {
 		f.Evidence = append(f.Evidence, o.Evidence...)
 		f.Summary = fmt.Sprintf("NetworkPolicy %s drops the calls of Job %s to %s:%d", np.Name, jobName, svc, tport)
 		out = append(out, f)
+	}
+	return append(out, workloadsBlocked(ev)...)
+}
+
+// blockingPolicies are the ingress NetworkPolicies of namespace svcNS
+// that select the pods of Service svc when none of them admits a client's
+// pods (their labels, their namespace) on port: the one that speaks of
+// the Service (its own allow list) first, nil when the client is
+// admitted or no policy selects the pods.
+func blockingPolicies(ev *Gathered, svc, svcNS string, port int, clientNS string, client map[string]string) (*networkingv1.NetworkPolicy, []*networkingv1.NetworkPolicy) {
+	target := podsOfWorkload(ev.K8s.Pods, svcNS, svc)
+	var blocking []*networkingv1.NetworkPolicy
+	for i := range ev.K8s.NetworkPolicies {
+		np := &ev.K8s.NetworkPolicies[i]
+		if np.Namespace != "" && np.Namespace != svcNS || !policyIngress(np) || !policySelects(np, target, svc) {
+			continue
+		}
+		for _, r := range np.Spec.Ingress {
+			if ruleAdmits(r, port, clientNS, svcNS, client) {
+				return nil, nil
+			}
+		}
+		blocking = append(blocking, np)
+	}
+	if len(blocking) == 0 {
+		return nil, nil
+	}
+	for _, b := range blocking {
+		if len(b.Spec.Ingress) > 0 {
+			return b, blocking
+		}
+	}
+	return blocking[0], blocking
+}
+
+// connectTimeoutRE is a call that timed out connecting or waiting (the
+// packets dropped), not a lookup that failed.
+var connectTimeoutRE = regexp.MustCompile(`(?i)i/o timeout|timed out|deadline exceeded|ETIMEDOUT|connect timeout`)
+
+// workloadsBlocked reads, from the logs of running workloads, calls to
+// a Service of the cluster (by its cluster name) that time out, when the
+// ingress NetworkPolicies that select the Service's pods admit other
+// clients but not the caller's pods by their labels: a client relabelled
+// (a chart moving to app.kubernetes.io/* labels) or never admitted.
+func workloadsBlocked(ev *Gathered) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for si := range ev.Logs {
+		set := &ev.Logs[si]
+		if set.Host || set.Subject == "" {
+			continue
+		}
+		ns := orWord(set.Namespace, ev.Scope.Namespace)
+		var client map[string]string
+		for _, p := range podsOfWorkload(ev.K8s.Pods, ns, set.Subject) {
+			if len(p.Labels) > 0 {
+				client = p.Labels
+			}
+		}
+		if client == nil {
+			continue
+		}
+		for _, t := range set.Templates {
+			l := t.Example
+			if t.Incident == 0 || !connectTimeoutRE.MatchString(l) || lookupTimeoutRE.MatchString(l) {
+				continue
+			}
+			for _, m := range calledURLRE.FindAllStringSubmatch(l, -1) {
+				svc, svcNS := strings.ToLower(m[1]), strings.ToLower(m[3])
+				p, _ := strconv.Atoi(m[5])
+				if net4RE.MatchString(m[0]) || svc == strings.ToLower(set.Subject) || p == 0 {
+					continue
+				}
+				if svcNS == "" || svcNS == "svc" {
+					svcNS = ns
+				}
+				if len(podsOfWorkload(ev.K8s.Pods, svcNS, svc)) == 0 || seen[set.Subject+">"+svc] {
+					continue
+				}
+				tport := targetPort(ev.K8s.Services, svc, p)
+				np, blocking := blockingPolicies(ev, svc, svcNS, tport, ns, client)
+				if np == nil || len(np.Spec.Ingress) == 0 {
+					continue
+				}
+				seen[set.Subject+">"+svc] = true
+				var allows []string
+				for _, r := range np.Spec.Ingress {
+					allows = append(allows, fmt.Sprintf("port %s from %s", rulePorts(r), rulePeers(r)))
+				}
+				f := Finding{Kind: KindNetpolBlocked, Subject: svc, Namespace: svcNS, Severity: SevCritical, Weight: 0.9,
+					Source: SrcKubernetes, Time: orTime(t.FirstIncident, t.FirstSeen), Object: "NetworkPolicy " + np.Name, Related: []string{set.Subject}}
+				f.setFact("policy", np.Name)
+				f.setFact("client", set.Subject)
+				f.setFact("port", strconv.Itoa(tport))
+				f.setFact("client_labels", shownLabels(client))
+				f.setFact("allows", strings.Join(allows, "; "))
+				f.Evidence = append(f.Evidence,
+					fmt.Sprintf("the pods of %s (labels %s) call %s on port %d and their calls time out: %s", set.Subject, shownLabels(client), svc, p, quote(ReadableLine(l), 200)),
+					fmt.Sprintf("NetworkPolicy %s selects the pods of %s for ingress and admits only %s: not the pods of %s", np.Name, svc, strings.Join(allows, "; "), set.Subject))
+				for _, b := range blocking {
+					if b != np {
+						f.Evidence = append(f.Evidence, fmt.Sprintf("NetworkPolicy %s also selects them (%s)", b.Name, policyWords(b)))
+					}
+				}
+				f.Summary = fmt.Sprintf("NetworkPolicy %s drops the calls of %s to %s:%d", np.Name, set.Subject, svc, tport)
+				out = append(out, f)
+			}
+		}
 	}
 	return out
 }
@@ -286,6 +379,10 @@ func policyWords(np *networkingv1.NetworkPolicy) string {
 
 func describeNetpolBlocked(h *Hypothesis, sc Scope) string {
 	job, svc, pol := h.fact("job"), h.Subject, h.fact("policy")
+	if c := h.fact("client"); c != "" {
+		return fmt.Sprintf("the NetworkPolicy %s selects the %s pods and admits only %s, not the pods of %s (labels %s): the policy's podSelector does not match the caller, so its connections to %s on port %s are dropped and time out (not refused); %s itself is up and serves the clients the policy admits",
+			pol, svc, orWord(h.fact("allows"), "nothing"), c, h.fact("client_labels"), svc, h.fact("port"), svc)
+	}
 	d := fmt.Sprintf("the NetworkPolicy %s selects the %s pods and admits only %s, not the pods of the Job %s (labels %s): their calls to %s on port %s are dropped and time out, so the Job failed",
 		pol, svc, orWord(h.fact("allows"), "nothing"), job, h.fact("client_labels"), svc, h.fact("port"))
 	if hook := h.fact("hook"); hook != "" {
@@ -298,6 +395,12 @@ func describeNetpolBlocked(h *Hypothesis, sc Scope) string {
 
 func recommendNetpolBlocked(h *Hypothesis, sc Scope, r *recommender) {
 	job, svc, pol := h.fact("job"), h.Subject, h.fact("policy")
+	if c := h.fact("client"); c != "" {
+		r.high("Admit the pods of %s in the NetworkPolicy %s on port %s (a from.podSelector on labels they carry: %s), or give them back the label the policy admits", c, pol, h.fact("port"), h.fact("client_labels"))
+		r.med("Do not roll back %s for this: it is up and serves the clients the policy admits", svc)
+		r.low("Select NetworkPolicy peers by labels that charts keep stable, and test policies when a chart changes its labels")
+		return
+	}
 	r.add(finding.PriorityHigh, fmt.Sprintf("Admit the pods of the Job %s in the NetworkPolicy %s (a from.podSelector on their labels, or give the Job the client label the policy already admits) on port %s, then run the release again", job, pol, h.fact("port")))
 	if h.fact("hook") != "" {
 		r.add(finding.PriorityMedium, fmt.Sprintf("Do not roll back %s for this: the release's pods were ready; only its hook could not reach them", svc))

@@ -10,6 +10,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/rootcause/rootcause/agent/analysis"
 )
 
 // A failed Job whose calls to a Service time out, while a NetworkPolicy
@@ -90,5 +92,62 @@ func TestNetpolBlocked(t *testing.T) {
 				t.Error("the job controller's labels are not the Job's own")
 			}
 		})
+	}
+}
+
+// TestWorkloadsBlocked: a running workload whose calls to a Service (by
+// its cluster name, as Go's net/http and Spring's RestTemplate print
+// them) time out while the Service's ingress policy admits other clients
+// by a label the caller's pods do not carry is the policy's; a caller the
+// policy admits, a refusal (not a timeout) and a caller whose labels are
+// unknown are not.
+func TestWorkloadsBlocked(t *testing.T) {
+	tcp := corev1.ProtocolTCP
+	p8080 := intstr.FromInt32(8080)
+	np := networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "stock-svc"}},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cart"}}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p8080}}}}}}
+	np.Name, np.Namespace = "stock-svc-allow", "store"
+	pod := func(name string, labels map[string]string) corev1.Pod {
+		p := corev1.Pod{}
+		p.Name, p.Namespace, p.Labels = name, "store", labels
+		return p
+	}
+	target := pod("stock-svc-5d8c9-abcde", map[string]string{"app": "stock-svc"})
+	relabelled := map[string]string{"app.kubernetes.io/name": "cart", "app.kubernetes.io/instance": "cart"}
+	goLine := `{"level":"error","ts":"2026-03-02T10:01:02.003Z","msg":"reserve failed","error":"Post \"http://stock-svc.store.svc.cluster.local:8080/v1/hold\": dial tcp 10.100.3.4:8080: i/o timeout"}`
+	javaLine := `2026-03-02 10:01:02.003 ERROR 1 --- [nio-8080-exec-3] c.e.cart.StockClient : I/O error on POST request for "http://stock-svc:8080/v1/hold": Connect timed out; nested exception is java.net.SocketTimeoutException: Connect timed out`
+	refused := `{"level":"error","msg":"reserve failed","error":"Post \"http://stock-svc:8080/v1/hold\": dial tcp 10.100.3.4:8080: connect: connection refused"}`
+	cases := []struct {
+		name   string
+		labels map[string]string
+		line   string
+		want   bool
+	}{
+		{"go, relabelled caller", relabelled, goLine, true},
+		{"spring, relabelled caller", relabelled, javaLine, true},
+		{"admitted caller", map[string]string{"app": "cart"}, goLine, false},
+		{"refused, not dropped", relabelled, refused, false},
+		{"labels unknown", nil, goLine, false},
+	}
+	for _, c := range cases {
+		caller := pod("cart-7f9b8-xk2lp", c.labels)
+		caller.OwnerReferences = nil
+		ev := &Gathered{K8s: K8sEvidence{Pods: []corev1.Pod{target, caller}, NetworkPolicies: []networkingv1.NetworkPolicy{np}},
+			Logs: []LogSet{{Source: caller.Name, Subject: "cart", Namespace: "store", Templates: []analysis.LogTemplate{{Template: c.line, Example: c.line, Count: 4, Incident: 4}}}}}
+		out := workloadsBlocked(ev)
+		if (len(out) > 0) != c.want {
+			t.Errorf("%s: found %d, want %v", c.name, len(out), c.want)
+			continue
+		}
+		if c.want {
+			d := netpolBlocked.describe(&Hypothesis{Kind: KindNetpolBlocked, Subject: out[0].Subject, Primary: []*Finding{&out[0]}}, Scope{})
+			if out[0].Subject != "stock-svc" || !strings.Contains(d, "stock-svc-allow") || !strings.Contains(d, "cart") || strings.Contains(d, "Job") {
+				t.Errorf("%s: %s described %q", c.name, out[0].Subject, d)
+			}
+		}
 	}
 }
