@@ -61,6 +61,7 @@ var holdoutFloors = map[string]int{
 	"holdout43": 5,
 	"holdout44": 9,
 	"holdout47": 6,
+	"holdout45": 7,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
