@@ -60,6 +60,7 @@ var holdoutFloors = map[string]int{
 	"holdout42": 9,
 	"holdout43": 5,
 	"holdout44": 9,
+	"holdout46": 4,
 	"holdout47": 6,
 	"holdout45": 7,
 }
