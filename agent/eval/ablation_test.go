@@ -50,8 +50,8 @@ var ablationSets = []string{"scenarios", "holdout", "holdout2", "holdout3", "hol
 	"holdout25", "holdout26", "holdout27", "holdout28", "holdout29", "holdout30",
 	"holdout31", "holdout32", "holdout33", "holdout34", "holdout35", "holdout36",
 	"holdout37", "holdout38", "holdout39", "holdout40",
-	"holdout41", "holdout42", "holdout43", "holdout44", "holdout47",
-	"holdout45", "holdout46"}
+	"holdout41", "holdout42", "holdout43", "holdout44", "holdout45",
+	"holdout46", "holdout47"}
 
 // ablated is one variant: the scenario with one piece removed.
 type ablated struct {

@@ -60,9 +60,9 @@ var holdoutFloors = map[string]int{
 	"holdout42": 9,
 	"holdout43": 5,
 	"holdout44": 9,
+	"holdout45": 7,
 	"holdout46": 4,
 	"holdout47": 6,
-	"holdout45": 7,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
