@@ -1508,51 +1508,63 @@ func (g *gatherer) gatherClusterDNS(ctx context.Context, plan []specialist) {
 	if g.sc.Namespace == "kube-system" || !g.dnsFailuresSeen() {
 		return
 	}
+	sp, pods, ok := g.kubeSystemPods(ctx, plan)
+	if !ok {
+		return
+	}
+	var dns []corev1.Pod
+	for i := range pods {
+		if isClusterDNS(&pods[i]) {
+			dns = append(dns, pods[i])
+		}
+	}
+	g.k8s.Pods = append(g.k8s.Pods, dns...)
+	if sp.run.Has("get_events") {
+		since, _ := g.window()
+		if out, ok := g.call(ctx, sp, "get_events", map[string]any{"namespace": "kube-system", "since": since}); ok {
+			evs, _ := as[[]corev1.Event](out)
+			for _, e := range evs {
+				if strings.Contains(e.InvolvedObject.Name, "dns") {
+					g.k8s.Events = append(g.k8s.Events, e)
+				}
+			}
+		}
+	}
+	if sp.run.Has("get_pod_logs") {
+		for _, p := range dns {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil {
+					continue
+				}
+				out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "container": cs.Name, "previous": true, "limit": 50})
+				if !ok {
+					continue
+				}
+				if lr, _ := as[*evidence.LogResult](out); lr != nil && len(lr.Lines) > 0 {
+					g.k8s.PreviousLogs[p.Namespace+"/"+p.Name+"/"+cs.Name] = lr.Lines
+				}
+			}
+		}
+	}
+}
+
+// kubeSystemPods lists the pods of kube-system through the first
+// specialist of the plan that may list pods, for the detectors that look
+// at the cluster's own agents (the cluster DNS, the pod network's node
+// agents); ok is false when none may or the listing failed.
+func (g *gatherer) kubeSystemPods(ctx context.Context, plan []specialist) (specialist, []corev1.Pod, bool) {
 	for _, sp := range plan {
 		if !sp.run.Has("list_pods") {
 			continue
 		}
 		out, ok := g.call(ctx, sp, "list_pods", map[string]any{"namespace": "kube-system"})
 		if !ok {
-			return
+			return sp, nil, false
 		}
 		pods, _ := as[[]corev1.Pod](out)
-		var dns []corev1.Pod
-		for i := range pods {
-			if isClusterDNS(&pods[i]) {
-				dns = append(dns, pods[i])
-			}
-		}
-		g.k8s.Pods = append(g.k8s.Pods, dns...)
-		if sp.run.Has("get_events") {
-			since, _ := g.window()
-			if out, ok := g.call(ctx, sp, "get_events", map[string]any{"namespace": "kube-system", "since": since}); ok {
-				evs, _ := as[[]corev1.Event](out)
-				for _, e := range evs {
-					if strings.Contains(e.InvolvedObject.Name, "dns") {
-						g.k8s.Events = append(g.k8s.Events, e)
-					}
-				}
-			}
-		}
-		if sp.run.Has("get_pod_logs") {
-			for _, p := range dns {
-				for _, cs := range p.Status.ContainerStatuses {
-					if cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil {
-						continue
-					}
-					out, ok := g.call(ctx, sp, "get_pod_logs", map[string]any{"namespace": p.Namespace, "pod": p.Name, "container": cs.Name, "previous": true, "limit": 50})
-					if !ok {
-						continue
-					}
-					if lr, _ := as[*evidence.LogResult](out); lr != nil && len(lr.Lines) > 0 {
-						g.k8s.PreviousLogs[p.Namespace+"/"+p.Name+"/"+cs.Name] = lr.Lines
-					}
-				}
-			}
-		}
-		return
+		return sp, pods, true
 	}
+	return specialist{}, nil, false
 }
 
 // certManagerKinds are the objects through which cert-manager renews a

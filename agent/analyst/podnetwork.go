@@ -274,21 +274,14 @@ func (g *gatherer) gatherCNIAgents(ctx context.Context, plan []specialist) {
 	if !seen {
 		return
 	}
-	for _, sp := range plan {
-		if !sp.run.Has("list_pods") {
-			continue
-		}
-		out, ok := g.call(ctx, sp, "list_pods", map[string]any{"namespace": "kube-system"})
-		if !ok {
-			return
-		}
-		pods, _ := as[[]corev1.Pod](out)
-		for i := range pods {
-			if cniAgentRE.MatchString(cniAgentApp(&pods[i])) {
-				g.k8s.NodeAgents = append(g.k8s.NodeAgents, pods[i])
-			}
-		}
+	_, pods, ok := g.kubeSystemPods(ctx, plan)
+	if !ok {
 		return
+	}
+	for i := range pods {
+		if cniAgentRE.MatchString(cniAgentApp(&pods[i])) {
+			g.k8s.NodeAgents = append(g.k8s.NodeAgents, pods[i])
+		}
 	}
 }
 
