@@ -693,12 +693,21 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		r.RootCause = finding.RootCause{Description: fmt.Sprintf("No fault found: %s looks healthy — no failing pods, error surges, metric anomalies or risky changes point to a root cause for it (%s).", what, checked),
 			Confidence: conf, Evidence: []string{}}
 		r.RootCause.Evidence = append(r.RootCause.Evidence, "checked: "+checked)
-		var nearby, nearbySystems []string
+		var nearby, nearbyWhy, nearbySystems []string
 		for _, h := range a.Hypotheses {
 			reason := fmt.Sprintf("weak or unrelated signal (score %.2f): %s", h.Score, h.top().Summary)
 			if h.elsewhere {
 				reason = fmt.Sprintf("a failure elsewhere that does not bear on %s (score %.2f): %s", what, h.Score, h.top().Summary)
 				nearby = append(nearby, hypothesisLabel(h))
+				// The description says why each failed, in its own words
+				// (the error a failed Job's pod ended on), the first two of
+				// them: one hop further than the kind, and what an alert
+				// named in the question may be about.
+				why := ""
+				if l := h.fact("line"); l != "" && len(nearby) <= 2 {
+					why = " (" + quote(clipMiddle(ReadableLine(l), 160), 170) + ")"
+				}
+				nearbyWhy = append(nearbyWhy, hypothesisLabel(h)+why)
 				// The workloads failing nearby (those named in the evidence,
 				// not a run of one already named nor an outside host) are
 				// the systems the incident affects.
@@ -719,7 +728,7 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		}
 		if len(nearby) > 0 {
 			r.Summary = fmt.Sprintf("No fault found in %s: %s showed nothing abnormal for it. Other failures nearby, unrelated to %s: %s.", what, checked, what, strings.Join(nearby, "; "))
-			r.RootCause.Description = fmt.Sprintf("No fault found in %s: it looks healthy, nothing in the evidence (%s) bears on it. Other failures nearby do not involve %s: %s.", what, checked, what, strings.Join(nearby, "; "))
+			r.RootCause.Description = fmt.Sprintf("No fault found in %s: it looks healthy, nothing in the evidence (%s) bears on it. Other failures nearby do not involve %s: %s.", what, checked, what, strings.Join(nearbyWhy, "; "))
 		}
 		if sc.Restarts != "" {
 			r.RootCause.Description += " " + sc.Restarts
