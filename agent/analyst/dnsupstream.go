@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -73,6 +74,10 @@ var dnsUpstream = &mechanism{
 	class:  classCause,
 	label:  "upstream resolvers of a forwarded zone unreachable",
 	detect: detectDNSUpstream,
+	// A change of a caller (its schedule, its code) makes the failing
+	// lookups more or less frequent; only a change of the path to the
+	// resolvers explains them.
+	strictTriggers: true,
 	// The callers' failed lookups and what they failed (a Job, a crash),
 	// and the DNS server's own timeouts, are what the unreachable
 	// upstream produces.
@@ -104,6 +109,14 @@ var dnsUpstream = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		zone := orWord(h.fact("zone"), "a forwarded zone")
+		if ns := h.fact("authoritative"); ns != "" {
+			d := fmt.Sprintf("the name servers of %s (%s) do not answer: a query sent straight to them from inside the cluster times out (%q), so the upstream resolvers %s cannot resolve %s and the cluster DNS (%s) answers SERVFAIL for them (its log: %s)",
+				zone, ns, h.fact("authoritative_line"), orWord(h.fact("upstreams"), "it forwards to"), orWord(h.fact("names"), zone), h.Subject, quote(ReadableLine(h.fact("line")), 200))
+			if c := h.fact("callers"); c != "" {
+				d += fmt.Sprintf("; only %s, which looks up names under %s, fails (\"name resolution\" errors), while cluster and other public names resolve", c, zone)
+			}
+			return d + fmt.Sprintf(". %s and the path to its resolvers are up: the failure is the zone's own DNS, outside the cluster", h.Subject)
+		}
 		d := fmt.Sprintf("the upstream resolvers %s, to which the cluster DNS (%s) forwards %s, do not answer: %s's own log shows its forwards for %s timing out (%s)",
 			orWord(h.fact("upstreams"), "of the zone"), h.Subject, zone, h.Subject, orWord(h.fact("names"), zone), quote(ReadableLine(h.fact("line")), 200))
 		if c := h.fact("callers"); c != "" {
@@ -124,6 +137,12 @@ var dnsUpstream = &mechanism{
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		zone := orWord(h.fact("zone"), "the zone")
 		ups := orWord(h.fact("upstreams"), "its upstream resolvers")
+		if ns := h.fact("authoritative"); ns != "" {
+			r.high("Tell the owner of %s that its name servers (%s) do not answer; until they do, pause or slow the callers that retry lookups under it (%s)", zone, ns, orWord(h.fact("callers"), "its callers"))
+			r.med("Scope the DNS errors alert by name or zone, so one unreachable outside zone does not read as the cluster DNS failing")
+			r.low("Alert on the SERVFAIL rate per zone rather than on the cluster DNS as a whole")
+			return
+		}
 		if c := h.Trigger; c != nil {
 			r.high("Restore the route from the cluster to %s (revert or complete the network change: %s), or point the %s forward at resolvers reachable now", ups, truncate(c.fact("description"), 140), zone)
 		} else {
@@ -197,7 +216,7 @@ func detectDNSUpstream(ev *Gathered, found []Finding) []Finding {
 	}
 	zone := first.zone
 	if zone == "" {
-		zone = commonZone(all)
+		zone = commonZone(withoutSearchExpansions(all))
 	}
 	var addrs []string
 	for _, up := range ups {
@@ -217,7 +236,7 @@ func detectDNSUpstream(ev *Gathered, found []Finding) []Finding {
 	for _, up := range ups {
 		total += byUp[up].count
 	}
-	names := uniqueNames(all)
+	names := uniqueNames(withoutSearchExpansions(all))
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s (%s) logs %d forwards of %s to %s failing: %s", server, first.source, total, strings.Join(names, ", "), orWord(strings.Join(addrs, ", "), "its upstream"), quote(ReadableLine(first.line), 220)))
 	f.setFact("upstreams", strings.Join(addrs, ", "))
 	f.setFact("zone", zone)
@@ -245,6 +264,15 @@ func detectDNSUpstream(ev *Gathered, found []Finding) []Finding {
 		f.setFact("probe", p)
 		f.Evidence = append(f.Evidence, ev2)
 	}
+	// The zone's own name servers, asked straight from inside, not
+	// answering: the resolvers answer SERVFAIL because the names'
+	// authoritative servers are unreachable, not because the path to the
+	// resolvers is broken.
+	if ns, line := authoritativeProbe(ev.Commands, zone, names); ns != "" {
+		f.setFact("authoritative", ns)
+		f.setFact("authoritative_line", line)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("query of %s's name server %s from a pod: %q", orWord(zone, "the zone"), ns, line))
+	}
 	// Why: a route table listed that covers none of the upstreams.
 	if r, id := missingRoute(ev.Commands, addrs); r != "" {
 		f.setFact("route", r)
@@ -252,7 +280,7 @@ func detectDNSUpstream(ev *Gathered, found []Finding) []Finding {
 		f.setFact("why", r)
 		f.Evidence = append(f.Evidence, r)
 	}
-	if f.fact("probe") != "" || f.fact("why") != "" {
+	if f.fact("probe") != "" || f.fact("why") != "" || f.fact("authoritative") != "" {
 		f.Weight = 0.95
 	}
 	// Without a route read, a change of the path near the onset says why;
@@ -307,6 +335,20 @@ func commonZone(names []string) string {
 	return strings.Join(suffix, ".")
 }
 
+// withoutSearchExpansions drops the names a resolver's search list made of
+// another name ("sftp.example.net.ec2.internal",
+// "api.example.com.svc.cluster.local" beside "api.example.com"): they are
+// the same lookup, not another name of the zone.
+func withoutSearchExpansions(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.ContainsFunc(names, func(o string) bool { return o != n && strings.HasPrefix(n, strings.TrimSuffix(o, ".")+".") }) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func uniqueNames(ns []string) []string {
 	var out []string
 	for _, n := range ns {
@@ -330,6 +372,27 @@ func zoneCallers(ev *Gathered, found []Finding, zone string, names []string, ser
 		return slices.ContainsFunc(names, func(n string) bool { return strings.Contains(s, n) })
 	}
 	named := map[string]bool{}
+	var logged []string
+	// The logs of a workload kubectl printed without naming the pod
+	// (kubectl logs job/NAME, deploy/NAME) are kept as text: a failure to
+	// resolve or reach one of the names there makes the workload (a Job's
+	// CronJob) a caller.
+	for _, c := range ev.Commands {
+		kind, name, ok := strings.Cut(c.Target, "/")
+		if !ok || c.Exec || c.Debug || !strings.Contains(c.Command, " logs ") {
+			continue
+		}
+		if k := strings.ToLower(kind); k == "job" || k == "jobs" || strings.HasPrefix(k, "job.") {
+			name = orWord(cronJobOf(name), name)
+		}
+		for _, l := range c.Lines {
+			if mentions(l) && connectFailRE.MatchString(l) {
+				named[name] = true
+				logged = appendNew(logged, name)
+				break
+			}
+		}
+	}
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
 		if set.Subject == server || dnsServerNameRE.MatchString(set.Subject) {
@@ -374,7 +437,7 @@ func zoneCallers(ev *Gathered, found []Finding, zone string, names []string, ser
 		if !failed {
 			continue
 		}
-		for who := range named {
+		for _, who := range slices.Sorted(maps.Keys(named)) {
 			if strings.HasPrefix(j.Name, who+"-") {
 				callers = appendNew(callers, who)
 				t := j.CreationTimestamp.Time
@@ -402,6 +465,9 @@ func zoneCallers(ev *Gathered, found []Finding, zone string, names []string, ser
 			}
 		}
 	}
+	for _, who := range logged {
+		callers = appendNew(callers, who)
+	}
 	return callers, onset, ns
 }
 
@@ -422,6 +488,57 @@ func upstreamProbe(cmds []evidence.CommandOutput, addrs []string) (fact, ev stri
 				line := strings.TrimLeft(strings.TrimSpace(l), "; ")
 				return fmt.Sprintf("a query sent straight to %s from inside the cluster gets no answer (%q)", server, line),
 					fmt.Sprintf("query of %s from a pod: %q", server, line)
+			}
+		}
+	}
+	return "", ""
+}
+
+var (
+	// digAtHostRE is a dig of a name sent to a server given by host name
+	// ("dig +time=3 name @ns1.example.net", "dig @ns1.example.net name").
+	digAtHostRE = regexp.MustCompile(`(?i)\bdig\b([^;|&]*)`)
+	atHostRE    = regexp.MustCompile(`@([a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,})\.?(?:[\s'"]|$)`)
+)
+
+// authoritativeProbe finds, in one transcript command, the zone's name
+// servers listed (an NS answer) and a dig of a name under the zone sent
+// straight to one of them that got no answer: the host asked and the
+// line that says so.
+func authoritativeProbe(cmds []evidence.CommandOutput, zone string, names []string) (host, line string) {
+	if zone == "" {
+		return "", ""
+	}
+	under := func(s string) bool {
+		s = strings.ToLower(s)
+		return strings.Contains(s, " "+zone) || strings.Contains(s, "."+zone) || slices.ContainsFunc(names, func(n string) bool { return strings.Contains(s, n) })
+	}
+	for _, c := range cmds {
+		var asked []string
+		for _, l := range append([]string{c.Run}, c.Lines...) {
+			for _, m := range digAtHostRE.FindAllStringSubmatch(l, -1) {
+				if h := atHostRE.FindStringSubmatch(m[1] + " "); h != nil && under(strings.ReplaceAll(m[1], "@"+h[1], "")) {
+					asked = appendNew(asked, strings.ToLower(h[1]))
+				}
+			}
+		}
+		if len(asked) == 0 {
+			continue
+		}
+		listed := ""
+		for _, l := range c.Lines {
+			f := strings.Fields(strings.ToLower(l))
+			if len(f) > 0 && slices.Contains(asked, strings.TrimSuffix(f[len(f)-1], ".")) && (len(f) == 1 || strings.Contains(l, "NS")) {
+				listed = strings.TrimSuffix(f[len(f)-1], ".")
+				break
+			}
+		}
+		if listed == "" {
+			continue
+		}
+		for _, l := range c.Lines {
+			if noAnswerRE.MatchString(l) {
+				return listed, strings.TrimLeft(strings.TrimSpace(l), "; ")
 			}
 		}
 	}

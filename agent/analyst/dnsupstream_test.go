@@ -176,3 +176,77 @@ func TestJobFailedOnLookupIsStateOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestWithoutSearchExpansions: the names a search list made of a name are
+// the same lookup, and leave the zone to the name itself.
+func TestWithoutSearchExpansions(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"sftp.partner.example.net", "sftp.partner.example.net.ec2.internal"}, "partner.example.net"},
+		{[]string{"api.vendor.io", "api.vendor.io.svc.cluster.local", "api.vendor.io.payments.svc.cluster.local"}, "vendor.io"},
+		{[]string{"ldap.corp.internal", "artifactory.corp.internal"}, "corp.internal"},
+		{[]string{"db.example.com.us-central1-a.c.proj.internal", "db.example.com"}, "example.com"},
+	} {
+		if got := commonZone(withoutSearchExpansions(c.names)); got != c.want {
+			t.Errorf("%v: %q, want %q", c.names, got, c.want)
+		}
+	}
+}
+
+// TestAuthoritativeProbe reads the zone's name servers listed and a query
+// sent straight to one of them that got no answer, in dig's short and full
+// forms; a name server that answers, or one never listed, is not one.
+func TestAuthoritativeProbe(t *testing.T) {
+	short := evidence.CommandOutput{Run: "sh -c 'dig +short NS partner.example.net @1.1.1.1; dig +time=2 +tries=1 files.partner.example.net @ns2.pdns-host.net'", Lines: []string{
+		"ns1.pdns-host.net.", "ns2.pdns-host.net.", ";; communications error to 203.0.113.9#53: timed out", ";; no servers could be reached"}}
+	full := evidence.CommandOutput{Run: "dig @dns-a.partner-dns.com files.partner.example.net", Lines: []string{
+		";; ANSWER SECTION:", "partner.example.net.\t3600\tIN\tNS\tdns-a.partner-dns.com.",
+		"; <<>> DiG 9.18.24 <<>> @dns-a.partner-dns.com files.partner.example.net", ";; connection timed out; no servers could be reached"}}
+	answers := evidence.CommandOutput{Run: "sh -c 'dig +short NS partner.example.net; dig files.partner.example.net @ns1.pdns-host.net +short'", Lines: []string{"ns1.pdns-host.net.", "203.0.113.40"}}
+	unlisted := evidence.CommandOutput{Run: "dig files.partner.example.net @resolver.corp.example", Lines: []string{";; connection timed out; no servers could be reached"}}
+	for _, c := range []struct {
+		name string
+		cmd  evidence.CommandOutput
+		want string
+	}{
+		{"dig +short NS then a timed-out query", short, "ns2.pdns-host.net"},
+		{"full answer section", full, "dns-a.partner-dns.com"},
+		{"the name server answers", answers, ""},
+		{"a server not listed as the zone's", unlisted, ""},
+	} {
+		if got, _ := authoritativeProbe([]evidence.CommandOutput{c.cmd}, "partner.example.net", []string{"files.partner.example.net"}); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestUpstreamCallerFromWorkloadLogs: the logs of a Job kubectl printed
+// without naming its pod (kept as text) make its CronJob a caller, and the
+// CronJob's failed runs the onset; a zone's own name servers not answering
+// is said instead of a broken path to the resolvers.
+func TestUpstreamCallerFromWorkloadLogs(t *testing.T) {
+	coredns := minedSet("coredns", false, 30*time.Minute,
+		`[ERROR] plugin/errors: 2 files.partner.example.net. A: read udp 10.0.18.41:52744->10.0.0.2:53: i/o timeout`,
+		`[ERROR] plugin/errors: 2 files.partner.example.net.ec2.internal. AAAA: read udp 10.0.18.41:52745->10.0.0.2:53: i/o timeout`)
+	coredns.Namespace = "kube-system"
+	for _, lines := range [][]string{
+		{"ssh: Could not resolve hostname files.partner.example.net: Temporary failure in name resolution"},
+		{`{"level":"error","msg":"upload failed","error":"dial tcp: lookup files.partner.example.net on 172.20.0.10:53: server misbehaving"}`, "getaddrinfo EAI_AGAIN files.partner.example.net"},
+	} {
+		logs := evidence.CommandOutput{Command: "kubectl -n analytics logs job/partner-sync-29913935 --tail=4", Run: "kubectl -n analytics logs job/partner-sync-29913935 --tail=4", Namespace: "analytics", Target: "job/partner-sync-29913935", Lines: lines}
+		failed := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "partner-sync-29913930", Namespace: "analytics", CreationTimestamp: metav1.NewTime(win.Start.Add(10 * time.Minute))},
+			Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}}}
+		probe := evidence.CommandOutput{Run: "sh -c 'dig +short NS partner.example.net @8.8.8.8; dig +time=3 files.partner.example.net @ns1.pdns-host.net | tail -2'", Lines: []string{"ns1.pdns-host.net.", ";; communications error to 198.51.100.53#53: timed out", ";; no servers could be reached"}}
+		f := onlyFinding(t, detectDNSUpstream(&Gathered{Logs: []LogSet{coredns}, K8s: K8sEvidence{Jobs: []batchv1.Job{failed}}, Commands: []evidence.CommandOutput{logs, probe}, Window: win}, nil), "coredns")
+		if f == nil {
+			return
+		}
+		if f.fact("callers") != "partner-sync" || f.fact("zone") != "partner.example.net" || f.fact("authoritative") != "ns1.pdns-host.net" || !f.Time.Equal(failed.CreationTimestamp.Time) {
+			t.Errorf("facts %v onset %v", f.Facts, f.Time)
+		}
+		h := &Hypothesis{Kind: KindDNSUpstream, Subject: f.Subject, Primary: []*Finding{f}}
+		wantDescribed(t, h, Scope{}, "ns1.pdns-host.net", "SERVFAIL", "partner-sync", "outside the cluster")
+	}
+}
