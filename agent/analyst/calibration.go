@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Calibration: the score ranks hypotheses; the confidence says how sure
@@ -366,6 +367,36 @@ var calibrationRules = []calibrationRule{
 	// not known.
 	{"a pool's free capacity at zero, its size not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindSaturation && freeCapacityRE.MatchString(w.fact("metric")) && (noTrigger(w) || !poolSizeChangeRE.MatchString(changeText(w.Trigger)))
+	}},
+	// A caller's calls per request to a service multiplied, with no change
+	// read that widened them: the traces count the calls, not why there
+	// are more (a release calling in a loop, or the same call retried at
+	// one or more layers, which look alike as calls per trace).
+	{"fan-out widened without what widened it", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindFanOut && noTrigger(w)
+	}},
+	// A certificate whose renewal fails, with nothing read of when the
+	// certificate in use expires (cert-manager's expiry, a probe's): the
+	// renewal failing is harmless until then, so whether anything breaks,
+	// and when, is not known.
+	{"certificate not renewing, its expiry not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindACMEChallenge && w.fact("not_after") == "" && !hasKind(w.Support, KindCertExpiring) && !hasKind(w.Support, KindCertificate)
+	}},
+	// A container runtime down on a node, known from the kubelet's own
+	// report only (PLEG not healthy, the runtime down), with neither the
+	// runtime's reason (its journal) nor an upgrade or change of it: the
+	// kubelet says what it could not reach, not what stopped it (the
+	// runtime, or the kernel and disk under it).
+	{"runtime down, known from the kubelet's report only", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindRuntimeDown && noTrigger(w) && w.fact("upgrade") == "" && w.fact("reason") == ""
+	}},
+	// Containers killed at their memory limit after hours of running,
+	// explained by a runtime's heap cap set above that limit, with no
+	// change read: the cap says where the process dies, but a process that
+	// takes hours to reach the limit has something growing, and what
+	// grows is not named.
+	{"heap cap above the limit, the kills hours apart", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindOOMKilled && w.fact("heap_over_limit") != "" && noTrigger(w) && ranForHours(w)
 	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
@@ -944,3 +975,21 @@ var freeCapacityRE = regexp.MustCompile(`(?i)available_concurrent_calls|_availab
 // poolSizeChangeRE is a change that sets a pool's size: its concurrency,
 // its calls, slots or permits.
 var poolSizeChangeRE = regexp.MustCompile(`(?i)concurren|max.?calls|bulkhead|pool|permits|slots|max.?conn`)
+
+// ranForHours reports whether every container of h, a memory limit
+// reached, whose run before the kill is known ran an hour or more (and one
+// is known).
+func ranForHours(h *Hypothesis) bool {
+	n := 0
+	for _, f := range h.Primary {
+		d, err := time.ParseDuration(f.fact("ran_for"))
+		if err != nil {
+			continue
+		}
+		if d < time.Hour {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}

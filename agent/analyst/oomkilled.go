@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -199,6 +200,11 @@ func oomContainer(c *containerState) []Finding {
 	}
 	f.setFact("memory_limit", lim)
 	f.setFact("memory_request", memRequest(spec))
+	// How long the container ran before the kill: minutes say its memory
+	// reaches the limit as soon as it works, hours that something grows.
+	if !term.StartedAt.IsZero() && term.FinishedAt.After(term.StartedAt.Time) {
+		f.setFact("ran_for", term.FinishedAt.Sub(term.StartedAt.Time).Round(time.Second).String())
+	}
 	f.setFact("container", cs.Name)
 	f.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))
 	if spec != nil {
