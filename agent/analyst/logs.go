@@ -135,6 +135,10 @@ var logRules = []logRule{
 	// A token signed with a key the validator's cached key set lacks:
 	// before the generic 401.
 	lineRule(signingKeyUnknown),
+	// A token whose signature does not verify against the validator's
+	// key (a pinned key the issuer rotated away from): before the
+	// generic 401.
+	lineRule(tokenSignatureInvalid),
 	// A mesh proxy refusing the configuration pushed to it.
 	lineRule(xdsRejected),
 	lineRule(headerTooBig),

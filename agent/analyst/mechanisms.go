@@ -205,6 +205,7 @@ var mechanisms = []*mechanism{
 	connLeak,
 	databaseErrors,
 	signingKeyUnknown,
+	tokenSignatureInvalid,
 	cloudDenied,
 	authFailure,
 	backlogM,

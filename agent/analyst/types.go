@@ -322,11 +322,13 @@ var kinds = map[Kind]kindInfo{
 	KindRemovedRoute: {prior: 0.8},
 
 	// Tokens signed with a key the validator's cached JWKS lacks.
-	KindSigningKeyUnknown:  {prior: 0.84},
-	KindDecodeFailure:      {prior: 0.86},
-	KindMetaspace:          {prior: 0.86},
-	KindHandlerPanic:       {prior: 0.84},
-	KindDependencyConflict: {prior: 0.86},
+	KindSigningKeyUnknown: {prior: 0.84},
+	// Tokens signed with a key other than the one the validator holds.
+	KindTokenSignatureInvalid: {prior: 0.84},
+	KindDecodeFailure:         {prior: 0.86},
+	KindMetaspace:             {prior: 0.86},
+	KindHandlerPanic:          {prior: 0.84},
+	KindDependencyConflict:    {prior: 0.86},
 	// Idle keep-alive connections closed by the server or a proxy under
 	// the client that reuses them.
 	KindIdleConnClosed: {prior: 0.8},
