@@ -67,6 +67,8 @@ var decodeFailure = &mechanism{
 		d := fmt.Sprintf("%s cannot decode %s: ", reader, what)
 		field, value := h.fact("decode_field"), h.fact("decode_value")
 		switch {
+		case h.fact("decode_compressed") != "":
+			d += fmt.Sprintf("the value is %s-compressed (it begins with the %s magic bytes), not the plain text its code parses", h.fact("decode_compressed"), h.fact("decode_compressed"))
 		case h.fact("decode_missing") != "" && field != "":
 			d += fmt.Sprintf("the field %s its code reads is no longer in it", field)
 		case field != "" && value != "":
@@ -81,9 +83,12 @@ var decodeFailure = &mechanism{
 		if e := h.fact("decode_expected"); e != "" {
 			d += " (" + e + ")"
 		}
-		if h.fact("decode_time") != "" {
+		switch {
+		case h.fact("decode_compressed") != "":
+			d += ": the producer now compresses what it writes"
+		case h.fact("decode_time") != "":
 			d += ": the producer changed its timestamp format"
-		} else {
+		default:
 			d += ": the producer changed the format of its data"
 		}
 		if n := h.fact("decode_notice"); n != "" {
@@ -95,9 +100,12 @@ var decodeFailure = &mechanism{
 				onset = f.Time
 			}
 		}
-		if h.fact("decode_missing") != "" {
+		switch {
+		case h.fact("decode_compressed") != "":
+			d += fmt.Sprintf(". Each read of a value written that way fails since %s (values written before still parse until they are replaced)", hm(onset))
+		case h.fact("decode_missing") != "":
 			d += fmt.Sprintf(". Every record it consumes fails on it since %s and is not handled (dropped or dead-lettered)", hm(onset))
-		} else {
+		default:
 			d += fmt.Sprintf(". Every read fails on it since %s, so what %s keeps is the last data it decoded before", hm(onset), reader)
 		}
 		if l := h.fact("line"); l != "" {
@@ -116,7 +124,7 @@ var decodeFailure = &mechanism{
 }
 
 var (
-	decodeFailureRE = regexp.MustCompile(`(?i)parsing time [^\n]{1,160}?: (?:cannot parse|extra text|month out of range|day out of range|hour out of range)|time data '[^']*' does not match format|Invalid isoformat string|DateTimeParseException: Text '[^']*' could not be parsed|InvalidFormatException: Cannot deserialize value of type|MismatchedInputException: Cannot deserialize value of type|UnrecognizedPropertyException: Unrecognized field|The JSON value could not be converted to|was not recognized as a valid DateTime|Unexpected token \S+ in JSON at position|is not valid JSON|unknown variant ` + "`" + `[^` + "`" + `]+` + "`" + `, expected|(?:response|body|payload|message|event|record)\b[^\n]{0,120}json: cannot unmarshal \w+ into Go`)
+	decodeFailureRE = regexp.MustCompile(`(?i)parsing time [^\n]{1,160}?: (?:cannot parse|extra text|month out of range|day out of range|hour out of range)|time data '[^']*' does not match format|Invalid isoformat string|DateTimeParseException: Text '[^']*' could not be parsed|InvalidFormatException: Cannot deserialize value of type|MismatchedInputException: Cannot deserialize value of type|UnrecognizedPropertyException: Unrecognized field|The JSON value could not be converted to|was not recognized as a valid DateTime|Unexpected token \S+ in JSON at position|is not valid JSON|invalid character '\\+x1f' looking for beginning of value|Illegal character \(\(CTRL-CHAR, code 31\)\)|'utf-8' codec can't decode byte 0x8b in position 1|unknown variant ` + "`" + `[^` + "`" + `]+` + "`" + `, expected|(?:response|body|payload|message|event|record)\b[^\n]{0,120}json: cannot unmarshal \w+ into Go`)
 
 	// A change that touches how data is read or written.
 	decodeChangeRE = regexp.MustCompile(`(?i)\b(?:pars(?:er|ing)|serializ\w*|deserializ\w*|format|schema|payload|api version|v\d+ api|contract|enum|timestamp|date ?time|time ?zone|decoder|encoding)\b`)
@@ -128,6 +136,11 @@ var (
 	// What it expected: Go's layout, Python's format, an enum's values.
 	decodeLayoutRE = regexp.MustCompile(`(?i)\bas \\*"(?:\\*")?([^"\\]+)|does not match format '([^']+)'|accepted for Enum class: (\[[^\]]+\])|expected one of ([^\n"]{1,80})`)
 	decodeTimeRE   = regexp.MustCompile(`(?i)parsing time|time data|isoformat|DateTime|java\.time|Instant|OffsetDateTime|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}`)
+	// A value that begins with gzip's magic bytes 1f 8b, as each runtime
+	// shows it: JSON.parse's unexpected token U+001F, Go's invalid
+	// character '\x1f', Jackson's CTRL-CHAR code 31, Python's undecodable
+	// byte 0x8b at position 1, a dump's escaped bytes.
+	compressedValueRE = regexp.MustCompile(`(?i)Unexpected token '?(?:\\+u001f|\x{1f})|invalid character '\\+x1f'|CTRL-CHAR, code 31\b|can't decode byte 0x8b in position 1\b|\\+x1f\\+x8b`)
 	// A line of the producer that announces a change to what it sends.
 	changedWhatRE = regexp.MustCompile(`(?i)upgrade|migrat|serializ|format|schema|breaking|deprecat|new version|\bv\d+(?:\.\d+)*\b`)
 	noticeRE      = regexp.MustCompile(`(?i)maintenance|upgrade|migrat|release|rolled out|deploy|version|deprecat|breaking|serializ|format|schema|change`)
@@ -164,7 +177,9 @@ func explainDecode(f *Finding, ev *Gathered) {
 	if m := decodeLayoutRE.FindStringSubmatch(line); m != nil {
 		f.setFact("decode_expected", layoutWords(firstGroup(m)))
 	}
-	if decodeTimeRE.MatchString(line) {
+	if compressedValueRE.MatchString(line) {
+		f.setFact("decode_compressed", "gzip")
+	} else if decodeTimeRE.MatchString(line) {
 		f.setFact("decode_time", "true")
 	}
 	reader := orWord(f.fact("caller"), f.Subject)
@@ -411,8 +426,56 @@ func producerOf(ev *Gathered, reader string, f *Finding) (string, *evidence.Chan
 			}
 		}
 	}
+	if w := storeWriter(ev, reader); w != "" {
+		return w, near(w)
+	}
 	return "", nil
 }
+
+// storeWriter is the other service whose lines name the data store the
+// reader reads from ("redis connected url=redis://product-cache:6379",
+// "product cache: redis product-cache:6379 prefix=product:v3:"): a
+// store two services use, one of them writing what the other decodes.
+func storeWriter(ev *Gathered, reader string) string {
+	var hosts []string
+	for _, s := range ev.Logs {
+		if s.Subject != reader {
+			continue
+		}
+		for _, t := range s.Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				for _, m := range storeURLRE.FindAllStringSubmatch(l, -1) {
+					if h := strings.ToLower(m[1]); len(h) > 4 && net.ParseIP(h) == nil && h != "localhost" && !slices.Contains(hosts, h) {
+						hosts = append(hosts, h)
+					}
+				}
+			}
+		}
+	}
+	if len(hosts) == 0 {
+		return ""
+	}
+	for _, s := range ev.Logs {
+		if s.Subject == reader || s.Subject == "" || strings.HasPrefix(s.Subject, reader+"-") {
+			continue
+		}
+		for _, t := range s.Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				low := strings.ToLower(l)
+				for _, h := range hosts {
+					if strings.Contains(low, h) && !strings.Contains(strings.ToLower(s.Subject), h) && !strings.HasPrefix(h, strings.ToLower(s.Subject)) {
+						return s.Subject
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// storeURLRE is a data store's address as clients print it: a URL of a
+// cache's, a database's or a broker's scheme.
+var storeURLRE = regexp.MustCompile(`(?i)\b(?:rediss?|memcached?|mongodb(?:\+srv)?|postgres(?:ql)?|mysql|amqps?|nats)://(?:[^@/\s"']*@)?([a-z0-9][a-z0-9.-]*[a-z0-9])`)
 
 var (
 	// A consumer's retry of one record: "failed (attempt 12)",
