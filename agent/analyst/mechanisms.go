@@ -156,6 +156,7 @@ var mechanisms = []*mechanism{
 	cacheKeyChurn,
 	cacheFull,
 	blockingCommand,
+	forkStall,
 	poolRejected,
 	certExpiring,
 	certNotServed,

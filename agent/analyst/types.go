@@ -425,6 +425,8 @@ var kinds = map[Kind]kindInfo{
 	KindUnboundedCache: {prior: 0.88},
 	// A runtime's thread pool starved by threads blocked on async work.
 	KindThreadPoolStarvation: {prior: 0.86},
+	// A single-threaded store stalled by the fork of its snapshots.
+	KindForkStall: {prior: 0.86},
 	// A regular expression backtracking catastrophically on the CPU.
 	KindRegexBacktrack: {prior: 0.86},
 	// Code using a column or table its database lacks.

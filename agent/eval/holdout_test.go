@@ -62,7 +62,7 @@ var holdoutFloors = map[string]int{
 	"holdout44": 9,
 	"holdout45": 7,
 	"holdout46": 4,
-	"holdout47": 6,
+	"holdout47": 7,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
