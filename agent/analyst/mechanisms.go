@@ -25,6 +25,7 @@ var mechanisms = []*mechanism{
 	hostUnitFailed,
 	tcpMemory,
 	tombstonesM,
+	volumeResizeFailed,
 	tooManyParts,
 	dbBlocked,
 	migrationLock,

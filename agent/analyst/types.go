@@ -441,6 +441,8 @@ var kinds = map[Kind]kindInfo{
 	KindTCPMemory: {prior: 0.88},
 	// Reads aborted on tombstones left by row-by-row deletes.
 	KindTombstones: {prior: 0.86},
+	// A volume's expansion refused, its workload's disk still full.
+	KindVolumeResizeFailed: {prior: 0.88},
 	// ClickHouse rejecting inserts for too many parts.
 	KindTooManyParts: {prior: 0.86},
 	// Mesh proxies refusing the configuration pushed to them.
