@@ -115,6 +115,7 @@ var mechanisms = []*mechanism{
 	archiveFailing,
 	diskFull,
 	kafkaMinISR,
+	groupReplay,
 	offsetReset,
 	diskClaim,
 	resourceAlarm,

@@ -48,7 +48,7 @@ var (
 	committedOffsetRE = regexp.MustCompile(`Setting offset for partition ([\w.-]+-\d+) to the committed offset FetchPosition\{offset=(\d+)`)
 	// autoOffsetResetRE is the consumer's auto.offset.reset (its config
 	// dump, librdkafka's property).
-	autoOffsetResetRE = regexp.MustCompile(`(?i)auto\.offset\.reset\s*[=:]\s*"?(latest|earliest|largest|smallest|end|beginning|none)\b`)
+	autoOffsetResetRE = regexp.MustCompile(`(?i)auto[._]offset[._]reset\s*[=:]\s*"?(latest|earliest|largest|smallest|end|beginning|none)\b`)
 	// retentionDeleteRE is the broker deleting segments for retention:
 	// Kafka 3 ("[UnifiedLog partition=T-N, ...] Deleting segment ... due
 	// to retention time 3600000ms breach"), Kafka 2 ("[Log
@@ -118,6 +118,9 @@ func detectOffsetReset(ev *Gathered, _ []Finding) []Finding {
 	}
 	var resets []reset
 	committed := map[string]int64{}
+	// Partitions the consumer found no committed offset for: a new
+	// group's start (groupreplay.go), not an out-of-range offset.
+	fresh := map[string]bool{}
 	policy := ""
 	for _, set := range ev.Logs {
 		if set.Host {
@@ -133,6 +136,10 @@ func detectOffsetReset(ev *Gathered, _ []Finding) []Finding {
 				}
 				if m := committedOffsetRE.FindStringSubmatch(l); m != nil {
 					committed[set.Subject+" "+m[1]], _ = strconv.ParseInt(m[2], 10, 64)
+				}
+				if p := noCommittedPartition(l); p != "" {
+					fresh[set.Subject+" "+p] = true
+					continue
 				}
 				m := offsetResetRE.FindStringSubmatch(l)
 				if m == nil {
@@ -158,6 +165,13 @@ func detectOffsetReset(ev *Gathered, _ []Finding) []Finding {
 			}
 		}
 	}
+	kept := resets[:0]
+	for _, r := range resets {
+		if !fresh[r.consumer+" "+r.partition] {
+			kept = append(kept, r)
+		}
+	}
+	resets = kept
 	if len(resets) == 0 {
 		return nil
 	}

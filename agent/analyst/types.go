@@ -468,6 +468,9 @@ var kinds = map[Kind]kindInfo{
 	KindShardsUnassigned: {prior: 0.86},
 	// A consumer's offsets reset past records retention deleted.
 	KindOffsetReset: {prior: 0.84},
+	// A consumer started under a group with no committed offsets,
+	// replaying its topic: above the lag it leaves.
+	KindGroupReplay: {prior: 0.86},
 	// A broker cluster cut in two, a node paused.
 	KindClusterPartition: {prior: 0.86},
 	// A primary failed over again and again.
