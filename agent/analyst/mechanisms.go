@@ -26,6 +26,7 @@ var mechanisms = []*mechanism{
 	tcpMemory,
 	tombstonesM,
 	volumeResizeFailed,
+	inodesExhausted,
 	tooManyParts,
 	dbBlocked,
 	migrationLock,

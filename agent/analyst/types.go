@@ -443,6 +443,8 @@ var kinds = map[Kind]kindInfo{
 	KindTombstones: {prior: 0.86},
 	// A volume's expansion refused, its workload's disk still full.
 	KindVolumeResizeFailed: {prior: 0.88},
+	// A filesystem out of inodes while its bytes are free.
+	KindInodesExhausted: {prior: 0.88},
 	// ClickHouse rejecting inserts for too many parts.
 	KindTooManyParts: {prior: 0.86},
 	// Mesh proxies refusing the configuration pushed to them.
