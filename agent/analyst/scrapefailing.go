@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -13,6 +14,14 @@ import (
 // ("No mapping for GET /metrics") — while the service keeps serving its
 // own requests. The alert's claim is false: the monitoring lost the
 // service, the service is not down.
+//
+// The same false alarm comes from a scrape Prometheus rejects: when a
+// target exposes more samples than the scrape's sample limit (sampleLimit
+// of a ServiceMonitor, sample_limit of a scrape config), Prometheus drops
+// the whole scrape and sets up to 0 ("sample limit exceeded" in its log
+// and in the targets API's lastError), though the endpoint answers. A new
+// label with unbounded values (a raw URL path, an id) multiplying the
+// series is the usual cause.
 
 // KindScrapeFailing is a scrape target down while its service serves.
 const KindScrapeFailing Kind = "scrape_failing"
@@ -22,7 +31,14 @@ var (
 	// Spring handler without the path, an access line of the scrape.
 	metricsPath404RE = regexp.MustCompile(`(?i)No mapping for GET /(?:actuator/)?(?:prometheus|metrics)\b|No endpoint GET /(?:actuator/)?(?:prometheus|metrics)\b|"GET /(?:actuator/)?(?:prometheus|metrics)[^"]*" 404\b|\bGET /(?:actuator/)?(?:prometheus|metrics)\b\S* (?:HTTP/[\d.]+ )?404\b`)
 	// metricsListenRE is a process saying where it serves its metrics.
-	metricsListenRE = regexp.MustCompile(`(?i)(?:metrics|prometheus|exporter)\b[^\n]{0,60}?\b(?:listening|serving|started|exposed|available)\b[^\n]{0,20}? (?:on|at) \S*?:(\d{2,5})(/\S*)?`)
+	// sampleLimitRE is Prometheus rejecting a scrape over its sample limit
+	// (its log, the targets API's lastError).
+	sampleLimitRE = regexp.MustCompile(`(?i)\bsample limit exceeded\b|\bexceeded (?:the |its )?sample[ _]limit\b`)
+	// scrapePoolRE is the scrape pool or job a Prometheus log line names.
+	scrapePoolRE = regexp.MustCompile(`\b(?:scrape_pool|scrapePool|job)"?[=:]"?([\w./:-]+)`)
+	// sampleLimitValueRE is the limit a ServiceMonitor or scrape config sets.
+	sampleLimitValueRE = regexp.MustCompile(`\b(?:sampleLimit|sample_limit):\s*(\d+)`)
+	metricsListenRE    = regexp.MustCompile(`(?i)(?:metrics|prometheus|exporter)\b[^\n]{0,60}?\b(?:listening|serving|started|exposed|available)\b[^\n]{0,20}? (?:on|at) \S*?:(\d{2,5})(/\S*)?`)
 )
 
 var scrapeFailing = &mechanism{
@@ -35,6 +51,13 @@ var scrapeFailing = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s is not down: its metrics scrape target is (up == 0), because the scrape of its metrics endpoint fails", h.Subject)
+		if l := h.fact("sample_limit_line"); l != "" {
+			d = fmt.Sprintf("%s is not down: its metrics scrape target is (up == 0) because Prometheus rejects every scrape of it for exceeding the sample limit", h.Subject)
+			if v := h.fact("sample_limit"); v != "" {
+				d += fmt.Sprintf(" (sampleLimit %s)", v)
+			}
+			d += fmt.Sprintf(": the target exposes more series than the limit allows, so the whole scrape is dropped (%s); a new label with many values (a raw URL path or an id as a label) multiplies the series of a metric", quote(ReadableLine(l), 260))
+		}
 		if l := h.fact("scrape_404"); l != "" {
 			d += fmt.Sprintf(" — the target answers the scrape with 404 (%s)", quote(ReadableLine(l), 160))
 		}
@@ -45,6 +68,11 @@ var scrapeFailing = &mechanism{
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if h.fact("sample_limit_line") != "" {
+			r.high("Cut the series %s exposes back under the scrape's sample limit: find the metric whose label values grew (count the series per metric on its /metrics) and label it by route template, not by raw path or id; raise sampleLimit only as a stopgap", h.Subject)
+			r.med("Alert on prometheus_target_scrapes_exceeded_sample_limit_total and on the service's traffic, so a rejected scrape does not page as an outage")
+			return
+		}
 		if p := h.fact("metrics_port"); p != "" {
 			r.high("Point the scrape of %s at its new metrics port %s (the ServiceMonitor/PodMonitor endpoint port and path, or the prometheus.io/port annotation)", h.Subject, p)
 		} else {
@@ -90,8 +118,10 @@ func detectScrapeFailing(ev *Gathered, found []Finding) []Finding {
 				}
 			}
 		}
-		// Moved or refused, and still serving after the target went down.
-		if last404 == "" && port == "" || !serving.After(down.Time.Add(5*time.Minute)) {
+		limitLine, limit := sampleLimitRejected(ev, down)
+		// Moved, refused or rejected, and still serving after the target
+		// went down.
+		if last404 == "" && port == "" && limitLine == "" || !serving.After(down.Time.Add(5*time.Minute)) {
 			continue
 		}
 		done[down.Subject] = true
@@ -103,6 +133,14 @@ func detectScrapeFailing(ev *Gathered, found []Finding) []Finding {
 			f.setFact("scrape_404", last404)
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s answers its scrape with 404: %s", down.Subject, quote(ReadableLine(last404), 200)))
 		}
+		if limitLine != "" {
+			f.setFact("sample_limit_line", limitLine)
+			f.setFact("sample_limit", limit)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("Prometheus rejects the scrape of %s: %s", down.Subject, quote(ReadableLine(limitLine), 200)))
+			if limit != "" {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("the scrape of %s has a sample limit of %s", down.Subject, limit))
+			}
+		}
 		if port != "" {
 			f.setFact("metrics_port", port)
 			f.setFact("listen", listen)
@@ -113,4 +151,79 @@ func detectScrapeFailing(ev *Gathered, found []Finding) []Finding {
 		out = append(out, *f)
 	}
 	return out
+}
+
+// sampleLimitRejected finds Prometheus rejecting the scrape of the down
+// target's subject for exceeding its sample limit — a log line or a
+// targets API answer naming the subject's scrape pool or job — and the
+// limit set for it (a ServiceMonitor or scrape config printed).
+func sampleLimitRejected(ev *Gathered, down Finding) (line, limit string) {
+	names := func(l string) bool {
+		for _, m := range scrapePoolRE.FindAllStringSubmatch(l, -1) {
+			for _, part := range strings.Split(m[1], "/") {
+				if strings.EqualFold(part, down.Subject) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	// A log line of Prometheus is the better quote; a targets API answer
+	// (read as a log or a command's output) gives its lastError.
+	take := func(l string) {
+		if l = lastErrorOf(l); line == "" || strings.HasPrefix(line, "lastError: ") && !strings.HasPrefix(l, "lastError: ") {
+			line = l
+		}
+	}
+	for i := range ev.Logs {
+		for _, t := range ev.Logs[i].Templates {
+			for _, l := range []string{t.Last, t.Example} {
+				if l != "" && sampleLimitRE.MatchString(l) && names(l) {
+					take(l)
+				}
+			}
+		}
+	}
+	for _, o := range ev.Commands {
+		for _, l := range o.Lines {
+			if sampleLimitRE.MatchString(l) && (names(l) || names(o.Run)) {
+				take(l)
+			}
+		}
+	}
+	if line == "" {
+		return "", ""
+	}
+	for _, o := range ev.Commands {
+		if !strings.Contains(o.Run, down.Subject) && !slicesContainsFold(o.Lines, down.Subject) {
+			continue
+		}
+		for _, l := range o.Lines {
+			if m := sampleLimitValueRE.FindStringSubmatch(l); m != nil {
+				limit = m[1]
+			}
+		}
+	}
+	return line, limit
+}
+
+// lastErrorOf is the lastError of a targets API answer, else the line.
+func lastErrorOf(l string) string {
+	if i := strings.Index(l, `"lastError":"`); i >= 0 {
+		l = l[i+len(`"lastError":"`):]
+		if j := strings.Index(l, `"`); j >= 0 {
+			l = l[:j]
+		}
+		return "lastError: " + l
+	}
+	return l
+}
+
+func slicesContainsFold(lines []string, s string) bool {
+	for _, l := range lines {
+		if strings.Contains(strings.ToLower(l), strings.ToLower(s)) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 func TestScrapeLines(t *testing.T) {
@@ -59,6 +61,57 @@ func TestDetectScrapeFailing(t *testing.T) {
 			h := &Hypothesis{Kind: KindScrapeFailing, Subject: "inventory-service", Primary: []*Finding{&fs[0]}}
 			d := describe(h, Scope{})
 			for _, w := range []string{"is not down", "404", "port 9464", "keeps serving"} {
+				if !strings.Contains(d, w) {
+					t.Errorf("description lacks %q: %s", w, d)
+				}
+			}
+		})
+	}
+}
+
+// TestScrapeSampleLimit reads Prometheus rejecting a target's scrape over
+// its sample limit, in the forms Prometheus prints it (logfmt of 2.x, slog
+// of 3.x, the targets API's lastError), for the subject's pool only.
+func TestScrapeSampleLimit(t *testing.T) {
+	down := Finding{Kind: KindTargetDown, Subject: "catalog-api", Time: win.Start.Add(5 * time.Minute), Evidence: []string{"scrape target (up) of catalog-api fell from 1 to 0"}}
+	served := `{"time":"2026-12-08T16:20:00.136Z","level":"INFO","msg":"request","method":"GET","path":"/v2/products/42","status":200,"duration_ms":30.2}`
+	lines := func(n int, l string) []string { return strings.Split(strings.Repeat(l+"\n", n), "\n")[:n] }
+	sm := evidence.CommandOutput{Command: "kubectl -n catalog get servicemonitor catalog-api -o yaml", Run: "kubectl -n catalog get servicemonitor catalog-api -o yaml",
+		Lines: []string{"kind: ServiceMonitor", "  name: catalog-api", "spec:", "  sampleLimit: 10000"}}
+	for _, c := range []struct {
+		name  string
+		prom  string
+		cmd   *evidence.CommandOutput
+		want  bool
+		limit string
+	}{
+		{"logfmt of Prometheus 2", `ts=2026-12-08T16:05:25.684Z caller=scrape.go:1544 level=warn component="scrape manager" scrape_pool=serviceMonitor/catalog/catalog-api/0 target=http://10.42.6.14:8080/metrics msg="Append failed" err="sample limit exceeded"`, &sm, true, "10000"},
+		{"slog of Prometheus 3", `time=2026-12-08T16:05:25.684Z level=WARN source=scrape.go:1615 msg="Append failed" component="scrape manager" scrape_pool=catalog-api target=http://10.42.6.14:8080/metrics err="sample limit exceeded"`, nil, true, ""},
+		{"targets API lastError", "", &evidence.CommandOutput{Run: "wget -qO- 'http://localhost:9090/api/v1/targets?scrapePool=podMonitor/catalog/catalog-api/0'",
+			Lines: []string{`{"status":"success","data":{"activeTargets":[{"scrapePool":"podMonitor/catalog/catalog-api/0","health":"down","lastError":"sample limit exceeded","lastScrape":"2026-12-08T16:05:25Z"}]}}`}}, true, ""},
+		{"another pool over its limit", `ts=2026-12-08T16:05:25.684Z caller=scrape.go:1544 level=warn component="scrape manager" scrape_pool=serviceMonitor/search/search-api/0 target=http://10.42.6.19:8080/metrics msg="Append failed" err="sample limit exceeded"`, &sm, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Logs: []LogSet{minedSet("catalog-api", true, 0, lines(340, served)...)}, Window: win}
+			if c.prom != "" {
+				ev.Logs = append(ev.Logs, minedSet("prometheus", true, 0, lines(20, c.prom)...))
+			}
+			if c.cmd != nil {
+				ev.Commands = []evidence.CommandOutput{*c.cmd}
+			}
+			fs := detectScrapeFailing(ev, []Finding{down})
+			if (len(fs) == 1) != c.want {
+				t.Fatalf("findings %+v, want one: %v", fs, c.want)
+			}
+			if !c.want {
+				return
+			}
+			if fs[0].fact("sample_limit") != c.limit {
+				t.Errorf("limit %q, want %q", fs[0].fact("sample_limit"), c.limit)
+			}
+			h := &Hypothesis{Kind: KindScrapeFailing, Subject: "catalog-api", Primary: []*Finding{&fs[0]}}
+			d := describe(h, Scope{})
+			for _, w := range []string{"is not down", "sample limit", "series", "keeps serving"} {
 				if !strings.Contains(d, w) {
 					t.Errorf("description lacks %q: %s", w, d)
 				}
