@@ -48,6 +48,7 @@ var mechanisms = []*mechanism{
 	tmpfsMemory,
 	vpaMemoryCut,
 	netpolBlocked,
+	ipFamilyMismatch,
 	readOnlyRootFS,
 	saTokenMissing,
 	runtimeHandler,
