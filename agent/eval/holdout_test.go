@@ -61,7 +61,7 @@ var holdoutFloors = map[string]int{
 	"holdout43": 5,
 	"holdout44": 9,
 	"holdout45": 7,
-	"holdout46": 4,
+	"holdout46": 6,
 	"holdout47": 7,
 }
 
