@@ -398,6 +398,39 @@ var calibrationRules = []calibrationRule{
 	{"heap cap above the limit, the kills hours apart", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindOOMKilled && w.fact("heap_over_limit") != "" && noTrigger(w) && ranForHours(w)
 	}},
+	// A TLS handshake refused in its negotiation (the server's alert
+	// protocol_version or handshake_failure, no cipher or protocol in
+	// common), answered as a failure state (a Job failed, errors in a
+	// log) with no change read: the refusal says the two sides share no
+	// protocol version or cipher, not which side moved (a server hardened
+	// to TLS 1.3 only, a client runtime too old for it).
+	{"TLS negotiation refused, the two sides not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return genericFailure[w.Kind] && noTrigger(w) && w.fact("why") == "" && primaryLineMatches(w, tlsNegotiationRE)
+	}},
+	// A queue backing up after a change of its consumers that says
+	// nothing of how fast they consume (an account name, a label, a
+	// feature's text): the change is near, not a driver, and what stopped
+	// or slowed the consumers (a dependency refusing their calls) is not
+	// read.
+	{"backlog after a change that does not slow its consumers", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindBacklog && !noTrigger(w) && !consumerTrigger(w.Trigger) && w.fact("partition") == "" && !slowedBy(w)
+	}},
+	// A reader that cannot decode what it reads, "because its producer
+	// changed the format", while no producer is named and no change
+	// read: who writes the data and what they changed in it (a release
+	// that compresses, renames, retypes) is the root, one hop further.
+	{"decode failure, its producer not named", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindDecodeFailure && noTrigger(w) && w.fact("decode_source") == "" && w.fact("decode_notice") == ""
+	}},
+	// A consumer's offsets reset, explained as records deleted under its
+	// committed offsets, with nothing showing that it had committed
+	// offsets out of range (an out-of-range line, the offsets skipped, a
+	// pause longer than the retention, the broker deleting segments): the
+	// same reset line is logged by a group that has no committed offsets
+	// at all (a new group id), which re-reads instead of skipping.
+	{"offsets reset, out of range not shown", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindOffsetReset && !outOfRangeShown(w)
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
@@ -522,7 +555,7 @@ var fillsStorage = map[Kind]bool{KindDiskFull: true, KindWALRetained: true, Kind
 
 // storageQuestionRE is a question, or the alert it comes from, about a
 // disk or a volume filling up.
-var storageQuestionRE = regexp.MustCompile(`(?i)(?:volume|disk|filesystem|file system|storage|pvc?)\w*(?:\s+\S+){0,4}?\s*(?:fill|full\b|out of space|almost out)|(?:volume|disk|filesystem|storage)\w*?(?:fill|full|outofspace)|filling ?up|outofspace|no space left|disk ?space|diskpressure|low (?:free )?(?:storage|disk|space)|\binodes?\b`)
+var storageQuestionRE = regexp.MustCompile(`(?i)(?:volume|disk|filesystem|file system|storage|pvc?)\w*(?:\s+\S+){0,4}?\s*(?:fill|full\b|out of space|almost out)|(?:volume|disk|filesystem|storage)\w*?(?:fill|full|outofspace)|filling ?up|outofspace|no space left|disk ?space|diskpressure|low (?:free )?(?:storage|disk|space)|\binodes?\b|not[ _]enough[ _]space|\benospc\b|insufficient (?:disk |storage )?space|\b(?:grew|grown|resized|expanded|extended|enlarged)\s+(?:the\s+)?(?:[\w-]+\s+){0,2}(?:volume|disk|pvc|filesystem)`)
 
 // usesClaim reports whether w takes a volume or disk claim among its
 // findings.
@@ -992,4 +1025,61 @@ func ranForHours(h *Hypothesis) bool {
 		n++
 	}
 	return n > 0
+}
+
+// tlsNegotiationRE is a TLS handshake refused because the two sides share
+// no protocol version or cipher: Java's "Received fatal alert:
+// protocol_version" or "handshake_failure", OpenSSL's "wrong version
+// number", "no protocols available", "unsupported protocol", "no shared
+// cipher", Go's "tls: protocol version not supported".
+var tlsNegotiationRE = regexp.MustCompile(`(?i)fatal alert: (?:protocol_version|handshake_failure|insufficient_security)|alert protocol version|protocol version not supported|wrong version number|no protocols available|unsupported protocol|no (?:shared )?cipher(?: suites?)?(?: in common)?\b|no cipher suites in common|no appropriate protocol|inappropriate fallback`)
+
+// primaryLineMatches reports whether a primary finding of h quotes a line
+// (its line or last log line) that re matches.
+func primaryLineMatches(h *Hypothesis, re *regexp.Regexp) bool {
+	for _, f := range h.Primary {
+		if re.MatchString(f.fact("line")) || re.MatchString(f.fact("last_log")) {
+			return true
+		}
+	}
+	return false
+}
+
+// consumerChangeRE is a change that says how fast a queue's consumers
+// consume, or where they deliver: their concurrency, batches, polling,
+// partitions, replicas, timeouts, limits, retries, the endpoint or
+// broker they use.
+var consumerChangeRE = regexp.MustCompile(`(?i)concurren|worker|thread|consumer|batch|prefetch|partition|replica|scal|poll|timeout|rate|limit|pool|queue|retr|endpoint|\burl\b|host|\btls\b|dsn|broker|topic|group|image|version|release|upgrade|\bv?\d+\.\d+`)
+
+// consumerTrigger reports whether c, a backlog's trigger, can slow its
+// consumers: a deploy of code, a change whose text names what sets their
+// pace, or one that says nothing of what it changed (it is not judged).
+func consumerTrigger(c *Finding) bool {
+	text := c.fact("description")
+	if i := strings.Index(c.Summary, ":"); i >= 0 {
+		text += c.Summary[i+1:]
+	}
+	return c.Kind == KindDeploy || c.fact("image") != "" || strings.TrimSpace(text) == "" || consumerChangeRE.MatchString(text)
+}
+
+// outOfRangeRE is a consumer's or broker's word that a committed offset
+// was out of range, or that segments were deleted for retention.
+var outOfRangeRE = regexp.MustCompile(`(?i)out of range|outside the range|offset_out_of_range|offset reset \(at offset|segment deletions|deletable segments`)
+
+// outOfRangeShown reports whether h, an offset reset, shows that the
+// group had committed offsets the reset went past: records skipped from a
+// committed offset, a pause of the consumer, an out-of-range line or the
+// broker's retention deletes.
+func outOfRangeShown(h *Hypothesis) bool {
+	if h.fact("skipped") != "" || h.fact("paused") != "" {
+		return true
+	}
+	for _, f := range h.Primary {
+		for _, e := range f.Evidence {
+			if outOfRangeRE.MatchString(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
