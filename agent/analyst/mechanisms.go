@@ -207,6 +207,7 @@ var mechanisms = []*mechanism{
 	poolCapped,
 	scrapeBlocked,
 	scrapeFailing,
+	monitorUnselected,
 	connLeak,
 	databaseErrors,
 	signingKeyUnknown,

@@ -214,6 +214,7 @@ var kinds = map[Kind]kindInfo{
 	KindDeadlock:          {prior: 0.86},
 	KindRetryStorm:        {prior: 0.84},
 	KindScrapeFailing:     {prior: 0.84},
+	KindMonitorUnselected: {prior: 0.84},
 	KindScrapeBlocked:     {prior: 0.86},
 	KindResolverTimeout:   {prior: 0.84},
 	KindDNSUpstream:       {prior: 0.88},
