@@ -123,6 +123,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	findings = append(findings, e.askPeers(ctx, req, run, sc)...)
 	sc.Known = g.knownNames()
 	sc.Restarts = oldRestarts(g.k8s.Pods, sc.Service, sc.Window)
+	sc.Removed = removedJobs(g.gathered(), sc)
 	sc.Nodes = g.nodeNames()
 	for _, f := range findings {
 		if f.Kind == KindPeer {

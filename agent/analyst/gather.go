@@ -51,7 +51,9 @@ type gatherer struct {
 	// streamed are log streams kept line by line for the mechanisms that
 	// read them entry by entry (a managed server's slow log).
 	streamed []evidence.CommandOutput
-	done     map[string]bool // domain → gathered
+	// jobDeletes are the audit log's deletes of Jobs (jobdeleted.go).
+	jobDeletes []jobDelete
+	done       map[string]bool // domain → gathered
 
 	calls       int   // successful calls
 	unavailable error // the first unavailable error
@@ -1232,6 +1234,8 @@ func (g *gatherer) gatherCloudWatch(ctx context.Context, sp specialist) error {
 			}
 			// A CloudTrail trail's calls that changed something are changes.
 			g.changes = append(g.changes, cloudTrailChanges(lr.Lines)...)
+			// An API server's audit log: who deleted which Job.
+			g.jobDeletes = append(g.jobDeletes, auditJobDeletes(lr.Lines)...)
 			if s, ok := slowlogStream(grp, lr.Lines); ok {
 				g.streamed = append(g.streamed, s)
 			}
@@ -1312,7 +1316,7 @@ func (g *gatherer) detect() []Finding {
 
 // gathered is the evidence as mechanisms see it.
 func (g *gatherer) gathered() *Gathered {
-	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: append(slices.Clip(g.commands), g.streamed...), Window: g.sc.Window, Scope: g.sc}
+	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: append(slices.Clip(g.commands), g.streamed...), JobDeletes: g.jobDeletes, Window: g.sc.Window, Scope: g.sc}
 }
 
 // attachHosts names a dependency after the host whose own log shows it

@@ -140,8 +140,11 @@ type Gathered struct {
 	// output, auth can-i, gets of kinds not read): read as they are by the
 	// mechanisms that know a command.
 	Commands []evidence.CommandOutput
-	Window   Window
-	Scope    Scope
+	// JobDeletes are the deletes of Jobs an API server's audit log
+	// recorded: who deleted which Job, when (jobdeleted.go).
+	JobDeletes []jobDelete
+	Window     Window
+	Scope      Scope
 }
 
 // recommender collects recommendations.

@@ -32,6 +32,9 @@ type Scope struct {
 	// Restarts says, for a healthy answer, that the subject's restarts
 	// all ended before the window (oldRestarts), or is empty.
 	Restarts string
+	// Removed says that a Job of the question's subjects was deleted by
+	// its TTL after it finished (removedJobs), or is empty.
+	Removed string
 }
 
 // wellKnownDeps are dependency names the analyst derives from ports and
@@ -734,6 +737,10 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 			r.RootCause.Description += " " + sc.Restarts
 			r.RootCause.Evidence = append(r.RootCause.Evidence, sc.Restarts)
 		}
+		if sc.Removed != "" {
+			r.RootCause.Description += " " + sc.Removed
+			r.RootCause.Evidence = append(r.RootCause.Evidence, sc.Removed)
+		}
 		if note, ev := fallbackNote(a, strings.Split(what, ", ")); note != "" {
 			r.RootCause.Description += " " + note
 			r.RootCause.Evidence = append(r.RootCause.Evidence, ev)
@@ -764,6 +771,11 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 	ev := evidenceOf(w)
 	conf = calibrate(a, conf, answerShape{timeline: len(r.Timeline), evidence: len(ev), question: sc.Message + " " + sc.Alert, subjects: sc.Subjects()})
 	r.RootCause = finding.RootCause{Description: describe(w, sc), Confidence: conf, Evidence: ev}
+	// Why a finished Job of the subject is gone (jobttlremoved.go).
+	if sc.Removed != "" {
+		r.RootCause.Description += " " + sc.Removed
+		r.RootCause.Evidence = append(r.RootCause.Evidence, sc.Removed)
+	}
 	r.Verdict = finding.VerdictIdentified
 	if conf < 55 {
 		r.Verdict = finding.VerdictInconclusive
