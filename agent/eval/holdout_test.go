@@ -63,6 +63,7 @@ var holdoutFloors = map[string]int{
 	"holdout45": 7,
 	"holdout46": 6,
 	"holdout47": 7,
+	"holdout48": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
