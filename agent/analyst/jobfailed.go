@@ -475,8 +475,9 @@ func useLog(f *Finding, lines []string, source string) {
 		f.setFact("line_kind", string(kind))
 		// Data the run fetched that no longer parses: the producer's
 		// change is the root (decodefailure.go), the failed run its
-		// consequence.
-		if kind == KindDecodeFailure {
+		// consequence. So are the two ends of a connection that
+		// disagree on TLS (tlsmismatch.go): the end that changed.
+		if kind == KindDecodeFailure || kind == KindTLSMismatch {
 			f.setFact("explained_by", string(kind))
 			f.Weight = 0.7
 		}

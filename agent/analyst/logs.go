@@ -84,6 +84,10 @@ var logRules = []logRule{
 	// A setting's value refused (before TLS: "failed to configure TLS
 	// (sslmode is invalid)" is the setting, not a handshake).
 	lineRule(settingInvalid),
+	// Plaintext against TLS, or no TLS version in common: before the
+	// handshake's other failures ("first record does not look like a TLS
+	// handshake" is no certificate's fault).
+	lineRule(tlsMismatch),
 	lineRule(tlsHandshake),
 	// A host out of source ports for new outgoing connections.
 	lineRule(ephemeralPorts),

@@ -121,6 +121,7 @@ var mechanisms = []*mechanism{
 	offsetReset,
 	diskClaim,
 	resourceAlarm,
+	tlsMismatch,
 	tlsHandshake,
 	clientCertExpired,
 	certificateExpired,

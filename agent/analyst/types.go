@@ -324,6 +324,7 @@ var kinds = map[Kind]kindInfo{
 
 	// Tokens signed with a key the validator's cached JWKS lacks.
 	KindSigningKeyUnknown: {prior: 0.84},
+	KindTLSMismatch:       {prior: 0.84},
 	// Tokens signed with a key other than the one the validator holds.
 	KindTokenSignatureInvalid: {prior: 0.84},
 	KindDecodeFailure:         {prior: 0.86},
