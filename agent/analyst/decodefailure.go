@@ -124,7 +124,7 @@ var decodeFailure = &mechanism{
 }
 
 var (
-	decodeFailureRE = regexp.MustCompile(`(?i)parsing time [^\n]{1,160}?: (?:cannot parse|extra text|month out of range|day out of range|hour out of range)|time data '[^']*' does not match format|Invalid isoformat string|DateTimeParseException: Text '[^']*' could not be parsed|InvalidFormatException: Cannot deserialize value of type|MismatchedInputException: Cannot deserialize value of type|UnrecognizedPropertyException: Unrecognized field|The JSON value could not be converted to|was not recognized as a valid DateTime|Unexpected token \S+ in JSON at position|is not valid JSON|invalid character '\\+x1f' looking for beginning of value|Illegal character \(\(CTRL-CHAR, code 31\)\)|'utf-8' codec can't decode byte 0x8b in position 1|unknown variant ` + "`" + `[^` + "`" + `]+` + "`" + `, expected|(?:response|body|payload|message|event|record)\b[^\n]{0,120}json: cannot unmarshal \w+ into Go`)
+	decodeFailureRE = regexp.MustCompile(`(?i)parsing time [^\n]{1,160}?: (?:cannot parse|extra text|month out of range|day out of range|hour out of range)|time data '[^']*' does not match format|Invalid isoformat string|DateTimeParseException: Text '[^']*' could not be parsed|InvalidFormatException: Cannot deserialize value of type|MismatchedInputException: Cannot deserialize value of type|UnrecognizedPropertyException: Unrecognized field|The JSON value could not be converted to|was not recognized as a valid DateTime|Unexpected token \S+ in JSON at position|is not valid JSON|invalid character '\\+x1f' looking for beginning of value|Illegal character \(\(CTRL-CHAR, code 31\)\)|'utf-8' codec can't decode byte 0x8b in position 1|unknown variant ` + "`" + `[^` + "`" + `]+` + "`" + `, expected|(?:response|body|payload|message|event|record)\b[^\n]{0,120}json: cannot unmarshal \w+ into Go|json: cannot unmarshal \w+ into Go struct field \w*(?:Response|Reply|Result|Event|Message|Payload|Body)\.`)
 
 	// A change that touches how data is read or written.
 	decodeChangeRE = regexp.MustCompile(`(?i)\b(?:pars(?:er|ing)|serializ\w*|deserializ\w*|format|schema|payload|api version|v\d+ api|contract|enum|timestamp|date ?time|time ?zone|decoder|encoding)\b`)
@@ -136,6 +136,9 @@ var (
 	// What it expected: Go's layout, Python's format, an enum's values.
 	decodeLayoutRE = regexp.MustCompile(`(?i)\bas \\*"(?:\\*")?([^"\\]+)|does not match format '([^']+)'|accepted for Enum class: (\[[^\]]+\])|expected one of ([^\n"]{1,80})`)
 	decodeTimeRE   = regexp.MustCompile(`(?i)parsing time|time data|isoformat|DateTime|java\.time|Instant|OffsetDateTime|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}`)
+	// Go's encoding/json: the JSON type it got and the Go type of the
+	// field.
+	goTypeRE = regexp.MustCompile(`json: cannot unmarshal (\w+) into Go (?:struct field|value) [\w.\[\]]* ?of type ([\w.\[\]*]+)`)
 	// A value that begins with gzip's magic bytes 1f 8b, as each runtime
 	// shows it: JSON.parse's unexpected token U+001F, Go's invalid
 	// character '\x1f', Jackson's CTRL-CHAR code 31, Python's undecodable
@@ -176,10 +179,14 @@ func explainDecode(f *Finding, ev *Gathered) {
 	}
 	if m := decodeLayoutRE.FindStringSubmatch(line); m != nil {
 		f.setFact("decode_expected", layoutWords(firstGroup(m)))
+	} else if m := goTypeRE.FindStringSubmatch(line); m != nil {
+		f.setFact("decode_expected", fmt.Sprintf("it gets a %s where its code expects %s", m[1], m[2]))
 	}
+	// The error's own words say whether a timestamp failed (not the
+	// line's own timestamp before them).
 	if compressedValueRE.MatchString(line) {
 		f.setFact("decode_compressed", "gzip")
-	} else if decodeTimeRE.MatchString(line) {
+	} else if decodeTimeRE.MatchString(decodeError(line)) {
 		f.setFact("decode_time", "true")
 	}
 	reader := orWord(f.fact("caller"), f.Subject)
@@ -377,6 +384,13 @@ func producerOf(ev *Gathered, reader string, f *Finding) (string, *evidence.Chan
 			}
 		}
 	}
+	// The service the reader's failing line says answered: "upstream":
+	// "shipping-quotes", peer=stock-api.
+	if m := answeredByRE.FindStringSubmatch(f.fact("line")); m != nil {
+		if u := strings.ToLower(m[1]); u != reader && knownService(ev, u) {
+			return u, near(u)
+		}
+	}
 	var topics []string
 	for _, s := range ev.Logs {
 		if s.Subject != reader {
@@ -472,6 +486,9 @@ func storeWriter(ev *Gathered, reader string) string {
 	}
 	return ""
 }
+
+// answeredByRE is the service a structured line says answered the call.
+var answeredByRE = regexp.MustCompile(`(?i)\b"?(?:upstream|peer|callee|peer_service|peer\.service|remote_service)"?\s*[:=]\s*"?([a-z][a-z0-9-]{2,})`)
 
 // storeURLRE is a data store's address as clients print it: a URL of a
 // cache's, a database's or a broker's scheme.

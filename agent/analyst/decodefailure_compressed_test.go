@@ -79,3 +79,43 @@ func TestDecodeFailureCompressedValue(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeFailureUpstreamNamed reads Go's encoding/json failing on a
+// response type's field as a decode failure (not a config file), says
+// which JSON type came where the code expects another, follows the
+// service the line names as the one that answered, and does not take the
+// line's own timestamp for a timestamp that failed.
+func TestDecodeFailureUpstreamNamed(t *testing.T) {
+	cases := []struct {
+		name, line, producer string
+	}{
+		{"slog JSON with an upstream field", `{"time":"2026-11-22T10:19:51.586332Z","level":"ERROR","msg":"quote failed","upstream":"rates","status":200,"err":"decode rates: json: cannot unmarshal string into Go struct field RateResponse.items.amount of type float64"}`, "rates"},
+		{"logfmt with peer=", `time=2026-11-22T10:19:51Z level=error msg="list items" peer=stock-api err="json: cannot unmarshal number into Go struct field ItemsReply.sku of type string"`, "stock-api"},
+		{"zap console, no service named", `2026-11-22T10:19:51.586Z	ERROR	client/quotes.go:41	quote failed	{"error": "json: cannot unmarshal string into Go struct field QuoteResult.total of type int64"}`, ""},
+	}
+	for _, c := range cases {
+		if k, _ := ClassifyLine(c.line); k != KindDecodeFailure {
+			t.Errorf("%s: classified %q", c.name, k)
+			continue
+		}
+		sets := []LogSet{minedSet("web", false, 0, c.line), minedSet("rates", false, 0, `INFO serving`), minedSet("stock-api", false, 0, `INFO serving`)}
+		ev := &Gathered{Logs: sets, Window: win, Changes: []evidence.Change{
+			{Timestamp: win.Start.Add(-10 * time.Minute), Service: c.producer, Kind: "deploy", Revision: "2.0.0", Description: c.producer + " 2.0.0: amounts as decimals"},
+		}}
+		found := DetectLogs(sets, win)
+		decodeFailure.detect(ev, found)
+		var f *Finding
+		for i := range found {
+			if found[i].Kind == KindDecodeFailure && found[i].Subject == "web" {
+				f = &found[i]
+			}
+		}
+		if f == nil {
+			t.Errorf("%s: no decode failure", c.name)
+			continue
+		}
+		if f.fact("decode_source") != c.producer || !strings.Contains(f.fact("decode_expected"), "where its code expects") || f.fact("decode_time") != "" {
+			t.Errorf("%s: source %q expected %q time %q", c.name, f.fact("decode_source"), f.fact("decode_expected"), f.fact("decode_time"))
+		}
+	}
+}
