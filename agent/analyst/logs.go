@@ -100,6 +100,9 @@ var logRules = []logRule{
 	lineRule(workerPool),
 	// A runtime's thread pool starved by blocked threads.
 	lineRule(threadPoolStarvation),
+	// A runtime's event loop blocked by synchronous work, with for how
+	// long (before the CPU's lag lines).
+	lineRule(eventLoopBlocked),
 	// Slow database statements: seq scans, statement timeouts.
 	lineRule(slowQuery),
 	// A required environment variable not set.

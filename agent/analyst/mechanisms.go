@@ -92,6 +92,7 @@ var mechanisms = []*mechanism{
 	mallocFragmentation,
 	unboundedCache,
 	threadPoolStarvation,
+	eventLoopBlocked,
 	metaspace,
 	heapExhausted,
 	depConflict,

@@ -429,6 +429,8 @@ var kinds = map[Kind]kindInfo{
 	KindThreadPoolStarvation: {prior: 0.86},
 	// A single-threaded store stalled by the fork of its snapshots.
 	KindForkStall: {prior: 0.86},
+	// A runtime's event loop blocked by synchronous work.
+	KindEventLoopBlocked: {prior: 0.86},
 	// A regular expression backtracking catastrophically on the CPU.
 	KindRegexBacktrack: {prior: 0.86},
 	// Code using a column or table its database lacks.
