@@ -27,6 +27,7 @@ var mechanisms = []*mechanism{
 	tombstonesM,
 	volumeResizeFailed,
 	inodesExhausted,
+	fsGroupChown,
 	tooManyParts,
 	dbBlocked,
 	migrationLock,

@@ -36,7 +36,11 @@ var mountFailure = &mechanism{
 				break
 			}
 		}
-		d := fmt.Sprintf("%s pods are stuck because a volume mount fails (FailedMount): %s", s, truncate(msg, 200))
+		head, out := mountHelperOutput(msg)
+		d := fmt.Sprintf("%s pods are stuck because a volume mount fails (FailedMount): %s", s, truncate(head, 200))
+		if out != "" {
+			d += fmt.Sprintf("; the mount helper says why: %s", quote(out, 420))
+		}
 		if m := h.fact("multi_attach"); m != "" {
 			d += "; " + m
 		}
@@ -54,4 +58,27 @@ var mountFailure = &mechanism{
 		r.add(finding.PriorityMedium, "Look for volumes still attached to another node (multi-attach) and detach them")
 		r.add(finding.PriorityLow, "Alert on pods stuck in ContainerCreating")
 	},
+}
+
+// mountHelperOutput splits a kubelet's mount failure into its first line
+// and what the mount helper printed ("Output: mount.nfs: access denied by
+// server", the EFS helper's "Failed to resolve ... mount target", a CIFS
+// error), the reason the first line's "exit status 32" does not say. Lines
+// that only point to documentation are dropped; out is empty when the
+// message carries no helper output.
+func mountHelperOutput(msg string) (head, out string) {
+	head, _, _ = strings.Cut(msg, "\n")
+	i := strings.Index(msg, "Output:")
+	if i < 0 {
+		return head, ""
+	}
+	var kept []string
+	for _, l := range strings.Split(msg[i+len("Output:"):], "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "See http") || strings.HasPrefix(l, "Mounting ") {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return head, strings.Join(strings.Fields(strings.Join(kept, " ")), " ")
 }

@@ -449,6 +449,8 @@ var kinds = map[Kind]kindInfo{
 	KindVolumeResizeFailed: {prior: 0.88},
 	// A filesystem out of inodes while its bytes are free.
 	KindInodesExhausted: {prior: 0.88},
+	// A pod's start waiting on the kubelet's fsGroup ownership walk.
+	KindFSGroupChown: {prior: 0.88},
 	// ClickHouse rejecting inserts for too many parts.
 	KindTooManyParts: {prior: 0.86},
 	// Mesh proxies refusing the configuration pushed to them.
