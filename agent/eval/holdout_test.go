@@ -64,6 +64,7 @@ var holdoutFloors = map[string]int{
 	"holdout46": 6,
 	"holdout47": 7,
 	"holdout48": 4,
+	"holdout51": 8,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
