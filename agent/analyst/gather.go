@@ -1520,6 +1520,8 @@ func (g *gatherer) gatherClusterDNS(ctx context.Context, plan []specialist) {
 	for i := range pods {
 		if isClusterDNS(&pods[i]) {
 			dns = append(dns, pods[i])
+		} else if isNodeLocalDNS(&pods[i]) {
+			g.k8s.NodeDNS = append(g.k8s.NodeDNS, pods[i])
 		}
 	}
 	g.k8s.Pods = append(g.k8s.Pods, dns...)

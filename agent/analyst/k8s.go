@@ -48,7 +48,11 @@ type K8sEvidence struct {
 	// CNI DaemonSets) read from kube-system when a pod's sandbox could not
 	// get its network: whether the agent runs on the pod's node.
 	NodeAgents []corev1.Pod
-	Nodes      []corev1.Node
+	// NodeDNS are the pods of the node-local DNS cache (NodeLocal
+	// DNSCache's node-local-dns DaemonSet) read from kube-system when
+	// callers fail to resolve names: whether it runs on their nodes.
+	NodeDNS []corev1.Pod
+	Nodes   []corev1.Node
 	// Jobs are the namespace's Job objects, whose status says whether a
 	// run failed even when its pods and events are gone or older than the
 	// window.

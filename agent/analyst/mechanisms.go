@@ -50,6 +50,7 @@ var mechanisms = []*mechanism{
 	vpaMemoryCut,
 	netpolBlocked,
 	ipFamilyMismatch,
+	nodeLocalDNSMissing,
 	readOnlyRootFS,
 	saTokenMissing,
 	runtimeHandler,

@@ -494,8 +494,9 @@ var kinds = map[Kind]kindInfo{
 	// A VerticalPodAutoscaler that cut a workload's memory limit.
 	KindVPAMemoryCut: {prior: 0.88},
 	// A NetworkPolicy that drops a Job's calls to a Service.
-	KindNetpolBlocked:    {prior: 0.86},
-	KindIPFamilyMismatch: {prior: 0.88},
+	KindNetpolBlocked:       {prior: 0.86},
+	KindIPFamilyMismatch:    {prior: 0.88},
+	KindNodeLocalDNSMissing: {prior: 0.88},
 	// An egress NetworkPolicy that drops a namespace's DNS lookups.
 	KindEgressDNSBlocked: {prior: 0.88},
 	// An application writing to its container's read-only root file system.
