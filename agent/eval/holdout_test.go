@@ -61,7 +61,7 @@ var holdoutFloors = map[string]int{
 	"holdout43": 5,
 	"holdout44": 9,
 	"holdout45": 8,
-	"holdout46": 6,
+	"holdout46": 7,
 	"holdout47": 7,
 	"holdout48": 4,
 	"holdout51": 8,
