@@ -121,6 +121,8 @@ var mechanisms = []*mechanism{
 	diskFull,
 	kafkaMinISR,
 	groupReplay,
+	pooledPrepared,
+	refreshDisabled,
 	offsetReset,
 	diskClaim,
 	resourceAlarm,

@@ -479,6 +479,11 @@ var kinds = map[Kind]kindInfo{
 	// A consumer started under a group with no committed offsets,
 	// replaying its topic: above the lag it leaves.
 	KindGroupReplay: {prior: 0.86},
+	// A client's prepared statements lost behind a transaction-pooling
+	// proxy: above the errors of the client they fail.
+	KindPooledPrepared: {prior: 0.86},
+	// A live search index with refresh disabled.
+	KindRefreshDisabled: {prior: 0.86},
 	// A broker cluster cut in two, a node paused.
 	KindClusterPartition: {prior: 0.86},
 	// A primary failed over again and again.
