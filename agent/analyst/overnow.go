@@ -133,6 +133,10 @@ func answerOverNow(res *finding.Result, sets []LogSet, alerts []evidence.Alert, 
 		expl += fmt.Sprintf("; alert %s fired at %s and resolved at %s UTC", a.Name, a.StartsAt.UTC().Format("15:04"), a.EndsAt.UTC().Format("15:04"))
 	}
 	expl += "."
+	if old, cur := burstVersions(sets, subjects); old != "" {
+		expl += fmt.Sprintf(" Its errors came only from instances still running %s while they were replaced by %s (the two versions side by side during the rollout: a version skew between old and new pods), and stopped when the last old one was gone; %s serves without them, so rolling back to %s would bring the mixed versions back.", old, cur, cur, old)
+		res.RootCause.Evidence = append(res.RootCause.Evidence, fmt.Sprintf("every error line names version %s; the instances serving since name version %s", old, cur))
+	}
 	cause := strings.TrimSpace(res.RootCause.Description)
 	res.RootCause.Description = expl + " What caused them (transient, recovered on its own): " + cause
 	res.Summary = expl + " " + res.Summary
@@ -151,4 +155,53 @@ func answerOverNow(res *finding.Result, sets []LogSet, alerts []evidence.Alert, 
 		res.Recommendations...)
 	res.Normalize()
 	return true
+}
+
+// versionFieldRE is the version a structured line names ("version":
+// "8.2.4", version=8.2.4, app_version=...).
+var versionFieldRE = regexp.MustCompile(`(?i)"?\b(?:app_?|service_?)?version"?\s*[:=]\s*"?v?(\d+\.\d+(?:\.\d+)?(?:[-+][\w.]+)?)\b`)
+
+// burstVersions reads the version the subjects' error lines name and the
+// one their other lines name: when every error names one version and the
+// lines of normal work name another, the errors came from the old
+// instances of a rollout only.
+func burstVersions(sets []LogSet, subjects []string) (old, cur string) {
+	errs, oks := map[string]bool{}, map[string]bool{}
+	for i := range sets {
+		set := &sets[i]
+		if !containsFold(subjects, set.Subject) {
+			continue
+		}
+		for j, t := range set.Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				m := versionFieldRE.FindStringSubmatch(l)
+				if m == nil {
+					continue
+				}
+				if set.classified(j).isErr {
+					errs[m[1]] = true
+				} else {
+					oks[m[1]] = true
+				}
+			}
+		}
+	}
+	if len(errs) != 1 {
+		return "", ""
+	}
+	for v := range errs {
+		old = v
+	}
+	for v := range oks {
+		if v != old {
+			if cur != "" {
+				return "", "" // more than one other version: no rollout's two sides
+			}
+			cur = v
+		}
+	}
+	if cur == "" {
+		return "", ""
+	}
+	return old, cur
 }

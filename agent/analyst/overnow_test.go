@@ -90,3 +90,44 @@ func TestAnswerOverNow(t *testing.T) {
 		})
 	}
 }
+
+// TestBurstVersions reads a burst whose errors all name the version a
+// rollout replaced, while the lines of normal work name the new one, as
+// a version skew of the rollout; errors of the running version, or lines
+// naming no version, are not.
+func TestBurstVersions(t *testing.T) {
+	mk := func(lines ...string) []LogSet {
+		m := analysis.NewMiner(win.BaselineStart, win.Start, win.End)
+		for i, l := range lines {
+			m.Add(win.Start.Add(time.Duration(i)*time.Minute), "cart", MiningText(l))
+		}
+		return []LogSet{{Source: "cart.log", Subject: "cart", Origin: SrcLogs, Templates: m.Templates()}}
+	}
+	for _, c := range []struct {
+		name     string
+		sets     []LogSet
+		old, cur string
+	}{
+		{"slog JSON", mk(
+			`{"time":"2026-11-26T09:58:18Z","level":"ERROR","msg":"load cart failed","err":"decode cart: Time.UnmarshalJSON: input is not a JSON string","version":"8.2.4"}`,
+			`{"time":"2026-11-26T10:00:06Z","level":"INFO","msg":"starting","service":"cart","version":"8.3.0"}`,
+		), "8.2.4", "8.3.0"},
+		{"logfmt", mk(
+			`time=2026-11-26T09:58:18Z level=error msg="read session" err="unknown field ttl_s" app_version=v3.1.0`,
+			`time=2026-11-26T10:00:06Z level=info msg="listening" app_version=v3.2.0 addr=:8080`,
+		), "3.1.0", "3.2.0"},
+		{"the new version fails", mk(
+			`{"level":"ERROR","msg":"load failed","version":"8.3.0"}`,
+			`{"level":"INFO","msg":"starting","version":"8.3.0"}`,
+		), "", ""},
+		{"no version named", mk(
+			`{"level":"ERROR","msg":"load failed"}`,
+			`{"level":"INFO","msg":"starting"}`,
+		), "", ""},
+	} {
+		old, cur := burstVersions(c.sets, []string{"cart"})
+		if old != c.old || cur != c.cur {
+			t.Errorf("%s: %q %q, want %q %q", c.name, old, cur, c.old, c.cur)
+		}
+	}
+}
