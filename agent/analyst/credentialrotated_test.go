@@ -79,6 +79,12 @@ func TestRotatedCredential(t *testing.T) {
 			[]LogSet{minedSet("orders-svc", false, 0, mssqlClient...), minedSet("mssql-audit", false, -20*time.Minute,
 				`2026-03-14 09:25:00.11 spid61 ALTER LOGIN orders_rw WITH PASSWORD = '******'`)},
 			nil, nil, "orders-svc", []string{"ALTER LOGIN", "Login failed"}, false},
+		{"Redis WRONGPASS after an ElastiCache user rotation function's steps",
+			[]LogSet{minedSet("auth-api", false, 0, redisClient...), minedSet("/aws/lambda/elasticache-user-rotation", false, -25*time.Minute,
+				"[INFO]\t2026-03-14T09:20:01.402Z\t3f8c1a2e\tRotation step createSecret for arn:aws:secretsmanager:eu-central-1:123456789012:secret:prod/identity/sessions-redis-Qk3x9P: new AWSPENDING version",
+				"[INFO]\t2026-03-14T09:20:02.118Z\t3f8c1a2e\tRotation step setSecret: elasticache.modify_user(UserId='sessions', Passwords=[<AWSPENDING>]) -> Status modifying",
+				"[INFO]\t2026-03-14T09:20:04.204Z\t3f8c1a2e\tRotation step finishSecret: version 8b1e4c7a marked AWSCURRENT")},
+			nil, nil, "auth-api", []string{"Rotation step setSecret", "modify_user", "WRONGPASS"}, false},
 		{"refusals that began before the rotation are not its doing",
 			[]LogSet{minedSet("statements-api", false, -90*time.Minute, jdbc...), minedSet("SecretsManagerstatements-db-rotation", false, -40*time.Minute, lambda...)},
 			nil, nil, "", nil, false},
@@ -89,6 +95,12 @@ func TestRotatedCredential(t *testing.T) {
 			[]LogSet{minedSet("reports", false, 0, `2026-03-14T09:45:10Z ERROR query failed: pq: permission denied for table invoices`),
 				minedSet("cloudtrail", false, -30*time.Minute, cloudTrail...)},
 			nil, nil, "", nil, false},
+	}
+	// A change recording the rotation in the secret manager's words.
+	for _, l := range []string{"Secrets Manager scheduled rotation of prod/identity/sessions-redis", "immediate rotation of secret prod/billing/mysql requested"} {
+		if !rotationRE.MatchString(l) {
+			t.Errorf("%q is a rotation", l)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
