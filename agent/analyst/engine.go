@@ -125,6 +125,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	sc.Restarts = oldRestarts(g.k8s.Pods, sc.Service, sc.Window)
 	sc.Removed = removedJobs(g.gathered(), sc)
 	sc.Nodes = g.nodeNames()
+	sc.Components = componentNames(g.k8s.Pods, g.k8s.Deployments)
 	for _, f := range findings {
 		if f.Kind == KindPeer {
 			sc.Known[f.Subject] = true

@@ -942,3 +942,24 @@ func isInitContainer(p *corev1.Pod, name string) bool {
 	}
 	return false
 }
+
+// componentNames maps each workload whose name is its Helm release's
+// prefix before the component it runs ("kube-prometheus-stack-" before
+// "kube-state-metrics", by its app.kubernetes.io/name label) to that
+// component's name. A workload whose name does not end in its component's
+// is left out: its label says nothing of a prefix.
+func componentNames(pods []corev1.Pod, deps []appsv1.Deployment) map[string]string {
+	out := map[string]string{}
+	add := func(wl, name string) {
+		if name != "" && wl != name && strings.HasSuffix(wl, "-"+name) {
+			out[wl] = name
+		}
+	}
+	for i := range pods {
+		add(WorkloadOfPod(&pods[i]), pods[i].Labels["app.kubernetes.io/name"])
+	}
+	for i := range deps {
+		add(deps[i].Name, deps[i].Labels["app.kubernetes.io/name"])
+	}
+	return out
+}

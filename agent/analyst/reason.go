@@ -29,6 +29,11 @@ type Scope struct {
 	Known map[string]bool
 	// Nodes holds the names of the cluster's nodes.
 	Nodes map[string]bool
+	// Components maps a workload named after its Helm release
+	// ("kube-prometheus-stack-kube-state-metrics") to the component it
+	// runs, its app.kubernetes.io/name ("kube-state-metrics"): the name
+	// people know the system by (componentNames).
+	Components map[string]string
 	// Restarts says, for a healthy answer, that the subject's restarts
 	// all ended before the window (oldRestarts), or is empty.
 	Restarts string
@@ -1023,6 +1028,11 @@ func affected(w *Hypothesis, sc Scope) []string {
 	// evidence names it (a managed node known only from its own log).
 	if w.Kind != KindDNS && w.Subject != "" && w.Subject != "*" && !slices.Contains(cleared, w.Subject) {
 		out = append(out, w.Subject)
+		// The component the root's workload runs, by the name it is
+		// known by apart from its release's prefix.
+		if c := sc.Components[w.Subject]; c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
 	}
 	for _, f := range w.Primary {
 		add(f.fact("caller"))
