@@ -63,7 +63,7 @@ var holdoutFloors = map[string]int{
 	"holdout45": 8,
 	"holdout46": 7,
 	"holdout47": 7,
-	"holdout48": 4,
+	"holdout48": 5,
 	"holdout50": 4,
 	"holdout51": 8,
 }
