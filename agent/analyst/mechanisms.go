@@ -95,6 +95,7 @@ var mechanisms = []*mechanism{
 	unboundedCache,
 	threadPoolStarvation,
 	eventLoopBlocked,
+	goroutineLeak,
 	metaspace,
 	heapExhausted,
 	depConflict,

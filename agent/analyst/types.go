@@ -431,6 +431,8 @@ var kinds = map[Kind]kindInfo{
 	KindForkStall: {prior: 0.86},
 	// A runtime's event loop blocked by synchronous work.
 	KindEventLoopBlocked: {prior: 0.86},
+	// A Go service leaking goroutines blocked forever in one frame.
+	KindGoroutineLeak: {prior: 0.86},
 	// A regular expression backtracking catastrophically on the CPU.
 	KindRegexBacktrack: {prior: 0.86},
 	// Code using a column or table its database lacks.

@@ -60,7 +60,7 @@ var holdoutFloors = map[string]int{
 	"holdout42": 9,
 	"holdout43": 5,
 	"holdout44": 9,
-	"holdout45": 8,
+	"holdout45": 9,
 	"holdout46": 7,
 	"holdout47": 7,
 	"holdout48": 5,
