@@ -88,6 +88,9 @@ var logRules = []logRule{
 	// handshake's other failures ("first record does not look like a TLS
 	// handshake" is no certificate's fault).
 	lineRule(tlsMismatch),
+	// A certificate that does not name the host dialed: before the
+	// generic handshake failure.
+	lineRule(certNameMismatch),
 	lineRule(tlsHandshake),
 	// A host out of source ports for new outgoing connections.
 	lineRule(ephemeralPorts),

@@ -219,6 +219,7 @@ var mechanisms = []*mechanism{
 	databaseErrors,
 	signingKeyUnknown,
 	tokenSignatureInvalid,
+	certNameMismatch,
 	cloudDenied,
 	authFailure,
 	backlogM,

@@ -327,10 +327,12 @@ var kinds = map[Kind]kindInfo{
 	KindTLSMismatch:       {prior: 0.84},
 	// Tokens signed with a key other than the one the validator holds.
 	KindTokenSignatureInvalid: {prior: 0.84},
-	KindDecodeFailure:         {prior: 0.86},
-	KindMetaspace:             {prior: 0.86},
-	KindHandlerPanic:          {prior: 0.84},
-	KindDependencyConflict:    {prior: 0.86},
+	// A server certificate without the name its client dials.
+	KindCertNameMismatch:   {prior: 0.84},
+	KindDecodeFailure:      {prior: 0.86},
+	KindMetaspace:          {prior: 0.86},
+	KindHandlerPanic:       {prior: 0.84},
+	KindDependencyConflict: {prior: 0.86},
 	// Idle keep-alive connections closed by the server or a proxy under
 	// the client that reuses them.
 	KindIdleConnClosed: {prior: 0.8},
