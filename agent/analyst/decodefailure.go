@@ -83,6 +83,9 @@ var decodeFailure = &mechanism{
 		if e := h.fact("decode_expected"); e != "" {
 			d += " (" + e + ")"
 		}
+		if c := h.fact("decode_contract"); c != "" {
+			d += ": " + c + ", and the two versions encode the same messages differently (a field renumbered, reused or retyped)"
+		}
 		switch {
 		case h.fact("decode_compressed") != "":
 			d += ": the producer now compresses what it writes"
@@ -124,7 +127,7 @@ var decodeFailure = &mechanism{
 }
 
 var (
-	decodeFailureRE = regexp.MustCompile(`(?i)parsing time [^\n]{1,160}?: (?:cannot parse|extra text|month out of range|day out of range|hour out of range)|time data '[^']*' does not match format|Invalid isoformat string|DateTimeParseException: Text '[^']*' could not be parsed|InvalidFormatException: Cannot deserialize value of type|MismatchedInputException: Cannot deserialize value of type|UnrecognizedPropertyException: Unrecognized field|The JSON value could not be converted to|was not recognized as a valid DateTime|Unexpected token \S+ in JSON at position|is not valid JSON|invalid character '\\+x1f' looking for beginning of value|Illegal character \(\(CTRL-CHAR, code 31\)\)|'utf-8' codec can't decode byte 0x8b in position 1|unknown variant ` + "`" + `[^` + "`" + `]+` + "`" + `, expected|(?:response|body|payload|message|event|record)\b[^\n]{0,120}json: cannot unmarshal \w+ into Go|json: cannot unmarshal \w+ into Go struct field \w*(?:Response|Reply|Result|Event|Message|Payload|Body)\.`)
+	decodeFailureRE = regexp.MustCompile(`(?i)parsing time [^\n]{1,160}?: (?:cannot parse|extra text|month out of range|day out of range|hour out of range)|time data '[^']*' does not match format|Invalid isoformat string|DateTimeParseException: Text '[^']*' could not be parsed|InvalidFormatException: Cannot deserialize value of type|MismatchedInputException: Cannot deserialize value of type|UnrecognizedPropertyException: Unrecognized field|The JSON value could not be converted to|was not recognized as a valid DateTime|Unexpected token \S+ in JSON at position|is not valid JSON|invalid character '\\+x1f' looking for beginning of value|Illegal character \(\(CTRL-CHAR, code 31\)\)|'utf-8' codec can't decode byte 0x8b in position 1|unknown variant ` + "`" + `[^` + "`" + `]+` + "`" + `, expected|(?:response|body|payload|message|event|record)\b[^\n]{0,120}json: cannot unmarshal \w+ into Go|json: cannot unmarshal \w+ into Go struct field \w*(?:Response|Reply|Result|Event|Message|Payload|Body)\.|proto: cannot parse invalid wire-format data|InvalidProtocolBufferException: (?:Protocol message (?:contained an invalid tag|end-group tag did not match)|While parsing a protocol message)|DecodeError: Error parsing message`)
 
 	// A change that touches how data is read or written.
 	decodeChangeRE = regexp.MustCompile(`(?i)\b(?:pars(?:er|ing)|serializ\w*|deserializ\w*|format|schema|payload|api version|v\d+ api|contract|enum|timestamp|date ?time|time ?zone|decoder|encoding)\b`)
@@ -443,8 +446,56 @@ func producerOf(ev *Gathered, reader string, f *Finding) (string, *evidence.Chan
 	if w := storeWriter(ev, reader); w != "" {
 		return w, near(w)
 	}
+	if w, c := contractSkew(ev, reader, f); w != "" {
+		return w, c
+	}
 	return "", nil
 }
+
+// contractSkew is the other service whose change names a shared contract
+// package (a module of generated protobuf, Avro or OpenAPI code: its name
+// ends in -proto, -schema, -idl, -contracts or -client) at another
+// version than the one the reader's own lines say it was built with
+// ("pricing_proto":"github.com/acme/pricing-proto v1.12.0" against a
+// change "pricing-svc 3.8.0 (pricing-proto v1.13.0)"): the two sides
+// encode the same messages differently. The finding says which versions.
+func contractSkew(ev *Gathered, reader string, f *Finding) (string, *evidence.Change) {
+	have := map[string]string{}
+	for _, s := range ev.Logs {
+		if s.Subject != reader {
+			continue
+		}
+		for _, t := range s.Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				for _, m := range contractPkgRE.FindAllStringSubmatch(l, -1) {
+					have[strings.ToLower(m[1])] = m[2]
+				}
+			}
+		}
+	}
+	if len(have) == 0 {
+		return "", nil
+	}
+	for i := range ev.Changes {
+		c := &ev.Changes[i]
+		if c.Service == "" || c.Service == reader || !f.Time.IsZero() && (c.Timestamp.After(f.Time.Add(15*time.Minute)) || c.Timestamp.Before(f.Time.Add(-24*time.Hour))) {
+			continue
+		}
+		for _, m := range contractPkgRE.FindAllStringSubmatch(c.Description, -1) {
+			if v, ok := have[strings.ToLower(m[1])]; ok && v != m[2] {
+				f.setFact("decode_contract", fmt.Sprintf("%s is built with %s %s while %s now uses %s %s", reader, m[1], v, c.Service, m[1], m[2]))
+				f.Evidence = append(f.Evidence, f.fact("decode_contract"))
+				return c.Service, c
+			}
+		}
+	}
+	return "", nil
+}
+
+// contractPkgRE is a contract package and its version as build lines and
+// changes name it ("github.com/acme/pricing-proto v1.12.0",
+// "pricing-proto v1.13.0", "orders-schema@2.4.0").
+var contractPkgRE = regexp.MustCompile(`(?i)\b([a-z][a-z0-9_-]*[-_](?:proto|protos|schema|schemas|idl|contracts?|client))(?:"?\s*[:=@]\s*"?|\s+)v?(\d+\.\d+(?:\.\d+)?)\b`)
 
 // storeWriter is the other service whose lines name the data store the
 // reader reads from ("redis connected url=redis://product-cache:6379",

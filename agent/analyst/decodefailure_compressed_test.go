@@ -119,3 +119,42 @@ func TestDecodeFailureUpstreamNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeFailureContractSkew reads a protobuf message that no longer
+// parses as each runtime reports it, and follows it to the service whose
+// change names the contract package at another version than the one the
+// reader says it was built with.
+func TestDecodeFailureContractSkew(t *testing.T) {
+	build := map[string]string{
+		"zap JSON":    `{"level":"info","msg":"dependencies","pricing_proto":"github.com/acme/pricing-proto v1.12.0"}`,
+		"logfmt":      `level=info msg="build info" deps="pricing-proto@1.12.0 grpc@1.68.0"`,
+		"Java banner": `INFO  c.a.Main : contracts: pricing-proto 1.12.0, orders-schema 4.1.0`,
+	}
+	fails := map[string]string{
+		"zap JSON":    `{"level":"error","msg":"pricing quote failed","error":"rpc error: code = Internal desc = grpc: failed to unmarshal the received message: proto: cannot parse invalid wire-format data"}`,
+		"logfmt":      `level=error msg="quote" err="grpc: failed to unmarshal the received message: proto: cannot parse invalid wire-format data"`,
+		"Java banner": `ERROR c.a.QuoteClient : com.google.protobuf.InvalidProtocolBufferException: Protocol message contained an invalid tag (zero).`,
+	}
+	for name, b := range build {
+		sets := []LogSet{minedSet("checkout", false, 0, b, fails[name])}
+		ev := &Gathered{Logs: sets, Window: win, Changes: []evidence.Change{
+			{Timestamp: win.Start.Add(-time.Hour), Service: "search", Kind: "deploy", Description: "search 2.0.0: uses pricing-proto v1.12.0"},
+			{Timestamp: win.Start.Add(-30 * time.Minute), Service: "pricing", Kind: "deploy", Revision: "3.8.0", Description: "pricing 3.8.0: campaign badges (pricing-proto v1.13.0)"},
+		}}
+		found := DetectLogs(sets, win)
+		decodeFailure.detect(ev, found)
+		var f *Finding
+		for i := range found {
+			if found[i].Kind == KindDecodeFailure {
+				f = &found[i]
+			}
+		}
+		if f == nil {
+			t.Errorf("%s: no decode failure in %v", name, found)
+			continue
+		}
+		if f.fact("decode_source") != "pricing" || !strings.Contains(f.fact("decode_contract"), "1.12.0") || !strings.Contains(f.fact("decode_contract"), "1.13.0") {
+			t.Errorf("%s: source %q contract %q", name, f.fact("decode_source"), f.fact("decode_contract"))
+		}
+	}
+}
