@@ -64,6 +64,7 @@ var holdoutFloors = map[string]int{
 	"holdout46": 7,
 	"holdout47": 7,
 	"holdout48": 5,
+	"holdout49": 8,
 	"holdout50": 4,
 	"holdout51": 8,
 }
