@@ -415,6 +415,14 @@ var calibrationRules = []calibrationRule{
 	{"backlog after a change that does not slow its consumers", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindBacklog && !noTrigger(w) && !consumerTrigger(w.Trigger) && w.fact("partition") == "" && !slowedBy(w)
 	}},
+	// A queue backing up after a change, known only from the queue's
+	// metrics: nothing of the consumers' own logs or state says whether
+	// they slowed, stopped, or moved on (a consumer that now reads under
+	// another group or queue leaves the old one's lag growing at the
+	// produce rate, which reads the same as consumers falling behind).
+	{"backlog after a change, known from its metrics only", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindBacklog && !noTrigger(w) && w.fact("partition") == "" && !slowedBy(w) && !ownStateOrLog(w)
+	}},
 	// A reader that cannot decode what it reads, "because its producer
 	// changed the format", while no producer is named and no change
 	// read: who writes the data and what they changed in it (a release
