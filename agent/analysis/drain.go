@@ -562,6 +562,20 @@ func (t LogTemplate) Surging(factor float64, minLines int) bool {
 	return t.New || t.Surge >= factor
 }
 
+// Lines returns the template's kept lines that are not empty, in order: its
+// example and its last line (kept only when it differs from the example).
+func (t LogTemplate) Lines() []string {
+	switch {
+	case t.Last == "" && t.Example == "":
+		return nil
+	case t.Last == "":
+		return []string{t.Example}
+	case t.Example == "":
+		return []string{t.Last}
+	}
+	return []string{t.Example, t.Last}
+}
+
 // errorWords mark a log line as error-like (matched case-insensitively).
 var errorWords = []string{"error", "exception", "fail", "fatal", "panic", "refused", "timeout", "timed out",
 	"denied", "expired", "x509", "unavailable", "killed", "crit", "traceback", "unreachable", "no such host", "out of memory"}

@@ -127,7 +127,7 @@ func detectConsumerWaits(ev *Gathered, found []Finding) []Finding {
 				if t.Incident == 0 || set.HasBaseline && t.Baseline > 0 && !t.Surging(3, 3) {
 					continue
 				}
-				for _, l := range []string{t.Example, t.Last} {
+				for _, l := range t.Lines() {
 					d, ok := fieldDuration(l)
 					if !ok || d < slowBar || d <= best {
 						continue

@@ -109,10 +109,7 @@ type batchCount struct {
 func countBatches(ls *LogSet) batchCount {
 	var bc batchCount
 	for _, t := range ls.Templates {
-		for _, line := range []string{t.Example, t.Last} {
-			if line == "" {
-				continue
-			}
+		for _, line := range t.Lines() {
 			of := batchOfRE.FindStringSubmatch(line)
 			if of != nil {
 				if n := atoiLoose(of[3]); n > bc.total {

@@ -252,8 +252,8 @@ func breakerCalls(set *LogSet, b *breakerState) {
 		if t.Incident == 0 {
 			continue
 		}
-		for _, line := range []string{t.Example, t.Last} {
-			if line == "" || breakerOpenRE.MatchString(line) || !strings.Contains(strings.ToLower(line), name) {
+		for _, line := range t.Lines() {
+			if breakerOpenRE.MatchString(line) || !strings.Contains(strings.ToLower(line), name) {
 				continue
 			}
 			if h := externalHost(line); h != "" && strings.Contains(h, name) {

@@ -262,7 +262,7 @@ func churnInLogs(sets []LogSet, onset time.Time) (client, line, seg, what string
 			if t.Incident == 0 || !cacheMissLineRE.MatchString(t.Example) || t.LastSeen.Before(onset.Add(-15*time.Minute)) {
 				continue
 			}
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				m := cacheKeyRE.FindStringSubmatch(l)
 				if m == nil {
 					continue
@@ -299,7 +299,7 @@ func cacheClientNaming(sets []LogSet, cache string) string {
 		}
 		named := false
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				if containsToken(strings.ToLower(l), strings.ToLower(cache)) {
 					named = true
 				}

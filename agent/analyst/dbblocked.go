@@ -985,8 +985,8 @@ func lockQueueOf(ev *Gathered, server *LogSet) *lockQueue {
 	}
 	var lines []string
 	for _, t := range server.Templates {
-		for _, l := range []string{t.Example, t.Last} {
-			if l != "" && !slices.Contains(lines, l) {
+		for _, l := range t.Lines() {
+			if !slices.Contains(lines, l) {
 				lines = append(lines, l)
 			}
 		}

@@ -123,7 +123,7 @@ func detectDeadlineCut(ev *Gathered, _ []Finding) []Finding {
 			onset := orTime(t.FirstIncident, t.FirstSeen)
 			// The elapsed times of the failures: one deadline when equal.
 			var elapsed []float64
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				if v, ok := lineElapsed(l); ok {
 					elapsed = append(elapsed, v)
 				}

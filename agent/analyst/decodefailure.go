@@ -239,7 +239,7 @@ func fetchedHost(ev *Gathered, reader, source string) string {
 			continue
 		}
 		for _, t := range s.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				if h := externalHost(l); h != "" {
 					return h
 				}
@@ -400,7 +400,7 @@ func producerOf(ev *Gathered, reader string, f *Finding) (string, *evidence.Chan
 			continue
 		}
 		for _, t := range s.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				for _, m := range consumedTopicRE.FindAllStringSubmatch(l, -1) {
 					if tp := firstGroup(m); len(tp) > 2 && !slices.Contains(topics, tp) {
 						topics = append(topics, tp)
@@ -466,7 +466,7 @@ func contractSkew(ev *Gathered, reader string, f *Finding) (string, *evidence.Ch
 			continue
 		}
 		for _, t := range s.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				for _, m := range contractPkgRE.FindAllStringSubmatch(l, -1) {
 					have[strings.ToLower(m[1])] = m[2]
 				}
@@ -508,7 +508,7 @@ func storeWriter(ev *Gathered, reader string) string {
 			continue
 		}
 		for _, t := range s.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				for _, m := range storeURLRE.FindAllStringSubmatch(l, -1) {
 					if h := strings.ToLower(m[1]); len(h) > 4 && net.ParseIP(h) == nil && h != "localhost" && !slices.Contains(hosts, h) {
 						hosts = append(hosts, h)
@@ -525,7 +525,7 @@ func storeWriter(ev *Gathered, reader string) string {
 			continue
 		}
 		for _, t := range s.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				low := strings.ToLower(l)
 				for _, h := range hosts {
 					if strings.Contains(low, h) && !strings.Contains(strings.ToLower(s.Subject), h) && !strings.HasPrefix(h, strings.ToLower(s.Subject)) {

@@ -672,7 +672,7 @@ func serverLogging(ev *Gathered, f *Finding, host string) {
 			continue
 		}
 		for _, t := range ls.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				if m := dbLogChangedRE.FindStringSubmatch(l); m != nil {
 					if _, ok := verboseDBSetting(m[1], m[2]); ok && f.fact("verbose_line") == "" {
 						f.setFact("verbose_line", l)

@@ -175,7 +175,7 @@ func detectDNSUpstream(ev *Gathered, found []Finding) []Finding {
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				name, up := upstreamFailure(l)
 				// A cluster name the DNS server answers itself timing
 				// out is the server's own trouble (resolvertimeout.go),

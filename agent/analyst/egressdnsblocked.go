@@ -103,7 +103,7 @@ func detectEgressDNSBlocked(ev *Gathered, found []Finding) []Finding {
 			if t.Incident == 0 {
 				continue
 			}
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				m := lookupTimeoutRE.FindStringSubmatch(l)
 				if m == nil {
 					continue

@@ -144,7 +144,7 @@ func detectEtcdNoSpace(ev *Gathered, _ []Finding) []Finding {
 				} else if m := etcdDBSizeRE.FindStringSubmatch(t.Example); m != nil && f != nil {
 					f.setFact("db_size", m[1])
 				}
-				for _, l := range []string{t.Example, t.Last} {
+				for _, l := range t.Lines() {
 					if m := etcdLargeRangeRE.FindStringSubmatch(l); m != nil && f != nil {
 						if n, err := strconv.ParseFloat(m[3], 64); err == nil && n >= 1e8 {
 							f.setFact("grower", fmt.Sprintf("%s (%s objects, %s)", m[1], m[2], decimalBytes(n)))

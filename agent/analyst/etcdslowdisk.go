@@ -56,7 +56,7 @@ func detectEtcdSlowDisk(ev *Gathered, _ []Finding) []Finding {
 	var maxTook float64
 	for _, ls := range ev.Logs {
 		for _, t := range ls.Templates {
-			for _, ex := range []string{t.Example, t.Last} {
+			for _, ex := range t.Lines() {
 				if m := etcdTookRE.FindStringSubmatch(ex); m != nil && etcdFsyncRE.MatchString(ex) {
 					v, _ := strconv.ParseFloat(m[1], 64)
 					if m[2] == "ms" {

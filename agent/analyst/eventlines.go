@@ -72,8 +72,8 @@ func eventLines(ev *Gathered, re *regexp.Regexp) []timedLine {
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" || !re.MatchString(l) {
+			for _, l := range t.Lines() {
+				if !re.MatchString(l) {
 					continue
 				}
 				out = append(out, timedLine{Time: t.FirstSeen, Text: l, From: set.Origin + " " + set.Source})
@@ -94,8 +94,8 @@ func eventLines(ev *Gathered, re *regexp.Regexp) []timedLine {
 // templateLine is the template's example or, failing that, its last
 // line, whichever first matches re; "" when neither does.
 func templateLine(t analysis.LogTemplate, re *regexp.Regexp) string {
-	for _, l := range []string{t.Example, t.Last} {
-		if l != "" && re.MatchString(l) {
+	for _, l := range t.Lines() {
+		if re.MatchString(l) {
 			return l
 		}
 	}

@@ -145,8 +145,8 @@ func explainEventLoop(f *Finding, ev *Gathered) {
 			continue
 		}
 		for _, t := range set.Templates {
-			for _, line := range []string{t.Example, t.Last} {
-				if line == "" || !eventLoopBlockedRE.MatchString(line) {
+			for _, line := range t.Lines() {
+				if !eventLoopBlockedRE.MatchString(line) {
 					continue
 				}
 				if sec := blockedSeconds(line); sec > longest {

@@ -125,10 +125,7 @@ func detectFaultInjection(ev *Gathered, _ []Finding) []Finding {
 		tool := faultToolRE.FindString(set.Source)
 		var recoveries []analysis.LogTemplate
 		for _, t := range set.Templates {
-			for _, line := range []string{t.Example, t.Last} {
-				if line == "" {
-					continue
-				}
+			for _, line := range t.Lines() {
 				if faultRecoverRE.MatchString(line) {
 					recoveries = append(recoveries, t)
 					break
@@ -181,7 +178,7 @@ func detectFaultInjection(ev *Gathered, _ []Finding) []Finding {
 		}
 		// A recovery of the same target after the last injection line.
 		for _, r := range recoveries {
-			for _, line := range []string{r.Example, r.Last} {
+			for _, line := range r.Lines() {
 				if x := byTarget[faultTarget(line)]; x != nil && r.LastSeen.After(x.last) {
 					x.recovery = r.LastSeen
 				}

@@ -84,8 +84,8 @@ func detectFSGroupChown(ev *Gathered, found []Finding) []Finding {
 	var at time.Time
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l != "" && ownershipChangeRE.MatchString(l) && line == "" {
+			for _, l := range t.Lines() {
+				if ownershipChangeRE.MatchString(l) && line == "" {
 					line, at = l, firstOf(t.FirstSeen, t.FirstIncident)
 				}
 			}
