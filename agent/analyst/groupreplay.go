@@ -93,10 +93,7 @@ func detectGroupReplay(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" {
-					continue
-				}
+			for _, l := range t.Lines() {
 				if m := autoOffsetResetRE.FindStringSubmatch(l); m != nil && policy == "" {
 					policy = strings.ToLower(m[1])
 				}
@@ -134,7 +131,7 @@ func detectGroupReplay(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				if m := consumerGroupIDRE.FindStringSubmatch(l); m != nil && group == "" {
 					group = m[1]
 				}

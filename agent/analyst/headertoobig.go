@@ -135,7 +135,7 @@ func headerUpstream(ev *Gathered, line string) string {
 		}
 		for _, set := range ev.Logs {
 			for _, t := range set.Templates {
-				for _, l := range []string{t.Example, t.Last} {
+				for _, l := range t.Lines() {
 					if !strings.Contains(l, m[1]+":") {
 						continue
 					}
@@ -196,7 +196,7 @@ func headerSizes(ev *Gathered, f *Finding) {
 			continue
 		}
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				for _, m := range headerSizeRE.FindAllStringSubmatch(l, -1) {
 					var n int
 					fmt.Sscan(m[2], &n)

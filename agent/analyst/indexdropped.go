@@ -180,10 +180,7 @@ func detectIndexDropped(ev *Gathered, found []Finding) []Finding {
 	count := 0
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" {
-					continue
-				}
+			for _, l := range t.Lines() {
 				if fs, ok := readFullScan(l); ok {
 					fs.at, fs.subject, fs.source = t.FirstSeen, set.Subject, set.Source
 					scans = append(scans, fs)

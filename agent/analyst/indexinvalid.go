@@ -182,7 +182,7 @@ func detectIndexInvalid(ev *Gathered, found []Finding) []Finding {
 			if m := indexDropRE.FindStringSubmatch(t.Example); m != nil {
 				drops = append(drops, dropped{tableName(m[1]), t.FirstSeen})
 			}
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				if m := seqScanRE.FindStringSubmatch(l); m != nil && seq[tableName(m[1])] == "" {
 					seq[tableName(m[1])] = l
 				}

@@ -42,7 +42,7 @@ func explainDeadline(f *Finding, sets []LogSet, names []string, changes []eviden
 			continue
 		}
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				for _, m := range urlHostRE.FindAllStringSubmatch(l, -1) {
 					if h := strings.ToLower(m[1]); !containsFold(hosts, h) && h != "localhost" {
 						hosts = append(hosts, h)

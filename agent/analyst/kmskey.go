@@ -189,8 +189,8 @@ func kmsKeyHistory(ev *Gathered, f *Finding) {
 	}
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" || !strings.Contains(l, id) || !kmsChangeRE.MatchString(l) && !kmsScheduledLineRE.MatchString(l) {
+			for _, l := range t.Lines() {
+				if !strings.Contains(l, id) || !kmsChangeRE.MatchString(l) && !kmsScheduledLineRE.MatchString(l) {
 					continue
 				}
 				if e := parseCloudTrail(l); e != nil {

@@ -70,7 +70,7 @@ func detectLBHealthCheck(ev *Gathered, _ []Finding) []Finding {
 	checks := map[string]*lbCheck{}
 	var order []string
 	for set, t := range incidentTemplates(ev) {
-		for _, l := range []string{t.Example, t.Last} {
+		for _, l := range t.Lines() {
 			if m := haproxyDownRE.FindStringSubmatch(l); m != nil {
 				c := checks[m[1]]
 				if c == nil {
@@ -193,7 +193,7 @@ func healthAnswers(sets []LogSet, c *lbCheck) (path, line string, n int) {
 			if t.Incident == 0 {
 				continue
 			}
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				m := healthPathRE.FindStringSubmatch(l)
 				if m == nil || (c.code != "" && m[2] != c.code) || m[2] < "400" {
 					continue

@@ -224,7 +224,7 @@ func detectMetricsAPI(ev *Gathered, found []Finding) []Finding {
 // line, a cause key and the reason in words.
 func scrapeReason(set *LogSet) (line, cause, reason string) {
 	for _, t := range set.Templates {
-		for _, l := range []string{t.Example, t.Last} {
+		for _, l := range t.Lines() {
 			if !scrapeFailRE.MatchString(l) {
 				continue
 			}

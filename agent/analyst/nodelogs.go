@@ -39,8 +39,8 @@ func nodeLines(ev *Gathered, re *regexp.Regexp, all bool) []nodeHit {
 			if t.Incident == 0 && !all {
 				continue
 			}
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" || !re.MatchString(l) {
+			for _, l := range t.Lines() {
+				if !re.MatchString(l) {
 					continue
 				}
 				host, proc := "", ""

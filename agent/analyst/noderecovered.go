@@ -214,9 +214,8 @@ func nodeDownReason(sets []LogSet, node string, back time.Time) (why, runtime, u
 			if t.FirstSeen.After(back.Add(5 * time.Minute)) {
 				continue
 			}
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				switch {
-				case l == "":
 				case pkgUpgradeRE.MatchString(l):
 					if upgrade == "" {
 						upgrade = pkgUpgradeRE.FindStringSubmatch(l)[1]
@@ -283,10 +282,7 @@ func nodeKernelFault(sets []LogSet, node string, back time.Time) (fault string, 
 			if t.FirstSeen.After(back) {
 				continue
 			}
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" {
-					continue
-				}
+			for _, l := range t.Lines() {
 				if m := nodeDiskIORE.FindStringSubmatch(l); m != nil {
 					dev := strings.ToLower(m[1] + m[2])
 					if !slices.ContainsFunc(devs, func(d string) bool { return strings.HasPrefix(dev, d) || strings.HasPrefix(d, dev) }) {

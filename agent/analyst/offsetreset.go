@@ -127,10 +127,7 @@ func detectOffsetReset(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" {
-					continue
-				}
+			for _, l := range t.Lines() {
 				if m := autoOffsetResetRE.FindStringSubmatch(l); m != nil && policy == "" {
 					policy = strings.ToLower(m[1])
 				}

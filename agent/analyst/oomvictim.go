@@ -45,7 +45,7 @@ func cronBefore(set LogSet, t time.Time) string {
 		if tp.Incident == 0 || tp.FirstIncident.IsZero() || tp.FirstIncident.After(t) || t.Sub(tp.FirstIncident) > 30*time.Minute {
 			continue
 		}
-		for _, l := range []string{tp.Example, tp.Last} {
+		for _, l := range tp.Lines() {
 			if m := cronCmdRE.FindStringSubmatch(l); m != nil {
 				return m[1] + ": " + strings.TrimSpace(stripCronRedirect(m[2]))
 			}

@@ -173,7 +173,7 @@ func burstVersions(sets []LogSet, subjects []string) (old, cur string) {
 			continue
 		}
 		for j, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				m := versionFieldRE.FindStringSubmatch(l)
 				if m == nil {
 					continue

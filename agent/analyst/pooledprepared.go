@@ -170,8 +170,8 @@ func detectPooledPrepared(ev *Gathered, _ []Finding) []Finding {
 	}
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if set.Subject == top.subject && l != "" && stmtCacheRE.MatchString(l) && f.fact("client") == "" {
+			for _, l := range t.Lines() {
+				if set.Subject == top.subject && stmtCacheRE.MatchString(l) && f.fact("client") == "" {
 					f.setFact("client", fmt.Sprintf("%s caches prepared statements: %s", top.subject, quote(ReadableLine(l), 200)))
 				}
 			}

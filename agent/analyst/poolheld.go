@@ -320,7 +320,7 @@ func poolHolder(ev *Gathered, subj string, p *poolState) (heldCalls, bool) {
 			if t.Incident == 0 {
 				continue
 			}
-			for _, line := range []string{t.Example, t.Last} {
+			for _, line := range t.Lines() {
 				m := callClientRE.FindStringSubmatch(line)
 				if m == nil || strings.EqualFold(m[1], subj) {
 					continue
@@ -360,7 +360,7 @@ func poolHolder(ev *Gathered, subj string, p *poolState) (heldCalls, bool) {
 			if t.Incident == 0 {
 				continue
 			}
-			for _, line := range []string{t.Example, t.Last} {
+			for _, line := range t.Lines() {
 				if hc.calls == "" && callsHost(line, subj) {
 					if pm := callPathRE.FindStringSubmatch(line); pm != nil {
 						hc.calls = pm[1] + " " + pm[2]

@@ -102,7 +102,7 @@ func detectPrefetchCut(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		for _, t := range ls.Templates {
-			for _, line := range []string{t.Example, t.Last} {
+			for _, line := range t.Lines() {
 				m := prefetchLineRE.FindStringSubmatch(line)
 				if m == nil || (m[1]+m[2]) != strconv.Itoa(to) || f.fact("line") != "" {
 					continue

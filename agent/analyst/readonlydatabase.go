@@ -195,8 +195,8 @@ func readElection(ev *Gathered, f *Finding, last time.Time) {
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" || t.FirstSeen.Before(from) || t.FirstSeen.After(to) || !electionRE.MatchString(l) {
+			for _, l := range t.Lines() {
+				if t.FirstSeen.Before(from) || t.FirstSeen.After(to) || !electionRE.MatchString(l) {
 					continue
 				}
 				np := newPrimaryRE.MatchString(l)
