@@ -102,10 +102,7 @@ func detectRefreshDisabled(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" {
-					continue
-				}
+			for _, l := range t.Lines() {
 				if settingsRestoreFailRE.MatchString(l) && (index == "" || strings.Contains(l, index)) && restore == "" {
 					loader, restore = set.Subject, l
 					at = t.FirstSeen

@@ -417,10 +417,7 @@ func releaseRefusal(ev *Gathered, rel *pendingRelease, only bool) (string, strin
 		names := only
 		var hit string
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" {
-					continue
-				}
+			for _, l := range t.Lines() {
 				if namesWord(l, rel.name) {
 					names = true
 				}

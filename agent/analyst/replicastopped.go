@@ -214,8 +214,8 @@ func detectReplicaStopped(ev *Gathered, found []Finding) []Finding {
 		set := &ev.Logs[i]
 		for _, t := range set.Templates {
 			var line string
-			for _, l := range []string{t.Example, t.Last} {
-				if l != "" && replicaStoppedLineRE.MatchString(l) {
+			for _, l := range t.Lines() {
+				if replicaStoppedLineRE.MatchString(l) {
 					if line == "" || replicaErrWordsRE.MatchString(l) && !replicaErrWordsRE.MatchString(line) {
 						line = l
 					}
@@ -429,10 +429,7 @@ func clientsOfReplica(ev *Gathered, inst string) []replicaClient {
 		}
 		var named, wrote string
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" {
-					continue
-				}
+			for _, l := range t.Lines() {
 				if names(l) && named == "" {
 					named = l
 				}

@@ -158,8 +158,8 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 	clients := map[string][]string{}
 	clientLine := map[string]string{}
 	for set, t := range incidentTemplates(ev) {
-		for _, l := range []string{t.Example, t.Last} {
-			if l == "" || !blockedClientRE.MatchString(l) || alarmLineRE.MatchString(l) && set.Host {
+		for _, l := range t.Lines() {
+			if !blockedClientRE.MatchString(l) || alarmLineRE.MatchString(l) && set.Host {
 				continue
 			}
 			srv := orWord(alarmServer(l), WellKnownDependency(l, DependencyTarget(l)))
@@ -212,7 +212,7 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 				f.Related = appendNew(f.Related, host)
 				// The server's own reason (its device full) is why it
 				// blocks: the deepest hop its log reaches.
-				for _, l := range []string{t.Example, t.Last} {
+				for _, l := range t.Lines() {
 					if m := serverWhyRE.FindString(l); m != "" && f.fact("why") == "" {
 						f.setFact("why", fmt.Sprintf("%s's own log: %s", host, quote(ReadableLine(l), 160)))
 					}

@@ -139,10 +139,7 @@ func detectRetryAmplification(ev *Gathered, found []Finding) []Finding {
 	}
 	for set, t := range incidentTemplates(ev) {
 		at := orTime(t.FirstIncident, t.FirstSeen)
-		for _, l := range []string{t.Example, t.Last} {
-			if l == "" {
-				continue
-			}
+		for _, l := range t.Lines() {
 			// A proxy of a caller that gave up retrying its upstream.
 			if retryExhaustedRE.MatchString(l) {
 				if m := outboundRE.FindStringSubmatch(l); m != nil {

@@ -217,7 +217,7 @@ func routeWork(ev *Gathered, f *Finding) bool {
 			if t.Incident == 0 {
 				continue
 			}
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				for _, m := range routeWorkMSRE.FindAllStringSubmatch(l, -1) {
 					if !strings.Contains(strings.ToLower(m[1]), "ms") {
 						continue

@@ -102,10 +102,7 @@ func detectScrapeFailing(ev *Gathered, found []Finding) []Finding {
 				continue
 			}
 			for j, t := range set.Templates {
-				for _, l := range []string{t.Example, t.Last} {
-					if l == "" {
-						continue
-					}
+				for _, l := range t.Lines() {
 					if metricsPath404RE.MatchString(l) && t.Incident > 0 {
 						last404 = l
 					}

@@ -130,7 +130,7 @@ func secretSyncs(ev *Gathered) *keyed[secretSync] {
 		get(ns, e.InvolvedObject.Name, ctrl).note(eventFirst(e), e.Reason+": "+e.Message)
 	}
 	for x := range incidentMatches(ev, secretSyncFailRE) {
-		for _, line := range []string{x.t.Example, x.t.Last} {
+		for _, line := range x.t.Lines() {
 			if !secretSyncFailRE.MatchString(line) {
 				continue
 			}
@@ -168,8 +168,8 @@ func secretSyncs(ev *Gathered) *keyed[secretSync] {
 	// failure words (the provider's answer printed after them).
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
-			for _, line := range []string{t.Example, t.Last} {
-				if line == "" || secretReasonRE.FindString(line) == "" {
+			for _, line := range t.Lines() {
+				if secretReasonRE.FindString(line) == "" {
 					continue
 				}
 				if m := esoLogObjRE.FindStringSubmatch(line); m != nil {

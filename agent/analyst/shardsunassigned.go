@@ -122,7 +122,7 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 	shards := map[string]bool{}
 	var clients []string
 	for set, t := range incidentTemplates(ev) {
-		for _, line := range []string{t.Example, t.Last} {
+		for _, line := range t.Lines() {
 			if m := nodeLeftRE.FindStringSubmatch(line); m != nil && node == "" && (strings.Contains(line, "node-left") || shardClusterRE.MatchString(line)) {
 				node, reason = firstGroup(m), strings.TrimSpace(orWord(m[2], m[4]))
 			}

@@ -51,8 +51,8 @@ func groupFailing(ev *Gathered, group string) bool {
 			if t.Incident == 0 {
 				continue
 			}
-			for _, l := range []string{t.Example, t.Last} {
-				if l != "" && named.MatchString(l) && consumerFailRE.MatchString(l) {
+			for _, l := range t.Lines() {
+				if named.MatchString(l) && consumerFailRE.MatchString(l) {
 					return true
 				}
 			}

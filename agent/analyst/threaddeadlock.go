@@ -68,10 +68,7 @@ func detectDeadlocks(ev *Gathered, found []Finding) []Finding {
 		report, blocked := -1, 0
 		var locks []string
 		for j, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" {
-					continue
-				}
+			for _, l := range t.Lines() {
 				// The report that names the runtime ("Found one
 				// Java-level deadlock") before its count ("Found 1
 				// deadlock.").

@@ -702,8 +702,8 @@ func threadsLoadSource(ev *Gathered, subj, callee string) (string, string) {
 			continue
 		}
 		for _, t := range set.Templates {
-			for _, line := range []string{t.Example, t.Last} {
-				if line == "" || !namesWord(line, subj) && !callsHost(line, subj) {
+			for _, line := range t.Lines() {
+				if !namesWord(line, subj) && !callsHost(line, subj) {
 					continue
 				}
 				d := callDuration(line)

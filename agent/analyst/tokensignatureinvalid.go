@@ -93,8 +93,8 @@ func keyRotationSeen(ev *Gathered, at time.Time) (string, string, time.Time) {
 	var when time.Time
 	for _, ls := range ev.Logs {
 		for _, t := range ls.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" || !keyRotationLineRE.MatchString(l) || tokenSignatureRE.MatchString(l) {
+			for _, l := range t.Lines() {
+				if !keyRotationLineRE.MatchString(l) || tokenSignatureRE.MatchString(l) {
 					continue
 				}
 				ts := t.FirstSeen

@@ -103,10 +103,7 @@ func detectTombstones(ev *Gathered, found []Finding) []Finding {
 		evid                             []string
 	)
 	for set, t := range incidentTemplates(ev) {
-		for _, l := range []string{t.Example, t.Last} {
-			if l == "" {
-				continue
-			}
+		for _, l := range t.Lines() {
 			if m := tombstoneAbortRE.FindStringSubmatch(l); m != nil && cassandraLineRE.MatchString(l) {
 				aborted += t.Incident
 				at := firstOf(t.FirstIncident, t.FirstSeen)

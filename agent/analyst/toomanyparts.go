@@ -160,8 +160,8 @@ func detectTooManyParts(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
-				if l == "" || tooManyPartsRE.MatchString(l) {
+			for _, l := range t.Lines() {
+				if tooManyPartsRE.MatchString(l) {
 					continue
 				}
 				for _, m := range flushRowsRE.FindAllStringSubmatch(l, -1) {

@@ -136,7 +136,7 @@ func detectVisibilityTimeout(ev *Gathered, _ []Finding) []Finding {
 		var redo string
 		var redoAt time.Time
 		for _, t := range set.Templates {
-			for _, l := range []string{t.Example, t.Last} {
+			for _, l := range t.Lines() {
 				if m := processTimeRE.FindStringSubmatch(l); m != nil {
 					v, _ := strconv.ParseFloat(m[1], 64)
 					if m[2] == "ms" {
