@@ -16,6 +16,7 @@ var mechanisms = []*mechanism{
 	slowQuery,
 	indexInvalid,
 	indexDropped,
+	statsStale,
 	visibilityTimeout,
 	replicaDDL,
 	replicaStopped,

@@ -32,6 +32,8 @@ var (
 	psqlRuleRE = regexp.MustCompile(`^-+(\+-+)*$`)
 	// mysql's and psql's boxed borders ("+----+------+").
 	boxRuleRE = regexp.MustCompile(`^\+(-+\+)+$`)
+	// pgcli's rule under a boxed header ("|------+------|").
+	pgcliRuleRE = regexp.MustCompile(`^\|-+(\+-+)*\|$`)
 	// psql's expanded format (\x): "-[ RECORD 1 ]-+------".
 	psqlRecordRE = regexp.MustCompile(`^-\[ RECORD \d+ \]-*(\+-*)?$`)
 	// mysql's vertical format (\G): "*************************** 1. row ***".
@@ -50,7 +52,7 @@ func sqlTables(lines []string) []sqlTable {
 	for i := 0; i < len(lines); i++ {
 		l := strings.TrimSpace(lines[i])
 		switch {
-		case boxRuleRE.MatchString(l) && i+2 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "|") && boxRuleRE.MatchString(strings.TrimSpace(lines[i+2])):
+		case boxRuleRE.MatchString(l) && i+2 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "|") && (boxRuleRE.MatchString(strings.TrimSpace(lines[i+2])) || pgcliRuleRE.MatchString(strings.TrimSpace(lines[i+2]))):
 			t := sqlTable{cols: boxCells(lines[i+1], true)}
 			j := i + 3
 			for ; j < len(lines); j++ {
