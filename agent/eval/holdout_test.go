@@ -65,7 +65,7 @@ var holdoutFloors = map[string]int{
 	"holdout47": 7,
 	"holdout48": 5,
 	"holdout49": 8,
-	"holdout50": 4,
+	"holdout50": 5,
 	"holdout51": 8,
 }
 
