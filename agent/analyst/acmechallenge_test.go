@@ -115,12 +115,7 @@ func TestDetectACMEChallenges(t *testing.T) {
 				t.Errorf("a listener on port 80 was reported missing: %s", f.fact("listeners"))
 			}
 			h := &Hypothesis{Kind: KindACMEChallenge, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("description lacks %q: %s", s, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 		})
 	}
 	// Nothing about challenges: nothing found.

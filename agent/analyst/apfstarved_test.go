@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -108,12 +107,7 @@ func TestAPFStarved(t *testing.T) {
 				t.Errorf("state_only %q load_source %q", f.fact("state_only"), f.fact("load_source"))
 			}
 			h := &Hypothesis{Kind: KindAPFStarved, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, want := range []string{"Priority and Fairness", tc.level, "429"} {
-				if !strings.Contains(d, want) {
-					t.Errorf("description lacks %q: %s", want, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "Priority and Fairness", tc.level, "429")
 			if tc.caller == "" {
 				return
 			}

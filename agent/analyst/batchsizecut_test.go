@@ -2,7 +2,6 @@ package analyst
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -132,12 +131,7 @@ func TestBatchSizeCut(t *testing.T) {
 				return
 			}
 			h := &Hypothesis{Kind: KindBatchSizeCut, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, s := range tc.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("%q does not say %q", d, s)
-				}
-			}
+			wantDescribed(t, h, Scope{}, tc.want...)
 			if fs[0].fact("why") == "" || len(fs[0].Evidence) < 2 {
 				t.Errorf("%+v", fs[0])
 			}

@@ -2,7 +2,6 @@ package analyst
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -120,12 +119,7 @@ func TestCacheKeyChurn(t *testing.T) {
 				t.Errorf("weight %v, direct %v", f.Weight, c.direct)
 			}
 			h := &Hypothesis{Kind: KindCacheKeyChurn, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, x := range c.want {
-				if !strings.Contains(d, x) {
-					t.Errorf("description lacks %q: %s", x, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 		})
 	}
 }

@@ -16,12 +16,7 @@ func TestCacheSaturation(t *testing.T) {
 	}
 	for _, c := range cases {
 		h := &Hypothesis{Kind: KindCacheFull, Subject: "redis-sessions", Primary: []*Finding{{Kind: KindCacheFull, Subject: "redis-sessions", Facts: c.facts}}}
-		d := describe(h, Scope{})
-		for _, s := range c.want {
-			if !strings.Contains(d, s) {
-				t.Errorf("description %q lacks %q", d, s)
-			}
-		}
+		wantDescribed(t, h, Scope{}, c.want...)
 		if recs := recommend(h, Scope{}); len(recs) != 3 || !strings.Contains(recs[0].Action, "raise its maxmemory") {
 			t.Errorf("recommendations %v", recs)
 		}

@@ -17,12 +17,7 @@ func TestCertExpiring(t *testing.T) {
 	}
 	for _, c := range cases {
 		h := &Hypothesis{Kind: KindCertExpiring, Subject: "api", Primary: []*Finding{{Kind: KindCertExpiring, Subject: "api", Facts: c.facts}}}
-		d := describe(h, Scope{})
-		for _, s := range c.want {
-			if !strings.Contains(d, s) {
-				t.Errorf("description %q lacks %q", d, s)
-			}
-		}
+		wantDescribed(t, h, Scope{}, c.want...)
 		if recs := recommend(h, Scope{}); len(recs) != 3 || !strings.HasPrefix(recs[0].Action, "Renew the certificate") {
 			t.Errorf("recommendations %v", recs)
 		}

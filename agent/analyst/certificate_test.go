@@ -15,12 +15,7 @@ func TestCertificateExpired(t *testing.T) {
 	})
 	h := &Hypothesis{Kind: KindCertificate, Subject: "checkout", Primary: []*Finding{{Kind: KindCertificate, Subject: "checkout",
 		Facts: map[string]string{"target": "payments", "caller": "checkout", "not_after": "2026-02-28T23:59:59Z"}}}}
-	d := describe(h, Scope{})
-	for _, s := range []string{"the TLS certificate of payments has expired", "from checkout fail", "valid until 2026-02-28T23:59:59Z"} {
-		if !strings.Contains(d, s) {
-			t.Errorf("description %q lacks %q", d, s)
-		}
-	}
+	wantDescribed(t, h, Scope{}, "the TLS certificate of payments has expired", "from checkout fail", "valid until 2026-02-28T23:59:59Z")
 	if recs := recommend(h, Scope{}); len(recs) != 3 || !strings.Contains(recs[0].Action, "Renew the expired TLS certificate of payments") {
 		t.Errorf("recommendations %v", recs)
 	}

@@ -38,12 +38,7 @@ func TestCertNameMismatch(t *testing.T) {
 	}
 	h := &Hypothesis{Kind: KindCertNameMismatch, Subject: "notifier",
 		Primary: []*Finding{{Kind: KindCertNameMismatch, Subject: "notifier", Facts: map[string]string{"caller": "notifier", "line": goLine}}}}
-	d := describe(h, Scope{})
-	for _, want := range []string{"hostname verification", "dials ledger.shop.svc", "subject alternative names are ledger-api.shop.svc", "not expired"} {
-		if !strings.Contains(d, want) {
-			t.Errorf("description %q lacks %q", d, want)
-		}
-	}
+	wantDescribed(t, h, Scope{}, "hostname verification", "dials ledger.shop.svc", "subject alternative names are ledger-api.shop.svc", "not expired")
 	if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "dnsNames") {
 		t.Errorf("recommendations %v do not start with making the names agree", recs)
 	}

@@ -58,12 +58,7 @@ func TestDetectCloudDenied(t *testing.T) {
 				t.Errorf("iam change %q, want %q", f.fact("iam_change"), c.change)
 			}
 			h := &Hypothesis{Kind: KindCloudDenied, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, w := range []string{c.action, "IAM", "access denied"} {
-				if !strings.Contains(d, w) {
-					t.Errorf("description %q lacks %q", d, w)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.action, "IAM", "access denied")
 			if recs := recommend(h, Scope{}); len(recs) < 2 || !strings.Contains(recs[0].Action, c.action) {
 				t.Errorf("recommendations %v", recs)
 			}

@@ -212,12 +212,7 @@ func TestLambdaConcurrencyTaken(t *testing.T) {
 				t.Fatalf("findings %+v", fs)
 			}
 			h := &Hypothesis{Kind: KindCloudExhausted, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("lacks %q: %s", s, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 			if recs := recommend(h, Scope{}); len(recs) < 2 || !strings.Contains(recs[0].Action, "thumbnail-backfill") {
 				t.Errorf("recommendations %+v", recs)
 			}

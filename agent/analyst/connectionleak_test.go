@@ -18,12 +18,7 @@ func TestConnectionLeak(t *testing.T) {
 	}
 	for _, c := range cases {
 		h := &Hypothesis{Kind: KindConnLeak, Subject: "orders", Primary: []*Finding{{Kind: KindConnLeak, Subject: "orders", Facts: c.facts}}, Support: c.support}
-		d := describe(h, Scope{})
-		for _, s := range c.want {
-			if !strings.Contains(d, s) {
-				t.Errorf("description %q lacks %q", d, s)
-			}
-		}
+		wantDescribed(t, h, Scope{}, c.want...)
 		if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "Release the leaked connections now: restart orders") {
 			t.Errorf("recommendations %v", recs)
 		}

@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -16,12 +15,7 @@ func TestCrashLoop(t *testing.T) {
 		{nil, []string{"api containers are in CrashLoopBackOff"}},
 	} {
 		h := &Hypothesis{Kind: KindCrashLoop, Subject: "api", Primary: []*Finding{{Kind: KindCrashLoop, Subject: "api", Facts: c.facts}}}
-		d := describe(h, Scope{})
-		for _, s := range c.want {
-			if !strings.Contains(d, s) {
-				t.Errorf("description %q lacks %q", d, s)
-			}
-		}
+		wantDescribed(t, h, Scope{}, c.want...)
 		if recs := recommend(h, Scope{}); len(recs) != 3 || recs[0].Action != "Mitigate CrashLoopBackOff: restart or roll back api" {
 			t.Errorf("recommendations %v", recs)
 		}

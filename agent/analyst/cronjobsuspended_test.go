@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -53,12 +52,7 @@ archive-sweep    0 4 * * 0      <none>     True      0        40d             3y
 		t.Errorf("weights %.2f (asked) %.2f (background)", fs[0].Weight, fs[1].Weight)
 	}
 	h := &Hypothesis{Kind: KindCronSuspended, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-	d := describe(h, Scope{})
-	for _, w := range []string{"suspended (spec.suspend: true)", "30 2 * * *", "maintenance window", "resumed other CronJobs but not this one"} {
-		if !strings.Contains(d, w) {
-			t.Errorf("%q does not say %q", d, w)
-		}
-	}
+	wantDescribed(t, h, Scope{}, "suspended (spec.suspend: true)", "30 2 * * *", "maintenance window", "resumed other CronJobs but not this one")
 	if !fs[0].Time.Equal(now.Add(-58 * time.Hour)) {
 		t.Errorf("onset %s, want the suspending change", fs[0].Time)
 	}

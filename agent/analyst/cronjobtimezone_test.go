@@ -54,12 +54,7 @@ sitemap-gen     */30 * * * *   <none>     False     0        10m             118
 			continue
 		}
 		h := &Hypothesis{Kind: KindCronTimeZone, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-		d := describe(h, Scope{})
-		for _, w := range []string{"price-rebuild has no spec.timeZone", "read in UTC", "Asia/Singapore", "02:00 UTC, 10:00 in Asia/Singapore", "ran 42m", "catalog-api p99 latency rose"} {
-			if !strings.Contains(d, w) {
-				t.Errorf("%s: %q does not say %q", tc.name, d, w)
-			}
-		}
+		wantDescribed(t, h, Scope{}, "price-rebuild has no spec.timeZone", "read in UTC", "Asia/Singapore", "02:00 UTC, 10:00 in Asia/Singapore", "ran 42m", "catalog-api p99 latency rose")
 		if len(fs[0].Evidence) < 4 || fs[0].Related[0] != "catalog-api" {
 			t.Errorf("%s: %+v", tc.name, fs[0])
 		}
@@ -135,12 +130,7 @@ func TestCronTimeZoneLost(t *testing.T) {
 				return
 			}
 			h := &Hypothesis{Kind: KindCronTimeZone, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range tc.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("%q does not say %q", d, w)
-				}
-			}
+			wantDescribed(t, h, Scope{}, tc.want...)
 			if fs[0].fact("why") == "" || len(fs[0].Evidence) < 3 {
 				t.Errorf("%+v", fs[0])
 			}

@@ -101,12 +101,7 @@ func TestDaemonSetTaint(t *testing.T) {
 				t.Fatalf("findings %+v", fs)
 			}
 			h := &Hypothesis{Kind: KindDaemonSetTaint, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range []string{"fluent-bit does not tolerate the taint nvidia.com/gpu=present:NoSchedule", "ip-10-60-10-205", "1 pods for 2 nodes"} {
-				if !strings.Contains(d, w) {
-					t.Errorf("%q does not say %q", d, w)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "fluent-bit does not tolerate the taint nvidia.com/gpu=present:NoSchedule", "ip-10-60-10-205", "1 pods for 2 nodes")
 			if !fs[0].Time.Equal(time.Date(2026, 7, 20, 11, 52, 37, 0, time.UTC)) {
 				t.Errorf("onset %s, want the tainted node's creation", fs[0].Time)
 			}

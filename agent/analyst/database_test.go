@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -18,12 +17,7 @@ func TestDatabaseErrors(t *testing.T) {
 		}
 		h := &Hypothesis{Kind: KindDatabase, Subject: "orders-db", Primary: []*Finding{{Kind: KindDatabase, Subject: "orders-db",
 			Facts: map[string]string{"caller": "checkout", "line": c.line}}}}
-		d := describe(h, Scope{})
-		for _, s := range c.want {
-			if !strings.Contains(d, s) {
-				t.Errorf("description %q lacks %q", d, s)
-			}
-		}
+		wantDescribed(t, h, Scope{}, c.want...)
 		if len(recommend(h, Scope{})) == 0 {
 			t.Errorf("no recommendations")
 		}

@@ -268,12 +268,7 @@ func TestLockQueueOf(t *testing.T) {
 				t.Errorf("holder %q, want %q", q.holder, c.holder)
 			}
 			h := &Hypothesis{Kind: KindDBBlocked, Subject: "orders-db", Primary: []*Finding{{Kind: KindDBBlocked, Facts: map[string]string{"condition": "lock", "blocker": q.holder, "blocker_detail": q.detail, "queue_head": q.head}}}}
-			d := describe(h, Scope{})
-			for _, w := range c.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 			if recs := recommend(h, Scope{}); len(recs) != 3 || !strings.Contains(recs[0].Action, "lock_timeout") {
 				t.Errorf("recommendations %v", recs)
 			}

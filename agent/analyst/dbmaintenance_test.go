@@ -91,12 +91,7 @@ func TestDetectDBMaintenance(t *testing.T) {
 				t.Errorf("subject %q, want %q", fs[0].Subject, c.subject)
 			}
 			h := &Hypothesis{Kind: KindDBMaintenance, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-			d := describe(h, Scope{})
-			for _, w := range c.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 			if recs := recommend(h, Scope{}); len(recs) != 3 || !strings.Contains(recs[0].Action, "maintenance window") {
 				t.Errorf("recommendations %v", recs)
 			}

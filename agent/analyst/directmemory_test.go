@@ -117,12 +117,7 @@ func TestDirectMemoryExplained(t *testing.T) {
 			t.Errorf("%s: release %q, want 5.1.0 (a restart is no release)", c.name, f.fact("release"))
 		}
 		h := &Hypothesis{Kind: KindDirectMemory, Subject: "api-gw", Onset: at, Primary: []*Finding{&f}}
-		d := describe(h, Scope{})
-		for _, want := range []string{"runs out of direct memory", "not OOMKilled", "heap looks flat"} {
-			if !strings.Contains(d, want) {
-				t.Errorf("%s: description %q lacks %q", c.name, d, want)
-			}
-		}
+		wantDescribed(t, h, Scope{}, "runs out of direct memory", "not OOMKilled", "heap looks flat")
 		restart := &Finding{Kind: KindDeploy, Subject: "api-gw", Facts: map[string]string{"description": "kubectl rollout restart deploy/api-gw"}}
 		release := &Finding{Kind: KindDeploy, Subject: "api-gw", Facts: map[string]string{"description": "api-gw 5.1.0: capture request bodies for audit"}}
 		if directMemory.fitsChange(h, restart) || !directMemory.fitsChange(h, release) {

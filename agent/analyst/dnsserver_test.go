@@ -61,12 +61,7 @@ func TestDNSServer(t *testing.T) {
 				t.Fatalf("findings %v", fs)
 			}
 			h := &Hypothesis{Kind: KindDNSServer, Subject: fs[0].Subject, Onset: fs[0].Time, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("description %q lacks %q", d, s)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 			if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "Restore the cluster DNS") {
 				t.Errorf("recommendations %v", recs)
 			}

@@ -87,12 +87,7 @@ func TestHandlerPanicExplained(t *testing.T) {
 	}
 	caller := &Finding{Kind: KindConnReset, Subject: "pricing-svc", Facts: map[string]string{"caller": "orders-web"}}
 	h := &Hypothesis{Kind: KindHandlerPanic, Subject: "pricing-svc", Primary: []*Finding{f}, Support: []*Finding{caller}}
-	d := describe(h, Scope{})
-	for _, want := range []string{"pricing-svc panics on some requests", "nil map", "applyTier", "closes the connection", "orders-web"} {
-		if !strings.Contains(d, want) {
-			t.Errorf("description %q lacks %q", d, want)
-		}
-	}
+	wantDescribed(t, h, Scope{}, "pricing-svc panics on some requests", "nil map", "applyTier", "closes the connection", "orders-web")
 	own := &Finding{Kind: KindDeploy, Subject: "pricing-svc"}
 	other := &Finding{Kind: KindConfigChange, Subject: "promo-banner-sync"}
 	if !handlerPanic.fitsChange(h, own) || handlerPanic.fitsChange(h, other) {

@@ -61,12 +61,7 @@ func TestHPABlind(t *testing.T) {
 				t.Fatalf("findings %+v from %d events", got, len(res.Events))
 			}
 			h := &Hypothesis{Kind: KindHPABlind, Subject: got[0].Subject, Primary: []*Finding{&got[0]}}
-			d := describe(h, Scope{})
-			for _, x := range c.want {
-				if !strings.Contains(d, x) {
-					t.Errorf("%q does not say %q", d, x)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 		})
 	}
 }

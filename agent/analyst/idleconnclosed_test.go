@@ -69,12 +69,7 @@ func TestIdleConnClosed(t *testing.T) {
 			}
 		}
 		h := &Hypothesis{Kind: KindIdleConnClosed, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := describe(h, Scope{})
-		for _, s := range c.says {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description %q does not say %q", c.name, d, s)
-			}
-		}
+		wantDescribed(t, h, Scope{}, c.says...)
 		if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "idle connection timeout") {
 			t.Errorf("%s: recommendations %v", c.name, recs)
 		}

@@ -106,12 +106,7 @@ func TestDetectIndexInvalid(t *testing.T) {
 				t.Error("no why")
 			}
 			h := &Hypothesis{Kind: KindIndexInvalid, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, w := range []string{c.index, "INVALID", c.table} {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.index, "INVALID", c.table)
 			recs := recommend(h, Scope{})
 			if len(recs) == 0 || !strings.Contains(recs[0].Action, "CREATE INDEX CONCURRENTLY "+c.index) {
 				t.Errorf("first action %v does not rebuild %s", recs, c.index)

@@ -114,12 +114,7 @@ func TestIndexThrottled(t *testing.T) {
 					t.Errorf("change of %s fits %v", ch.Service, fits)
 				}
 			}
-			d := describe(h, Scope{})
-			for _, want := range []string{"global secondary index by-state", "cart-api", c.writer} {
-				if !strings.Contains(d, want) {
-					t.Errorf("description lacks %q: %s", want, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "global secondary index by-state", "cart-api", c.writer)
 		})
 	}
 }

@@ -77,12 +77,7 @@ storefront   ClusterIP   10.12.7.201   <none>        80/TCP,9090/TCP   412d
 				t.Fatalf("findings %+v", fs)
 			}
 			h := &Hypothesis{Kind: KindIngressPort, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range []string{"web/storefront", "port http", "www.acme-shop.eu/, acme-shop.eu/", "web 80, metrics 9090", "503"} {
-				if !strings.Contains(d, w) {
-					t.Errorf("%q does not say %q", d, w)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "web/storefront", "port http", "www.acme-shop.eu/, acme-shop.eu/", "web 80, metrics 9090", "503")
 		})
 	}
 }

@@ -67,12 +67,7 @@ I1124 10:12:07.518244       7 store.go:436] "Ignoring ingress because of error w
 				t.Fatalf("findings %+v", fs)
 			}
 			h := &Hypothesis{Kind: KindIngressClass, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range []string{"web/status-page", "ingressClassName nginx-public", "status.example.com", "404"} {
-				if !strings.Contains(d, w) {
-					t.Errorf("%q does not say %q", d, w)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "web/status-page", "ingressClassName nginx-public", "status.example.com", "404")
 		})
 	}
 }
