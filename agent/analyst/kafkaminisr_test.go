@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -77,12 +76,7 @@ func TestKafkaMinISR(t *testing.T) {
 			}
 		}
 		h := &Hypothesis{Kind: KindKafkaMinISR, Subject: "kafka", Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := describe(h, Scope{})
-		for _, s := range c.says {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description %q does not say %q", c.name, d, s)
-			}
-		}
+		wantDescribed(t, h, Scope{}, c.says...)
 		if recs := recommend(h, Scope{}); len(recs) == 0 {
 			t.Errorf("%s: no recommendations", c.name)
 		}

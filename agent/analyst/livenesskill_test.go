@@ -162,12 +162,7 @@ func TestProbePathNotFound(t *testing.T) {
 					h.Primary = append(h.Primary, &all[i])
 				}
 			}
-			d := describe(h, Scope{})
-			for _, w := range []string{"GET /health answers HTTP 404", "No mapping for GET /health", "the readiness probe checks /actuator/health/readiness"} {
-				if !strings.Contains(d, w) {
-					t.Errorf("%q does not say %q", d, w)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "GET /health answers HTTP 404", "No mapping for GET /health", "the readiness probe checks /actuator/health/readiness")
 			if recs := recommend(h, Scope{}); !strings.Contains(recs[0].Action, "Point the liveness probe of inventory-api at a health path") {
 				t.Errorf("recommendations %+v", recs)
 			}

@@ -97,11 +97,6 @@ func TestMallocFragmentation(t *testing.T) {
 			t.Errorf("%s: heap flat %q, want %v", c.name, f.fact("heap_flat"), c.heapFlat)
 		}
 		h := &Hypothesis{Kind: KindMallocFragmentation, Subject: "mailer", Onset: at, Primary: []*Finding{&f}}
-		d := describe(h, Scope{})
-		for _, want := range []string{"fragmentation in glibc malloc", "not a leak", "RAILS_MAX_THREADS=16", "1Gi", "2.4.0"} {
-			if !strings.Contains(d, want) {
-				t.Errorf("%s: description %q lacks %q", c.name, d, want)
-			}
-		}
+		wantDescribed(t, h, Scope{}, "fragmentation in glibc malloc", "not a leak", "RAILS_MAX_THREADS=16", "1Gi", "2.4.0")
 	}
 }

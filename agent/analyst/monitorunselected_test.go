@@ -101,12 +101,7 @@ stock-sync       233d   app.kubernetes.io/name=stock-sync,release=prom`
 				t.Errorf("subject %q missing %q", fs[0].Subject, fs[0].fact("missing"))
 			}
 			h := &Hypothesis{Kind: KindMonitorUnselected, Subject: "stock-api", Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range []string{"is not down", "not selected", c.missing} {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "is not down", "not selected", c.missing)
 		})
 	}
 	// Another service's monitor is none of this question's business.

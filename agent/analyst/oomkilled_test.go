@@ -24,12 +24,7 @@ func TestOOMKilled(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := &Hypothesis{Kind: KindOOMKilled, Subject: "api", Primary: []*Finding{{Kind: KindOOMKilled, Subject: "api", Source: SrcKubernetes, Facts: c.facts}}}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("description %q lacks %q", d, s)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 			recs := recommend(h, Scope{})
 			if len(recs) != 3 || !strings.Contains(recs[0].Action, c.rec) {
 				t.Errorf("recommendations %v", recs)

@@ -83,12 +83,7 @@ func TestPrivilegedPortFromCrashLog(t *testing.T) {
 				t.Fatalf("findings %+v", fs)
 			}
 			h := &Hypothesis{Kind: KindPrivilegedPort, Subject: "edge", Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range c.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 			recs := recommend(h, Scope{})
 			var all []string
 			for _, r := range recs {

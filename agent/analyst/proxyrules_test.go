@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -104,12 +103,7 @@ func TestDetectProxyRules(t *testing.T) {
 		t.Errorf("workloads %q moved %q", f.fact("workloads"), f.fact("moved"))
 	}
 	h := &Hypothesis{Kind: KindProxyRules, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{&f}}
-	d := describe(h, Scope{})
-	for _, want := range []string{"kube-proxy on node ip-10-9-2-14", "cannot write the Service rules", "Failed to execute iptables-restore", "pricing-api was rolled out", "web (web-6d9b8c7f54-8kz4w)"} {
-		if !strings.Contains(d, want) {
-			t.Errorf("description lacks %q: %s", want, d)
-		}
-	}
+	wantDescribed(t, h, Scope{}, "kube-proxy on node ip-10-9-2-14", "cannot write the Service rules", "Failed to execute iptables-restore", "pricing-api was rolled out", "web (web-6d9b8c7f54-8kz4w)")
 	if !proxyRules.related(h, &Finding{Kind: KindConnRefused, Subject: "pricing-api"}) || !proxyRules.related(h, &Finding{Kind: KindTimeout, Subject: "pricing-api", Facts: map[string]string{"caller": "web"}}) ||
 		proxyRules.related(h, &Finding{Kind: KindConnRefused, Subject: "checkout"}) {
 		t.Error("related: the refused calls to the moved Service and the web pods' are, checkout's are not")

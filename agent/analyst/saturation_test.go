@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -86,12 +85,7 @@ func TestDetectCacheSaturation(t *testing.T) {
 	if len(fs) != 1 || fs[0].Subject != "cache-redis-master" {
 		t.Fatalf("cache findings: %+v", fs)
 	}
-	d := describe(&Hypothesis{Kind: KindCacheFull, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}, Scope{})
-	for _, want := range []string{"maxmemory", "evict", "hit ratio 94% → 35%"} {
-		if !strings.Contains(d, want) {
-			t.Errorf("description lacks %q: %s", want, d)
-		}
-	}
+	wantDescribed(t, &Hypothesis{Kind: KindCacheFull, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}, Scope{}, "maxmemory", "evict", "hit ratio 94% → 35%")
 	// Evictions with plenty of memory and a steady hit ratio: no storm.
 	calm := []MetricSet{
 		mk("redis_memory_max_bytes", func(time.Time) float64 { return 4 * gib }),

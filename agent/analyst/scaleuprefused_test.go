@@ -66,12 +66,7 @@ func TestScaleUpRefusedDescribe(t *testing.T) {
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "media", Name: "video-transcoder-5c7d9b8f64-8hk4p"}}
 		scaleUpRefused.detect(&Gathered{Commands: []evidence.CommandOutput{cmd}, K8s: K8sEvidence{Events: []corev1.Event{triggered}}}, found)
 		h := &Hypothesis{Kind: KindScaleUpRefused, Subject: "video-transcoder", Primary: []*Finding{&found[0]}}
-		d := describe(h, Scope{})
-		for _, want := range []string{"video-transcoder pods stay Pending", "VcpuLimitExceeded", "node group eks-gpu-g5-2xl-20241108093012345600000012 (4->10, max 16)", "vCPU service quota", `quota "Running On-Demand G and VT instances" is 64`} {
-			if !strings.Contains(d, want) {
-				t.Errorf("%s: description lacks %q: %s", cmd.Command, want, d)
-			}
-		}
+		wantDescribed(t, h, Scope{}, "video-transcoder pods stay Pending", "VcpuLimitExceeded", "node group eks-gpu-g5-2xl-20241108093012345600000012 (4->10, max 16)", "vCPU service quota", `quota "Running On-Demand G and VT instances" is 64`)
 		if !scaleUpRefused.related(h, &Finding{Kind: KindUnschedulable, Subject: "video-transcoder"}) {
 			t.Error("the Pending pods are not related")
 		}

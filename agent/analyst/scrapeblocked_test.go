@@ -126,12 +126,7 @@ func TestDetectScrapeBlocked(t *testing.T) {
 				t.Fatalf("want one finding, got %+v (policies %d)", fs, len(ev.K8s.NetworkPolicies))
 			}
 			h := &Hypothesis{Kind: KindScrapeBlocked, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("description %q lacks %q", d, s)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 			if recs := recommend(h, Scope{}); len(recs) != 3 || !strings.Contains(recs[0].Action, "port 9102") {
 				t.Errorf("recommendations %v", recs)
 			}

@@ -59,12 +59,7 @@ func TestDetectScrapeFailing(t *testing.T) {
 				return
 			}
 			h := &Hypothesis{Kind: KindScrapeFailing, Subject: "inventory-service", Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range []string{"is not down", "404", "port 9464", "keeps serving"} {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "is not down", "404", "port 9464", "keeps serving")
 		})
 	}
 }
@@ -110,12 +105,7 @@ func TestScrapeSampleLimit(t *testing.T) {
 				t.Errorf("limit %q, want %q", fs[0].fact("sample_limit"), c.limit)
 			}
 			h := &Hypothesis{Kind: KindScrapeFailing, Subject: "catalog-api", Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range []string{"is not down", "sample limit", "series", "keeps serving"} {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "is not down", "sample limit", "series", "keeps serving")
 		})
 	}
 }

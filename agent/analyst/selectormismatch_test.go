@@ -45,12 +45,7 @@ func TestSelectorMismatchMechanism(t *testing.T) {
 				t.Fatalf("no selector finding: %v %v", ok, f)
 			}
 			h := &Hypothesis{Kind: KindSelector, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("description %q lacks %q", d, s)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 			if recs := recommend(h, Scope{}); len(recs) != 3 || !strings.Contains(recs[0].Action, "Make service cart select its pods again") {
 				t.Errorf("recommendations %v", recs)
 			}

@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -89,12 +88,7 @@ func TestSettingInvalid(t *testing.T) {
 		if len(fs) != 1 || fs[0].Kind != KindSettingInvalid {
 			t.Fatalf("%s: findings %+v", c.name, fs)
 		}
-		d := describe(&Hypothesis{Kind: KindSettingInvalid, Subject: "fx-api", Onset: t0, Primary: []*Finding{&fs[0]}}, Scope{})
-		for _, w := range c.want {
-			if !strings.Contains(d, w) {
-				t.Errorf("%s: description %q lacks %q", c.name, d, w)
-			}
-		}
+		wantDescribed(t, &Hypothesis{Kind: KindSettingInvalid, Subject: "fx-api", Onset: t0, Primary: []*Finding{&fs[0]}}, Scope{}, c.want...)
 	}
 	// A crash whose last lines refuse no setting is not one.
 	ev := &Gathered{K8s: K8sEvidence{PreviousLogs: map[string][]evidence.LogLine{"fx/p/api": {{Text: "panic: runtime error: index out of range"}}}}}

@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -56,12 +55,7 @@ func TestDetectShardLimit(t *testing.T) {
 				t.Fatalf("findings %+v", fs)
 			}
 			h := &Hypothesis{Kind: KindShardLimit, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range c.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 			if recs := recommend(h, Scope{}); len(recs) != 3 {
 				t.Errorf("recommendations %v", recs)
 			}

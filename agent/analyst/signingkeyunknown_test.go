@@ -38,12 +38,7 @@ func TestSigningKeyUnknown(t *testing.T) {
 	deploy := &Finding{Kind: KindDeploy, Subject: "account-web", Time: at.Add(-20 * time.Minute), Facts: map[string]string{"description": "account-web 14.2.0: new login page illustration"}}
 	h := &Hypothesis{Kind: KindSigningKeyUnknown, Subject: "session-api", Onset: at, Trigger: rollover,
 		Primary: []*Finding{{Kind: KindSigningKeyUnknown, Subject: "session-api", Time: at, Facts: map[string]string{"caller": "session-api", "line": session}}}}
-	d := describe(h, Scope{})
-	for _, want := range []string{"session-api rejects the tokens", "kid idp-2026-07b", "keys idp-2026-04a, idp-2026-07a", "fetched at 2026-07-21T23:40:12Z", "has not refetched it"} {
-		if !strings.Contains(d, want) {
-			t.Errorf("description %q lacks %q", d, want)
-		}
-	}
+	wantDescribed(t, h, Scope{}, "session-api rejects the tokens", "kid idp-2026-07b", "keys idp-2026-04a, idp-2026-07a", "fetched at 2026-07-21T23:40:12Z", "has not refetched it")
 	if !signingKeyUnknown.fitsChange(h, rollover) || signingKeyUnknown.fitsChange(h, deploy) {
 		t.Errorf("the key rollover must fit and the page deploy must not")
 	}

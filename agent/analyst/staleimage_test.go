@@ -63,12 +63,7 @@ func TestStaleImage(t *testing.T) {
 			continue
 		}
 		h := &Hypothesis{Kind: KindStaleImage, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-		d := describe(h, Scope{})
-		for _, w := range []string{"router-5d7c8b9f6-4kq2x", "sha256:444444444444", "sha256:999999999999", "PKIX path building failed", "image"} {
-			if !strings.Contains(d, w) {
-				t.Errorf("%s: %q does not say %q", tc.name, d, w)
-			}
-		}
+		wantDescribed(t, h, Scope{}, "router-5d7c8b9f6-4kq2x", "sha256:444444444444", "sha256:999999999999", "PKIX path building failed", "image")
 		if fs[0].Subject != "router" || len(fs[0].Evidence) < 2 {
 			t.Errorf("%s: %+v", tc.name, fs[0])
 		}
@@ -161,12 +156,7 @@ func TestCachedTag(t *testing.T) {
 				t.Fatalf("findings %+v", fs)
 			}
 			h := &Hypothesis{Kind: KindStaleImage, Subject: "api", Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range tc.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("%q does not say %q", d, w)
-				}
-			}
+			wantDescribed(t, h, Scope{}, tc.want...)
 			if recs := recommend(h, Scope{}); !strings.Contains(recs[0].Action, "immutable reference") {
 				t.Errorf("recommendations %+v", recs)
 			}

@@ -41,12 +41,7 @@ func TestThreadPoolStarvationExplained(t *testing.T) {
 	threadPoolStarvation.detect(ev, found)
 	f := found[0]
 	h := &Hypothesis{Kind: KindThreadPoolStarvation, Subject: "quotes-api", Onset: at, Primary: []*Finding{&f}}
-	d := describe(h, Scope{})
-	for _, want := range []string{"thread pool is starved", "Quotes.Api.Rates.RateCardClient.Get", "SpinThenBlockingWait", "1,512 work items", "131 of 150 threads"} {
-		if !strings.Contains(d, want) {
-			t.Errorf("description %q lacks %q", d, want)
-		}
-	}
+	wantDescribed(t, h, Scope{}, "thread pool is starved", "Quotes.Api.Rates.RateCardClient.Get", "SpinThenBlockingWait", "1,512 work items", "131 of 150 threads")
 	if f.Weight < 0.9 {
 		t.Errorf("weight %.2f with the pool's queue and the blocking frame seen", f.Weight)
 	}

@@ -85,11 +85,6 @@ func TestTLSMismatchPaired(t *testing.T) {
 			t.Errorf("%s: target %q mode %q change %q", c.name, f.fact("tls_target"), f.fact("tls_mode"), f.fact("tls_change"))
 		}
 		h := &Hypothesis{Kind: KindTLSMismatch, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{f}}
-		d := describe(h, Scope{})
-		for _, want := range []string{c.client, c.target, c.change} {
-			if !strings.Contains(d, want) {
-				t.Errorf("%s: description %q lacks %q", c.name, d, want)
-			}
-		}
+		wantDescribed(t, h, Scope{}, c.client, c.target, c.change)
 	}
 }

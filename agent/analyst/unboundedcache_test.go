@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -69,11 +68,6 @@ func TestUnboundedCache(t *testing.T) {
 		}
 		f := fs[0]
 		h := &Hypothesis{Kind: KindUnboundedCache, Subject: "pdp-render", Onset: at, Primary: []*Finding{&f}}
-		d := describe(h, Scope{})
-		for _, w := range c.want {
-			if !strings.Contains(d, w) {
-				t.Errorf("%s: description %q lacks %q", c.name, d, w)
-			}
-		}
+		wantDescribed(t, h, Scope{}, c.want...)
 	}
 }

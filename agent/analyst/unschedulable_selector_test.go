@@ -178,12 +178,7 @@ worker-b   Ready    <none>   40d   v1.29.6
 				t.Fatalf("want one finding from %d events and %d nodes, got %+v", len(events), len(ev.K8s.Nodes), fs)
 			}
 			h := &Hypothesis{Kind: KindUnschedulable, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, w := range c.says {
-				if !strings.Contains(d, w) {
-					t.Errorf("%q does not say %q", d, w)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.says...)
 			if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "node selector") {
 				t.Errorf("recommendations %+v", recs)
 			}

@@ -77,12 +77,7 @@ func TestDetectVisibilityTimeout(t *testing.T) {
 				t.Error("no why")
 			}
 			h := &Hypothesis{Kind: KindVisibilityTimeout, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, w := range []string{"visibility timeout", c.queue, "not lost"} {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q: %s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "visibility timeout", c.queue, "not lost")
 			if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "Raise the visibility timeout of "+c.queue) {
 				t.Errorf("first action %v", recs)
 			}

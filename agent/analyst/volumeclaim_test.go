@@ -2,7 +2,6 @@ package analyst
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -59,12 +58,7 @@ func TestVolumeClaim(t *testing.T) {
 			continue
 		}
 		h := &Hypothesis{Kind: KindVolumeClaim, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-		d := describe(h, sc)
-		for _, wnt := range c.want {
-			if !strings.Contains(d, wnt) {
-				t.Errorf("%s: description %q, want %q", c.name, d, wnt)
-			}
-		}
+		wantDescribed(t, h, sc, c.want...)
 	}
 	if fs := detectVolumeClaim(&Gathered{Metrics: cases[0].metrics, Scope: Scope{Message: "search-index is slow", Service: "search-index", Window: w}, Window: w}, nil); len(fs) != 0 {
 		t.Errorf("no volume alert, findings %+v", fs)

@@ -92,12 +92,7 @@ func TestWALRetained(t *testing.T) {
 				t.Errorf("subject %q, want %q", f.Subject, c.subject)
 			}
 			h := &Hypothesis{Kind: f.Kind, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, w := range append(c.want, "ran out of storage", "no space left on device") {
-				if !strings.Contains(d, w) {
-					t.Errorf("description lacks %q:\n%s", w, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, append(c.want, "ran out of storage", "no space left on device")...)
 			if recs := recommend(h, Scope{}); len(recs) == 0 || !strings.Contains(recs[0].Action, "replication slot") && !strings.Contains(recs[0].Action, "binary logs") {
 				t.Errorf("first recommendation: %+v", recs)
 			}

@@ -101,12 +101,7 @@ func TestDetectSlotFilling(t *testing.T) {
 				t.Fatalf("findings %+v, want one on %s with consumer %q", fs, c.subject, c.consumer)
 			}
 			h := &Hypothesis{Kind: KindWALRetained, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			d := describe(h, Scope{})
-			for _, s := range c.want {
-				if !strings.Contains(d, s) {
-					t.Errorf("lacks %q: %s", s, d)
-				}
-			}
+			wantDescribed(t, h, Scope{}, c.want...)
 			recs := recommend(h, Scope{})
 			if len(recs) < 2 || c.consumer != "" && !strings.Contains(recs[0].Action, c.consumer) {
 				t.Errorf("recommendations %+v", recs)

@@ -89,12 +89,7 @@ istiod-7c9f6d8b54-xw9rz                 %s     Running   7 (4m12s ago)   35m
 				t.Fatalf("finding %+v", f)
 			}
 			h := &Hypothesis{Kind: KindWebhookUnreachable, Subject: f.Subject, Primary: []*Finding{&f}}
-			d := describe(h, Scope{})
-			for _, w := range []string{"namespace.sidecar-injector.istio.io", "istio-system/istiod", "context deadline exceeded", "secrets is forbidden"} {
-				if !strings.Contains(d, w) {
-					t.Errorf("%q does not say %q", d, w)
-				}
-			}
+			wantDescribed(t, h, Scope{}, "namespace.sidecar-injector.istio.io", "istio-system/istiod", "context deadline exceeded", "secrets is forbidden")
 			if _, ok := webhookFinding(call, nil, b, now); ok {
 				t.Error("a finding without failed creations")
 			}
