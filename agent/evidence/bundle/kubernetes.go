@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
 
 // kubeDir is the bundle folder of Kubernetes evidence: the tree written by
@@ -323,6 +324,12 @@ func (k *kubeBundle) Objects(ctx context.Context, kind, namespace, labelSelector
 		if i, dup := seen[key]; dup {
 			if newer(o, out[i]) {
 				out[i] = o
+			} else if m, ok := kubetext.Combine(out[i], o); ok {
+				// Two transcripts show it (a get row, a describe page):
+				// one object, as within one transcript.
+				if mo, ok := m.(evidence.KubeObject); ok {
+					out[i] = mo
+				}
 			}
 			continue
 		}

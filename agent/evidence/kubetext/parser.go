@@ -433,6 +433,32 @@ func (p *parser) add(kind, ns, name, form string, obj runtime.Object) {
 // (get-columns) ranks with a table row: the two fill each other.
 var formRank = map[string]int{"": 3, "describe": 2, "get-wide": 1, "get": 0, "get-columns": 0}
 
+// Combine joins two text forms of one object read from different
+// transcripts (a kubectl get row in one file, a describe page in
+// another) as Parse joins them within one: the richer form is the base
+// and the other fills what it lacks. It reports false, and leaves the
+// choice to the caller, when either is not a text form (a structured
+// copy, or a pod only seen through commands run in it).
+func Combine(old, obj runtime.Object) (runtime.Object, bool) {
+	fo, fn := formOf(old), formOf(obj)
+	if fo == "" || fn == "" || fo == SeenForm || fn == SeenForm {
+		return old, false
+	}
+	if formRank[fn] > formRank[fo] {
+		return merge(obj, old), true
+	}
+	return merge(old, obj), true
+}
+
+// formOf is the text form an object came from ("" for a structured one).
+func formOf(o runtime.Object) string {
+	m, ok := o.(metav1.Object)
+	if !ok {
+		return ""
+	}
+	return m.GetAnnotations()[SourceAnnotation]
+}
+
 // merge fills the fields of a that are unset from b (both text forms of
 // one object), through their JSON forms.
 func merge(a, b runtime.Object) runtime.Object {
