@@ -67,6 +67,7 @@ var holdoutFloors = map[string]int{
 	"holdout49": 8,
 	"holdout50": 5,
 	"holdout51": 8,
+	"holdout55": 8,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
