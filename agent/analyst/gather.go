@@ -975,6 +975,11 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 			}
 		}
 	}
+	// A question about a page that never came reads which alerts fired,
+	// as a state (pagemissed.go).
+	if pageAskRE.MatchString(g.sc.Message+" "+g.sc.Hint) && names["ALERTS"] > 0 && !slices.ContainsFunc(picks, func(p pick) bool { return p.name == "ALERTS" }) {
+		picks = append(picks, pick{"ALERTS", MetricState, "", 7})
+	}
 	// A question about latency or timeouts reads latency histograms'
 	// buckets raw, for quantiles (a caller's deadline against its callee's
 	// p99, deadlinecut.go).

@@ -216,6 +216,7 @@ var mechanisms = []*mechanism{
 	scrapeBlocked,
 	scrapeFailing,
 	monitorUnselected,
+	pageMissed,
 	connLeak,
 	databaseErrors,
 	signingKeyUnknown,

@@ -215,6 +215,7 @@ var kinds = map[Kind]kindInfo{
 	KindRetryStorm:        {prior: 0.84},
 	KindScrapeFailing:     {prior: 0.84},
 	KindMonitorUnselected: {prior: 0.84},
+	KindPageMissed:        {prior: 0.9},
 	KindScrapeBlocked:     {prior: 0.86},
 	KindResolverTimeout:   {prior: 0.84},
 	KindDNSUpstream:       {prior: 0.88},

@@ -63,7 +63,7 @@ var holdoutFloors = map[string]int{
 	"holdout45": 9,
 	"holdout46": 7,
 	"holdout47": 7,
-	"holdout48": 5,
+	"holdout48": 7,
 	"holdout49": 8,
 	"holdout50": 5,
 	"holdout51": 8,
