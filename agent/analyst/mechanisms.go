@@ -33,6 +33,7 @@ var mechanisms = []*mechanism{
 	dbBlocked,
 	migrationLock,
 	migrationChecksum,
+	schemaDrift,
 	schemaMissing,
 	initWait,
 	cronJobSuspended,

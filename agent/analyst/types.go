@@ -441,6 +441,7 @@ var kinds = map[Kind]kindInfo{
 	KindRegexBacktrack: {prior: 0.86},
 	// Code using a column or table its database lacks.
 	KindSchemaMissing: {prior: 0.86},
+	KindSchemaDrift:   {prior: 0.88},
 	// A table's generated key at its integer type's maximum.
 	KindIDExhausted: {prior: 0.88},
 	// A host's file system remounted read-only after I/O errors.
