@@ -439,6 +439,55 @@ var calibrationRules = []calibrationRule{
 	{"offsets reset, out of range not shown", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindOffsetReset && !outOfRangeShown(w)
 	}},
+	// A node autoscaler at its limit (a node group at its maximum size, a
+	// NodePool's limits used up), with the scheduler's reason why no
+	// running node takes the pods not read, or naming no resource they
+	// lack (a per-node limit of volumes, an affinity, a taint): the limit
+	// says why no node is added, not why the nodes already running refuse
+	// the pods, which a new node of the same kind may refuse too.
+	{"node limit, why no running node fits not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindNodeLimit && !insufficientRE.MatchString(w.fact("scheduler"))
+	}},
+	// A node pool at its limit with nothing read of what uses it up (no
+	// replicas added, no node group or pool changed, no other workload
+	// named): the limit is a state, and who holds the capacity under it
+	// (another namespace's workload left running, a fleet grown elsewhere)
+	// is the root one hop further.
+	{"node pool at its limit, what uses it up not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindNodeLimit && w.fact("demand") == "" && !capacityDemandChange(w.Trigger)
+	}},
+	// A node scale-up that failed (the autoscaler backing a group off)
+	// with no refusal of the cloud read (no quota, no capacity code): the
+	// backoff says the scale-up failed, not why (no capacity of the type
+	// in the zone, a quota, a launch template).
+	{"scale-up failed, the cloud's refusal not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindScaleUpRefused && w.fact("code") == "" && w.fact("quota") == ""
+	}},
+	// An autoscaler that cannot fetch its metric (the metrics API finds no
+	// series for it), with no change read: the metric is gone for a reason
+	// (a release that renamed it, the adapter's rule, the adapter down)
+	// that is not known. A container without a request says why itself.
+	{"autoscaler blind, what took its metric away not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindHPABlind && noTrigger(w) && w.fact("why") == "" && !hpaMissingRE.MatchString(w.fact("message"))
+	}},
+	// The question is about repeated deliveries (the same message sent
+	// twice, duplicate orders, customers charged more than once) and the
+	// answer names what only delays work (a backlog, a slow call, a
+	// saturated consumer): a delay does not deliver anything twice, so the
+	// symptom asked about is left unexplained (a re-read from an offset
+	// reset, a redelivery after a visibility timeout, a retry of a call
+	// that was not idempotent).
+	{"repeats asked, answered with a delay", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
+		return repeatQuestionRE.MatchString(s.question) && onlyDelays[w.Kind]
+	}},
+	// "No space left on device" from a shared memory segment (POSIX shared
+	// memory in /dev/shm, a tmpfs sized apart from any disk or volume,
+	// 64 MiB by default in a container) read as a disk full, with no change
+	// read: no disk is full, and what asks for the segments (their number
+	// and size, parallel workers, a setting) is not known.
+	{"shared memory out of space read as a disk", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindDiskFull && noTrigger(w) && primaryLineMatches(w, sharedMemoryRE)
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
@@ -1090,4 +1139,33 @@ func outOfRangeShown(h *Hypothesis) bool {
 		}
 	}
 	return false
+}
+
+// insufficientRE is the scheduler's word that the running nodes lack a
+// resource the pods request ("3 Insufficient cpu", "Insufficient
+// nvidia.com/gpu", "Too many pods"): a new node would have it.
+var insufficientRE = regexp.MustCompile(`(?i)\binsufficient \S|\btoo many pods\b`)
+
+// repeatQuestionRE is a question about something delivered, sent, run or
+// charged more than once: "the same SMS several times", "emails twice",
+// "duplicate orders", "charged twice", "re-sent".
+var repeatQuestionRE = regexp.MustCompile(`(?i)\bthe same\b[^.?!]{0,80}\b(?:twice|several times|multiple times|many times|more than once|over and over|again and again|\d+ (?:or \d+ )?times|three times|two times)\b|\bduplicate[ds]? (?:\w+ )?(?:e-?mails?|sms|messages?|notifications?|orders?|charges?|payments?|events?|records?|rows?|invoices?|deliver(?:y|ies)|pushes|webhooks?|jobs?|runs?)\b|\b(?:charged|billed|sent|delivered|received|processed|notified|paid|booked|shipped|emailed|texted) (?:\w+ ){0,3}(?:twice|more than once|several times|multiple times|two or three times|\d+ times)\b|\bre-?(?:sent|delivered|processed) (?:old|past|earlier|already)`)
+
+// onlyDelays are the kinds of roots that make work late, not repeated.
+var onlyDelays = map[Kind]bool{KindBacklog: true, KindSaturation: true, KindLatency: true, KindSlowQuery: true, KindSlowOperation: true,
+	KindSlowCall: true, KindCPUThrottling: true, KindHPAMax: true, KindNodeLimit: true, KindGCPressure: true, KindLoadSurge: true}
+
+// sharedMemoryRE is a process refused room for POSIX shared memory: a
+// segment it cannot create or resize, a file of /dev/shm.
+var sharedMemoryRE = regexp.MustCompile(`(?i)shared memory segment|/dev/shm\b|\bshm_open\b`)
+
+// capacityDemandChange reports whether c, a node limit's trigger, says
+// what asks for the pool's capacity: replicas raised, a node group, pool
+// or its limits changed.
+func capacityDemandChange(c *Finding) bool {
+	if c == nil {
+		return false
+	}
+	t := changeText(c)
+	return replicasUpRE.MatchString(t) || capacityChangeRE.MatchString(t) || strings.Contains(strings.ToLower(t), "max size")
 }
