@@ -2,7 +2,9 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -93,11 +95,14 @@ func detectHPAReverted(ev *Gathered, found []Finding) []Finding {
 		revertTo[e.InvolvedObject.Name] = to
 	}
 	var out []Finding
-	for name, n := range reverted {
+	// In name order, and the sizes in order, so that the answer is the
+	// same on every run.
+	for _, name := range slices.Sorted(maps.Keys(reverted)) {
+		n := reverted[name]
 		f := Finding{Kind: KindHPAReverted, Subject: name, Namespace: ev.Scope.Namespace, Severity: SevCritical, Weight: 0.85,
 			Source: SrcKubernetes, Time: ev.Window.Start, Object: "deployment " + name}
 		var sizes []string
-		for s := range hpaSizes[name] {
+		for _, s := range slices.Sorted(maps.Keys(hpaSizes[name])) {
 			sizes = append(sizes, strconv.Itoa(s))
 		}
 		f.setFact("reverts", strconv.Itoa(n))
