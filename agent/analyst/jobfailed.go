@@ -48,6 +48,8 @@ var jobFailed = &mechanism{
 			}
 			// A file the operating system refused: who runs, who owns it.
 			fileAccessWhy(ev, &fs[i])
+			// No cloud credentials: the ServiceAccount the pods run as.
+			noCredentialsWhy(ev, &fs[i])
 			// An expired session: the run outlasted its credentials.
 			sessionOutlived(ev, &fs[i], jobRunLines(ev, &fs[i]))
 			// A name that does not resolve is followed to its Service.
@@ -99,6 +101,7 @@ var jobFailed = &mechanism{
 				d += fmt.Sprintf(" (%s)", infoOf(k).label)
 			}
 			d += h.clause("; ", "missing_service")
+			d += describeNoCredentials(h)
 		}
 		return d
 	},
@@ -111,7 +114,11 @@ var jobFailed = &mechanism{
 		if h.fact("session_lifetime") != "" {
 			lk = kindSessionOutlived
 		}
+		if recommendNoCredentials(h, r, "the Job "+what) {
+			lk = kindNoCredentialsHandled
+		}
 		switch lk {
+		case kindNoCredentialsHandled:
 		case kindSessionOutlived:
 			recommendSessionOutlived(h, r)
 		case kindFileRefused:

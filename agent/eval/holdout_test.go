@@ -67,7 +67,7 @@ var holdoutFloors = map[string]int{
 	"holdout49": 8,
 	"holdout50": 5,
 	"holdout51": 8,
-	"holdout55": 8,
+	"holdout55": 9,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
