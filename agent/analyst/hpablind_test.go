@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/kubetext"
 )
 
@@ -63,5 +64,65 @@ func TestHPABlind(t *testing.T) {
 			h := &Hypothesis{Kind: KindHPABlind, Subject: got[0].Subject, Primary: []*Finding{&got[0]}}
 			wantDescribed(t, h, Scope{}, c.want...)
 		})
+	}
+}
+
+// TestHPABlindMetricRenamed: a custom metric the adapter cannot find is
+// followed to its source: the counter series of the workload that stopped
+// while another began (renamed), or, without the series, the change
+// before the failure to how the workload exports its metrics. A change
+// of other content, or of another workload, is not named.
+func TestHPABlindMetricRenamed(t *testing.T) {
+	onset := time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+	stop := onset.Add(-70 * time.Minute)
+	pts := func(from, to time.Time) []evidence.Point {
+		var p []evidence.Point
+		for t := from; !t.After(to); t = t.Add(time.Minute) {
+			p = append(p, evidence.Point{T: t, V: 1})
+		}
+		return p
+	}
+	start, end := onset.Add(-3*time.Hour), onset.Add(time.Hour)
+	msgs := []string{
+		"unable to get metric http_requests_per_second: unable to fetch metrics from custom metrics API: the server could not find the metric http_requests_per_second for pods",
+		"failed to get pods metric value: unable to get metric http_requests_per_second: unable to fetch metrics from custom metrics API: the server could not find the metric http_requests_per_second for pods",
+	}
+	series := []MetricSet{
+		{Name: "http_requests_total", Series: []evidence.Series{{Labels: evidence.Labels{"namespace": "shop", "pod": "orders-6b8c9d7f44-fq8lz"}, Points: pts(start, stop)}}},
+		{Name: "http_server_requests_seconds_count", Series: []evidence.Series{{Labels: evidence.Labels{"service": "orders", "uri": "/orders"}, Points: pts(stop.Add(time.Minute), end)}}},
+		{Name: "process_cpu_seconds_total", Series: []evidence.Series{{Labels: evidence.Labels{"job": "orders"}, Points: pts(start, end)}}},
+	}
+	deploy := evidence.Change{Service: "orders", Kind: "deploy", Timestamp: stop, Description: "orders 4.0.0: move to the OpenTelemetry SDK, drop legacy metric names"}
+	other := evidence.Change{Service: "orders", Kind: "config", Timestamp: stop.Add(-20 * time.Minute), Description: "payment timeout 2s -> 4s"}
+	elsewhere := evidence.Change{Service: "cart", Kind: "deploy", Timestamp: stop, Description: "cart 2.0: new Prometheus metric names"}
+	for _, msg := range msgs {
+		// The series say it.
+		f := Finding{Kind: KindHPABlind, Subject: "orders", Time: onset, Facts: map[string]string{"message": msg}}
+		metricRenamed(&Gathered{Metrics: series, Earlier: []evidence.Change{deploy, other}}, &f)
+		if f.fact("source_metric") != "http_requests_total" || f.fact("successor") != "http_server_requests_seconds_count" || !strings.Contains(f.fact("renamed_by"), "4.0.0") {
+			t.Errorf("series: facts %v", f.Facts)
+		}
+		h := &Hypothesis{Kind: KindHPABlind, Subject: "orders", Primary: []*Finding{&f}}
+		if d := describe(h, Scope{}); !strings.Contains(d, "http_requests_total, stopped for orders") || !strings.Contains(d, "renamed") {
+			t.Errorf("series: description %s", d)
+		}
+		// Only the change says it.
+		g := Finding{Kind: KindHPABlind, Subject: "orders", Time: onset, Facts: map[string]string{"message": msg}}
+		metricRenamed(&Gathered{Earlier: []evidence.Change{deploy, other, elsewhere}}, &g)
+		if g.fact("source_metric") != "" || !strings.Contains(g.fact("metrics_change"), "OpenTelemetry") {
+			t.Errorf("change: facts %v", g.Facts)
+		}
+		// Nothing about metrics changed: nothing is said.
+		n := Finding{Kind: KindHPABlind, Subject: "orders", Time: onset, Facts: map[string]string{"message": msg}}
+		metricRenamed(&Gathered{Earlier: []evidence.Change{other, elsewhere}}, &n)
+		if n.fact("metrics_change") != "" || n.fact("source_metric") != "" {
+			t.Errorf("unrelated changes: facts %v", n.Facts)
+		}
+	}
+	// A missing CPU request is not a missing metric.
+	f := Finding{Kind: KindHPABlind, Subject: "orders", Time: onset, Facts: map[string]string{"message": "failed to get cpu utilization: missing request for cpu in container istio-proxy of Pod orders-6b8c9d7f44-fq8lz"}}
+	metricRenamed(&Gathered{Earlier: []evidence.Change{deploy}}, &f)
+	if f.fact("metrics_change") != "" {
+		t.Errorf("cpu request: facts %v", f.Facts)
 	}
 }

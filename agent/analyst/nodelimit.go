@@ -44,9 +44,13 @@ var nodeLimitM = &mechanism{
 		}
 		return autoscalerNameRE.MatchString(f.Subject) && nodeLimitRE.MatchString(f.fact("line")+" "+f.fact("template")+" "+f.Summary)
 	},
+	// A change of the pending workload's code does not use up a pool's
+	// limit; only added demand (replicas, requests) or a changed limit
+	// does.
+	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
-		return replicasUpRE.MatchString(t) || strings.Contains(t, "limits") && capacityChangeRE.MatchString(t) || strings.Contains(t, "max-nodes-total") || strings.Contains(t, "max size")
+		return replicasUpRE.MatchString(t) || replicasNewRE.MatchString(t) || requestsUpRE.MatchString(t) || workloadCreatedRE.MatchString(t) || strings.Contains(t, "limits") && capacityChangeRE.MatchString(t) || strings.Contains(t, "max-nodes-total") || strings.Contains(t, "max size")
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s pods stay Pending because %s is at its limit", h.Subject, h.fact("limiter"))
@@ -105,6 +109,14 @@ var (
 	// replicasUpRE is a change that raises a workload's replicas
 	// ("replicas 6 -> 10", "scaled to 10").
 	replicasUpRE = regexp.MustCompile(`(?i)replicas:? *(\d+) *(?:->|→|to) *(\d+)`)
+	// replicasNewRE is a change that puts a number of replicas on the
+	// cluster ("40 replicas", "replicas: 40", "scaled to 12", "12 pods").
+	replicasNewRE = regexp.MustCompile(`(?i)\b(\d+) *(?:x )?(?:replicas|pods|instances of)\b|\breplicas[:=] *(\d+)\b|\bscaled? (?:up |out )?to (\d+)\b`)
+	// workloadCreatedRE is a change that puts new pods on the cluster: an
+	// environment or a workload created.
+	workloadCreatedRE = regexp.MustCompile(`(?i)\b(?:environment|namespace|deployment|statefulset|workload|stack|release)s? (?:was )?(?:created|installed|provisioned)\b|\b(?:create|install|provision)(?:d|s)? (?:a |the )?(?:new )?(?:environment|namespace|deployment|statefulset|workload|stack|release)\b`)
+	// requestsUpRE is a change that raises a workload's resource requests.
+	requestsUpRE = regexp.MustCompile(`(?i)requests?[\w.]*:? *(?:cpu|memory)?:? *[\d.]+(?:m|Mi|Gi)? *(?:->|→|to) *[\d.]+`)
 )
 
 // nodeLimitHit is what one line or event says of a limit.
@@ -374,9 +386,16 @@ func nodePoolLimits(outs []evidence.CommandOutput) map[string]*poolLimits {
 // up the limit.
 func demandChanges(ev *Gathered, wl string, onset time.Time) string {
 	var own, others []string
-	for _, c := range ev.Changes {
+	for _, c := range slices.Concat(ev.Earlier, ev.Changes) {
 		m := replicasUpRE.FindStringSubmatch(c.Description)
 		if m == nil {
+			// Another workload put on the cluster with its replicas in
+			// the days before (a load test, a backfill, a new fleet):
+			// its pods hold the capacity under the limit while they run.
+			if n := replicasNew(c.Description); n >= minDemandReplicas && !strings.EqualFold(c.Service, wl) &&
+				(onset.IsZero() || !c.Timestamp.After(onset) && onset.Sub(c.Timestamp) <= demandLookback) {
+				others = append(others, fmt.Sprintf("%s (%s) at %s", orWord(c.Service, "a workload"), truncate(c.Description, 140), ts(c.Timestamp)))
+			}
 			continue
 		}
 		from, _ := strconv.Atoi(m[1])
@@ -395,4 +414,27 @@ func demandChanges(ev *Gathered, wl string, onset time.Time) string {
 		return ""
 	}
 	return strings.Join(append(others, own...), ", ")
+}
+
+// minDemandReplicas is the fewest replicas a change of another workload
+// puts on the cluster for it to count as demand on a pool's limit, and
+// demandLookback how long before the pods went Pending it may have come.
+const (
+	minDemandReplicas = 5
+	demandLookback    = 72 * time.Hour
+)
+
+// replicasNew is the number of replicas a change says it puts on the
+// cluster, 0 when it says none.
+func replicasNew(desc string) int {
+	m := replicasNewRE.FindStringSubmatch(desc)
+	if m == nil {
+		return 0
+	}
+	for _, g := range m[1:] {
+		if n, err := strconv.Atoi(g); err == nil {
+			return n
+		}
+	}
+	return 0
 }

@@ -120,3 +120,62 @@ status:
 		})
 	}
 }
+
+// TestNodeLimitDemand: what used up the pool's limit is read from changes
+// that put many replicas of another workload on the cluster in the days
+// before (a load test, a backfill, a scaled fleet), said in several ways;
+// the pending workload's own code deploy, a handful of replicas and a
+// change long before are not demand, and a code deploy does not fit as a
+// trigger.
+func TestNodeLimitDemand(t *testing.T) {
+	onset := time.Date(2026, 3, 4, 15, 0, 0, 0, time.UTC)
+	cases := []struct {
+		c    evidence.Change
+		want bool
+	}{
+		{evidence.Change{Service: "orders-loadtest", Description: "LT-77: orders load test environment in namespace perf (60 replicas + mock)", Timestamp: onset.Add(-18 * time.Hour)}, true},
+		{evidence.Change{Service: "reindexer", Description: "kubectl scale deploy/reindexer --replicas=24 for the reindex", Timestamp: onset.Add(-2 * time.Hour)}, true},
+		{evidence.Change{Service: "spark-executors", Description: "spark-executors scaled up to 30 for the nightly backfill", Timestamp: onset.Add(-6 * time.Hour)}, true},
+		{evidence.Change{Service: "batch", Description: "batch: replicas: 12 (new CronJob fan-out)", Timestamp: onset.Add(-time.Hour)}, true},
+		{evidence.Change{Service: "web", Description: "web 2 replicas for the canary", Timestamp: onset.Add(-time.Hour)}, false},
+		{evidence.Change{Service: "embedder", Description: "embedder 40 replicas baseline", Timestamp: onset.Add(-time.Hour)}, false},
+		{evidence.Change{Service: "old-fleet", Description: "old-fleet 50 replicas", Timestamp: onset.Add(-10 * 24 * time.Hour)}, false},
+		{evidence.Change{Service: "embedder", Description: "embedder 1.14.0: request batching window 5ms -> 8ms", Timestamp: onset.Add(-time.Hour)}, false},
+	}
+	for _, c := range cases {
+		d := demandChanges(&Gathered{Changes: []evidence.Change{c.c}}, "embedder", onset)
+		if got := d != "" && strings.Contains(d, c.c.Service); got != c.want {
+			t.Errorf("%q: demand %q, want %v", c.c.Description, d, c.want)
+		}
+	}
+	// A change before the window is read too.
+	if d := demandChanges(&Gathered{Earlier: []evidence.Change{cases[0].c}}, "embedder", onset); !strings.Contains(d, "orders-loadtest") {
+		t.Errorf("earlier change not read: %q", d)
+	}
+	h := &Hypothesis{Kind: KindNodeLimit, Subject: "embedder"}
+	deploy := &Finding{Kind: KindDeploy, Subject: "embedder", Facts: map[string]string{"description": "embedder 1.14.0: request batching window 5ms -> 8ms"}}
+	if nodeLimitM.fitsChange(h, deploy) || !nodeLimitM.strictTriggers {
+		t.Error("a code deploy fits as the trigger of a node limit")
+	}
+}
+
+// TestNodeLimitFits: a change that puts pods on the pool (replicas, a
+// raised request, an environment created) fits as the trigger of a node
+// limit; a change of code or of settings does not.
+func TestNodeLimitFits(t *testing.T) {
+	h := &Hypothesis{Kind: KindNodeLimit, Subject: "pr-12-postgresql"}
+	for desc, want := range map[string]bool{
+		"preview environment created for PR #12 (checkout: new address form)": true,
+		"helm install: release installed in namespace preview-12":             true,
+		"embedder replicas 6 -> 10":                                           true,
+		"resources.requests.cpu 500m -> 2":                                    true,
+		"create the new environment for the load test":                        true,
+		"pr-12 1.4.0: fix the address form validation":                        false,
+		"log level info -> debug":                                             false,
+	} {
+		c := &Finding{Kind: KindDeploy, Subject: "pr-12-postgresql", Facts: map[string]string{"description": desc}}
+		if got := nodeLimitM.fitsChange(h, c); got != want {
+			t.Errorf("%q: fits %v, want %v", desc, got, want)
+		}
+	}
+}

@@ -43,10 +43,27 @@ var scaleUpRefused = &mechanism{
 	detect: func(ev *Gathered, found []Finding) []Finding {
 		// The quota as the cloud's CLI reports it names what is used up.
 		q := cloudQuotaSaid(ev)
+		var said []timedLine
 		for i := range found {
 			f := &found[i]
 			if f.Kind != KindScaleUpRefused {
 				continue
+			}
+			// The backoff event does not say why the scale-up failed; the
+			// autoscaler's log or the cloud's record of the launch (an
+			// auto scaling group's activities) does.
+			if f.fact("code") == "" {
+				if said == nil {
+					said = eventLines(ev, cloudRefusalTextRE)
+				}
+				for _, l := range said {
+					if code, words := scaleUpRefusal(l.Text); code != "" {
+						f.setFact("code", code)
+						f.setFact("refusal", words)
+						f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", l.From, quote(l.Text, 240)))
+						break
+					}
+				}
 			}
 			if q != "" {
 				f.setFact("quota", q)
@@ -112,9 +129,18 @@ var (
 	capacityChangeRE = regexp.MustCompile(`(?i)node ?group|node ?pool|\bfleet\b|instance type|\d+ x [a-z]+\d|\bquota\b|auto ?scaling group|\basg\b|capacity reservation|karpenter|\bmachine ?set\b`)
 	// cloudRefusalRE is a cloud's refusal of instances in an autoscaler's
 	// or a provisioner's message.
-	quotaRowRE     = regexp.MustCompile(`^([A-Za-z][^\t]*?[A-Za-z)])(?:\t|\s{2,}|\s+)(\d+(?:\.\d+)?)$`)
-	quotaNameRE    = regexp.MustCompile(`"QuotaName":\s*"([^"]+)"`)
-	quotaValueRE   = regexp.MustCompile(`"Value":\s*([\d.]+)`)
+	quotaRowRE   = regexp.MustCompile(`^([A-Za-z][^\t]*?[A-Za-z)])(?:\t|\s{2,}|\s+)(\d+(?:\.\d+)?)$`)
+	quotaNameRE  = regexp.MustCompile(`"QuotaName":\s*"([^"]+)"`)
+	quotaValueRE = regexp.MustCompile(`"Value":\s*([\d.]+)`)
+	// cloudRefusalTextRE is the cloud's refusal as its own records or an
+	// autoscaler's log say it in words: EC2's launch failure ("We
+	// currently do not have sufficient c6i.4xlarge capacity in the
+	// Availability Zone you requested (eu-west-1a)"), GCE's ("does not
+	// have enough resources available to fulfill the request"), Azure's
+	// AllocationFailed, or a code.
+	cloudRefusalTextRE = regexp.MustCompile(`(?i)do not have sufficient \S+ capacity|not have enough resources available|AllocationFailed|` + cloudRefusalRE.String()[4:])
+	// ec2CapacityRE reads the type and the zone of EC2's capacity refusal.
+	ec2CapacityRE  = regexp.MustCompile(`(?i)do not have sufficient (\S+) capacity in the availability zone you requested \(([\w-]+)\)`)
 	cloudRefusalRE = regexp.MustCompile(`(?i)VcpuLimitExceeded|InstanceLimitExceeded|InsufficientInstanceCapacity|InsufficientCapacity|ZONE_RESOURCE_POOL_EXHAUSTED|QUOTA_EXCEEDED|QuotaExceeded|quota exceeded|out of resources|Quota '[^']+' exceeded|SkuNotAvailable|vCPU limit`)
 )
 
@@ -138,6 +164,9 @@ func scaleUpRefusedEvent(e *corev1.Event) (float64, bool) {
 // words.
 func scaleUpRefusal(msg string) (code, words string) {
 	m := strings.ToLower(msg)
+	if c := ec2CapacityRE.FindStringSubmatch(msg); c != nil {
+		return "InsufficientInstanceCapacity", fmt.Sprintf("EC2 has insufficient %s capacity in the availability zone %s (InsufficientInstanceCapacity): the zone has no instance of that type to give the group", c[1], c[2])
+	}
 	switch {
 	case strings.Contains(m, "vcpulimitexceeded") || strings.Contains(m, "vcpu limit"):
 		return "VcpuLimitExceeded", "EC2 VcpuLimitExceeded — the account's vCPU service quota for the instance family is used up, so no instance of it can be launched"
@@ -145,7 +174,11 @@ func scaleUpRefusal(msg string) (code, words string) {
 		return "InstanceLimitExceeded", "EC2 InstanceLimitExceeded — the account's instance quota for the type is used up"
 	case strings.Contains(m, "insufficientinstancecapacity") || strings.Contains(m, "insufficientcapacity"):
 		return "InsufficientInstanceCapacity", "the cloud has no capacity of that instance type in the zones asked (InsufficientInstanceCapacity)"
-	case strings.Contains(m, "zone_resource_pool_exhausted") || strings.Contains(m, "out of resources"):
+	case strings.Contains(m, "allocationfailed"):
+		return "SkuNotAvailable", "the region or zone has insufficient capacity for the VM size (AllocationFailed)"
+	case strings.Contains(m, "do not have sufficient") && strings.Contains(m, "capacity"):
+		return "InsufficientInstanceCapacity", "the cloud has insufficient capacity of that instance type in the zones asked (InsufficientInstanceCapacity)"
+	case strings.Contains(m, "zone_resource_pool_exhausted") || strings.Contains(m, "out of resources") || strings.Contains(m, "not have enough resources available"):
 		return "ZONE_RESOURCE_POOL_EXHAUSTED", "the zone has no capacity of that machine type (ZONE_RESOURCE_POOL_EXHAUSTED)"
 	case strings.Contains(m, "quota_exceeded") || strings.Contains(m, "quotaexceeded") || strings.Contains(m, "quota exceeded") || regexp.MustCompile(`quota '[^']+' exceeded`).MatchString(m):
 		return "QUOTA_EXCEEDED", "a cloud quota of the project or account is used up"

@@ -84,3 +84,62 @@ func TestScaleUpRefusedDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleUpRefusedReason: when the pods carry only the backoff
+// ("in backoff after failed scale-up"), the refusal is read from where the
+// cloud said it: the cluster autoscaler's log, an auto scaling group's
+// activities (JSON and text output), GCE's and Azure's messages.
+func TestScaleUpRefusedReason(t *testing.T) {
+	cases := []struct {
+		cmd   evidence.CommandOutput
+		code  string
+		wants []string
+	}{
+		{evidence.CommandOutput{Command: "kubectl -n kube-system logs deploy/cluster-autoscaler", Lines: []string{
+			`I0312 14:02:11.120045       1 orchestrator.go:582] Final scale-up plan: [{eks-batch-m5-2xl-1b-20250104 2->5 (max: 10)}]`,
+			`I0312 14:04:40.258033       1 auto_scaling_groups.go:472] ASG eks-batch-m5-2xl-1b-20250104 has unfulfillable placeholders, scaling activity: Launching a new EC2 instance.  Status Reason: We currently do not have sufficient m5.2xlarge capacity in the Availability Zone you requested (us-east-1b). Our system will be working on provisioning additional capacity.`,
+		}}, "InsufficientInstanceCapacity", []string{"insufficient m5.2xlarge capacity", "us-east-1b"}},
+		{evidence.CommandOutput{Command: "aws autoscaling describe-scaling-activities --auto-scaling-group-name gpu-workers", Lines: strings.Split(`{
+    "Activities": [
+        {
+            "StartTime": "2025-03-12T14:04:39.110000+00:00",
+            "StatusCode": "Failed",
+            "StatusMessage": "We currently do not have sufficient g5.xlarge capacity in the Availability Zone you requested (eu-central-1c). Our system will be working on provisioning additional capacity. Launching EC2 instance failed."
+        }
+    ]
+}`, "\n")}, "InsufficientInstanceCapacity", []string{"insufficient g5.xlarge capacity", "eu-central-1c"}},
+		{evidence.CommandOutput{Command: "aws autoscaling describe-scaling-activities --auto-scaling-group-name gpu-workers --output text", Lines: []string{
+			"ACTIVITIES\t2f0c…\tgpu-workers\tAt 2025-03-12T14:03:50Z a user request update of AutoScalingGroup constraints\tLaunching a new EC2 instance.  Status Reason: Could not launch On-Demand Instances. VcpuLimitExceeded - You have requested more vCPU capacity than your current vCPU limit of 64 allows.\t100\t2025-03-12T14:04:39Z\tFailed",
+		}}, "VcpuLimitExceeded", []string{"vCPU service quota"}},
+		{evidence.CommandOutput{Command: "gcloud compute operations list --filter=status=DONE", Lines: []string{
+			"operation-1741788279: The zone 'projects/shop-prod/zones/us-central1-a' does not have enough resources available to fulfill the request.  Try a different zone, or try again later.",
+		}}, "ZONE_RESOURCE_POOL_EXHAUSTED", []string{"ZONE_RESOURCE_POOL_EXHAUSTED"}},
+		{evidence.CommandOutput{Command: "az vmss list-instances -g aks-nodes -n aks-gpu-12345678-vmss", Lines: []string{
+			"Code: AllocationFailed Message: Allocation failed. We do not have sufficient capacity for the requested VM size in this region.",
+		}}, "SkuNotAvailable", []string{"insufficient capacity for the VM size"}},
+	}
+	for _, c := range cases {
+		f := Finding{Kind: KindScaleUpRefused, Subject: "batch-runner", Weight: 0.8, Object: "pod jobs/batch-runner-6d8f7c9b5-x2k4q"}
+		f.setFact("message", "pod didn't trigger scale-up: 1 in backoff after failed scale-up, 4 node(s) didn't match Pod's node affinity/selector")
+		found := []Finding{f}
+		scaleUpRefused.detect(&Gathered{Commands: []evidence.CommandOutput{c.cmd}}, found)
+		if got := found[0].fact("code"); got != c.code {
+			t.Errorf("%s: code %q, want %q", c.cmd.Command, got, c.code)
+			continue
+		}
+		h := &Hypothesis{Kind: KindScaleUpRefused, Subject: "batch-runner", Primary: []*Finding{&found[0]}}
+		d := describe(h, Scope{})
+		for _, w := range c.wants {
+			if !strings.Contains(d, w) {
+				t.Errorf("%s: description lacks %q: %s", c.cmd.Command, w, d)
+			}
+		}
+	}
+	// No refusal handed over: nothing is made up.
+	f := Finding{Kind: KindScaleUpRefused, Subject: "batch-runner", Weight: 0.8}
+	found := []Finding{f}
+	scaleUpRefused.detect(&Gathered{Commands: []evidence.CommandOutput{{Command: "kubectl get nodes", Lines: []string{"NAME STATUS", "ip-10-0-1-2 Ready"}}}}, found)
+	if found[0].fact("code") != "" {
+		t.Errorf("a code without a refusal: %q", found[0].fact("code"))
+	}
+}
