@@ -15,13 +15,17 @@ type logText interface{ ~string | ~[]byte }
 var logfmtTimeKeys = []string{"time=", "ts=", "timestamp=", "t="}
 
 // jsonTimeKeys are the fields of a JSON log line that hold its time
-// (MongoDB 4.4+ writes it as Extended JSON: {"t":{"$date":"..."}}).
-var jsonTimeKeys = []string{`"ts":"`, `"time":"`, `"timestamp":"`, `"@timestamp":"`, `"ts": "`, `"time": "`, `"timestamp": "`, `"@timestamp": "`, `{"t":{"$date":"`}
+// (MongoDB 4.4+ writes it as Extended JSON: {"t":{"$date":"..."}};
+// Cloudflare's Logpush writes a request's EdgeStartTimestamp, a firewall
+// event's Datetime).
+var jsonTimeKeys = []string{`"ts":"`, `"time":"`, `"timestamp":"`, `"@timestamp":"`, `"ts": "`, `"time": "`, `"timestamp": "`, `"@timestamp": "`, `{"t":{"$date":"`, `"EdgeStartTimestamp":"`, `"Datetime":"`}
 
 // jsonEpochKeys are the fields of a JSON log line that may hold its time
 // as a number since the Unix epoch: pino's "time" (milliseconds), zap's
 // and many others' "ts" (seconds with a fraction).
-var jsonEpochKeys = []string{`"time":`, `"ts":`, `"timestamp":`}
+// Cloudflare's Logpush fields are Unix seconds or nanoseconds when its
+// timestamp format is unix or unixnano.
+var jsonEpochKeys = []string{`"time":`, `"ts":`, `"timestamp":`, `"EdgeStartTimestamp":`, `"Datetime":`}
 
 // ParseLogTime returns the time a log line carries, or the zero time
 // (LineTime for a line held as a string).
@@ -88,10 +92,18 @@ func lineTime[T logText](line T, ref time.Time) (time.Time, bool) {
 	if len(s) > 0 && s[0] == '[' {
 		s = s[1:]
 	}
+	s = afterRequestType(s)
 	if len(s) < 14 {
 		return time.Time{}, false
 	}
 	c := s[0]
+	if c >= '0' && c <= '9' && len(s) >= 19 && s[4] == '-' && s[7] == '-' && s[10] == '\t' {
+		// W3C extended logs (CloudFront's standard logs) put the date
+		// and the time in two tab-separated fields.
+		b := []byte(s[:19])
+		b[10] = 'T'
+		return parseISO(string(b))
+	}
 	switch {
 	case c >= '0' && c <= '9' && len(s) >= 19 && s[4] == '-' && s[7] == '-':
 		return isoPrefix(s)
@@ -145,6 +157,19 @@ func lineTime[T logText](line T, ref time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return clfTime(line)
+}
+
+// afterRequestType skips the request type an AWS load balancer's access
+// log leads with (an ALB's "https 2026-11-25T08:00:01.372378Z ...", an
+// NLB's "tls 2.0 2026-...") to the time that follows it; other lines are
+// returned as they are.
+func afterRequestType[T logText](s T) T {
+	for _, p := range []string{"http ", "https ", "h2 ", "grpcs ", "ws ", "wss ", "tls 2.0 "} {
+		if hasPrefix(s, p) && len(s) > len(p)+19 && isDigits(s[len(p):len(p)+4]) && s[len(p)+4] == '-' {
+			return s[len(p):]
+		}
+	}
+	return s
 }
 
 // levelThreadTime reads the stamp of log4j layouts that lead with the

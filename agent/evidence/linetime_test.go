@@ -75,7 +75,16 @@ func lineTimeCases() []lineTimeCase {
 		{"CLF (nginx access)", `10.20.0.14 - - [24/Nov/2026:14:04:17 +0000] "GET /v1/quotes?zip=10000 HTTP/1.1" 200 812 "-" "okhttp/4.12.0" 0.018 0.016`, at(14, 4, 17, 0)},
 		{"CLF with offset (Apache)", `203.0.113.9 - frank [24/Nov/2026:15:04:17 +0100] "POST /login HTTP/1.0" 302 0`, at(14, 4, 17, 0)},
 		{"CLF ingress-nginx", `192.168.3.4 - - [24/Nov/2026:14:04:17 +0000] "GET /api/cart HTTP/2.0" 502 150 "-" "Mozilla/5.0" 412 0.002 [shop-cart-8080] [] 10.42.1.7:8080 0 0.002 502 4f3c`, at(14, 4, 17, 0)},
+		// CDN and load balancer access logs.
+		{"Cloudflare Logpush rfc3339", `{"EdgeStartTimestamp":"2026-11-24T14:04:17Z","RayID":"8e8f2a1c9b7d4e31","EdgeResponseStatus":526,"OriginResponseStatus":0}`, at(14, 4, 17, 0)},
+		{"Cloudflare Logpush unixnano", `{"ClientIP":"203.0.113.7","EdgeStartTimestamp":1795529057100000000,"EdgeResponseStatus":200}`, at(14, 4, 17, 1e8)},
+		{"Cloudflare firewall event", `{"Action":"block","ClientIP":"203.0.113.7","Datetime":"2026-11-24T14:04:17Z","RuleID":"c2f1"}`, at(14, 4, 17, 0)},
+		{"CloudFront standard log (W3C)", "2026-11-24\t14:04:17\tSYD62-P1\t2390\t203.0.113.7\tGET\td111111abcdef8.cloudfront.net\t/index.html\t200", at(14, 4, 17, 0)},
+		{"ALB access log", `https 2026-11-24T14:04:17.372378Z app/reports-prod-alb/5f1e2d3c4b5a6978 198.51.100.140:58444 10.30.5.92:8080 0.000 1.372 0.000 200 200 1100 46832 "GET https://r.example.com:443/ HTTP/1.1"`, at(14, 4, 17, 372378e3)},
+		{"ALB h2 access log", `h2 2026-11-24T14:04:17.000000Z app/web/50dc6c495c0c9188 192.168.131.39:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 "GET https://www.example.com:443/ HTTP/2.0"`, at(14, 4, 17, 0)},
+		{"NLB TLS access log", `tls 2.0 2026-11-24T14:04:17 net/my-network-loadbalancer/c6e77e28c25b2234 g3d4b5e8bb8464cd 72.21.218.154:51341 172.100.100.185:443 5 2`, at(14, 4, 17, 0)},
 		// Lines that carry no time.
+		{"http word, no time", "http request failed for the third time today", time.Time{}},
 		{"stack frame", "\tat com.example.X(X.java:1)", time.Time{}},
 		{"exception", "java.lang.OutOfMemoryError: Java heap space", time.Time{}},
 		{"short", "short", time.Time{}},
