@@ -223,6 +223,8 @@ var mechanisms = []*mechanism{
 	signingKeyUnknown,
 	tokenSignatureInvalid,
 	certNameMismatch,
+	edgeOriginCert,
+	corsRejected,
 	cloudDenied,
 	authFailure,
 	backlogM,

@@ -248,6 +248,8 @@ var kinds = map[Kind]kindInfo{
 	KindBlockingCommand:   {prior: 0.82},
 	KindPoolRejected:      {prior: 0.82},
 	KindLBHealthCheck:     {prior: 0.82},
+	KindEdgeOriginCert:    {prior: 0.86},
+	KindCORSRejected:      {prior: 0.86},
 	KindDiskClaim:         {prior: 0.8},
 	KindOutcome:           {prior: 0.72},
 	KindSlowOperation:     {prior: 0.62},
