@@ -17,6 +17,7 @@ var mechanisms = []*mechanism{
 	indexInvalid,
 	indexDropped,
 	statsStale,
+	orphanLock,
 	visibilityTimeout,
 	replicaDDL,
 	replicaStopped,

@@ -9,10 +9,11 @@ import (
 // Calls rate-limited (HTTP 429, ThrottlingException): by an external API,
 // by a dependency, or by the service's own misconfigured rate limiter.
 var throttlingM = &mechanism{
-	kind:       KindThrottling,
-	class:      classDependency,
-	label:      "throttling",
-	lines:      regexp.MustCompile(`(?i)(?:status(?:_?code)?|code|http_status|response_code)["']?\s*[=:]\s*["']?429\b|\b429 Too Many Requests|HTTP/[\d.]+"?\s+429\b|\bHTTP 429\b|Too Many Requests|rate[ -]limit(ed|ing)?|ThrottlingException|Rate exceeded|throttl|quota exceeded|` + cloudThrottleWords),
+	kind:  KindThrottling,
+	class: classDependency,
+	label: "throttling",
+	// A counter of throttled calls at zero ("ses_throttled=0") is none.
+	lines:      regexp.MustCompile(`(?i)(?:status(?:_?code)?|code|http_status|response_code)["']?\s*[=:]\s*["']?429\b|\b429 Too Many Requests|HTTP/[\d.]+"?\s+429\b|\bHTTP 429\b|Too Many Requests|rate[ -]limit(ed|ing)?|ThrottlingException|Rate exceeded|throttl(?:\w*\s*[=:]\s*[1-9]|\w*(?:[^=:\w]|$))|quota exceeded|` + cloudThrottleWords),
 	lineWeight: 0.7,
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject

@@ -19,6 +19,11 @@ func TestThrottling(t *testing.T) {
 		{`operation error S3: PutObject, https response error StatusCode: 503, RequestID: 4X1, api error SlowDown: Please reduce your request rate.`, KindThrottling},
 		{`googleapi: Error 403: Rate Limit Exceeded, rateLimitExceeded`, KindThrottling},
 		{`{"level":"info","msg":"slow down the poller","interval":"5s"}`, ""},
+		// A counter of throttled calls: zero is none, more is some.
+		{`2026-11-26T10:00:12.011Z INFO  stats last 30m: sent=0 failed=0 ses_throttled=0`, ""},
+		{`level=info msg="window stats" throttled: 0 retried: 0`, ""},
+		{`2026-11-26T10:00:12.011Z INFO  stats last 30m: sent=41 failed=0 ses_throttled=12`, KindThrottling},
+		{`WARN request throttled by upstream, backing off 2s`, KindThrottling},
 	})
 	for _, c := range []struct{ line, cloud, bucket string }{
 		{`An error occurred (SlowDown) when calling the UploadPart operation (reached max retries: 4): Please reduce your request rate.`, "S3", ""},

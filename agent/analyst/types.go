@@ -233,6 +233,7 @@ var kinds = map[Kind]kindInfo{
 	KindIndexInvalid:      {prior: 0.86},
 	KindIndexDropped:      {prior: 0.86},
 	KindStatsStale:        {prior: 0.86},
+	KindOrphanLock:        {prior: 0.86},
 	KindVisibilityTimeout: {prior: 0.86},
 	KindClockSkew:         {prior: 0.8},
 	KindJobFailed:         {prior: 0.8},
