@@ -65,7 +65,7 @@ var holdoutFloors = map[string]int{
 	"holdout47": 7,
 	"holdout48": 7,
 	"holdout49": 8,
-	"holdout50": 5,
+	"holdout50": 6,
 	"holdout51": 8,
 	"holdout55": 9,
 }
