@@ -2,10 +2,13 @@ package analyst
 
 import (
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rootcause/rootcause/agent/analysis"
 )
 
 // Lookups that time out at the resolver: a caller's calls to several
@@ -66,6 +69,41 @@ var resolverTimeout = &mechanism{
 	},
 }
 
+// lookupTimeout is a line of a client's log saying a DNS lookup timed out.
+type lookupTimeout struct {
+	set  *LogSet
+	t    analysis.LogTemplate
+	line string
+	// name is the name looked up (short); resolver the address asked, ""
+	// when the line names none (EAI_AGAIN).
+	name, resolver string
+}
+
+// clientLookupTimeouts yields the lookups that timed out during the
+// incident in the logs of all but the DNS servers, in the order gathered.
+func clientLookupTimeouts(ev *Gathered) iter.Seq[lookupTimeout] {
+	return func(yield func(lookupTimeout) bool) {
+		for set, t := range incidentTemplates(ev) {
+			if dnsServerNameRE.MatchString(set.Subject) {
+				continue
+			}
+			for _, l := range t.Lines() {
+				m := lookupTimeoutRE.FindStringSubmatch(l)
+				if m == nil {
+					continue
+				}
+				name, resolver := m[1], m[2]
+				if name == "" {
+					name = m[3]
+				}
+				if !yield(lookupTimeout{set, t, l, ShortHost(name), resolver}) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // detectResolverTimeouts reads, per caller, lookups of at least two
 // different names timing out at one resolver address.
 func detectResolverTimeouts(ev *Gathered, found []Finding) []Finding {
@@ -79,38 +117,20 @@ func detectResolverTimeouts(ev *Gathered, found []Finding) []Finding {
 	}
 	byResolver := map[string]*stat{}
 	var order []string
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		if dnsServerNameRE.MatchString(set.Subject) {
-			continue
+	for x := range clientLookupTimeouts(ev) {
+		resolver := orWord(x.resolver, "the resolver")
+		s := byResolver[resolver]
+		if s == nil {
+			s = &stat{}
+			byResolver[resolver] = s
+			order = append(order, resolver)
 		}
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
-			}
-			for _, l := range t.Lines() {
-				m := lookupTimeoutRE.FindStringSubmatch(l)
-				if m == nil {
-					continue
-				}
-				name, resolver := m[1], m[2]
-				if name == "" {
-					name, resolver = m[3], "the resolver"
-				}
-				s := byResolver[resolver]
-				if s == nil {
-					s = &stat{}
-					byResolver[resolver] = s
-					order = append(order, resolver)
-				}
-				s.names = appendNew(s.names, ShortHost(name))
-				s.callers = appendNew(s.callers, set.Subject)
-				s.count += t.Incident
-				s.first = earliest(s.first, orTime(t.FirstIncident, t.FirstSeen))
-				if s.line == "" {
-					s.line, s.ns = l, set.Namespace
-				}
-			}
+		s.names = appendNew(s.names, x.name)
+		s.callers = appendNew(s.callers, x.set.Subject)
+		s.count += x.t.Incident
+		s.first = earliest(s.first, orTime(x.t.FirstIncident, x.t.FirstSeen))
+		if s.line == "" {
+			s.line, s.ns = x.line, x.set.Namespace
 		}
 	}
 	var out []Finding

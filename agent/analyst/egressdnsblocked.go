@@ -93,41 +93,25 @@ func detectEgressDNSBlocked(ev *Gathered, found []Finding) []Finding {
 	}
 	byNS := map[string]*stat{}
 	var order []string
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		if dnsServerNameRE.MatchString(set.Subject) || set.Host {
+	for x := range clientLookupTimeouts(ev) {
+		if x.set.Host {
 			continue
 		}
-		ns := orWord(set.Namespace, ev.Scope.Namespace)
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
-			}
-			for _, l := range t.Lines() {
-				m := lookupTimeoutRE.FindStringSubmatch(l)
-				if m == nil {
-					continue
-				}
-				s := byNS[ns]
-				if s == nil {
-					s = &stat{}
-					byNS[ns] = s
-					order = append(order, ns)
-				}
-				name, resolver := m[1], m[2]
-				if name == "" {
-					name, resolver = m[3], ""
-				}
-				s.names = appendNew(s.names, ShortHost(name))
-				s.callers = appendNew(s.callers, set.Subject)
-				s.first = earliest(s.first, orTime(t.FirstIncident, t.FirstSeen))
-				if s.line == "" {
-					s.line = l
-				}
-				if s.resolver == "" {
-					s.resolver = resolver
-				}
-			}
+		ns := orWord(x.set.Namespace, ev.Scope.Namespace)
+		s := byNS[ns]
+		if s == nil {
+			s = &stat{}
+			byNS[ns] = s
+			order = append(order, ns)
+		}
+		s.names = appendNew(s.names, x.name)
+		s.callers = appendNew(s.callers, x.set.Subject)
+		s.first = earliest(s.first, orTime(x.t.FirstIncident, x.t.FirstSeen))
+		if s.line == "" {
+			s.line = x.line
+		}
+		if s.resolver == "" {
+			s.resolver = x.resolver
 		}
 	}
 	var out []Finding
