@@ -40,9 +40,7 @@ var acmeChallenge = &mechanism{
 	detect: func(ev *Gathered, found []Finding) []Finding {
 		return detectACMEChallenges(ev.Commands, ev.Logs, append(slices.Clone(ev.Earlier), ev.Changes...), ev.Scope, ev.Window)
 	},
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return acmePathChangeRE.MatchString(changeText(c))
-	},
+	fitsChange: changeSays(acmePathChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("certificate %s is not renewing: its ACME %s challenge%s stays pending", h.Subject, orWord(h.fact("type"), "HTTP-01"), forDomains(h.fact("domains")))
 		d += h.clause(" since ", "since")

@@ -49,9 +49,7 @@ var chainIncomplete = &mechanism{
 	label:          "certificate served without its intermediate (incomplete chain)",
 	detect:         detectChainIncomplete,
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return certChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(certChangeRE),
 	related: func(h *Hypothesis, f *Finding) bool {
 		switch f.Kind {
 		case KindTLS:

@@ -54,9 +54,7 @@ var cloudDenied = &mechanism{
 	lineWeight: 0.85,
 	detect:     detectCloudDenied,
 	// Only a change to identities or policies triggers a denial.
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return iamChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(iamChangeRE),
 	strictTriggers: true,
 	// What the denial starves: the autoscaler that cannot read its metric
 	// because its scaler is refused the queue's attributes, the queue

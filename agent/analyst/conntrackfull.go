@@ -26,14 +26,12 @@ import (
 const KindConntrackFull Kind = "conntrack_full"
 
 var conntrackFull = &mechanism{
-	kind:    KindConntrackFull,
-	class:   classCause,
-	label:   "connection-tracking table full on a node",
-	detect:  detectConntrackFull,
-	related: listedIn("workloads", ","),
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return connChurnChangeRE.MatchString(changeText(c))
-	},
+	kind:       KindConntrackFull,
+	class:      classCause,
+	label:      "connection-tracking table full on a node",
+	detect:     detectConntrackFull,
+	related:    listedIn("workloads", ","),
+	fitsChange: changeSays(connChurnChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		var d string
 		if n := atoiOr(h.fact("count")); n > 0 {

@@ -23,13 +23,11 @@ import (
 const KindDNSNegativeCache Kind = "dns_negative_cache"
 
 var dnsNegativeCache = &mechanism{
-	kind:   KindDNSNegativeCache,
-	class:  classCause,
-	label:  "NXDOMAIN served from a resolver's negative cache",
-	detect: detectDNSNegativeCache,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return recordGoneRE.MatchString(changeText(c))
-	},
+	kind:           KindDNSNegativeCache,
+	class:          classCause,
+	label:          "NXDOMAIN served from a resolver's negative cache",
+	detect:         detectDNSNegativeCache,
+	fitsChange:     changeSays(recordGoneRE),
 	strictTriggers: true,
 	related: func(h *Hypothesis, f *Finding) bool {
 		return f.Kind == KindDNS && strings.Contains(strings.ToLower(f.fact("line")+" "+strings.Join(f.Evidence, " ")), strings.ToLower(h.fact("name")))

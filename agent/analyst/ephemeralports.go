@@ -22,9 +22,7 @@ var ephemeralPorts = &mechanism{
 	label:      "ephemeral ports exhausted",
 	lines:      regexp.MustCompile(`(?i)cannot assign requested address|EADDRNOTAVAIL|ephemeral ports? (are |were )?(exhausted|exhaustion)|no (free|available) (local|ephemeral) ports?|local port range (is )?exhausted`),
 	lineWeight: 0.9,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return keepAliveChangeRE.MatchString(changeText(c))
-	},
+	fitsChange: changeSays(keepAliveChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		return fmt.Sprintf("%s has run out of ephemeral ports for its outgoing connections: every request opens a new upstream connection whose closed socket holds its source port in TIME_WAIT, so connect() fails with EADDRNOTAVAIL (99: Cannot assign requested address) and requests stall: %s",
 			h.Subject, quote(ReadableLine(h.fact("line")), 200))

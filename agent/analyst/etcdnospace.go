@@ -34,9 +34,7 @@ var etcdNoSpace = &mechanism{
 	// much into the cluster (an operator, a controller storing state in
 	// ConfigMaps or custom resources, events or secrets in bulk) or one to
 	// etcd itself triggers it.
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return etcdWriterChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(etcdWriterChangeRE),
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := h.Subject + " has exceeded its database space quota (mvcc: database space exceeded"

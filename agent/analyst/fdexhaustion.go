@@ -29,9 +29,7 @@ var fdExhaustion = &mechanism{
 	related: exceptChanges(func(h *Hypothesis, f *Finding) bool {
 		return f.Kind == KindFDExhaustion && f.Subject != h.Subject && slices.Contains(h.top().Related, f.Subject)
 	}),
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return fdLimitChangeRE.MatchString(changeText(c))
-	},
+	fitsChange: changeSays(fdLimitChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		lim := h.fact("limit")
 		if lim == "" {

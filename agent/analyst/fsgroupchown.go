@@ -50,9 +50,7 @@ var fsGroupChown = &mechanism{
 	related: func(h *Hypothesis, f *Finding) bool {
 		return f.Kind == KindMountFailure && f.Subject == h.Subject
 	},
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return fsGroupChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(fsGroupChangeRE),
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s's pods wait in ContainerCreating while the kubelet changes the ownership of every file on volume %s: the pod's securityContext sets fsGroup %s without fsGroupChangePolicy (OnRootMismatch), so at each mount the kubelet recursively chowns the whole volume before the containers start", h.Subject, orWord(h.fact("volume"), "its volume"), h.fact("fsgroup"))

@@ -42,9 +42,7 @@ var fsReadOnly = &mechanism{
 	related: exceptOwnAndChanges(KindFSReadOnly, func(h *Hypothesis, f *Finding) bool {
 		return sameNode(f.Subject, h.Subject) || slices.Contains(h.top().Related, f.Subject) || f.Subject == "node" || strings.HasPrefix(f.Subject, h.Subject+"-")
 	}),
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return fsStorageChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(fsStorageChangeRE),
 	strictTriggers: true,
 	describe:       describeFSReadOnly,
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

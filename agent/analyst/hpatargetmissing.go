@@ -39,9 +39,7 @@ var hpaTargetMissing = &mechanism{
 		return false
 	},
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return hpaRenameChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(hpaRenameChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the HorizontalPodAutoscaler %s cannot scale %s: its scale target %s does not exist (FailedGetScale: %s)",
 			orWord(h.fact("hpa"), h.Subject), h.Subject, orWord(h.fact("target"), "its scaleTargetRef"), quote(h.fact("message"), 160))

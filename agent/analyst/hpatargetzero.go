@@ -43,11 +43,9 @@ var hpaTargetZero = &mechanism{
 		return false
 	},
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return hpaTargetChangeRE.MatchString(changeText(c))
-	},
-	describe:  describeHPATargetZero,
-	recommend: recommendHPATargetZero,
+	fitsChange:     changeSays(hpaTargetChangeRE),
+	describe:       describeHPATargetZero,
+	recommend:      recommendHPATargetZero,
 }
 
 var (

@@ -20,13 +20,11 @@ import (
 const KindIdleConnClosed Kind = "idle_conn_closed"
 
 var idleConnClosed = &mechanism{
-	kind:   KindIdleConnClosed,
-	class:  classCause,
-	label:  "idle keep-alive connections closed by the other side while the client reuses them",
-	detect: detectIdleConnClosed,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return keepAliveChangeRE.MatchString(changeText(c))
-	},
+	kind:       KindIdleConnClosed,
+	class:      classCause,
+	label:      "idle keep-alive connections closed by the other side while the client reuses them",
+	detect:     detectIdleConnClosed,
+	fitsChange: changeSays(keepAliveChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		who := orWord(h.fact("caller"), h.Subject)
 		to := orWord(h.fact("target"), "its callee")

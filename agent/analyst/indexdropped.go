@@ -43,9 +43,7 @@ var indexDropped = &mechanism{
 		return f.Kind == KindSlowQuery || f.Kind == KindSaturation && databaseLike(f) || f.Kind == KindSlowOperation && databaseLike(f) ||
 			namedByTop(h, f, KindIndexDropped)
 	},
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return indexChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(indexChangeRE),
 	strictTriggers: true,
 	describe:       describeIndexDropped,
 	recommend:      recommendIndexDropped,

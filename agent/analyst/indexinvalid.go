@@ -43,11 +43,9 @@ var indexInvalid = &mechanism{
 		return f.Kind == KindSlowQuery || f.Kind == KindSaturation && databaseLike(f) || f.Kind == KindSlowOperation && databaseLike(f)
 	},
 	// A migration or schema change built and dropped the indexes.
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return indexChangeRE.MatchString(changeText(c))
-	},
-	describe:  describeIndexInvalid,
-	recommend: recommendIndexInvalid,
+	fitsChange: changeSays(indexChangeRE),
+	describe:   describeIndexInvalid,
+	recommend:  recommendIndexInvalid,
 }
 
 var (

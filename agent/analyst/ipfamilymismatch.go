@@ -56,9 +56,7 @@ var ipFamilyMismatch = &mechanism{
 	// migration to IPv6 or dual-stack) or of the server's listen address
 	// explains it; a caller's deploy does not.
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return ipFamilyChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(ipFamilyChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		wl := orWord(h.fact("workload"), h.Subject)
 		svc, fam := orWord(h.fact("service"), wl), orWord(h.fact("family_short"), "IPv6")

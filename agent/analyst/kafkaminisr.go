@@ -20,13 +20,11 @@ import (
 const KindKafkaMinISR Kind = "kafka_min_isr"
 
 var kafkaMinISR = &mechanism{
-	kind:   KindKafkaMinISR,
-	class:  classCause,
-	label:  "Kafka partitions below min.insync.replicas",
-	detect: detectKafkaMinISR,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return kafkaChangeRE.MatchString(changeText(c))
-	},
+	kind:       KindKafkaMinISR,
+	class:      classCause,
+	label:      "Kafka partitions below min.insync.replicas",
+	detect:     detectKafkaMinISR,
+	fitsChange: changeSays(kafkaChangeRE),
 	// A producer's deploy near the onset does not take brokers' replicas
 	// away.
 	strictTriggers: true,

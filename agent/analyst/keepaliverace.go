@@ -19,13 +19,11 @@ import (
 const KindKeepAliveRace Kind = "keepalive_race"
 
 var keepAliveRace = &mechanism{
-	kind:   KindKeepAliveRace,
-	class:  classCause,
-	label:  "idle keep-alive connections closed by the upstream while the proxy reuses them",
-	detect: detectKeepAliveRace,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return keepAliveChangeRE.MatchString(changeText(c))
-	},
+	kind:       KindKeepAliveRace,
+	class:      classCause,
+	label:      "idle keep-alive connections closed by the upstream while the proxy reuses them",
+	detect:     detectKeepAliveRace,
+	fitsChange: changeSays(keepAliveChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		proxy := orWord(h.fact("proxy"), "the proxy")
 		d := fmt.Sprintf("idle keep-alive connections to %s are closed by %s while %s reuses them: requests sent on a connection the upstream is closing get %s before any response header, and %s answers 502 at once (%s lines from %s, to %s)",

@@ -37,9 +37,7 @@ var kubeletCert = &mechanism{
 	},
 	// An expired certificate is triggered by time, not by a change; a
 	// change to the node's certificates or kubelet configuration may be.
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return kubeletCertChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(kubeletCertChangeRE),
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the kubelet client certificate of node %s expired", h.Subject)

@@ -24,13 +24,11 @@ import (
 const KindLBIdleAboveKeepAlive Kind = "lb_idle_above_keepalive"
 
 var lbIdleAboveKeepAlive = &mechanism{
-	kind:   KindLBIdleAboveKeepAlive,
-	class:  classCause,
-	label:  "load balancer idle timeout longer than the backend's keep-alive timeout",
-	detect: detectLBIdleAboveKeepAlive,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return lbIdleChangeRE.MatchString(changeText(c))
-	},
+	kind:           KindLBIdleAboveKeepAlive,
+	class:          classCause,
+	label:          "load balancer idle timeout longer than the backend's keep-alive timeout",
+	detect:         detectLBIdleAboveKeepAlive,
+	fitsChange:     changeSays(lbIdleChangeRE),
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the load balancer in front of %s keeps idle keep-alive connections for %s (%s) while %s closes them after %s of idle (%s): the balancer reuses connections %s has just closed, the request meets a reset or an early close before any response, and the balancer answers 502 itself (%s)",

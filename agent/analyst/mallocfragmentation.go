@@ -38,9 +38,7 @@ var mallocFragmentation = &mechanism{
 	related: kindsOnSubject(KindOOMKilled, KindSaturation, KindMemoryClaim, KindCrashLoop),
 	// Only a change of the image or its allocator settings brings it.
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return allocatorChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(allocatorChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		d := fmt.Sprintf("%s's resident memory (RSS) climbs until its containers are OOMKilled", s)

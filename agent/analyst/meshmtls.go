@@ -30,12 +30,10 @@ const KindMeshMTLS Kind = "mesh_mtls"
 // set it), the caller's namespace labels and pods, and the callee's
 // sidecar log.
 var meshMTLS = &mechanism{
-	kind:  KindMeshMTLS,
-	class: classCause,
-	label: "mutual TLS required, plaintext caller without a sidecar",
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return meshChangeRE.MatchString(changeText(c))
-	},
+	kind:       KindMeshMTLS,
+	class:      classCause,
+	label:      "mutual TLS required, plaintext caller without a sidecar",
+	fitsChange: changeSays(meshChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		callee := orWord(h.fact("callee"), "the service it calls")
 		d := fmt.Sprintf("the connections of %s to %s are closed by the service mesh: ", h.Subject, callee)

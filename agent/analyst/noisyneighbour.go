@@ -25,13 +25,11 @@ const KindNoisyNeighbour Kind = "noisy_neighbour"
 // with its node label; a change to it (its schedule, its workers) is its
 // trigger.
 var noisyNeighbour = &mechanism{
-	kind:   KindNoisyNeighbour,
-	class:  classCause,
-	label:  "noisy neighbour (a workload saturating a shared node's CPU)",
-	detect: detectNoisyNeighbour,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return neighbourChangeRE.MatchString(changeText(c))
-	},
+	kind:       KindNoisyNeighbour,
+	class:      classCause,
+	label:      "noisy neighbour (a workload saturating a shared node's CPU)",
+	detect:     detectNoisyNeighbour,
+	fitsChange: changeSays(neighbourChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s saturates the CPU of node %s (noisy neighbour): its containers' CPU use rose from %s to %s cores when the node's CPU went from %s to %s",
 			h.Subject, orWord(h.fact("node"), "its node"), orDash(h.fact("cpu_before")), orDash(h.fact("cpu_after")), orDash(h.fact("node_before")), orDash(h.fact("node_peak")))

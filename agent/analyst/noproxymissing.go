@@ -46,9 +46,7 @@ var noProxyMissing = &mechanism{
 	label:          "in-cluster calls sent to the egress proxy (NO_PROXY lacks the cluster domains)",
 	detect:         detectNoProxyMissing,
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return proxyChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(proxyChangeRE),
 	related: func(h *Hypothesis, f *Finding) bool {
 		if f.Subject != h.Subject && f.fact("caller") != h.Subject {
 			return false

@@ -62,9 +62,7 @@ var pooledPrepared = &mechanism{
 	// Only the switch to transaction pooling triggers it: the client's
 	// deploy that kept preparing statements as before does not.
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return txnPoolChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(txnPoolChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		pooler := orWord(h.fact("pooler"), "its connection pooler")
 		d := fmt.Sprintf("%s's prepared statements are lost behind %s in transaction pooling mode (pool_mode=transaction): each transaction may run on another server connection, which never saw the statement %s prepared, so its queries fail with %s",

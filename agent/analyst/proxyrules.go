@@ -48,9 +48,7 @@ var proxyRules = &mechanism{
 		return f.Subject == "kube-proxy"
 	},
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return netfilterChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(netfilterChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("kube-proxy on node %s cannot write the Service rules since %s (%s), so the node's iptables keep the rules of its last successful sync",
 			h.Subject, hm(h.Onset), h.fact("failure"))

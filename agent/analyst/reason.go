@@ -432,6 +432,14 @@ func changeText(c *Finding) string {
 	return strings.ToLower(c.fact("description") + " " + c.Summary)
 }
 
+// changeSays is a fitsChange hook: a change fits when what it says of
+// itself (changeText) matches re.
+func changeSays(re *regexp.Regexp) func(*Hypothesis, *Finding) bool {
+	return func(_ *Hypothesis, c *Finding) bool {
+		return re.MatchString(changeText(c))
+	}
+}
+
 // networkChangeFits reports whether a change touches the network path
 // (DNS, service, ingress, network policy...) rather than the code.
 func networkChangeFits(c *Finding) bool {

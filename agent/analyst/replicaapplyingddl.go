@@ -36,9 +36,7 @@ var replicaDDL = &mechanism{
 	detect:  detectReplicaDDL,
 	related: relatedToTop(KindReplicaDDL),
 	// The schema change run on the primary is what the replica applies.
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return ddlChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(ddlChangeRE),
 	strictTriggers: true,
 	describe:       describeReplicaDDL,
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

@@ -36,9 +36,7 @@ var runtimeDown = &mechanism{
 		return nodeCauseRelated(h, f)
 	},
 	// Only a change to the node's runtime, packages or image triggers it.
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return runtimeChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(runtimeChangeRE),
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		rt := orWord(h.fact("runtime"), "container runtime")

@@ -16,13 +16,11 @@ import (
 // going away). A values refactor, an autoscaler's bounds or a manual
 // scale set it.
 var scaledToZero = &mechanism{
-	kind:    KindScaledToZero,
-	class:   classCause,
-	label:   "deployment scaled to 0 replicas",
-	objects: func(ev *K8sEvidence, w Window) []Finding { return detectScaledToZero(ev) },
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return scaleChangeRE.MatchString(changeText(c))
-	},
+	kind:       KindScaledToZero,
+	class:      classCause,
+	label:      "deployment scaled to 0 replicas",
+	objects:    func(ev *K8sEvidence, w Window) []Finding { return detectScaledToZero(ev) },
+	fitsChange: changeSays(scaleChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s is scaled to 0 replicas (spec.replicas: 0)", h.Subject)
 		if from := h.fact("from_replicas"); from != "" {

@@ -84,9 +84,7 @@ var scaleUpRefused = &mechanism{
 		return f.Kind == KindUnschedulable && f.Subject == h.Subject
 	},
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return capacityChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(capacityChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		who := "the cluster autoscaler"
 		if strings.Contains(strings.ToLower(h.fact("message")), "karpenter") || strings.Contains(strings.ToLower(h.fact("message")), "nodeclaim") {

@@ -24,9 +24,7 @@ var signingKeyUnknown = &mechanism{
 	// IdentityModel.
 	lines:      regexp.MustCompile(`(?i)\bkid\b[^\n]{0,60}?\bnot (?:found )?in (?:the )?(?:cached )?(?:JWKS|key ?set)|kid [^\n]{0,40}\bnot found\b|failed to find key with key ID|key ID was not found in the JWKS|Jwks doesn't have key to match kid|no matching key\(s\) found|Unable to find a signing key that matches|JWKSNoMatchingKey|no applicable key found in the JSON Web Key Set|IDX10501: Signature validation failed\. Unable to match key|IDX10516: Signature validation failed\. Unable to match key`),
 	lineWeight: 0.85,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return keyRolloverRE.MatchString(changeText(c))
-	},
+	fitsChange: changeSays(keyRolloverRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		who := orWord(h.fact("caller"), h.Subject)
 		line := h.fact("line")

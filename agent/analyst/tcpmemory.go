@@ -24,15 +24,13 @@ import (
 const KindTCPMemory Kind = "tcp_memory"
 
 var tcpMemory = &mechanism{
-	kind:       KindTCPMemory,
-	class:      classCause,
-	label:      "the kernel out of TCP socket memory (tcp_mem)",
-	lines:      regexp.MustCompile(`TCP: out of memory -- consider tuning tcp_mem|TCP: too many orphaned sockets`),
-	lineWeight: 0.9,
-	detect:     detectTCPMemory,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return tcpMemChangeRE.MatchString(changeText(c))
-	},
+	kind:           KindTCPMemory,
+	class:          classCause,
+	label:          "the kernel out of TCP socket memory (tcp_mem)",
+	lines:          regexp.MustCompile(`TCP: out of memory -- consider tuning tcp_mem|TCP: too many orphaned sockets`),
+	lineWeight:     0.9,
+	detect:         detectTCPMemory,
+	fitsChange:     changeSays(tcpMemChangeRE),
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the kernel of %s ran out of TCP socket memory (\"TCP: out of memory -- consider tuning tcp_mem\"), so it refuses socket buffers and aborts connections — not the OOM killer: processes keep running", hostOfLogSubject(h.Subject))

@@ -47,9 +47,7 @@ var tlsMismatch = &mechanism{
 		return t != "" && f.Kind == KindTLSMismatch && f.Subject == t
 	},
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return tlsChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(tlsChangeRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		client := orWord(h.fact("caller"), h.Subject)
 		target := orWord(h.fact("tls_target"), "the server it calls")

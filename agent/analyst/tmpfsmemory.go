@@ -37,11 +37,9 @@ var tmpfsMemory = &mechanism{
 	// Only a change of the volume (its medium, a tmpfs, a sizeLimit)
 	// brings it.
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return memoryMediumRE.MatchString(changeText(c))
-	},
-	describe:  describeTmpfsMemory,
-	recommend: recommendTmpfsMemory,
+	fitsChange:     changeSays(memoryMediumRE),
+	describe:       describeTmpfsMemory,
+	recommend:      recommendTmpfsMemory,
 }
 
 var (

@@ -47,9 +47,7 @@ var tokenSignatureInvalid = &mechanism{
 	// gateway or client release near the onset is a coincidence, the
 	// rejection happens in the validator's signature check.
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return keyRolloverRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(keyRolloverRE),
 	describe: func(h *Hypothesis, sc Scope) string {
 		who := orWord(h.fact("caller"), h.Subject)
 		d := fmt.Sprintf("%s rejects the tokens it validates because their signature does not verify against the public key it checks them with", who)

@@ -39,9 +39,7 @@ var tooManyParts = &mechanism{
 	related: relatedToTop(KindTooManyParts),
 	// A change to how the writer batches its inserts, or to the table's
 	// merge settings, makes the parts; another change does not.
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return insertBatchChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(insertBatchChangeRE),
 	strictTriggers: true,
 	describe:       describeTooManyParts,
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {

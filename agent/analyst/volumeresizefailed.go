@@ -57,9 +57,7 @@ var volumeResizeFailed = &mechanism{
 		return f.Kind == KindDiskFull && f.Subject == h.Subject
 	},
 	// The change that grew the volume is the one whose refusal this is.
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return growChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(growChangeRE),
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
 		claim := h.fact("claim")

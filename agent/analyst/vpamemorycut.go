@@ -41,11 +41,9 @@ var vpaMemoryCut = &mechanism{
 	detect:         detectVPAMemoryCut,
 	related:        kindsOnSubject(KindOOMKilled, KindCrashLoop, KindRestarts, KindEviction, KindSaturation),
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return vpaWordRE.MatchString(changeText(c))
-	},
-	describe:  describeVPAMemoryCut,
-	recommend: recommendVPAMemoryCut,
+	fitsChange:     changeSays(vpaWordRE),
+	describe:       describeVPAMemoryCut,
+	recommend:      recommendVPAMemoryCut,
 }
 
 var (

@@ -54,9 +54,7 @@ var archiveFailing = &mechanism{
 	// Archiving stops because of its destination or its credentials: a
 	// bucket policy, an IAM role, a key, the archive host. A database
 	// setting changed near it (max_wal_size) is a coincidence.
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return archiveChangeRE.MatchString(changeText(c))
-	},
+	fitsChange:     changeSays(archiveChangeRE),
 	strictTriggers: true,
 	describe:       describeArchiveFailing,
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
