@@ -25,6 +25,9 @@ var oomKilled = &mechanism{
 		if f.fact("heap_over_limit") == "" {
 			followHeapCap(f, c, nil)
 		}
+		if f.fact("heap_over_limit") == "" {
+			sparkExecutorOverhead(f, c)
+		}
 	},
 	container: oomContainer,
 	event: func(e *corev1.Event) (float64, bool) {
@@ -45,6 +48,9 @@ var oomKilled = &mechanism{
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		desc := changeText(c)
+		if len(h.Primary) > 0 && h.fact("spark_overhead") != "" && sparkOffHeapChangeRE.MatchString(desc) {
+			return true
+		}
 		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap") || heapSettingRE.MatchString(desc)
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -79,6 +85,8 @@ var oomKilled = &mechanism{
 			d = fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): %s, so the JVM grows past the limit and the kernel kills it (no Java OutOfMemoryError)", s, jvmHeapOverLimit(h))
 		case h.fact("heap_over_limit") != "":
 			d = describeHeapOverLimit(h)
+		case h.fact("spark_overhead") != "":
+			d = describeSparkOverhead(h)
 		case loadSurgeOf(h) != nil && (h.Trigger == nil || !fitsMechanism(h, h.Trigger)):
 			ls := loadSurgeOf(h)
 			d = fmt.Sprintf("%s containers are OOMKilled (out of memory, exit code 137): a load surge (~%s× %s, %s → %s in total from %s) drives their memory past the limit", s, ls.fact("ratio"), loadWord(ls.fact("metric")), ls.fact("baseline"), ls.fact("peak"), hm(ls.Time))
@@ -143,6 +151,10 @@ var oomKilled = &mechanism{
 		}
 		if h.fact("heap_over_limit") != "" {
 			recommendHeapOverLimit(h, r)
+			return
+		}
+		if h.fact("spark_overhead") != "" {
+			recommendSparkOverhead(h, r)
 			return
 		}
 		if leakRate(h) != "" {
