@@ -67,6 +67,7 @@ var holdoutFloors = map[string]int{
 	"holdout49": 8,
 	"holdout50": 6,
 	"holdout51": 8,
+	"holdout52": 2,
 	"holdout54": 2,
 	"holdout55": 9,
 }
