@@ -221,6 +221,13 @@ func ClassifyLine(line string) (Kind, bool) {
 		if r.kind == KindAuth && !errorWordM.match(line, lower) && !strings.Contains(strings.ToLower(line), "denied") {
 			continue
 		}
+		// A server's refusal its client raises under a memory error's
+		// name (redis-py's OutOfMemoryError for Redis's "OOM command not
+		// allowed when used memory > 'maxmemory'") is the server at its
+		// limit, not the process out of memory (resourcealarm.go).
+		if r.kind == KindOOMKilled && strings.Contains(lower, "command not allowed when used memory") {
+			continue
+		}
 		return r.kind, true
 	}
 	return "", errorWordM.match(line, lower)

@@ -74,6 +74,10 @@ var resourceAlarm = &mechanism{
 		host := orWord(h.fact("host"), h.Subject)
 		switch h.fact("resource") {
 		case "memory":
+			if h.fact("no_ttl") != "" {
+				r.high("Make room on %s now (raise maxmemory, or delete the keys that need no keeping), then give the keys a TTL where they are written (SET ... EX) and choose an eviction policy that fits (volatile-ttl, allkeys-lru) instead of noeviction", host)
+				break
+			}
 			r.high("Free memory on %s (drain or purge what grows, add consumers) so the memory alarm clears; raise the memory limit only as a stopgap", host)
 		default:
 			r.high("Free disk space on %s (purge or consume what fills it, delete old data, grow the volume) so the %s alarm clears", host, alarmPhrase(h.fact("resource")))
@@ -101,11 +105,11 @@ func alarmPhrase(res string) string {
 
 var (
 	// A server stating that it blocks writes on a resource limit.
-	alarmLineRE = regexp.MustCompile(`(?i)\b(disk|memory) resource limit alarm set|Publishers will be blocked until this alarm clears|Free disk space is insufficient|vm_memory_high_watermark set|memory_high_watermark set|flood[ -]stage disk watermark \[[^\]]*\] exceeded|index read-only / allow delete|FORBIDDEN/12/index read-only|disk usage exceeded flood[ -]stage watermark|read-only-allow-delete block|TOO_MANY_REQUESTS/12/|MISCONF Redis is configured to save RDB snapshots|Background saving error|Write error saving DB on disk|Failed opening the (?:temp )?RDB file|Can't save in background|Error writing to the AOF file|OOM command not allowed when used memory`)
+	alarmLineRE = regexp.MustCompile(`(?i)\b(disk|memory) resource limit alarm set|Publishers will be blocked until this alarm clears|Free disk space is insufficient|vm_memory_high_watermark set|memory_high_watermark set|flood[ -]stage disk watermark \[[^\]]*\] exceeded|index read-only / allow delete|FORBIDDEN/12/index read-only|disk usage exceeded flood[ -]stage watermark|read-only-allow-delete block|TOO_MANY_REQUESTS/12/|MISCONF Redis is configured to save RDB snapshots|Background saving error|Write error saving DB on disk|Failed opening the (?:temp )?RDB file|Can't save in background|Error writing to the AOF file|(?:OOM )?command not allowed when used memory`)
 	// The alarm cleared again.
 	alarmClearedRE = regexp.MustCompile(`(?i)resource limit alarm cleared|alarm cleared|watermark (?:\[[^\]]*\] )?no longer exceeded|below the flood[ -]stage`)
 	// A client told it is blocked, with the server's reason.
-	blockedClientRE = regexp.MustCompile(`(?i)connection\.blocked|ConnectionBlocked|connection (?:is |was )?blocked|blocked by (?:the )?(?:broker|server)|cluster_block_exception|FORBIDDEN/12|MISCONF|OOM command not allowed|not accepting commands`)
+	blockedClientRE = regexp.MustCompile(`(?i)connection\.blocked|ConnectionBlocked|connection (?:is |was )?blocked|blocked by (?:the )?(?:broker|server)|cluster_block_exception|FORBIDDEN/12|MISCONF|OOM command not allowed|command not allowed when used memory|not accepting commands`)
 	rabbitNodeRE    = regexp.MustCompile(`\brabbit@([\w.-]+)`)
 	alarmNumbersRE  = regexp.MustCompile(`(?i)Free bytes:\s*(\d+)\.?\s*Limit:\s*(\d+)`)
 	reasonRE        = regexp.MustCompile(`(?i)reason="?([^"]+?)"?(?:$|\s\w+=)`)
@@ -130,7 +134,7 @@ func alarmServer(line string) string {
 		return "opensearch"
 	case strings.Contains(l, "watermark") || strings.Contains(l, "read-only / allow delete") || strings.Contains(l, "cluster_block_exception") || strings.Contains(l, "forbidden/12"):
 		return "elasticsearch"
-	case strings.Contains(l, "misconf") || strings.Contains(l, "oom command not allowed") || serverOwnRE.MatchString(line):
+	case strings.Contains(l, "misconf") || strings.Contains(l, "command not allowed when used memory") || serverOwnRE.MatchString(line):
 		return "redis"
 	}
 	return ""
@@ -286,6 +290,9 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 		if h := f.fact("host"); h != "" && h != f.Subject && f.fact("domain") == "" && workloadInCluster(ev, h) {
 			f.setFact("server", f.Subject)
 			f.Subject = h
+		}
+		if srv == "redis" && f.fact("resource") == "memory" {
+			redisNoRoom(ev, f)
 		}
 		what := f.Subject
 		if sv := f.fact("server"); sv != "" {
@@ -594,4 +601,83 @@ func heldDeletedFiles(cmds []evidence.CommandOutput) (string, string) {
 	gib := float64(size) / (1 << 30)
 	held := fmt.Sprintf("the disk is filled by a deleted file still held open: %s (pid %s, user %s) keeps writing %s (deleted), %.1f GiB (lsof +L1) — the file was rotated or removed (logrotate without copytruncate or a reopen) while the process kept its descriptor, so df counts space du cannot see; restarting %s (or truncating it through /proc/%s/fd) frees it", best[1], best[2], best[3], best[5], gib, best[1], best[2])
 	return held, fmt.Sprintf("%s: %s (pid %s) holds %s (deleted), %.1f GiB", truncate(src, 60), best[1], best[2], best[5], gib)
+}
+
+var (
+	// redisPolicyRE is the eviction policy redis-cli info memory (or
+	// CONFIG GET) prints.
+	redisPolicyRE = regexp.MustCompile(`^\s*(?:maxmemory_policy:|maxmemory-policy\s*$)(\S*)`)
+	// redisKeyspaceRE is a database line of redis-cli info keyspace.
+	redisKeyspaceRE = regexp.MustCompile(`^\s*db\d+:keys=(\d+),expires=(\d+)`)
+	// redisNoTTLRE is redis-cli's answer to TTL for a key without expiry.
+	redisNoTTLRE = regexp.MustCompile(`^\s*\(integer\) -1\s*$|^\s*-1\s*$`)
+)
+
+// redisNoRoom reads why a Redis at maxmemory refuses writes rather than
+// making room, from redis-cli's answers: a noeviction policy evicts
+// nothing, and keys written without a TTL (few of the keys expire, the
+// key sampled has none) only accumulate. A change naming the server
+// before the alarm is what began writing them.
+func redisNoRoom(ev *Gathered, f *Finding) {
+	host := orWord(f.fact("host"), f.Subject)
+	var policy, keys, expires, noTTL string
+	for _, o := range ev.Commands {
+		if !strings.Contains(o.Run, "redis-cli") || o.Pod != "" && !strings.HasPrefix(o.Pod, host) && workloadOfName(o.Pod) != host {
+			continue
+		}
+		for i, l := range o.Lines {
+			if m := redisPolicyRE.FindStringSubmatch(l); m != nil {
+				policy = m[1]
+				if policy == "" && i+1 < len(o.Lines) {
+					policy = strings.TrimSpace(o.Lines[i+1])
+				}
+			}
+			if m := redisKeyspaceRE.FindStringSubmatch(l); m != nil {
+				keys, expires = m[1], m[2]
+			}
+			if redisNoTTLRE.MatchString(l) && strings.Contains(strings.ToLower(o.Run), " ttl ") {
+				fs := strings.Fields(o.Run)
+				noTTL = fs[len(fs)-1]
+			}
+		}
+	}
+	var why []string
+	if policy == "noeviction" {
+		why = append(why, "its maxmemory-policy is noeviction, so at maxmemory it evicts nothing and refuses every write")
+	}
+	k, _ := strconv.Atoi(keys)
+	e, _ := strconv.Atoi(expires)
+	if k > 0 && e*10 < k {
+		w := fmt.Sprintf("only %d of its %d keys have a TTL", e, k)
+		if noTTL != "" {
+			w += fmt.Sprintf(" (%s has none: TTL -1)", noTTL)
+		}
+		why = append(why, w+", so keys written without an expiry accumulate until memory is full")
+	} else if noTTL != "" {
+		why = append(why, fmt.Sprintf("%s has no TTL (-1): keys written without an expiry accumulate", noTTL))
+	}
+	if len(why) == 0 {
+		return
+	}
+	f.setFact("why", strings.Join(why, "; "))
+	f.setFact("no_ttl", "true")
+	f.Evidence = append(f.Evidence, fmt.Sprintf("redis-cli on %s: %s", host, strings.Join(why, "; ")))
+	if len(why) < 2 && policy != "noeviction" {
+		return
+	}
+	var last *evidence.Change
+	for _, c := range append(append([]evidence.Change{}, ev.Earlier...), ev.Changes...) {
+		if c.Timestamp.After(f.Time) || !strings.Contains(c.Description, host) || c.Service == host {
+			continue
+		}
+		if last == nil || c.Timestamp.After(last.Timestamp) {
+			c := c
+			last = &c
+		}
+	}
+	if last != nil {
+		why = append(why, fmt.Sprintf("the change that began writing to %s: %s %s at %s (%s)", host, orWord(last.Service, "a service"), orWord(last.Revision, last.Kind), ts(last.Timestamp), clip(last.Description, 160)))
+		delete(f.Facts, "why")
+		f.setFact("why", strings.Join(why, "; "))
+	}
 }

@@ -260,3 +260,43 @@ func TestResourceAlarmNamesInstance(t *testing.T) {
 		})
 	}
 }
+
+// TestResourceAlarmRedisNoRoom reads a Redis at maxmemory refusing writes,
+// as its clients' libraries raise it (redis-py's OutOfMemoryError, Jedis,
+// ioredis), named after the instance, with why it makes no room: a
+// noeviction policy and keys written without a TTL (redis-cli's answers).
+func TestResourceAlarmRedisNoRoom(t *testing.T) {
+	pods := []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "refund-redis-0", Namespace: "payments"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "redis", Image: "redis:7.2"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "refund-worker-78c9d5f6b-h2w4q", Namespace: "payments"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "ghcr.io/acme/refund-worker:3.6.0"}}}},
+	}
+	info := []evidence.CommandOutput{
+		{Run: "redis-cli info memory", Pod: "refund-redis-0", Lines: []string{"used_memory:2147481920", "maxmemory:2147483648", "maxmemory_policy:noeviction"}},
+		{Run: "redis-cli info keyspace", Pod: "refund-redis-0", Lines: []string{"# Keyspace", "db0:keys=8412907,expires=1187,avg_ttl=211843"}},
+		{Run: "redis-cli ttl refund:idem:7f1c0b2e", Pod: "refund-redis-0", Lines: []string{"(integer) -1"}},
+	}
+	for _, line := range []string{
+		`redis.exceptions.OutOfMemoryError: command not allowed when used memory > 'maxmemory'.`,
+		`redis.clients.jedis.exceptions.JedisDataException: OOM command not allowed when used memory > 'maxmemory'.`,
+		`{"level":"error","msg":"claim failed","err":"ReplyError: OOM command not allowed when used memory > 'maxmemory'."}`,
+	} {
+		if k, _ := ClassifyLine(line); k == KindOOMKilled {
+			t.Errorf("%q read as the process out of memory", line)
+		}
+		for _, withInfo := range []bool{true, false} {
+			ev := &Gathered{Logs: []LogSet{minedSet("refund-worker", false, time.Minute, line, line)}, Window: win}
+			ev.K8s.Pods = pods
+			if withInfo {
+				ev.Commands = info
+			}
+			fs := detectResourceAlarms(ev, nil)
+			if len(fs) != 1 || fs[0].Subject != "refund-redis" || fs[0].fact("resource") != "memory" {
+				t.Fatalf("%q: want one memory alarm of refund-redis, got %+v", line, fs)
+			}
+			why := fs[0].fact("why")
+			if withInfo != (strings.Contains(why, "noeviction") && strings.Contains(why, "1187 of its 8412907 keys have a TTL")) {
+				t.Errorf("%q: why %q with redis-cli's answers %v", line, why, withInfo)
+			}
+		}
+	}
+}

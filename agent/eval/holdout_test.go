@@ -63,7 +63,7 @@ var holdoutFloors = map[string]int{
 	"holdout45": 9,
 	"holdout46": 7,
 	"holdout47": 7,
-	"holdout48": 7,
+	"holdout48": 8,
 	"holdout49": 8,
 	"holdout50": 6,
 	"holdout51": 8,
