@@ -226,6 +226,7 @@ var mechanisms = []*mechanism{
 	certNameMismatch,
 	edgeOriginCert,
 	corsRejected,
+	failoverCheckRedirect,
 	cloudDenied,
 	authFailure,
 	backlogM,
