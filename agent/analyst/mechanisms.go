@@ -51,6 +51,7 @@ var mechanisms = []*mechanism{
 	regexBacktrack,
 	tmpfsMemory,
 	vpaMemoryCut,
+	vpaEvictLoop,
 	netpolBlocked,
 	ipFamilyMismatch,
 	nodeLocalDNSMissing,

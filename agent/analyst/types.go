@@ -509,6 +509,8 @@ var kinds = map[Kind]kindInfo{
 	KindTmpfsMemory: {prior: 0.88},
 	// A VerticalPodAutoscaler that cut a workload's memory limit.
 	KindVPAMemoryCut: {prior: 0.88},
+	// A VerticalPodAutoscaler evicting a workload's pods in a loop.
+	KindVPAEvictLoop: {prior: 0.86},
 	// A NetworkPolicy that drops a Job's calls to a Service.
 	KindNetpolBlocked:       {prior: 0.86},
 	KindIPFamilyMismatch:    {prior: 0.88},
