@@ -18,6 +18,7 @@ var mechanisms = []*mechanism{
 	indexDropped,
 	statsStale,
 	orphanLock,
+	bufferPoolSmall,
 	visibilityTimeout,
 	replicaDDL,
 	replicaStopped,

@@ -234,6 +234,7 @@ var kinds = map[Kind]kindInfo{
 	KindIndexDropped:      {prior: 0.86},
 	KindStatsStale:        {prior: 0.86},
 	KindOrphanLock:        {prior: 0.86},
+	KindBufferPoolSmall:   {prior: 0.86},
 	KindVisibilityTimeout: {prior: 0.86},
 	KindClockSkew:         {prior: 0.8},
 	KindJobFailed:         {prior: 0.8},
