@@ -65,7 +65,7 @@ var holdoutFloors = map[string]int{
 	"holdout47": 7,
 	"holdout48": 8,
 	"holdout49": 8,
-	"holdout50": 6,
+	"holdout50": 7,
 	"holdout51": 8,
 	"holdout52": 2,
 	"holdout54": 2,
