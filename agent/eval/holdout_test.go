@@ -68,7 +68,7 @@ var holdoutFloors = map[string]int{
 	"holdout50": 7,
 	"holdout51": 8,
 	"holdout52": 2,
-	"holdout54": 2,
+	"holdout54": 3,
 	"holdout55": 9,
 }
 
