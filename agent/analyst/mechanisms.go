@@ -36,6 +36,7 @@ var mechanisms = []*mechanism{
 	migrationLock,
 	migrationChecksum,
 	schemaDrift,
+	connectTaskFailed,
 	schemaMissing,
 	initWait,
 	cronJobSuspended,

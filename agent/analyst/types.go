@@ -445,8 +445,9 @@ var kinds = map[Kind]kindInfo{
 	// A regular expression backtracking catastrophically on the CPU.
 	KindRegexBacktrack: {prior: 0.86},
 	// Code using a column or table its database lacks.
-	KindSchemaMissing: {prior: 0.86},
-	KindSchemaDrift:   {prior: 0.88},
+	KindSchemaMissing:     {prior: 0.86},
+	KindSchemaDrift:       {prior: 0.88},
+	KindConnectTaskFailed: {prior: 0.88},
 	// A table's generated key at its integer type's maximum.
 	KindIDExhausted: {prior: 0.88},
 	// A host's file system remounted read-only after I/O errors.
