@@ -67,7 +67,7 @@ var holdoutFloors = map[string]int{
 	"holdout49": 8,
 	"holdout50": 7,
 	"holdout51": 8,
-	"holdout52": 2,
+	"holdout52": 3,
 	"holdout54": 3,
 	"holdout55": 9,
 }
