@@ -68,6 +68,7 @@ var holdoutFloors = map[string]int{
 	"holdout50": 7,
 	"holdout51": 8,
 	"holdout52": 3,
+	"holdout53": 8,
 	"holdout54": 3,
 	"holdout55": 9,
 }
