@@ -51,7 +51,15 @@ var resolverTimeout = &mechanism{
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("DNS lookups time out at the resolver %s", orWord(h.fact("resolver"), h.Subject))
-		if h.Subject != h.fact("resolver") {
+		if s := dnsServerDown(h); s != nil {
+			// Nothing answers: the cluster DNS's own pods are down.
+			d = fmt.Sprintf("the cluster DNS %s is down: %s", h.Subject, strings.TrimPrefix(s.Summary, "cluster DNS "+s.Subject+": "))
+			if l := s.fact("last_log"); l != "" {
+				d += "; its crashed containers' last log line: " + quote(ReadableLine(l), 200)
+			}
+			d += describeDNSLoop(s)
+			d += fmt.Sprintf(". So lookups at %s time out", orWord(h.fact("resolver"), "its address"))
+		} else if h.Subject != h.fact("resolver") {
 			d = fmt.Sprintf("the cluster DNS %s does not answer in time: lookups at %s time out", h.Subject, orWord(h.fact("resolver"), "its address"))
 		}
 		d += fmt.Sprintf(" for %s — %s — so every call of %s that resolves a name waits for the resolver's timeout (about 5 s) or fails, and all its downstream services look slow or down at once while they are not",
@@ -63,6 +71,13 @@ var resolverTimeout = &mechanism{
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if s := dnsServerDown(h); s != nil {
+			if !recommendDNSLoop(s, r) {
+				r.high("Restore the cluster DNS (%s): fix why its pods crash (their last log lines, a recent Corefile change) and restart them", h.Subject)
+				r.low("Alert on CoreDNS pods not ready and on lookups timing out in clients' logs")
+			}
+			return
+		}
 		r.high("Give the cluster DNS (%s) capacity back: scale its replicas up (restore its autoscaler or a floor of replicas) and lift its CPU limit if it is throttled", h.Subject)
 		r.med("Cache lookups near the callers (NodeLocal DNSCache) and cut needless lookups (ndots:5 search-path expansion: use fully qualified names ending in a dot)")
 		r.low("Alert on CoreDNS request latency, its CPU throttling and lookups timing out in clients' logs")
@@ -193,4 +208,17 @@ func clusterDNSName(ev *Gathered, found []Finding) (name, line string) {
 		}
 	}
 	return "", ""
+}
+
+// dnsServerDown is the finding, among h's, of the cluster DNS's own pods
+// failing (dnsserver.go): the lookups then time out because nothing
+// answers, not for want of capacity.
+func dnsServerDown(h *Hypothesis) *Finding {
+	for _, f := range append(slices.Clone(h.Primary), h.Support...) {
+		// Scaled down, it still answers (too slowly): that is capacity.
+		if f.Kind == KindDNSServer && strings.EqualFold(f.Subject, h.Subject) && f.fact("scaled_from") == "" {
+			return f
+		}
+	}
+	return nil
 }

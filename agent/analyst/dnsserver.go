@@ -21,6 +21,9 @@ var dnsServer = &mechanism{
 	label: "cluster DNS (CoreDNS) failure",
 	detect: func(ev *Gathered, _ []Finding) []Finding {
 		if fs := DetectDNSServer(ev.K8s.Pods, ev.K8s.PreviousLogs, ev.Window); len(fs) > 0 {
+			for i := range fs {
+				dnsLoopWhy(ev, &fs[i])
+			}
 			return fs
 		}
 		return dnsScaledDown(ev.K8s.Events, ev.Window)
@@ -32,6 +35,7 @@ var dnsServer = &mechanism{
 		var d string
 		d = fmt.Sprintf("the cluster DNS (%s) is failing: %s", s, h.top().Summary)
 		d += h.quoteClause("; its last log line: ", "last_log", 200)
+		d += describeDNSLoop(h.top())
 		if callers := dnsCallers(h); callers != "" {
 			d += fmt.Sprintf(", so name resolution (DNS lookups) fails for %s", callers)
 		}
@@ -46,6 +50,9 @@ var dnsServer = &mechanism{
 			return
 		}
 		r.rollback()
+		if h.top().fact("loop_stub") != "" && recommendDNSLoop(h.top(), r) {
+			return
+		}
 		r.add(finding.PriorityHigh, fmt.Sprintf("Restore the cluster DNS: fix %s (revert its last Corefile/config change, e.g. a forward loop to /etc/resolv.conf) and restart its pods", s))
 		r.add(finding.PriorityMedium, "Check the upstream resolvers CoreDNS forwards to and the loop plugin's report")
 		r.add(finding.PriorityLow, "Alert on CoreDNS pods not ready and on DNS error rates")
@@ -176,4 +183,62 @@ func dnsScaledDown(events []corev1.Event, w Window) []Finding {
 		return []Finding{f}
 	}
 	return nil
+}
+
+var (
+	// dnsLoopRE is CoreDNS's loop plugin stopping the server: "[FATAL]
+	// plugin/loop: Loop (127.0.0.1:50392 -> :53) detected for zone ".".
+	dnsLoopRE = regexp.MustCompile(`plugin/loop: Loop \(([\d.:\[\]]+) -> ([\d.:\[\]]*:\d+)\) detected`)
+	// loopbackNameserverRE is a resolv.conf naming a resolver on the host
+	// itself: systemd-resolved's stub 127.0.0.53, dnsmasq's 127.0.0.1.
+	loopbackNameserverRE = regexp.MustCompile(`^\s*nameserver\s+(127\.\d+\.\d+\.\d+|::1)\s*$`)
+)
+
+// dnsLoopWhy reads, for a cluster DNS whose crashed containers ended on
+// the loop plugin's report, the resolv.conf a command printed (a node's,
+// through kubectl debug node or a shell on it) that names a resolver on
+// the host itself: CoreDNS forwards to the resolv.conf its node gives it,
+// and a local stub there sends its queries back to itself.
+func dnsLoopWhy(ev *Gathered, f *Finding) {
+	if !dnsLoopRE.MatchString(f.fact("last_log")) {
+		return
+	}
+	f.setFact("dns_loop", "true")
+	for _, c := range ev.Commands {
+		for _, l := range c.Lines {
+			if m := loopbackNameserverRE.FindStringSubmatch(l); m != nil {
+				f.setFact("loop_stub", m[1])
+				f.Evidence = append(f.Evidence, fmt.Sprintf("the resolv.conf printed by %s names the local resolver %s", quote(c.Command, 120), m[1]))
+				return
+			}
+		}
+	}
+}
+
+// describeDNSLoop is the clause of a cluster DNS stopped by its loop
+// plugin.
+func describeDNSLoop(f *Finding) string {
+	if f == nil || f.fact("dns_loop") == "" {
+		return ""
+	}
+	d := " — CoreDNS's loop plugin found its queries coming back to itself and stopped the server: the upstream it forwards to (the node's resolv.conf, forward . /etc/resolv.conf) is the DNS itself or a stub that sends the queries back"
+	if s := f.fact("loop_stub"); s != "" {
+		d = fmt.Sprintf(" — CoreDNS's loop plugin found its queries coming back to itself and stopped the server: the node's resolv.conf, which it forwards to, names the local stub resolver %s", s)
+		if s == "127.0.0.53" {
+			d += " (systemd-resolved)"
+		}
+		d += ", which pods cannot use as an upstream"
+	}
+	return d
+}
+
+// recommendDNSLoop recommends giving CoreDNS a real upstream.
+func recommendDNSLoop(f *Finding, r *recommender) bool {
+	if f == nil || f.fact("dns_loop") == "" {
+		return false
+	}
+	r.high("Give CoreDNS a real upstream: set the kubelet's resolvConf to /run/systemd/resolve/resolv.conf on the nodes (the file that lists the upstream servers, not the 127.0.0.53 stub), or point the Corefile's forward at the upstream resolvers' addresses; then restart the CoreDNS pods")
+	r.med("Check the resolv.conf of a new node image before rolling it out (kubectl debug node: cat /etc/resolv.conf) and keep the kubelet's resolvConf in the node group's configuration")
+	r.low("Alert on CoreDNS pods not ready and on lookups timing out in clients' logs")
+	return true
 }

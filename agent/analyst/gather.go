@@ -1497,12 +1497,14 @@ func (g *gatherer) checked() string {
 }
 
 // dnsFailuresSeen reports whether any mined log template reports a DNS
-// resolution failure in the incident window.
+// resolution failure in the incident window: a name that does not
+// resolve, or a lookup the resolver did not answer in time ("lookup X on
+// 10.96.0.10:53: i/o timeout", read as a timeout).
 func (g *gatherer) dnsFailuresSeen() bool {
 	for si := range g.logSets {
 		set := &g.logSets[si]
 		for ti, t := range set.Templates {
-			if t.Incident > 0 && set.classified(ti).kind == KindDNS {
+			if t.Incident > 0 && (set.classified(ti).kind == KindDNS || lookupTimeoutRE.MatchString(t.Example)) {
 				return true
 			}
 		}

@@ -70,7 +70,7 @@ var holdoutFloors = map[string]int{
 	"holdout52": 3,
 	"holdout53": 8,
 	"holdout54": 3,
-	"holdout55": 9,
+	"holdout55": 10,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
