@@ -446,7 +446,7 @@ var calibrationRules = []calibrationRule{
 	// says why no node is added, not why the nodes already running refuse
 	// the pods, which a new node of the same kind may refuse too.
 	{"node limit, why no running node fits not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindNodeLimit && !insufficientRE.MatchString(w.fact("scheduler"))
+		return w.Kind == KindNodeLimit && !schedulerLacks(w)
 	}},
 	// A node pool at its limit with nothing read of what uses it up (no
 	// replicas added, no node group or pool changed, no other workload
@@ -464,11 +464,24 @@ var calibrationRules = []calibrationRule{
 		return w.Kind == KindScaleUpRefused && w.fact("code") == "" && w.fact("quota") == ""
 	}},
 	// An autoscaler that cannot fetch its metric (the metrics API finds no
-	// series for it), with no change read: the metric is gone for a reason
+	// series for it), with no change read (of the workload, or of how it
+	// exports its metrics): the metric is gone for a reason
 	// (a release that renamed it, the adapter's rule, the adapter down)
 	// that is not known. A container without a request says why itself.
 	{"autoscaler blind, what took its metric away not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindHPABlind && noTrigger(w) && w.fact("why") == "" && !hpaMissingRE.MatchString(w.fact("message"))
+		return w.Kind == KindHPABlind && noTrigger(w) && w.fact("why") == "" && w.fact("metrics_change") == "" && !hpaMissingRE.MatchString(w.fact("message"))
+	}},
+	// A Job failed, and all the answer has of it is its state and the last
+	// line its pod logged (a compiler's "error line 9 at position 8", an
+	// exception's last frame, "migration failed"): no mechanism read the
+	// line (it is neither a connection, a credential, a lookup nor a
+	// limit), the line names no object it failed on (a quoted column,
+	// key or file), and no change, no call, no dependency is tied to it.
+	// The failure is certain; why it failed is in the lines before, or in
+	// what the run reads.
+	{"a Job failed, read no further than its last line", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindJobFailed && noTrigger(w) && w.fact("why") == "" && w.fact("line_kind") == "" && !jobReadFurther(w) &&
+			!quotedNameRE.MatchString(w.fact("line"))
 	}},
 	// The question is about repeated deliveries (the same message sent
 	// twice, duplicate orders, customers charged more than once) and the
@@ -1146,6 +1159,24 @@ func outOfRangeShown(h *Hypothesis) bool {
 // nvidia.com/gpu", "Too many pods"): a new node would have it.
 var insufficientRE = regexp.MustCompile(`(?i)\binsufficient \S|\btoo many pods\b`)
 
+// schedulerLacks reports whether the scheduler's reason for h's pods, a
+// node limit's, names a resource the running nodes lack: the limit's own
+// record of it, or a FailedScheduling of the pods read beside it.
+func schedulerLacks(h *Hypothesis) bool {
+	if insufficientRE.MatchString(h.fact("scheduler")) {
+		return true
+	}
+	for _, f := range h.Support {
+		if f.Kind != KindUnschedulable || !strings.EqualFold(f.Subject, h.Subject) {
+			continue
+		}
+		if insufficientRE.MatchString(f.fact("message")) || slices.ContainsFunc(f.Evidence, insufficientRE.MatchString) {
+			return true
+		}
+	}
+	return false
+}
+
 // repeatQuestionRE is a question about something delivered, sent, run or
 // charged more than once: "the same SMS several times", "emails twice",
 // "duplicate orders", "charged twice", "re-sent".
@@ -1169,3 +1200,28 @@ func capacityDemandChange(c *Finding) bool {
 	t := changeText(c)
 	return replicasUpRE.MatchString(t) || capacityChangeRE.MatchString(t) || strings.Contains(strings.ToLower(t), "max size")
 }
+
+// jobStateFacts are the facts a failed Job's finding has from its own
+// state and its pod's last line alone.
+var jobStateFacts = map[string]bool{"job": true, "cronjob": true, "current": true, "pod": true, "reason": true, "line": true, "last_log": true,
+	"failed": true, "failed_runs": true, "container": true, "exit_code": true, "last_complete": true, "finished": true, "state_only": true, "message": true}
+
+// jobReadFurther reports whether some primary finding of h, a failed Job,
+// has a fact beyond the Job's state and its last line: what a mechanism
+// read of the failure (the component that refused, a call, a dependency's
+// change, a deadline, a session's lifetime).
+func jobReadFurther(h *Hypothesis) bool {
+	for _, f := range h.Primary {
+		for k, v := range f.Facts {
+			if v != "" && !jobStateFacts[k] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// quotedNameRE is a name quoted in a line: the column, relation, key or
+// file an error is about ("column \"tax_region\" of relation
+// \"invoices\" already exists", KeyError: 'customer_id').
+var quotedNameRE = regexp.MustCompile(`["'‘“][A-Za-z_/][\w.\-/]*["'’”]`)
