@@ -483,6 +483,14 @@ var calibrationRules = []calibrationRule{
 		return w.Kind == KindJobFailed && noTrigger(w) && w.fact("why") == "" && w.fact("line_kind") == "" && !jobReadFurther(w) &&
 			!quotedNameRE.MatchString(w.fact("line"))
 	}},
+	// Pods unschedulable because the nodes lack a resource they request
+	// (Insufficient cpu), with no change read and nothing of why more was
+	// asked or the room was taken: a scheduler's wait is a state, and
+	// what should have made room (a scale-up, a pre-scaling, a pool) or
+	// what took it is one hop further.
+	{"pods short of room, what asks for it not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindUnschedulable && noTrigger(w) && w.fact("why") == "" && insufficientRE.MatchString(w.fact("message"))
+	}},
 	// The question is about repeated deliveries (the same message sent
 	// twice, duplicate orders, customers charged more than once) and the
 	// answer names what only delays work (a backlog, a slow call, a
