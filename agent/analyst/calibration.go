@@ -509,6 +509,15 @@ var calibrationRules = []calibrationRule{
 	{"shared memory out of space read as a disk", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindDiskFull && noTrigger(w) && primaryLineMatches(w, sharedMemoryRE)
 	}},
+	// A VerticalPodAutoscaler evicting a workload's pods again and again,
+	// with nothing read of why its recommendation is never applied (the
+	// admission controller's state, its error, its webhook's failure
+	// policy): evictions repeat for other reasons too (a container killed
+	// at its limit raises the recommendation after every kill), and the
+	// loop is then a consequence, not the root.
+	{"VPA evictions repeat, why the recommendation is not applied not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindVPAEvictLoop && w.fact("admission") == "" && w.fact("admission_error") == "" && w.fact("failure_policy") == ""
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
