@@ -37,6 +37,7 @@ var mechanisms = []*mechanism{
 	migrationChecksum,
 	schemaDrift,
 	connectTaskFailed,
+	airflowPoolFull,
 	schemaMissing,
 	initWait,
 	cronJobSuspended,

@@ -448,6 +448,8 @@ var kinds = map[Kind]kindInfo{
 	KindSchemaMissing:     {prior: 0.86},
 	KindSchemaDrift:       {prior: 0.88},
 	KindConnectTaskFailed: {prior: 0.88},
+	// An Airflow pool whose slots another DAG holds.
+	KindAirflowPoolFull: {prior: 0.86},
 	// A table's generated key at its integer type's maximum.
 	KindIDExhausted: {prior: 0.88},
 	// A host's file system remounted read-only after I/O errors.

@@ -67,7 +67,7 @@ var holdoutFloors = map[string]int{
 	"holdout49": 8,
 	"holdout50": 7,
 	"holdout51": 8,
-	"holdout52": 3,
+	"holdout52": 4,
 	"holdout53": 8,
 	"holdout54": 3,
 	"holdout55": 10,
