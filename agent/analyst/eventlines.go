@@ -45,7 +45,7 @@ func eventLines(ev *Gathered, re *regexp.Regexp) []timedLine {
 			}
 		}
 		for _, l := range c.Lines {
-			if !re.MatchString(l) {
+			if !matchLine(re, l) {
 				continue
 			}
 			// A table's row: "|  2026-11-25T03:12:04Z |  Started … |".
@@ -73,7 +73,7 @@ func eventLines(ev *Gathered, re *regexp.Regexp) []timedLine {
 		set := &ev.Logs[i]
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if !re.MatchString(l) {
+				if !matchLine(re, l) {
 					continue
 				}
 				out = append(out, timedLine{Time: t.FirstSeen, Text: l, From: set.Origin + " " + set.Source})
@@ -95,7 +95,7 @@ func eventLines(ev *Gathered, re *regexp.Regexp) []timedLine {
 // line, whichever first matches re; "" when neither does.
 func templateLine(t analysis.LogTemplate, re *regexp.Regexp) string {
 	for _, l := range t.Lines() {
-		if re.MatchString(l) {
+		if matchLine(re, l) {
 			return l
 		}
 	}

@@ -346,7 +346,7 @@ func keepQuestionLines(re *regexp.Regexp, lines []evidence.LogLine, into []evide
 		if len(into) >= maxQuestionLines {
 			break
 		}
-		if re.MatchString(l.Text) {
+		if matchLine(re, l.Text) {
 			into = append(into, l)
 		}
 	}

@@ -40,7 +40,7 @@ func nodeLines(ev *Gathered, re *regexp.Regexp, all bool) []nodeHit {
 				continue
 			}
 			for _, l := range t.Lines() {
-				if !re.MatchString(l) {
+				if !matchLine(re, l) {
 					continue
 				}
 				host, proc := "", ""
