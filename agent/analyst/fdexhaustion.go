@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // File-descriptor exhaustion: a process at its open-files limit (nofile
@@ -56,9 +58,28 @@ var fdExhaustion = &mechanism{
 		if l := h.fact("line"); l != "" {
 			d += " — " + quote(ReadableLine(l), 200)
 		}
+		if cw := h.fact("close_wait"); cw != "" {
+			d += fmt.Sprintf(". The descriptors are leaked connections, not load: %s sockets sit in CLOSE-WAIT (the peer closed them and %s never closed its side: a response body or connection left unclosed, a connection leak)", cw, h.Subject)
+			if p := h.fact("close_wait_peer"); p != "" {
+				d += ", most of them to " + p
+			}
+			if c := h.fact("leak_change"); c != "" {
+				d += fmt.Sprintf("; the leak came with %s, the version its pods run, and raising the limit only delays the next exhaustion", c)
+			}
+		}
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if cw := h.fact("close_wait"); cw != "" {
+			if c := h.fact("leak_change"); c != "" {
+				r.high("Roll back %s (%s) or fix the code path it added so it closes every response body and connection, including on error and non-2xx responses", h.Subject, truncate(c, 160))
+			} else {
+				r.high("Fix the connection leak in %s: close every response body and connection, including on error and non-2xx responses", h.Subject)
+			}
+			r.high("Restart the %s pods nearest the limit to release the leaked sockets until the fix ships; the host is not the cause, so replacing the node does not help", h.Subject)
+			r.low("Alert on process_open_fds / process_max_fds above 80%% and on CLOSE-WAIT sockets per pod")
+			return
+		}
 		if lim := h.fact("limit"); lim != "" {
 			want := orWord(h.fact("previous"), "65536")
 			r.high("Raise the open-files limit of %s from %s (LimitNOFILE=%s in its systemd unit or a drop-in, then systemctl daemon-reload and a rolling restart; limits.conf nofile for non-systemd processes)", h.Subject, lim, want)
@@ -86,6 +107,16 @@ var (
 	fdProcLimitRE = regexp.MustCompile(`^Max open files\s+(\d+)\s+(\d+)\s+files`)
 	// fdCountCmdRE is a command that counts a process's descriptors.
 	fdCountCmdRE = regexp.MustCompile(`/proc/\S+/fd\b.*\|\s*wc -l|lsof -p \S+.*\|\s*wc -l`)
+	// fdSocketStateRE is a count of sockets per state (ss -tan | awk
+	// '{print $1}' | sort | uniq -c; netstat -ant | awk '{print $6}' |
+	// sort | uniq -c).
+	fdSocketStateRE = regexp.MustCompile(`^\s*(\d+)\s+(CLOSE[-_]WAIT|ESTAB(?:LISHED)?|TIME[-_]WAIT|LISTEN|SYN[-_]SENT|SYN[-_]RECV|FIN[-_]WAIT[-_]?[12]|LAST[-_]ACK|CLOSING|CLOSED)\s*$`)
+	// fdSocketLineRE is one socket of ss -tan or netstat -ant with its
+	// state and peer.
+	fdSocketLineRE = regexp.MustCompile(`^(?:(?:tcp6?)\s+\d+\s+\d+\s+\S+\s+(\S+)\s+(CLOSE_WAIT|ESTABLISHED|TIME_WAIT|LISTEN)\b|(CLOSE-WAIT|ESTAB|TIME-WAIT|LISTEN)\s+\d+\s+\d+\s+\S+\s+(\S+))`)
+	// fdPeerCountRE is a count of sockets per peer address (ss state
+	// close-wait | awk '{print $4}' | sort | uniq -c).
+	fdPeerCountRE = regexp.MustCompile(`^\s*(\d+)\s+\[?([0-9a-fA-F.:]+?)\]?:(\d+)\s*$`)
 	// fdLimitChangeRE is a change that sets or drops a process's limits.
 	fdLimitChangeRE = regexp.MustCompile(`(?i)LimitNOFILE|\bnofile\b|ulimit|limits\.conf|open files|file descriptors?|fs\.file-max|drop-?ins?|systemd unit`)
 )
@@ -128,6 +159,7 @@ func detectFDLimit(ev *Gathered, found []Finding) []Finding {
 	if limit == "" {
 		return nil
 	}
+	closeWait, peer := fdCloseWait(ev)
 	if previous == limit {
 		previous, previousLine = "", ""
 	}
@@ -170,6 +202,15 @@ func detectFDLimit(ev *Gathered, found []Finding) []Finding {
 	f.setFact("previous", previous)
 	f.setFact("previous_line", previousLine)
 	f.setFact("replicas", strings.Join(replicas, ", "))
+	if closeWait != "" {
+		f.setFact("close_wait", closeWait)
+		f.setFact("close_wait_peer", peer)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("sockets in CLOSE-WAIT: %s%s", closeWait, map[bool]string{true: ", most to " + peer}[peer != ""]))
+		if c := fdLeakChange(ev, subj, first); c != "" {
+			f.setFact("leak_change", c)
+			f.Evidence = append(f.Evidence, "the version its pods run: "+c)
+		}
+	}
 	f.Evidence = append(f.Evidence, "open-files limit: "+source)
 	if open != "" {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("descriptors held: %s of %s", open, limit))
@@ -184,4 +225,97 @@ func detectFDLimit(ev *Gathered, found []Finding) []Finding {
 	}
 	f.Summary = fmt.Sprintf("%s: too many open files at its open-files limit %s", subj, limit)
 	return []Finding{f}
+}
+
+// fdCloseWait reads, from socket listings handed over (ss -tan, netstat
+// -ant, their per-state counts), how many sockets sit in CLOSE-WAIT when
+// they are most of the sockets a process holds: the peer closed them and
+// the process never did, a leak. It names the peer most of them go to,
+// with the Service whose cluster IP it is.
+func fdCloseWait(ev *Gathered) (count, peer string) {
+	best, total := 0, 0
+	peers := map[string]int{}
+	for _, c := range ev.Commands {
+		cw, all := 0, 0
+		closeWaitCmd := strings.Contains(strings.ToLower(c.Run), "close-wait") || strings.Contains(strings.ToLower(c.Run), "close_wait")
+		for _, l := range c.Lines {
+			if m := fdSocketStateRE.FindStringSubmatch(l); m != nil {
+				n := atoiLoose(m[1])
+				all += n
+				if strings.HasPrefix(m[2], "CLOSE") && strings.HasSuffix(m[2], "WAIT") {
+					cw += n
+				}
+				continue
+			}
+			if m := fdSocketLineRE.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+				all++
+				state, addr := m[2], m[1]
+				if state == "" {
+					state, addr = m[3], m[4]
+				}
+				if strings.HasPrefix(state, "CLOSE") {
+					cw++
+					peers[addr]++
+				}
+				continue
+			}
+			if m := fdPeerCountRE.FindStringSubmatch(l); m != nil && closeWaitCmd {
+				peers[m[2]+":"+m[3]] += atoiLoose(m[1])
+			}
+		}
+		if cw > best {
+			best, total = cw, all
+		}
+	}
+	if best < 100 || best*2 < total {
+		return "", ""
+	}
+	top, topN := "", 0
+	for p, n := range peers {
+		if n > topN || n == topN && p < top {
+			top, topN = p, n
+		}
+	}
+	if top != "" && topN*2 >= best {
+		peer = top
+		ip := top[:strings.LastIndex(top, ":")]
+		for _, s := range slices.Concat(ev.K8s.Services, ev.K8s.CalledServices) {
+			if s.Service.Spec.ClusterIP == ip {
+				peer += " (Service " + s.Service.Name + ")"
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d of %d", best, total), peer
+}
+
+// fdLeakChange is the last deploy of the leaking service before its
+// exhaustion, of the changes in the window or the month before: the
+// version its pods run, that brought the leak.
+func fdLeakChange(ev *Gathered, subj string, first Finding) string {
+	var last *evidence.Change
+	for _, c := range slices.Concat(ev.Earlier, ev.Changes) {
+		if c.Kind != "deploy" || !(c.Service == subj || workloadOfName(subj) == c.Service) {
+			continue
+		}
+		if !first.Time.IsZero() && c.Timestamp.After(first.Time) {
+			continue
+		}
+		if last == nil || c.Timestamp.After(last.Timestamp) {
+			c := c
+			last = &c
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	d := fmt.Sprintf("the deploy of %s", last.Service)
+	if last.Revision != "" {
+		d += " " + last.Revision
+	}
+	d += " at " + ts(last.Timestamp)
+	if last.Description != "" {
+		d += fmt.Sprintf(" (%s)", quote(last.Description, 160))
+	}
+	return d
 }
