@@ -71,6 +71,7 @@ var mechanisms = []*mechanism{
 	configNotRefreshed,
 	selectorOverlap,
 	hpaReverted,
+	selfHealReverted,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,

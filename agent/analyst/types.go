@@ -539,7 +539,8 @@ var kinds = map[Kind]kindInfo{
 	// A rollout aborted because its analysis query returned no data.
 	KindAnalysisNoData: {prior: 0.84},
 	// An autoscaler's scale-ups reverted to a fixed replica count.
-	KindHPAReverted: {prior: 0.84},
+	KindHPAReverted:      {prior: 0.84},
+	KindSelfHealReverted: {prior: 0.86},
 	// An autoscaler disabled because its target has 0 replicas.
 	KindHPATargetZero: {prior: 0.84},
 	// An event-driven autoscaler watching a queue nobody writes to.
