@@ -46,6 +46,7 @@ var mechanisms = []*mechanism{
 	jobFailed,
 	preemptionM,
 	loopbackBind,
+	proxyResponseMalformed,
 	orderedReady,
 	stsPartition,
 	missingEnv,

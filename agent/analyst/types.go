@@ -353,6 +353,8 @@ var kinds = map[Kind]kindInfo{
 	KindPreempted: {prior: 0.84},
 	// A server bound to the loopback address inside its pod.
 	KindLoopbackBind: {prior: 0.86},
+	// A Lambda function's proxy response the gateway refuses (502).
+	KindProxyResponseMalformed: {prior: 0.88},
 
 	// Managed cloud services: a hot partition key throttled, a KMS key
 	// pending deletion or disabled, a NAT gateway out of source ports.
