@@ -6,6 +6,7 @@ package analyst
 // restarts, targets down) and the changes, described by the playbook's
 // fallback (playbook.go).
 var mechanisms = []*mechanism{
+	inotifyLimit,
 	fdExhaustion,
 	clockSkew,
 	faultInjection,

@@ -450,6 +450,8 @@ var kinds = map[Kind]kindInfo{
 	KindSchemaMissing:     {prior: 0.86},
 	KindSchemaDrift:       {prior: 0.88},
 	KindConnectTaskFailed: {prior: 0.88},
+	// A node's inotify limit (fs.inotify sysctl) a file watcher hits.
+	KindInotifyLimit: {prior: 0.86},
 	// An Airflow pool whose slots another DAG holds.
 	KindAirflowPoolFull: {prior: 0.86},
 	// A table's generated key at its integer type's maximum.
