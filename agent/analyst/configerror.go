@@ -33,7 +33,9 @@ var configError = &mechanism{
 		f.setFact("missing", missingRef(e.Message))
 		volumeKeyFacts(f, e.Message)
 	},
-	detect: detectVolumeKeySource,
+	detect: func(ev *Gathered, found []Finding) []Finding {
+		return append(detectVolumeKeySource(ev, found), detectConfigMirror(ev, found)...)
+	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		d := strings.ToLower(c.fact("description") + " " + c.Summary)
 		return c.Kind == KindConfigChange || strings.Contains(d, "configmap") || strings.Contains(d, "secret")
@@ -53,12 +55,16 @@ var configError = &mechanism{
 		d := fmt.Sprintf("%s pods cannot start: CreateContainerConfigError", h.Subject)
 		if m := h.fact("missing"); m != "" {
 			d += fmt.Sprintf(", the %s referenced by the pod spec is missing (not found)", m)
+			d += mirrorClause(h)
 		} else if m := h.fact("message"); m != "" {
 			d += ": " + truncate(m, 200)
 		}
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if mirrorRecommend(h, r) {
+			return
+		}
 		r.rollback()
 		if key := h.fact("volume_key"); key != "" {
 			kind := volumeKindWord(h.fact("volume_kind"))

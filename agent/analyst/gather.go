@@ -333,6 +333,28 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		g.haveK8s["describe_pod"] = true
 		g.gatherAutoscalers(ctx, sp)
 	}
+	if !g.haveK8s["config_sources"] && g.src != nil && g.src.Kubernetes != nil {
+		// The Secrets and ConfigMaps of the names pods miss, of every
+		// namespace and as metadata only: where the object lives instead
+		// and what copies it (a mirroring controller's annotations).
+		if names := missingConfigNames(&g.k8s); len(names) > 0 {
+			g.haveK8s["config_sources"] = true
+			if secs, err := evidence.List[corev1.Secret](ctx, g.src.Kubernetes, "", ""); err == nil {
+				for _, s := range secs {
+					if names[s.Name] {
+						g.k8s.ConfigSources = append(g.k8s.ConfigSources, ConfigSource{Kind: "Secret", Meta: s.ObjectMeta})
+					}
+				}
+			}
+			if cms, err := evidence.List[corev1.ConfigMap](ctx, g.src.Kubernetes, "", ""); err == nil {
+				for _, c := range cms {
+					if names[c.Name] {
+						g.k8s.ConfigSources = append(g.k8s.ConfigSources, ConfigSource{Kind: "ConfigMap", Meta: c.ObjectMeta})
+					}
+				}
+			}
+		}
+	}
 	if !g.haveK8s["list_pods"] && !g.haveK8s["get_events"] {
 		return errors.New("no kubernetes state")
 	}

@@ -65,6 +65,12 @@ var initWait = &mechanism{
 		switch h.fact("state") {
 		case "missing":
 			d += fmt.Sprintf(", but no Service %s exists in namespace %s, so the name does not resolve", svc, h.top().Namespace)
+			if l := h.fact("resolve_line"); l != "" {
+				d += fmt.Sprintf(" (its log: %s)", quote(l, 120))
+			}
+			if n := h.fact("successor"); n != "" {
+				d += fmt.Sprintf("; Service %s of that namespace%s likely serves the dependency under a new name (a chart's rename or a dropped name override), and nothing points the waiting pods at it", n, h.wrapped(" (port ", "successor_port", ")"))
+			}
 		case "no_endpoints", "scaled_to_zero", "not_ready":
 			d += fmt.Sprintf(", and Service %s has no endpoints (endpoints <none>): nothing serves it", svc)
 		default:
@@ -86,7 +92,11 @@ var initWait = &mechanism{
 		case "not_ready":
 			r.high("Make the pods of %s %s ready (kubectl describe %s %s -n %s): its Service lists only ready pods", kind, dep, kind, dep, ns)
 		case "missing":
-			r.high("Create Service %s in namespace %s, or point the init container of %s at the name the dependency's Service has now", h.fact("service"), ns, h.Subject)
+			if n := h.fact("successor"); n != "" {
+				r.high("Point %s (its init container and its connection settings) at Service %s, or give the dependency back the name %s (restore the chart's fullnameOverride/nameOverride, or add a Service %s that selects its pods)", h.Subject, n, h.fact("service"), h.fact("service"))
+			} else {
+				r.high("Create Service %s in namespace %s, or point the init container of %s at the name the dependency's Service has now", h.fact("service"), ns, h.Subject)
+			}
 		default:
 			r.high("Find why %s does not answer on %s (its Service, endpoints and pods) and bring it back", h.fact("service"), h.fact("target"))
 		}
@@ -214,6 +224,19 @@ func initWaitFinding(k *K8sEvidence, p *corev1.Pod, wl, container, text string, 
 			f.setFact("state", "missing")
 			f.Weight = 0.85
 			f.Evidence = append(f.Evidence, fmt.Sprintf("no Service %s in namespace %s (%d Services listed)", name, ns, len(k.Services)))
+			if l := resolveFailureLine(text); l != "" {
+				f.setFact("resolve_line", l)
+				f.Evidence = append(f.Evidence, fmt.Sprintf("init container %s logs: %s", container, quote(l, 160)))
+			}
+			port := t[1]
+			if m := waitPortFlagRE.FindStringSubmatch(text); port == "" && m != nil {
+				port = m[1]
+			}
+			if n, port := successorService(k, ns, name, port); n != "" {
+				f.setFact("successor", n)
+				f.setFact("successor_port", port)
+				f.Evidence = append(f.Evidence, fmt.Sprintf("service %s/%s exists (port %s): its name holds %s", ns, n, orWord(port, "?"), name))
+			}
 		case svc != nil && svc.Known && svc.ReadyEndpoints > 0:
 			continue // it is served: the loop waits on something else
 		case svc != nil && svc.Known:
@@ -232,6 +255,66 @@ func initWaitFinding(k *K8sEvidence, p *corev1.Pod, wl, container, text string, 
 		return f, true
 	}
 	return Finding{}, false
+}
+
+// resolveFailureRE is a resolver's refusal of a name, as wait tools and
+// client libraries print it (busybox nc "bad address", nslookup "can't
+// resolve", glibc "Name or service not known", Go "no such host", libpq
+// "could not translate host name", Java "UnknownHostException", dig
+// NXDOMAIN).
+var resolveFailureRE = regexp.MustCompile(`(?i)bad address|can't resolve|no such host|name or service not known|could not translate host name|unknown ?host|nxdomain|server can't find|temporary failure in name resolution|getaddrinfo (?:enotfound|eai_again)`)
+
+// waitPortFlagRE is the port a wait tool is given apart from its host
+// (pg_isready -p 5432, mysqladmin --port=3306, redis-cli -p 6379).
+var waitPortFlagRE = regexp.MustCompile(`(?:\s-p\s*|\s--port[= ])(\d{2,5})\b`)
+
+// resolveFailureLine is the first line of a wait's text that says its
+// target's name does not resolve.
+func resolveFailureLine(text string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if resolveFailureRE.MatchString(l) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// successorService is a Service of namespace ns whose name holds the
+// missing name (postgres -> billing-postgresql, redis -> cache-redis-master):
+// the dependency renamed by a chart or a release prefix. When the wait
+// names a port, the Service must serve it; a headless Service is taken
+// only when no other fits. "" when none or more than one fits.
+func successorService(k *K8sEvidence, ns, name, port string) (string, string) {
+	var found, headless []string
+	ports := map[string]string{}
+	for i := range k.Services {
+		s := &k.Services[i].Service
+		if s.Namespace != ns || s.Name == name || !strings.Contains(strings.ToLower(s.Name), strings.ToLower(name)) {
+			continue
+		}
+		var ps []string
+		match := port == ""
+		for _, p := range s.Spec.Ports {
+			ps = append(ps, fmt.Sprint(p.Port))
+			match = match || fmt.Sprint(p.Port) == port
+		}
+		if !match {
+			continue
+		}
+		ports[s.Name] = strings.Join(ps, ",")
+		if s.Spec.ClusterIP == corev1.ClusterIPNone {
+			headless = append(headless, s.Name)
+		} else {
+			found = append(found, s.Name)
+		}
+	}
+	if len(found) == 0 {
+		found = headless
+	}
+	if len(found) != 1 {
+		return "", ""
+	}
+	return found[0], ports[found[0]]
 }
 
 // serving is the workload behind a Service.

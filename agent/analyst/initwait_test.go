@@ -143,3 +143,80 @@ func TestWaitTargets(t *testing.T) {
 		}
 	}
 }
+
+// A wait for a Service that does not exist names the resolver's refusal
+// from the wait's log and, when exactly one Service of the namespace holds
+// the missing name and serves the polled port, that Service: the
+// dependency renamed by a chart or a release prefix.
+func TestInitWaitRenamedService(t *testing.T) {
+	end := time.Date(2026, 11, 4, 11, 40, 0, 0, time.UTC)
+	w := Window{BaselineStart: end.Add(-2 * time.Hour), Start: end.Add(-time.Hour), End: end}
+	svc := func(name, ip string, ports ...int32) ServiceState {
+		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: name}, Spec: corev1.ServiceSpec{ClusterIP: ip}}
+		for _, p := range ports {
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: p})
+		}
+		return ServiceState{Service: s, ReadyEndpoints: 1, Known: true}
+	}
+	cases := []struct {
+		name          string
+		command       []string
+		log           []string
+		services      []ServiceState
+		want, absent  []string
+		wantSuccessor string
+	}{
+		{"busybox nc, chart renamed the database Service",
+			[]string{"sh", "-c", `until nc -z -w 2 postgres 5432; do echo "waiting for postgres:5432"; sleep 2; done`},
+			[]string{"nc: bad address 'postgres'", "waiting for postgres:5432"},
+			[]ServiceState{svc("api", "10.0.0.3", 80), svc("api-postgresql", "10.0.0.7", 5432), svc("api-postgresql-hl", "None", 5432)},
+			[]string{`"nc: bad address 'postgres'"`, "Service api-postgresql of that namespace (port 5432)"}, nil, "api-postgresql"},
+		{"pg_isready, libpq cannot translate the name, release prefix",
+			[]string{"sh", "-c", "until pg_isready -h db -p 5432; do sleep 3; done"},
+			[]string{`pg_isready: error: could not translate host name "db" to address: Name or service not known`},
+			[]ServiceState{svc("shop-db", "10.0.0.9", 5432), svc("shop-dbadmin", "10.0.0.10", 8080)},
+			[]string{"could not translate host name", "Service shop-db of that namespace"}, nil, "shop-db"},
+		{"nslookup, two Services hold the name: none is named",
+			[]string{"sh", "-c", "until nslookup redis; do echo waiting for redis; sleep 2; done"},
+			[]string{"nslookup: can't resolve 'redis'"},
+			[]ServiceState{svc("cache-redis-master", "10.0.0.4", 6379), svc("cache-redis-replicas", "10.0.0.5", 6379)},
+			[]string{"can't resolve 'redis'"}, []string{"new name"}, ""},
+		{"Go resolver, no Service holds the name",
+			[]string{"/bin/wait4x", "tcp", "orders-db:5432", "--timeout", "0"},
+			[]string{"dial tcp: lookup orders-db on 10.96.0.10:53: no such host"},
+			[]ServiceState{svc("orders", "10.0.0.2", 80)},
+			[]string{"no such host"}, []string{"new name"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "app-6c8d7f9b5-5jv2p", Labels: map[string]string{"app": "app"}}}
+			p.Spec.InitContainers = []corev1.Container{{Name: "wait", Command: c.command}}
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "wait", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(end.Add(-25 * time.Minute))}}}}
+			var lines []evidence.LogLine
+			for _, l := range c.log {
+				lines = append(lines, evidence.LogLine{Text: l})
+			}
+			k := &K8sEvidence{Pods: []corev1.Pod{p}, Services: c.services, PreviousLogs: map[string][]evidence.LogLine{"ns1/" + p.Name + "/wait": lines}}
+			fs := detectInitWaits(k, w, nil)
+			if len(fs) != 1 || fs[0].fact("state") != "missing" {
+				t.Fatalf("findings %+v, want one of a missing Service", fs)
+			}
+			f := &fs[0]
+			if f.fact("successor") != c.wantSuccessor {
+				t.Errorf("successor %q, want %q", f.fact("successor"), c.wantSuccessor)
+			}
+			h := &Hypothesis{Kind: f.Kind, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{f}}
+			d := describe(h, Scope{Namespace: "ns1"})
+			for _, s := range c.want {
+				if !strings.Contains(d, s) {
+					t.Errorf("description %q lacks %q", d, s)
+				}
+			}
+			for _, s := range c.absent {
+				if strings.Contains(d, s) {
+					t.Errorf("description %q holds %q", d, s)
+				}
+			}
+		})
+	}
+}

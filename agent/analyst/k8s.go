@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rootcause/rootcause/agent/evidence"
 )
@@ -29,6 +30,12 @@ type ServiceState struct {
 	NotReadyEndpoints int
 	// Known is false when endpoint counts were not reported.
 	Known bool
+}
+
+// ConfigSource is the metadata of a Secret or ConfigMap.
+type ConfigSource struct {
+	Kind string
+	Meta metav1.ObjectMeta
 }
 
 // K8sEvidence is the Kubernetes state an investigation gathered.
@@ -75,6 +82,10 @@ type K8sEvidence struct {
 	DaemonSets []appsv1.DaemonSet
 	// StatefulSets are the namespace's StatefulSet objects.
 	StatefulSets []appsv1.StatefulSet
+	// ConfigSources are the Secrets and ConfigMaps, of every namespace, of
+	// the names the pods' config errors say are missing: their metadata
+	// only, never their data.
+	ConfigSources []ConfigSource
 	// NetworkPolicies are the namespace's NetworkPolicy objects.
 	NetworkPolicies []networkingv1.NetworkPolicy
 	// Autoscalers are the HPAs of the workloads whose pods were described.
