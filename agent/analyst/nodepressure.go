@@ -51,6 +51,7 @@ var nodePressure = &mechanism{
 		for i := range found {
 			if found[i].Kind == KindNodePressure {
 				topMemoryPod(ev, &found[i])
+				rootVolumeCut(ev, &found[i])
 			}
 		}
 		return nil
@@ -69,8 +70,11 @@ var nodePressure = &mechanism{
 			if c := evictedConsumer(h); c != "" {
 				d += "; the kubelet evicts pods using more than their memory request, lowest priority first, not the pod using most: " + c
 			}
-		} else if c := largestConsumer(h); c != "" {
+		} else if c := largestConsumer(h); c != "" && h.fact("volume_cut") == "" {
 			d += "; " + c
+		}
+		if v := describeVolumeCut(h); v != "" {
+			d += "; " + v
 		}
 		return d
 	},
@@ -80,6 +84,9 @@ var nodePressure = &mechanism{
 		node := s
 		if h.Kind == KindEviction {
 			node = orWord(h.fact("node"), "the node")
+		}
+		if recommendVolumeCut(h, r) {
+			return
 		}
 		switch res {
 		case "disk":
