@@ -121,28 +121,28 @@ type acmeFailure struct {
 func readACMEFailure(line string) (acmeFailure, bool) {
 	l := strings.ReplaceAll(line, `\"`, `"`)
 	var a acmeFailure
-	if m := resourceNameRE.FindStringSubmatch(l); m != nil {
+	if m := findSubmatch(resourceNameRE, l); m != nil {
 		a.challenge = m[1]
 	}
 	switch {
-	case acmeSelfCheckRE.MatchString(l):
-		m := acmeSelfCheckRE.FindStringSubmatch(l)
+	case matchLine(acmeSelfCheckRE, l):
+		m := findSubmatch(acmeSelfCheckRE, l)
 		a.url, a.err, a.typ = m[1], strings.TrimSpace(m[2]), "HTTP-01"
 		if u, err := url.Parse(a.url); err == nil {
 			a.domain = u.Hostname()
 		}
-	case acmeAuthzRE.MatchString(l):
-		m := acmeAuthzRE.FindStringSubmatch(l)
+	case matchLine(acmeAuthzRE, l):
+		m := findSubmatch(acmeAuthzRE, l)
 		a.domain, a.err = m[1], strings.TrimSpace(m[2])
-	case acmeDNSWaitRE.MatchString(l):
-		a.err, a.typ = strings.TrimSpace(acmeDNSWaitRE.FindStringSubmatch(l)[1]), "DNS-01"
-	case acmePresentRE.MatchString(l):
-		a.err = strings.TrimSpace(acmePresentRE.FindStringSubmatch(l)[1])
-		if providerDeniedRE.MatchString(a.err) || strings.Contains(strings.ToLower(l), "dns01") || strings.Contains(l, "DNS-01") || strings.Contains(a.err, "record set") {
+	case matchLine(acmeDNSWaitRE, l):
+		a.err, a.typ = strings.TrimSpace(findSubmatch(acmeDNSWaitRE, l)[1]), "DNS-01"
+	case matchLine(acmePresentRE, l):
+		a.err = strings.TrimSpace(findSubmatch(acmePresentRE, l)[1])
+		if matchLine(providerDeniedRE, a.err) || strings.Contains(strings.ToLower(l), "dns01") || strings.Contains(l, "DNS-01") || strings.Contains(a.err, "record set") {
 			a.typ = "DNS-01"
 		}
-	case acmeProblemRE.MatchString(l) && strings.Contains(strings.ToLower(l), "order"):
-		a.err = strings.TrimSpace(acmeProblemRE.FindStringSubmatch(l)[1])
+	case matchLine(acmeProblemRE, l) && strings.Contains(strings.ToLower(l), "order"):
+		a.err = strings.TrimSpace(findSubmatch(acmeProblemRE, l)[1])
 	default:
 		return acmeFailure{}, false
 	}
@@ -152,7 +152,7 @@ func readACMEFailure(line string) (acmeFailure, bool) {
 // certificateOfChallenge is the certificate a Challenge was made for
 // ("shop-example-com-tls-4-2877391840-3126589925" → "shop-example-com-tls").
 func certificateOfChallenge(name string) string {
-	if m := challengeNameRE.FindStringSubmatch(name); m != nil {
+	if m := findSubmatch(challengeNameRE, name); m != nil {
 		return m[1]
 	}
 	return ""
@@ -179,9 +179,9 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 		cmd := c.Command
 		if strings.Contains(cmd, "describe-listeners") {
 			for _, l := range c.Lines {
-				m := tablePortRE.FindStringSubmatch(strings.TrimSpace(l))
+				m := findSubmatch(tablePortRE, strings.TrimSpace(l))
 				if m == nil {
-					m = jsonPortRE.FindStringSubmatch(l)
+					m = findSubmatch(jsonPortRE, l)
 				}
 				if m != nil {
 					p, _ := strconv.Atoi(m[1])
@@ -215,9 +215,9 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 		if strings.Contains(run, "curl") && strings.Contains(run, "/.well-known/acme-challenge/") {
 			out := strings.Join(c.Lines, " ")
 			switch {
-			case c.Exec && http200RE.MatchString(out):
+			case c.Exec && matchLine(http200RE, out):
 				inside = "the solver answers inside the cluster (HTTP 200 from " + orWord(c.Target, c.Pod) + ")"
-			case !c.Exec && unreachableRE.MatchString(out):
+			case !c.Exec && matchLine(unreachableRE, out):
 				outside = "a request from outside fails the same way: " + truncate(lastNonEmpty(c.Lines), 120)
 			}
 		}
@@ -291,11 +291,11 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 		}
 		f.setFact("domains", strings.Join(c.domains, ", "))
 		f.setFact("current", "true")
-		if m := dialAddrRE.FindStringSubmatch(f.fact("error")); m != nil {
+		if m := findSubmatch(dialAddrRE, f.fact("error")); m != nil {
 			f.setFact("address", m[1])
 			f.setFact("port", m[2])
 		}
-		if unreachableRE.MatchString(f.fact("error")) {
+		if matchLine(unreachableRE, f.fact("error")) {
 			f.setFact("unreachable", "true")
 		}
 		reason := false
@@ -318,10 +318,10 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 		}
 		// The DNS provider refusing the solver's credentials: what it
 		// refused, and what the identity's policy grants instead.
-		denied := providerDeniedRE.MatchString(f.fact("error"))
+		denied := matchLine(providerDeniedRE, f.fact("error"))
 		if denied {
 			d := "the DNS provider refuses cert-manager's credentials (access denied), so the challenge's record is never created"
-			if m := deniedResourceRE.FindStringSubmatch(f.fact("error")); m != nil {
+			if m := findSubmatch(deniedResourceRE, f.fact("error")); m != nil {
 				d = fmt.Sprintf("the DNS provider refuses cert-manager's identity %s on %s (access denied), so the challenge's TXT record is never created", m[1], m[2])
 				if p := grantedElsewhere(cmds, m[1], m[2]); p != "" {
 					f.setFact("policy", p)
@@ -341,7 +341,7 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 		}
 		for i := len(changes) - 1; i >= 0; i-- {
 			ch := changes[i]
-			if !changeRE.MatchString(ch.Description) || !w.End.IsZero() && ch.Timestamp.After(w.End) {
+			if !matchLine(changeRE, ch.Description) || !w.End.IsZero() && ch.Timestamp.After(w.End) {
 				continue
 			}
 			f.setFact("change", fmt.Sprintf("the %s change %s of %s on %s: %q", orWord(ch.Kind, "recorded"), orWord(ch.Revision, ""), ch.Service, ch.Timestamp.UTC().Format("2006-01-02"), truncate(ch.Description, 160)))
@@ -499,7 +499,7 @@ var ageUnitRE = regexp.MustCompile(`(\d+)([dhms])`)
 // kubectlAge reads an AGE column ("24d", "2d3h", "38m").
 func kubectlAge(s string) time.Duration {
 	var d time.Duration
-	for _, m := range ageUnitRE.FindAllStringSubmatch(s, -1) {
+	for _, m := range findAllSubmatch(ageUnitRE, s, -1) {
 		n, _ := strconv.Atoi(m[1])
 		switch m[2] {
 		case "d":

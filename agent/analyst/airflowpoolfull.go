@@ -135,7 +135,7 @@ func detectAirflowPoolFull(ev *Gathered, _ []Finding) []Finding {
 		}
 	}
 	airflowLines(ev, func(l string, _ *evidence.CommandOutput) {
-		if m := poolNoSlotsRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(poolNoSlotsRE, l); m != nil {
 			n, p := m[1], m[2]
 			if p == "" {
 				n, p = m[3], m[4]
@@ -145,33 +145,33 @@ func detectAirflowPoolFull(ev *Gathered, _ []Finding) []Finding {
 				mark(l)
 			}
 		}
-		if m := poolFiguringRE.FindStringSubmatch(l); m != nil && m[2] == "0" && (pool == "" || m[1] == pool) {
+		if m := findSubmatch(poolFiguringRE, l); m != nil && m[2] == "0" && (pool == "" || m[1] == pool) {
 			pool = m[1]
 			mark(l)
 			if n, _ := strconv.Atoi(m[3]); n > waitingN {
 				waitingN = n
 			}
 		}
-		if m := poolTIRE.FindStringSubmatch(l); m != nil && !strings.Contains(l, "Dependencies not met") {
+		if m := findSubmatch(poolTIRE, l); m != nil && !strings.Contains(l, "Dependencies not met") {
 			holders[m[1]]++
 		}
-		if m := poolDagActiveRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(poolDagActiveRE, l); m != nil {
 			holders[m[1]]++
 		}
-		if m := poolTableRowRE.FindStringSubmatch(l); m != nil && strings.Contains(m[2], "__") && m[3] == "running" {
+		if m := findSubmatch(poolTableRowRE, l); m != nil && strings.Contains(m[2], "__") && m[3] == "running" {
 			runs[m[1]]++
 		}
-		if m := poolStateRowRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(poolStateRowRE, l); m != nil {
 			waitingDAG[m[1]]++
 		}
 	})
 	// The pool's own record: the REST API's JSON, the CLI's table.
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := poolJSONNameRE.FindStringSubmatch(l); m != nil && strings.Contains(l, `"open_slots"`) {
-				if o := poolJSONOpenRE.FindStringSubmatch(l); o != nil && o[1] == "0" && (pool == "" || m[1] == pool) {
+			if m := findSubmatch(poolJSONNameRE, l); m != nil && strings.Contains(l, `"open_slots"`) {
+				if o := findSubmatch(poolJSONOpenRE, l); o != nil && o[1] == "0" && (pool == "" || m[1] == pool) {
 					pool = m[1]
-					if s := poolJSONSlotsRE.FindStringSubmatch(l); s != nil {
+					if s := findSubmatch(poolJSONSlotsRE, l); s != nil {
 						slots = s[1]
 					}
 				}
@@ -208,7 +208,7 @@ func detectAirflowPoolFull(ev *Gathered, _ []Finding) []Finding {
 	if slots == "" {
 		for _, c := range ev.Commands {
 			for _, l := range c.Lines {
-				if m := poolListRowRE.FindStringSubmatch(l); m != nil && m[1] == pool {
+				if m := findSubmatch(poolListRowRE, l); m != nil && m[1] == pool {
 					slots = m[2]
 				}
 			}
@@ -299,7 +299,7 @@ func readHolderDAG(ev *Gathered, holder string, f *Finding) {
 	for _, c := range ev.Commands {
 		names := false
 		for _, l := range c.Lines {
-			if m := poolDagIDRE.FindStringSubmatch(l); m != nil && m[1] == holder {
+			if m := findSubmatch(poolDagIDRE, l); m != nil && m[1] == holder {
 				names = true
 			}
 		}
@@ -307,18 +307,18 @@ func readHolderDAG(ev *Gathered, holder string, f *Finding) {
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := poolPriorityRE.FindStringSubmatch(l); m != nil && f.fact("priority_weight") == "" {
+			if m := findSubmatch(poolPriorityRE, l); m != nil && f.fact("priority_weight") == "" {
 				f.setFact("priority_weight", m[1])
 			}
-			if poolCatchupRE.MatchString(l) {
+			if matchLine(poolCatchupRE, l) {
 				f.setFact("catchup", "true")
 			}
-			if m := poolStartDateRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(poolStartDateRE, l); m != nil {
 				mo, _ := strconv.Atoi(m[2])
 				d, _ := strconv.Atoi(m[3])
 				f.setFact("start_date", fmt.Sprintf("%s-%02d-%02d", m[1], mo, d))
 			}
-			if m := poolActiveRunsRE.FindStringSubmatch(l); m != nil && f.fact("holder_runs") == "" {
+			if m := findSubmatch(poolActiveRunsRE, l); m != nil && f.fact("holder_runs") == "" {
 				f.setFact("holder_runs", m[1])
 			}
 		}

@@ -88,10 +88,10 @@ func analysisAborts(ev *Gathered) []analysisAbort {
 	for _, lines := range texts {
 		name := ""
 		for i, l := range lines {
-			if m := rolloutNameRE.FindStringSubmatch(strings.TrimSpace(l)); m != nil && name == "" {
+			if m := findSubmatch(rolloutNameRE, strings.TrimSpace(l)); m != nil && name == "" {
 				name = m[1] + m[2]
 			}
-			if m := promQueryRE.FindStringSubmatch(l); m != nil && query == "" {
+			if m := findSubmatch(promQueryRE, l); m != nil && query == "" {
 				q := strings.TrimSpace(m[1])
 				if q == "|" || q == "|-" || q == ">" {
 					if i+1 < len(lines) {
@@ -99,32 +99,32 @@ func analysisAborts(ev *Gathered) []analysisAbort {
 					}
 				}
 				query = q
-				if s := promSeriesRE.FindStringSubmatch(q); s != nil {
+				if s := findSubmatch(promSeriesRE, q); s != nil {
 					series = s[1]
 				}
 			}
-			if m := finishedAtRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(finishedAtRE, l); m != nil {
 				if t, err := time.Parse(time.RFC3339, m[1]); err == nil && t.After(last) {
 					last = t
 				}
 			}
-			if noDataMsgRE.MatchString(l) {
+			if matchLine(noDataMsgRE, l) {
 				noData = true
 			}
 			if found != nil {
 				continue
 			}
-			if m := argoAssessedErrorRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(argoAssessedErrorRE, l); m != nil {
 				a := analysisAbort{rollout: name, metric: m[1], message: strings.TrimSpace(m[4])}
 				a.errors, _ = strconv.Atoi(m[2])
 				a.limit, _ = strconv.Atoi(m[3])
-				if r := rolloutNameRE.FindStringSubmatch(l); r != nil && r[2] != "" {
+				if r := findSubmatch(rolloutNameRE, l); r != nil && r[2] != "" {
 					a.rollout = r[2]
 				}
 				found = &a
-			} else if m := flaggerNoValuesRE.FindStringSubmatch(l); m != nil {
+			} else if m := findSubmatch(flaggerNoValuesRE, l); m != nil {
 				a := analysisAbort{metric: m[1], flagger: true, message: "no values found"}
-				if t := flaggerTargetRE.FindStringSubmatch(l); t != nil {
+				if t := findSubmatch(flaggerTargetRE, l); t != nil {
 					a.rollout = t[1]
 				}
 				found = &a

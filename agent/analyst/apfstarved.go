@@ -131,7 +131,7 @@ func detectAPFStarved(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		for _, t := range set.Templates {
-			if apfRejectRE.MatchString(t.Example) {
+			if matchLine(apfRejectRE, t.Example) {
 				victims = append(victims, victim{set.Subject, set.Namespace, apfQuoted(t.Example), orTime(t.FirstIncident, t.FirstSeen)})
 				break
 			}
@@ -333,11 +333,11 @@ func apfUsers(ev *Gathered, level string) []apfUser {
 			continue
 		}
 		for _, l := range c.Lines {
-			m := apfUserRE.FindString(l)
+			m := findString(apfUserRE, l)
 			if m == "" {
 				continue
 			}
-			if cm := apfCountRE.FindStringSubmatch(l); cm != nil && cm[2] == m {
+			if cm := findSubmatch(apfCountRE, l); cm != nil && cm[2] == m {
 				n, _ := strconv.Atoi(cm[1])
 				counts[m] += n
 				total += n
@@ -352,7 +352,7 @@ func apfUsers(ev *Gathered, level string) []apfUser {
 	}
 	var out []apfUser
 	for u, n := range counts {
-		m := apfUserRE.FindStringSubmatch(u)
+		m := findSubmatch(apfUserRE, u)
 		out = append(out, apfUser{user: u, ns: m[1], name: m[2], n: n, share: fmt.Sprintf("%d of %d requests seen", n, total)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].n > out[j].n || out[i].n == out[j].n && out[i].user < out[j].user })

@@ -67,7 +67,7 @@ var applyRejected = &mechanism{
 		}
 		text := c.Summary + " " + strings.Join(c.Evidence, " ")
 		_, rejected := readRejection(text)
-		return !rejected && !rolledBackRE.MatchString(text)
+		return !rejected && !matchLine(rolledBackRE, text)
 	},
 	describe:  describeApplyRejected,
 	recommend: recommendApplyRejected,
@@ -81,14 +81,14 @@ type rejection struct {
 // readRejection reads a line that says the API server rejected a
 // workload object a release or sync applied.
 func readRejection(line string) (r rejection, ok bool) {
-	if !applyContextRE.MatchString(line) || strings.Contains(line, "FailedCreate") || strings.Contains(line, "Error creating:") {
+	if !matchLine(applyContextRE, line) || strings.Contains(line, "FailedCreate") || strings.Contains(line, "Error creating:") {
 		return r, false
 	}
 	if d, ok := readPolicyDenial(line); ok {
 		r.how = "admission"
-		if m := blockedResourceRE.FindStringSubmatch(line); m != nil {
+		if m := findSubmatch(blockedResourceRE, line); m != nil {
 			r.kind, r.name = m[1], m[3]
-		} else if m := deniedKindRE.FindStringSubmatch(line); m != nil {
+		} else if m := findSubmatch(deniedKindRE, line); m != nil {
 			r.kind, r.name = m[2], m[1]
 		}
 		r.detail = "admission webhook"
@@ -105,7 +105,7 @@ func readRejection(line string) (r rejection, ok bool) {
 		if d.Reason != "" {
 			r.detail += ": " + d.Reason
 		}
-	} else if m := invalidObjectRE.FindStringSubmatch(line); m != nil {
+	} else if m := findSubmatch(invalidObjectRE, line); m != nil {
 		r.how, r.kind, r.name, r.detail = "validation", m[1], m[2], strings.TrimSpace(m[3])
 	}
 	// A changed selector the API server keeps immutable is
@@ -132,18 +132,18 @@ func readManualEdit(lines []string) (e manualEdit) {
 		if strings.Contains(l, "fieldsType:") || strings.HasPrefix(strings.TrimSpace(l), "- apiVersion:") {
 			start = i
 		}
-		m := manualManagerRE.FindStringSubmatch(l)
+		m := findSubmatch(manualManagerRE, l)
 		if m == nil {
 			continue
 		}
 		e.manager = m[1]
 		for _, b := range lines[start:i] {
-			if k := managedKeyRE.FindStringSubmatch(b); k != nil {
+			if k := findSubmatch(managedKeyRE, b); k != nil {
 				e.key = k[1]
 			}
 		}
 		for _, a := range lines[i+1 : min(len(lines), i+4)] {
-			if t := managedTimeRE.FindStringSubmatch(a); t != nil {
+			if t := findSubmatch(managedTimeRE, a); t != nil {
 				e.at = t[1]
 				break
 			}
@@ -208,7 +208,7 @@ func detectApplyRejected(ev *Gathered, found []Finding) []Finding {
 		s := byName[name]
 		for _, c := range ev.Commands {
 			for _, l := range c.Lines {
-				if rolledBackRE.MatchString(l) && strings.Contains(l, name) {
+				if matchLine(rolledBackRE, l) && strings.Contains(l, name) {
 					s.rollback = true
 				}
 			}
@@ -217,7 +217,7 @@ func detectApplyRejected(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 		for i := range ev.K8s.Events {
-			if e := &ev.K8s.Events[i]; rolledBackRE.MatchString(e.Reason+" "+e.Message) && strings.Contains(e.Message, name) {
+			if e := &ev.K8s.Events[i]; matchLine(rolledBackRE, e.Reason+" "+e.Message) && strings.Contains(e.Message, name) {
 				s.rollback = true
 			}
 		}

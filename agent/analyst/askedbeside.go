@@ -30,7 +30,7 @@ func askedAfter(sc Scope) string {
 	if len(subjects) < 2 {
 		return ""
 	}
-	for _, m := range askedAfterRE.FindAllStringSubmatch(sc.Message, -1) {
+	for _, m := range findAllSubmatch(askedAfterRE, sc.Message, -1) {
 		name := strings.ToLower(m[1] + m[2] + m[3])
 		if name == strings.ToLower(sc.Service) || sc.Known[name] && slices.Contains(subjects, name) {
 			return name

@@ -25,7 +25,7 @@ var suspectAskedRE = regexp.MustCompile(`(?i)\b(?:was|is|could|did|might|maybe)\
 // or known from the evidence), not generic words ("the database").
 func suspectNames(msg string, sc Scope) []string {
 	var out []string
-	for _, m := range suspectAskedRE.FindAllStringSubmatch(msg, -1) {
+	for _, m := range findAllSubmatch(suspectAskedRE, msg, -1) {
 		for _, w := range strings.Fields(m[1]) {
 			w = strings.ToLower(strings.Trim(w, ".,;:?!'\"()"))
 			if len(w) < 3 {

@@ -46,7 +46,7 @@ var autoscalerCapCut = &mechanism{
 		}
 		return f.Subject == h.Subject
 	},
-	fitsChange: func(h *Hypothesis, c *Finding) bool { return maxCutRE.MatchString(changeText(c)) },
+	fitsChange: func(h *Hypothesis, c *Finding) bool { return matchLine(maxCutRE, changeText(c)) },
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("capacity capped by a change: %s's autoscaler maximum was cut from %s to %s replicas", h.Subject, h.fact("was"), h.fact("max"))
 		if h.Trigger == nil {
@@ -84,7 +84,7 @@ func capCuts(ev *Gathered) []capCut {
 	var out []capCut
 	for _, cs := range [][]evidence.Change{ev.Changes, ev.Earlier} {
 		for _, c := range cs {
-			m := maxCutRE.FindStringSubmatch(c.Description)
+			m := findSubmatch(maxCutRE, c.Description)
 			if m == nil {
 				continue
 			}

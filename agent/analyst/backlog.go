@@ -135,7 +135,7 @@ func detectConsumerWaits(ev *Gathered, found []Finding) []Finding {
 					// An address the call went to (a URL, host:port), not
 					// a word of the message ("carrier ETA lookup").
 					addr := DependencyTarget(l)
-					if !strings.Contains(addr, ":") && !urlRE.MatchString(l) {
+					if !strings.Contains(addr, ":") && !matchLine(urlRE, l) {
 						continue
 					}
 					c := DependencyName(addr)

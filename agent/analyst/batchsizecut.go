@@ -87,7 +87,7 @@ func atoiLoose(s string) int {
 // sizeCutOf reads a lowered batch size from a change's text (nil when it
 // lowers none).
 func sizeCutOf(text string) *sizeCut {
-	for _, m := range sizeCutRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range findAllSubmatch(sizeCutRE, text, -1) {
 		a, b := atoiLoose(m[2]), atoiLoose(m[3])
 		if b > 0 && a >= 2*b {
 			return &sizeCut{key: m[1], from: a, to: b}
@@ -110,18 +110,18 @@ func countBatches(ls *LogSet) batchCount {
 	var bc batchCount
 	for _, t := range ls.Templates {
 		for _, line := range t.Lines() {
-			of := batchOfRE.FindStringSubmatch(line)
+			of := findSubmatch(batchOfRE, line)
 			if of != nil {
 				if n := atoiLoose(of[3]); n > bc.total {
 					bc.total, bc.line = n, line
 				}
-			} else if m := batchesInRE.FindStringSubmatch(line); m != nil {
+			} else if m := findSubmatch(batchesInRE, line); m != nil {
 				if n := atoiLoose(m[1] + m[4]); n > bc.total {
 					bc.total, bc.line = n, line
 				}
 			}
-			if of != nil || batchIndexRE.MatchString(line) {
-				if s := stepTimeRE.FindStringSubmatch(line); s != nil {
+			if of != nil || matchLine(batchIndexRE, line) {
+				if s := findSubmatch(stepTimeRE, line); s != nil {
 					num, unit := s[1]+s[4], strings.ToLower(s[2]+s[3])
 					v, _ := strconv.ParseFloat(num, 64)
 					if unit == "ms" {
@@ -132,7 +132,7 @@ func countBatches(ls *LogSet) batchCount {
 					}
 				}
 			}
-			if m := batchSizeLineRE.FindStringSubmatch(line); m != nil && bc.size == 0 {
+			if m := findSubmatch(batchSizeLineRE, line); m != nil && bc.size == 0 {
 				bc.size = atoiLoose(m[1])
 			}
 		}
@@ -282,7 +282,7 @@ var stepNameRE = regexp.MustCompile(`(?i)(?:batch|chunk|page)\s*#?\s*\d+\s*(?:/|
 
 // stepName is what a per-batch step does, as its line says.
 func stepName(line string) string {
-	if m := stepNameRE.FindStringSubmatch(ReadableLine(line)); m != nil && m[1] != "" {
+	if m := findSubmatch(stepNameRE, ReadableLine(line)); m != nil && m[1] != "" {
 		return strings.TrimSpace(m[1])
 	}
 	return ""

@@ -129,11 +129,11 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		switch {
-		case slowlogGetRE.MatchString(c.Run):
+		case matchLine(slowlogGetRE, c.Run):
 			for _, e := range rediscli.ParseSlowlog(c.Lines) {
 				note(deliveredEntry{SlowEntry: e, node: inst, lines: 1, first: e.At, last: e.At})
 			}
-		case commandstatsRE.MatchString(c.Run) || slices.ContainsFunc(c.Lines, func(l string) bool { return strings.HasPrefix(l, "cmdstat_") }):
+		case matchLine(commandstatsRE, c.Run) || slices.ContainsFunc(c.Lines, func(l string) bool { return strings.HasPrefix(l, "cmdstat_") }):
 			for cmd, st := range rediscli.ParseCommandStats(c.Lines) {
 				cmd = strings.ToLower(cmd)
 				if !blockingCmds[cmd] || st.PerCall < 100*time.Millisecond {
@@ -150,7 +150,7 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 	// The server's time per command: a walking command that takes a share
 	// of its single thread it did not take before.
 	for _, ms := range ev.Metrics {
-		if !cmdMetricRE.MatchString(ms.Name) {
+		if !matchLine(cmdMetricRE, ms.Name) {
 			continue
 		}
 		for _, s := range ms.Series {
@@ -205,7 +205,7 @@ func detectBlockingCommand(ev *Gathered, found []Finding) []Finding {
 	}
 	// A client's own log of sending it, with what it took.
 	for set, t := range incidentTemplates(ev) {
-		m := blockingLineRE.FindStringSubmatch(t.Example)
+		m := findSubmatch(blockingLineRE, t.Example)
 		if m == nil {
 			continue
 		}
@@ -340,7 +340,7 @@ func blockedClients(found []Finding, inst string) []string {
 // "duration":"2.1s"), in seconds.
 func fieldDuration(line string) (float64, bool) {
 	best, ok := lineDuration(line)
-	for _, m := range durationFieldRE.FindAllStringSubmatch(line, -1) {
+	for _, m := range findAllSubmatch(durationFieldRE, line, -1) {
 		v, err := strconv.ParseFloat(m[2], 64)
 		if err != nil {
 			continue
@@ -379,7 +379,7 @@ func serverOfCommand(c evidence.CommandOutput) string {
 	if !strings.Contains(strings.ToLower(run), "-cli") {
 		return ""
 	}
-	if m := cliHostRE.FindStringSubmatch(run); m != nil {
+	if m := findSubmatch(cliHostRE, run); m != nil {
 		if h := strings.ToLower(DependencyName(orWord(m[1], m[2]))); h != "" && h != "localhost" && h != "127.0.0.1" {
 			if i := strings.Index(h, "."); i > 0 {
 				h = h[:i]

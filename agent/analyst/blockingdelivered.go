@@ -81,7 +81,7 @@ func serverVictims(found []Finding, inst, blocker string, from time.Time) []stri
 			continue
 		}
 		text := f.Summary + " " + f.fact("line") + " " + f.fact("dependency") + " " + f.fact("target") + " " + f.fact("metric") + " " + strings.Join(f.Evidence, " ")
-		if redisWordsRE.MatchString(text) || len(group) > 3 && strings.Contains(strings.ToLower(text), group) {
+		if matchLine(redisWordsRE, text) || len(group) > 3 && strings.Contains(strings.ToLower(text), group) {
 			if !slices.Contains(out, f.Subject) {
 				out = append(out, f.Subject)
 			}

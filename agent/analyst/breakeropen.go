@@ -161,9 +161,9 @@ func detectBreakerOpen(ev *Gathered) []Finding {
 			} else if b.line == "" || strings.Contains(line, "Exception") {
 				b.line = line
 			}
-			if m := breakerReasonRE.FindStringSubmatch(line); m != nil && b.reason == "" {
+			if m := findSubmatch(breakerReasonRE, line); m != nil && b.reason == "" {
 				b.reason = strings.TrimSpace(orWord(m[1], m[2]))
-				b.slow = b.slow || breakerSlowRE.MatchString(b.reason)
+				b.slow = b.slow || matchLine(breakerSlowRE, b.reason)
 			}
 		}
 		for _, k := range order {
@@ -212,7 +212,7 @@ func detectBreakerOpen(ev *Gathered) []Finding {
 
 // breakerName is the name a breaker line gives the breaker ("" for none).
 func breakerName(line string) string {
-	m := breakerNameRE.FindStringSubmatch(line)
+	m := findSubmatch(breakerNameRE, line)
 	if m == nil {
 		return ""
 	}
@@ -235,7 +235,7 @@ func changedToOpen(line string) bool {
 // open.
 func firstOpenLine(set *LogSet, name string) string {
 	for _, t := range set.Templates {
-		if t.Incident > 0 && breakerOpenRE.MatchString(t.Example) && strings.Contains(strings.ToLower(t.Example), strings.ToLower(name)) {
+		if t.Incident > 0 && matchLine(breakerOpenRE, t.Example) && strings.Contains(strings.ToLower(t.Example), strings.ToLower(name)) {
 			return t.Example
 		}
 	}
@@ -253,7 +253,7 @@ func breakerCalls(set *LogSet, b *breakerState) {
 			continue
 		}
 		for _, line := range t.Lines() {
-			if breakerOpenRE.MatchString(line) || !strings.Contains(strings.ToLower(line), name) {
+			if matchLine(breakerOpenRE, line) || !strings.Contains(strings.ToLower(line), name) {
 				continue
 			}
 			if h := externalHost(line); h != "" && strings.Contains(h, name) {

@@ -45,7 +45,7 @@ var bufferPoolSmall = &mechanism{
 	// trigger; a client's deploy is not.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return bufferPoolChangeRE.MatchString(changeText(c))
+		return matchLine(bufferPoolChangeRE, changeText(c))
 	},
 	describe:  describeBufferPoolSmall,
 	recommend: recommendBufferPoolSmall,
@@ -126,7 +126,7 @@ func detectBufferPoolSmall(ev *Gathered, _ []Finding) []Finding {
 					waitFree = n
 				}
 				for i, col := range t.cols {
-					m := schemaSizeColRE.FindStringSubmatch(col)
+					m := findSubmatch(schemaSizeColRE, col)
 					if m == nil || i >= len(t.rows[r]) {
 						continue
 					}
@@ -137,10 +137,10 @@ func detectBufferPoolSmall(ev *Gathered, _ []Finding) []Finding {
 			}
 		}
 		for _, l := range c.Lines {
-			if m := hitRateRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(hitRateRE, l); m != nil {
 				hitRate, _ = strconv.Atoi(m[1])
 			}
-			if m := innodbPoolSettingRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(innodbPoolSettingRE, l); m != nil {
 				if b := byteSize(m[1], m[2]); b > configured {
 					configured, configuredLine = b, strings.TrimSpace(l)
 				}
@@ -193,7 +193,7 @@ func detectBufferPoolSmall(ev *Gathered, _ []Finding) []Finding {
 	// The server's own changes (its chart, its configuration) are the
 	// trigger's candidates.
 	for _, c := range append(append([]evidence.Change{}, ev.Earlier...), ev.Changes...) {
-		if c.Service != "" && strings.HasPrefix(instance, c.Service) && bufferPoolChangeRE.MatchString(c.Description) && !c.Timestamp.After(ev.Window.End) && ev.Window.End.Sub(c.Timestamp) <= 7*24*time.Hour {
+		if c.Service != "" && strings.HasPrefix(instance, c.Service) && matchLine(bufferPoolChangeRE, c.Description) && !c.Timestamp.After(ev.Window.End) && ev.Window.End.Sub(c.Timestamp) <= 7*24*time.Hour {
 			f.Related = appendNew(f.Related, c.Service)
 			f.setFact("change", fmt.Sprintf("since the change of %s at %s: %s", c.Service, ts(c.Timestamp), quote(c.Description, 160)))
 			f.Evidence = append(f.Evidence, fmt.Sprintf("change of %s at %s: %s", c.Service, ts(c.Timestamp), quote(c.Description, 160)))

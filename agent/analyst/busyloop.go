@@ -81,24 +81,24 @@ type profileRow struct {
 func readProfile(lines []string) (rows []profileRow, file string, ok bool) {
 	head := false
 	for _, l := range lines {
-		if profileHeadRE.MatchString(l) {
+		if matchLine(profileHeadRE, l) {
 			head = true
 		}
-		if m := profileFileRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(profileFileRE, l); m != nil {
 			file = m[1]
 		}
 		var r profileRow
-		if m := pprofRowRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(pprofRowRE, l); m != nil {
 			r.self, r.cum, r.fn = pct(m[1]), pct(m[2]), m[3]
-		} else if m := pyspyRowRE.FindStringSubmatch(l); m != nil {
+		} else if m := findSubmatch(pyspyRowRE, l); m != nil {
 			r.self, r.cum, r.fn = pct(m[1]), pct(m[2]), m[3]
-		} else if m := perfRowRE.FindStringSubmatch(l); m != nil {
+		} else if m := findSubmatch(perfRowRE, l); m != nil {
 			if m[2] != "" { // children, then self
 				r.self, r.cum, r.fn = pct(m[2]), pct(m[1]), m[3]
 			} else {
 				r.self, r.cum, r.fn = pct(m[1]), -1, m[3]
 			}
-		} else if m := asyncRowRE.FindStringSubmatch(l); m != nil {
+		} else if m := findSubmatch(asyncRowRE, l); m != nil {
 			r.self, r.cum, r.fn = pct(m[1]), -1, m[2]
 		} else {
 			continue
@@ -126,7 +126,7 @@ type spinReading struct {
 func readSpin(rows []profileRow) (spinReading, bool) {
 	var s spinReading
 	for _, r := range rows {
-		if spinRE.MatchString(r.fn) {
+		if matchLine(spinRE, r.fn) {
 			s.share += r.self
 			s.spins = append(s.spins, r)
 		}
@@ -136,7 +136,7 @@ func readSpin(rows []profileRow) (spinReading, bool) {
 	}
 	sort.SliceStable(s.spins, func(i, j int) bool { return s.spins[i].self > s.spins[j].self })
 	for _, r := range rows {
-		if spinRE.MatchString(r.fn) || runtimeFrameRE.MatchString(r.fn) {
+		if matchLine(spinRE, r.fn) || matchLine(runtimeFrameRE, r.fn) {
 			continue
 		}
 		score := r.cum
@@ -173,7 +173,7 @@ func detectBusyLoop(ev *Gathered, found []Finding) []Finding {
 	seen := map[string]bool{}
 	forwarded := "" // the pod the last port-forward or exec reached
 	for _, c := range ev.Commands {
-		if m := podForwardRE.FindStringSubmatch(c.Command); m != nil {
+		if m := findSubmatch(podForwardRE, c.Command); m != nil {
 			forwarded = m[1]
 		}
 		rows, file, ok := readProfile(c.Lines)
@@ -308,7 +308,7 @@ func limitRaised(changes []evidence.Change, subject string, from time.Time) *rai
 		if !strings.EqualFold(c.Service, subject) || c.Timestamp.Before(from) {
 			continue
 		}
-		m := cpuChangeRE.FindStringSubmatch(c.Description)
+		m := findSubmatch(cpuChangeRE, c.Description)
 		if m == nil || !strings.Contains(strings.ToLower(c.Description), "limit") {
 			continue
 		}

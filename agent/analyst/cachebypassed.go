@@ -52,7 +52,7 @@ var cacheBypassed = &mechanism{
 	// change found, or a change whose text speaks of caching or
 	// rendering per request.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Subject == h.fact("sender") || edgeCacheChangeRE.MatchString(changeText(c))
+		return c.Subject == h.fact("sender") || matchLine(edgeCacheChangeRE, changeText(c))
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -123,7 +123,7 @@ var (
 // hit ratio or the hit counter it is read from.
 func IsEdgeHitMetric(name string) bool {
 	n := strings.ToLower(name)
-	return edgeHitGaugeRE.MatchString(n) || edgeHitCounters[n] != nil
+	return matchLine(edgeHitGaugeRE, n) || edgeHitCounters[n] != nil
 }
 
 // edgeHitRatio turns an edge cache's hit counter into its hit ratio (a
@@ -193,7 +193,7 @@ func detectCacheBypassed(ev *Gathered, found []Finding) []Finding {
 	}
 	var best *fall
 	for _, set := range ev.Metrics {
-		if set.Class != MetricHitRatio && !hitRatioNameRE.MatchString(set.Name) {
+		if set.Class != MetricHitRatio && !matchLine(hitRatioNameRE, set.Name) {
 			continue
 		}
 		for _, s := range set.Series {
@@ -243,7 +243,7 @@ func detectCacheBypassed(ev *Gathered, found []Finding) []Finding {
 	f.setFact("hit_ratio", fmt.Sprintf("%s fell from %.0f%% to %.0f%% at %s", best.name, best.before, best.after, hm(best.at)))
 	f.setFact("origins", strings.Join(origins, ", "))
 	f.Related = append(f.Related, origins...)
-	if m := surgeFactorRE.FindString(surge); m != "" {
+	if m := findString(surgeFactorRE, surge); m != "" {
 		f.setFact("surge", m)
 	}
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s fell from %.0f%% to %.0f%% (from %s)", best.name, best.before, best.after, ts(best.at)), surge)
@@ -251,9 +251,9 @@ func detectCacheBypassed(ev *Gathered, found []Finding) []Finding {
 	for _, c := range ev.Commands {
 		cc, miss := "", ""
 		for _, l := range c.Lines {
-			if uncacheableRE.MatchString(l) {
+			if matchLine(uncacheableRE, l) {
 				cc = strings.TrimSpace(l)
-			} else if missRE.MatchString(l) {
+			} else if matchLine(missRE, l) {
 				miss = strings.TrimSpace(l)
 			}
 		}
@@ -264,7 +264,7 @@ func detectCacheBypassed(ev *Gathered, found []Finding) []Finding {
 		if miss != "" {
 			r += " with " + quote(miss, 60)
 		}
-		if u := urlInCmdRE.FindString(c.Command); u != "" {
+		if u := findString(urlInCmdRE, c.Command); u != "" {
 			r = strings.Trim(u, `'"`) + " answers " + r
 		}
 		f.setFact("response", r)
@@ -282,7 +282,7 @@ func detectCacheBypassed(ev *Gathered, found []Finding) []Finding {
 		if c.Timestamp.Before(best.at.Add(-30*time.Minute)) || c.Timestamp.After(best.at.Add(2*time.Minute)) || c.Service == "" {
 			continue
 		}
-		if !slices.Contains(origins, c.Service) && !edgeCacheChangeRE.MatchString(c.Description) {
+		if !slices.Contains(origins, c.Service) && !matchLine(edgeCacheChangeRE, c.Description) {
 			continue
 		}
 		if sender == nil || c.Timestamp.After(sender.Timestamp) {

@@ -58,7 +58,7 @@ var (
 // epoch near at (the request's own time when within minutes of it), a
 // UUID or a long hex id; "" when the key has none.
 func volatileSegment(key string, at time.Time) (seg, what string) {
-	for _, m := range epochRE.FindAllString(key, -1) {
+	for _, m := range findAllString(epochRE, key, -1) {
 		n, _ := strconv.ParseInt(m, 10, 64)
 		t := time.Unix(n, 0)
 		if len(m) == 13 {
@@ -71,10 +71,10 @@ func volatileSegment(key string, at time.Time) (seg, what string) {
 			return m, "a timestamp (epoch " + m + ")"
 		}
 	}
-	if m := uuidRE.FindString(key); m != "" {
+	if m := findString(uuidRE, key); m != "" {
 		return m, "a per-request UUID"
 	}
-	if m := hexIDRE.FindString(key); m != "" {
+	if m := findString(hexIDRE, key); m != "" {
 		return m, "a per-request id"
 	}
 	return "", ""
@@ -259,11 +259,11 @@ func churnInLogs(sets []LogSet, onset time.Time) (client, line, seg, what string
 			continue
 		}
 		for _, t := range set.Templates {
-			if t.Incident == 0 || !cacheMissLineRE.MatchString(t.Example) || t.LastSeen.Before(onset.Add(-15*time.Minute)) {
+			if t.Incident == 0 || !matchLine(cacheMissLineRE, t.Example) || t.LastSeen.Before(onset.Add(-15*time.Minute)) {
 				continue
 			}
 			for _, l := range t.Lines() {
-				m := cacheKeyRE.FindStringSubmatch(l)
+				m := findSubmatch(cacheKeyRE, l)
 				if m == nil {
 					continue
 				}
@@ -321,12 +321,12 @@ func cacheClientNaming(sets []LogSet, cache string) string {
 // stored again and again.
 func churnInKeyList(cmds []evidence.CommandOutput, now time.Time) (seg, what, example string) {
 	for _, c := range cmds {
-		if !keyListCmdRE.MatchString(c.Run) && !keyListCmdRE.MatchString(c.Command) {
+		if !matchLine(keyListCmdRE, c.Run) && !matchLine(keyListCmdRE, c.Command) {
 			continue
 		}
 		forms := map[string][]string{}
 		for _, l := range c.Lines {
-			m := keyLineRE.FindStringSubmatch(l)
+			m := findSubmatch(keyLineRE, l)
 			if m == nil {
 				continue
 			}

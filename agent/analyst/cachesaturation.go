@@ -20,7 +20,7 @@ var cacheFull = &mechanism{
 	class:      classCause,
 	label:      "cache at maxmemory (eviction storm, hit ratio falling)",
 	metrics:    DetectCacheSaturation,
-	fitsChange: func(h *Hypothesis, c *Finding) bool { return cacheChangeRE.MatchString(changeText(c)) },
+	fitsChange: func(h *Hypothesis, c *Finding) bool { return matchLine(cacheChangeRE, changeText(c)) },
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
 		var d string

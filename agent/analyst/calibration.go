@@ -72,7 +72,7 @@ var calibrationRules = []calibrationRule{
 	// A change of a client blamed for it must say how it took them (more
 	// replicas, a bigger pool); a deploy alone does not.
 	{"connection slots without who took them", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindDatabase && slotsRefusedRE.MatchString(w.fact("line")) && !takesSlots(w)
+		return w.Kind == KindDatabase && matchLine(slotsRefusedRE, w.fact("line")) && !takesSlots(w)
 	}},
 	// A queue backing up (consumer lag, a queue's depth) says the
 	// consumers fall behind, not why: the root is what slowed them (a
@@ -152,7 +152,7 @@ var calibrationRules = []calibrationRule{
 	// The same when the claim could not be checked: a question about a
 	// disk or volume filling answered with something that fills none.
 	{"the alert's claim left unexplained", func(a *Analysis, w *Hypothesis, s answerShape) bool {
-		return unexplainedClaim(a, w) || storageQuestionRE.MatchString(s.question) && !fillsStorage[w.Kind] && w.fact("why") == "" && !usesClaim(w)
+		return unexplainedClaim(a, w) || matchLine(storageQuestionRE, s.question) && !fillsStorage[w.Kind] && w.fact("why") == "" && !usesClaim(w)
 	}},
 	// A limit (an autoscaler at its maximum, a memory limit) driven only by
 	// a surge of load whose origin is not named (no client, no caller, no
@@ -209,7 +209,7 @@ var calibrationRules = []calibrationRule{
 	// a query) is what the healthy part shares too, so the healthy part
 	// contradicts it, and the root is what differs between them.
 	{"part of a workload failing, answered with what all of it shares", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
-		return partialQuestionRE.MatchString(s.question) && !placesFailure(w)
+		return matchLine(partialQuestionRE, s.question) && !placesFailure(w)
 	}},
 	// An image with no variant for the node's platform ("no match for
 	// platform in manifest"), with neither the nodes' operating system or
@@ -276,7 +276,7 @@ var calibrationRules = []calibrationRule{
 	// predicate that failed, not the rule (its topology key, whether it
 	// is required), which the workload's spec says.
 	{"pods refused by their own affinity, the rule not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindUnschedulable && noTrigger(w) && w.fact("why") == "" && antiAffinityRE.MatchString(w.fact("message")) && w.fact("anti_key") == ""
+		return w.Kind == KindUnschedulable && noTrigger(w) && w.fact("why") == "" && matchLine(antiAffinityRE, w.fact("message")) && w.fact("anti_key") == ""
 	}},
 	// A database disk filled by WAL an inactive replication slot retains,
 	// with the slot's consumer not named (no client, no change that
@@ -304,7 +304,7 @@ var calibrationRules = []calibrationRule{
 	// them (blocking calls, starvation) is the root, not a consumer
 	// falling behind a producer.
 	{"a thread pool's queue read as a consumer backlog", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindBacklog && threadPoolQueueRE.MatchString(w.fact("metric"))
+		return w.Kind == KindBacklog && matchLine(threadPoolQueueRE, w.fact("metric"))
 	}},
 	// A node that was NotReady and recovered, its why only the kubelet's
 	// own report (it stopped, the runtime did not answer, PLEG unhealthy)
@@ -324,7 +324,7 @@ var calibrationRules = []calibrationRule{
 	// another beside it; the answer is about the other, and nothing read
 	// ties it to the alert's subject: the alert is left unexplained.
 	{"the alert's own subject left unexplained", func(a *Analysis, w *Hypothesis, s answerShape) bool {
-		return alertQuestionRE.MatchString(s.question) && len(s.subjects) > 1 && !bearsOn(w, s.subjects[:1]) && !tiedToAsked(a, w, s.subjects[:1])
+		return matchLine(alertQuestionRE, s.question) && len(s.subjects) > 1 && !bearsOn(w, s.subjects[:1]) && !tiedToAsked(a, w, s.subjects[:1])
 	}},
 	// A release its API server rejects as invalid, with neither who set
 	// the offending field (the object's managers) nor a change read other
@@ -366,7 +366,7 @@ var calibrationRules = []calibrationRule{
 	// pool is full, and whether its size was cut or its calls slowed is
 	// not known.
 	{"a pool's free capacity at zero, its size not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindSaturation && freeCapacityRE.MatchString(w.fact("metric")) && (noTrigger(w) || !poolSizeChangeRE.MatchString(changeText(w.Trigger)))
+		return w.Kind == KindSaturation && matchLine(freeCapacityRE, w.fact("metric")) && (noTrigger(w) || !matchLine(poolSizeChangeRE, changeText(w.Trigger)))
 	}},
 	// A caller's calls per request to a service multiplied, with no change
 	// read that widened them: the traces count the calls, not why there
@@ -469,7 +469,7 @@ var calibrationRules = []calibrationRule{
 	// (a release that renamed it, the adapter's rule, the adapter down)
 	// that is not known. A container without a request says why itself.
 	{"autoscaler blind, what took its metric away not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindHPABlind && noTrigger(w) && w.fact("why") == "" && w.fact("metrics_change") == "" && !hpaMissingRE.MatchString(w.fact("message"))
+		return w.Kind == KindHPABlind && noTrigger(w) && w.fact("why") == "" && w.fact("metrics_change") == "" && !matchLine(hpaMissingRE, w.fact("message"))
 	}},
 	// A Job failed, and all the answer has of it is its state and the last
 	// line its pod logged (a compiler's "error line 9 at position 8", an
@@ -481,7 +481,7 @@ var calibrationRules = []calibrationRule{
 	// what the run reads.
 	{"a Job failed, read no further than its last line", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindJobFailed && noTrigger(w) && w.fact("why") == "" && w.fact("line_kind") == "" && !jobReadFurther(w) &&
-			!quotedNameRE.MatchString(w.fact("line"))
+			!matchLine(quotedNameRE, w.fact("line"))
 	}},
 	// Pods unschedulable because the nodes lack a resource they request
 	// (Insufficient cpu), with no change read and nothing of why more was
@@ -489,7 +489,7 @@ var calibrationRules = []calibrationRule{
 	// what should have made room (a scale-up, a pre-scaling, a pool) or
 	// what took it is one hop further.
 	{"pods short of room, what asks for it not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return w.Kind == KindUnschedulable && noTrigger(w) && w.fact("why") == "" && insufficientRE.MatchString(w.fact("message"))
+		return w.Kind == KindUnschedulable && noTrigger(w) && w.fact("why") == "" && matchLine(insufficientRE, w.fact("message"))
 	}},
 	// The question is about repeated deliveries (the same message sent
 	// twice, duplicate orders, customers charged more than once) and the
@@ -499,7 +499,7 @@ var calibrationRules = []calibrationRule{
 	// reset, a redelivery after a visibility timeout, a retry of a call
 	// that was not idempotent).
 	{"repeats asked, answered with a delay", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
-		return repeatQuestionRE.MatchString(s.question) && onlyDelays[w.Kind]
+		return matchLine(repeatQuestionRE, s.question) && onlyDelays[w.Kind]
 	}},
 	// "No space left on device" from a shared memory segment (POSIX shared
 	// memory in /dev/shm, a tmpfs sized apart from any disk or volume,
@@ -600,7 +600,7 @@ var probeAnswerRE = regexp.MustCompile(`(?i)probe failed with status ?code:? *[1
 // status answer.
 func probeAnswered(h *Hypothesis) bool {
 	for _, f := range h.Primary {
-		if probeAnswerRE.MatchString(f.fact("message")) {
+		if matchLine(probeAnswerRE, f.fact("message")) {
 			return true
 		}
 	}
@@ -620,7 +620,7 @@ func nodeWhy(h *Hypothesis) bool {
 	for _, f := range slices.Concat(h.Primary, h.Support) {
 		if f.Kind == KindNodeNotReady {
 			for _, e := range f.Evidence {
-				if kubeletReportsRE.MatchString(e) {
+				if matchLine(kubeletReportsRE, e) {
 					return true
 				}
 			}
@@ -713,7 +713,7 @@ func takesSlots(h *Hypothesis) bool {
 	if c == nil {
 		return false
 	}
-	return strings.EqualFold(c.Subject, h.Subject) || slotsChangeRE.MatchString(changeText(c)) || poolSettingRE.MatchString(changeText(c))
+	return strings.EqualFold(c.Subject, h.Subject) || matchLine(slotsChangeRE, changeText(c)) || matchLine(poolSettingRE, changeText(c))
 }
 
 // backlogDrivers are the kinds of findings that say what slowed a queue's
@@ -777,7 +777,7 @@ var credentialChangeRE = regexp.MustCompile(`(?i)registr|image|pull|secret|crede
 // credentialChange reports whether c, a hypothesis's trigger, is a change
 // of what a pull authenticates with.
 func credentialChange(c *Finding) bool {
-	return c != nil && (c.fact("image") != "" || credentialChangeRE.MatchString(c.fact("description")+" "+c.Summary))
+	return c != nil && (c.fact("image") != "" || matchLine(credentialChangeRE, c.fact("description")+" "+c.Summary))
 }
 
 // limitTrigger reports whether h's trigger says how it drove h to its
@@ -788,7 +788,7 @@ func limitTrigger(h *Hypothesis) bool {
 	if h.Kind != KindHPAMax {
 		return true
 	}
-	return podCapacityChangeRE.MatchString(changeText(h.Trigger)) || loadChangeRE.MatchString(changeText(h.Trigger))
+	return matchLine(podCapacityChangeRE, changeText(h.Trigger)) || matchLine(loadChangeRE, changeText(h.Trigger))
 }
 
 // loadChangeRE is a change that names load: traffic, requests, clients.
@@ -830,7 +830,7 @@ var fileRefusedRE = regexp.MustCompile(`(?i)permission ?error|\[errno 13\]|\beac
 // of file access as their line.
 func fileRefused(h *Hypothesis) bool {
 	for _, f := range h.Primary {
-		if fileRefusedRE.MatchString(f.fact("line")) || fileRefusedRE.MatchString(f.fact("last_log")) {
+		if matchLine(fileRefusedRE, f.fact("line")) || matchLine(fileRefusedRE, f.fact("last_log")) {
 			return true
 		}
 	}
@@ -849,12 +849,12 @@ func ownerOrUser(h *Hypothesis) bool {
 			return true
 		}
 		for _, v := range f.Facts {
-			if ownerOrUserRE.MatchString(v) {
+			if matchLine(ownerOrUserRE, v) {
 				return true
 			}
 		}
 		for _, e := range f.Evidence {
-			if ownerOrUserRE.MatchString(e) {
+			if matchLine(ownerOrUserRE, e) {
 				return true
 			}
 		}
@@ -877,7 +877,7 @@ func otherContainerBackOff(h *Hypothesis) bool {
 		if f.Source != SrcEvents {
 			return false
 		}
-		m := backOffContainerRE.FindStringSubmatch(f.fact("message"))
+		m := findSubmatch(backOffContainerRE, f.fact("message"))
 		if m == nil {
 			continue
 		}
@@ -933,7 +933,7 @@ func placesFailure(w *Hypothesis) bool {
 			}
 		}
 		for _, e := range f.Evidence {
-			if placeRE.MatchString(e) {
+			if matchLine(placeRE, e) {
 				return true
 			}
 		}
@@ -945,7 +945,7 @@ func placesFailure(w *Hypothesis) bool {
 // refusal of an expired credential as its line.
 func expiredLine(h *Hypothesis) bool {
 	for _, f := range h.Primary {
-		if sessionExpiredRE.MatchString(f.fact("line")) || sessionExpiredRE.MatchString(f.fact("last_log")) {
+		if matchLine(sessionExpiredRE, f.fact("line")) || matchLine(sessionExpiredRE, f.fact("last_log")) {
 			return true
 		}
 	}
@@ -997,7 +997,7 @@ var untrustedRE = regexp.MustCompile(`(?i)certificate verify failed|x509: certif
 // client's refusal to trust the server's certificate as its line.
 func untrustedLine(h *Hypothesis) bool {
 	for _, f := range h.Primary {
-		if untrustedRE.MatchString(f.fact("line")) || untrustedRE.MatchString(f.fact("last_log")) {
+		if matchLine(untrustedRE, f.fact("line")) || matchLine(untrustedRE, f.fact("last_log")) {
 			return true
 		}
 	}
@@ -1011,7 +1011,7 @@ var nothingChangedRE = regexp.MustCompile(`(?i)^\s*(?:no change|no-op|noop|uncha
 // noTrigger reports whether h has no change as its trigger, or one whose
 // record says nothing changed.
 func noTrigger(h *Hypothesis) bool {
-	return h.Trigger == nil || nothingChangedRE.MatchString(h.Trigger.fact("description")) || nothingChangedRE.MatchString(h.Trigger.Summary[strings.Index(h.Trigger.Summary, ":")+1:])
+	return h.Trigger == nil || matchLine(nothingChangedRE, h.Trigger.fact("description")) || matchLine(nothingChangedRE, h.Trigger.Summary[strings.Index(h.Trigger.Summary, ":")+1:])
 }
 
 // memoryChangeRE is a change that says how memory use moved: a release,
@@ -1022,7 +1022,7 @@ var memoryChangeRE = regexp.MustCompile(`(?i)memory|\bmem\b|heap|xmx|max-old-spa
 // memoryTrigger reports whether c, a memory limit's trigger, can drive
 // memory: a deploy of code, or a change whose text names memory's drivers.
 func memoryTrigger(c *Finding) bool {
-	return c.Kind == KindDeploy || c.fact("image") != "" || memoryChangeRE.MatchString(changeText(c))
+	return c.Kind == KindDeploy || c.fact("image") != "" || matchLine(memoryChangeRE, changeText(c))
 }
 
 // drivenWithoutTrigger is drivenBy with the trigger left out.
@@ -1055,7 +1055,7 @@ var alertQuestionRE = regexp.MustCompile(`(?i)^\s*\[FIRING(?::\d+)?\]|^\s*alertn
 // rising (a series of the runtime's heap).
 func heapRises(h *Hypothesis) bool {
 	for _, f := range h.Support {
-		if f.Kind == KindSaturation && strings.EqualFold(f.Subject, h.Subject) && heapMetricRE.MatchString(f.fact("metric")) {
+		if f.Kind == KindSaturation && strings.EqualFold(f.Subject, h.Subject) && matchLine(heapMetricRE, f.fact("metric")) {
 			return true
 		}
 	}
@@ -1074,7 +1074,7 @@ func containerGrowthOnly(h *Hypothesis) bool {
 		if f.fact("leak_rate") == "" && f.fact("growing") == "" {
 			continue
 		}
-		if !containerMemoryRE.MatchString(f.fact("metric")) {
+		if !matchLine(containerMemoryRE, f.fact("metric")) {
 			return false
 		}
 		n++
@@ -1125,7 +1125,7 @@ var tlsNegotiationRE = regexp.MustCompile(`(?i)fatal alert: (?:protocol_version|
 // (its line or last log line) that re matches.
 func primaryLineMatches(h *Hypothesis, re *regexp.Regexp) bool {
 	for _, f := range h.Primary {
-		if re.MatchString(f.fact("line")) || re.MatchString(f.fact("last_log")) {
+		if matchLine(re, f.fact("line")) || matchLine(re, f.fact("last_log")) {
 			return true
 		}
 	}
@@ -1146,7 +1146,7 @@ func consumerTrigger(c *Finding) bool {
 	if i := strings.Index(c.Summary, ":"); i >= 0 {
 		text += c.Summary[i+1:]
 	}
-	return c.Kind == KindDeploy || c.fact("image") != "" || strings.TrimSpace(text) == "" || consumerChangeRE.MatchString(text)
+	return c.Kind == KindDeploy || c.fact("image") != "" || strings.TrimSpace(text) == "" || matchLine(consumerChangeRE, text)
 }
 
 // outOfRangeRE is a consumer's or broker's word that a committed offset
@@ -1163,7 +1163,7 @@ func outOfRangeShown(h *Hypothesis) bool {
 	}
 	for _, f := range h.Primary {
 		for _, e := range f.Evidence {
-			if outOfRangeRE.MatchString(e) {
+			if matchLine(outOfRangeRE, e) {
 				return true
 			}
 		}
@@ -1180,14 +1180,14 @@ var insufficientRE = regexp.MustCompile(`(?i)\binsufficient \S|\btoo many pods\b
 // node limit's, names a resource the running nodes lack: the limit's own
 // record of it, or a FailedScheduling of the pods read beside it.
 func schedulerLacks(h *Hypothesis) bool {
-	if insufficientRE.MatchString(h.fact("scheduler")) {
+	if matchLine(insufficientRE, h.fact("scheduler")) {
 		return true
 	}
 	for _, f := range h.Support {
 		if f.Kind != KindUnschedulable || !strings.EqualFold(f.Subject, h.Subject) {
 			continue
 		}
-		if insufficientRE.MatchString(f.fact("message")) || slices.ContainsFunc(f.Evidence, insufficientRE.MatchString) {
+		if matchLine(insufficientRE, f.fact("message")) || slices.ContainsFunc(f.Evidence, insufficientRE.MatchString) {
 			return true
 		}
 	}
@@ -1215,7 +1215,7 @@ func capacityDemandChange(c *Finding) bool {
 		return false
 	}
 	t := changeText(c)
-	return replicasUpRE.MatchString(t) || capacityChangeRE.MatchString(t) || strings.Contains(strings.ToLower(t), "max size")
+	return matchLine(replicasUpRE, t) || matchLine(capacityChangeRE, t) || strings.Contains(strings.ToLower(t), "max size")
 }
 
 // jobStateFacts are the facts a failed Job's finding has from its own

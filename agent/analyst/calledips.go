@@ -29,13 +29,13 @@ func dialedIPs(sets []LogSet) []string {
 	seen := map[string]bool{}
 	for _, set := range sets {
 		for _, t := range set.Templates {
-			if !failedDialRE.MatchString(t.Example) {
+			if !matchLine(failedDialRE, t.Example) {
 				continue
 			}
 			host, _, err := net.SplitHostPort(DependencyTarget(t.Example))
 			if err != nil {
 				// libpq: connection to server at "10.96.3.4", port 5432 failed
-				m := libpqServerRE.FindStringSubmatch(t.Example)
+				m := findSubmatch(libpqServerRE, t.Example)
 				if m == nil {
 					continue
 				}

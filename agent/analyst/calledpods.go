@@ -30,7 +30,7 @@ func calledHosts(ns string, texts []string, max int) []calledHost {
 	seen := map[calledHost]bool{}
 	nss := map[string]bool{}
 	for _, t := range texts {
-		for _, m := range calledHostRE.FindAllStringSubmatch(strings.ToLower(t), -1) {
+		for _, m := range findAllSubmatch(calledHostRE, strings.ToLower(t), -1) {
 			h := calledHost{pod: m[1], service: m[2], namespace: m[3]}
 			if h.namespace == ns || h.namespace == "kube-system" || seen[h] {
 				continue

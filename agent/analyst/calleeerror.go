@@ -24,13 +24,13 @@ var calleeStatusRE = regexp.MustCompile(`(?i)(?:status(?:[ _-]?code)?|returned|r
 // reports: the host of the URL the line names, when the line also reports
 // a 5xx answer; "" otherwise (no URL, an address, or no server error).
 func calleeFailure(line string) string {
-	if !calleeStatusRE.MatchString(line) {
+	if !matchLine(calleeStatusRE, line) {
 		return ""
 	}
 	host := ""
-	if m := urlRE.FindStringSubmatch(line); m != nil && strings.HasPrefix(strings.ToLower(m[0]), "http") {
+	if m := findSubmatch(urlRE, line); m != nil && strings.HasPrefix(strings.ToLower(m[0]), "http") {
 		host = m[1]
-	} else if m := upstreamFieldRE.FindStringSubmatch(line); m != nil {
+	} else if m := findSubmatch(upstreamFieldRE, line); m != nil {
 		host = m[1]
 	}
 	if host == "" || net.ParseIP(host) != nil || stopHosts[strings.ToLower(host)] {
@@ -80,7 +80,7 @@ var roleSuffixRE = regexp.MustCompile(`(?i)[-_](?:service|svc|api|server|srv|app
 // the name carries no role suffix or what is left is too short to mean
 // anything.
 func serviceStem(name string) string {
-	if !roleSuffixRE.MatchString(name) {
+	if !matchLine(roleSuffixRE, name) {
 		return ""
 	}
 	s := strings.ToLower(roleSuffixRE.ReplaceAllString(name, ""))
@@ -117,11 +117,11 @@ func relateNamedServices(fs []*Finding, sc Scope) {
 		text := ReadableLine(f.fact("line"))
 		own := serviceStem(f.Subject)
 		for _, s := range stems {
-			if strings.EqualFold(s.name, f.Subject) || serviceStem(s.name) == own || f.relates(s.name) || !s.re.MatchString(text) {
+			if strings.EqualFold(s.name, f.Subject) || serviceStem(s.name) == own || f.relates(s.name) || !matchLine(s.re, text) {
 				continue
 			}
 			f.Related = append(f.Related, s.name)
-			if f.fact("answer") == "" && badAnswerRE.MatchString(text) && !ownBugRE.MatchString(text) {
+			if f.fact("answer") == "" && matchLine(badAnswerRE, text) && !matchLine(ownBugRE, text) {
 				f.setFact("answer", s.name)
 			}
 		}

@@ -77,7 +77,7 @@ func detectCARotated(ev *Gathered, found []Finding) []Finding {
 	clients := map[string]*client{}
 	var serverLine string
 	for x := range incidentMatches(ev, caVerifyRE) {
-		if caNotThisRE.MatchString(x.line) {
+		if matchLine(caNotThisRE, x.line) {
 			continue
 		}
 		at := orTime(x.t.FirstIncident, x.t.FirstSeen)
@@ -153,7 +153,7 @@ func detectCARotated(ev *Gathered, found []Finding) []Finding {
 	f.setFact("clients", strings.Join(names, ", "))
 	f.setFact("change", change.Text)
 	f.setFact("change_at", ts(change.Time))
-	if m := caMoveRE.FindStringSubmatch(change.Text); m != nil {
+	if m := findSubmatch(caMoveRE, change.Text); m != nil {
 		f.setFact("ca_from", m[1])
 		f.setFact("ca_to", m[2])
 	}
@@ -166,7 +166,7 @@ func detectCARotated(ev *Gathered, found []Finding) []Finding {
 	}
 	// The bundle the client verifies against.
 	for _, l := range eventLines(ev, caBundleRE) {
-		if m := caBundleRE.FindStringSubmatch(l.Text); m != nil {
+		if m := findSubmatch(caBundleRE, l.Text); m != nil {
 			f.setFact("bundle", m[1])
 			break
 		}

@@ -64,7 +64,7 @@ var (
 
 // dialedHost is the host name a mismatch says the client dialed.
 func dialedHost(line string) string {
-	if m := dialedHostRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(dialedHostRE, line); m != nil {
 		for _, g := range m[1:] {
 			if g != "" {
 				return strings.TrimSuffix(g, ".")
@@ -76,7 +76,7 @@ func dialedHost(line string) string {
 
 // certNames is the list of names a mismatch says the certificate holds.
 func certNames(line string) string {
-	if m := certNamesRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(certNamesRE, line); m != nil {
 		s := strings.TrimSpace(m[1] + m[2])
 		s = strings.NewReplacer("DNS:", "", "IP Address:", "").Replace(s)
 		return strings.TrimRight(s, `.\ `)

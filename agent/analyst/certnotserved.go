@@ -141,22 +141,22 @@ func servedSecrets(ev *Gathered) (refs []string, known map[string]bool) {
 				after = i
 				continue
 			}
-			if m := yamlNameRE.FindStringSubmatch(l); m != nil && i-after <= 3 {
+			if m := findSubmatch(yamlNameRE, l); m != nil && i-after <= 3 {
 				refs = append(refs, "/"+m[1])
 				continue
 			}
-			if m := secretRefRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(secretRefRE, l); m != nil {
 				refs = append(refs, "/"+m[1])
 				continue
 			}
-			if m := terminatesRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(terminatesRE, l); m != nil {
 				refs = append(refs, "/"+m[1])
 				continue
 			}
 			fields := strings.Fields(l)
 			if col < 0 {
 				for i, h := range fields {
-					if secretColumnRE.MatchString(h) {
+					if matchLine(secretColumnRE, h) {
 						col = i
 					}
 				}
@@ -203,7 +203,7 @@ func servingCommand(cmd string) (ns string, ok bool) {
 			for _, k := range strings.Split(f, ",") {
 				k, _, _ = strings.Cut(k, "/")
 				k, _, _ = strings.Cut(k, ".")
-				if servingKindRE.MatchString(k) {
+				if matchLine(servingKindRE, k) {
 					ok = true
 				}
 			}
@@ -236,12 +236,12 @@ func secretReferenced(refs []string, secret string) bool {
 func servedValid(ev *Gathered, c *Finding) (string, time.Duration) {
 	now := ev.Window.End
 	for _, cmd := range ev.Commands {
-		m := sClientRE.FindStringSubmatch(cmd.Command)
+		m := findSubmatch(sClientRE, cmd.Command)
 		if m == nil {
 			continue
 		}
 		for _, l := range cmd.Lines {
-			if n := sClientNotAfterRE.FindStringSubmatch(l); n != nil {
+			if n := findSubmatch(sClientNotAfterRE, l); n != nil {
 				if t, err := time.Parse("Jan _2 15:04:05 2006 MST", strings.Join(strings.Fields(n[1]), " ")); err == nil {
 					return fmt.Sprintf("%s serves a certificate valid until %s (openssl s_client)", m[1], ts(t)), t.Sub(now)
 				} else if t, err := time.Parse("Jan 2 15:04:05 2006 MST", strings.Join(strings.Fields(n[1]), " ")); err == nil {

@@ -55,7 +55,7 @@ var chainIncomplete = &mechanism{
 		case KindTLS:
 			return true
 		case KindLogErrors, KindAppCrash, KindJobFailed:
-			return chainVerifyRE.MatchString(f.fact("line"))
+			return matchLine(chainVerifyRE, f.fact("line"))
 		}
 		return false
 	},
@@ -90,18 +90,18 @@ type sClientChain struct {
 
 // readSClient reads an openssl s_client output.
 func readSClient(cmd string, lines []string) (sClientChain, bool) {
-	m := sClientRE.FindStringSubmatch(cmd)
+	m := findSubmatch(sClientRE, cmd)
 	if m == nil {
 		return sClientChain{}, false
 	}
 	c := sClientChain{host: m[1]}
 	for i, l := range lines {
-		if n := chainCertRE.FindStringSubmatch(l); n != nil {
+		if n := findSubmatch(chainCertRE, l); n != nil {
 			c.certs++
 			if n[1] == "0" {
 				c.leaf = commonName(n[2])
 				if i+1 < len(lines) {
-					if is := chainIssuerRE.FindStringSubmatch(lines[i+1]); is != nil {
+					if is := findSubmatch(chainIssuerRE, lines[i+1]); is != nil {
 						c.issuer, c.issuerDN = commonName(is[1]), is[1]
 					}
 				}
@@ -109,10 +109,10 @@ func readSClient(cmd string, lines []string) (sClientChain, bool) {
 				c.deeper = true
 			}
 		}
-		if depthAboveZeroRE.MatchString(l) {
+		if matchLine(depthAboveZeroRE, l) {
 			c.deeper = true
 		}
-		if leafIssuerMissingRE.MatchString(l) {
+		if matchLine(leafIssuerMissingRE, l) {
 			c.missing = true
 			if v := strings.TrimSpace(l); c.verify == "" || strings.HasPrefix(v, "Verify return code") {
 				c.verify = v
@@ -152,7 +152,7 @@ func detectChainIncomplete(ev *Gathered, found []Finding) []Finding {
 		// of unknown CA on the server, or the change that installed it.
 		var tls []Finding
 		for _, g := range found {
-			if (g.Kind == KindTLS || g.Kind == KindLogErrors) && chainVerifyRE.MatchString(g.fact("line")) && ev.Window.recent(g.Time) {
+			if (g.Kind == KindTLS || g.Kind == KindLogErrors) && matchLine(chainVerifyRE, g.fact("line")) && ev.Window.recent(g.Time) {
 				tls = append(tls, g)
 				f.Time = earliest(f.Time, g.Time)
 			}
@@ -166,13 +166,13 @@ func detectChainIncomplete(ev *Gathered, found []Finding) []Finding {
 		}
 		for _, ch := range ev.Changes {
 			t := ch.Description
-			if !certChangeRE.MatchString(t) || ch.Timestamp.After(ev.Window.End) || !ev.Window.recent(ch.Timestamp) {
+			if !matchLine(certChangeRE, t) || ch.Timestamp.After(ev.Window.End) || !ev.Window.recent(ch.Timestamp) {
 				continue
 			}
 			if !f.Time.IsZero() && (ch.Timestamp.After(f.Time.Add(time.Minute)) || f.Time.Sub(ch.Timestamp) > 6*time.Hour) {
 				continue
 			}
-			if m := secretTLSRE.FindStringSubmatch(t); m != nil && secret == "" {
+			if m := findSubmatch(secretTLSRE, t); m != nil && secret == "" {
 				secret = m[1]
 			}
 			if f.Time.IsZero() {
@@ -221,7 +221,7 @@ var commonNameRE = regexp.MustCompile(`(?:^|[,/]\s*)CN\s*=\s*([^,/]+?)\s*$`)
 // commonName is a distinguished name's CN ("CN = NAME"), or the name as
 // printed when it has none.
 func commonName(dn string) string {
-	if m := commonNameRE.FindStringSubmatch(dn); m != nil {
+	if m := findSubmatch(commonNameRE, dn); m != nil {
 		return "CN = " + m[1]
 	}
 	return dn

@@ -158,7 +158,7 @@ func (r *pgRefusal) add(x templateMatch) bool {
 		r.first = at
 	}
 	r.lines += x.t.Incident
-	if x.set.Host || pgServerLineRE.MatchString(x.line) {
+	if x.set.Host || matchLine(pgServerLineRE, x.line) {
 		r.host = orWord(r.host, serverOfLog(x.set))
 		if r.serverEvidence == "" {
 			r.serverEvidence = templateEvidence(*x.set, x.t, x.line)

@@ -139,7 +139,7 @@ func clientCertOf(ev *Gathered, wl string) (c *cmdRef, notAfter time.Time, ok bo
 		if x.Pod != "" && workloadOfPodName(x.Pod) != wl || x.Pod == "" && !strings.HasSuffix(x.Target, "/"+wl) {
 			continue
 		}
-		m := opensslNotAfterRE.FindStringSubmatch(strings.Join(x.Lines, "\n"))
+		m := findSubmatch(opensslNotAfterRE, strings.Join(x.Lines, "\n"))
 		if m == nil {
 			continue
 		}
@@ -164,7 +164,7 @@ var certPathRE = regexp.MustCompile(`(/[\w./-]+\.(?:crt|pem|cer))\b`)
 
 // certPathOf is the certificate file a command read ("" when none).
 func certPathOf(cmd string) string {
-	if m := certPathRE.FindStringSubmatch(cmd); m != nil {
+	if m := findSubmatch(certPathRE, cmd); m != nil {
 		return m[1]
 	}
 	return ""

@@ -256,7 +256,7 @@ func countedClient(ev *Gathered, lc logCount, subj string) (field string, first 
 			}
 		}
 	}
-	if field == "" && crawlerWordRE.MatchString(lc.pattern) {
+	if field == "" && matchLine(crawlerWordRE, lc.pattern) {
 		field = "user agent"
 	}
 	return field, first, toSubj

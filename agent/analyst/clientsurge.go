@@ -75,7 +75,7 @@ var (
 // loadLinePattern is the pattern of the raw lines a load or capacity
 // question needs (request lines), "" for other questions.
 func loadLinePattern(sc Scope) string {
-	if !loadAskRE.MatchString(sc.Message + " " + sc.Hint + " " + sc.Alert) {
+	if !matchLine(loadAskRE, sc.Message+" "+sc.Hint+" "+sc.Alert) {
 		return ""
 	}
 	return requestLinePattern
@@ -112,7 +112,7 @@ func detectClientSurge(ev *Gathered, found []Finding) []Finding {
 				continue
 			}
 			r, ok := parseRequestLine(l.Text)
-			if !ok || platformAgentRE.MatchString(r.Agent) {
+			if !ok || matchLine(platformAgentRE, r.Agent) {
 				continue
 			}
 			inc := !l.Time.Before(w.Start)

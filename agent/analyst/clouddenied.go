@@ -139,12 +139,12 @@ func firstGroup(m []string) string {
 	return ""
 }
 
-func cloudAction(line string) string    { return firstGroup(cloudActionRE.FindStringSubmatch(line)) }
-func cloudPrincipal(line string) string { return firstGroup(cloudPrincipalRE.FindStringSubmatch(line)) }
+func cloudAction(line string) string    { return firstGroup(findSubmatch(cloudActionRE, line)) }
+func cloudPrincipal(line string) string { return firstGroup(findSubmatch(cloudPrincipalRE, line)) }
 func cloudResource(line string) string {
-	return strings.TrimRight(firstGroup(cloudResourceRE.FindStringSubmatch(line)), ".,;")
+	return strings.TrimRight(firstGroup(findSubmatch(cloudResourceRE, line)), ".,;")
 }
-func cloudWhy(line string) string { return firstGroup(cloudWhyRE.FindStringSubmatch(line)) }
+func cloudWhy(line string) string { return firstGroup(findSubmatch(cloudWhyRE, line)) }
 
 // roleName is the role of an AWS principal (assumed-role/NAME/session,
 // role/NAME), or the principal itself.
@@ -172,12 +172,12 @@ func detectCloudDenied(ev *Gathered, _ []Finding) []Finding {
 	seen := map[string]bool{}
 	for set, t := range incidentTemplates(ev) {
 		line := t.Example
-		if !cloudDeniedRE.MatchString(line) || cloudAction(line) == "" {
-			if line = t.Last; !cloudDeniedRE.MatchString(line) || cloudAction(line) == "" {
+		if !matchLine(cloudDeniedRE, line) || cloudAction(line) == "" {
+			if line = t.Last; !matchLine(cloudDeniedRE, line) || cloudAction(line) == "" {
 				continue
 			}
 		}
-		if cloudTrailEventRE.MatchString(line) || seen[set.Subject] {
+		if matchLine(cloudTrailEventRE, line) || seen[set.Subject] {
 			continue
 		}
 		seen[set.Subject] = true
@@ -223,7 +223,7 @@ func iamChangeFor(ev *Gathered, caller, principal string, first time.Time) (c st
 	role := strings.ToLower(roleName(principal))
 	for _, ch := range append(slices.Clone(ev.Earlier), ev.Changes...) {
 		d := strings.ToLower(ch.Description + " " + ch.Service)
-		if !iamChangeRE.MatchString(d) || ch.Timestamp.After(first) {
+		if !matchLine(iamChangeRE, d) || ch.Timestamp.After(first) {
 			continue
 		}
 		if !strings.Contains(d, strings.ToLower(caller)) && (role == "" || !strings.Contains(d, role)) {

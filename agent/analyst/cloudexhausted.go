@@ -43,7 +43,7 @@ var cloudExhausted = &mechanism{
 	// writes the whole of a data set: a table rebuilt by a schema change,
 	// a backfill, a reindex, a backup or restore, a bulk load.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return h.fact("io_spender") != "" && ioHeavyChangeRE.MatchString(changeText(c))
+		return h.fact("io_spender") != "" && matchLine(ioHeavyChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		res := orWord(h.fact("resource"), h.Subject)
@@ -119,7 +119,7 @@ func exhaustedServes(h *Hypothesis, f *Finding) bool {
 	case KindSlowQuery, KindDatabase, KindDBBlocked:
 		return true
 	case KindSlowOperation, KindTimeout, KindLatency:
-		return dbWordsRE.MatchString(f.Summary + " " + f.fact("line") + " " + f.fact("dependency"))
+		return matchLine(dbWordsRE, f.Summary+" "+f.fact("line")+" "+f.fact("dependency"))
 	}
 	return false
 }
@@ -236,7 +236,7 @@ func detectBalancesSpent(ev *Gathered) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	for _, ms := range ev.Metrics {
-		if !balanceRE.MatchString(ms.Name) {
+		if !matchLine(balanceRE, ms.Name) {
 			continue
 		}
 		balance, words := balanceWords(ms.Name)
@@ -304,7 +304,7 @@ func detectBalancesSpent(ev *Gathered) []Finding {
 			if facts.name != "" {
 				serves = append(serves, facts.name)
 			}
-			if id != "" && !awsMadeIDRE.MatchString(id) {
+			if id != "" && !matchLine(awsMadeIDRE, id) {
 				// A resource named by its owner (an RDS instance, a
 				// cache node) is called so by its clients' labels.
 				serves = append(serves, id)
@@ -319,7 +319,7 @@ func detectBalancesSpent(ev *Gathered) []Finding {
 					if host != "" {
 						f.setFact("host", host)
 					}
-					if dbWordsRE.MatchString(c.Service + " " + c.Description) {
+					if matchLine(dbWordsRE, c.Service+" "+c.Description) {
 						f.setFact("database", "true")
 						// The host whose disk is at its limit while a
 						// database operation spends the volume runs the
@@ -331,7 +331,7 @@ func detectBalancesSpent(ev *Gathered) []Finding {
 				}
 			}
 			f.setFact("serves", strings.Join(serves, ","))
-			if dim == "DBInstanceIdentifier" || dim == "DBClusterIdentifier" || dbWordsRE.MatchString(subject+" "+facts.name) {
+			if dim == "DBInstanceIdentifier" || dim == "DBClusterIdentifier" || matchLine(dbWordsRE, subject+" "+facts.name) {
 				f.setFact("database", "true")
 			}
 			f.Summary = fmt.Sprintf("%s ran out of %s at %s", res, strings.SplitN(words, " (", 2)[0], hm(sp.zero.T))
@@ -448,22 +448,22 @@ func cloudResourceFacts(cmds []evidence.CommandOutput, id string) cloudFacts {
 		if !strings.Contains(text, id) && !strings.Contains(c.Command, id) {
 			continue
 		}
-		if m := nameTagRE.FindStringSubmatch(text); m != nil && f.name == "" {
+		if m := findSubmatch(nameTagRE, text); m != nil && f.name == "" {
 			f.name = m[1]
 		}
-		if m := pvcTagRE.FindStringSubmatch(text); m != nil && f.pvc == "" {
+		if m := findSubmatch(pvcTagRE, text); m != nil && f.pvc == "" {
 			f.pvc = m[1]
 			said = append(said, "the volume was created for the PersistentVolumeClaim "+f.pvc)
 		}
-		if m := volTypeRE.FindStringSubmatch(text); m != nil && f.kind == "" {
+		if m := findSubmatch(volTypeRE, text); m != nil && f.kind == "" {
 			f.kind = m[1]
 			s := "volume type " + m[1]
-			if i := iopsRE.FindStringSubmatch(text); i != nil {
+			if i := findSubmatch(iopsRE, text); i != nil {
 				s += " with a baseline of " + i[1] + " IOPS"
 			}
 			said = append(said, s)
 		}
-		if m := creditsRE.FindStringSubmatch(text); m != nil {
+		if m := findSubmatch(creditsRE, text); m != nil {
 			said = append(said, "CPU credits "+m[1])
 		}
 		for _, l := range c.Lines {
@@ -473,10 +473,10 @@ func cloudResourceFacts(cmds []evidence.CommandOutput, id string) cloudFacts {
 				// The one row a --query of the id's attributes printed
 				// (class, storage type, size).
 				for _, col := range cols {
-					if m := instTypeRE.FindStringSubmatch(col); m != nil && f.kind == "" {
+					if m := findSubmatch(instTypeRE, col); m != nil && f.kind == "" {
 						said = append(said, "instance class "+m[1])
 					}
-					if storageTypeRE.MatchString(col) && f.kind == "" {
+					if matchLine(storageTypeRE, col) && f.kind == "" {
 						f.kind = col
 						said = append(said, "storage type "+col)
 					}
@@ -487,12 +487,12 @@ func cloudResourceFacts(cmds []evidence.CommandOutput, id string) cloudFacts {
 				continue
 			}
 			for _, col := range cols {
-				if m := instTypeRE.FindStringSubmatch(col); m != nil && f.kind == "" {
+				if m := findSubmatch(instTypeRE, col); m != nil && f.kind == "" {
 					f.kind = m[1]
 					said = append(said, "instance type "+m[1])
 				}
 			}
-			if last := cols[len(cols)-1]; f.name == "" && awsMadeIDRE.MatchString(id) && last != id && hostNameRE.MatchString(last) && strings.Contains(last, "-") && !zoneRE.MatchString(last) {
+			if last := cols[len(cols)-1]; f.name == "" && matchLine(awsMadeIDRE, id) && last != id && matchLine(hostNameRE, last) && strings.Contains(last, "-") && !matchLine(zoneRE, last) {
 				f.name = last
 			}
 		}
@@ -678,7 +678,7 @@ func ioSpender(changes []evidence.Change, sp spent) *evidence.Change {
 	var best *evidence.Change
 	for i := range changes {
 		c := &changes[i]
-		if c.Timestamp.Before(sp.peak.T.Add(-2*time.Hour)) || c.Timestamp.After(sp.zero.T) || !ioHeavyChangeRE.MatchString(c.Description) {
+		if c.Timestamp.Before(sp.peak.T.Add(-2*time.Hour)) || c.Timestamp.After(sp.zero.T) || !matchLine(ioHeavyChangeRE, c.Description) {
 			continue
 		}
 		if best == nil || c.Timestamp.After(best.Timestamp) {
@@ -729,7 +729,7 @@ func saturatedDiskHost(cmds []evidence.CommandOutput) string {
 			var v float64
 			if _, err := fmt.Sscanf(strings.Replace(cols[util], ",", ".", 1), "%g", &v); err == nil && v >= 90 {
 				h := c.Host
-				if i := strings.IndexByte(h, '.'); i > 0 && !ipv4RE.MatchString(h) {
+				if i := strings.IndexByte(h, '.'); i > 0 && !matchLine(ipv4RE, h) {
 					h = h[:i]
 				}
 				if !slices.Contains(hosts, h) {

@@ -47,7 +47,7 @@ var (
 // parseCloudTrail reads a CloudTrail event from a log line (nil when it
 // is not one).
 func parseCloudTrail(line string) *cloudTrailEvent {
-	if !cloudTrailEventRE.MatchString(line) {
+	if !matchLine(cloudTrailEventRE, line) {
 		return nil
 	}
 	i := strings.Index(line, "{")
@@ -115,7 +115,7 @@ func cloudTrailChanges(lines []evidence.LogLine) []evidence.Change {
 	var out []evidence.Change
 	for _, l := range lines {
 		e := parseCloudTrail(l.Text)
-		if e == nil || e.ErrorCode != "" || e.ReadOnly != nil && *e.ReadOnly || !mutatingCallRE.MatchString(e.EventName) || e.UserIdentity.Type == "AWSService" {
+		if e == nil || e.ErrorCode != "" || e.ReadOnly != nil && *e.ReadOnly || !matchLine(mutatingCallRE, e.EventName) || e.UserIdentity.Type == "AWSService" {
 			continue
 		}
 		at := e.EventTime

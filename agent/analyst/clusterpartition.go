@@ -105,10 +105,10 @@ func detectClusterPartition(ev *Gathered, _ []Finding) []Finding {
 		if first.IsZero() || at.Before(first) {
 			first = at
 		}
-		if partitionPausedRE.MatchString(line) {
+		if matchLine(partitionPausedRE, line) {
 			paused = true
 		}
-		if m := partitionPeerRE.FindStringSubmatch(line); m != nil && node == "" {
+		if m := findSubmatch(partitionPeerRE, line); m != nil && node == "" {
 			node = firstGroup(m)
 		}
 		evid = append(evid, fmt.Sprintf("%s logs (%d lines from %s): %s", set.Subject, t.Incident, hm(at), quote(ReadableLine(line), 220)))
@@ -124,7 +124,7 @@ func detectClusterPartition(ev *Gathered, _ []Finding) []Finding {
 	var queues, clients []string
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
-			m := homeNodeDownRE.FindStringSubmatch(t.Example)
+			m := findSubmatch(homeNodeDownRE, t.Example)
 			if t.Incident == 0 || m == nil {
 				continue
 			}
@@ -146,7 +146,7 @@ func detectClusterPartition(ev *Gathered, _ []Finding) []Finding {
 	f.Related = append(f.Related, clients...)
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := partitionModeRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(partitionModeRE, l); m != nil {
 				f.setFact("mode", m[1])
 				if m[1] == "pause_minority" || m[1] == "pause_if_all_down" {
 					f.setFact("paused", "true")
@@ -158,7 +158,7 @@ func detectClusterPartition(ev *Gathered, _ []Finding) []Finding {
 	// minutes before the partition.
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
-			if !conntrackFullRE.MatchString(t.Example) {
+			if !matchLine(conntrackFullRE, t.Example) {
 				continue
 			}
 			at := earliest(t.FirstSeen, t.FirstIncident)
@@ -166,7 +166,7 @@ func detectClusterPartition(ev *Gathered, _ []Finding) []Finding {
 				continue
 			}
 			host := set.Subject
-			if m := syslogHostRE.FindStringSubmatch(t.Example); m != nil {
+			if m := findSubmatch(syslogHostRE, t.Example); m != nil {
 				host = m[1]
 			}
 			w := fmt.Sprintf("the connection-tracking table of node %s full from %s, dropping packets", host, hm(at))

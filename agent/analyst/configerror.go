@@ -99,7 +99,7 @@ var volumeKeyRE = regexp.MustCompile(`(?i)(?:for volume "([^"]+)"\s*:\s*)?(?:(co
 // volumeKeyFacts sets the facts of a volume item missing from its
 // ConfigMap or Secret: the volume, the key and the kind of object.
 func volumeKeyFacts(f *Finding, msg string) {
-	m := volumeKeyRE.FindStringSubmatch(msg)
+	m := findSubmatch(volumeKeyRE, msg)
 	if m == nil {
 		return
 	}
@@ -207,7 +207,7 @@ var missingRefRE = regexp.MustCompile(`(?i)(secret|configmap)s? "?([\w.-]+)"? no
 
 // missingRef extracts `secret "db-credentials"` from a config error.
 func missingRef(msg string) string {
-	m := missingRefRE.FindStringSubmatch(msg)
+	m := findSubmatch(missingRefRE, msg)
 	switch {
 	case m == nil:
 		return ""

@@ -62,7 +62,7 @@ func describeConfigInvalid(h *Hypothesis) string {
 // configuration (a ConfigMap or config file) and exits.
 func configCrash(crash Finding, cobj string, loop bool) (Finding, bool) {
 	line := crash.fact("last_log")
-	if line == "" || !configInvalidRE.MatchString(line) {
+	if line == "" || !matchLine(configInvalidRE, line) {
 		return Finding{}, false
 	}
 	f := crash
@@ -76,7 +76,7 @@ func configCrash(crash Finding, cobj string, loop bool) (Finding, bool) {
 	if loop {
 		f.setFact("crashloop", "true")
 	}
-	if m := configPathRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(configPathRE, line); m != nil {
 		f.setFact("config_path", m[1]+m[2])
 	}
 	return f, true

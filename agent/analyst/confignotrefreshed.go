@@ -107,7 +107,7 @@ func detectConfigNotRefreshed(ev *Gathered) []Finding {
 					continue
 				}
 				for _, t := range ls.Templates {
-					if fileWatchRE.MatchString(t.Example) && (f.Facts["path"] == "" || strings.Contains(t.Example, f.Facts["path"])) {
+					if matchLine(fileWatchRE, t.Example) && (f.Facts["path"] == "" || strings.Contains(t.Example, f.Facts["path"])) {
 						f.setFact("watch", ReadableLine(t.Example))
 					}
 				}

@@ -69,7 +69,7 @@ func DetectConnLeak(sets []MetricSet, w Window) []Finding {
 	}
 	var cands []cand
 	for _, ms := range sets {
-		if !leakMetricRE.MatchString(ms.Name) || strings.Contains(strings.ToLower(ms.Name), "max") {
+		if !matchLine(leakMetricRE, ms.Name) || strings.Contains(strings.ToLower(ms.Name), "max") {
 			continue
 		}
 		isPG := strings.Contains(strings.ToLower(ms.Name), "pg_stat_activity")
@@ -186,7 +186,7 @@ func DetectConnLeak(sets []MetricSet, w Window) []Finding {
 func poolCapOf(sets []MetricSet, subject string, w Window) (string, float64, bool) {
 	var ss []evidence.Series
 	for _, ms := range sets {
-		if !poolMaxMetricRE.MatchString(ms.Name) {
+		if !matchLine(poolMaxMetricRE, ms.Name) {
 			continue
 		}
 		for _, s := range ms.Series {

@@ -101,7 +101,7 @@ func detectConnectTaskFailed(ev *Gathered, _ []Finding) []Finding {
 		set := &ev.Logs[i]
 		for _, t := range set.Templates {
 			for _, l := range []string{t.Example, t.Last} {
-				if m := connectKilledRE.FindStringSubmatch(l); m != nil && (name == "" || m[1] == name) {
+				if m := findSubmatch(connectKilledRE, l); m != nil && (name == "" || m[1] == name) {
 					name = m[1]
 					addTask(m[2])
 					lt := firstOf(t.FirstIncident, t.FirstSeen)
@@ -112,10 +112,10 @@ func detectConnectTaskFailed(ev *Gathered, _ []Finding) []Finding {
 						at = lt
 					}
 				}
-				if connectToleranceRE.MatchString(l) {
+				if matchLine(connectToleranceRE, l) {
 					tolerance = true
 				}
-				if m := connectCausedRE.FindStringSubmatch(l); m != nil && cause == "" && connectFormat(m[1]) != "" {
+				if m := findSubmatch(connectCausedRE, l); m != nil && cause == "" && connectFormat(m[1]) != "" {
 					cause = m[1]
 				}
 			}
@@ -124,16 +124,16 @@ func detectConnectTaskFailed(ev *Gathered, _ []Finding) []Finding {
 	noDLQ, config := true, false
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if strings.Contains(l, `"state"`) && strings.Contains(l, "FAILED") && connectToleranceRE.MatchString(l) {
+			if strings.Contains(l, `"state"`) && strings.Contains(l, "FAILED") && matchLine(connectToleranceRE, l) {
 				tolerance = true
-				if m := connectStatusRE.FindStringSubmatch(l); m != nil && name == "" {
+				if m := findSubmatch(connectStatusRE, l); m != nil && name == "" {
 					name = m[1]
 				}
-				if m := connectStatusRE.FindStringSubmatch(l); m != nil && m[1] == name {
-					for _, t := range connectTaskRE.FindAllStringSubmatch(l, -1) {
+				if m := findSubmatch(connectStatusRE, l); m != nil && m[1] == name {
+					for _, t := range findAllSubmatch(connectTaskRE, l, -1) {
 						addTask(t[1])
 					}
-					if m := connectCausedRE.FindStringSubmatch(l); m != nil && cause == "" {
+					if m := findSubmatch(connectCausedRE, l); m != nil && cause == "" {
 						cause = m[1]
 					}
 				}

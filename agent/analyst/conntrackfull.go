@@ -80,18 +80,18 @@ func detectConntrackFull(ev *Gathered, found []Finding) []Finding {
 	var order []string
 	for _, s := range ev.Logs {
 		for _, t := range s.Templates {
-			if t.Incident == 0 || !conntrackFullRE.MatchString(t.Example) {
+			if t.Incident == 0 || !matchLine(conntrackFullRE, t.Example) {
 				continue
 			}
 			host := ""
-			if m := syslogHostRE.FindStringSubmatch(t.Example); m != nil {
+			if m := findSubmatch(syslogHostRE, t.Example); m != nil {
 				host = m[1]
 			}
 			host = orWord(host, s.Subject)
 			n := nodes[host]
 			if n == nil {
 				n = &node{f: Finding{Kind: KindConntrackFull, Subject: host, Object: "node " + host, Source: SrcLogs, Severity: SevCritical, Weight: 0.9}}
-				n.f.setFact("line", strings.TrimSpace(conntrackFullRE.FindString(t.Example)))
+				n.f.setFact("line", strings.TrimSpace(findString(conntrackFullRE, t.Example)))
 				n.f.setFact("source", s.Source)
 				nodes[host] = n
 				order = append(order, host)
@@ -107,7 +107,7 @@ func detectConntrackFull(ev *Gathered, found []Finding) []Finding {
 		var first time.Time
 		count, host, example := 0, "", ""
 		for _, l := range c.Lines {
-			if !conntrackFullRE.MatchString(l) {
+			if !matchLine(conntrackFullRE, l) {
 				continue
 			}
 			count++
@@ -115,7 +115,7 @@ func detectConntrackFull(ev *Gathered, found []Finding) []Finding {
 				example = strings.TrimSpace(l)
 				first = kernelLineTime(l, ev.Window)
 			}
-			if m := syslogHostRE.FindStringSubmatch(l); m != nil && host == "" {
+			if m := findSubmatch(syslogHostRE, l); m != nil && host == "" {
 				host = m[1]
 			}
 		}
@@ -129,7 +129,7 @@ func detectConntrackFull(ev *Gathered, found []Finding) []Finding {
 		n := nodes[host]
 		if n == nil {
 			n = &node{f: Finding{Kind: KindConntrackFull, Subject: host, Object: "node " + host, Source: SrcLogs, Severity: SevCritical, Weight: 0.9}}
-			n.f.setFact("line", strings.TrimSpace(conntrackFullRE.FindString(example)))
+			n.f.setFact("line", strings.TrimSpace(findString(conntrackFullRE, example)))
 			nodes[host] = n
 			order = append(order, host)
 		}
@@ -261,7 +261,7 @@ var (
 // debugNode is the node a `kubectl debug node/NAME` ran on ("" for other
 // commands).
 func debugNode(cmd string) string {
-	if m := debugNodeRE.FindStringSubmatch(cmd); m != nil {
+	if m := findSubmatch(debugNodeRE, cmd); m != nil {
 		return m[1]
 	}
 	return ""
@@ -272,12 +272,12 @@ func debugNode(cmd string) string {
 // boot) is dated at the window's start.
 func kernelLineTime(l string, w Window) time.Time {
 	l = strings.TrimSpace(l)
-	if m := rfc3339LeadRE.FindStringSubmatch(l); m != nil {
+	if m := findSubmatch(rfc3339LeadRE, l); m != nil {
 		if t, err := time.Parse(time.RFC3339Nano, m[1]); err == nil {
 			return t
 		}
 	}
-	if m := dmesgTimeRE.FindStringSubmatch(l); m != nil {
+	if m := findSubmatch(dmesgTimeRE, l); m != nil {
 		if t, err := time.Parse("Mon Jan _2 15:04:05 2006", m[1]); err == nil {
 			return t
 		}

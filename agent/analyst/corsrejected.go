@@ -29,7 +29,7 @@ var corsRejected = &mechanism{
 	// The change that set the CORS policy: one that names CORS, or
 	// moves the ingress or its chart and values.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return corsChangeRE.MatchString(changeText(c))
+		return matchLine(corsChangeRE, changeText(c))
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -76,7 +76,7 @@ func detectCORSRejected(ev *Gathered, _ []Finding) []Finding {
 		resp := map[string]string{}
 		var allowLine string
 		for _, l := range c.Lines {
-			m := respHeaderRE.FindStringSubmatch(l)
+			m := findSubmatch(respHeaderRE, l)
 			if m == nil {
 				continue
 			}
@@ -153,7 +153,7 @@ func untimedOnset(ev *Gathered, re *regexp.Regexp) time.Time {
 		if c.Timestamp.Before(ev.Window.Start) || c.Timestamp.After(ev.Window.End) {
 			continue
 		}
-		if re.MatchString(strings.ToLower(c.Description)) && c.Timestamp.After(at) {
+		if matchLine(re, strings.ToLower(c.Description)) && c.Timestamp.After(at) {
 			at = c.Timestamp
 		}
 	}
@@ -171,11 +171,11 @@ func untimedOnset(ev *Gathered, re *regexp.Regexp) time.Time {
 // origin, the method and headers asked for, the URL and its host; nil for
 // any other command.
 func curlPreflight(cmd string) map[string]string {
-	if !strings.Contains(cmd, "curl") || !curlOptionsRE.MatchString(cmd) {
+	if !strings.Contains(cmd, "curl") || !matchLine(curlOptionsRE, cmd) {
 		return nil
 	}
 	req := map[string]string{}
-	for _, m := range curlHeaderRE.FindAllStringSubmatch(cmd, -1) {
+	for _, m := range findAllSubmatch(curlHeaderRE, cmd, -1) {
 		h := orWord(m[1], orWord(m[2], m[3]))
 		k, v, ok := strings.Cut(h, ":")
 		if !ok {
@@ -194,7 +194,7 @@ func curlPreflight(cmd string) map[string]string {
 	if req["origin"] == "" || req["method"] == "" && req["headers"] == "" {
 		return nil
 	}
-	if u := corsURLRE.FindString(curlHeaderRE.ReplaceAllString(cmd, "")); u != "" {
+	if u := findString(corsURLRE, curlHeaderRE.ReplaceAllString(cmd, "")); u != "" {
 		req["url"] = u
 		host := strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://")
 		host, _, _ = strings.Cut(host, "/")

@@ -109,7 +109,7 @@ func detectThrottlingClaim(ev *Gathered, _ []Finding) []Finding {
 		return nil
 	}
 	alert := "CPU throttling"
-	if m := alertNameRE.FindString(text); m != "" {
+	if m := findString(alertNameRE, text); m != "" {
 		alert = m
 	}
 	var peak float64
@@ -177,7 +177,7 @@ func detectThrottlingClaim(ev *Gathered, _ []Finding) []Finding {
 	} else {
 		for _, c := range ev.Changes {
 			if strings.EqualFold(c.Service, subject) {
-				if m := cpuChangeRE.FindStringSubmatch(c.Description); m != nil {
+				if m := findSubmatch(cpuChangeRE, c.Description); m != nil {
 					f.setFact("cpu_limit", m[2])
 				}
 			}
@@ -222,11 +222,11 @@ func cpuLimitOf(k K8sEvidence, workload string) string {
 // alert names; subject is "" when there is no such claim or workload.
 func alertClaim(sc Scope, claim *regexp.Regexp) (text, subject string) {
 	text = sc.Message + " " + sc.Hint + " " + sc.Alert
-	if !claim.MatchString(text) {
+	if !matchLine(claim, text) {
 		return text, ""
 	}
 	subject = sc.Service
-	if m := alertPodRE.FindStringSubmatch(text); m != nil && subject == "" {
+	if m := findSubmatch(alertPodRE, text); m != nil && subject == "" {
 		subject = workloadOfName(m[1])
 	}
 	return text, subject
@@ -272,7 +272,7 @@ func sidecarThrottled(ev *Gathered, f *Finding, subject string, matched []eviden
 		return false
 	}
 	for _, set := range ev.Metrics {
-		if !cpuUsageRE.MatchString(set.Name) {
+		if !matchLine(cpuUsageRE, set.Name) {
 			continue
 		}
 		for _, s := range set.Series {

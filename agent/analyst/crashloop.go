@@ -177,14 +177,14 @@ func causeLine(lines []evidence.LogLine) string {
 		t := lines[i].Text
 		score := 0
 		switch {
-		case configInvalidRE.MatchString(t) && errDetailRE.MatchString(t):
+		case matchLine(configInvalidRE, t) && matchLine(errDetailRE, t):
 			score = 4
-		case configInvalidRE.MatchString(t):
+		case matchLine(configInvalidRE, t):
 			score = 3
-		case errDetailRE.MatchString(t) && errorWordRE.MatchString(t) && !genericEndRE.MatchString(t),
-			thrownRE.MatchString(t) && !genericEndRE.MatchString(t):
+		case matchLine(errDetailRE, t) && matchLine(errorWordRE, t) && !matchLine(genericEndRE, t),
+			matchLine(thrownRE, t) && !matchLine(genericEndRE, t):
 			score = 2
-		case errorWordRE.MatchString(t):
+		case matchLine(errorWordRE, t):
 			score = 1
 		}
 		if score > bestScore {

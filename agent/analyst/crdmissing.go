@@ -171,7 +171,7 @@ func detectCRDMissing(ev *Gathered, found []Finding) []Finding {
 	listed := false
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			m := crdRowRE.FindStringSubmatch(l)
+			m := findSubmatch(crdRowRE, l)
 			if m == nil {
 				continue
 			}
@@ -232,9 +232,9 @@ func detectCRDMissing(ev *Gathered, found []Finding) []Finding {
 // Helm, Flux and Argo CD.
 func parseCRDRefusal(l string) (crdRefusal, bool) {
 	var r crdRefusal
-	if m := noMatchRE.FindStringSubmatch(l); m != nil {
+	if m := findSubmatch(noMatchRE, l); m != nil {
 		r.kind, r.apiversion = m[1], m[2]
-	} else if m := argoNotFoundRE.FindStringSubmatch(l); m != nil {
+	} else if m := findSubmatch(argoNotFoundRE, l); m != nil {
 		r.group, r.kind, r.namespace, r.name = m[1], m[2], m[3], m[4]
 		r.apiversion = m[1]
 	} else {
@@ -245,9 +245,9 @@ func parseCRDRefusal(l string) (crdRefusal, bool) {
 	} else if r.group == "" {
 		r.version = r.apiversion
 	}
-	if m := mappingNameRE.FindStringSubmatch(l); m != nil {
+	if m := findSubmatch(mappingNameRE, l); m != nil {
 		r.name, r.namespace, r.file = m[1], m[2], m[3]
-	} else if m := fluxObjectRE.FindStringSubmatch(l); m != nil && m[1] == r.kind {
+	} else if m := findSubmatch(fluxObjectRE, l); m != nil && m[1] == r.kind {
 		r.namespace, r.name = m[2], m[3]
 	}
 	r.line = strings.TrimSpace(ReadableLine(l))

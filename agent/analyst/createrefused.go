@@ -90,8 +90,8 @@ var saMissingRE = regexp.MustCompile(`(?i)service ?account[s]? "?([\w.-]+)"? not
 func classifyCreateRefusal(msg string) (refusal, missing string) {
 	l := strings.ToLower(msg)
 	switch {
-	case saMissingRE.MatchString(msg):
-		m := saMissingRE.FindStringSubmatch(msg)
+	case matchLine(saMissingRE, msg):
+		m := findSubmatch(saMissingRE, msg)
 		return "serviceaccount", "serviceaccount " + orWord(m[1], m[2])
 	case strings.Contains(l, "admission webhook") && strings.Contains(l, "denied"):
 		return "webhook", ""

@@ -38,7 +38,7 @@ var credentialRotated = &mechanism{
 			return false
 		}
 		return f.Subject == h.Subject || f.fact("caller") == h.Subject || slices.Contains(f.Related, h.Subject) ||
-			f.Kind == KindAuth && staleCredentialRE.MatchString(f.fact("line"))
+			f.Kind == KindAuth && matchLine(staleCredentialRE, f.fact("line"))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the credential %s uses was rotated at %s UTC (%s)", h.Subject, h.fact("rotated_at"), quote(ReadableLine(h.fact("rotation")), 180))
@@ -96,7 +96,7 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 		if hostRole(*set) != "" || set.Origin == SrcCloudWatch && strings.Contains(set.Source, "/rds/") {
 			// The server's own log: who it refuses.
 			serverFirst = earliest(serverFirst, at)
-			if m := refusedUserRE.FindStringSubmatch(line); m != nil && user == "" {
+			if m := findSubmatch(refusedUserRE, line); m != nil && user == "" {
 				user = m[1]
 			}
 			continue
@@ -186,7 +186,7 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 		if end.Sub(l.Time) > 10*time.Minute || f.fact("secret") != "" {
 			continue
 		}
-		if m := rotatedSecretRE.FindStringSubmatch(l.Text + " "); m != nil {
+		if m := findSubmatch(rotatedSecretRE, l.Text+" "); m != nil {
 			f.setFact("secret", m[1])
 		} else if s := commandFlag(l.From, "--secret-id", "--name"); s != "" {
 			f.setFact("secret", s)
@@ -207,7 +207,7 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 	if kind == KindCredentialNotApplied {
 		f.setFact("reloaded_at", ts(reloaded))
 		f.setFact("why", "the client read the rotated credential and the server still refuses it")
-		if m := refusedUserRE.FindStringSubmatch(c.line); m != nil && user == "" {
+		if m := findSubmatch(refusedUserRE, c.line); m != nil && user == "" {
 			f.setFact("user", m[1])
 		}
 		n := 0
@@ -216,7 +216,7 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 				continue
 			}
 			n++
-			if strings.HasPrefix(l.From, "previous log") || reloadExitRE.MatchString(l.Text) {
+			if strings.HasPrefix(l.From, "previous log") || matchLine(reloadExitRE, l.Text) {
 				f.setFact("reload_exit", l.Text)
 			}
 			if l.Text != rot.Text {
@@ -245,7 +245,7 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 func changeLines(ev *Gathered, re *regexp.Regexp) []timedLine {
 	var out []timedLine
 	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
-		if re.MatchString(c.Description) {
+		if matchLine(re, c.Description) {
 			out = append(out, timedLine{Time: c.Timestamp, Text: c.Description, From: "change of " + c.Service})
 		}
 	}
@@ -293,7 +293,7 @@ func reloadLines(ev *Gathered, workload string) []timedLine {
 			continue
 		}
 		for _, l := range lines {
-			if credentialReloadRE.MatchString(l.Text) && !l.Time.IsZero() {
+			if matchLine(credentialReloadRE, l.Text) && !l.Time.IsZero() {
 				out = append(out, timedLine{Time: l.Time, Text: l.Text, From: "previous log of pod " + pod})
 			}
 		}

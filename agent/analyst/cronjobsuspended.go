@@ -77,7 +77,7 @@ func detectSuspendedCronJobs(ev *Gathered, _ []Finding) []Finding {
 		for j := range changes {
 			c := &changes[j]
 			d := c.Description
-			if mentionsName(d, cj.Name) && suspendTrueRE.MatchString(d) && !suspendFalseRE.MatchString(d) && (susp == nil || c.Timestamp.After(susp.Timestamp)) {
+			if mentionsName(d, cj.Name) && matchLine(suspendTrueRE, d) && !matchLine(suspendFalseRE, d) && (susp == nil || c.Timestamp.After(susp.Timestamp)) {
 				susp = c
 			}
 		}
@@ -87,7 +87,7 @@ func detectSuspendedCronJobs(ev *Gathered, _ []Finding) []Finding {
 			f.Time = susp.Timestamp
 			for j := range changes {
 				c := &changes[j]
-				if c.Timestamp.After(susp.Timestamp) && suspendFalseRE.MatchString(c.Description) && !mentionsName(c.Description, cj.Name) {
+				if c.Timestamp.After(susp.Timestamp) && matchLine(suspendFalseRE, c.Description) && !mentionsName(c.Description, cj.Name) {
 					f.setFact("resumed_others", fmt.Sprintf("%s change of %s at %s: %q", changeKindWords(c.Kind), c.Service, ts(c.Timestamp), c.Description))
 					f.Evidence = append(f.Evidence, "resumed others, not "+cj.Name+": the "+f.fact("resumed_others"))
 					break

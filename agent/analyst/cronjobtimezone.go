@@ -88,8 +88,8 @@ func detectCronTimeZone(ev *Gathered, found []Finding) []Finding {
 			if !strings.EqualFold(c.Service, cj.Name) && !mentionsName(c.Description, cj.Name) {
 				continue
 			}
-			z := ianaZoneRE.FindStringSubmatch(c.Description)
-			if z == nil || !cronMoveRE.MatchString(c.Description) {
+			z := findSubmatch(ianaZoneRE, c.Description)
+			if z == nil || !matchLine(cronMoveRE, c.Description) {
 				continue
 			}
 			if moved == nil || c.Timestamp.After(moved.Timestamp) {
@@ -120,7 +120,7 @@ func detectCronTimeZone(ev *Gathered, found []Finding) []Finding {
 			zone = shift.offsetWords()
 		}
 		f.setFact("zone", zone)
-		if m := simpleCronRE.FindStringSubmatch(cj.Spec.Schedule); m != nil {
+		if m := findSubmatch(simpleCronRE, cj.Spec.Schedule); m != nil {
 			mi, _ := strconv.Atoi(m[1])
 			hr, _ := strconv.Atoi(m[2])
 			at := fmt.Sprintf("%02d:%02d UTC", hr, mi)
@@ -216,7 +216,7 @@ func zoneShown(cmds []evidence.CommandOutput, cj *batchv1.CronJob) (zone, from s
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := zoneKeyRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(zoneKeyRE, l); m != nil {
 				// The last output saying so is the newest revision's.
 				zone, from = m[1], fmt.Sprintf("%s still sets %s", c.Command, strings.TrimSpace(l))
 				break
@@ -263,7 +263,7 @@ func (s *runShift) String() string {
 // or the schedule is not at a fixed hour). With a zone known, the earlier
 // runs must sit at the schedule's hour in that zone.
 func shiftedRuns(runs []cronRun, schedule, zone string) *runShift {
-	m := simpleCronRE.FindStringSubmatch(schedule)
+	m := findSubmatch(simpleCronRE, schedule)
 	if m == nil {
 		return nil
 	}

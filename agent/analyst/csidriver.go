@@ -33,7 +33,7 @@ var csiDriver = &mechanism{
 	class: classCause,
 	label: "volume cannot be mounted: the CSI driver is not registered on the node",
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return nodeChangeRE.MatchString(changeText(c)) || h.fact("plugin") != "" && strings.Contains(changeText(c), strings.ToLower(workloadOfName(h.fact("plugin"))))
+		return matchLine(nodeChangeRE, changeText(c)) || h.fact("plugin") != "" && strings.Contains(changeText(c), strings.ToLower(workloadOfName(h.fact("plugin"))))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s cannot start: its volume cannot be mounted on node %s because the CSI driver %s is not registered there (the kubelet reports %q)",
@@ -100,7 +100,7 @@ func csiMounts(found []Finding, pods []corev1.Pod) []csiMount {
 		if f.Kind != KindMountFailure {
 			continue
 		}
-		m := csiUnregisteredRE.FindStringSubmatch(f.fact("message"))
+		m := findSubmatch(csiUnregisteredRE, f.fact("message"))
 		if m == nil {
 			continue
 		}
@@ -235,7 +235,7 @@ func csiFinding(m csiMount, b csiPlugin, start time.Time) Finding {
 	}
 	f.setFact("driver", m.driver)
 	f.setFact("node", m.node)
-	f.setFact("error", csiUnregisteredRE.FindString(mf.fact("message")))
+	f.setFact("error", findString(csiUnregisteredRE, mf.fact("message")))
 	f.Evidence = append(f.Evidence, mf.Evidence...)
 	var states []string
 	for i := range b.Pods {
@@ -303,10 +303,10 @@ func pluginErrorLine(lines []evidence.LogLine) evidence.LogLine {
 	var warn evidence.LogLine
 	for i := len(lines) - 1; i >= 0; i-- {
 		t := strings.TrimSpace(lines[i].Text)
-		if klogErrorRE.MatchString(t) {
+		if matchLine(klogErrorRE, t) {
 			return lines[i]
 		}
-		if warn.Text == "" && backendErrorRE.MatchString(t) {
+		if warn.Text == "" && matchLine(backendErrorRE, t) {
 			warn = lines[i]
 		}
 	}

@@ -47,7 +47,7 @@ func cloudWatchGroupSubject(group string, lines []evidence.LogLine) string {
 		}
 		n++
 		first, _, _ := strings.Cut(stream, "/")
-		if !streamNameRE.MatchString(first) || streamIDRE.MatchString(first) {
+		if !matchLine(streamNameRE, first) || matchLine(streamIDRE, first) {
 			continue
 		}
 		count[first]++

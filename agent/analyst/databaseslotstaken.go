@@ -75,7 +75,7 @@ func detectDBSlotsTaken(ev *Gathered, found []Finding) []Finding {
 	var victims []string
 	for _, f := range found {
 		line := f.fact("line")
-		if !slotsRefusedRE.MatchString(line) && !slotsRefusedRE.MatchString(f.Summary) {
+		if !matchLine(slotsRefusedRE, line) && !matchLine(slotsRefusedRE, f.Summary) {
 			continue
 		}
 		refusal = orWord(refusal, orWord(line, f.Summary))
@@ -99,7 +99,7 @@ func detectDBSlotsTaken(ev *Gathered, found []Finding) []Finding {
 				}
 			}
 		}
-		if !sessionsByClientRE.MatchString(m.Name) {
+		if !matchLine(sessionsByClientRE, m.Name) {
 			continue
 		}
 		for _, s := range m.Series {
@@ -200,7 +200,7 @@ func poolLine(ev *Gathered, subject string) string {
 			continue
 		}
 		for _, t := range set.Templates {
-			if poolSettingRE.MatchString(t.Example) {
+			if matchLine(poolSettingRE, t.Example) {
 				return t.Example
 			}
 		}

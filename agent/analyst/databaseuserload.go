@@ -64,7 +64,7 @@ func detectDBUserLoad(ev *Gathered, _ []Finding) []Finding {
 	}
 	byServer := map[string][]rise{}
 	for _, m := range ev.Metrics {
-		if !sessionsByClientRE.MatchString(m.Name) {
+		if !matchLine(sessionsByClientRE, m.Name) {
 			continue
 		}
 		for _, s := range m.Series {

@@ -44,9 +44,9 @@ var dbBlocked = &mechanism{
 			// More replicas do not make one row hotter than the
 			// traffic does (scalingChangeRE).
 			t := changeText(c)
-			return hotRowChangeRE.MatchString(t) && !scalingChangeRE.MatchString(t)
+			return matchLine(hotRowChangeRE, t) && !matchLine(scalingChangeRE, t)
 		}
-		return dbBlockChangeRE.MatchString(changeText(c))
+		return matchLine(dbBlockChangeRE, changeText(c))
 	},
 	// Waits that queue on one hot row come from how the row is written
 	// and how many write it at once: a scaling change or an unrelated
@@ -137,12 +137,12 @@ type hotRow struct {
 func hotRowOf(set *LogSet) *hotRow {
 	var hr *hotRow
 	for _, t := range set.Templates {
-		m := waitRowRE.FindStringSubmatch(t.Example)
+		m := findSubmatch(waitRowRE, t.Example)
 		if m == nil || t.Incident == 0 {
 			continue
 		}
 		row, table := m[1]+m[3], m[2]+m[4]
-		last := waitRowRE.FindStringSubmatch(orWord(t.Last, t.Example))
+		last := findSubmatch(waitRowRE, orWord(t.Last, t.Example))
 		if last == nil || last[2]+last[4] != table {
 			return nil // waits on more than one relation
 		}
@@ -164,7 +164,7 @@ func hotRowOf(set *LogSet) *hotRow {
 	// last of many are the same (the same item's key).
 	best := 0
 	for _, t := range set.Templates {
-		m, l := boundParamsRE.FindStringSubmatch(t.Example), boundParamsRE.FindStringSubmatch(orWord(t.Last, t.Example))
+		m, l := findSubmatch(boundParamsRE, t.Example), findSubmatch(boundParamsRE, orWord(t.Last, t.Example))
 		if m == nil || l == nil || m[1] != l[1] || t.Incident < 10 || t.Incident <= best {
 			continue
 		}
@@ -181,7 +181,7 @@ func hotRowOf(set *LogSet) *hotRow {
 func deadlocksIn(ev *Gathered, inst string) (lines, counted int, counter string) {
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
-			if t.Incident > 0 && deadlockLineRE.MatchString(t.Example) {
+			if t.Incident > 0 && matchLine(deadlockLineRE, t.Example) {
 				lines += t.Incident
 			}
 		}
@@ -252,9 +252,9 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 	for _, ms := range ev.Metrics {
 		cond := ""
 		switch {
-		case lockWaitMetricRE.MatchString(ms.Name):
+		case matchLine(lockWaitMetricRE, ms.Name):
 			cond = "lock"
-		case replLagMetricRE.MatchString(ms.Name) && !strings.Contains(strings.ToLower(ms.Name), "consumer"):
+		case matchLine(replLagMetricRE, ms.Name) && !strings.Contains(strings.ToLower(ms.Name), "consumer"):
 			cond = "replication"
 		default:
 			continue
@@ -300,7 +300,7 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 			sg.src = SrcKubernetes
 		}
 		sg.stated = st
-		e := fmt.Sprintf("%s on %s (%s) states %s %s: replay stopped about %s", sqlClientRE.FindStringSubmatch(orWord(st.command, "psql"))[2], st.where, st.source, st.lagCol, fmtLag(st.lag), ts(onset.Truncate(time.Minute)))
+		e := fmt.Sprintf("%s on %s (%s) states %s %s: replay stopped about %s", findSubmatch(sqlClientRE, orWord(st.command, "psql"))[2], st.where, st.source, st.lagCol, fmtLag(st.lag), ts(onset.Truncate(time.Minute)))
 		if st.standby {
 			e += "; it is a standby (pg_is_in_recovery = t)"
 		}
@@ -326,13 +326,13 @@ func detectDBBlocked(ev *Gathered, found []Finding) []Finding {
 	// several templates.
 	waits := map[string]int{}
 	for set, t := range incidentTemplates(ev) {
-		if dbWaitLineRE.MatchString(t.Example) {
+		if matchLine(dbWaitLineRE, t.Example) {
 			inst, cond := waitKey(set, t.Example)
 			waits[inst+"|"+cond] += t.Incident
 		}
 	}
 	for set, t := range incidentTemplates(ev) {
-		if !dbWaitLineRE.MatchString(t.Example) {
+		if !matchLine(dbWaitLineRE, t.Example) {
 			continue
 		}
 		inst, cond := waitKey(set, t.Example)
@@ -563,7 +563,7 @@ func dbInstanceOf(l evidence.Labels) string {
 // lockTimeOf describes how long lock waits take on inst, when a series says.
 func lockTimeOf(sets []MetricSet, inst string, w Window) string {
 	for _, ms := range sets {
-		if !lockTimeMetricRE.MatchString(ms.Name) {
+		if !matchLine(lockTimeMetricRE, ms.Name) {
 			continue
 		}
 		for _, s := range ms.Series {
@@ -584,7 +584,7 @@ func lockTimeOf(sets []MetricSet, inst string, w Window) string {
 func txHolderOf(sets []MetricSet, inst string, w Window) (who, detail string, since time.Time) {
 	best := 0.0
 	for _, ms := range sets {
-		if !txAgeMetricRE.MatchString(ms.Name) {
+		if !matchLine(txAgeMetricRE, ms.Name) {
 			continue
 		}
 		for _, s := range ms.Series {
@@ -641,7 +641,7 @@ func holderInLogs(sets []LogSet, sg *dbSignal, w Window) (who, host, line string
 			}
 		}
 		for _, t := range set.Templates {
-			if !holdLineRE.MatchString(t.Example) || t.FirstSeen.IsZero() {
+			if !matchLine(holdLineRE, t.Example) || t.FirstSeen.IsZero() {
 				continue
 			}
 			lead := sg.onset.Sub(t.FirstSeen)
@@ -652,7 +652,7 @@ func holderInLogs(sets []LogSet, sg *dbSignal, w Window) (who, host, line string
 			if namesHost {
 				rank += 2
 			}
-			if strongHoldRE.MatchString(t.Example) {
+			if matchLine(strongHoldRE, t.Example) {
 				rank++
 			}
 			if rank > bestRank || rank == bestRank && t.FirstSeen.Before(at) {
@@ -710,7 +710,7 @@ func changeOfDatabase(cs []evidence.Change, inst string, onset time.Time) *evide
 		if !strings.EqualFold(DependencyName(c.Service), inst) || c.Timestamp.After(onset) || onset.Sub(c.Timestamp) > 30*24*time.Hour {
 			continue
 		}
-		if !dbBlockChangeRE.MatchString(c.Description) {
+		if !matchLine(dbBlockChangeRE, c.Description) {
 			continue
 		}
 		if best == nil || c.Timestamp.After(best.Timestamp) {
@@ -763,7 +763,7 @@ func describeDBBlocked(h *Hypothesis, sc Scope) string {
 	d := describeDBBlockedCause(h)
 	// A question whether there are deadlocks is answered first, yes or
 	// no, with what the evidence shows instead.
-	if deadlockAskRE.MatchString(sc.Message + " " + sc.Hint) {
+	if matchLine(deadlockAskRE, sc.Message+" "+sc.Hint) {
 		switch n := h.fact("deadlocks"); {
 		case n == "none":
 			d = fmt.Sprintf("No deadlocks: nothing on %s reports one in the window (%s). What its log shows is %s", h.Subject, deadlockNoneWhy(h), d)
@@ -994,7 +994,7 @@ func lockQueueOf(ev *Gathered, server *LogSet) *lockQueue {
 	holders := map[string]int{}
 	heads := map[string]int{}
 	for _, l := range lines {
-		if m := pgHolderRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(pgHolderRE, l); m != nil {
 			holders[m[1]]++
 			if q := strings.Split(m[2], ","); m[2] != "" {
 				if head := strings.TrimSpace(q[0]); head != m[1] {
@@ -1017,7 +1017,7 @@ func lockQueueOf(ev *Gathered, server *LogSet) *lockQueue {
 		var out []string
 		re := regexp.MustCompile(`\[` + p + `\]|\bpid=` + p + `\b|\(` + p + `\)`)
 		for _, l := range lines {
-			if re.MatchString(l) {
+			if matchLine(re, l) {
 				out = append(out, l)
 			}
 		}
@@ -1025,17 +1025,17 @@ func lockQueueOf(ev *Gathered, server *LogSet) *lockQueue {
 	}
 	session := func(p string) (user, app, stmt, mode, line string) {
 		for _, l := range of(p) {
-			if m := pgSessionRE.FindStringSubmatch(l); m != nil && user == "" {
+			if m := findSubmatch(pgSessionRE, l); m != nil && user == "" {
 				user = m[1] + m[3]
 			}
-			if m := pgAppRE.FindStringSubmatch(l); m != nil && app == "" {
+			if m := findSubmatch(pgAppRE, l); m != nil && app == "" {
 				app = m[1] + m[2]
 				line = l
 			}
-			if m := pgStatementRE.FindStringSubmatch(l); m != nil && stmt == "" {
+			if m := findSubmatch(pgStatementRE, l); m != nil && stmt == "" {
 				stmt = strings.TrimSpace(m[1])
 			}
-			if m := pgWaitModeRE.FindStringSubmatch(l); m != nil && m[1] == p && mode == "" {
+			if m := findSubmatch(pgWaitModeRE, l); m != nil && m[1] == p && mode == "" {
 				mode = m[2]
 				if line == "" {
 					line = l

@@ -28,7 +28,7 @@ var dbClassDownsized = &mechanism{
 	label:  "database instance class downsized, connection limit lowered",
 	detect: detectDBClassDownsized,
 	related: func(h *Hypothesis, f *Finding) bool {
-		return (f.Kind == KindDatabase || f.Kind == KindSaturation || f.Kind == KindLogErrors) && slotsRefusedRE.MatchString(f.fact("line")+" "+strings.Join(f.Evidence, " "))
+		return (f.Kind == KindDatabase || f.Kind == KindSaturation || f.Kind == KindLogErrors) && matchLine(slotsRefusedRE, f.fact("line")+" "+strings.Join(f.Evidence, " "))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		return fmt.Sprintf("the database instance %s was downsized from instance class %s to the smaller %s (%s), and its default max_connections, derived from the instance's memory, fell with it: from %s UTC the database refuses new connections, the connection limit is reached (%s)",
@@ -89,7 +89,7 @@ func detectDBClassDownsized(ev *Gathered, _ []Finding) []Finding {
 		return nil
 	}
 	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
-		m := classChangeRE.FindStringSubmatch(c.Description)
+		m := findSubmatch(classChangeRE, c.Description)
 		if m == nil || c.Timestamp.After(first) || first.Sub(c.Timestamp) > 48*time.Hour {
 			continue
 		}

@@ -35,7 +35,7 @@ var (
 // dbHostOf extracts the database host a line or a setting names ("" for
 // none).
 func dbHostOf(s string) string {
-	m := dbURLRE.FindStringSubmatch(s)
+	m := findSubmatch(dbURLRE, s)
 	if m == nil {
 		return ""
 	}
@@ -113,7 +113,7 @@ func attachDatabaseInstances(fs []Finding, ev *Gathered) {
 		p := &ev.K8s.Pods[i]
 		for _, c := range p.Spec.Containers {
 			for _, e := range c.Env {
-				if dbEnvRE.MatchString(e.Name) {
+				if matchLine(dbEnvRE, e.Name) {
 					h := dbHostOf(e.Value)
 					if h == "" && !strings.ContainsAny(e.Value, " /@:=") {
 						h = e.Value

@@ -65,10 +65,10 @@ var dbMaintenance = &mechanism{
 			return false
 		}
 		text := f.Subject + " " + strings.Join(f.Evidence, " ")
-		return f.Kind == KindConnRefused || dbRestartClientRE.MatchString(text) || dbServerDownRE.MatchString(text)
+		return f.Kind == KindConnRefused || matchLine(dbRestartClientRE, text) || matchLine(dbServerDownRE, text)
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && dbMaintSettingRE.MatchString(changeText(c))
+		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && matchLine(dbMaintSettingRE, changeText(c))
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -141,7 +141,7 @@ func detectDBMaintenance(ev *Gathered, _ []Finding) []Finding {
 	var clientFirst, clientLast time.Time
 	for set, t := range incidentTemplates(ev) {
 		line := templateLine(t, dbRestartClientRE)
-		if line == "" || dbServerDownRE.MatchString(line) {
+		if line == "" || matchLine(dbServerDownRE, line) {
 			continue
 		}
 		if t.FirstSeen.Before(from.Add(-5*time.Minute)) || t.FirstSeen.After(to.Add(5*time.Minute)) {
@@ -180,7 +180,7 @@ func detectDBMaintenance(ev *Gathered, _ []Finding) []Finding {
 	f.setFact("event", eventMessage(first.Text))
 	f.setFact("clients", strings.Join(clients, ", "))
 	f.setFact("client_line", clientLine)
-	if dbMaintUpgradeRE.MatchString(first.Text) || dbMaintUpgradeRE.MatchString(last.Text) {
+	if matchLine(dbMaintUpgradeRE, first.Text) || matchLine(dbMaintUpgradeRE, last.Text) {
 		f.setFact("upgrade", "true")
 	}
 	// The server's own log: its shutdown and the version it started.
@@ -188,7 +188,7 @@ func detectDBMaintenance(ev *Gathered, _ []Finding) []Finding {
 		if l.Time.IsZero() || l.Time.Before(from.Add(-5*time.Minute)) || l.Time.After(to.Add(10*time.Minute)) {
 			continue
 		}
-		m := dbServerStartRE.FindStringSubmatch(l.Text)
+		m := findSubmatch(dbServerStartRE, l.Text)
 		f.setFact("version", m[1]+m[2]+m[3])
 		f.setFact("upgrade", "true")
 		f.setFact("server", l.Text)
@@ -199,7 +199,7 @@ func detectDBMaintenance(ev *Gathered, _ []Finding) []Finding {
 		f.setFact("recovered", fmt.Sprintf("%s UTC, when it was back", clientLast.UTC().Format("15:04")))
 	}
 	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
-		if dbMaintSettingRE.MatchString(c.Description) && c.Timestamp.Before(from) {
+		if matchLine(dbMaintSettingRE, c.Description) && c.Timestamp.Before(from) {
 			f.setFact("setting", c.Description)
 		}
 	}
@@ -216,7 +216,7 @@ func detectDBMaintenance(ev *Gathered, _ []Finding) []Finding {
 // dbEventInstance is the instance a provider's event names: its
 // SourceIdentifier or ARN, or the command's --source-identifier.
 func dbEventInstance(l timedLine) string {
-	if m := dbSourceIDRE.FindStringSubmatch(l.Text); m != nil {
+	if m := findSubmatch(dbSourceIDRE, l.Text); m != nil {
 		return strings.ToLower(m[1] + m[2])
 	}
 	return commandFlag(l.From, "--source-identifier", "--db-instance-identifier", "--db-cluster-identifier")
@@ -230,7 +230,7 @@ var eventMessageRE = regexp.MustCompile(`"(?:Message|message)"\s*:\s*"((?:[^"\\]
 // (the last one: EventBridge nests the provider's under detail), the text
 // as it is otherwise.
 func eventMessage(text string) string {
-	if ms := eventMessageRE.FindAllStringSubmatch(text, -1); len(ms) > 0 && strings.HasPrefix(strings.TrimSpace(text), "{") {
+	if ms := findAllSubmatch(eventMessageRE, text, -1); len(ms) > 0 && strings.HasPrefix(strings.TrimSpace(text), "{") {
 		return strings.ReplaceAll(ms[len(ms)-1][1], `\"`, `"`)
 	}
 	return text

@@ -66,7 +66,7 @@ var deadlineCut = &mechanism{
 		return c != "" && (f.Subject == c || f.relates(c))
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.relates(h.Subject) && timeoutChangeRE.MatchString(changeText(c))
+		return c.relates(h.Subject) && matchLine(timeoutChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s's deadline for its calls to %s", h.Subject, orWord(h.fact("callee"), "its upstream"))
@@ -79,7 +79,7 @@ var deadlineCut = &mechanism{
 		if m := h.fact("method"); m != "" {
 			d += fmt.Sprintf(" (%s)", m)
 		}
-		if deadlineExceededRE.MatchString(h.fact("line")) {
+		if matchLine(deadlineExceededRE, h.fact("line")) {
 			d += fmt.Sprintf(": every longer call is cut at the deadline with DEADLINE_EXCEEDED — %s", quote(ReadableLine(h.fact("line")), 200))
 		} else {
 			d += fmt.Sprintf(": every longer call is given up at the deadline — %s", quote(ReadableLine(h.fact("line")), 200))
@@ -117,7 +117,7 @@ func detectDeadlineCut(ev *Gathered, _ []Finding) []Finding {
 	var out []Finding
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
-			if t.Incident == 0 || t.Baseline > 0 || !callTimeoutRE.MatchString(t.Example) {
+			if t.Incident == 0 || t.Baseline > 0 || !matchLine(callTimeoutRE, t.Example) {
 				continue
 			}
 			onset := orTime(t.FirstIncident, t.FirstSeen)
@@ -137,9 +137,9 @@ func detectDeadlineCut(ev *Gathered, _ []Finding) []Finding {
 				if c.Service != set.Subject || onset.IsZero() || c.Timestamp.After(onset.Add(2*time.Minute)) || onset.Sub(c.Timestamp) > triggerFar {
 					continue
 				}
-				if m := timeoutToRE.FindStringSubmatch(c.Description); m != nil {
+				if m := findSubmatch(timeoutToRE, c.Description); m != nil {
 					change, deadline = c.Description, strings.ReplaceAll(m[2], " ", "")
-				} else if m := timeoutChangeRE.FindStringSubmatch(c.Description); m != nil {
+				} else if m := findSubmatch(timeoutChangeRE, c.Description); m != nil {
 					change, deadline = c.Description, strings.ReplaceAll(m[1], " ", "")
 				}
 			}
@@ -149,7 +149,7 @@ func detectDeadlineCut(ev *Gathered, _ []Finding) []Finding {
 					continue
 				}
 				for _, ot := range o.Templates {
-					if ot.Incident > 0 && clientCancelledRE.MatchString(ot.Example) {
+					if ot.Incident > 0 && matchLine(clientCancelledRE, ot.Example) {
 						callee, cancelled = o.Subject, ot.Example
 						break
 					}
@@ -166,7 +166,7 @@ func detectDeadlineCut(ev *Gathered, _ []Finding) []Finding {
 				}
 				continue
 			}
-			if !deadlineExceededRE.MatchString(t.Example) || !same && change == "" {
+			if !matchLine(deadlineExceededRE, t.Example) || !same && change == "" {
 				continue
 			}
 			// The deadline as the callee states it ("cancelled by client
@@ -186,7 +186,7 @@ func detectDeadlineCut(ev *Gathered, _ []Finding) []Finding {
 			f.setFact("cancelled", cancelled)
 			f.setFact("deadline", deadline)
 			f.setFact("timeout_change", change)
-			f.setFact("method", grpcMethodRE.FindString(cancelled))
+			f.setFact("method", findString(grpcMethodRE, cancelled))
 			out = append(out, f)
 			break
 		}
@@ -196,9 +196,9 @@ func detectDeadlineCut(ev *Gathered, _ []Finding) []Finding {
 
 // lineElapsed is the elapsed time a line states, in seconds.
 func lineElapsed(l string) (float64, bool) {
-	m := elapsedRE.FindStringSubmatch(l)
+	m := findSubmatch(elapsedRE, l)
 	if m == nil {
-		if k := elapsedKeyRE.FindStringSubmatch(l); k != nil {
+		if k := findSubmatch(elapsedKeyRE, l); k != nil {
 			m = []string{k[0], k[2], k[1]}
 		}
 	}
@@ -228,7 +228,7 @@ var bucketAskRE = regexp.MustCompile(`(?i)\b(?:50[34]s?|time ?outs?|timing out|t
 // buckets (quantiles of a callee against a caller's deadline).
 func wantsBuckets(sc Scope) bool {
 	q := sc.Message + " " + sc.Hint + " " + sc.Alert
-	return bucketAskRE.MatchString(q) || durationAskRE.MatchString(q)
+	return matchLine(bucketAskRE, q) || matchLine(durationAskRE, q)
 }
 
 // bucketCounts are a histogram's observations per upper bound, over a span.
@@ -385,7 +385,7 @@ func fmtSecs(v float64) string {
 // deadline cuts its slowest calls.
 func deadlineBelowP99(ev *Gathered, set LogSet, t analysis.LogTemplate, onset time.Time, deadline, change string) (Finding, bool) {
 	callee := ""
-	if m := upstreamRE.FindStringSubmatch(t.Example); m != nil {
+	if m := findSubmatch(upstreamRE, t.Example); m != nil {
 		callee = m[1] + m[2] + m[3]
 	}
 	if callee == "" || strings.EqualFold(callee, set.Subject) {
@@ -394,12 +394,12 @@ func deadlineBelowP99(ev *Gathered, set LogSet, t analysis.LogTemplate, onset ti
 	// The deadline: the change's new value, else what the line states.
 	dl := 0.0
 	if deadline != "" {
-		if m := deadlineValRE.FindStringSubmatch(deadline); m != nil {
+		if m := findSubmatch(deadlineValRE, deadline); m != nil {
 			dl, _ = secondsOf(m[1], m[2])
 		}
 	}
 	if dl == 0 {
-		if m := lineTimeoutRE.FindStringSubmatch(t.Example); m != nil {
+		if m := findSubmatch(lineTimeoutRE, t.Example); m != nil {
 			unit := m[2]
 			if unit == "" && strings.Contains(strings.ToLower(m[0]), "_ms") {
 				unit = "ms"

@@ -41,7 +41,7 @@ var (
 // seconds (false when it names none). A Retry-After without a unit is in
 // seconds, as the HTTP header is.
 func throttleWait(line string) (float64, bool) {
-	m := retryWaitRE.FindStringSubmatch(line)
+	m := findSubmatch(retryWaitRE, line)
 	if m == nil {
 		return 0, false
 	}
@@ -67,10 +67,10 @@ func throttlerOf(line string, own []string) string {
 	if c := cloudAPIOf(line); c != "" {
 		return c
 	}
-	if m := urlHostRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(urlHostRE, line); m != nil {
 		return strings.ToLower(m[1])
 	}
-	for _, m := range componentPrefixRE.FindAllStringSubmatch(line, -1) {
+	for _, m := range findAllSubmatch(componentPrefixRE, line, -1) {
 		w := strings.ToLower(m[1])
 		if !logLevelWords[w] && !errorWords[w] && !commonWords[w] && !containsFold(own, w) && !strings.Contains(w, "retry") {
 			return w
@@ -96,9 +96,9 @@ func explainDeadlineThrottled(f *Finding, sets []LogSet, names []string, jobs []
 			w, hasWait := throttleWait(l)
 			// "rate limited, sleeping 300s" is the client's wait, not
 			// the API's reply: a reply names its status or error.
-			if throttledReplyRE.MatchString(l) && (throttleStatusRE.MatchString(l) || !hasWait) {
+			if matchLine(throttledReplyRE, l) && (matchLine(throttleStatusRE, l) || !hasWait) {
 				refused += n
-				if m := rateLimitRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(rateLimitRE, l); m != nil {
 					f.setFact("throttle_limit", m[1])
 				}
 				if line == "" {
@@ -159,7 +159,7 @@ func jobEnvURL(jobs []batchv1.Job, job, component string) string {
 		}
 		for _, c := range jobs[i].Spec.Template.Spec.Containers {
 			for _, e := range c.Env {
-				if m := urlHostRE.FindStringSubmatch(e.Value); m != nil && strings.Contains(strings.ToLower(m[1]), component) {
+				if m := findSubmatch(urlHostRE, e.Value); m != nil && strings.Contains(strings.ToLower(m[1]), component) {
 					return e.Value
 				}
 			}

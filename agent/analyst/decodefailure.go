@@ -51,7 +51,7 @@ var decodeFailure = &mechanism{
 	// version); a deploy of other work near the onset is a coincidence.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		if decodeChangeRE.MatchString(changeText(c)) {
+		if matchLine(decodeChangeRE, changeText(c)) {
 			return true
 		}
 		src := decodeSourceName(h.fact("decode_source"))
@@ -174,22 +174,22 @@ func sameReader(f *Finding, readers []string) {
 // announced near the onset.
 func explainDecode(f *Finding, ev *Gathered) {
 	line := f.fact("line")
-	if m := decodeValueRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(decodeValueRE, line); m != nil {
 		f.setFact("decode_value", firstGroup(m))
 	}
-	if m := decodeFieldRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(decodeFieldRE, line); m != nil {
 		f.setFact("decode_field", firstGroup(m))
 	}
-	if m := decodeLayoutRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(decodeLayoutRE, line); m != nil {
 		f.setFact("decode_expected", layoutWords(firstGroup(m)))
-	} else if m := goTypeRE.FindStringSubmatch(line); m != nil {
+	} else if m := findSubmatch(goTypeRE, line); m != nil {
 		f.setFact("decode_expected", fmt.Sprintf("it gets a %s where its code expects %s", m[1], m[2]))
 	}
 	// The error's own words say whether a timestamp failed (not the
 	// line's own timestamp before them).
-	if compressedValueRE.MatchString(line) {
+	if matchLine(compressedValueRE, line) {
 		f.setFact("decode_compressed", "gzip")
-	} else if decodeTimeRE.MatchString(decodeError(line)) {
+	} else if matchLine(decodeTimeRE, decodeError(line)) {
 		f.setFact("decode_time", "true")
 	}
 	reader := orWord(f.fact("caller"), f.Subject)
@@ -268,7 +268,7 @@ func producerNotice(ev *Gathered, src, reader string, onset time.Time) (string, 
 				at time.Time
 			}{{t.Example, t.FirstSeen}, {t.Last, t.LastSeen}} {
 				l := c.l
-				if l == "" || !strings.Contains(strings.ToLower(l), name) || !noticeRE.MatchString(l) || decodeFailureRE.MatchString(l) {
+				if l == "" || !strings.Contains(strings.ToLower(l), name) || !matchLine(noticeRE, l) || matchLine(decodeFailureRE, l) {
 					continue
 				}
 				at := c.at
@@ -278,7 +278,7 @@ func producerNotice(ev *Gathered, src, reader string, onset time.Time) (string, 
 				// A notice that names what changed (an upgrade, a format)
 				// before one that only says when; then the one closest
 				// to the onset.
-				strong := changedWhatRE.MatchString(l)
+				strong := matchLine(changedWhatRE, l)
 				if best == "" || strong && !bestStrong || strong == bestStrong && !onset.IsZero() && absDur(at.Sub(onset)) < absDur(bestAt.Sub(onset)) {
 					best, bestAt, bestStrong = ReadableLine(l), at, strong
 				}
@@ -352,7 +352,7 @@ func entryOnset(ev *Gathered, f *Finding) (time.Time, string) {
 		for _, t := range s.Templates {
 			// Still retried while the exception is printed (its retry
 			// line printed with it, just before or after).
-			if retryLineRE.MatchString(t.Example) && !t.LastSeen.Before(f.Time.Add(-time.Minute)) && t.FirstSeen.Before(f.Time) && (onset.IsZero() || t.FirstSeen.Before(onset)) {
+			if matchLine(retryLineRE, t.Example) && !t.LastSeen.Before(f.Time.Add(-time.Minute)) && t.FirstSeen.Before(f.Time) && (onset.IsZero() || t.FirstSeen.Before(onset)) {
 				onset, line = t.FirstSeen, t.Example
 			}
 		}
@@ -389,7 +389,7 @@ func producerOf(ev *Gathered, reader string, f *Finding) (string, *evidence.Chan
 	}
 	// The service the reader's failing line says answered: "upstream":
 	// "shipping-quotes", peer=stock-api.
-	if m := answeredByRE.FindStringSubmatch(f.fact("line")); m != nil {
+	if m := findSubmatch(answeredByRE, f.fact("line")); m != nil {
 		if u := strings.ToLower(m[1]); u != reader && knownService(ev, u) {
 			return u, near(u)
 		}
@@ -401,7 +401,7 @@ func producerOf(ev *Gathered, reader string, f *Finding) (string, *evidence.Chan
 		}
 		for _, t := range s.Templates {
 			for _, l := range t.Lines() {
-				for _, m := range consumedTopicRE.FindAllStringSubmatch(l, -1) {
+				for _, m := range findAllSubmatch(consumedTopicRE, l, -1) {
 					if tp := firstGroup(m); len(tp) > 2 && !slices.Contains(topics, tp) {
 						topics = append(topics, tp)
 					}
@@ -410,7 +410,7 @@ func producerOf(ev *Gathered, reader string, f *Finding) (string, *evidence.Chan
 		}
 	}
 	publishes := func(l string) bool {
-		if !publishRE.MatchString(l) {
+		if !matchLine(publishRE, l) {
 			return false
 		}
 		for _, tp := range topics {
@@ -467,7 +467,7 @@ func contractSkew(ev *Gathered, reader string, f *Finding) (string, *evidence.Ch
 		}
 		for _, t := range s.Templates {
 			for _, l := range t.Lines() {
-				for _, m := range contractPkgRE.FindAllStringSubmatch(l, -1) {
+				for _, m := range findAllSubmatch(contractPkgRE, l, -1) {
 					have[strings.ToLower(m[1])] = m[2]
 				}
 			}
@@ -481,7 +481,7 @@ func contractSkew(ev *Gathered, reader string, f *Finding) (string, *evidence.Ch
 		if c.Service == "" || c.Service == reader || !f.Time.IsZero() && (c.Timestamp.After(f.Time.Add(15*time.Minute)) || c.Timestamp.Before(f.Time.Add(-24*time.Hour))) {
 			continue
 		}
-		for _, m := range contractPkgRE.FindAllStringSubmatch(c.Description, -1) {
+		for _, m := range findAllSubmatch(contractPkgRE, c.Description, -1) {
 			if v, ok := have[strings.ToLower(m[1])]; ok && v != m[2] {
 				f.setFact("decode_contract", fmt.Sprintf("%s is built with %s %s while %s now uses %s %s", reader, m[1], v, c.Service, m[1], m[2]))
 				f.Evidence = append(f.Evidence, f.fact("decode_contract"))
@@ -509,7 +509,7 @@ func storeWriter(ev *Gathered, reader string) string {
 		}
 		for _, t := range s.Templates {
 			for _, l := range t.Lines() {
-				for _, m := range storeURLRE.FindAllStringSubmatch(l, -1) {
+				for _, m := range findAllSubmatch(storeURLRE, l, -1) {
 					if h := strings.ToLower(m[1]); len(h) > 4 && net.ParseIP(h) == nil && h != "localhost" && !slices.Contains(hosts, h) {
 						hosts = append(hosts, h)
 					}
@@ -578,10 +578,10 @@ func missingFieldFailures(ev *Gathered, readers []string) []Finding {
 				continue
 			}
 			line := t.Example
-			m := missingFieldRE.FindStringSubmatch(line)
+			m := findSubmatch(missingFieldRE, line)
 			if m == nil {
 				line = t.Last
-				if m = missingFieldRE.FindStringSubmatch(line); m == nil {
+				if m = findSubmatch(missingFieldRE, line); m == nil {
 					continue
 				}
 			}
@@ -626,7 +626,7 @@ func consumesTopic(ev *Gathered, reader string) bool {
 			continue
 		}
 		for _, t := range s.Templates {
-			if consumedTopicRE.MatchString(t.Example) || consumedTopicRE.MatchString(t.Last) {
+			if matchLine(consumedTopicRE, t.Example) || matchLine(consumedTopicRE, t.Last) {
 				return true
 			}
 		}
@@ -640,7 +640,7 @@ func consumesTopic(ev *Gathered, reader string) bool {
 func firstTopicFailure(s LogSet, last time.Time) time.Time {
 	var at time.Time
 	for _, t := range s.Templates {
-		if LineLevel(t.Example) != "error" || !consumedTopicRE.MatchString(t.Example) || t.LastSeen.Before(last.Add(-time.Minute)) {
+		if LineLevel(t.Example) != "error" || !matchLine(consumedTopicRE, t.Example) || t.LastSeen.Before(last.Add(-time.Minute)) {
 			continue
 		}
 		if at.IsZero() || t.FirstSeen.Before(at) {

@@ -58,7 +58,7 @@ var depConflict = &mechanism{
 		if u := h.fact("unpinned"); u != "" {
 			d += fmt.Sprintf("; %s does not pin it, so a build takes whatever release is newest", u)
 		}
-		if h.Trigger != nil && rebuildRE.MatchString(changeText(h.Trigger)) {
+		if h.Trigger != nil && matchLine(rebuildRE, changeText(h.Trigger)) {
 			d += ". The code did not change: the rebuild of the image pulled the new dependency version"
 		}
 		return d
@@ -98,17 +98,17 @@ var (
 // line.
 func conflictNames(line string) (name, pkg string) {
 	switch {
-	case pyImportRE.MatchString(line):
-		m := pyImportRE.FindStringSubmatch(line)
+	case matchLine(pyImportRE, line):
+		m := findSubmatch(pyImportRE, line)
 		name, pkg = m[1], m[2]
-	case pyAttrRE.MatchString(line):
-		m := pyAttrRE.FindStringSubmatch(line)
+	case matchLine(pyAttrRE, line):
+		m := findSubmatch(pyAttrRE, line)
 		pkg, name = m[1], m[2]
-	case nodeExportRE.MatchString(line):
-		m := nodeExportRE.FindStringSubmatch(line)
+	case matchLine(nodeExportRE, line):
+		m := findSubmatch(nodeExportRE, line)
 		pkg, name = m[1], m[2]
-	case jvmMemberRE.MatchString(line):
-		m := jvmMemberRE.FindStringSubmatch(line)
+	case matchLine(jvmMemberRE, line):
+		m := findSubmatch(jvmMemberRE, line)
 		full := strings.ReplaceAll(m[1], "/", ".")
 		name = full
 		if i := strings.LastIndex(full, "."); i > 0 {
@@ -172,15 +172,15 @@ func explainDepConflict(f *Finding, ev *Gathered) {
 					label = strings.TrimLeft(strings.Split(fs[0], "==")[0], "+-|\\` ")
 				}
 			}
-			for _, v := range versionRE.FindAllString(l, -1) {
+			for _, v := range findAllString(versionRE, l, -1) {
 				v = strings.TrimSuffix(strings.TrimSuffix(v, ".jar"), ".whl")
 				if !slices.Contains(versions, v) {
 					versions = append(versions, v)
 				}
 			}
 		}
-		if !mentions && depFileRE.MatchString(run) && len(words) > 0 && len(c.Lines) > 0 {
-			f.setFact("unpinned", depFileRE.FindString(run))
+		if !mentions && matchLine(depFileRE, run) && len(words) > 0 && len(c.Lines) > 0 {
+			f.setFact("unpinned", findString(depFileRE, run))
 		}
 	}
 	if len(versions) >= 2 && len(words) > 0 {

@@ -42,10 +42,10 @@ var directMemory = &mechanism{
 	// the onset are coincidences.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		if restartChangeRE.MatchString(changeText(c)) {
+		if matchLine(restartChangeRE, changeText(c)) {
 			return false
 		}
-		return c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange) || directSettingRE.MatchString(changeText(c))
+		return c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange) || matchLine(directSettingRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
@@ -107,7 +107,7 @@ func explainDirectMemory(f *Finding, ev *Gathered) {
 			continue
 		}
 		for _, c := range p.Spec.Containers {
-			if m := maxDirectRE.FindString(jvmOptions(&c)); m != "" && f.fact("direct_cap") == "" {
+			if m := findString(maxDirectRE, jvmOptions(&c)); m != "" && f.fact("direct_cap") == "" {
 				f.setFact("direct_cap", m)
 			}
 		}
@@ -117,11 +117,11 @@ func explainDirectMemory(f *Finding, ev *Gathered) {
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := maxDirectRE.FindStringSubmatch(l); m != nil && f.fact("direct_cap") == "" {
+			if m := findSubmatch(maxDirectRE, l); m != nil && f.fact("direct_cap") == "" {
 				f.setFact("direct_cap", directCapText(m[0], m[1]+m[2]))
 				f.Evidence = append(f.Evidence, fmt.Sprintf("%s in %s", m[0], truncate(c.Run, 60)))
 			}
-			if byteBufLeakRE.MatchString(l) {
+			if matchLine(byteBufLeakRE, l) {
 				f.Facts["leak_count"] = strconv.Itoa(atoiOr(f.fact("leak_count")) + 1)
 				if f.fact("leak_line") == "" {
 					f.setFact("leak_line", l)
@@ -136,17 +136,17 @@ func explainDirectMemory(f *Finding, ev *Gathered) {
 			continue
 		}
 		for _, t := range s.Templates {
-			if byteBufLeakRE.MatchString(t.Example) {
+			if matchLine(byteBufLeakRE, t.Example) {
 				leaks = max(leaks, t.Count)
 				if f.fact("leak_line") == "" {
 					f.setFact("leak_line", t.Example)
 				}
 			}
-			if m := checkpointRE.FindStringSubmatch(t.Example); m != nil && directAppFrame(m[1]) {
+			if m := findSubmatch(checkpointRE, t.Example); m != nil && directAppFrame(m[1]) {
 				frames = append(frames, m[1])
 			}
 			if f.fact("direct_cap") == "" {
-				if m := directUsedMaxRE.FindStringSubmatch(t.Example); m != nil && directMemoryRE.MatchString(t.Example) {
+				if m := findSubmatch(directUsedMaxRE, t.Example); m != nil && matchLine(directMemoryRE, t.Example) {
 					f.setFact("direct_cap", "max "+bytesText(m[2]))
 				}
 			}
@@ -157,12 +157,12 @@ func explainDirectMemory(f *Finding, ev *Gathered) {
 			continue
 		}
 		for _, l := range lines {
-			if m := checkpointRE.FindStringSubmatch(l.Text); m != nil && directAppFrame(m[1]) {
+			if m := findSubmatch(checkpointRE, l.Text); m != nil && directAppFrame(m[1]) {
 				frames = append(frames, m[1])
-			} else if m := frameRE.FindStringSubmatch(l.Text); m != nil && directAppFrame(m[1]) {
+			} else if m := findSubmatch(frameRE, l.Text); m != nil && directAppFrame(m[1]) {
 				frames = append(frames, m[1]+"."+m[2])
 			}
-			if byteBufLeakRE.MatchString(l.Text) {
+			if matchLine(byteBufLeakRE, l.Text) {
 				leaks++
 			}
 		}
@@ -175,7 +175,7 @@ func explainDirectMemory(f *Finding, ev *Gathered) {
 		f.setFact("app_frame", frames[0])
 	}
 	for _, c := range ev.Changes {
-		if c.Service == f.Subject && c.Kind == "deploy" && !restartChangeRE.MatchString(c.Description) && (f.Time.IsZero() || c.Timestamp.Before(f.Time)) {
+		if c.Service == f.Subject && c.Kind == "deploy" && !matchLine(restartChangeRE, c.Description) && (f.Time.IsZero() || c.Timestamp.Before(f.Time)) {
 			f.Facts["release"] = fmt.Sprintf("%s at %s: %q", orWord(c.Revision, "its release"), c.Timestamp.UTC().Format("2006-01-02 15:04 UTC"), c.Description)
 		}
 	}
@@ -191,7 +191,7 @@ func directAppFrame(cls string) bool {
 	if i := strings.Index(cls, "/"); i >= 0 {
 		cls = cls[i+1:]
 	}
-	return strings.Contains(cls, ".") && !classLibFrameRE.MatchString(cls) && !directLibRE.MatchString(cls)
+	return strings.Contains(cls, ".") && !matchLine(classLibFrameRE, cls) && !matchLine(directLibRE, cls)
 }
 
 func directCapText(setting, value string) string {

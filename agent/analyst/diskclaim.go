@@ -57,7 +57,7 @@ var (
 func detectDiskClaim(ev *Gathered, _ []Finding) []Finding {
 	sc := ev.Scope
 	text := sc.Message + " " + sc.Hint + " " + sc.Alert
-	if !diskClaimRE.MatchString(text) {
+	if !matchLine(diskClaimRE, text) {
 		return nil
 	}
 	lower := strings.ToLower(text)
@@ -74,7 +74,7 @@ func detectDiskClaim(ev *Gathered, _ []Finding) []Finding {
 	}
 	var cs []cand
 	for _, ms := range ev.Metrics {
-		if !freeBytesRE.MatchString(ms.Name) {
+		if !matchLine(freeBytesRE, ms.Name) {
 			continue
 		}
 		for _, s := range ms.Series {
@@ -133,7 +133,7 @@ func detectDiskClaim(ev *Gathered, _ []Finding) []Finding {
 	})
 	c := cs[0]
 	subject := orWord(sc.Service, c.host)
-	alert := orWord(diskAlertRE.FindString(text), "disk")
+	alert := orWord(findString(diskAlertRE, text), "disk")
 	f := Finding{Kind: KindDiskClaim, Subject: subject, Object: "filesystem " + c.mp + " of " + orWord(c.host, subject), Namespace: sc.Namespace,
 		Severity: SevWarning, Weight: 0.75, Source: SrcMetrics}
 	f.setFact("alert", alert)
@@ -261,7 +261,7 @@ func diskWriter(sets []LogSet, host, subject, mp string, onset, recovered time.T
 			if d := onset.Sub(t.FirstSeen); d < -10*time.Minute || d > 30*time.Minute {
 				continue
 			}
-			if removalLineRE.MatchString(t.Example) {
+			if matchLine(removalLineRE, t.Example) {
 				continue
 			}
 			if who == "" || t.FirstSeen.Before(bestAt) {
@@ -272,7 +272,7 @@ func diskWriter(sets []LogSet, host, subject, mp string, onset, recovered time.T
 			continue
 		}
 		for _, t := range ts {
-			if !removalLineRE.MatchString(t.Example) || t.LastSeen.IsZero() {
+			if !matchLine(removalLineRE, t.Example) || t.LastSeen.IsZero() {
 				continue
 			}
 			if d := t.LastSeen.Sub(recovered); d < -15*time.Minute || d > 5*time.Minute {
@@ -289,7 +289,7 @@ var syslogProgramRE = regexp.MustCompile(`^\S+\s+\S+\s+([A-Za-z][\w.@-]*)\[\d+\]
 // programOf is the program a syslog line names ("host pg-backup[412233]:"),
 // else the log source's name.
 func programOf(line, source string) string {
-	if m := syslogProgramRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(syslogProgramRE, line); m != nil {
 		return m[1]
 	}
 	return source

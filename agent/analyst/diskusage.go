@@ -94,18 +94,18 @@ func readDiskCommands(cmds []evidence.CommandOutput, host string, pods []corev1.
 			line := strings.TrimRight(raw, "\r")
 			// A shell opened on the node: its prompt starts the next
 			// command.
-			if m := diskPromptRE.FindStringSubmatch(line); m != nil && !lsRowRE.MatchString(line) {
+			if m := findSubmatch(diskPromptRE, line); m != nil && !matchLine(lsRowRE, line) {
 				run = m[1]
 				continue
 			}
 			cmd := ""
-			if m := commandWordsRE.FindStringSubmatch(strings.TrimSpace(run)); m != nil {
+			if m := findSubmatch(commandWordsRE, strings.TrimSpace(run)); m != nil {
 				cmd = m[2]
 			}
 			kilo := !strings.Contains(run, "-h") && !strings.Contains(run, "-sh") && !strings.Contains(run, "-xsh")
 			switch {
 			case cmd == "df":
-				if m := dfRowRE.FindStringSubmatch(line); m != nil {
+				if m := findSubmatch(dfRowRE, line); m != nil {
 					size, ok1 := sizeBytes(m[1], kilo)
 					avail, ok2 := sizeBytes(m[3], kilo)
 					pct, _ := strconv.Atoi(m[4])
@@ -114,13 +114,13 @@ func readDiskCommands(cmds []evidence.CommandOutput, host string, pods []corev1.
 					}
 				}
 			case cmd == "du":
-				if m := duRowRE.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+				if m := findSubmatch(duRowRE, strings.TrimSpace(line)); m != nil {
 					if b, ok := sizeBytes(m[1], kilo); ok {
 						entries = append(entries, pathEntry(m[2], b, line, pods))
 					}
 				}
 			case cmd == "ls":
-				if m := lsRowRE.FindStringSubmatch(strings.TrimSpace(line)); m != nil && strings.HasPrefix(line, "-") {
+				if m := findSubmatch(lsRowRE, strings.TrimSpace(line)); m != nil && strings.HasPrefix(line, "-") {
 					b, _ := sizeBytes(m[1], false)
 					dir := ""
 					for _, f := range strings.Fields(run)[1:] {
@@ -164,7 +164,7 @@ func commandOnHost(c evidence.CommandOutput, host string) bool {
 // pathEntry names the pod a node path belongs to.
 func pathEntry(path string, b float64, line string, pods []corev1.Pod) diskEntry {
 	e := diskEntry{path: path, bytes: b, line: strings.TrimSpace(line)}
-	if m := kubeletPodRE.FindStringSubmatch(path); m != nil {
+	if m := findSubmatch(kubeletPodRE, path); m != nil {
 		for i := range pods {
 			if string(pods[i].UID) == m[1] {
 				e.pod = pods[i].Namespace + "/" + pods[i].Name
@@ -173,9 +173,9 @@ func pathEntry(path string, b float64, line string, pods []corev1.Pod) diskEntry
 		if m[2] == "empty-dir" {
 			e.volume = m[3]
 		}
-	} else if m := varLogPodsRE.FindStringSubmatch(path); m != nil {
+	} else if m := findSubmatch(varLogPodsRE, path); m != nil {
 		e.pod = m[1] + "/" + m[2]
-	} else if m := dockerCtrRE.FindStringSubmatch(path); m != nil {
+	} else if m := findSubmatch(dockerCtrRE, path); m != nil {
 		for i := range pods {
 			for _, st := range pods[i].Status.ContainerStatuses {
 				if strings.Contains(st.ContainerID, m[1]) {
@@ -202,7 +202,7 @@ func sameHost(a, b string) bool {
 
 // ipOfNodeName is the address a node name such as ip-10-0-2-33 spells.
 func ipOfNodeName(n string) string {
-	if m := ipDashRE.FindStringSubmatch(n); m != nil {
+	if m := findSubmatch(ipDashRE, n); m != nil {
 		return m[1] + "." + m[2] + "." + m[3] + "." + m[4]
 	}
 	return ""
@@ -286,7 +286,7 @@ func isHostChar(b byte) bool {
 // mountpoint), else a df run on the host.
 func filesystemSize(ev *Gathered, l evidence.Labels, host, mp string) float64 {
 	for _, ms := range ev.Metrics {
-		if !fsSizeRE.MatchString(ms.Name) {
+		if !matchLine(fsSizeRE, ms.Name) {
 			continue
 		}
 		for _, s := range ms.Series {
@@ -385,7 +385,7 @@ func filler(ev *Gathered, f *Finding, host string) bool {
 	}
 	f.Evidence = append(f.Evidence, fmt.Sprintf("du on %s: %s", host, quote(top.line, 200)))
 	if top.pod == "" {
-		if g != nil && (logPathRE.MatchString(top.path) || logPathRE.MatchString(file)) {
+		if g != nil && (matchLine(logPathRE, top.path) || matchLine(logPathRE, file)) {
 			f.setFact("filler_log", "true")
 			serverLogging(ev, f, host)
 		}
@@ -403,16 +403,16 @@ func filler(ev *Gathered, f *Finding, host string) bool {
 		what = "its emptyDir volume " + top.volume
 	}
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s is pod %s (%s) on %s: %s holds %s", top.path, top.pod, wl, host, what, humanBytes(int64(held))))
-	if !logPathRE.MatchString(top.path) && !logPathRE.MatchString(file) {
+	if !matchLine(logPathRE, top.path) && !matchLine(logPathRE, file) {
 		return true
 	}
 	f.setFact("filler_log", "true")
 	// The log level: the change that set it, else the pod's environment
 	// and arguments, else the level of its lines.
 	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
-		if c.Service == wl && logLevelWordsRE.MatchString(c.Description) && verboseLevelRE.MatchString(c.Description) {
+		if c.Service == wl && matchLine(logLevelWordsRE, c.Description) && matchLine(verboseLevelRE, c.Description) {
 			f.setFact("verbose_change", fmt.Sprintf("%s change of %s at %s: %s", c.Kind, c.Service, ts(c.Timestamp), quote(c.Description, 200)))
-			f.setFact("verbose", strings.ToUpper(verboseLevelRE.FindString(c.Description)))
+			f.setFact("verbose", strings.ToUpper(findString(verboseLevelRE, c.Description)))
 		}
 	}
 	if f.fact("verbose") == "" {
@@ -423,14 +423,14 @@ func filler(ev *Gathered, f *Finding, host string) bool {
 			}
 			for _, ctr := range p.Spec.Containers {
 				for _, e := range ctr.Env {
-					if logLevelWordsRE.MatchString(e.Name) && verboseLevelRE.MatchString(e.Value) {
+					if matchLine(logLevelWordsRE, e.Name) && matchLine(verboseLevelRE, e.Value) {
 						f.setFact("verbose", strings.ToUpper(e.Value))
 						f.setFact("verbose_setting", e.Name+"="+e.Value)
 					}
 				}
 				for _, a := range append(slices.Clone(ctr.Command), ctr.Args...) {
-					if logLevelWordsRE.MatchString(a) && verboseLevelRE.MatchString(a) {
-						f.setFact("verbose", strings.ToUpper(verboseLevelRE.FindString(a)))
+					if matchLine(logLevelWordsRE, a) && matchLine(verboseLevelRE, a) {
+						f.setFact("verbose", strings.ToUpper(findString(verboseLevelRE, a)))
 						f.setFact("verbose_setting", a)
 					}
 				}
@@ -662,7 +662,7 @@ func serverLogging(ev *Gathered, f *Finding, host string) {
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := dbLogSettingRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(dbLogSettingRE, l); m != nil {
 				add(m[1], m[2])
 			}
 		}
@@ -673,7 +673,7 @@ func serverLogging(ev *Gathered, f *Finding, host string) {
 		}
 		for _, t := range ls.Templates {
 			for _, l := range t.Lines() {
-				if m := dbLogChangedRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(dbLogChangedRE, l); m != nil {
 					if _, ok := verboseDBSetting(m[1], m[2]); ok && f.fact("verbose_line") == "" {
 						f.setFact("verbose_line", l)
 						f.Evidence = append(f.Evidence, fmt.Sprintf("logs %s: %s", ls.Source, quote(ReadableLine(l), 200)))
@@ -684,7 +684,7 @@ func serverLogging(ev *Gathered, f *Finding, host string) {
 		}
 	}
 	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
-		if !strings.EqualFold(c.Service, host) && !mentionsName(c.Description, host) || !loggingChangeRE.MatchString(c.Description) {
+		if !strings.EqualFold(c.Service, host) && !mentionsName(c.Description, host) || !matchLine(loggingChangeRE, c.Description) {
 			continue
 		}
 		f.setFact("verbose_change", fmt.Sprintf("%s change of %s at %s: %s", changeKindWords(c.Kind), c.Service, ts(c.Timestamp), quote(c.Description, 200)))

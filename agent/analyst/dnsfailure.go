@@ -58,7 +58,7 @@ func markMissingService(f *Finding, k K8sEvidence) {
 	if f.fact("missing_service") != "" {
 		return
 	}
-	m := svcHostRE.FindStringSubmatch(f.fact("line"))
+	m := findSubmatch(svcHostRE, f.fact("line"))
 	if m == nil {
 		return
 	}

@@ -47,7 +47,7 @@ var resolverTimeout = &mechanism{
 		return slices.Contains(callers, f.fact("caller")) && (f.Kind == KindTimeout || f.Kind == KindDNS)
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return dnsServerNameRE.MatchString(changeText(c)) || resolverChangeRE.MatchString(changeText(c))
+		return matchLine(dnsServerNameRE, changeText(c)) || matchLine(resolverChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("DNS lookups time out at the resolver %s", orWord(h.fact("resolver"), h.Subject))
@@ -99,11 +99,11 @@ type lookupTimeout struct {
 func clientLookupTimeouts(ev *Gathered) iter.Seq[lookupTimeout] {
 	return func(yield func(lookupTimeout) bool) {
 		for set, t := range incidentTemplates(ev) {
-			if dnsServerNameRE.MatchString(set.Subject) {
+			if matchLine(dnsServerNameRE, set.Subject) {
 				continue
 			}
 			for _, l := range t.Lines() {
-				m := lookupTimeoutRE.FindStringSubmatch(l)
+				m := findSubmatch(lookupTimeoutRE, l)
 				if m == nil {
 					continue
 				}
@@ -183,7 +183,7 @@ func detectResolverTimeouts(ev *Gathered, found []Finding) []Finding {
 func clusterDNSName(ev *Gathered, found []Finding) (name, line string) {
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
-		m := dnsServerNameRE.FindStringSubmatch(set.Subject)
+		m := findSubmatch(dnsServerNameRE, set.Subject)
 		if m == nil {
 			continue
 		}
@@ -198,12 +198,12 @@ func clusterDNSName(ev *Gathered, found []Finding) (name, line string) {
 		return name, ""
 	}
 	for _, c := range ev.Changes {
-		if m := dnsServerNameRE.FindStringSubmatch(c.Service + " " + c.Description); m != nil {
+		if m := findSubmatch(dnsServerNameRE, c.Service+" "+c.Description); m != nil {
 			return strings.ToLower(m[1]), ""
 		}
 	}
 	for i := range found {
-		if m := dnsServerNameRE.FindStringSubmatch(found[i].Subject); m != nil && found[i].Severity >= SevWarning {
+		if m := findSubmatch(dnsServerNameRE, found[i].Subject); m != nil && found[i].Severity >= SevWarning {
 			return strings.ToLower(m[1]), ""
 		}
 	}

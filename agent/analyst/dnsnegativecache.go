@@ -82,16 +82,16 @@ func readDig(c evidence.CommandOutput) (digAnswer, bool) {
 	}
 	a.cluster = c.Exec || strings.Contains(c.Command, "kubectl run") || strings.Contains(c.Command, "kubectl exec")
 	for _, l := range c.Lines {
-		if m := digStatusRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(digStatusRE, l); m != nil {
 			a.status = m[1]
 		}
-		if m := negDigServerRE.FindStringSubmatch(l); m != nil && a.server == "" {
+		if m := findSubmatch(negDigServerRE, l); m != nil && a.server == "" {
 			a.server = m[1]
 		}
-		if m := digAnswerRE.FindStringSubmatch(l); m != nil && strings.EqualFold(strings.TrimSuffix(m[1], "."), a.name) {
+		if m := findSubmatch(digAnswerRE, l); m != nil && strings.EqualFold(strings.TrimSuffix(m[1], "."), a.name) {
 			a.answers++
 		}
-		if m := digSOARE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(digSOARE, l); m != nil {
 			a.soa = strings.Join(strings.Fields(l), " ")
 		}
 	}
@@ -155,7 +155,7 @@ func detectDNSNegativeCache(ev *Gathered, found []Finding) []Finding {
 		label := strings.SplitN(nx.name, ".", 2)[0]
 		for _, c := range ev.Changes {
 			t := strings.ToLower(c.Description)
-			if c.Timestamp.After(at.Add(2*time.Minute)) || !recordGoneRE.MatchString(t) || !strings.Contains(t, label) {
+			if c.Timestamp.After(at.Add(2*time.Minute)) || !matchLine(recordGoneRE, t) || !strings.Contains(t, label) {
 				continue
 			}
 			f.setFact("record_change", fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))

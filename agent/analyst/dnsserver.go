@@ -117,7 +117,7 @@ func DetectDNSServer(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, 
 			}
 			lines := prevLogs[p.Namespace+"/"+p.Name+"/"+cs.Name]
 			for j := len(lines) - 1; j >= 0; j-- {
-				if dnsFatalRE.MatchString(lines[j].Text) {
+				if matchLine(dnsFatalRE, lines[j].Text) {
 					if f.fact("last_log") == "" {
 						f.Evidence = append(f.Evidence, fmt.Sprintf("last log line of the crashed %s container: %s", cs.Name, quote(lines[j].Text, 240)))
 					}
@@ -155,7 +155,7 @@ func dnsScaledDown(events []corev1.Event, w Window) []Finding {
 		if e.Reason != "ScalingReplicaSet" {
 			continue
 		}
-		m := scaledDownRE.FindStringSubmatch(e.Message)
+		m := findSubmatch(scaledDownRE, e.Message)
 		if m == nil {
 			continue
 		}
@@ -200,13 +200,13 @@ var (
 // the host itself: CoreDNS forwards to the resolv.conf its node gives it,
 // and a local stub there sends its queries back to itself.
 func dnsLoopWhy(ev *Gathered, f *Finding) {
-	if !dnsLoopRE.MatchString(f.fact("last_log")) {
+	if !matchLine(dnsLoopRE, f.fact("last_log")) {
 		return
 	}
 	f.setFact("dns_loop", "true")
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := loopbackNameserverRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(loopbackNameserverRE, l); m != nil {
 				f.setFact("loop_stub", m[1])
 				f.Evidence = append(f.Evidence, fmt.Sprintf("the resolv.conf printed by %s names the local resolver %s", quote(c.Command, 120), m[1]))
 				return

@@ -30,7 +30,7 @@ var dnsSlow = &mechanism{
 	related: func(h *Hypothesis, f *Finding) bool {
 		return f.Kind == KindLatency && strings.EqualFold(f.Subject, h.Subject)
 	},
-	fitsChange: func(h *Hypothesis, c *Finding) bool { return resolverChangeRE.MatchString(changeText(c)) },
+	fitsChange: func(h *Hypothesis, c *Finding) bool { return matchLine(resolverChangeRE, changeText(c)) },
 	describe:   describeDNSSlow,
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		dead := orWord(h.fact("dead_resolver"), "the first nameserver")
@@ -72,7 +72,7 @@ func detectDNSSlow(ev *Gathered, _ []Finding) []Finding {
 			subject = subjectOfSource(set.Source)
 		}
 		for _, l := range set.Lines {
-			ms := dnsPhaseRE.FindAllStringSubmatch(l.Text, -1)
+			ms := findAllSubmatch(dnsPhaseRE, l.Text, -1)
 			if len(ms) == 0 {
 				continue
 			}
@@ -169,7 +169,7 @@ func deadResolver(sets []MetricSet, w Window) (string, string) {
 	fail := map[string]float64{}
 	ok := map[string]bool{}
 	for _, ms := range sets {
-		if !dnsProbeMetricRE.MatchString(ms.Name) {
+		if !matchLine(dnsProbeMetricRE, ms.Name) {
 			continue
 		}
 		for _, s := range ms.Series {
@@ -215,7 +215,7 @@ func dhcpRenewal(sets []LogSet, first time.Time) string {
 	best, bestAt := "", time.Time{}
 	for _, set := range sets {
 		for _, t := range set.Templates {
-			if !dhcpLineRE.MatchString(t.Example) {
+			if !matchLine(dhcpLineRE, t.Example) {
 				continue
 			}
 			for _, at := range []time.Time{t.LastSeen, t.FirstSeen} {

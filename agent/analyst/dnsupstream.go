@@ -105,7 +105,7 @@ var dnsUpstream = &mechanism{
 		if id := h.fact("route_table"); id != "" && strings.Contains(t, id) {
 			return true
 		}
-		return upstreamChangeRE.MatchString(t) || networkChangeFits(c)
+		return matchLine(upstreamChangeRE, t) || networkChangeFits(c)
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		zone := orWord(h.fact("zone"), "a forwarded zone")
@@ -180,7 +180,7 @@ func detectDNSUpstream(ev *Gathered, found []Finding) []Finding {
 				// A cluster name the DNS server answers itself timing
 				// out is the server's own trouble (resolvertimeout.go),
 				// not a forwarded zone's.
-				if name == "" || clusterZoneRE.MatchString(name) {
+				if name == "" || matchLine(clusterZoneRE, name) {
 					continue
 				}
 				s := byUp[up]
@@ -192,7 +192,7 @@ func detectDNSUpstream(ev *Gathered, found []Finding) []Finding {
 				s.names = appendNew(s.names, name)
 				s.count += max(1, t.Count)
 				s.first = earliest(s.first, orTime(t.FirstIncident, t.FirstSeen))
-				if m := zoneFailedRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(zoneFailedRE, l); m != nil {
 					s.zone = strings.ToLower(m[2])
 				}
 			}
@@ -227,7 +227,7 @@ func detectDNSUpstream(ev *Gathered, found []Finding) []Finding {
 		}
 	}
 	server := first.subject
-	if m := dnsServerNameRE.FindStringSubmatch(server); m != nil {
+	if m := findSubmatch(dnsServerNameRE, server); m != nil {
 		server = strings.ToLower(m[1])
 	}
 	f := Finding{Kind: KindDNSUpstream, Subject: server, Source: SrcLogs, Severity: SevCritical, Weight: 0.92, Time: first.first}
@@ -295,13 +295,13 @@ func detectDNSUpstream(ev *Gathered, found []Finding) []Finding {
 // upstreamFailure reads a DNS server's failed forward: the name asked and
 // the upstream that did not answer ("" when the line is not one).
 func upstreamFailure(l string) (name, upstream string) {
-	if m := upstreamErrRE.FindStringSubmatch(l); m != nil {
+	if m := findSubmatch(upstreamErrRE, l); m != nil {
 		if m[1] != "" {
 			return strings.ToLower(m[1]), m[2]
 		}
 		return strings.ToLower(m[4]), m[5]
 	}
-	if m := zoneFailedRE.FindStringSubmatch(l); m != nil {
+	if m := findSubmatch(zoneFailedRE, l); m != nil {
 		return strings.ToLower(m[1]), "zone " + strings.ToLower(m[2])
 	}
 	return "", ""
@@ -386,7 +386,7 @@ func zoneCallers(ev *Gathered, found []Finding, zone string, names []string, ser
 			name = orWord(cronJobOf(name), name)
 		}
 		for _, l := range c.Lines {
-			if mentions(l) && connectFailRE.MatchString(l) {
+			if mentions(l) && matchLine(connectFailRE, l) {
 				named[name] = true
 				logged = appendNew(logged, name)
 				break
@@ -395,7 +395,7 @@ func zoneCallers(ev *Gathered, found []Finding, zone string, names []string, ser
 	}
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
-		if set.Subject == server || dnsServerNameRE.MatchString(set.Subject) {
+		if set.Subject == server || matchLine(dnsServerNameRE, set.Subject) {
 			continue
 		}
 		for _, t := range set.Templates {
@@ -408,7 +408,7 @@ func zoneCallers(ev *Gathered, found []Finding, zone string, names []string, ser
 	for i := range found {
 		f := &found[i]
 		who := orWord(f.fact("caller"), f.Subject)
-		if who == server || dnsServerNameRE.MatchString(who) {
+		if who == server || matchLine(dnsServerNameRE, who) {
 			continue
 		}
 		dnsLine := f.Kind == KindDNS || Kind(f.fact("line_kind")) == KindDNS
@@ -459,7 +459,7 @@ func zoneCallers(ev *Gathered, found []Finding, zone string, names []string, ser
 			continue
 		}
 		for _, t := range set.Templates {
-			if connectFailRE.MatchString(t.Example + " " + t.Last) {
+			if matchLine(connectFailRE, t.Example+" "+t.Last) {
 				callers = appendNew(callers, set.Subject)
 				break
 			}
@@ -480,11 +480,11 @@ func upstreamProbe(cmds []evidence.CommandOutput, addrs []string) (fact, ev stri
 	for _, c := range cmds {
 		server := ""
 		for _, l := range append([]string{c.Run}, c.Lines...) {
-			if m := digServerRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(digServerRE, l); m != nil {
 				server = m[1] + m[2]
 				continue
 			}
-			if server != "" && slices.Contains(addrs, server) && noAnswerRE.MatchString(l) {
+			if server != "" && slices.Contains(addrs, server) && matchLine(noAnswerRE, l) {
 				line := strings.TrimLeft(strings.TrimSpace(l), "; ")
 				return fmt.Sprintf("a query sent straight to %s from inside the cluster gets no answer (%q)", server, line),
 					fmt.Sprintf("query of %s from a pod: %q", server, line)
@@ -516,8 +516,8 @@ func authoritativeProbe(cmds []evidence.CommandOutput, zone string, names []stri
 	for _, c := range cmds {
 		var asked []string
 		for _, l := range append([]string{c.Run}, c.Lines...) {
-			for _, m := range digAtHostRE.FindAllStringSubmatch(l, -1) {
-				if h := atHostRE.FindStringSubmatch(m[1] + " "); h != nil && under(strings.ReplaceAll(m[1], "@"+h[1], "")) {
+			for _, m := range findAllSubmatch(digAtHostRE, l, -1) {
+				if h := findSubmatch(atHostRE, m[1]+" "); h != nil && under(strings.ReplaceAll(m[1], "@"+h[1], "")) {
 					asked = appendNew(asked, strings.ToLower(h[1]))
 				}
 			}
@@ -537,7 +537,7 @@ func authoritativeProbe(cmds []evidence.CommandOutput, zone string, names []stri
 			continue
 		}
 		for _, l := range c.Lines {
-			if noAnswerRE.MatchString(l) {
+			if matchLine(noAnswerRE, l) {
 				return listed, strings.TrimLeft(strings.TrimSpace(l), "; ")
 			}
 		}
@@ -560,7 +560,7 @@ func missingRoute(cmds []evidence.CommandOutput, addrs []string) (fact, table st
 	}
 	for _, c := range cmds {
 		cmd := c.Command + " " + c.Run
-		if !routeCommandRE.MatchString(cmd) {
+		if !matchLine(routeCommandRE, cmd) {
 			continue
 		}
 		var prefixes []netip.Prefix
@@ -569,7 +569,7 @@ func missingRoute(cmds []evidence.CommandOutput, addrs []string) (fact, table st
 			if strings.HasPrefix(strings.TrimSpace(l), "default ") {
 				prefixes = append(prefixes, netip.MustParsePrefix("0.0.0.0/0"))
 			}
-			for _, m := range cidrRE.FindAllString(l, -1) {
+			for _, m := range findAllString(cidrRE, l, -1) {
 				p, err := netip.ParsePrefix(m)
 				if err != nil {
 					continue
@@ -593,7 +593,7 @@ func missingRoute(cmds []evidence.CommandOutput, addrs []string) (fact, table st
 			continue
 		}
 		table = ""
-		if m := routeTableIDRE.FindStringSubmatch(cmd); m != nil {
+		if m := findSubmatch(routeTableIDRE, cmd); m != nil {
 			table = m[1]
 		}
 		where := "the route table listed"
@@ -616,7 +616,7 @@ func pathChangeBefore(changes []evidence.Change, onset time.Time, table string) 
 		if strings.Contains(strings.ToLower(c.Kind), "deploy") {
 			continue
 		}
-		if !c.Timestamp.After(onset) && onset.Sub(c.Timestamp) <= time.Hour && (upstreamChangeRE.MatchString(t) || table != "" && strings.Contains(t, table)) {
+		if !c.Timestamp.After(onset) && onset.Sub(c.Timestamp) <= time.Hour && (matchLine(upstreamChangeRE, t) || table != "" && strings.Contains(t, table)) {
 			return true
 		}
 	}

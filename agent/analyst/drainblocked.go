@@ -68,7 +68,7 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 	var f *Finding
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			m := evictBlockedRE.FindStringSubmatch(l)
+			m := findSubmatch(evictBlockedRE, l)
 			if m == nil {
 				continue
 			}
@@ -80,7 +80,7 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 					f.setFact("pod", orWord(m[2], "?")+"/"+m[1])
 					f.Subject = workloadOfPodName(m[1])
 				}
-				if n := drainNodeRE.FindStringSubmatch(c.Command); n != nil {
+				if n := findSubmatch(drainNodeRE, c.Command); n != nil {
 					f.setFact("node", n[1])
 					f.Related = append(f.Related, n[1])
 				}
@@ -127,7 +127,7 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		for _, l := range c.Lines {
-			if r := pdbRowRE.FindStringSubmatch(strings.TrimSpace(l)); r != nil && r[5] == "0" && (r[1] == "" || r[1] == f.Namespace) {
+			if r := findSubmatch(pdbRowRE, strings.TrimSpace(l)); r != nil && r[5] == "0" && (r[1] == "" || r[1] == f.Namespace) {
 				if f.fact("pdb") == "" || r[2] == f.Subject {
 					delete(f.Facts, "pdb")
 					f.setFact("pdb", r[2])
@@ -139,7 +139,7 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 					f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", c.Command, strings.Join(strings.Fields(l), " ")))
 				}
 			}
-			if m := pdbFieldRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(pdbFieldRE, l); m != nil {
 				switch m[1] {
 				case "minAvailable", "maxUnavailable":
 					f.setFact("budget", m[1]+" "+m[2])
@@ -181,12 +181,12 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 	// A change that scaled the workload down left the budget behind; one
 	// that created the workload with its budget (days before) set both.
 	for _, c := range ev.Earlier {
-		if c.Service == f.Subject && pdbChangeRE.MatchString(c.Description) && len(f.Evidence) < 5 {
+		if c.Service == f.Subject && matchLine(pdbChangeRE, c.Description) && len(f.Evidence) < 5 {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
 		}
 	}
 	for _, c := range ev.Changes {
-		if c.Service == f.Subject && scaleDownRE.MatchString(c.Description) {
+		if c.Service == f.Subject && matchLine(scaleDownRE, c.Description) {
 			f.setFact("scaled", c.Description)
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
 		}
@@ -230,7 +230,7 @@ func workloadOfPodName(pod string) string {
 	if w := workloadOfName(pod); w != pod {
 		return w
 	}
-	if m := podOrdinalRE.FindStringSubmatch(pod); m != nil {
+	if m := findSubmatch(podOrdinalRE, pod); m != nil {
 		return m[1]
 	}
 	return pod

@@ -26,7 +26,7 @@ var edgeOriginCert = &mechanism{
 	// The change that made the edge verify the origin's certificate, or
 	// that changed the certificate the origin serves.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return edgeVerifyChangeRE.MatchString(changeText(c))
+		return matchLine(edgeVerifyChangeRE, changeText(c))
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -66,14 +66,14 @@ func detectEdgeOriginCert(ev *Gathered, _ []Finding) []Finding {
 	n := 0
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if edgeLine == "" && edge526RE.MatchString(l) {
+			if edgeLine == "" && matchLine(edge526RE, l) {
 				edgeLine = strings.TrimSpace(l)
 			}
 		}
 	}
 	for _, t := range incidentTemplates(ev) {
 		for _, l := range []string{t.Example, t.Last} {
-			if edge526RE.MatchString(l) {
+			if matchLine(edge526RE, l) {
 				n += t.Incident
 				at := firstOf(t.FirstIncident, t.FirstSeen)
 				if onset.IsZero() || (!at.IsZero() && at.Before(onset)) {
@@ -118,7 +118,7 @@ func detectEdgeOriginCert(ev *Gathered, _ []Finding) []Finding {
 func originCertFailure(ev *Gathered) (why, line, command string) {
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			m := originVerifyRE.FindStringSubmatch(l)
+			m := findSubmatch(originVerifyRE, l)
 			if m == nil {
 				continue
 			}
@@ -129,10 +129,10 @@ func originCertFailure(ev *Gathered) (why, line, command string) {
 	for _, c := range ev.Commands {
 		var subject, issuer string
 		for _, l := range c.Lines {
-			if m := x509SubjectRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(x509SubjectRE, l); m != nil {
 				subject = m[1]
 			}
-			if m := x509IssuerRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(x509IssuerRE, l); m != nil {
 				issuer = m[1]
 			}
 		}

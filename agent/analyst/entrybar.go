@@ -42,7 +42,7 @@ func dropEntryWobble(fs []Finding, sc Scope) []Finding {
 // entryWobble reports whether a localization rise ("rose from A to B at
 // HH:MM") stays under the latency bar.
 func entryWobble(summary string) bool {
-	m := entryRiseRE.FindStringSubmatch(summary)
+	m := findSubmatch(entryRiseRE, summary)
 	if m == nil {
 		return false
 	}

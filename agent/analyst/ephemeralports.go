@@ -38,12 +38,12 @@ var ephemeralPorts = &mechanism{
 // first segment of its request path that is not an API prefix or version
 // ("GET /v1/quotes?zip=1" → "quotes"); "" when the line names no request.
 func proxiedService(line string) string {
-	m := requestPathRE.FindStringSubmatch(line)
+	m := findSubmatch(requestPathRE, line)
 	if m == nil {
 		return ""
 	}
 	for _, seg := range strings.Split(m[1], "/") {
-		if seg == "" || seg == "api" || apiVersionRE.MatchString(seg) {
+		if seg == "" || seg == "api" || matchLine(apiVersionRE, seg) {
 			continue
 		}
 		return seg

@@ -40,7 +40,7 @@ func errorRiseMatters(name string, s evidence.Series, sh shift, w Window) bool {
 			nonZeroIn++
 		}
 	}
-	if errorRatioNameRE.MatchString(name) || errorRatioNameRE.MatchString(s.Labels["__name__"]) {
+	if matchLine(errorRatioNameRE, name) || matchLine(errorRatioNameRE, s.Labels["__name__"]) {
 		share := sh.peak
 		if maxAll > 1 && maxAll <= 100 {
 			share = sh.peak / 100 // a percentage

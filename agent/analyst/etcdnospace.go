@@ -111,20 +111,20 @@ func detectEtcdNoSpace(ev *Gathered, _ []Finding) []Finding {
 			}
 			when := orTime(t.FirstIncident, t.FirstSeen)
 			start(when, "logs "+set.Source, set.Origin)
-			if isEtcd || etcdOwnRE.MatchString(line) && !strings.Contains(line, "apiserver") {
+			if isEtcd || matchLine(etcdOwnRE, line) && !strings.Contains(line, "apiserver") {
 				own = true
 				f.Object = "logs " + set.Source
-				if m := etcdQuotaRE.FindStringSubmatch(line); m != nil {
+				if m := findSubmatch(etcdQuotaRE, line); m != nil {
 					delete(f.Facts, "quota")
 					f.setFact("quota", m[1])
-				} else if m := etcdQuotaBytesRE.FindStringSubmatch(line); m != nil {
+				} else if m := findSubmatch(etcdQuotaBytesRE, line); m != nil {
 					if n, err := strconv.ParseFloat(m[1], 64); err == nil {
 						f.setFact("quota", decimalBytes(n))
 					}
 				}
 			} else if !isControlPlaneSource(set.Source) {
 				addClient(set.Subject)
-				if kubeClientVerbRE.MatchString(line) {
+				if matchLine(kubeClientVerbRE, line) {
 					writes = appendNew(writes, set.Subject+": "+clipMiddle(ReadableLine(line), 120))
 				}
 			}
@@ -135,15 +135,15 @@ func detectEtcdNoSpace(ev *Gathered, _ []Finding) []Finding {
 		}
 		if isEtcd {
 			for _, t := range set.Templates {
-				if m := etcdDBSizeRE.FindStringSubmatch(t.Last); m != nil {
+				if m := findSubmatch(etcdDBSizeRE, t.Last); m != nil {
 					if f != nil {
 						f.setFact("db_size", m[1])
 					}
-				} else if m := etcdDBSizeRE.FindStringSubmatch(t.Example); m != nil && f != nil {
+				} else if m := findSubmatch(etcdDBSizeRE, t.Example); m != nil && f != nil {
 					f.setFact("db_size", m[1])
 				}
 				for _, l := range t.Lines() {
-					if m := etcdLargeRangeRE.FindStringSubmatch(l); m != nil && f != nil {
+					if m := findSubmatch(etcdLargeRangeRE, l); m != nil && f != nil {
 						if n, err := strconv.ParseFloat(m[3], 64); err == nil && n >= 1e8 {
 							f.setFact("grower", fmt.Sprintf("%s (%s objects, %s)", m[1], m[2], decimalBytes(n)))
 						}
@@ -154,7 +154,7 @@ func detectEtcdNoSpace(ev *Gathered, _ []Finding) []Finding {
 	}
 	// Events whose create or update was refused (a CronJob's Job).
 	for _, e := range ev.K8s.Events {
-		if !etcdNoSpaceRE.MatchString(e.Message) {
+		if !matchLine(etcdNoSpaceRE, e.Message) {
 			continue
 		}
 		when, _ := eventTime(&e)

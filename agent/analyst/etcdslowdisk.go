@@ -57,7 +57,7 @@ func detectEtcdSlowDisk(ev *Gathered, _ []Finding) []Finding {
 	for _, ls := range ev.Logs {
 		for _, t := range ls.Templates {
 			for _, ex := range t.Lines() {
-				if m := etcdTookRE.FindStringSubmatch(ex); m != nil && etcdFsyncRE.MatchString(ex) {
+				if m := findSubmatch(etcdTookRE, ex); m != nil && matchLine(etcdFsyncRE, ex) {
 					v, _ := strconv.ParseFloat(m[1], 64)
 					if m[2] == "ms" {
 						v /= 1000
@@ -70,7 +70,7 @@ func detectEtcdSlowDisk(ev *Gathered, _ []Finding) []Finding {
 				continue
 			}
 			switch {
-			case etcdFsyncRE.MatchString(t.Example):
+			case matchLine(etcdFsyncRE, t.Example):
 				fsyncs += n
 				if line == "" || t.FirstIncident.Before(first) {
 					line, source = t.Example, ls.Source
@@ -78,7 +78,7 @@ func detectEtcdSlowDisk(ev *Gathered, _ []Finding) []Finding {
 				if first.IsZero() || (!t.FirstIncident.IsZero() && t.FirstIncident.Before(first)) {
 					first = t.FirstIncident
 				}
-			case etcdApplyRE.MatchString(t.Example):
+			case matchLine(etcdApplyRE, t.Example):
 				applies += n
 			}
 		}
@@ -140,7 +140,7 @@ func detectEtcdSlowDisk(ev *Gathered, _ []Finding) []Finding {
 	// The volume, as the cloud describes it.
 	for _, c := range ev.Commands {
 		out := strings.Join(c.Lines, "\n")
-		if m := gp2RE.FindStringSubmatch(out); m != nil && strings.Contains(strings.ToLower(out), "etcd") {
+		if m := findSubmatch(gp2RE, out); m != nil && strings.Contains(strings.ToLower(out), "etcd") {
 			f.setFact("volume", "its volume is a burstable "+m[1]+" volume (baseline IOPS from its size, bursts on credits)")
 			f.Evidence = append(f.Evidence, "volume: "+strings.TrimSpace(c.Command))
 			break
@@ -149,7 +149,7 @@ func detectEtcdSlowDisk(ev *Gathered, _ []Finding) []Finding {
 	// A change that put more writes on etcd's disk.
 	changes := append(append([]evidence.Change(nil), ev.Earlier...), ev.Changes...)
 	for _, c := range changes {
-		if etcdDiskChangeRE.MatchString(c.Description) && c.Timestamp.Before(f.Time) && f.Time.Sub(c.Timestamp) < 24*time.Hour {
+		if matchLine(etcdDiskChangeRE, c.Description) && c.Timestamp.Before(f.Time) && f.Time.Sub(c.Timestamp) < 24*time.Hour {
 			f.setFact("change", fmt.Sprintf("%s change of %s at %s: %q", changeKindWords(c.Kind), c.Service, ts(c.Timestamp), c.Description))
 			f.Evidence = append(f.Evidence, "writes added to etcd's disk by the "+f.fact("change"))
 		}

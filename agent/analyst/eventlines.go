@@ -157,13 +157,13 @@ func jsonEvents(v any, re *regexp.Regexp, from string, out *[]timedLine) {
 			}
 			// A field whose name is the event and whose value its time
 			// ("LastRotatedDate": "2026-11-24T04:00:17Z").
-			if re.MatchString(k) {
+			if matchLine(re, k) {
 				if t, ok := parseISO8601(s); ok {
 					*out = append(*out, timedLine{Time: t, Text: k + ": " + s, From: from})
 				}
 				continue
 			}
-			if !re.MatchString(s) {
+			if !matchLine(re, s) {
 				continue
 			}
 			var tm time.Time

@@ -39,7 +39,7 @@ var eventLoopBlocked = &mechanism{
 	related:    kindsOnSubject(KindProbeFailure, KindLatency, KindTimeout, KindSlowOperation, KindSaturation, KindErrorRate, KindCPUThrottling),
 	// The release that put the work on the loop is the subject's own.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return strings.EqualFold(c.Subject, h.Subject) && (c.Kind == KindDeploy || c.Kind == KindConfigChange) && !restartChangeRE.MatchString(changeText(c))
+		return strings.EqualFold(c.Subject, h.Subject) && (c.Kind == KindDeploy || c.Kind == KindConfigChange) && !matchLine(restartChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
@@ -102,7 +102,7 @@ func detectEventLoopBlocked(ev *Gathered, found []Finding) []Finding {
 	// A lag gauge of seconds with no line of the runtime: the loop was
 	// blocked, by what is not said.
 	for _, ms := range ev.Metrics {
-		if !eventLoopLagMetricRE.MatchString(ms.Name) || !strings.Contains(ms.Name, "max") {
+		if !matchLine(eventLoopLagMetricRE, ms.Name) || !strings.Contains(ms.Name, "max") {
 			continue
 		}
 		for _, s := range ms.Series {
@@ -146,14 +146,14 @@ func explainEventLoop(f *Finding, ev *Gathered) {
 		}
 		for _, t := range set.Templates {
 			for _, line := range t.Lines() {
-				if !eventLoopBlockedRE.MatchString(line) {
+				if !matchLine(eventLoopBlockedRE, line) {
 					continue
 				}
 				if sec := blockedSeconds(line); sec > longest {
 					longest = sec
 				}
 				if f.fact("operation") == "" {
-					for _, m := range jsAppFrameRE.FindAllStringSubmatch(line, -1) {
+					for _, m := range findAllSubmatch(jsAppFrameRE, line, -1) {
 						if strings.Contains(m[2], "node_modules") {
 							continue
 						}
@@ -168,7 +168,7 @@ func explainEventLoop(f *Finding, ev *Gathered) {
 		f.setFact("blocked", formatValue(longest, "s"))
 	}
 	for _, ms := range ev.Metrics {
-		if !eventLoopLagMetricRE.MatchString(ms.Name) {
+		if !matchLine(eventLoopLagMetricRE, ms.Name) {
 			continue
 		}
 		peak := 0.0
@@ -206,7 +206,7 @@ func explainEventLoop(f *Finding, ev *Gathered) {
 // blockedSeconds is how long a blocked-loop line says the loop was
 // blocked, in seconds.
 func blockedSeconds(line string) float64 {
-	m := blockedForRE.FindStringSubmatch(line)
+	m := findSubmatch(blockedForRE, line)
 	if m == nil {
 		return 0
 	}

@@ -24,7 +24,7 @@ var failoverCheckRedirect = &mechanism{
 	// What exposed it: the primary drained or failed over, or the check
 	// itself changed.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return failoverChangeRE.MatchString(changeText(c))
+		return matchLine(failoverChangeRE, changeText(c))
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -72,7 +72,7 @@ func detectFailoverCheckRedirect(ev *Gathered, _ []Finding) []Finding {
 	var code, reason, line string
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := checkRedirectRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(checkRedirectRE, l); m != nil {
 				code, reason = m[1], strings.TrimSpace(m[2])
 				line = strings.TrimRight(strings.TrimSpace(l[strings.Index(l, m[0]):]), `",`)
 				break
@@ -91,7 +91,7 @@ func detectFailoverCheckRedirect(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := fiveXXRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(fiveXXRE, l); m != nil {
 				failing = m[1]
 				break
 			}
@@ -110,13 +110,13 @@ func detectFailoverCheckRedirect(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		text := strings.Join(c.Lines, "\n")
-		if m := r53PortRE.FindStringSubmatch(text); m != nil && port == "" {
+		if m := findSubmatch(r53PortRE, text); m != nil && port == "" {
 			port = m[1]
 		}
-		if m := r53TypeRE.FindStringSubmatch(text); m != nil && typ == "" {
+		if m := findSubmatch(r53TypeRE, text); m != nil && typ == "" {
 			typ = m[1]
 		}
-		if m := r53PathRE.FindStringSubmatch(text); m != nil && path == "" {
+		if m := findSubmatch(r53PathRE, text); m != nil && path == "" {
 			path = m[1]
 		}
 	}

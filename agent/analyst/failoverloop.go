@@ -96,7 +96,7 @@ func readFailoverLoop(ev *Gathered, f *Finding, clients []string) {
 	count := fmt.Sprintf("%d failover events logged", n)
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
-			a, b := newEpochRE.FindStringSubmatch(t.Example), newEpochRE.FindStringSubmatch(t.Last)
+			a, b := findSubmatch(newEpochRE, t.Example), findSubmatch(newEpochRE, t.Last)
 			if t.Incident == 0 || a == nil || b == nil {
 				continue
 			}
@@ -123,7 +123,7 @@ func readFailoverLoop(ev *Gathered, f *Finding, clients []string) {
 		if c.Time.After(to) || !c.Time.IsZero() && from.Sub(c.Time) > 24*time.Hour {
 			continue
 		}
-		m := failureDetectRE.FindStringSubmatch(c.Text)
+		m := findSubmatch(failureDetectRE, c.Text)
 		if m[3] != "" && strings.HasPrefix(c.From, "change of ") {
 			if a, _ := strconv.Atoi(m[2]); a > 0 {
 				if b, _ := strconv.Atoi(m[3]); b < a {
@@ -148,7 +148,7 @@ func readFailoverLoop(ev *Gathered, f *Finding, clients []string) {
 	var forkMS float64
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := forkUsecRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(forkUsecRE, l); m != nil {
 				us, _ := strconv.ParseFloat(m[1], 64)
 				forkMS = max(forkMS, us/1000)
 			}

@@ -32,7 +32,7 @@ var (
 // fallbackLine reports whether a line is a caller carrying on without the
 // dependency it failed to call.
 func fallbackLine(line string) bool {
-	return fallbackLineRE.MatchString(line) && !fallbackFailedRE.MatchString(line)
+	return matchLine(fallbackLineRE, line) && !matchLine(fallbackFailedRE, line)
 }
 
 // fallbackNote is what a healthy answer about names adds when one of them

@@ -79,7 +79,7 @@ func fanOutWidened(found []Finding) []Finding {
 			continue
 		}
 		for _, text := range append([]string{lf.Summary}, lf.Evidence...) {
-			m := fanOutRE.FindStringSubmatch(text)
+			m := findSubmatch(fanOutRE, text)
 			if m == nil {
 				continue
 			}

@@ -77,14 +77,14 @@ var (
 // faultTarget names the workload a fault line targets ("" when it names
 // none): a pod's workload, or a selector's app label.
 func faultTarget(line string) string {
-	if m := faultPodRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(faultPodRE, line); m != nil {
 		pod := m[1] + m[2]
 		if w := podLogOwner(pod); w != "" {
 			return w
 		}
 		return workloadOfName(pod)
 	}
-	if m := faultAppRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(faultAppRE, line); m != nil {
 		return m[1]
 	}
 	return ""
@@ -93,14 +93,14 @@ func faultTarget(line string) string {
 // faultWhat says what a fault line injected.
 func faultWhat(line string) string {
 	switch {
-	case faultLossRE.MatchString(line):
+	case matchLine(faultLossRE, line):
 		return "packet loss"
-	case faultKillRE.MatchString(line):
+	case matchLine(faultKillRE, line):
 		return "pod kills"
-	case faultCPURE.MatchString(line):
+	case matchLine(faultCPURE, line):
 		return "CPU/memory stress"
 	}
-	if m := faultDelayRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(faultDelayRE, line); m != nil {
 		if d := strings.TrimSpace(m[1] + m[2]); d != "" {
 			return "a network delay of " + d
 		}
@@ -122,15 +122,15 @@ func detectFaultInjection(ev *Gathered, _ []Finding) []Finding {
 	byTarget := map[string]*inj{}
 	var order []string
 	for _, set := range ev.Logs {
-		tool := faultToolRE.FindString(set.Source)
+		tool := findString(faultToolRE, set.Source)
 		var recoveries []analysis.LogTemplate
 		for _, t := range set.Templates {
 			for _, line := range t.Lines() {
-				if faultRecoverRE.MatchString(line) {
+				if matchLine(faultRecoverRE, line) {
 					recoveries = append(recoveries, t)
 					break
 				}
-				if !faultApplyRE.MatchString(line) {
+				if !matchLine(faultApplyRE, line) {
 					continue
 				}
 				target := faultTarget(line)
@@ -138,7 +138,7 @@ func detectFaultInjection(ev *Gathered, _ []Finding) []Finding {
 					continue
 				}
 				if tool == "" {
-					tool = faultToolRE.FindString(line)
+					tool = findString(faultToolRE, line)
 				}
 				x := byTarget[target]
 				if x == nil {
@@ -155,7 +155,7 @@ func detectFaultInjection(ev *Gathered, _ []Finding) []Finding {
 				if t.LastSeen.After(x.last) {
 					x.last = t.LastSeen
 				}
-				if m := faultNSRE.FindStringSubmatch(line); m != nil && f.fact("namespace") == "" {
+				if m := findSubmatch(faultNSRE, line); m != nil && f.fact("namespace") == "" {
 					f.setFact("namespace", m[1]+m[2])
 					f.Namespace = m[1] + m[2]
 				}
@@ -168,7 +168,7 @@ func detectFaultInjection(ev *Gathered, _ []Finding) []Finding {
 				f.setFact("fault", what)
 				f.setFact("tool", strings.ToLower(tool))
 				f.setFact("line", line)
-				if m := faultNameRE.FindStringSubmatch(line); m != nil {
+				if m := findSubmatch(faultNameRE, line); m != nil {
 					f.setFact("experiment", m[1])
 				}
 				if len(f.Evidence) < 3 {
@@ -275,11 +275,11 @@ func meshFaults(ev *Gathered) []Finding {
 				continue
 			}
 			for _, l := range c.Lines {
-				if m := meshFaultDelayRE.FindStringSubmatch(l); m != nil && f.fact("delay") == "" {
+				if m := findSubmatch(meshFaultDelayRE, l); m != nil && f.fact("delay") == "" {
 					f.setFact("delay", m[1])
 					f.Evidence = append(f.Evidence, fmt.Sprintf("%s: the route to %s carries a fault: %s", truncate(c.Command, 120), target, strings.TrimSpace(l)))
 				}
-				if m := meshFaultShareRE.FindStringSubmatch(l); m != nil && f.fact("delay") != "" && f.fact("share") == "" {
+				if m := findSubmatch(meshFaultShareRE, l); m != nil && f.fact("delay") != "" && f.fact("share") == "" {
 					if v, err := strconv.ParseFloat(m[1], 64); err == nil {
 						if strings.Contains(strings.ToLower(l), "numerator") {
 							v /= 10000 // of a million, Envoy's default denominator in Istio's config
@@ -303,7 +303,7 @@ func meshFaults(ev *Gathered) []Finding {
 		}
 		for _, cs := range [][]evidence.Change{ev.Changes, ev.Earlier} {
 			for _, c := range cs {
-				if c.Timestamp.After(f.Time) || !meshFaultChangeRE.MatchString(c.Description) || c.Service != target && !strings.Contains(c.Description, target) {
+				if c.Timestamp.After(f.Time) || !matchLine(meshFaultChangeRE, c.Description) || c.Service != target && !strings.Contains(c.Description, target) {
 					continue
 				}
 				f.setFact("experiment", fmt.Sprintf("%s at %s: %s", orWord(c.Revision, c.Service), ts(c.Timestamp), quote(c.Description, 160)))

@@ -135,18 +135,18 @@ func detectFDLimit(ev *Gathered, found []Finding) []Finding {
 	}
 	var limit, source, open, previous, previousLine string
 	for _, c := range ev.Commands {
-		countCmd := fdCountCmdRE.MatchString(c.Run)
+		countCmd := matchLine(fdCountCmdRE, c.Run)
 		for _, l := range c.Lines {
 			t := strings.TrimSpace(l)
-			if m := fdUnitLimitRE.FindStringSubmatch(l); m != nil && limit == "" {
+			if m := findSubmatch(fdUnitLimitRE, l); m != nil && limit == "" {
 				limit, source = m[1], fmt.Sprintf("%s in the unit (%s)", t, truncate(c.Run, 60))
 			}
-			if m := fdProcLimitRE.FindStringSubmatch(t); m != nil {
+			if m := findSubmatch(fdProcLimitRE, t); m != nil {
 				if limit == "" {
 					limit, source = m[1], fmt.Sprintf("%q in %s", strings.Join(strings.Fields(t), " "), truncate(c.Run, 60))
 				}
 			}
-			if m := fdRemovedLimitRE.FindStringSubmatch(t); m != nil && previous == "" {
+			if m := findSubmatch(fdRemovedLimitRE, t); m != nil && previous == "" {
 				previous, previousLine = m[1], fmt.Sprintf("%q removed in %s", t, truncate(c.Run, 80))
 			}
 		}
@@ -239,7 +239,7 @@ func fdCloseWait(ev *Gathered) (count, peer string) {
 		cw, all := 0, 0
 		closeWaitCmd := strings.Contains(strings.ToLower(c.Run), "close-wait") || strings.Contains(strings.ToLower(c.Run), "close_wait")
 		for _, l := range c.Lines {
-			if m := fdSocketStateRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(fdSocketStateRE, l); m != nil {
 				n := atoiLoose(m[1])
 				all += n
 				if strings.HasPrefix(m[2], "CLOSE") && strings.HasSuffix(m[2], "WAIT") {
@@ -247,7 +247,7 @@ func fdCloseWait(ev *Gathered) (count, peer string) {
 				}
 				continue
 			}
-			if m := fdSocketLineRE.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			if m := findSubmatch(fdSocketLineRE, strings.TrimSpace(l)); m != nil {
 				all++
 				state, addr := m[2], m[1]
 				if state == "" {
@@ -259,7 +259,7 @@ func fdCloseWait(ev *Gathered) (count, peer string) {
 				}
 				continue
 			}
-			if m := fdPeerCountRE.FindStringSubmatch(l); m != nil && closeWaitCmd {
+			if m := findSubmatch(fdPeerCountRE, l); m != nil && closeWaitCmd {
 				peers[m[2]+":"+m[3]] += atoiLoose(m[1])
 			}
 		}

@@ -51,24 +51,24 @@ var (
 // the finding's facts run_as, owner, fsgroup and file_why.
 func fileAccessWhy(ev *Gathered, f *Finding) {
 	line := f.fact("line")
-	if !fileRefusedRE.MatchString(line) && !javaAccessDeniedRE.MatchString(line) {
+	if !matchLine(fileRefusedRE, line) && !matchLine(javaAccessDeniedRE, line) {
 		return
 	}
 	f.setFact("file_refused", "true")
 	path := ""
-	if m := refusedPathRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(refusedPathRE, line); m != nil {
 		path = orWord(m[1], orWord(m[2], orWord(m[3], orWord(m[4], m[5]))))
 	}
 	runAs, fsGroup, secRead := "", "", false
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := idOutputRE.FindStringSubmatch(l); m != nil && strings.Contains(l, "gid=") {
+			if m := findSubmatch(idOutputRE, l); m != nil && strings.Contains(l, "gid=") {
 				runAs = "uid " + m[1]
 				if m[2] != "" {
 					runAs += " (" + m[2] + ")"
 				}
 			}
-			if m := yamlSecRE.FindStringSubmatch(l); m != nil && strings.Contains(strings.ToLower(c.Command), "yaml") {
+			if m := findSubmatch(yamlSecRE, l); m != nil && strings.Contains(strings.ToLower(c.Command), "yaml") {
 				secRead = true
 				switch m[1] {
 				case "fsGroup":
@@ -113,11 +113,11 @@ func fileAccessWhy(ev *Gathered, f *Finding) {
 			}
 		}
 		for _, t := range texts {
-			if m := nonrootImageRE.FindString(t); m != "" {
+			if m := findString(nonrootImageRE, t); m != "" {
 				runAs = "uid 65532 (the nonroot user of its image " + strings.TrimRight(m, ",;)") + ")"
 				break
 			}
-			if m := dockerUserRE.FindStringSubmatch(t); m != nil {
+			if m := findSubmatch(dockerUserRE, t); m != nil {
 				runAs = "the image's USER " + m[1]
 				break
 			}
@@ -165,7 +165,7 @@ func pathOwner(ev *Gathered, path string) string {
 	listed := map[string]entry{}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := lsLineRE.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			if m := findSubmatch(lsLineRE, strings.TrimSpace(l)); m != nil {
 				listed[strings.TrimSpace(m[4])] = entry{m[1], m[2], m[3]}
 			}
 		}

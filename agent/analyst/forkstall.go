@@ -46,7 +46,7 @@ var forkStall = &mechanism{
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
-		return strings.EqualFold(c.Subject, h.Subject) && (c.Kind == KindConfigChange || forkChangeRE.MatchString(t))
+		return strings.EqualFold(c.Subject, h.Subject) && (c.Kind == KindConfigChange || matchLine(forkChangeRE, t))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s stalls on every snapshot: to write its RDB file (background saving, BGSAVE) it forks, and the fork of its %s dataset takes %s", h.Subject, orWord(h.fact("dataset"), "large"), orWord(h.fact("fork"), "seconds"))
@@ -131,20 +131,20 @@ func detectForkStall(ev *Gathered, found []Finding) []Finding {
 		}
 		run := strings.ToLower(orWord(c.Run, c.Command))
 		for i, l := range c.Lines {
-			if m := forkUsecRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(forkUsecRE, l); m != nil {
 				if us, err := strconv.ParseFloat(m[1], 64); err == nil {
 					st := get(inst)
 					note(st, us/1e6, fmt.Sprintf("INFO of %s: latest_fork_usec:%s", inst, m[1]))
 				}
 			}
-			if m := usedMemoryRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(usedMemoryRE, l); m != nil {
 				get(inst).dataset = m[1]
 			}
-			if strings.Contains(run, "latency latest") && latencyForkRE.MatchString(l) {
+			if strings.Contains(run, "latency latest") && matchLine(latencyForkRE, l) {
 				// The event's time, its latest and its longest stall (ms).
 				var ints []float64
 				for _, n := range c.Lines[i+1 : min(len(c.Lines), i+4)] {
-					m := latencyIntRE.FindStringSubmatch(n)
+					m := findSubmatch(latencyIntRE, n)
 					if m == nil {
 						break
 					}
@@ -158,7 +158,7 @@ func detectForkStall(ev *Gathered, found []Finding) []Finding {
 				}
 			}
 			if strings.Contains(run, "config get save") && i > 0 && strings.TrimSpace(c.Lines[i-1]) == "save" {
-				if m := saveRuleRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(saveRuleRE, l); m != nil {
 					get(inst).rule = strings.TrimSpace(l)
 				}
 			}
@@ -173,7 +173,7 @@ func detectForkStall(ev *Gathered, found []Finding) []Finding {
 		for _, t := range set.Templates {
 			line := orWord(t.Example, t.Last)
 			switch {
-			case bgsaveStartRE.MatchString(line):
+			case matchLine(bgsaveStartRE, line):
 				st := get(inst)
 				n := t.Incident
 				if n == 0 {
@@ -186,14 +186,14 @@ func detectForkStall(ev *Gathered, found []Finding) []Finding {
 				if !t.FirstIncident.IsZero() && (st.firstSave.IsZero() || t.FirstIncident.Before(st.firstSave)) {
 					st.firstSave = t.FirstIncident
 				}
-			case thpWarnRE.MatchString(line):
+			case matchLine(thpWarnRE, line):
 				get(inst).thp = true
 			}
 		}
 	}
 	// redis_exporter's latest fork time.
 	for _, ms := range ev.Metrics {
-		m := forkMetricRE.FindStringSubmatch(ms.Name)
+		m := findSubmatch(forkMetricRE, ms.Name)
 		if m == nil {
 			continue
 		}
@@ -254,7 +254,7 @@ func detectForkStall(ev *Gathered, found []Finding) []Finding {
 		}
 		if st.rule != "" {
 			f.setFact("save", fmt.Sprintf("save %q", st.rule))
-			if m := saveRuleRE.FindStringSubmatch(st.rule); m != nil {
+			if m := findSubmatch(saveRuleRE, st.rule); m != nil {
 				if sec, err := strconv.Atoi(m[1]); err == nil && sec > 0 {
 					f.setFact("period", humanPeriod(time.Duration(sec)*time.Second))
 				}

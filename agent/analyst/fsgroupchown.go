@@ -83,7 +83,7 @@ func detectFSGroupChown(ev *Gathered, found []Finding) []Finding {
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
 			for _, l := range t.Lines() {
-				if ownershipChangeRE.MatchString(l) && line == "" {
+				if matchLine(ownershipChangeRE, l) && line == "" {
 					line, at = l, firstOf(t.FirstSeen, t.FirstIncident)
 				}
 			}
@@ -91,7 +91,7 @@ func detectFSGroupChown(ev *Gathered, found []Finding) []Finding {
 	}
 	for i := range ev.K8s.Events {
 		e := &ev.K8s.Events[i]
-		if line == "" && (ownershipChangeRE.MatchString(e.Reason) || ownershipChangeRE.MatchString(e.Message)) {
+		if line == "" && (matchLine(ownershipChangeRE, e.Reason) || matchLine(ownershipChangeRE, e.Message)) {
 			line, at = e.Reason+": "+e.Message, firstOf(e.FirstTimestamp.Time, e.EventTime.Time)
 		}
 	}
@@ -111,7 +111,7 @@ func detectFSGroupChown(ev *Gathered, found []Finding) []Finding {
 		// Without the kubelet's word, only a mount wait timing out on a
 		// claim's volume fits.
 		volume := ""
-		if mm := mountWaitRE.FindStringSubmatch(m.fact("message")); mm != nil {
+		if mm := findSubmatch(mountWaitRE, m.fact("message")); mm != nil {
 			volume = strings.TrimSpace(mm[1])
 		}
 		if line == "" && volume == "" {
@@ -175,7 +175,7 @@ func volumeFiles(ev *Gathered, volume string) string {
 			f := strings.Fields(l)
 			if len(f) > 0 && f[0] == "Filesystem" {
 				cols = nil
-				if dfInodeHeaderRE.MatchString(l) {
+				if matchLine(dfInodeHeaderRE, l) {
 					cols = dfColumns(l)
 				}
 				continue

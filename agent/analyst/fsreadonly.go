@@ -118,7 +118,7 @@ func detectFSReadOnly(ev *Gathered, found []Finding) []Finding {
 	var causes []fsCause
 	// Kernel lines in the hosts' logs.
 	for set, t := range incidentTemplates(ev) {
-		if line := templateLine(t, fsEROFSRE); line != "" && !fsRemountRE.MatchString(line) {
+		if line := templateLine(t, fsEROFSRE); line != "" && !matchLine(fsRemountRE, line) {
 			erofs = append(erofs, templateMatch{set, t, line})
 			continue
 		}
@@ -130,7 +130,7 @@ func detectFSReadOnly(ev *Gathered, found []Finding) []Finding {
 		}
 		l := orWord(line, orWord(io, jl))
 		host := ""
-		if m := syslogHostRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(syslogHostRE, l); m != nil {
 			host = m[1]
 		}
 		host = orWord(host, serverOfLog(set))
@@ -153,26 +153,26 @@ func detectFSReadOnly(ev *Gathered, found []Finding) []Finding {
 		ios := 0
 		for _, l := range c.Lines {
 			switch {
-			case fsRemountRE.MatchString(l):
+			case matchLine(fsRemountRE, l):
 				if remount == "" {
 					remount = strings.TrimSpace(l)
 					at = kernelLineTime(l, ev.Window)
 				}
-			case fsIOErrorRE.MatchString(l):
+			case matchLine(fsIOErrorRE, l):
 				ios++
 				if io == "" {
 					io = strings.TrimSpace(l)
 				}
-			case fsJournalRE.MatchString(l):
+			case matchLine(fsJournalRE, l):
 				if jl == "" {
 					jl = strings.TrimSpace(l)
 				}
-			case fsMountROLineRE.MatchString(l):
+			case matchLine(fsMountROLineRE, l):
 				mountLine = strings.TrimSpace(l)
-			case fsEROFSRE.MatchString(l) && refused == "":
+			case matchLine(fsEROFSRE, l) && refused == "":
 				refused = strings.TrimSpace(l)
 			}
-			if m := syslogHostRE.FindStringSubmatch(l); m != nil && host == "" {
+			if m := findSubmatch(syslogHostRE, l); m != nil && host == "" {
 				host = m[1]
 			}
 		}
@@ -206,7 +206,7 @@ func detectFSReadOnly(ev *Gathered, found []Finding) []Finding {
 			st.noteCause(io, jl, kernelLineTime(orWord(io, jl), ev.Window), ios)
 		}
 		if mountLine != "" {
-			m := fsMountROLineRE.FindStringSubmatch(mountLine)
+			m := findSubmatch(fsMountROLineRE, mountLine)
 			st.mounts = fmt.Sprintf("%s on %s: %s", truncate(c.Command, 60), shortHost(host), mountLine)
 			st.mountpoint = orWord(st.mountpoint, m[2])
 			st.fstype = orWord(st.fstype, m[3])
@@ -310,7 +310,7 @@ func (st *fsState) noteRemount(line string, at time.Time) {
 	if !at.IsZero() && (st.f.Time.IsZero() || at.Before(st.f.Time)) {
 		st.f.Time = at
 	}
-	if m := fsDeviceRE.FindStringSubmatch(line); m != nil && st.device == "" {
+	if m := findSubmatch(fsDeviceRE, line); m != nil && st.device == "" {
 		st.device = m[1]
 	}
 	if strings.Contains(line, "EXT4") {

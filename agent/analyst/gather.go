@@ -590,7 +590,7 @@ func statefulMember(p *corev1.Pod) bool {
 	for _, o := range p.OwnerReferences {
 		return o.Kind == "StatefulSet"
 	}
-	return podOrdinalRE.MatchString(p.Name) && workloadOfName(p.Name) != p.Name
+	return matchLine(podOrdinalRE, p.Name) && workloadOfName(p.Name) != p.Name
 }
 
 func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
@@ -689,7 +689,7 @@ func (g *gatherer) gatherCalledServices(ctx context.Context, sp specialist) {
 	listed := map[string]bool{g.sc.Namespace: true}
 	for _, set := range g.logSets {
 		for _, t := range set.Templates {
-			for _, m := range svcHostRE.FindAllStringSubmatch(t.Example, -1) {
+			for _, m := range findAllSubmatch(svcHostRE, t.Example, -1) {
 				ns := m[2]
 				if listed[ns] || len(listed) > 3 || ctx.Err() != nil {
 					continue
@@ -968,7 +968,7 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 	// A claim that a volume is filling is checked from the volume's own
 	// series and the byte-sized series of the pods using it: these come on
 	// top of the limit, so they push no other metric out.
-	if volumeFillRE.MatchString(g.sc.Message + " " + g.sc.Hint + " " + g.sc.Alert) {
+	if matchLine(volumeFillRE, g.sc.Message+" "+g.sc.Hint+" "+g.sc.Alert) {
 		have := map[string]bool{}
 		for _, p := range picks {
 			have[p.name] = true
@@ -990,16 +990,16 @@ func (g *gatherer) gatherMetrics(ctx context.Context, sp specialist) error {
 	}
 	// A claim that a host's disk is full is checked against the
 	// filesystem's size as well as its free space.
-	if diskClaimRE.MatchString(g.sc.Message + " " + g.sc.Hint + " " + g.sc.Alert) {
+	if matchLine(diskClaimRE, g.sc.Message+" "+g.sc.Hint+" "+g.sc.Alert) {
 		for n := range names {
-			if fsSizeRE.MatchString(n) && !slices.ContainsFunc(picks, func(p pick) bool { return p.name == n }) {
+			if matchLine(fsSizeRE, n) && !slices.ContainsFunc(picks, func(p pick) bool { return p.name == n }) {
 				picks = append(picks, pick{n, MetricVolume, "bytes", 0})
 			}
 		}
 	}
 	// A question about a page that never came reads which alerts fired,
 	// as a state (pagemissed.go).
-	if pageAskRE.MatchString(g.sc.Message+" "+g.sc.Hint) && names["ALERTS"] > 0 && !slices.ContainsFunc(picks, func(p pick) bool { return p.name == "ALERTS" }) {
+	if matchLine(pageAskRE, g.sc.Message+" "+g.sc.Hint) && names["ALERTS"] > 0 && !slices.ContainsFunc(picks, func(p pick) bool { return p.name == "ALERTS" }) {
 		picks = append(picks, pick{"ALERTS", MetricState, "", 7})
 	}
 	// A question about latency or timeouts reads latency histograms'
@@ -1526,7 +1526,7 @@ func (g *gatherer) dnsFailuresSeen() bool {
 	for si := range g.logSets {
 		set := &g.logSets[si]
 		for ti, t := range set.Templates {
-			if t.Incident > 0 && (set.classified(ti).kind == KindDNS || lookupTimeoutRE.MatchString(t.Example)) {
+			if t.Incident > 0 && (set.classified(ti).kind == KindDNS || matchLine(lookupTimeoutRE, t.Example)) {
 				return true
 			}
 		}

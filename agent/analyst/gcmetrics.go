@@ -46,7 +46,7 @@ var (
 func gcMajorSeries(labels map[string]string) (collector string, major bool) {
 	for _, k := range []string{"action", "jvm_gc_action", "gc", "jvm_gc_name", "kind", "type", "generation", "gen", "cause"} {
 		v := labels[k]
-		if v == "" || !gcMajorLabelRE.MatchString(v) {
+		if v == "" || !matchLine(gcMajorLabelRE, v) {
 			continue
 		}
 		collector = labels["gc"]
@@ -72,7 +72,7 @@ func detectGCPauseMetrics(sets []MetricSet, w Window) []Finding {
 	by := map[string]*agg{}
 	var order []string
 	for _, ms := range sets {
-		if ms.Class != MetricLatency || ms.Unit != "s" || !gcPauseMetricRE.MatchString(ms.Name) {
+		if ms.Class != MetricLatency || ms.Unit != "s" || !matchLine(gcPauseMetricRE, ms.Name) {
 			continue
 		}
 		for _, s := range ms.Series {

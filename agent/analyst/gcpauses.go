@@ -68,19 +68,19 @@ func mb(v string, unit string) float64 {
 
 // parseGCPause reads one GC log line (ok false when it is none).
 func parseGCPause(line string) (gcPause, bool) {
-	if m := jvmPauseRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(jvmPauseRE, line); m != nil {
 		ms, _ := strconv.ParseFloat(m[9], 64)
 		return gcPause{pause: time.Duration(ms * float64(time.Millisecond)), full: m[1] == "Full", after: mb(m[5], m[6]), capacity: mb(m[7], m[8]), collector: lastParen(m[2])}, true
 	}
-	if m := jvmStallRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(jvmStallRE, line); m != nil {
 		ms, _ := strconv.ParseFloat(m[1], 64)
 		return gcPause{pause: time.Duration(ms * float64(time.Millisecond)), full: true, collector: "allocation stall"}, true
 	}
-	if m := jdk8FullRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(jdk8FullRE, line); m != nil {
 		s, _ := strconv.ParseFloat(m[8], 64)
 		return gcPause{pause: time.Duration(s * float64(time.Second)), full: true, after: mb(m[4], m[5]), capacity: mb(m[6], m[7]), collector: m[1]}, true
 	}
-	if m := goGCTraceRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(goGCTraceRE, line); m != nil {
 		share, _ := strconv.ParseFloat(m[1], 64)
 		a, _ := strconv.ParseFloat(m[2], 64)
 		c, _ := strconv.ParseFloat(m[4], 64)
@@ -88,13 +88,13 @@ func parseGCPause(line string) (gcPause, bool) {
 		goal, _ := strconv.ParseFloat(m[8], 64)
 		return gcPause{pause: time.Duration((a + c) * float64(time.Millisecond)), gcShare: share, after: live, capacity: goal, collector: "Go GC"}, true
 	}
-	if m := nodeGCRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(nodeGCRE, line); m != nil {
 		after, _ := strconv.ParseFloat(m[3], 64)
 		capMB, _ := strconv.ParseFloat(m[4], 64)
 		ms, _ := strconv.ParseFloat(m[5], 64)
 		return gcPause{pause: time.Duration(ms * float64(time.Millisecond)), full: true, after: after, capacity: capMB, collector: "V8 Mark-Compact"}, true
 	}
-	if m := dotnetGCRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(dotnetGCRE, line); m != nil {
 		share, _ := strconv.ParseFloat(m[1], 64)
 		return gcPause{gcShare: share, collector: ".NET GC"}, true
 	}
@@ -138,13 +138,13 @@ func detectGCPauses(ev *Gathered, _ []Finding) []Finding {
 			a = &agg{set: set}
 		}
 		look := func(line string, at time.Time, count int, srcs []string) bool {
-			if m := jvmHeapMaxRE.FindStringSubmatch(line); m != nil {
+			if m := findSubmatch(jvmHeapMaxRE, line); m != nil {
 				a.heapMax = mb(m[1], m[2])
 			}
-			if m := jvmMemoryRE.FindStringSubmatch(line); m != nil {
+			if m := findSubmatch(jvmMemoryRE, line); m != nil {
 				a.memory = mb(m[1], m[2])
 			}
-			if !gcLineHintRE.MatchString(line) {
+			if !matchLine(gcLineHintRE, line) {
 				return false
 			}
 			p, ok := parseGCPause(line)
@@ -281,7 +281,7 @@ func detectGCPauses(ev *Gathered, _ []Finding) []Finding {
 		// The change that sized the heap, even before the window: a heap
 		// cut days ago fills only when the load rises.
 		for _, c := range append(append([]evidence.Change{}, ev.Earlier...), ev.Changes...) {
-			if c.Service == subj && heapChangeRE.MatchString(c.Description) {
+			if c.Service == subj && matchLine(heapChangeRE, c.Description) {
 				f.setFact("heap_change", fmt.Sprintf("%s change of %s at %s: %s", c.Kind, c.Service, ts(c.Timestamp), quote(c.Description, 200)))
 			}
 		}

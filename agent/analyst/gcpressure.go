@@ -38,7 +38,7 @@ var gcPressure = &mechanism{
 		}
 		// Its own heap in use rising to its maximum: what the collections
 		// cannot free.
-		if f.Kind == KindSaturation && f.Subject == h.Subject && heapMetricRE.MatchString(f.fact("metric")) {
+		if f.Kind == KindSaturation && f.Subject == h.Subject && matchLine(heapMetricRE, f.fact("metric")) {
 			return true
 		}
 		switch infoOf(f.Kind).class {
@@ -54,7 +54,7 @@ var gcPressure = &mechanism{
 	metrics: detectGCPauseMetrics,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
-		return heapChangeRE.MatchString(t) || strings.Contains(t, "heap") || strings.Contains(t, "fielddata") || strings.Contains(t, "mapping") || strings.Contains(t, "xmx") || strings.Contains(t, "cache")
+		return matchLine(heapChangeRE, t) || strings.Contains(t, "heap") || strings.Contains(t, "fielddata") || strings.Contains(t, "mapping") || strings.Contains(t, "xmx") || strings.Contains(t, "cache")
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		if d := describeGCPauses(h); d != "" {
@@ -66,9 +66,9 @@ var gcPressure = &mechanism{
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		if h.fact("heap_too_small") != "" {
-			if c := h.Trigger; c != nil && heapChangeRE.MatchString(c.fact("description")+" "+c.Summary) {
+			if c := h.Trigger; c != nil && matchLine(heapChangeRE, c.fact("description")+" "+c.Summary) {
 				r.high("Give %s its heap back: revert the %s (%s), or raise the memory limit so that the same share sizes a heap above its live set", h.Subject, infoOf(c.Kind).label, truncate(c.fact("description"), 120))
-			} else if c != nil && gcFillChangeRE.MatchString(c.fact("description")+" "+c.Summary) {
+			} else if c != nil && matchLine(gcFillChangeRE, c.fact("description")+" "+c.Summary) {
 				// A cache or buffer enlarged: what it holds is the live set.
 				r.high("Revert the %s that enlarged what %s keeps on its heap (%s), or size it to fit the heap (%s live of %s after a full collection)", infoOf(c.Kind).label, h.Subject, truncate(c.fact("description"), 120), h.fact("live"), h.fact("heap"))
 			} else {
@@ -91,4 +91,4 @@ var gcLogRE = regexp.MustCompile(`\[(?:info|debug)\s*\]\[gc[\],]`)
 // levelless reports whether the level a line declares says nothing of how
 // bad it is: unified JVM logging writes every collection at info, the
 // longest full pause as the shortest young one.
-func levelless(line string) bool { return gcLogRE.MatchString(line) }
+func levelless(line string) bool { return matchLine(gcLogRE, line) }

@@ -82,3 +82,21 @@ func findAllSubmatch(re *regexp.Regexp, s string, n int) [][]string {
 	}
 	return re.FindAllStringSubmatch(s, n)
 }
+
+// findString is re.FindString(s), "" without running re when s cannot
+// match.
+func findString(re *regexp.Regexp, s string) string {
+	if !mayMatch(re, s) {
+		return ""
+	}
+	return re.FindString(s)
+}
+
+// findAllString is re.FindAllString(s, n), nil without running re when s
+// cannot match.
+func findAllString(re *regexp.Regexp, s string, n int) []string {
+	if !mayMatch(re, s) {
+		return nil
+	}
+	return re.FindAllString(s, n)
+}

@@ -48,6 +48,12 @@ func TestMatchLineAgreesWithRegexp(t *testing.T) {
 			if len(got) != len(want) {
 				t.Errorf("findAllSubmatch(%s, %q) = %q, want %q", p, l, got, want)
 			}
+			if got, want := findString(re, l), re.FindString(l); got != want {
+				t.Errorf("findString(%s, %q) = %q, want %q", p, l, got, want)
+			}
+			if got, want := findAllString(re, l, -1), re.FindAllString(l, -1); !slices.Equal(got, want) {
+				t.Errorf("findAllString(%s, %q) = %q, want %q", p, l, got, want)
+			}
 		}
 	}
 }
