@@ -96,7 +96,7 @@ func detectGitOpsSuspended(ev *Gathered, found []Finding) []Finding {
 	all := append(append([]evidence.Change{}, ev.Earlier...), ev.Changes...)
 	var out []Finding
 	for _, o := range objs {
-		m := fluxRevRE.FindStringSubmatch(o.revision)
+		m := findSubmatch(fluxRevRE, o.revision)
 		if m == nil {
 			continue
 		}

@@ -94,10 +94,10 @@ func detectGKEWorkloadIdentity(ev *Gathered, _ []Finding) []Finding {
 	var gsa string
 	for _, c := range ev.Commands {
 		text := strings.Join(c.Lines, "\n")
-		if m := gsaPolicyRE.FindStringSubmatch(c.Command); m != nil && strings.Contains(text, "workloadIdentityUser") {
+		if m := findSubmatch(gsaPolicyRE, c.Command); m != nil && strings.Contains(text, "workloadIdentityUser") {
 			gsa = m[1]
 		}
-		members = append(members, wiMemberRE.FindAllStringSubmatch(text, -1)...)
+		members = append(members, findAllSubmatch(wiMemberRE, text, -1)...)
 	}
 	// The cluster uses Workload Identity: a binding names a KSA, or
 	// another KSA is annotated. Without it, pods call as the node's
@@ -139,7 +139,7 @@ func detectGKEWorkloadIdentity(ev *Gathered, _ []Finding) []Finding {
 		f.setFact("line", d.line)
 		f.setFact("gsa", gsa)
 		if gsa == "" {
-			if m := gsaEmailRE.FindString(d.line); m != "" {
+			if m := findString(gsaEmailRE, d.line); m != "" {
 				f.setFact("gsa", m)
 			}
 		}

@@ -93,7 +93,7 @@ func detectGoroutineLeak(ev *Gathered, found []Finding) []Finding {
 	forwarded := ""
 	for _, c := range ev.Commands {
 		run := orWord(c.Run, c.Command)
-		if m := portForwardRE.FindStringSubmatch(run); m != nil {
+		if m := findSubmatch(portForwardRE, run); m != nil {
 			forwarded = workloadOfPodName(m[1])
 			continue
 		}
@@ -110,7 +110,7 @@ func detectGoroutineLeak(ev *Gathered, found []Finding) []Finding {
 		st := states.get(subj)
 		if strings.Contains(run, "grep -c") && len(c.Lines) == 1 {
 			if n, err := strconv.Atoi(strings.TrimSpace(c.Lines[0])); err == nil {
-				if m := grepCountStateRE.FindStringSubmatch(run); m != nil {
+				if m := findSubmatch(grepCountStateRE, run); m != nil {
 					st.stateCount = n
 					st.state = orWord(st.state, m[1])
 				}
@@ -119,15 +119,15 @@ func detectGoroutineLeak(ev *Gathered, found []Finding) []Finding {
 		}
 		group := 0
 		for _, l := range c.Lines {
-			if m := goroutineTotalRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(goroutineTotalRE, l); m != nil {
 				st.total, _ = strconv.Atoi(m[1])
 				continue
 			}
-			if m := goroutineGroupRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(goroutineGroupRE, l); m != nil {
 				group, _ = strconv.Atoi(m[1])
 				continue
 			}
-			if m := goroutineFrameRE.FindStringSubmatch(l); m != nil && group > 0 {
+			if m := findSubmatch(goroutineFrameRE, l); m != nil && group > 0 {
 				switch {
 				case strings.HasPrefix(m[1], "runtime.chansend"):
 					if group > st.top {
@@ -137,7 +137,7 @@ func detectGoroutineLeak(ev *Gathered, found []Finding) []Finding {
 					if group > st.top {
 						st.state = "chan receive"
 					}
-				case goRuntimeFrameRE.MatchString(m[1]):
+				case matchLine(goRuntimeFrameRE, m[1]):
 				default:
 					if group > st.top {
 						st.top, st.frame, st.file = group, shortGoFrame(m[1]), m[2]
@@ -146,7 +146,7 @@ func detectGoroutineLeak(ev *Gathered, found []Finding) []Finding {
 				}
 				continue
 			}
-			if m := goroutineStateRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(goroutineStateRE, l); m != nil {
 				st.state = orWord(st.state, m[1])
 				if n, err := strconv.Atoi(m[2]); err == nil && n > st.waited {
 					st.waited = n

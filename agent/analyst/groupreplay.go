@@ -94,7 +94,7 @@ func detectGroupReplay(ev *Gathered, _ []Finding) []Finding {
 		}
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if m := autoOffsetResetRE.FindStringSubmatch(l); m != nil && policy == "" {
+				if m := findSubmatch(autoOffsetResetRE, l); m != nil && policy == "" {
 					policy = strings.ToLower(m[1])
 				}
 				p := noCommittedPartition(l)
@@ -110,7 +110,7 @@ func detectGroupReplay(ev *Gathered, _ []Finding) []Finding {
 						}
 					}
 				}
-				if g := consumerGroupIDRE.FindStringSubmatch(l); g != nil {
+				if g := findSubmatch(consumerGroupIDRE, l); g != nil {
 					h.group = g[1]
 				}
 				if at, ok := evidence.LineTime([]byte(l), ev.Window.End); ok {
@@ -132,7 +132,7 @@ func detectGroupReplay(ev *Gathered, _ []Finding) []Finding {
 		}
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if m := consumerGroupIDRE.FindStringSubmatch(l); m != nil && group == "" {
+				if m := findSubmatch(consumerGroupIDRE, l); m != nil && group == "" {
 					group = m[1]
 				}
 			}
@@ -140,10 +140,10 @@ func detectGroupReplay(ev *Gathered, _ []Finding) []Finding {
 	}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := autoOffsetResetRE.FindStringSubmatch(l); m != nil && policy == "" {
+			if m := findSubmatch(autoOffsetResetRE, l); m != nil && policy == "" {
 				policy = strings.ToLower(m[1])
 			}
-			if m := consumerGroupIDRE.FindStringSubmatch(l); m != nil && group == "" && strings.Contains(strings.ToLower(l), "group.id") {
+			if m := findSubmatch(consumerGroupIDRE, l); m != nil && group == "" && strings.Contains(strings.ToLower(l), "group.id") {
 				group = m[1]
 			}
 		}
@@ -179,11 +179,11 @@ func detectGroupReplay(ev *Gathered, _ []Finding) []Finding {
 		}
 		header := false
 		for _, l := range c.Lines {
-			if m := noMembersRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(noMembersRE, l); m != nil {
 				empty[m[1]] = true
 				continue
 			}
-			if groupHeaderRE.MatchString(l) {
+			if matchLine(groupHeaderRE, l) {
 				header = true
 				continue
 			}
@@ -215,7 +215,7 @@ func detectGroupReplay(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := retentionSettingRE.FindStringSubmatch(l); m != nil && strings.Contains(l, "retention.ms") {
+			if m := findSubmatch(retentionSettingRE, l); m != nil && strings.Contains(l, "retention.ms") {
 				f.setFact("retention", retentionWords(m[1]))
 				break
 			}
@@ -232,7 +232,7 @@ func detectGroupReplay(ev *Gathered, _ []Finding) []Finding {
 // noCommittedPartition is the partition (topic-N) a log line finds no
 // committed offset for, "" when it is no such line.
 func noCommittedPartition(l string) string {
-	m := noCommittedRE.FindStringSubmatch(l)
+	m := findSubmatch(noCommittedRE, l)
 	switch {
 	case m == nil:
 		return ""

@@ -101,7 +101,7 @@ var (
 // frame that crashed and what the server does with the request.
 func explainPanic(f *Finding, ev *Gathered) {
 	line := f.fact("line")
-	if m := goPanicMsgRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(goPanicMsgRE, line); m != nil {
 		f.setFact("panic_message", strings.TrimSpace(m[1]))
 		f.setFact("panic_effect", "closes the connection without an answer")
 	} else {
@@ -138,7 +138,7 @@ func explainPanic(f *Finding, ev *Gathered) {
 	frame := orWord(f.fact("panic_frame"), f.fact("panic_stack"))
 	if f.fact("panic_kind") == "exception" && f.fact("panic_message") == "" {
 		for _, l := range lines {
-			if exceptionRE.MatchString(l) && !handlerPanicRE.MatchString(l) {
+			if matchLine(exceptionRE, l) && !matchLine(handlerPanicRE, l) {
 				f.setFact("panic_message", strings.TrimSpace(ReadableLine(l)))
 				break
 			}
@@ -159,7 +159,7 @@ func explainPanic(f *Finding, ev *Gathered) {
 // framework), with its file and line when the stack gives them.
 func appFrame(lines []string) (frame, at string) {
 	for i, l := range lines {
-		if m := panicGoFrameRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(panicGoFrameRE, l); m != nil {
 			fn := m[1]
 			// The standard library's import paths have no dot in their
 			// first element (net/http, runtime).
@@ -168,13 +168,13 @@ func appFrame(lines []string) (frame, at string) {
 				continue
 			}
 			if i+1 < len(lines) {
-				if fm := goFileRE.FindStringSubmatch(lines[i+1]); fm != nil {
+				if fm := findSubmatch(goFileRE, lines[i+1]); fm != nil {
 					at = fm[1]
 				}
 			}
 			return fn, at
 		}
-		if m := javaAppFrameRE.FindStringSubmatch(l); m != nil && !javaLibFrameRE.MatchString(m[1]) {
+		if m := findSubmatch(javaAppFrameRE, l); m != nil && !matchLine(javaLibFrameRE, m[1]) {
 			return m[1], m[2]
 		}
 	}

@@ -54,7 +54,7 @@ var headerTooBig = &mechanism{
 	// unrelated features does not.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return headerGrowthRE.MatchString(changeText(c)) || headerBufferRE.MatchString(changeText(c))
+		return matchLine(headerGrowthRE, changeText(c)) || matchLine(headerBufferRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		proxy := orWord(h.fact("proxy"), "the reverse proxy")
@@ -112,7 +112,7 @@ func detectHeaderTooBig(ev *Gathered, _ []Finding) []Finding {
 	f.setFact("count", fmt.Sprint(count))
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := headerBufferRE.FindStringSubmatch(l); m != nil && f.fact("buffer") == "" {
+			if m := findSubmatch(headerBufferRE, l); m != nil && f.fact("buffer") == "" {
 				f.setFact("buffer", m[1])
 				f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", truncate(c.Command, 120), strings.TrimSpace(l)))
 			}
@@ -127,7 +127,7 @@ func detectHeaderTooBig(ev *Gathered, _ []Finding) []Finding {
 // names: the pod with that address, else the Service the proxy's access
 // log sends it to, else the service asked about.
 func headerUpstream(ev *Gathered, line string) string {
-	if m := headerUpstreamRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(headerUpstreamRE, line); m != nil {
 		for i := range ev.K8s.Pods {
 			if p := &ev.K8s.Pods[i]; p.Status.PodIP == m[1] {
 				return WorkloadOfPod(p)
@@ -197,7 +197,7 @@ func headerSizes(ev *Gathered, f *Finding) {
 		}
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				for _, m := range headerSizeRE.FindAllStringSubmatch(l, -1) {
+				for _, m := range findAllSubmatch(headerSizeRE, l, -1) {
 					var n int
 					fmt.Sscan(m[2], &n)
 					if n > max {

@@ -54,7 +54,7 @@ var (
 // user agent), and the users' requests. Only for a question about errors.
 func detectHealthCheckErrors(ev *Gathered, _ []Finding) []Finding {
 	sc := ev.Scope
-	if !errorAskRE.MatchString(sc.Message + " " + sc.Alert + " " + sc.Hint) {
+	if !matchLine(errorAskRE, sc.Message+" "+sc.Alert+" "+sc.Hint) {
 		return nil
 	}
 	var errs, checkErrs, userReqs, userErrs int
@@ -73,8 +73,8 @@ func detectHealthCheckErrors(ev *Gathered, _ []Finding) []Finding {
 				status = l.Status
 			}
 		}
-		a := synthAgentRE.FindString(t.Example)
-		check := checkPathRE.MatchString(r.Path) || a != ""
+		a := findString(synthAgentRE, t.Example)
+		check := matchLine(checkPathRE, r.Path) || a != ""
 		if status >= 500 {
 			errs += t.Incident
 			if check {

@@ -69,12 +69,12 @@ func heapCapOf(c *corev1.Container) *heapCap {
 		if s.name == "" {
 			label = s.text
 		}
-		if m := maxOldSpaceRE.FindStringSubmatch(s.text); m != nil && (s.name == "" || s.name == "NODE_OPTIONS") {
+		if m := findSubmatch(maxOldSpaceRE, s.text); m != nil && (s.name == "" || s.name == "NODE_OPTIONS") {
 			n, _ := strconv.ParseInt(m[1], 10, 64)
 			return &heapCap{runtime: "V8 (Node.js)", setting: settingOf(s.name, m[0]), bytes: n << 20}
 		}
 		if s.name == "GOMEMLIMIT" {
-			if m := goMemLimitRE.FindStringSubmatch(strings.TrimSpace(s.text)); m != nil {
+			if m := findSubmatch(goMemLimitRE, strings.TrimSpace(s.text)); m != nil {
 				n, _ := strconv.ParseInt(m[1], 10, 64)
 				shift := map[string]uint{"": 0, "B": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40}[m[2]]
 				return &heapCap{runtime: "Go", setting: label, bytes: n << shift}
@@ -90,7 +90,7 @@ func heapCapOf(c *corev1.Container) *heapCap {
 			if x, n := xmxOf(s.text); x != "" {
 				return &heapCap{runtime: "JVM", setting: settingOf(s.name, x), bytes: n}
 			}
-			if m := maxRAMPercentRE.FindStringSubmatch(s.text); m != nil && strings.Contains(m[0], "MaxRAM") {
+			if m := findSubmatch(maxRAMPercentRE, s.text); m != nil && strings.Contains(m[0], "MaxRAM") {
 				p, _ := strconv.ParseFloat(m[1], 64)
 				return &heapCap{runtime: "JVM", setting: settingOf(s.name, m[0]), percent: p}
 			}
@@ -110,7 +110,7 @@ func settingOf(name, flag string) string {
 // bytes, with the line (0 when no line states one).
 func loggedHeapLimit(lines []string) (int64, string) {
 	for i := len(lines) - 1; i >= 0; i-- {
-		m := loggedHeapLimitRE.FindStringSubmatch(lines[i])
+		m := findSubmatch(loggedHeapLimitRE, lines[i])
 		if m == nil {
 			continue
 		}
@@ -254,10 +254,10 @@ func workerCapOf(command string, env []corev1.EnvVar) *heapCap {
 		}
 	}
 	per, unit := int64(0), ""
-	if m := uwsgiRSSRE.FindStringSubmatch(text); m != nil {
+	if m := findSubmatch(uwsgiRSSRE, text); m != nil {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
 		per, unit = n<<20, m[0]
-	} else if m := celeryChildRE.FindStringSubmatch(text); m != nil {
+	} else if m := findSubmatch(celeryChildRE, text); m != nil {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
 		per, unit = n<<10, m[0]
 	}
@@ -265,7 +265,7 @@ func workerCapOf(command string, env []corev1.EnvVar) *heapCap {
 		return nil
 	}
 	workers := int64(1)
-	if m := workersRE.FindStringSubmatch(text); m != nil {
+	if m := findSubmatch(workersRE, text); m != nil {
 		workers, _ = strconv.ParseInt(m[1], 10, 64)
 	}
 	return &heapCap{runtime: "Python workers'", setting: fmt.Sprintf("%s × %d workers", unit, workers), bytes: per * max(workers, 1)}

@@ -35,7 +35,7 @@ var heapExhausted = &mechanism{
 		return nil
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange) || heapSettingRE.MatchString(changeText(c))
+		return c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange) || matchLine(heapSettingRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject

@@ -35,7 +35,7 @@ var hostUnitFailed = &mechanism{
 	}),
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
-		return strings.Contains(t, strings.ToLower(h.Subject)) || unitChangeRE.MatchString(t)
+		return strings.Contains(t, strings.ToLower(h.Subject)) || matchLine(unitChangeRE, t)
 	},
 	describe: describeHostUnitFailed,
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
@@ -121,11 +121,11 @@ func detectHostUnitFailed(ev *Gathered, found []Finding) []Finding {
 	year := ev.Window.Start.Year()
 	journalWhy := func(st *unitState, unit string, lines []string) {
 		for _, l := range lines {
-			m := unitJournalRE.FindStringSubmatch(strings.TrimSpace(l))
+			m := findSubmatch(unitJournalRE, strings.TrimSpace(l))
 			if m == nil || m[2] == "systemd" || !strings.EqualFold(strings.TrimSuffix(m[2], ".service"), unit) {
 				continue
 			}
-			if unitErrorRE.MatchString(m[3]) && st.why == "" {
+			if matchLine(unitErrorRE, m[3]) && st.why == "" {
 				st.why = strings.TrimSpace(m[3])
 				st.evidence = append(st.evidence, fmt.Sprintf("journal of %s on %s: %s", unit, m[1], truncate(strings.TrimSpace(l), 220)))
 				if t := unitLineTime(l, year); !t.IsZero() && (st.onset.IsZero() || t.Before(st.onset)) {
@@ -139,7 +139,7 @@ func detectHostUnitFailed(ev *Gathered, found []Finding) []Finding {
 		run := c.Run
 		host := c.Host
 		for _, l := range c.Lines {
-			if m := unitTimerRE.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			if m := findSubmatch(unitTimerRE, strings.TrimSpace(l)); m != nil {
 				timers[m[1]] = true
 			}
 		}
@@ -147,13 +147,13 @@ func detectHostUnitFailed(ev *Gathered, found []Finding) []Finding {
 		var start, cmdline string
 		for _, l := range c.Lines {
 			t := strings.TrimSpace(l)
-			if m := aptStartDateRE.FindStringSubmatch(t); m != nil {
+			if m := findSubmatch(aptStartDateRE, t); m != nil {
 				start = m[1]
 			}
-			if m := aptCommandRE.FindStringSubmatch(t); m != nil {
+			if m := findSubmatch(aptCommandRE, t); m != nil {
 				cmdline = m[1]
 			}
-			if m := aptUpgradeRE.FindStringSubmatch(t); m != nil {
+			if m := findSubmatch(aptUpgradeRE, t); m != nil {
 				u := t
 				if m[2] != "" {
 					u = fmt.Sprintf("%s %s -> %s", m[2], m[3], m[4])
@@ -176,7 +176,7 @@ func detectHostUnitFailed(ev *Gathered, found []Finding) []Finding {
 		curUnit := ""
 		for _, l := range c.Lines {
 			t := strings.TrimSpace(l)
-			if m := unitStatusHeadRE.FindStringSubmatch(t); m != nil && strings.Contains(run, "systemctl status") {
+			if m := findSubmatch(unitStatusHeadRE, t); m != nil && strings.Contains(run, "systemctl status") {
 				curUnit = m[1]
 				cur = nil
 				continue
@@ -184,7 +184,7 @@ func detectHostUnitFailed(ev *Gathered, found []Finding) []Finding {
 			if strings.HasPrefix(t, "Active: active (running)") && curUnit != "" && slices.ContainsFunc(ev.Scope.Subjects(), func(s string) bool { return strings.EqualFold(s, curUnit) }) {
 				running = append(running, fmt.Sprintf("systemctl status %s on %s: %s", curUnit, orWord(shortHost(host), "the host"), t))
 			}
-			if m := unitActiveFailedRE.FindStringSubmatch(t); m != nil && curUnit != "" {
+			if m := findSubmatch(unitActiveFailedRE, t); m != nil && curUnit != "" {
 				cur = get(curUnit)
 				cur.shown = true
 				addHost(cur, host)
@@ -198,10 +198,10 @@ func detectHostUnitFailed(ev *Gathered, found []Finding) []Finding {
 				}
 				continue
 			}
-			if cur != nil && unitServerRE.MatchString(t) {
+			if cur != nil && matchLine(unitServerRE, t) {
 				cur.server = true
 			}
-			if m := unitFailedRowRE.FindStringSubmatch(t); m != nil {
+			if m := findSubmatch(unitFailedRowRE, t); m != nil {
 				st := get(m[1])
 				st.shown = true
 				addHost(st, host)
@@ -212,13 +212,13 @@ func detectHostUnitFailed(ev *Gathered, found []Finding) []Finding {
 			journalWhy(cur, curUnit, c.Lines)
 		}
 		// journalctl -u UNIT: the unit's own lines.
-		if m := journalUnitRE.FindStringSubmatch(run); m != nil {
+		if m := findSubmatch(journalUnitRE, run); m != nil {
 			unit := strings.TrimSuffix(m[1], ".service")
 			failed := ""
 			for _, l := range c.Lines {
-				if fm := unitSystemdFailRE.FindStringSubmatch(l); fm != nil {
+				if fm := findSubmatch(unitSystemdFailRE, l); fm != nil {
 					failed = strings.TrimSpace(l)
-					if unitServerRE.MatchString(l) {
+					if matchLine(unitServerRE, l) {
 						get(unit).server = true
 					}
 				}
@@ -232,7 +232,7 @@ func detectHostUnitFailed(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 		// systemctl is-active UNIT answering "failed" (on another host).
-		if m := isActiveRE.FindStringSubmatch(run); m != nil && len(c.Lines) > 0 && strings.TrimSpace(c.Lines[0]) == "failed" {
+		if m := findSubmatch(isActiveRE, run); m != nil && len(c.Lines) > 0 && strings.TrimSpace(c.Lines[0]) == "failed" {
 			st := get(m[1])
 			st.shown = true
 			addHost(st, host)
@@ -241,11 +241,11 @@ func detectHostUnitFailed(ev *Gathered, found []Finding) []Finding {
 	}
 	// systemd's lines in a host's syslog.
 	for x := range incidentMatches(ev, unitSystemdFailRE) {
-		m := unitSystemdFailRE.FindStringSubmatch(x.line)
+		m := findSubmatch(unitSystemdFailRE, x.line)
 		unit := orWord(m[1], m[2])
 		st := get(unit)
 		host := ""
-		if hm := unitJournalRE.FindStringSubmatch(strings.TrimSpace(x.line)); hm != nil {
+		if hm := findSubmatch(unitJournalRE, strings.TrimSpace(x.line)); hm != nil {
 			host = hm[1]
 		}
 		addHost(st, orWord(host, serverOfLog(x.set)))
@@ -260,7 +260,7 @@ func detectHostUnitFailed(ev *Gathered, found []Finding) []Finding {
 				if t.Incident == 0 {
 					continue
 				}
-				if jm := unitJournalRE.FindStringSubmatch(strings.TrimSpace(t.Example)); jm != nil && strings.EqualFold(jm[2], unit) && unitErrorRE.MatchString(jm[3]) {
+				if jm := findSubmatch(unitJournalRE, strings.TrimSpace(t.Example)); jm != nil && strings.EqualFold(jm[2], unit) && matchLine(unitErrorRE, jm[3]) {
 					st.why = strings.TrimSpace(jm[3])
 					st.evidence = append(st.evidence, templateEvidence(*x.set, t, t.Example))
 					break

@@ -183,24 +183,24 @@ func contributorKey(cmds []evidence.CommandOutput) (key, share string, top float
 		var rows []row
 		jsonKey, inKeys := "", false
 		for _, l := range c.Lines {
-			if m := jsonKeysRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(jsonKeysRE, l); m != nil {
 				jsonKey, inKeys = m[1], m[1] == ""
 				continue
 			}
 			if inKeys {
 				// "Keys": [ on its own line, the key on the next.
-				if m := jsonItemRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(jsonItemRE, l); m != nil {
 					jsonKey, inKeys = m[1], false
 				}
 				continue
 			}
-			if m := jsonValueRE.FindStringSubmatch(l); m != nil && jsonKey != "" {
+			if m := findSubmatch(jsonValueRE, l); m != nil && jsonKey != "" {
 				v, _ := strconv.ParseFloat(m[1], 64)
 				rows = append(rows, row{jsonKey, v})
 				jsonKey = ""
 				continue
 			}
-			m := contribRowRE.FindStringSubmatch(l)
+			m := findSubmatch(contribRowRE, l)
 			if m == nil || strings.Contains(l, `"`) || strings.Trim(m[1], "|-+") == "" {
 				continue
 			}
@@ -240,7 +240,7 @@ func lineKey(ev *Gathered, t *Finding) string {
 			if tp.Incident < 3 || tp.Template != t.fact("template") || tp.Last == "" || tp.Last == tp.Example {
 				continue
 			}
-			a, b := keyFieldRE.FindAllStringSubmatch(tp.Example, -1), keyFieldRE.FindAllStringSubmatch(tp.Last, -1)
+			a, b := findAllSubmatch(keyFieldRE, tp.Example, -1), findAllSubmatch(keyFieldRE, tp.Last, -1)
 			for _, x := range a {
 				for _, y := range b {
 					if strings.EqualFold(x[1], y[1]) && x[2] == y[2] {
@@ -257,7 +257,7 @@ func lineKey(ev *Gathered, t *Finding) string {
 // table, the table whose throttle metric rose (a finding from its
 // TableName series), or the one a command describes.
 func throttledTable(ev *Gathered, t *Finding, found []Finding) string {
-	if m := tableFieldRE.FindStringSubmatch(t.fact("line")); m != nil {
+	if m := findSubmatch(tableFieldRE, t.fact("line")); m != nil {
 		return m[1]
 	}
 	for _, f := range found {
@@ -276,7 +276,7 @@ func throttledTable(ev *Gathered, t *Finding, found []Finding) string {
 		}
 	}
 	for _, c := range ev.Commands {
-		if m := tableFieldRE.FindStringSubmatch(c.Command); m != nil {
+		if m := findSubmatch(tableFieldRE, c.Command); m != nil {
 			return m[1]
 		}
 	}

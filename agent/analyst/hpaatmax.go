@@ -48,7 +48,7 @@ var hpaMax = &mechanism{
 	// it is a coincidence.
 	strictFor: func(h *Hypothesis) bool { return supportOf(h, KindLoadSurge) != nil },
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindDeploy && podCapacityChangeRE.MatchString(changeText(c))
+		return c.Kind != KindDeploy && matchLine(podCapacityChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string { return describeHPA(h) },
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
@@ -184,11 +184,11 @@ func detectHPAObjects(hpas []autoscalingv2.HorizontalPodAutoscaler, events []cor
 				if onset.IsZero() || first.Before(onset) {
 					onset = first
 				}
-				if m := newSizeRE.FindStringSubmatch(e.Message); m != nil && m[1] == strconv.Itoa(int(max)) && (reached.IsZero() || last.Before(reached)) {
+				if m := findSubmatch(newSizeRE, e.Message); m != nil && m[1] == strconv.Itoa(int(max)) && (reached.IsZero() || last.Before(reached)) {
 					reached = last
 				}
 			case strings.EqualFold(io.Kind, target.Kind) && io.Name == target.Name && e.Reason == "ScalingReplicaSet":
-				if m := scaledFromRE.FindStringSubmatch(e.Message); m != nil && (onset.IsZero() || !first.After(onset)) {
+				if m := findSubmatch(scaledFromRE, e.Message); m != nil && (onset.IsZero() || !first.After(onset)) {
 					onset, from = first, m[2]
 				}
 			}

@@ -39,7 +39,7 @@ var hpaBlind = &mechanism{
 		// metric stays undefined until it changes. Other failures (no
 		// metrics yet for new pods, a metrics server restarting) pass
 		// within minutes and count only when they last.
-		if hpaMissingRE.MatchString(e.Message) {
+		if matchLine(hpaMissingRE, e.Message) {
 			return 0.85, true
 		}
 		first, last := eventTime(e)
@@ -57,16 +57,16 @@ var hpaBlind = &mechanism{
 	eventTarget: func(e *corev1.Event, t *eventTarget) {
 		// The autoscaler is named after the workload it scales, as a rule;
 		// its pods' names in the message say which workload when not.
-		if m := hpaPodRE.FindStringSubmatch(e.Message); m != nil {
+		if m := findSubmatch(hpaPodRE, e.Message); m != nil {
 			t.Subject = workloadOfName(m[2])
 		}
 	},
 	eventFacts: func(f *Finding, e *corev1.Event) {
-		if m := hpaPodRE.FindStringSubmatch(e.Message); m != nil {
+		if m := findSubmatch(hpaPodRE, e.Message); m != nil {
 			f.setFact("container", m[1])
 			f.setFact("pod", m[2])
 		}
-		if m := hpaMissingRE.FindStringSubmatch(e.Message); m != nil {
+		if m := findSubmatch(hpaMissingRE, e.Message); m != nil {
 			f.setFact("resource", strings.ToLower(m[1]))
 		}
 		f.setFact("hpa", e.InvolvedObject.Name)
@@ -123,7 +123,7 @@ var hpaBlind = &mechanism{
 // metrics began at the same time, the workload renamed the metric, and a
 // change to it then (a deploy) is what renamed it.
 func metricRenamed(ev *Gathered, f *Finding) {
-	m := hpaNoMetricRE.FindStringSubmatch(f.fact("message"))
+	m := findSubmatch(hpaNoMetricRE, f.fact("message"))
 	if m == nil {
 		return
 	}
@@ -189,7 +189,7 @@ func metricRenamed(ev *Gathered, f *Finding) {
 	// adapter fails from the moment the old name is gone.
 	onset := f.Time
 	for _, c := range slices.Concat(ev.Earlier, ev.Changes) {
-		if !strings.EqualFold(c.Service, f.Subject) || !metricsChangeRE.MatchString(c.Description) ||
+		if !strings.EqualFold(c.Service, f.Subject) || !matchLine(metricsChangeRE, c.Description) ||
 			!onset.IsZero() && (c.Timestamp.After(onset) || onset.Sub(c.Timestamp) > 24*time.Hour) {
 			continue
 		}

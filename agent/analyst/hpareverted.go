@@ -37,7 +37,7 @@ var hpaReverted = &mechanism{
 	},
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return replicasWordRE.MatchString(c.Summary + " " + strings.Join(c.Evidence, " "))
+		return matchLine(replicasWordRE, c.Summary+" "+strings.Join(c.Evidence, " "))
 	},
 	describe:  describeHPAReverted,
 	recommend: recommendHPAReverted,
@@ -62,7 +62,7 @@ func detectHPAReverted(ev *Gathered, found []Finding) []Finding {
 			n = 1
 		}
 		if e.InvolvedObject.Kind == "HorizontalPodAutoscaler" || strings.EqualFold(e.Reason, "SuccessfulRescale") {
-			if m := hpaNewSizeRE.FindStringSubmatch(e.Message); m != nil {
+			if m := findSubmatch(hpaNewSizeRE, e.Message); m != nil {
 				if hpaSizes[name] == nil {
 					hpaSizes[name] = map[int]bool{}
 				}
@@ -76,10 +76,10 @@ func detectHPAReverted(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		to, from := -1, -1
-		if m := rsScaledDown2RE.FindStringSubmatch(e.Message); m != nil {
+		if m := findSubmatch(rsScaledDown2RE, e.Message); m != nil {
 			from, _ = strconv.Atoi(m[1])
 			to, _ = strconv.Atoi(m[2])
-		} else if m := rsScaledDownRE.FindStringSubmatch(e.Message); m != nil && m[2] != "" {
+		} else if m := findSubmatch(rsScaledDownRE, e.Message); m != nil && m[2] != "" {
 			to, _ = strconv.Atoi(m[1])
 			from, _ = strconv.Atoi(m[2])
 		}
@@ -110,13 +110,13 @@ func detectHPAReverted(ev *Gathered, found []Finding) []Finding {
 		f.setFact("hpa_sizes", strings.Join(sizes, ", "))
 		for _, c := range ev.Commands {
 			for _, l := range c.Lines {
-				if selfHealRE.MatchString(l) {
+				if matchLine(selfHealRE, l) {
 					f.setFact("owner", "the GitOps controller's self-heal (automated sync with selfHeal)")
 				}
 			}
 		}
 		for _, c := range append(ev.Earlier[:len(ev.Earlier):len(ev.Earlier)], ev.Changes...) {
-			if strings.EqualFold(c.Service, name) && replicasWordRE.MatchString(c.Description) {
+			if strings.EqualFold(c.Service, name) && matchLine(replicasWordRE, c.Description) {
 				f.setFact("change", fmt.Sprintf("%s (%s)", c.Description, ts(c.Timestamp)))
 				if ev.Window.recent(c.Timestamp) {
 					f.Time = c.Timestamp

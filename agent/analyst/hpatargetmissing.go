@@ -88,7 +88,7 @@ func detectHPATargetMissing(ev *Gathered) []Finding {
 	var list []*miss
 	byKey := map[string]*miss{}
 	add := func(ns, hpa, msg string) *miss {
-		m := scaleNotFoundRE.FindStringSubmatch(msg)
+		m := findSubmatch(scaleNotFoundRE, msg)
 		if m == nil {
 			return nil
 		}
@@ -158,7 +158,7 @@ func detectHPATargetMissing(ev *Gathered) []Finding {
 		}
 		f.setFact("hpa", x.hpa)
 		f.setFact("target", x.kind+"/"+x.target)
-		if m := scaleNotFoundRE.FindString(x.msg); m != "" {
+		if m := findString(scaleNotFoundRE, x.msg); m != "" {
 			f.setFact("message", m)
 		}
 		if now != "" {
@@ -167,7 +167,7 @@ func detectHPATargetMissing(ev *Gathered) []Finding {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("no %s %s in namespace %s; %s %s carries its name now", x.kind, x.target, x.ns, x.kind, now))
 		}
 		for _, c := range append(ev.Earlier[:len(ev.Earlier):len(ev.Earlier)], ev.Changes...) {
-			if strings.EqualFold(c.Service, x.target) && hpaRenameChangeRE.MatchString(c.Description) {
+			if strings.EqualFold(c.Service, x.target) && matchLine(hpaRenameChangeRE, c.Description) {
 				f.setFact("change", fmt.Sprintf("the %s of %s at %s: %s", orWord(c.Kind, "change"), c.Service, ts(c.Timestamp), quote(c.Description, 200)))
 				f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %s", c.Kind, c.Service, ts(c.Timestamp), quote(c.Description, 200)))
 			}

@@ -106,7 +106,7 @@ func detectHPATargetZero(ev *Gathered) []Finding {
 		// The change that moved the pods to another owner: of the workload,
 		// saying so, and not after the HPA was disabled.
 		for _, c := range append(ev.Earlier[:len(ev.Earlier):len(ev.Earlier)], ev.Changes...) {
-			if strings.EqualFold(c.Service, target) && hpaTargetChangeRE.MatchString(c.Description) && (cond.LastTransitionTime.IsZero() || !c.Timestamp.After(cond.LastTransitionTime.Time)) {
+			if strings.EqualFold(c.Service, target) && matchLine(hpaTargetChangeRE, c.Description) && (cond.LastTransitionTime.IsZero() || !c.Timestamp.After(cond.LastTransitionTime.Time)) {
 				f.setFact("change", fmt.Sprintf("%s (%s)", truncate(c.Description, 160), ts(c.Timestamp)))
 			}
 		}
@@ -131,7 +131,7 @@ func detectHPATargetZero(ev *Gathered) []Finding {
 func scalingDisabled(h *autoscalingv2.HorizontalPodAutoscaler) *autoscalingv2.HorizontalPodAutoscalerCondition {
 	for i := range h.Status.Conditions {
 		c := &h.Status.Conditions[i]
-		if c.Type == autoscalingv2.ScalingActive && c.Status == corev1.ConditionFalse && (c.Reason == "ScalingDisabled" || hpaTargetZeroRE.MatchString(c.Message)) {
+		if c.Type == autoscalingv2.ScalingActive && c.Status == corev1.ConditionFalse && (c.Reason == "ScalingDisabled" || matchLine(hpaTargetZeroRE, c.Message)) {
 			return c
 		}
 	}
@@ -154,15 +154,15 @@ func workloadRefOwner(cmds []evidence.CommandOutput, kind, name string) string {
 			continue
 		}
 		for i, l := range c.Lines {
-			if !workloadRefRE.MatchString(l) {
+			if !matchLine(workloadRefRE, l) {
 				continue
 			}
 			k, n := "", ""
 			for _, x := range c.Lines[i+1 : min(len(c.Lines), i+6)] {
-				if m := refKindRE.FindStringSubmatch(x); m != nil {
+				if m := findSubmatch(refKindRE, x); m != nil {
 					k = m[1]
 				}
-				if m := refNameRE.FindStringSubmatch(x); m != nil {
+				if m := findSubmatch(refNameRE, x); m != nil {
 					n = m[1]
 				}
 			}

@@ -45,7 +45,7 @@ var idExhausted = &mechanism{
 		if v := strings.ToLower(h.fact("sequence")); v != "" && strings.Contains(text, v) {
 			return true
 		}
-		return idChangeRE.MatchString(text)
+		return matchLine(idChangeRE, text)
 	},
 	strictTriggers: true,
 	describe:       describeIDExhausted,
@@ -88,21 +88,21 @@ func detectIDExhausted(ev *Gathered, found []Finding) []Finding {
 		mysql             bool
 	)
 	for x := range incidentMatches(ev, idStopRE) {
-		if m := idSequenceRE.FindStringSubmatch(x.line); m != nil && seq == "" {
+		if m := findSubmatch(idSequenceRE, x.line); m != nil && seq == "" {
 			seq = orWord(m[1], m[2])
 		}
-		if m := idTableRE.FindStringSubmatch(x.line); m != nil && table == "" {
+		if m := findSubmatch(idTableRE, x.line); m != nil && table == "" {
 			table = orWord(m[1], m[2])
 		}
-		if m := idMaxRE.FindStringSubmatch(x.line); m != nil && limit == "" {
+		if m := findSubmatch(idMaxRE, x.line); m != nil && limit == "" {
 			limit = m[1]
 		}
-		mysql = mysql || idMySQLRE.MatchString(x.line)
+		mysql = mysql || matchLine(idMySQLRE, x.line)
 		// The statement the server logs under its error names the
 		// table.
 		if refusal.add(x) && table == "" {
 			for _, t := range x.set.Templates {
-				if m := idTableRE.FindStringSubmatch(t.Example); m != nil && strings.Contains(t.Example, "STATEMENT") {
+				if m := findSubmatch(idTableRE, t.Example); m != nil && strings.Contains(t.Example, "STATEMENT") {
 					table = m[1]
 					break
 				}
@@ -127,7 +127,7 @@ func detectIDExhausted(ev *Gathered, found []Finding) []Finding {
 	// last_value.
 	var colType, column, lastValue string
 	for _, c := range ev.Commands {
-		if !sqlClientRE.MatchString(c.Run) && !sqlClientRE.MatchString(c.Command) {
+		if !matchLine(sqlClientRE, c.Run) && !matchLine(sqlClientRE, c.Command) {
 			continue
 		}
 		inst, _ := sqlInstanceOf(c)

@@ -99,9 +99,9 @@ func detectIdleConnClosed(ev *Gathered, _ []Finding) []Finding {
 				continue
 			}
 			l := t.Example
-			idle := idleClosedRE.MatchString(l)
-			reused := reusedRE.MatchString(l)
-			eof, reset := bareEOFRE.MatchString(l), resetRE.MatchString(l)
+			idle := matchLine(idleClosedRE, l)
+			reused := matchLine(reusedRE, l)
+			eof, reset := matchLine(bareEOFRE, l), matchLine(resetRE, l)
 			if !idle && !(reused && (eof || reset)) {
 				continue
 			}
@@ -126,7 +126,7 @@ func detectIdleConnClosed(ev *Gathered, _ []Finding) []Finding {
 			default:
 				g.symptoms["an early close"] = true
 			}
-			if m := connIdleRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(connIdleRE, l); m != nil {
 				if ms, err := strconv.Atoi(m[1]); err == nil {
 					if g.idleMin == 0 || ms < g.idleMin {
 						g.idleMin = ms
@@ -135,11 +135,11 @@ func detectIdleConnClosed(ev *Gathered, _ []Finding) []Finding {
 				}
 			}
 			at := firstOf(t.FirstIncident, t.FirstSeen)
-			if g.first.IsZero() || at.Before(g.first) || idle && !idleClosedRE.MatchString(g.example) {
+			if g.first.IsZero() || at.Before(g.first) || idle && !matchLine(idleClosedRE, g.example) {
 				if g.first.IsZero() || at.Before(g.first) {
 					g.first = at
 				}
-				if g.example == "" || idle && !idleClosedRE.MatchString(g.example) {
+				if g.example == "" || idle && !matchLine(idleClosedRE, g.example) {
 					g.example = l
 				}
 			}
@@ -200,7 +200,7 @@ func detectIdleConnClosed(ev *Gathered, _ []Finding) []Finding {
 // states (a configuration line at start-up).
 func clientIdleTimeout(set *LogSet) string {
 	for _, t := range set.Templates {
-		if m := clientIdleRE.FindStringSubmatch(t.Example); m != nil {
+		if m := findSubmatch(clientIdleRE, t.Example); m != nil {
 			return strings.TrimSpace(m[1])
 		}
 	}
@@ -216,11 +216,11 @@ func keepAliveCut(ev *Gathered, first time.Time) (string, string) {
 		at        time.Time
 	}
 	for _, c := range ev.Changes {
-		if c.Timestamp.After(first.Add(2*time.Minute)) || first.Sub(c.Timestamp) > triggerFar || !keepAliveChangeRE.MatchString(c.Description) {
+		if c.Timestamp.After(first.Add(2*time.Minute)) || first.Sub(c.Timestamp) > triggerFar || !matchLine(keepAliveChangeRE, c.Description) {
 			continue
 		}
 		cut := ""
-		if m := keepAliveCutRE.FindStringSubmatch(c.Description); m != nil {
+		if m := findSubmatch(keepAliveCutRE, c.Description); m != nil {
 			cut = m[2]
 		}
 		if best == nil || c.Timestamp.After(best.at) {
@@ -243,7 +243,7 @@ func proxyIdleCloses(ev *Gathered) (int, string, string) {
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
 		for _, t := range set.Templates {
-			if t.Incident > 0 && haproxyIdleRE.MatchString(t.Example) {
+			if t.Incident > 0 && matchLine(haproxyIdleRE, t.Example) {
 				n += t.Incident
 				if example == "" {
 					proxy, example = orWord(set.Subject, subjectOfSource(set.Source)), t.Example

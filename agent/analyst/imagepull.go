@@ -46,7 +46,7 @@ var imagePull = &mechanism{
 	},
 	eventFacts: func(f *Finding, e *corev1.Event) {
 		f.setFact("image", imageFromMessage(e.Message))
-		if m := pullSecretRE.FindStringSubmatch(e.Message); m != nil && e.Reason == "FailedToRetrieveImagePullSecret" {
+		if m := findSubmatch(pullSecretRE, e.Message); m != nil && e.Reason == "FailedToRetrieveImagePullSecret" {
 			f.setFact("pull_secret", m[1])
 		}
 	},
@@ -54,7 +54,7 @@ var imagePull = &mechanism{
 	// (a namespace moved to, a ServiceAccount, a pull Secret, a
 	// registry).
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind == KindDeploy || c.fact("image") != "" || pullChangeRE.MatchString(changeText(c))
+		return c.Kind == KindDeploy || c.fact("image") != "" || matchLine(pullChangeRE, changeText(c))
 	},
 	// A flag or a setting of the subject that says nothing of images did
 	// not make the pull fail; a change anywhere that names the image, its
@@ -172,11 +172,11 @@ func pullProblem(msg string) string {
 	switch {
 	case l == "":
 		return ""
-	case pullRateLimitRE.MatchString(msg):
+	case matchLine(pullRateLimitRE, msg):
 		// Before the rest: the registry's limit message says
 		// "unauthenticated" and names a URL.
 		return pullRateLimited
-	case pullPlatformRE.MatchString(msg):
+	case matchLine(pullPlatformRE, msg):
 		// Before "not found": containerd ends its platform answer with
 		// ": not found".
 		return pullNoPlatform
@@ -230,7 +230,7 @@ func prefixed(prefix, s string) string {
 var imageRE = regexp.MustCompile(`image "([^"]+)"`)
 
 func imageFromMessage(msg string) string {
-	if m := imageRE.FindStringSubmatch(msg); m != nil {
+	if m := findSubmatch(imageRE, msg); m != nil {
 		return m[1]
 	}
 	return ""

@@ -86,7 +86,7 @@ type fullScan struct {
 }
 
 func firstInt(re *regexp.Regexp, s string) int64 {
-	m := re.FindStringSubmatch(s)
+	m := findSubmatch(re, s)
 	if m == nil {
 		return -1
 	}
@@ -114,13 +114,13 @@ func firstInt(re *regexp.Regexp, s string) int64 {
 func readFullScan(l string) (fullScan, bool) {
 	fs := fullScan{line: l, examined: firstInt(scanExaminedRE, l), returned: firstInt(scanReturnedRE, l), duration: -1}
 	switch {
-	case collScanRE.MatchString(l):
-		if m := mongoNSRE.FindStringSubmatch(l); m != nil {
+	case matchLine(collScanRE, l):
+		if m := findSubmatch(mongoNSRE, l); m != nil {
 			fs.ns = orWord(m[1], m[2])
 		}
-	case seqScanRE.MatchString(l) && fs.examined > 0:
-		fs.ns = tableName(seqScanRE.FindStringSubmatch(l)[1])
-	case mysqlSlowRE.MatchString(l):
+	case matchLine(seqScanRE, l) && fs.examined > 0:
+		fs.ns = tableName(findSubmatch(seqScanRE, l)[1])
+	case matchLine(mysqlSlowRE, l):
 	default:
 		return fs, false
 	}
@@ -130,7 +130,7 @@ func readFullScan(l string) (fullScan, bool) {
 	if fs.examined >= 0 && (fs.examined < 10000 || fs.returned > 0 && fs.examined < 100*fs.returned) {
 		return fs, false
 	}
-	if fs.examined < 0 && !collScanRE.MatchString(l) {
+	if fs.examined < 0 && !matchLine(collScanRE, l) {
 		return fs, false
 	}
 	return fs, true
@@ -143,19 +143,19 @@ type droppedIndex struct {
 }
 
 func readDroppedIndex(l string) (droppedIndex, bool) {
-	if mongoDropRE.MatchString(l) {
+	if matchLine(mongoDropRE, l) {
 		d := droppedIndex{line: l}
-		if m := mongoDropIndexRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(mongoDropIndexRE, l); m != nil {
 			d.index = strings.Trim(orWord(m[1], orWord(m[2], m[3])), `\"' `)
 		}
-		if m := mongoNSRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(mongoNSRE, l); m != nil {
 			d.ns = orWord(m[1], m[2])
-		} else if m := mongoDropNSRE.FindStringSubmatch(l); m != nil {
+		} else if m := findSubmatch(mongoDropNSRE, l); m != nil {
 			d.ns = m[1]
 		}
 		return d, true
 	}
-	if m := sqlDropIndexRE.FindStringSubmatch(l); m != nil {
+	if m := findSubmatch(sqlDropIndexRE, l); m != nil {
 		return droppedIndex{index: tableName(m[1]), line: l}, true
 	}
 	return droppedIndex{}, false
@@ -185,7 +185,7 @@ func detectIndexDropped(ev *Gathered, found []Finding) []Finding {
 					count += max(t.Count, 1)
 					break
 				}
-				if indexBuildFailRE.MatchString(l) {
+				if matchLine(indexBuildFailRE, l) {
 					return nil
 				}
 				if d, ok := readDroppedIndex(l); ok {
@@ -196,12 +196,12 @@ func detectIndexDropped(ev *Gathered, found []Finding) []Finding {
 		}
 	}
 	for _, c := range ev.Commands {
-		if fs, ok := readFullScan(strings.Join(c.Lines, "\n")); ok && collScanRE.MatchString(fs.line) {
-			fs.line = "explain: " + strings.TrimSpace(collScanRE.FindString(fs.line))
+		if fs, ok := readFullScan(strings.Join(c.Lines, "\n")); ok && matchLine(collScanRE, fs.line) {
+			fs.line = "explain: " + strings.TrimSpace(findString(collScanRE, fs.line))
 			scans = append(scans, fs)
 		}
 		for _, l := range c.Lines {
-			if m := mysqlFullScanRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(mysqlFullScanRE, l); m != nil {
 				scans = append(scans, fullScan{line: strings.TrimSpace(l), examined: -1, returned: -1, duration: -1, ns: m[1]})
 			}
 		}
@@ -255,9 +255,9 @@ func detectIndexDropped(ev *Gathered, found []Finding) []Finding {
 	f.setFact("collection", best.ns)
 	f.setFact("line", best.line)
 	plan := "a full scan"
-	if collScanRE.MatchString(best.line) {
+	if matchLine(collScanRE, best.line) {
 		plan = "a COLLSCAN (full collection scan)"
-	} else if seqScanRE.MatchString(best.line) {
+	} else if matchLine(seqScanRE, best.line) {
 		plan = "a Seq Scan (full table scan)"
 	} else if best.examined >= 0 {
 		plan = "a full table scan (type ALL)"
@@ -292,7 +292,7 @@ func detectIndexDropped(ev *Gathered, found []Finding) []Finding {
 		f.setFact("caller", s)
 	}
 	for _, c := range ev.Changes {
-		if c.Service != "" && indexChangeRE.MatchString(c.Description) && !c.Timestamp.After(at.Add(time.Minute)) && at.Sub(c.Timestamp) <= 24*time.Hour {
+		if c.Service != "" && matchLine(indexChangeRE, c.Description) && !c.Timestamp.After(at.Add(time.Minute)) && at.Sub(c.Timestamp) <= 24*time.Hour {
 			f.Related = appendNew(f.Related, c.Service)
 		}
 	}

@@ -81,7 +81,7 @@ func tableName(s string) string {
 // rdsInstanceOfGroup is the RDS instance or cluster a log group is of, ""
 // for another group.
 func rdsInstanceOfGroup(group string) string {
-	if m := rdsGroupRE.FindStringSubmatch(group); m != nil {
+	if m := findSubmatch(rdsGroupRE, group); m != nil {
 		return m[1]
 	}
 	return ""
@@ -108,10 +108,10 @@ func invalidIndexes(cmds []evidence.CommandOutput) map[string][2]string {
 		table := ""
 		pgIndex := strings.Contains(strings.ToLower(c.Run+" "+c.Command), "indisvalid")
 		for _, l := range c.Lines {
-			if m := psqlTableRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(psqlTableRE, l); m != nil {
 				table = tableName(m[1])
 			}
-			if m := invalidIndexRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(invalidIndexRE, l); m != nil {
 				out[m[1]] = [2]string{table, "psql \\d lists it INVALID: " + strings.TrimSpace(l)}
 				continue
 			}
@@ -122,7 +122,7 @@ func invalidIndexes(cmds []evidence.CommandOutput) map[string][2]string {
 			for i := range cells {
 				cells[i] = strings.TrimSpace(cells[i])
 			}
-			if !slices.Contains(cells, "f") || !identRE.MatchString(cells[0]) {
+			if !slices.Contains(cells, "f") || !matchLine(identRE, cells[0]) {
 				continue
 			}
 			t := ""
@@ -171,23 +171,23 @@ func detectIndexInvalid(ev *Gathered, found []Finding) []Finding {
 			line string
 		}
 		for _, t := range set.Templates {
-			if indexBuildFailRE.MatchString(t.Example) && !indexBuildRE.MatchString(t.Example) {
+			if matchLine(indexBuildFailRE, t.Example) && !matchLine(indexBuildRE, t.Example) {
 				fails = append(fails, struct {
 					at   time.Time
 					line string
 				}{t.FirstSeen, t.Example})
 			}
-			if m := indexDropRE.FindStringSubmatch(t.Example); m != nil {
+			if m := findSubmatch(indexDropRE, t.Example); m != nil {
 				drops = append(drops, dropped{tableName(m[1]), t.FirstSeen})
 			}
 			for _, l := range t.Lines() {
-				if m := seqScanRE.FindStringSubmatch(l); m != nil && seq[tableName(m[1])] == "" {
+				if m := findSubmatch(seqScanRE, l); m != nil && seq[tableName(m[1])] == "" {
 					seq[tableName(m[1])] = l
 				}
 			}
 		}
 		for _, t := range set.Templates {
-			m := indexBuildRE.FindStringSubmatch(t.Example)
+			m := findSubmatch(indexBuildRE, t.Example)
 			if m == nil {
 				continue
 			}
@@ -214,7 +214,7 @@ func detectIndexInvalid(ev *Gathered, found []Finding) []Finding {
 				if failLine == "" {
 					ii.failedAt = t.FirstSeen
 				}
-				ii.failure = orWord(indexBuildFailRE.FindString(failLine), "the build failed")
+				ii.failure = orWord(findString(indexBuildFailRE, failLine), "the build failed")
 				ii.source, ii.subject = set.Source, set.Subject
 			}
 			if inst := rdsInstanceOfGroup(set.Source); inst != "" {
@@ -224,7 +224,7 @@ func detectIndexInvalid(ev *Gathered, found []Finding) []Finding {
 	}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := seqScanRE.FindStringSubmatch(l); m != nil && seq[tableName(m[1])] == "" {
+			if m := findSubmatch(seqScanRE, l); m != nil && seq[tableName(m[1])] == "" {
 				seq[tableName(m[1])] = strings.TrimSpace(l)
 			}
 		}
@@ -284,7 +284,7 @@ func detectIndexInvalid(ev *Gathered, found []Finding) []Finding {
 		// The migration that built and dropped the indexes ran from a
 		// service's change: that change is about this index.
 		for _, c := range ev.Changes {
-			if c.Service != "" && indexChangeRE.MatchString(c.Description) && !c.Timestamp.After(at.Add(time.Minute)) && at.Sub(c.Timestamp) <= 24*time.Hour && !slices.Contains(f.Related, c.Service) {
+			if c.Service != "" && matchLine(indexChangeRE, c.Description) && !c.Timestamp.After(at.Add(time.Minute)) && at.Sub(c.Timestamp) <= 24*time.Hour && !slices.Contains(f.Related, c.Service) {
 				f.Related = append(f.Related, c.Service)
 			}
 		}

@@ -186,7 +186,7 @@ func detectIndexThrottled(ev *Gathered, found []Finding) []Finding {
 		// The callers whose writes to the table are throttled.
 		var callers []string
 		for _, t := range found {
-			if t.Kind != KindThrottling || t.Subject == x.table || t.fact("line") == "" || !strings.Contains(t.fact("line"), x.table) && !indexThrottleLineRE.MatchString(t.fact("line")) {
+			if t.Kind != KindThrottling || t.Subject == x.table || t.fact("line") == "" || !strings.Contains(t.fact("line"), x.table) && !matchLine(indexThrottleLineRE, t.fact("line")) {
 				continue
 			}
 			c := orWord(t.fact("caller"), t.Subject)
@@ -194,7 +194,7 @@ func detectIndexThrottled(ev *Gathered, found []Finding) []Finding {
 				callers = append(callers, c)
 				f.Related = append(f.Related, c)
 			}
-			if f.fact("line") == "" || indexThrottleLineRE.MatchString(t.fact("line")) && !indexThrottleLineRE.MatchString(f.fact("line")) {
+			if f.fact("line") == "" || matchLine(indexThrottleLineRE, t.fact("line")) && !matchLine(indexThrottleLineRE, f.fact("line")) {
 				f.setFact("line", t.fact("line"))
 			}
 		}
@@ -249,7 +249,7 @@ func indexCapacity(ev *Gathered, table, index string, onset time.Time) (consumed
 			switch metricBase(set, s) {
 			case "consumedwritecapacityunits":
 				stat := strings.ToLower(s.Labels["stat"])
-				if perSecondLabelRE.MatchString(s.Labels["label"]) {
+				if matchLine(perSecondLabelRE, s.Labels["label"]) {
 					// A query's metric math already divided the sum by its
 					// period ("(Sum/60)", "SUM/PERIOD"): units a second.
 					consumed = math.Max(consumed, peak)
@@ -435,7 +435,7 @@ func indexWriterLog(sets []LogSet, table string, callers []string, named string)
 		}
 		for _, t := range set.Templates {
 			for _, l := range []string{t.Last, t.Example} {
-				if t.Incident > 0 && l != "" && strings.Contains(l, table) && writeWordRE.MatchString(l) && !indexThrottleLineRE.MatchString(l) {
+				if t.Incident > 0 && l != "" && strings.Contains(l, table) && matchLine(writeWordRE, l) && !matchLine(indexThrottleLineRE, l) {
 					return s, l
 				}
 			}

@@ -142,7 +142,7 @@ func controllerSaysMissing(logs []LogSet, ns, name string) (string, time.Time) {
 	for _, set := range logs {
 		for _, t := range set.Templates {
 			l := t.Example
-			if !missingBackendRE.MatchString(l) {
+			if !matchLine(missingBackendRE, l) {
 				continue
 			}
 			for _, k := range keys {

@@ -138,14 +138,14 @@ func ignoredIngressLine(ev *Gathered, ing *networkingv1.Ingress) string {
 	}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if ignoringIngressRE.MatchString(l) && names(l) {
+			if matchLine(ignoringIngressRE, l) && names(l) {
 				return strings.TrimSpace(l)
 			}
 		}
 	}
 	for _, ls := range ev.Logs {
 		for _, t := range ls.Templates {
-			if ignoringIngressRE.MatchString(t.Example) && names(t.Example) {
+			if matchLine(ignoringIngressRE, t.Example) && names(t.Example) {
 				return strings.TrimSpace(t.Example)
 			}
 		}

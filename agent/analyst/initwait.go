@@ -55,7 +55,7 @@ var initWait = &mechanism{
 	// waiting workload itself is not why its dependency is gone.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		dep := h.fact("dependency_workload")
-		return dep != "" && strings.Contains(changeText(c), strings.ToLower(dep)) && scaleChangeRE.MatchString(changeText(c))
+		return dep != "" && strings.Contains(changeText(c), strings.ToLower(dep)) && matchLine(scaleChangeRE, changeText(c))
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -121,7 +121,7 @@ const initWaitMin = 5 * time.Minute
 // polls from its command and its log lines.
 func waitTargets(text string) [][2]string {
 	var out [][2]string
-	for _, m := range waitTargetRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range findAllSubmatch(waitTargetRE, text, -1) {
 		h := strings.ToLower(strings.TrimRight(m[1], "."))
 		if h == "localhost" || h == "until" || h == "do" || strings.Trim(h, "0123456789.") == "" {
 			continue
@@ -179,7 +179,7 @@ func detectInitWaits(k *K8sEvidence, w Window, changes []evidence.Change) []Find
 			waiting := false
 			for _, l := range k.PreviousLogs[p.Namespace+"/"+p.Name+"/"+cs.Name] {
 				text = append(text, l.Text)
-				waiting = waiting || waitLineRE.MatchString(l.Text)
+				waiting = waiting || matchLine(waitLineRE, l.Text)
 			}
 			f, ok := initWaitFinding(k, p, wl, cs.Name, strings.Join(text, "\n"), waiting, changes)
 			if !ok {
@@ -399,10 +399,10 @@ func describeServing(f *Finding, dep *serving, k *K8sEvidence, changes []evidenc
 	for i := len(changes) - 1; i >= 0; i-- {
 		c := &changes[i]
 		txt := strings.ToLower(c.Service + " " + c.Description)
-		if strings.Contains(txt, strings.ToLower(dep.name)) && scaleChangeRE.MatchString(txt) {
+		if strings.Contains(txt, strings.ToLower(dep.name)) && matchLine(scaleChangeRE, txt) {
 			f.setFact("scale_change", fmt.Sprintf("it was scaled down by the %s change at %s: %q", changeKindWords(c.Kind), ts(c.Timestamp), truncate(c.Description, 200)))
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %s", changeKindWords(c.Kind), orWord(c.Service, dep.name), ts(c.Timestamp), truncate(c.Description, 200)))
-			if m := usualReplicasRE.FindStringSubmatch(c.Description); m != nil {
+			if m := findSubmatch(usualReplicasRE, c.Description); m != nil {
 				f.setFact("usual_replicas", m[1])
 			}
 			break

@@ -79,7 +79,7 @@ func detectInodesExhausted(ev *Gathered, found []Finding) []Finding {
 			f := strings.Fields(l)
 			if len(f) > 0 && f[0] == "Filesystem" {
 				cols = nil
-				if dfInodeHeaderRE.MatchString(l) {
+				if matchLine(dfInodeHeaderRE, l) {
 					cols = dfColumns(l)
 				} else if strings.Contains(l, "Use%") || strings.Contains(l, "Capacity") {
 					cols = append([]string{"bytes"}, dfColumns(l)...)

@@ -155,7 +155,7 @@ func serviceFamily(s *corev1.Service) (family, shown string) {
 func listenFamilies(lines []string) map[int]*listenPort {
 	out := map[int]*listenPort{}
 	for _, l := range lines {
-		m := listenSocketRE.FindStringSubmatch(strings.TrimSpace(l))
+		m := findSubmatch(listenSocketRE, strings.TrimSpace(l))
 		if m == nil {
 			continue
 		}
@@ -244,7 +244,7 @@ func detectIPFamilyMismatch(ev *Gathered, found []Finding) []Finding {
 				continue
 			}
 			for _, t := range set.Templates {
-				if m := ipv4ListenLineRE.FindStringSubmatch(t.Example); m != nil && !listenSocketRE.MatchString(strings.TrimSpace(t.Example)) {
+				if m := findSubmatch(ipv4ListenLineRE, t.Example); m != nil && !matchLine(listenSocketRE, strings.TrimSpace(t.Example)) {
 					if p, _ := strconv.Atoi(m[2]); slices.Contains(ports, p) || len(ports) == 0 {
 						line = strings.TrimSpace(t.Example)
 						break
@@ -259,7 +259,7 @@ func detectIPFamilyMismatch(ev *Gathered, found []Finding) []Finding {
 			line = listenLineInCommands(ev.Commands, pods, wl, ports)
 		}
 		if listen == "" && line != "" {
-			m := ipv4ListenLineRE.FindStringSubmatch(line)
+			m := findSubmatch(ipv4ListenLineRE, line)
 			listen, listenShown = m[1]+":"+m[2], fmt.Sprintf("its log says %s", quote(ReadableLine(line), 160))
 		} else if listen != "" && line != "" {
 			listenShown += fmt.Sprintf("; its log says %s", quote(ReadableLine(line), 160))
@@ -381,7 +381,7 @@ func listenLineInCommands(cmds []evidence.CommandOutput, pods []corev1.Pod, wl s
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := ipv4ListenLineRE.FindStringSubmatch(l); m != nil && !listenSocketRE.MatchString(strings.TrimSpace(l)) {
+			if m := findSubmatch(ipv4ListenLineRE, l); m != nil && !matchLine(listenSocketRE, strings.TrimSpace(l)) {
 				if p, _ := strconv.Atoi(m[2]); slices.Contains(ports, p) {
 					return strings.TrimSpace(l)
 				}
@@ -418,7 +418,7 @@ func refusedCallers(ev *Gathered, found []Finding, s *corev1.Service) (callers [
 	ips := append([]string{s.Spec.ClusterIP}, s.Spec.ClusterIPs...)
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			m := refusedV6RE.FindStringSubmatch(l)
+			m := findSubmatch(refusedV6RE, l)
 			if m == nil {
 				continue
 			}

@@ -43,7 +43,7 @@ func explainDeadline(f *Finding, sets []LogSet, names []string, changes []eviden
 		}
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				for _, m := range urlHostRE.FindAllStringSubmatch(l, -1) {
+				for _, m := range findAllSubmatch(urlHostRE, l, -1) {
 					if h := strings.ToLower(m[1]); !containsFold(hosts, h) && h != "localhost" {
 						hosts = append(hosts, h)
 					}
@@ -61,7 +61,7 @@ func explainDeadline(f *Finding, sets []LogSet, names []string, changes []eviden
 			if d < deadlineSlowBar {
 				continue
 			}
-			slow := slowWordRE.MatchString(l)
+			slow := matchLine(slowWordRE, l)
 			if slow && !bestSlow || slow == bestSlow && d > hi {
 				bestSlow, hi, line = slow, d, l
 				lo = 0
@@ -85,7 +85,7 @@ func explainDeadline(f *Finding, sets []LogSet, names []string, changes []eviden
 	if len(hosts) > 0 {
 		f.setFact("calls", strings.Join(hosts, ", "))
 	}
-	for _, w := range nameWordRE.FindAllString(strings.ToLower(line), -1) {
+	for _, w := range findAllString(nameWordRE, strings.ToLower(line), -1) {
 		if !commonWords[w] {
 			words = append(words, w)
 		}

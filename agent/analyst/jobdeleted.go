@@ -82,7 +82,7 @@ func auditJobDeletes(lines []evidence.LogLine) []jobDelete {
 				d.At = t
 			}
 		case strings.HasPrefix(ev.ProtoPayload.MethodName, "io.k8s.batch.") && strings.HasSuffix(ev.ProtoPayload.MethodName, ".jobs.delete"):
-			m := auditJobRE.FindStringSubmatch(ev.ProtoPayload.ResourceName)
+			m := findSubmatch(auditJobRE, ev.ProtoPayload.ResourceName)
 			if m == nil {
 				continue
 			}
@@ -182,7 +182,7 @@ func jobTTL(ev *Gathered, ns, job string) int {
 		if !strings.Contains(c.Command, job) && (cronJob == job || !strings.Contains(c.Command, cronJob)) {
 			continue
 		}
-		if m := ttlSettingRE.FindStringSubmatch(strings.Join(c.Lines, "\n")); m != nil {
+		if m := findSubmatch(ttlSettingRE, strings.Join(c.Lines, "\n")); m != nil {
 			if n, err := strconv.Atoi(m[1]); err == nil {
 				return n
 			}

@@ -37,7 +37,7 @@ var jobFailed = &mechanism{
 			}
 			// No line of its log and no timing says why: the finding only
 			// restates that the Job failed (capped in confidence).
-			if f := &fs[i]; f.fact("slow_line") == "" && f.fact("throttle_line") == "" && (f.fact("line") == "" || statusOnlyRE.MatchString(ReadableLine(f.fact("line")))) {
+			if f := &fs[i]; f.fact("slow_line") == "" && f.fact("throttle_line") == "" && (f.fact("line") == "" || matchLine(statusOnlyRE, ReadableLine(f.fact("line")))) {
 				f.setFact("state_only", "true")
 			}
 			// A log that says only how a call failed (reset, refused,
@@ -181,7 +181,7 @@ var cronJobSuffixRE = regexp.MustCompile(`^(.+)-\d{6,}$`)
 // cronJobOf names the CronJob a Job was created by, from its name
 // (<cronjob>-<scheduled minute>), or "".
 func cronJobOf(job string) string {
-	if m := cronJobSuffixRE.FindStringSubmatch(job); m != nil {
+	if m := findSubmatch(cronJobSuffixRE, job); m != nil {
 		return m[1]
 	}
 	return ""
@@ -465,7 +465,7 @@ func useLog(f *Finding, lines []string, source string) {
 	// forbidden"): an RBAC refusal there is the root, the Job's failure
 	// its consequence (rbacdenied.go names the user, verb and resource).
 	for _, l := range lines {
-		if forbiddenRE.MatchString(l) {
+		if matchLine(forbiddenRE, l) {
 			l = forbiddenMessage(l)
 			f.setFact("line", l)
 			f.setFact("last_log", l)
@@ -511,7 +511,7 @@ var errorWords = map[string]bool{"error": true, "failed": true, "dial": true, "r
 // it with an HTTP error status ("" for none): the external API or service
 // the run depends on, an affected system of its own.
 func errorComponent(line string) string {
-	m := errorPrefixRE.FindStringSubmatch(line)
+	m := findSubmatch(errorPrefixRE, line)
 	if m == nil || errorWords[m[1]] {
 		return ""
 	}

@@ -198,7 +198,7 @@ func injectionChange(ev *Gathered, ns, subject, sidecar string) (evidence.Change
 	found := false
 	for _, list := range [][]evidence.Change{ev.Earlier, ev.Changes} {
 		for _, c := range list {
-			if !injectionChangeRE.MatchString(c.Description) {
+			if !matchLine(injectionChangeRE, c.Description) {
 				continue
 			}
 			t := strings.ToLower(c.Service + " " + c.Description)

@@ -182,7 +182,7 @@ func isAlnumLower(s string) bool {
 // workloadOfName guesses a workload from a pod name (for events about pods
 // no longer listed).
 func workloadOfName(name string) string {
-	if m := hashSuffix.FindStringSubmatch(name); m != nil {
+	if m := findSubmatch(hashSuffix, name); m != nil {
 		return trimHash(m[1])
 	}
 	// StatefulSet ordinal.
@@ -551,7 +551,7 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 		// repeating the failure, or another reason (a pull secret not
 		// retrieved, then the pull failing) are one state: the first keeps
 		// its facts and the others add what it lacks.
-		sameState := e.Reason == f.fact("reason") && !backOffRE.MatchString(e.Message)
+		sameState := e.Reason == f.fact("reason") && !matchLine(backOffRE, e.Message)
 		current := f.fact("message") == "" || sameState && last.Sub(latest[k]) > supersededAfter
 		superseded := !current && sameState && latest[k].Sub(last) > supersededAfter
 		if current {

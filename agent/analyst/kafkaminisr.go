@@ -39,7 +39,7 @@ var kafkaMinISR = &mechanism{
 			}
 			if r := h.fact("dir_reason"); r != "" {
 				d += fmt.Sprintf(" after writes to it failed with %q", r)
-				if diskFullRE.MatchString(r) {
+				if matchLine(diskFullRE, r) {
 					d += " (disk full)"
 				}
 			}
@@ -58,7 +58,7 @@ var kafkaMinISR = &mechanism{
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		if b := h.fact("brokers_failed"); b != "" {
-			if diskFullRE.MatchString(h.fact("dir_reason")) {
+			if matchLine(diskFullRE, h.fact("dir_reason")) {
 				r.high("Free space on %s's log directory %s (lower the retention of the largest topics, delete their oldest segments, or grow the volume), then restart the broker so the directory comes back online and its replicas catch up", b, orWord(h.fact("log_dir"), ""))
 			} else {
 				r.high("Bring %s's log directory %s back (fix the disk, restart the broker) so its replicas rejoin the ISR", b, orWord(h.fact("log_dir"), ""))
@@ -109,7 +109,7 @@ func detectKafkaMinISR(ev *Gathered, found []Finding) []Finding {
 		name := orWord(set.Subject, subjectOfSource(set.Source))
 		broker := false
 		for _, t := range set.Templates {
-			if kafkaBrokerRE.MatchString(t.Example) {
+			if matchLine(kafkaBrokerRE, t.Example) {
 				broker = true
 				break
 			}
@@ -124,7 +124,7 @@ func detectKafkaMinISR(ev *Gathered, found []Finding) []Finding {
 			}
 			at := firstOf(t.FirstIncident, t.FirstSeen)
 			l := t.Example
-			if notEnoughReplicasRE.MatchString(l) {
+			if matchLine(notEnoughReplicasRE, l) {
 				lines += t.Incident
 				if first.IsZero() || at.Before(first) {
 					first = at
@@ -135,17 +135,17 @@ func detectKafkaMinISR(ev *Gathered, found []Finding) []Finding {
 						example = l
 					}
 				}
-				for _, m := range topicPartRE.FindAllStringSubmatch(l, -1) {
+				for _, m := range findAllSubmatch(topicPartRE, l, -1) {
 					add(&topics, m[1])
 				}
-				if m := minISRRE.FindStringSubmatch(l); m != nil && mis == "" {
+				if m := findSubmatch(minISRRE, l); m != nil && mis == "" {
 					mis = orWord(m[1], m[2])
 				}
 			}
 			if !broker {
 				continue
 			}
-			if m := logDirFailRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(logDirFailRE, l); m != nil {
 				setFailed = true
 				if d := orWord(m[1], orWord(m[2], orWord(m[3], m[4]))); d != "" && dir == "" {
 					dir = strings.TrimSuffix(d, ".")
@@ -154,7 +154,7 @@ func detectKafkaMinISR(ev *Gathered, found []Finding) []Finding {
 					failAt = at
 				}
 			}
-			if m := ioErrorRE.FindStringSubmatch(l); m != nil && reason == "" {
+			if m := findSubmatch(ioErrorRE, l); m != nil && reason == "" {
 				reason = strings.TrimSpace(orWord(m[1], m[2]))
 			}
 		}
@@ -190,7 +190,7 @@ func detectKafkaMinISR(ev *Gathered, found []Finding) []Finding {
 	}
 	// What grew the brokers' data: a retention raised in the month before.
 	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
-		if c.Timestamp.Before(f.Time) && retentionWordRE.MatchString(c.Description) && kafkaChangeRE.MatchString(c.Description) {
+		if c.Timestamp.Before(f.Time) && matchLine(retentionWordRE, c.Description) && matchLine(kafkaChangeRE, c.Description) {
 			f.setFact("retention", fmt.Sprintf("the %s change of %s at %s raised what the brokers keep: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
 		}

@@ -67,15 +67,15 @@ func detectKeepAliveRace(ev *Gathered, _ []Finding) []Finding {
 	}
 	groups := map[string]*group{}
 	for set, t := range incidentTemplates(ev) {
-		if !earlyCloseRE.MatchString(t.Example) {
+		if !matchLine(earlyCloseRE, t.Example) {
 			continue
 		}
 		up := ""
-		if m := upstreamURLRE.FindStringSubmatch(t.Example); m != nil {
+		if m := findSubmatch(upstreamURLRE, t.Example); m != nil {
 			up = m[1]
 		}
 		svc := ""
-		if m := requestPathRE.FindStringSubmatch(t.Example); m != nil {
+		if m := findSubmatch(requestPathRE, t.Example); m != nil {
 			svc = serviceOfRoute(m[1], ev)
 		}
 		if svc == "" {
@@ -184,7 +184,7 @@ func upstreamIdleTimeout(sets []LogSet, service string) string {
 			continue
 		}
 		for _, t := range set.Templates {
-			if m := idleTimeoutRE.FindStringSubmatch(t.Example); m != nil {
+			if m := findSubmatch(idleTimeoutRE, t.Example); m != nil {
 				return orWord(m[1], orWord(m[2], m[3]))
 			}
 		}
@@ -196,7 +196,7 @@ func upstreamIdleTimeout(sets []LogSet, service string) string {
 // connections, before the first early close.
 func keepAliveChange(ev *Gathered, proxy string, first time.Time) string {
 	for _, c := range ev.Changes {
-		if c.Timestamp.After(first.Add(2*time.Minute)) || !keepAliveChangeRE.MatchString(c.Description) {
+		if c.Timestamp.After(first.Add(2*time.Minute)) || !matchLine(keepAliveChangeRE, c.Description) {
 			continue
 		}
 		if proxy != "" && !strings.EqualFold(c.Service, proxy) && !strings.Contains(strings.ToLower(c.Description), "upstream") {
@@ -219,7 +219,7 @@ func proxy502s(sets []LogSet, proxy string) (int, string) {
 			continue
 		}
 		for _, t := range set.Templates {
-			if t.Incident > 0 && status502RE.MatchString(t.Example) {
+			if t.Incident > 0 && matchLine(status502RE, t.Example) {
 				n += t.Incident
 				if example == "" {
 					example = t.Example

@@ -34,7 +34,7 @@ var kmsKey = &mechanism{
 	// policy) triggers its refusals.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
-		return kmsChangeRE.MatchString(t) || h.fact("key_id") != "" && strings.Contains(t, strings.ToLower(h.fact("key_id")))
+		return matchLine(kmsChangeRE, t) || h.fact("key_id") != "" && strings.Contains(t, strings.ToLower(h.fact("key_id")))
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -102,7 +102,7 @@ func detectKMSKeys(ev *Gathered, found []Finding) []Finding {
 	var order []string
 	for x := range incidentMatches(ev, kmsStateRE) {
 		set, t, line := x.set, x.t, x.line
-		if cloudTrailEventRE.MatchString(line) {
+		if matchLine(cloudTrailEventRE, line) {
 			continue // the trail's record of a refused call, not a caller
 		}
 		id := kmsKeyOf(line)
@@ -121,7 +121,7 @@ func detectKMSKeys(ev *Gathered, found []Finding) []Finding {
 		if RootCauseScore(line) > RootCauseScore(f.fact("line")) {
 			f.Facts["line"] = line
 		}
-		if m := kmsOpRE.FindStringSubmatch(line); m != nil {
+		if m := findSubmatch(kmsOpRE, line); m != nil {
 			op := orWord(m[1], m[2])
 			if ops := f.fact("operations"); !slices.Contains(strings.Split(ops, " and "), op) {
 				if ops == "" {
@@ -159,7 +159,7 @@ func detectKMSKeys(ev *Gathered, found []Finding) []Finding {
 // kmsKeyOf is the key a line names: its ID (from an ARN), a Cloud KMS
 // key's name, or "".
 func kmsKeyOf(line string) string {
-	if m := kmsKeyIDRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(kmsKeyIDRE, line); m != nil {
 		for _, g := range m[1:] {
 			if g != "" {
 				return g
@@ -181,7 +181,7 @@ func kmsKeyHistory(ev *Gathered, f *Finding) {
 		for _, l := range c.Lines {
 			if strings.Contains(l, id) && (strings.Contains(l, "PendingDeletion") || strings.Contains(l, "Disabled")) {
 				f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", truncate(c.Command, 80), strings.Join(strings.Fields(l), " ")))
-				if a := kmsAliasRE.FindString(c.Command); a != "" {
+				if a := findString(kmsAliasRE, c.Command); a != "" {
 					f.setFact("alias", a)
 				}
 			}
@@ -190,11 +190,11 @@ func kmsKeyHistory(ev *Gathered, f *Finding) {
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if !strings.Contains(l, id) || !kmsChangeRE.MatchString(l) && !kmsScheduledLineRE.MatchString(l) {
+				if !strings.Contains(l, id) || !matchLine(kmsChangeRE, l) && !matchLine(kmsScheduledLineRE, l) {
 					continue
 				}
 				if e := parseCloudTrail(l); e != nil {
-					if !kmsChangeRE.MatchString(e.EventName) || e.ErrorCode != "" {
+					if !matchLine(kmsChangeRE, e.EventName) || e.ErrorCode != "" {
 						continue
 					}
 					// The deletion scheduled says more than the key disabled
@@ -206,7 +206,7 @@ func kmsKeyHistory(ev *Gathered, f *Finding) {
 					delete(f.Facts, "actor")
 					f.setFact("actor", e.actor())
 					f.Evidence = appendNew(f.Evidence, fmt.Sprintf("CloudTrail: %s on key %s by %s at %s", e.EventName, id, e.actor(), ts(e.EventTime)))
-				} else if kmsScheduledLineRE.MatchString(l) {
+				} else if matchLine(kmsScheduledLineRE, l) {
 					f.Evidence = appendNew(f.Evidence, fmt.Sprintf("%s logs: %s", set.Source, quote(ReadableLine(l), 200)))
 					if f.fact("actor") == "" {
 						f.setFact("actor", set.Subject)

@@ -135,13 +135,13 @@ func detectKubeletCert(ev *Gathered, _ []Finding) []Finding {
 	// openssl on the node's client certificate, and its configuration.
 	for _, c := range ev.Commands {
 		out := strings.Join(c.Lines, "\n")
-		m := opensslNotAfterRE.FindStringSubmatch(out)
+		m := findSubmatch(opensslNotAfterRE, out)
 		if m == nil {
 			continue
 		}
 		cmd := strings.ToLower(c.Command + " " + c.Run)
 		node := ""
-		if s := kubeletCertSubjectRE.FindStringSubmatch(out); s != nil {
+		if s := findSubmatch(kubeletCertSubjectRE, out); s != nil {
 			node = s[1]
 		} else if strings.Contains(cmd, "kubelet") {
 			node = orWord(c.Host, sshHost(c.Command))
@@ -165,10 +165,10 @@ func detectKubeletCert(ev *Gathered, _ []Finding) []Finding {
 		n.strong = true
 		n.f.setFact("not_after", ts(notAfter))
 		n.f.Time = earliest(n.f.Time, notAfter)
-		if rotationOffRE.MatchString(out) {
+		if matchLine(rotationOffRE, out) {
 			n.f.setFact("rotation_off", "true")
 		}
-		n.evidence = append(n.evidence, fmt.Sprintf("%s: notAfter=%s (expired)%s", truncate(strings.TrimSpace(c.Command), 100), m[1], map[bool]string{true: ", rotateCertificates: false"}[rotationOffRE.MatchString(out)]))
+		n.evidence = append(n.evidence, fmt.Sprintf("%s: notAfter=%s (expired)%s", truncate(strings.TrimSpace(c.Command), 100), m[1], map[bool]string{true: ", rotateCertificates: false"}[matchLine(rotationOffRE, out)]))
 	}
 	var out []Finding
 	for _, name := range order {
@@ -180,7 +180,7 @@ func detectKubeletCert(ev *Gathered, _ []Finding) []Finding {
 		for i := range ev.Logs {
 			set := &ev.Logs[i]
 			for _, t := range set.Templates {
-				if t.Incident > 0 && apiAuthExpiredRE.MatchString(t.Example) {
+				if t.Incident > 0 && matchLine(apiAuthExpiredRE, t.Example) {
 					n.sources = appendNew(n.sources, set.Subject)
 					n.sources = appendNew(n.sources, set.Source)
 					n.evidence = appendNew(n.evidence, templateEvidence(*set, t, t.Example))
@@ -250,7 +250,7 @@ var sshHostRE = regexp.MustCompile(`\bssh\s+(?:-\S+\s+)*(?:[\w.-]+@)?([A-Za-z0-9
 
 // sshHost is the host an ssh command runs on ("" otherwise).
 func sshHost(cmd string) string {
-	if m := sshHostRE.FindStringSubmatch(cmd); m != nil {
+	if m := findSubmatch(sshHostRE, cmd); m != nil {
 		return m[1]
 	}
 	return ""

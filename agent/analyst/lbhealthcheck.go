@@ -71,7 +71,7 @@ func detectLBHealthCheck(ev *Gathered, _ []Finding) []Finding {
 	var order []string
 	for set, t := range incidentTemplates(ev) {
 		for _, l := range t.Lines() {
-			if m := haproxyDownRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(haproxyDownRE, l); m != nil {
 				c := checks[m[1]]
 				if c == nil {
 					c = &lbCheck{proxy: orWord(set.Subject, subjectOfSource(set.Source)), backend: m[1]}
@@ -90,14 +90,14 @@ func detectLBHealthCheck(ev *Gathered, _ []Finding) []Finding {
 					c.onset = at
 				}
 			}
-			if m := noServerRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(noServerRE, l); m != nil {
 				// HAProxy names the backend; nginx the upstream block
 				// in its upstream URL; Envoy the cluster.
 				b := m[1]
 				if b == "" {
-					if u := upstreamURLRE.FindStringSubmatch(l); u != nil {
+					if u := findSubmatch(upstreamURLRE, l); u != nil {
 						b = u[1]
-					} else if u := clusterFieldRE.FindStringSubmatch(l); u != nil {
+					} else if u := findSubmatch(clusterFieldRE, l); u != nil {
 						b = u[1]
 					}
 				}
@@ -194,7 +194,7 @@ func healthAnswers(sets []LogSet, c *lbCheck) (path, line string, n int) {
 				continue
 			}
 			for _, l := range t.Lines() {
-				m := healthPathRE.FindStringSubmatch(l)
+				m := findSubmatch(healthPathRE, l)
 				if m == nil || (c.code != "" && m[2] != c.code) || m[2] < "400" {
 					continue
 				}

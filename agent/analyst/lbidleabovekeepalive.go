@@ -96,7 +96,7 @@ func detectLBIdleAboveKeepAlive(ev *Gathered, _ []Finding) []Finding {
 	var change *evidence.Change
 	for i := range ev.Changes {
 		c := &ev.Changes[i]
-		m := lbIdleChangeToRE.FindStringSubmatch(c.Description)
+		m := findSubmatch(lbIdleChangeToRE, c.Description)
 		if m == nil {
 			continue
 		}
@@ -175,7 +175,7 @@ func detectLBIdleAboveKeepAlive(ev *Gathered, _ []Finding) []Finding {
 
 // lbIdleOf reads a balancer's idle timeout from one line.
 func lbIdleOf(l string) (time.Duration, bool) {
-	m := lbIdleRE.FindStringSubmatch(l)
+	m := findSubmatch(lbIdleRE, l)
 	if m == nil {
 		return 0, false
 	}
@@ -186,7 +186,7 @@ func lbIdleOf(l string) (time.Duration, bool) {
 // keepAliveOf reads a server's keep-alive timeout from one line.
 func keepAliveOf(l string) (time.Duration, bool) {
 	for _, k := range serverKeepAlive {
-		if m := k.re.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(k.re, l); m != nil {
 			unit := ""
 			if len(m) > 2 {
 				unit = m[2]
@@ -231,7 +231,7 @@ func balancer502s(ev *Gathered) (int, string, time.Time) {
 	var first time.Time
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if albNoTargetRE.MatchString(l) {
+			if matchLine(albNoTargetRE, l) {
 				n++
 				if example == "" {
 					example = quote(l, 200)
@@ -241,7 +241,7 @@ func balancer502s(ev *Gathered) (int, string, time.Time) {
 	}
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
-			if t.Incident > 0 && (albNoTargetRE.MatchString(t.Example) || earlyCloseRE.MatchString(t.Example)) {
+			if t.Incident > 0 && (matchLine(albNoTargetRE, t.Example) || matchLine(earlyCloseRE, t.Example)) {
 				n += t.Incident
 				if example == "" {
 					example = quote(ReadableLine(t.Example), 200)
@@ -250,7 +250,7 @@ func balancer502s(ev *Gathered) (int, string, time.Time) {
 		}
 	}
 	for _, s := range ev.Metrics {
-		if !lb502MetricRE.MatchString(s.Name) {
+		if !matchLine(lb502MetricRE, s.Name) {
 			continue
 		}
 		sum := 0.0

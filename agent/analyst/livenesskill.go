@@ -225,11 +225,11 @@ func (o probeOutcome) why() string {
 // (responded with "NOT_SERVING")` (gRPC), or an exec probe's output.
 func probeOutcomeOf(msg string) probeOutcome {
 	var o probeOutcome
-	if m := probeURLRE.FindStringSubmatch(msg); m != nil {
+	if m := findSubmatch(probeURLRE, msg); m != nil {
 		o.path = m[1]
 	}
 	l := strings.ToLower(msg)
-	switch m := probeStatusRE.FindStringSubmatch(msg); {
+	switch m := findSubmatch(probeStatusRE, msg); {
 	case m != nil:
 		o.failure, o.status, o.result = "status", m[1], "HTTP "+m[1]
 	case strings.Contains(l, "deadline exceeded") || strings.Contains(l, "timeout") || strings.Contains(l, "timed out"):
@@ -239,10 +239,10 @@ func probeOutcomeOf(msg string) probeOutcome {
 	case strings.Contains(l, "not_serving") || strings.Contains(l, "service unhealthy"):
 		o.failure, o.result = "unhealthy", "NOT_SERVING"
 	default:
-		if m := probeExecRE.FindStringSubmatch(strings.TrimSpace(msg)); m != nil && !strings.Contains(l, "connection reset") && !strings.Contains(l, " eof") {
+		if m := findSubmatch(probeExecRE, strings.TrimSpace(msg)); m != nil && !strings.Contains(l, "connection reset") && !strings.Contains(l, " eof") {
 			o.failure, o.result = "exec", m[1]
 			for _, re := range probeMissingRE {
-				if mm := re.FindStringSubmatch(m[1]); mm != nil {
+				if mm := findSubmatch(re, m[1]); mm != nil {
 					o.failure, o.missing, o.missingError, o.missingText = "exec_missing", mm[1], mm[2], strings.TrimSpace(mm[0])
 					break
 				}
@@ -262,7 +262,7 @@ var notFoundWordsRE = regexp.MustCompile(`(?i)(?:^|[\s"|\-])404(?:[\s"|]|$)|no m
 // notFoundLine reports whether a log line says the application found
 // nothing for a request to path.
 func notFoundLine(line, path string) bool {
-	if path == "" || path == "/" || !notFoundWordsRE.MatchString(line) {
+	if path == "" || path == "/" || !matchLine(notFoundWordsRE, line) {
 		return false
 	}
 	for rest := line; ; {
@@ -279,7 +279,7 @@ func notFoundLine(line, path string) bool {
 		}
 		// The path itself, not a longer one it starts or ends; in a URL
 		// it follows the host.
-		start := !pathChar(before) || probeURLHostRE.MatchString(rest[:i])
+		start := !pathChar(before) || matchLine(probeURLHostRE, rest[:i])
 		if start && (!pathChar(after) || after == '?') {
 			return true
 		}

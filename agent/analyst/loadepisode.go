@@ -62,7 +62,7 @@ func loadOfEpisode(ep *alertEpisode, logs []LogSet) *episodeClient {
 				continue
 			}
 			r, ok := parseRequestLine(l.Text)
-			if !ok || platformAgentRE.MatchString(r.Agent) {
+			if !ok || matchLine(platformAgentRE, r.Agent) {
 				continue
 			}
 			in := !l.Time.Before(from) && !l.Time.After(to)
@@ -113,7 +113,7 @@ func loadOfEpisode(ep *alertEpisode, logs []LogSet) *episodeClient {
 				}
 				best = &episodeClient{Field: field, Key: key, In: c.in, InAll: inAll, Out: c.out, OutAll: outAll,
 					First: c.first, Last: c.last, Source: orWord(set.Source, set.Subject), OutRate: outRate, InRate: inRate}
-				if m := loadToolRE.FindStringSubmatch(key); m != nil && field != "address" {
+				if m := findSubmatch(loadToolRE, key); m != nil && field != "address" {
 					best.Tool = toolName(m[1])
 				}
 			}
@@ -149,7 +149,7 @@ func loadTestPods(pods []corev1.Pod, ep *alertEpisode) (names, tool string) {
 		for _, c := range p.Spec.Containers {
 			text += " " + c.Image
 		}
-		m := loadToolRE.FindStringSubmatch(text)
+		m := findSubmatch(loadToolRE, text)
 		if m == nil {
 			continue
 		}

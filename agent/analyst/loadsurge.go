@@ -34,7 +34,7 @@ var notLoadRE = regexp.MustCompile(`(?i)error|fail|5xx|latency|duration|seconds|
 // IsLoadMetric reports whether a metric measures how much work a service
 // is given: requests, active connections or sessions, messages consumed.
 func IsLoadMetric(name string) bool {
-	return loadMetricRE.MatchString(name) && !notLoadRE.MatchString(name)
+	return matchLine(loadMetricRE, name) && !matchLine(notLoadRE, name)
 }
 
 // DetectLoadSurge finds services whose load rose several times over the

@@ -57,7 +57,7 @@ func parseGroupQuestion(text string) (groupQuestion, bool) {
 		if strings.HasSuffix(before, ":") || strings.HasPrefix(after, ":") || strings.HasPrefix(after, "%") || strings.HasPrefix(after, ".") && len(after) > 1 && after[1] >= '0' && after[1] <= '9' {
 			continue
 		}
-		if !plural && !statusNouns.MatchString(after) && !statusLead.MatchString(before) {
+		if !plural && !matchLine(statusNouns, after) && !matchLine(statusLead, before) {
 			continue
 		}
 		if strings.HasSuffix(code, "xx") {
@@ -69,17 +69,17 @@ func parseGroupQuestion(text string) (groupQuestion, bool) {
 		}
 		q.what = text[m[2]:m[1]]
 		if !plural {
-			if s := statusNouns.FindString(after); s != "" {
+			if s := findString(statusNouns, after); s != "" {
 				q.what += " " + strings.TrimSpace(s)
 			}
 		}
 		break
 	}
-	if q.lo == 0 || !groupCueRE.MatchString(text) {
+	if q.lo == 0 || !matchLine(groupCueRE, text) {
 		return q, false
 	}
 	for _, g := range groupFields {
-		if g.re.MatchString(text) {
+		if matchLine(g.re, text) {
 			q.field = g.field
 			return q, true
 		}

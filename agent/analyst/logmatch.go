@@ -68,7 +68,7 @@ var (
 // "".
 func searchCapture(text string) string {
 	for _, re := range searchQuestionRE {
-		if m := re.FindStringSubmatch(text); m != nil {
+		if m := findSubmatch(re, text); m != nil {
 			return strings.TrimSpace(m[1])
 		}
 	}

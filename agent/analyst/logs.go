@@ -269,37 +269,37 @@ func DependencyTarget(line string) string {
 	}
 	// Names beat addresses: a URL's or a lookup's host name first, then
 	// the address a dial names.
-	if m := urlRE.FindStringSubmatch(line); m != nil && net.ParseIP(m[1]) == nil {
+	if m := findSubmatch(urlRE, line); m != nil && net.ParseIP(m[1]) == nil {
 		if t := try(m[1], m[2]); t != "" {
 			return t
 		}
 	}
-	if m := lookupRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(lookupRE, line); m != nil {
 		if t := try(m[1], ""); t != "" {
 			return t
 		}
 	}
-	if m := dialRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(dialRE, line); m != nil {
 		if t := try(m[1], m[2]); t != "" {
 			return t
 		}
 	}
 	// Go's "read udp LOCAL->REMOTE: i/o timeout": the remote end is the
 	// dependency, the local address only the caller's socket.
-	if m := connArrowRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(connArrowRE, line); m != nil {
 		if t := try(m[1], m[2]); t != "" {
 			return t
 		}
 	}
-	if m := urlRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(urlRE, line); m != nil {
 		if t := try(m[1], m[2]); t != "" {
 			return t
 		}
 	}
-	if m := ipPortRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(ipPortRE, line); m != nil {
 		return m[1] + ":" + m[2]
 	}
-	for _, m := range hostPort.FindAllStringSubmatch(line, -1) {
+	for _, m := range findAllSubmatch(hostPort, line, -1) {
 		// Skip clock times, level prefixes and source references
 		// (main.go:42, Foo.java:118).
 		if isCodeRef(m[1]) {
@@ -309,7 +309,7 @@ func DependencyTarget(line string) string {
 			return t
 		}
 	}
-	for _, m := range towardRE.FindAllStringSubmatch(line, -1) {
+	for _, m := range findAllSubmatch(towardRE, line, -1) {
 		if (strings.Contains(m[1], ".") || m[2] != "" || strings.Contains(m[1], "-")) && !isCodeRef(m[1]) {
 			if t := try(m[1], m[2]); t != "" {
 				return t
@@ -319,7 +319,7 @@ func DependencyTarget(line string) string {
 	// A wrapped error whose first link is the callee's name, as Go's
 	// fmt.Errorf("%s: %w", callee, err) and many clients print it:
 	// err="address-book: 429 Too Many Requests".
-	if m := errPrefixRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(errPrefixRE, line); m != nil {
 		if t := try(m[1], ""); t != "" {
 			return t
 		}
@@ -341,7 +341,7 @@ var codeRefRE = regexp.MustCompile(`(?i)\.(go|java|kt|scala|py|rb|js|mjs|cjs|ts|
 
 // isCodeRef reports whether a host:port candidate is a source file and
 // line ("handler.go:212", "OrderService.java:88").
-func isCodeRef(host string) bool { return codeRefRE.MatchString(host) }
+func isCodeRef(host string) bool { return matchLine(codeRefRE, host) }
 
 // wellKnownPorts names the dependency behind a well-known port.
 var wellKnownPorts = map[string]string{
@@ -376,7 +376,7 @@ func WellKnownDependency(line, target string) string {
 		}
 	}
 	for _, c := range clientNames {
-		if c.re.MatchString(line) {
+		if matchLine(c.re, line) {
 			return c.name
 		}
 	}
@@ -423,12 +423,12 @@ func LineLevel(line string) string {
 	}
 	// pino and bunyan write the level as a number: 10 trace, 20 debug,
 	// 30 info, 40 warn, 50 error, 60 fatal.
-	if m := numLevelRE.FindStringSubmatch(head); m != nil {
+	if m := findSubmatch(numLevelRE, head); m != nil {
 		if name := pinoLevel(m[1]); name != "" {
 			return LineLevel(name)
 		}
 	}
-	m := levelRE.FindStringSubmatch(head)
+	m := findSubmatch(levelRE, head)
 	if m == nil {
 		return ""
 	}
@@ -509,7 +509,7 @@ var notAfterRE = regexp.MustCompile(`(?i)(?:current time (\S+) is after (\S+))|(
 
 // certExpiry returns the expiry time a certificate error names, if any.
 func certExpiry(line string) string {
-	m := notAfterRE.FindStringSubmatch(line)
+	m := findSubmatch(notAfterRE, line)
 	if m == nil {
 		return ""
 	}
@@ -597,14 +597,14 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			case "warn":
 				// A warning that something asked for was not found (a
 				// lookup answered 404) is the service working.
-				if kind == KindLogErrors && lookupMissRE.MatchString(line) {
+				if kind == KindLogErrors && matchLine(lookupMissRE, line) {
 					continue
 				}
 				// A warning that the service refused a client's request
 				// (its own answer a 4xx: a bad signature, a malformed
 				// body) is the service doing its job; only a surge of
 				// them at volume says something changed.
-				if kind == KindLogErrors && clientRejectedRE.MatchString(line) && !(surging && t.Incident >= 10) {
+				if kind == KindLogErrors && matchLine(clientRejectedRE, line) && !(surging && t.Incident >= 10) {
 					continue
 				}
 				w0 *= 0.9
@@ -624,7 +624,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 				// (Envoy's "inbound|PORT||" cluster) is the logging
 				// service answering: its addresses are its own pod's
 				// and the caller's, not a dependency's.
-				if envoyInboundRE.MatchString(line) {
+				if matchLine(envoyInboundRE, line) {
 					target = ""
 				}
 				if dep := DependencyName(target); dep != "" && dep != set.Subject {
@@ -643,7 +643,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			}
 			// A database server's error quoted in a client's log (pq:,
 			// SQLSTATE, MySQL error codes) describes the database.
-			if !set.Host && subject == set.Subject && dbClientRE.MatchString(line) && kind != KindLogErrors && kind != KindAppCrash && kind != KindSlowQuery {
+			if !set.Host && subject == set.Subject && matchLine(dbClientRE, line) && kind != KindLogErrors && kind != KindAppCrash && kind != KindSlowQuery {
 				if target == "" {
 					target = DependencyTarget(line)
 				}
@@ -661,9 +661,9 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 			if set.Host {
 				// A host's log: the processes it names (a database, a
 				// cache) are what its callers call.
-				if m := killedProcRE.FindStringSubmatch(line); m != nil {
+				if m := findSubmatch(killedProcRE, line); m != nil {
 					process = m[1]
-				} else if m := unitRE.FindStringSubmatch(line); m != nil {
+				} else if m := findSubmatch(unitRE, line); m != nil {
 					process = m[1]
 				}
 				if d := processDependency(process); d != "" {
@@ -817,7 +817,7 @@ func DetectLogs(sets []LogSet, w Window) []Finding {
 func hostRole(set LogSet) string {
 	for _, t := range set.Templates {
 		for _, l := range []string{t.Example, t.Template} {
-			if m := syslogProcRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(syslogProcRE, l); m != nil {
 				if d := processDependency(m[1] + m[2]); d != "" {
 					return d
 				}
@@ -825,7 +825,7 @@ func hostRole(set LogSet) string {
 			// A client quoting the server's refusal ("psycopg...:
 			// connection failed: FATAL:  password authentication
 			// failed") is not the server.
-			if pgServerRE.MatchString(l) && !pgClientQuoteRE.MatchString(l) {
+			if matchLine(pgServerRE, l) && !matchLine(pgClientQuoteRE, l) {
 				return "postgresql"
 			}
 		}
@@ -844,7 +844,7 @@ var externalURLRE = regexp.MustCompile(`(?i)\bhttps?://([a-z0-9][\w-]*(?:\.[\w-]
 // externalHost is the host of a URL a line names when it looks external
 // (a public domain, not a cluster service).
 func externalHost(line string) string {
-	for _, m := range externalURLRE.FindAllStringSubmatch(withoutDocLinks(line), -1) {
+	for _, m := range findAllSubmatch(externalURLRE, withoutDocLinks(line), -1) {
 		h := strings.ToLower(m[1])
 		if net.ParseIP(h) != nil || strings.Contains(h, ".svc") || strings.HasSuffix(h, ".local") || strings.HasSuffix(h, ".internal") || strings.HasSuffix(h, ".cluster") {
 			continue
@@ -870,7 +870,7 @@ func withoutDocLinks(line string) string {
 		return line
 	}
 	return linkRE.ReplaceAllStringFunc(line, func(u string) string {
-		if docLinkRE.MatchString(u) {
+		if matchLine(docLinkRE, u) {
 			return ""
 		}
 		return u
@@ -1022,9 +1022,9 @@ var (
 // (unauthorized, invalid or revoked), or "" when the line does not say.
 func CredentialProblem(line string) string {
 	switch {
-	case credExpiredRE.MatchString(line):
+	case matchLine(credExpiredRE, line):
 		return "expired"
-	case credInvalidRE.MatchString(line):
+	case matchLine(credInvalidRE, line):
 		return "invalid"
 	}
 	return ""
@@ -1033,17 +1033,17 @@ func CredentialProblem(line string) string {
 // providerTag names the external provider a line is about when it gives
 // no URL: provider=X, or a leading [x] tag.
 func providerTag(line string) string {
-	if m := providerRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(providerRE, line); m != nil {
 		return m[1]
 	}
-	if m := bracketTagRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(bracketTagRE, line); m != nil {
 		return m[1]
 	}
 	return ""
 }
 
 func authStatus(line string) string {
-	if m := authStatusRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(authStatusRE, line); m != nil {
 		return orWord(m[1], m[2])
 	}
 	return ""
@@ -1076,15 +1076,15 @@ var (
 // "Traceback (most recent call last)") and its stack frames.
 func RootCauseScore(line string) int {
 	switch {
-	case causedByRE.MatchString(line):
+	case matchLine(causedByRE, line):
 		return 4
-	case panicLineRE.MatchString(line):
+	case matchLine(panicLineRE, line):
 		return 3
-	case headerLineRE.MatchString(line):
+	case matchLine(headerLineRE, line):
 		return -1
-	case exceptionRE.MatchString(line), rubyExceptionRE.MatchString(line):
+	case matchLine(exceptionRE, line), matchLine(rubyExceptionRE, line):
 		return 3
-	case dbErrorRE.MatchString(line):
+	case matchLine(dbErrorRE, line):
 		return 2
 	}
 	return 0

@@ -42,7 +42,7 @@ var podNameRE = regexp.MustCompile(`^([a-z0-9][a-z0-9.-]*?)-([bcdfghjklmnpqrstvw
 // logs of a workload's pods, old ReplicaSet and new, are then one
 // service's: its deploy is their trigger, its callers' errors theirs.
 func podLogOwner(base string) string {
-	if m := podNameRE.FindStringSubmatch(base); m != nil && strings.ContainsAny(m[2], "0123456789") {
+	if m := findSubmatch(podNameRE, base); m != nil && strings.ContainsAny(m[2], "0123456789") {
 		return m[1]
 	}
 	return ""

@@ -70,7 +70,7 @@ func detectLoopbackBind(ev *Gathered, _ []Finding) []Finding {
 		if e.Reason != "Unhealthy" || e.InvolvedObject.Kind != "Pod" {
 			continue
 		}
-		m := probeRefusedRE.FindStringSubmatch(strings.TrimSpace(e.Message))
+		m := findSubmatch(probeRefusedRE, strings.TrimSpace(e.Message))
 		if m == nil {
 			continue
 		}
@@ -87,7 +87,7 @@ func detectLoopbackBind(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		for _, t := range set.Templates {
-			m := loopbackListenRE.FindStringSubmatch(t.Example)
+			m := findSubmatch(loopbackListenRE, t.Example)
 			if m == nil {
 				continue
 			}

@@ -115,16 +115,16 @@ func detectMallocFragmentation(ev *Gathered, found []Finding) []Finding {
 				if strings.HasPrefix(t, "---") || strings.HasPrefix(t, "+++") {
 					continue
 				}
-				if strings.HasPrefix(t, "-") && allocatorRE.MatchString(t) {
+				if strings.HasPrefix(t, "-") && matchLine(allocatorRE, t) {
 					removed = append(removed, t)
-				} else if strings.HasPrefix(t, "+") && allocatorRE.MatchString(t) {
+				} else if strings.HasPrefix(t, "+") && matchLine(allocatorRE, t) {
 					added = append(added, t)
 				}
 			}
 			if len(removed) > 0 && len(added) == 0 && removedLine == "" {
 				removedLine = fmt.Sprintf("%q removed in %s", truncate(removed[0], 100), truncate(c.Run, 60))
 			}
-			if mallocCountCmdRE.MatchString(c.Run) {
+			if matchLine(mallocCountCmdRE, c.Run) {
 				out := strings.TrimSpace(strings.Join(c.Lines, "\n"))
 				last := out
 				if i := strings.LastIndex(out, "\n"); i >= 0 {
@@ -166,7 +166,7 @@ func detectMallocFragmentation(ev *Gathered, found []Finding) []Finding {
 		}
 		var latest time.Time
 		for _, c := range append(append([]evidence.Change{}, ev.Earlier...), ev.Changes...) {
-			if strings.EqualFold(c.Service, s) && allocatorChangeRE.MatchString(c.Description) && c.Timestamp.Before(f.Time) && c.Timestamp.After(latest) {
+			if strings.EqualFold(c.Service, s) && matchLine(allocatorChangeRE, c.Description) && c.Timestamp.Before(f.Time) && c.Timestamp.After(latest) {
 				latest = c.Timestamp
 				f.Facts["release"] = (fmt.Sprintf("%s (%s)", quote(c.Description, 140), ts(c.Timestamp)))
 			}
@@ -188,7 +188,7 @@ func mallocThreads(f *Finding, ev *Gathered, s string) {
 		}
 		for _, c := range p.Spec.Containers {
 			for _, e := range c.Env {
-				if threadsEnvRE.MatchString(e.Name) && e.Value != "" && f.fact("threads") == "" {
+				if matchLine(threadsEnvRE, e.Name) && e.Value != "" && f.fact("threads") == "" {
 					f.setFact("threads", fmt.Sprintf("%s=%s threads", e.Name, e.Value))
 				}
 			}
@@ -205,7 +205,7 @@ func mallocThreads(f *Finding, ev *Gathered, s string) {
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := procThreadsRE.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			if m := findSubmatch(procThreadsRE, strings.TrimSpace(l)); m != nil {
 				f.setFact("threads", m[1]+" threads in the process")
 				return
 			}
@@ -221,7 +221,7 @@ func heapFlatRSSGrows(sets []MetricSet, subject string) string {
 	heapFlat, heapSeen, rssGrows := true, false, false
 	var heapName, rssName string
 	for _, ms := range sets {
-		isHeap, isRSS := heapSeriesRE.MatchString(ms.Name), rssSeriesRE.MatchString(ms.Name)
+		isHeap, isRSS := matchLine(heapSeriesRE, ms.Name), matchLine(rssSeriesRE, ms.Name)
 		if !isHeap && !isRSS {
 			continue
 		}

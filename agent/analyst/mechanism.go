@@ -244,7 +244,7 @@ func crashLogCauses(ev *Gathered, found []Finding, kind Kind, facts func(f *Find
 	m := mechanismOf(kind)
 	var out []Finding
 	crashLines(ev, found, func(c Finding, pod string, lines []evidence.LogLine, i int) bool {
-		if !m.lines.MatchString(lines[i].Text) {
+		if !matchLine(m.lines, lines[i].Text) {
 			return false
 		}
 		f := crashLineFinding(c, pod, m.kind, m.lineWeight, lines[i].Text, ReadableLine(lines[i].Text))

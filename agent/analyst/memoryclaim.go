@@ -78,7 +78,7 @@ func detectMemoryClaim(ev *Gathered, _ []Finding) []Finding {
 		return nil
 	}
 	var limit float64
-	if m := memLimitRE.FindStringSubmatch(text); m != nil {
+	if m := findSubmatch(memLimitRE, text); m != nil {
 		if q, err := resource.ParseQuantity(strings.TrimSuffix(strings.ReplaceAll(m[1], " ", ""), "B")); err == nil {
 			limit = float64(q.Value())
 		}
@@ -132,7 +132,7 @@ func detectMemoryClaim(ev *Gathered, _ []Finding) []Finding {
 		return nil // nothing to check the claim against
 	}
 	alert := "memory"
-	if m := memAlertName.FindString(text); m != "" {
+	if m := findString(memAlertName, text); m != "" {
 		alert = m
 	}
 	f := Finding{Kind: KindMemoryClaim, Subject: subject, Object: "alert " + alert, Namespace: sc.Namespace, Time: ev.Window.Start,

@@ -60,7 +60,7 @@ var meshCircuitBreak = &mechanism{
 	// coincidence.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindDeploy && meshPolicyChangeRE.MatchString(changeText(c))
+		return c.Kind != KindDeploy && matchLine(meshPolicyChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		callers := orWord(h.fact("callers"), "its callers")
@@ -241,7 +241,7 @@ func meshBreakCommands(cmds []evidence.CommandOutput, b *meshBreak) {
 				}
 				continue
 			}
-			if m := meshStatRE.FindStringSubmatch(l); m != nil && strings.Contains(m[1], b.callee) {
+			if m := findSubmatch(meshStatRE, l); m != nil && strings.Contains(m[1], b.callee) {
 				n, _ := strconv.Atoi(m[3])
 				stat := m[2]
 				if n > 0 && (b.mode == "overflow" && strings.HasSuffix(stat, "overflow") || b.mode == "eject" && strings.Contains(stat, "ejections")) {
@@ -250,7 +250,7 @@ func meshBreakCommands(cmds []evidence.CommandOutput, b *meshBreak) {
 				continue
 			}
 			if about {
-				if m := meshSettingRE.FindStringSubmatch(l); m != nil && meshSettingFits(m[1], b.mode) {
+				if m := findSubmatch(meshSettingRE, l); m != nil && meshSettingFits(m[1], b.mode) {
 					s := m[1] + " " + m[2]
 					if !slices.Contains(b.settings, s) {
 						b.settings = append(b.settings, s)
@@ -300,7 +300,7 @@ func meshBreakChange(ev *Gathered, callee string) string {
 	for _, cs := range [][]evidence.Change{ev.Changes, ev.Earlier} {
 		for i := len(cs) - 1; i >= 0; i-- {
 			c := cs[i]
-			if c.Kind == "deploy" || !meshPolicyChangeRE.MatchString(c.Description) {
+			if c.Kind == "deploy" || !matchLine(meshPolicyChangeRE, c.Description) {
 				continue
 			}
 			if c.Service == callee || strings.Contains(c.Description, callee) {

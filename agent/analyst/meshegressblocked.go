@@ -52,7 +52,7 @@ var meshEgressBlocked = &mechanism{
 	// deploy naming a new host is the victim of the allowlist.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindDeploy && meshEgressChangeRE.MatchString(changeText(c))
+		return c.Kind != KindDeploy && matchLine(meshEgressChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		dest := orWord(h.fact("destination"), "the destination")
@@ -109,10 +109,10 @@ func detectMeshEgressBlocked(ev *Gathered, _ []Finding) []Finding {
 			if r, ok := parseRequestLine(m.line); ok {
 				dest = upstreamName(r.Host)
 			}
-			if am := meshAuthorityRE.FindStringSubmatch(m.line); dest == "" && am != nil {
+			if am := findSubmatch(meshAuthorityRE, m.line); dest == "" && am != nil {
 				dest = upstreamName(am[1])
 			}
-		} else if sm := meshSNIRE.FindStringSubmatch(m.line); sm != nil {
+		} else if sm := findSubmatch(meshSNIRE, m.line); sm != nil {
 			dest = sm[1]
 		}
 		if h, p, cut := strings.Cut(dest, ":"); cut && isDigits(p) {
@@ -157,12 +157,12 @@ func detectMeshEgressBlocked(ev *Gathered, _ []Finding) []Finding {
 		meshEgressCommands(ev.Commands, f, dest)
 		for _, cs := range [][]evidence.Change{ev.Changes, ev.Earlier} {
 			for _, c := range cs {
-				if c.Kind == "deploy" || !meshEgressChangeRE.MatchString(c.Description) || c.Timestamp.After(f.Time.Add(time.Minute)) {
+				if c.Kind == "deploy" || !matchLine(meshEgressChangeRE, c.Description) || c.Timestamp.After(f.Time.Add(time.Minute)) {
 					continue
 				}
 				f.setFact("change", fmt.Sprintf("the change of %s at %s: %s", c.Service, ts(c.Timestamp), quote(c.Description, 180)))
 				f.Evidence = append(f.Evidence, fmt.Sprintf("the change of %s at %s restricted the sidecars' egress: %s", c.Service, ts(c.Timestamp), quote(c.Description, 200)))
-				if meshRegistryOnlyRE.MatchString(c.Description) {
+				if matchLine(meshRegistryOnlyRE, c.Description) {
 					f.setFact("registry_only", "yes")
 				}
 			}
@@ -181,7 +181,7 @@ func meshEgressCommands(cmds []evidence.CommandOutput, f *Finding, dest string) 
 	for _, c := range cmds {
 		cmd := strings.ToLower(c.Command)
 		for _, l := range c.Lines {
-			if meshRegistryOnlyRE.MatchString(l) && f.fact("registry_only") == "" {
+			if matchLine(meshRegistryOnlyRE, l) && f.fact("registry_only") == "" {
 				f.setFact("registry_only", "yes")
 				f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", truncate(c.Command, 120), strings.TrimSpace(l)))
 			}
@@ -203,7 +203,7 @@ func meshEgressCommands(cmds []evidence.CommandOutput, f *Finding, dest string) 
 		case strings.Contains(cmd, "serviceentr") || strings.Contains(cmd, " se "):
 			for _, l := range c.Lines {
 				for _, w := range strings.FieldsFunc(l, func(r rune) bool { return r == ' ' || r == '[' || r == ']' || r == ',' || r == '"' || r == '\t' }) {
-					if strings.Count(w, ".") >= 1 && !strings.Contains(w, "/") && !ipLikeRE.MatchString(w) && w != dest && !slices.Contains(entries, w) && strings.ContainsAny(w, "abcdefghijklmnopqrstuvwxyz") && !strings.HasSuffix(w, ".svc.cluster.local") {
+					if strings.Count(w, ".") >= 1 && !strings.Contains(w, "/") && !matchLine(ipLikeRE, w) && w != dest && !slices.Contains(entries, w) && strings.ContainsAny(w, "abcdefghijklmnopqrstuvwxyz") && !strings.HasSuffix(w, ".svc.cluster.local") {
 						entries = append(entries, w)
 					}
 				}

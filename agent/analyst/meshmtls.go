@@ -92,7 +92,7 @@ func strictPolicies(outs []evidence.CommandOutput) []strictPolicy {
 	var out []strictPolicy
 	for _, o := range outs {
 		run := strings.ToLower(o.Run)
-		if !strings.Contains(run, "peerauthentication") && !getPARE.MatchString(run) {
+		if !strings.Contains(run, "peerauthentication") && !matchLine(getPARE, run) {
 			continue
 		}
 		cmdNS := flagValue(o.Run, "-n", "--namespace")
@@ -154,7 +154,7 @@ func flagValue(cmd string, names ...string) string {
 func strictFromChanges(cs []evidence.Change) []strictPolicy {
 	var out []strictPolicy
 	for _, c := range cs {
-		if m := strictChangeRE.FindStringSubmatch(c.Description); m != nil {
+		if m := findSubmatch(strictChangeRE, c.Description); m != nil {
 			out = append(out, strictPolicy{namespace: strings.ToLower(m[1]), name: strings.ToLower(m[2]), from: fmt.Sprintf("change at %s: %q", ts(c.Timestamp), c.Description)})
 		}
 	}
@@ -292,7 +292,7 @@ func (g *gatherer) gatherMeshPolicy(ctx context.Context, plan []specialist, find
 			}
 			if lr, _ := as[*evidence.LogResult](out); lr != nil {
 				for _, l := range lr.Lines {
-					if filterChainRE.MatchString(l.Text) {
+					if matchLine(filterChainRE, l.Text) {
 						refused = append(refused, l)
 					}
 				}

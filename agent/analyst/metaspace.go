@@ -47,7 +47,7 @@ var metaspace = &mechanism{
 		if c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange) {
 			return true
 		}
-		return metaspaceChangeRE.MatchString(changeText(c))
+		return matchLine(metaspaceChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
@@ -123,7 +123,7 @@ func explainMetaspace(f *Finding, ev *Gathered) {
 		}
 		for _, c := range p.Spec.Containers {
 			if opts := jvmOptions(&c); opts != "" {
-				if m := maxMetaspaceRE.FindStringSubmatch(opts); m != nil {
+				if m := findSubmatch(maxMetaspaceRE, opts); m != nil {
 					f.setFact("metaspace_cap", m[0])
 				}
 				if strings.Contains(opts, "ExitOnOutOfMemoryError") || strings.Contains(opts, "CrashOnOutOfMemoryError") {
@@ -175,7 +175,7 @@ func explainMetaspace(f *Finding, ev *Gathered) {
 			continue
 		}
 		for _, t := range s.Templates {
-			if engineLineRE.MatchString(t.Example) && f.fact("engine_line") == "" {
+			if matchLine(engineLineRE, t.Example) && f.fact("engine_line") == "" {
 				f.setFact("engine_line", t.Example)
 			}
 		}
@@ -186,7 +186,7 @@ func explainMetaspace(f *Finding, ev *Gathered) {
 				continue
 			}
 			for _, l := range lines {
-				if engineLineRE.MatchString(l.Text) {
+				if matchLine(engineLineRE, l.Text) {
 					f.setFact("engine_line", l.Text)
 					break
 				}
@@ -232,7 +232,7 @@ func classDefiner(lines []string) (by, caller string) {
 		return "", ""
 	}
 	for _, l := range lines[at+1 : min(len(lines), at+60)] {
-		m := frameRE.FindStringSubmatch(l)
+		m := findSubmatch(frameRE, l)
 		if m == nil {
 			if by != "" && !strings.HasPrefix(strings.TrimSpace(l), "...") && strings.TrimSpace(l) != "" {
 				break
@@ -243,10 +243,10 @@ func classDefiner(lines []string) (by, caller string) {
 		if i := strings.Index(cls, "/"); i >= 0 {
 			cls = cls[i+1:] // "java.base/java.lang.ClassLoader"
 		}
-		if by == "" && !jdkFrameRE.MatchString(cls) {
+		if by == "" && !matchLine(jdkFrameRE, cls) {
 			by = cls + "." + m[2]
 		}
-		if by != "" && !classLibFrameRE.MatchString(cls) {
+		if by != "" && !matchLine(classLibFrameRE, cls) {
 			return by, cls + "." + m[2]
 		}
 	}
@@ -260,7 +260,7 @@ func metaspaceMax(sets []MetricSet, subject string) string {
 	for _, s := range sets {
 		for _, ser := range s.Series {
 			id := ser.Labels["id"] + " " + ser.Labels["pool"] + " " + s.Name
-			if !metaspaceSeriesRE.MatchString(id) {
+			if !matchLine(metaspaceSeriesRE, id) {
 				continue
 			}
 			if !strings.Contains(ser.Labels["pod"]+ser.Labels["app"]+ser.Labels["service"]+ser.Labels["job"]+ser.Labels["container"], subject) {

@@ -142,12 +142,12 @@ func ClassifyMetric(name string) (class, unit string) {
 	}
 	// A connection pool's maximum is read against its connections in use
 	// (poolheld.go), never as a shift of its own.
-	if poolMaxMetricRE.MatchString(n) {
+	if matchLine(poolMaxMetricRE, n) {
 		return MetricState, ""
 	}
 	// So is a request thread pool's maximum against its busy threads
 	// (threadsheld.go).
-	if threadMaxMetricRE.MatchString(n) {
+	if matchLine(threadMaxMetricRE, n) {
 		return MetricState, ""
 	}
 	// A node's PIDs and their limit, and its processes by state

@@ -126,7 +126,7 @@ func detectMetricsAPI(ev *Gathered, found []Finding) []Finding {
 		// An autoscaler missing metrics for minutes (new pods, a metrics
 		// server restarting) is routine: only a lasting failure counts.
 		first, last := eventTime(e)
-		if !metricsAPIDownRE.MatchString(e.Message) || e.Count < 10 || last.Sub(first) < 15*time.Minute {
+		if !matchLine(metricsAPIDownRE, e.Message) || e.Count < 10 || last.Sub(first) < 15*time.Minute {
 			continue
 		}
 		if ev.Window.recent(first) || e.Count > 1 {
@@ -142,12 +142,12 @@ func detectMetricsAPI(ev *Gathered, found []Finding) []Finding {
 	apiservice, backend, state := "", "", ""
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := apiServiceRowRE.FindStringSubmatch(l); m != nil && apiservice == "" {
+			if m := findSubmatch(apiServiceRowRE, l); m != nil && apiservice == "" {
 				apiservice, backend, state = m[1], m[3], strings.Join(strings.Fields(m[4]), " ")
 				signs = append(signs, fmt.Sprintf("APIService %s (service %s/%s): Available %s", m[1], m[2], m[3], state))
 				continue
 			}
-			if metricsAPIDownRE.MatchString(l) && !strings.Contains(c.Command, "describe") && len(signs) < 4 {
+			if matchLine(metricsAPIDownRE, l) && !strings.Contains(c.Command, "describe") && len(signs) < 4 {
 				signs = append(signs, fmt.Sprintf("%s: %s", truncate(orWord(c.Run, c.Command), 60), quote(strings.TrimSpace(l), 160)))
 			}
 		}
@@ -160,7 +160,7 @@ func detectMetricsAPI(ev *Gathered, found []Finding) []Finding {
 	var logSet *LogSet
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
-		if backend != "" && strings.EqualFold(set.Subject, backend) || backend == "" && metricsServerNameRE.MatchString(set.Subject) {
+		if backend != "" && strings.EqualFold(set.Subject, backend) || backend == "" && matchLine(metricsServerNameRE, set.Subject) {
 			logSet = set
 			backend = set.Subject
 			break
@@ -225,19 +225,19 @@ func detectMetricsAPI(ev *Gathered, found []Finding) []Finding {
 func scrapeReason(set *LogSet) (line, cause, reason string) {
 	for _, t := range set.Templates {
 		for _, l := range t.Lines() {
-			if !scrapeFailRE.MatchString(l) {
+			if !matchLine(scrapeFailRE, l) {
 				continue
 			}
 			switch {
-			case x509NoIPSANRE.MatchString(l):
+			case matchLine(x509NoIPSANRE, l):
 				return l, "ip_sans", "every scrape of the kubelets fails TLS verification (x509: the kubelets' serving certificates are self-signed and carry no IP SANs for the addresses it scrapes)"
-			case x509UnknownCA.MatchString(l):
+			case matchLine(x509UnknownCA, l):
 				return l, "unknown_ca", "every scrape of the kubelets fails TLS verification (x509: their serving certificates are signed by an authority it does not trust)"
-			case x509ExpiredRE.MatchString(l):
+			case matchLine(x509ExpiredRE, l):
 				return l, "expired", "every scrape of the kubelets fails TLS verification (x509: their serving certificates have expired)"
-			case scrapeNetRE.MatchString(l):
+			case matchLine(scrapeNetRE, l):
 				return l, "network", "its scrapes of the kubelets (port 10250) get no connection"
-			case scrapeDeniedRE.MatchString(l):
+			case matchLine(scrapeDeniedRE, l):
 				return l, "denied", "its scrapes are refused (Forbidden/Unauthorized: its RBAC or credentials)"
 			}
 			if line == "" && !strings.Contains(l, "no metrics to serve") {
@@ -261,13 +261,13 @@ func droppedFlag(cmds []evidence.CommandOutput, backend string) (flag, desc stri
 	}
 	var revs []rev
 	for _, c := range cmds {
-		m := helmRevisionValuesRE.FindStringSubmatch(c.Command)
+		m := findSubmatch(helmRevisionValuesRE, c.Command)
 		if m == nil || !strings.EqualFold(m[1], backend) && !strings.Contains(strings.ToLower(m[1]), strings.ToLower(backend)) {
 			continue
 		}
 		r := rev{n: m[2]}
 		for _, l := range c.Lines {
-			if fm := flagLineRE.FindStringSubmatch(l); fm != nil {
+			if fm := findSubmatch(flagLineRE, l); fm != nil {
 				r.flags = append(r.flags, fm[1])
 			}
 		}

@@ -50,7 +50,7 @@ var migrationChecksum = &mechanism{
 	fromCrash: migrationChecksumFromCrash,
 	// A release that ships migrations.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind == KindDeploy || migrationChangeRE.MatchString(changeText(c))
+		return c.Kind == KindDeploy || matchLine(migrationChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		what := "an already-applied migration"
@@ -82,7 +82,7 @@ func migrationChecksumFromCrash(crash Finding, c *containerState) (Finding, bool
 	var line, tool string
 	f := crash
 	for _, l := range c.LastLines {
-		if m := migrationChecksumRE.FindStringSubmatch(l.Text); m != nil && line == "" {
+		if m := findSubmatch(migrationChecksumRE, l.Text); m != nil && line == "" {
 			line = l.Text
 			switch {
 			case m[1] != "":
@@ -97,10 +97,10 @@ func migrationChecksumFromCrash(crash Finding, c *containerState) (Finding, bool
 				tool = "Atlas"
 			}
 		}
-		if m := liquibaseChangesetRE.FindStringSubmatch(l.Text); m != nil && line != "" && f.fact("migration") == "" {
+		if m := findSubmatch(liquibaseChangesetRE, l.Text); m != nil && line != "" && f.fact("migration") == "" {
 			f.setFact("migration", m[1])
 		}
-		for _, m := range checksumValuesRE.FindAllStringSubmatch(l.Text, -1) {
+		for _, m := range findAllSubmatch(checksumValuesRE, l.Text, -1) {
 			if m[1] != "" {
 				f.setFact("checksum_applied", m[1])
 			}

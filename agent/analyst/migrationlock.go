@@ -55,7 +55,7 @@ var migrationLock = &mechanism{
 		return false
 	},
 	// A release that ships a migration (a changeset, a schema change).
-	fitsChange: func(h *Hypothesis, c *Finding) bool { return migrationChangeRE.MatchString(changeText(c)) },
+	fitsChange: func(h *Hypothesis, c *Finding) bool { return matchLine(migrationChangeRE, changeText(c)) },
 	describe:   describeMigrationLock,
 	recommend:  recommendMigrationLock,
 }
@@ -115,7 +115,7 @@ var (
 // migrationLine reports the tool and state a line shows ("" when none).
 func migrationLine(line string) (tool, state string) {
 	for _, t := range migrationTools {
-		if t.re.MatchString(line) {
+		if matchLine(t.re, line) {
 			return t.tool, t.state
 		}
 	}
@@ -136,7 +136,7 @@ type migrationWait struct {
 func readMigrationWait(lines []evidence.LogLine) *migrationWait {
 	var w *migrationWait
 	for _, l := range lines[max(0, len(lines)-50):] {
-		if migrationDoneRE.MatchString(l.Text) {
+		if matchLine(migrationDoneRE, l.Text) {
 			w = nil
 			continue
 		}
@@ -215,16 +215,16 @@ func migrationFinding(p *corev1.Pod, container string, w *migrationWait, fallbac
 // readLockLine adds what a line says of the lock's holder and of a dirty
 // version.
 func readLockLine(f *Finding, line string) {
-	if m := lockedByRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(lockedByRE, line); m != nil {
 		setHolder(f, m[1], m[2], m[3])
 	}
-	if m := dirtyVersionRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(dirtyVersionRE, line); m != nil {
 		f.setFact("dirty_version", strings.TrimSuffix(m[1], "."))
 	}
 }
 
 func setHolder(f *Finding, holder, ip, since string) {
-	if m := holderIPRE.FindStringSubmatch(strings.TrimSpace(holder)); m != nil && ip == "" {
+	if m := findSubmatch(holderIPRE, strings.TrimSpace(holder)); m != nil && ip == "" {
 		holder, ip = m[1], m[2]
 	}
 	f.setFact("holder", holder)
@@ -377,7 +377,7 @@ func sqlTrue(v string) bool {
 // since when; the database it was read from bears on the finding.
 func lockHolder(f *Finding, ev *Gathered) {
 	for _, c := range ev.Commands {
-		if !sqlClientRE.MatchString(c.Run) && !sqlClientRE.MatchString(c.Command) {
+		if !matchLine(sqlClientRE, c.Run) && !matchLine(sqlClientRE, c.Command) {
 			continue
 		}
 		for _, t := range sqlTables(c.Lines) {

@@ -246,7 +246,7 @@ func monitorsPrinted(cmds []evidence.CommandOutput) []monitorObject {
 	isMonitor := func(k string) bool { return k == "ServiceMonitor" || k == "PodMonitor" }
 	for _, o := range cmds {
 		ns := ""
-		if m := kubectlNamespaceRE.FindStringSubmatch(o.Command); m != nil {
+		if m := findSubmatch(kubectlNamespaceRE, o.Command); m != nil {
 			ns = m[1]
 		}
 		text := strings.Join(o.Lines, "\n")
@@ -338,7 +338,7 @@ func monitorSelectors(cmds []evidence.CommandOutput) []monitorSelector {
 			}
 		}
 		for i := 0; i < len(o.Lines); i++ {
-			m := monitorSelectorRE.FindStringSubmatch(o.Lines[i])
+			m := findSubmatch(monitorSelectorRE, o.Lines[i])
 			if m == nil || m[3] != "" {
 				continue
 			}
@@ -347,7 +347,7 @@ func monitorSelectors(cmds []evidence.CommandOutput) []monitorSelector {
 			inLabels, expr := false, false
 			labelInd := -1
 			for j := i + 1; j < len(o.Lines); j++ {
-				kv := yamlKeyValueRE.FindStringSubmatch(o.Lines[j])
+				kv := findSubmatch(yamlKeyValueRE, o.Lines[j])
 				if kv == nil || len(kv[1]) <= ind {
 					break
 				}

@@ -67,7 +67,7 @@ func followMultiAttach(ev *Gathered, found []Finding) {
 // names, else the only running pod of the same workload on another node
 // ("Volume is already exclusively attached to one node").
 func multiAttachHolder(pods []corev1.Pod, waiting *corev1.Pod, msg string) *corev1.Pod {
-	if m := multiAttachHolderRE.FindStringSubmatch(msg); m != nil {
+	if m := findSubmatch(multiAttachHolderRE, msg); m != nil {
 		for _, name := range strings.Split(m[1], ",") {
 			name = strings.TrimSpace(name)
 			for i := range pods {
@@ -101,7 +101,7 @@ func podReplicaSet(p *corev1.Pod) string {
 			return o.Name
 		}
 	}
-	if m := rsPodRE.FindStringSubmatch(p.Name); m != nil {
+	if m := findSubmatch(rsPodRE, p.Name); m != nil {
 		return p.Name[:strings.LastIndexByte(p.Name, '-')]
 	}
 	return ""

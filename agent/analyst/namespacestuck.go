@@ -155,7 +155,7 @@ func (g *gatherer) gatherStuckNamespaces(ctx context.Context, plan []specialist)
 		}
 		var api apiService
 		var b webhookBackend
-		if m := nsDiscoveryGroupRE.FindStringSubmatch(c.Message); m != nil && c.Type == corev1.NamespaceDeletionDiscoveryFailure {
+		if m := findSubmatch(nsDiscoveryGroupRE, c.Message); m != nil && c.Type == corev1.NamespaceDeletionDiscoveryFailure {
 			name := m[2] + "." + m[1]
 			api.name = name
 			for _, a := range apiServices(g.commands) {
@@ -265,7 +265,7 @@ func nsStuckFinding(ns *corev1.Namespace, c *corev1.NamespaceCondition, api apiS
 	// however long ago it began.
 	f.setFact("current", "true")
 	f.Evidence = append(f.Evidence, fmt.Sprintf("namespace %s is Terminating; condition %s=True (%s) since %s: %s", ns.Name, c.Type, c.Reason, ts(c.LastTransitionTime.Time), truncate(c.Message, 240)))
-	if m := nsDiscoveryGroupRE.FindStringSubmatch(c.Message); m != nil && c.Type == corev1.NamespaceDeletionDiscoveryFailure {
+	if m := findSubmatch(nsDiscoveryGroupRE, c.Message); m != nil && c.Type == corev1.NamespaceDeletionDiscoveryFailure {
 		f.setFact("group", m[1]+"/"+m[2])
 	}
 	if api.inferred && api.service != "" {

@@ -35,7 +35,7 @@ var natPorts = &mechanism{
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
-		return keepAliveChangeRE.MatchString(t) || connChurnChangeRE.MatchString(t)
+		return matchLine(keepAliveChangeRE, t) || matchLine(connChurnChangeRE, t)
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -88,7 +88,7 @@ func detectNATPorts(ev *Gathered, found []Finding) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	for _, ms := range ev.Metrics {
-		if !natPortMetricRE.MatchString(ms.Name) {
+		if !matchLine(natPortMetricRE, ms.Name) {
 			continue
 		}
 		name := ms.Name[strings.LastIndex(ms.Name, "/")+1:]
@@ -98,7 +98,7 @@ func detectNATPorts(ev *Gathered, found []Finding) []Finding {
 			}
 			// Azure's SNAT connection count is split by its state: only
 			// the failed ones are the gateway out of ports.
-			if snatCountRE.MatchString(name) && !strings.EqualFold(orWord(s.Labels["ConnectionState"], orWord(s.Labels["connectionstate"], s.Labels["connection_state"])), "failed") {
+			if matchLine(snatCountRE, name) && !strings.EqualFold(orWord(s.Labels["ConnectionState"], orWord(s.Labels["connectionstate"], s.Labels["connection_state"])), "failed") {
 				continue
 			}
 			id := ""
@@ -190,7 +190,7 @@ func callsAndFailsConnects(set *LogSet, dests []string, since time.Time) bool {
 	}
 	named, failed := false, false
 	for _, t := range set.Templates {
-		fails := t.Incident > 0 && t.LastSeen.After(since) && natConnectFailRE.MatchString(t.Example)
+		fails := t.Incident > 0 && t.LastSeen.After(since) && matchLine(natConnectFailRE, t.Example)
 		if fails && names(t.Example) {
 			return true
 		}

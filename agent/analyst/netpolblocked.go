@@ -209,13 +209,13 @@ func workloadsBlocked(ev *Gathered) []Finding {
 		}
 		for _, t := range set.Templates {
 			l := t.Example
-			if t.Incident == 0 || !connectTimeoutRE.MatchString(l) || lookupTimeoutRE.MatchString(l) {
+			if t.Incident == 0 || !matchLine(connectTimeoutRE, l) || matchLine(lookupTimeoutRE, l) {
 				continue
 			}
-			for _, m := range calledURLRE.FindAllStringSubmatch(l, -1) {
+			for _, m := range findAllSubmatch(calledURLRE, l, -1) {
 				svc, svcNS := strings.ToLower(m[1]), strings.ToLower(m[3])
 				p, _ := strconv.Atoi(m[5])
-				if net4RE.MatchString(m[0]) || svc == strings.ToLower(set.Subject) || p == 0 {
+				if matchLine(net4RE, m[0]) || svc == strings.ToLower(set.Subject) || p == 0 {
 					continue
 				}
 				if svcNS == "" || svcNS == "svc" {
@@ -285,9 +285,9 @@ func calledService(job *batchv1.Job, pods []corev1.Pod, jobName string) (svc, ns
 			texts = append(texts, e.Value)
 		}
 		for _, t := range texts {
-			for _, m := range calledURLRE.FindAllStringSubmatch(t, -1) {
+			for _, m := range findAllSubmatch(calledURLRE, t, -1) {
 				p, _ := strconv.Atoi(m[5])
-				if m[1] == "localhost" || p == 0 || net4RE.MatchString(m[0]) {
+				if m[1] == "localhost" || p == 0 || matchLine(net4RE, m[0]) {
 					continue
 				}
 				return m[1], m[3], p

@@ -44,7 +44,7 @@ var (
 // (ServiceAccounts of the namespace that carry it) and no_creds_made
 // (when and by what it was created, when its labels say).
 func noCredentialsWhy(ev *Gathered, f *Finding) {
-	if !noCredentialsRE.MatchString(f.fact("line")) {
+	if !matchLine(noCredentialsRE, f.fact("line")) {
 		return
 	}
 	ns := f.Namespace

@@ -42,7 +42,7 @@ var nodeLimitM = &mechanism{
 		if f.Kind == KindUnschedulable && strings.EqualFold(f.Subject, h.Subject) {
 			return true
 		}
-		return autoscalerNameRE.MatchString(f.Subject) && nodeLimitRE.MatchString(f.fact("line")+" "+f.fact("template")+" "+f.Summary)
+		return matchLine(autoscalerNameRE, f.Subject) && matchLine(nodeLimitRE, f.fact("line")+" "+f.fact("template")+" "+f.Summary)
 	},
 	// A change of the pending workload's code does not use up a pool's
 	// limit; only added demand (replicas, requests) or a changed limit
@@ -50,7 +50,7 @@ var nodeLimitM = &mechanism{
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
-		return replicasUpRE.MatchString(t) || replicasNewRE.MatchString(t) || requestsUpRE.MatchString(t) || workloadCreatedRE.MatchString(t) || strings.Contains(t, "limits") && capacityChangeRE.MatchString(t) || strings.Contains(t, "max-nodes-total") || strings.Contains(t, "max size")
+		return matchLine(replicasUpRE, t) || matchLine(replicasNewRE, t) || matchLine(requestsUpRE, t) || matchLine(workloadCreatedRE, t) || strings.Contains(t, "limits") && matchLine(capacityChangeRE, t) || strings.Contains(t, "max-nodes-total") || strings.Contains(t, "max size")
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s pods stay Pending because %s is at its limit", h.Subject, h.fact("limiter"))
@@ -136,7 +136,7 @@ func detectNodeLimits(ev *Gathered, found []Finding) []Finding {
 	var hits []nodeLimitHit
 	for i := range ev.K8s.Events {
 		e := &ev.K8s.Events[i]
-		if !nodeLimitRE.MatchString(e.Message) || e.InvolvedObject.Kind != "Pod" {
+		if !matchLine(nodeLimitRE, e.Message) || e.InvolvedObject.Kind != "Pod" {
 			continue
 		}
 		if ev.Scope.Namespace != "" && e.InvolvedObject.Namespace != "" && e.InvolvedObject.Namespace != ev.Scope.Namespace {
@@ -148,7 +148,7 @@ func detectNodeLimits(ev *Gathered, found []Finding) []Finding {
 	}
 	for _, l := range eventLines(ev, nodeLimitRE) {
 		h := nodeLimitHit{when: l.Time, line: l.Text, from: l.From}
-		if m := limitPodRE.FindStringSubmatch(l.Text); m != nil {
+		if m := findSubmatch(limitPodRE, l.Text); m != nil {
 			if m[1] != "" {
 				h.workload, h.ns = workloadOfName(m[1]), m[2]
 			} else {
@@ -170,7 +170,7 @@ func detectNodeLimits(ev *Gathered, found []Finding) []Finding {
 	for i := range found {
 		if f := &found[i]; f.Kind == KindUnschedulable && !slices.Contains(pending, f.Subject) {
 			pending = append(pending, f.Subject)
-			if m := f.fact("message"); m != "" && !nodeLimitRE.MatchString(m) {
+			if m := f.fact("message"); m != "" && !matchLine(nodeLimitRE, m) {
 				schedulerSaid[f.Subject] = m
 			}
 		}
@@ -186,7 +186,7 @@ func detectNodeLimits(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 		for _, wl := range wls {
-			if wl == "" || autoscalerNameRE.MatchString(wl) {
+			if wl == "" || matchLine(autoscalerNameRE, wl) {
 				continue
 			}
 			f := byWL[wl]
@@ -218,7 +218,7 @@ func detectNodeLimits(ev *Gathered, found []Finding) []Finding {
 		line := f.fact("line")
 		limiter, auto := "the cluster autoscaler's node group", "The cluster autoscaler"
 		pool := ""
-		switch m := karpenterPoolRE.FindStringSubmatch(line); {
+		switch m := findSubmatch(karpenterPoolRE, line); {
 		case m != nil:
 			pool = m[2]
 			kind := "NodePool"
@@ -226,10 +226,10 @@ func detectNodeLimits(ev *Gathered, found []Finding) []Finding {
 				kind = "Provisioner"
 			}
 			limiter, auto = fmt.Sprintf("Karpenter %s %s", kind, pool), "Karpenter"
-		case groupMaxRE.MatchString(line):
-			limiter = "node group " + groupMaxRE.FindStringSubmatch(line)[1] + " (at its max size)"
-		case totalNodesRE.MatchString(line):
-			limiter = fmt.Sprintf("the cluster autoscaler's --max-nodes-total (%s nodes)", totalNodesRE.FindStringSubmatch(line)[1])
+		case matchLine(groupMaxRE, line):
+			limiter = "node group " + findSubmatch(groupMaxRE, line)[1] + " (at its max size)"
+		case matchLine(totalNodesRE, line):
+			limiter = fmt.Sprintf("the cluster autoscaler's --max-nodes-total (%s nodes)", findSubmatch(totalNodesRE, line)[1])
 		case strings.Contains(strings.ToLower(line), "max cluster"):
 			limiter = "the cluster's cpu/memory totals (--cores-total, --memory-total)"
 		case strings.Contains(strings.ToLower(line), "max node group size"):
@@ -330,7 +330,7 @@ func nodePoolLimits(outs []evidence.CommandOutput) map[string]*poolLimits {
 		if run == "" {
 			run = o.Command
 		}
-		g := nodePoolGetRE.FindStringSubmatch(run)
+		g := findSubmatch(nodePoolGetRE, run)
 		if g == nil {
 			continue
 		}
@@ -387,7 +387,7 @@ func nodePoolLimits(outs []evidence.CommandOutput) map[string]*poolLimits {
 func demandChanges(ev *Gathered, wl string, onset time.Time) string {
 	var own, others []string
 	for _, c := range slices.Concat(ev.Earlier, ev.Changes) {
-		m := replicasUpRE.FindStringSubmatch(c.Description)
+		m := findSubmatch(replicasUpRE, c.Description)
 		if m == nil {
 			// Another workload put on the cluster with its replicas in
 			// the days before (a load test, a backfill, a new fleet):
@@ -427,7 +427,7 @@ const (
 // replicasNew is the number of replicas a change says it puts on the
 // cluster, 0 when it says none.
 func replicasNew(desc string) int {
-	m := replicasNewRE.FindStringSubmatch(desc)
+	m := findSubmatch(replicasNewRE, desc)
 	if m == nil {
 		return 0
 	}

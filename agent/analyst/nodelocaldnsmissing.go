@@ -47,7 +47,7 @@ var nodeLocalDNSMissing = &mechanism{
 	// own deploy does not.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindDeploy && nodeLocalChangeRE.MatchString(changeText(c))
+		return c.Kind != KindDeploy && matchLine(nodeLocalChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		addr := orWord(h.fact("address"), "a node-local address")
@@ -149,7 +149,7 @@ func detectNodeLocalDNSMissing(ev *Gathered, found []Finding) []Finding {
 			}
 			missing = appendNew(missing, p.Spec.NodeName)
 			failing = failing || !podReady(p) || slices.ContainsFunc(p.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.RestartCount > 0 }) || slices.ContainsFunc(ev.Commands, func(c evidence.CommandOutput) bool {
-				return c.Pod == p.Name && digTimeoutToRE.MatchString(strings.Join(c.Lines, "\n"))
+				return c.Pod == p.Name && matchLine(digTimeoutToRE, strings.Join(c.Lines, "\n"))
 			})
 		}
 		if len(missing) == 0 || !failing {
@@ -211,10 +211,10 @@ func nodeLocalAddress(cmds []evidence.CommandOutput, wl string) (addr, from, tim
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := resolvNameserverRE.FindStringSubmatch(l); m != nil && linkLocal(m[1]) && addr == "" {
+			if m := findSubmatch(resolvNameserverRE, l); m != nil && linkLocal(m[1]) && addr == "" {
 				addr, from = m[1], "their /etc/resolv.conf: "+strings.TrimSpace(l)
 			}
-			if m := digTimeoutToRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(digTimeoutToRE, l); m != nil {
 				a := m[1] + m[2]
 				if a != "" && linkLocal(a) && timeout == "" {
 					timeout = strings.TrimLeft(strings.TrimSpace(l), "; ")
@@ -279,7 +279,7 @@ func affinityExcludes(cmds []evidence.CommandOutput, label string) string {
 				in = true
 				continue
 			case in:
-				if m := affinityValueRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(affinityValueRE, l); m != nil {
 					vals = append(vals, m[1])
 					continue
 				}
@@ -302,11 +302,11 @@ func affinityExcludes(cmds []evidence.CommandOutput, label string) string {
 // cluster DNS Service) from a pod that got an answer.
 func clusterDNSAnswers(cmds []evidence.CommandOutput, local string) string {
 	for _, c := range cmds {
-		m := digServerRE.FindStringSubmatch(c.Run)
+		m := findSubmatch(digServerRE, c.Run)
 		if m == nil || m[1]+m[2] == local || m[1]+m[2] == "" {
 			continue
 		}
-		if c.ExitCode > 0 || len(c.Lines) == 0 || noAnswerRE.MatchString(strings.Join(c.Lines, "\n")) {
+		if c.ExitCode > 0 || len(c.Lines) == 0 || matchLine(noAnswerRE, strings.Join(c.Lines, "\n")) {
 			continue
 		}
 		return fmt.Sprintf("the same lookup sent to %s answers (%s)", m[1]+m[2], truncate(strings.TrimSpace(c.Lines[0]), 60))

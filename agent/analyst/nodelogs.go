@@ -44,7 +44,7 @@ func nodeLines(ev *Gathered, re *regexp.Regexp, all bool) []nodeHit {
 					continue
 				}
 				host, proc := "", ""
-				if m := journalHostRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(journalHostRE, l); m != nil {
 					host, proc = m[1], m[2]
 				}
 				node := orWord(knownNode(ev, host), nodeOfSource(ev, set.Source))
@@ -64,7 +64,7 @@ func nodeLines(ev *Gathered, re *regexp.Regexp, all bool) []nodeHit {
 
 // journalProc is the process of a journal line ("" when it is not one).
 func journalProc(line string) string {
-	if m := journalHostRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(journalHostRE, line); m != nil {
 		return m[2]
 	}
 	return ""

@@ -118,7 +118,7 @@ func largestConsumer(h *Hypothesis) string {
 		if f.Kind != KindEviction {
 			continue
 		}
-		m := evictionUseRE.FindStringSubmatch(f.fact("message"))
+		m := findSubmatch(evictionUseRE, f.fact("message"))
 		if m == nil {
 			continue
 		}
@@ -143,7 +143,7 @@ func evictedConsumer(h *Hypothesis) string {
 		if f.Kind != KindEviction {
 			continue
 		}
-		m := evictionUseRE.FindStringSubmatch(f.fact("message"))
+		m := findSubmatch(evictionUseRE, f.fact("message"))
 		if m == nil {
 			continue
 		}

@@ -67,7 +67,7 @@ var nodeRecovered = &mechanism{
 			short != "" && strings.Contains(strings.ToLower(f.Subject), strings.ToLower(short))
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && maintenanceRE.MatchString(changeText(c))
+		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && matchLine(maintenanceRE, changeText(c))
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -159,7 +159,7 @@ func detectNodeRecovered(ev *Gathered, found []Finding) []Finding {
 		// The journal dates the episode's start better than an event's
 		// age does: the runtime stopping, the kubelet losing it.
 		for _, l := range lines {
-			if (nodeDownLineRE.MatchString(l.text) || kernel != "" && !nodeRebootRE.MatchString(l.text) && !nodeBackLineRE.MatchString(l.text)) && !l.at.IsZero() {
+			if (matchLine(nodeDownLineRE, l.text) || kernel != "" && !matchLine(nodeRebootRE, l.text) && !matchLine(nodeBackLineRE, l.text)) && !l.at.IsZero() {
 				down = earliest(down, l.at)
 			}
 		}
@@ -216,24 +216,24 @@ func nodeDownReason(sets []LogSet, node string, back time.Time) (why, runtime, u
 			}
 			for _, l := range t.Lines() {
 				switch {
-				case pkgUpgradeRE.MatchString(l):
+				case matchLine(pkgUpgradeRE, l):
 					if upgrade == "" {
-						upgrade = pkgUpgradeRE.FindStringSubmatch(l)[1]
+						upgrade = findSubmatch(pkgUpgradeRE, l)[1]
 						lines = append(lines, nodeLine{t.FirstSeen, l})
 					}
-				case nodeDownLineRE.MatchString(l):
+				case matchLine(nodeDownLineRE, l):
 					if downLine == "" || strings.Contains(strings.ToLower(l), "runtime is down") && !strings.Contains(strings.ToLower(downLine), "runtime is down") {
 						downLine = l
 					}
 					if runtime == "" {
-						if m := runtimeNameRE.FindStringSubmatch(l); m != nil {
+						if m := findSubmatch(runtimeNameRE, l); m != nil {
 							runtime = strings.ToLower(m[1])
 						}
 					}
 					if len(lines) < 4 && !slices.ContainsFunc(lines, func(x nodeLine) bool { return x.text == l }) {
 						lines = append(lines, nodeLine{t.FirstSeen, l})
 					}
-				case nodeBackLineRE.MatchString(l):
+				case matchLine(nodeBackLineRE, l):
 					if len(lines) < 5 && !slices.ContainsFunc(lines, func(x nodeLine) bool { return x.text == l }) {
 						lines = append(lines, nodeLine{t.LastSeen, l})
 					}
@@ -283,14 +283,14 @@ func nodeKernelFault(sets []LogSet, node string, back time.Time) (fault string, 
 				continue
 			}
 			for _, l := range t.Lines() {
-				if m := nodeDiskIORE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(nodeDiskIORE, l); m != nil {
 					dev := strings.ToLower(m[1] + m[2])
 					if !slices.ContainsFunc(devs, func(d string) bool { return strings.HasPrefix(dev, d) || strings.HasPrefix(d, dev) }) {
 						devs = append(devs, dev)
 					}
 					add(t.FirstSeen, l)
 				}
-				if m := nodeHungTaskRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(nodeHungTaskRE, l); m != nil {
 					if !slices.Contains(tasks, m[1]) && len(tasks) < 4 {
 						tasks = append(tasks, m[1])
 					}
@@ -299,11 +299,11 @@ func nodeKernelFault(sets []LogSet, node string, back time.Time) (fault string, 
 					}
 					add(t.FirstSeen, l)
 				}
-				if m := nodeLockupRE.FindString(l); m != "" && lockup == "" {
+				if m := findString(nodeLockupRE, l); m != "" && lockup == "" {
 					lockup = m
 					add(t.FirstSeen, l)
 				}
-				if nodeRebootRE.MatchString(l) {
+				if matchLine(nodeRebootRE, l) {
 					rebooted = true
 				}
 			}

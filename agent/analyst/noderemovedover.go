@@ -96,7 +96,7 @@ func readNodeRemoval(lines []evidence.LogLine, workload, ns string) (*nodeRemova
 	found := false
 	for _, l := range lines {
 		t := l.Text
-		if m := plannedDrainRE.FindStringSubmatch(t); m != nil {
+		if m := findSubmatch(plannedDrainRE, t); m != nil {
 			if !found {
 				found = true
 				r.at, r.node, r.planned, r.reason = l.Time, m[1], m[2], "planned drain"
@@ -106,26 +106,26 @@ func readNodeRemoval(lines []evidence.LogLine, workload, ns string) (*nodeRemova
 		}
 		// The workload's pods stopped in the first minutes of a planned
 		// drain are the drain's evictions.
-		if m := stoppedPodRE.FindStringSubmatch(t); m != nil {
+		if m := findSubmatch(stoppedPodRE, t); m != nil {
 			if found && r.planned != "" && mine(m[1]) && !l.Time.Before(r.at) && l.Time.Sub(r.at) <= 15*time.Minute && !containsFold(r.evicted, m[1]) {
 				r.evicted = append(r.evicted, m[1])
 			}
 			continue
 		}
-		if m := scaleUpTriggeredRE.FindStringSubmatch(t); m != nil {
+		if m := findSubmatch(scaleUpTriggeredRE, t); m != nil {
 			if found {
 				r.scaleUp = m[1] + " " + m[2]
 			}
 			continue
 		}
-		if m := assignedRE.FindStringSubmatch(t); m != nil {
+		if m := findSubmatch(assignedRE, t); m != nil {
 			if found && r.scaleUp != "" && r.joined == "" && mine(m[1]) && !l.Time.Before(r.at) {
 				r.joined, r.joinedAt = m[2], l.Time
 			}
 			continue
 		}
-		if m := nodeRemovalRE.FindStringSubmatch(t); m != nil {
-			pods := evictedPodsRE.FindStringSubmatch(t)
+		if m := findSubmatch(nodeRemovalRE, t); m != nil {
+			pods := findSubmatch(evictedPodsRE, t)
 			var own []string
 			if pods != nil {
 				for _, p := range strings.Split(pods[1], ",") {
@@ -146,13 +146,13 @@ func readNodeRemoval(lines []evidence.LogLine, workload, ns string) (*nodeRemova
 						r.evicted = append(r.evicted, p)
 					}
 				}
-				if mm := nodeUtilRE.FindStringSubmatch(t); mm != nil && r.util == "" {
+				if mm := findSubmatch(nodeUtilRE, t); mm != nil && r.util == "" {
 					r.util = mm[1] + mm[2]
 				}
 			}
 			continue
 		}
-		if m := evictedPodsRE.FindStringSubmatch(t); m != nil && found {
+		if m := findSubmatch(evictedPodsRE, t); m != nil && found {
 			for _, p := range strings.Split(m[1], ",") {
 				if p = strings.TrimSpace(p); mine(p) && !containsFold(r.evicted, p) {
 					r.evicted = append(r.evicted, p)
@@ -162,23 +162,23 @@ func readNodeRemoval(lines []evidence.LogLine, workload, ns string) (*nodeRemova
 		}
 		// Before the removal: why the node was to go.
 		if r.node == "" || strings.Contains(t, r.node) {
-			if m := nodeReasonRE.FindStringSubmatch(t); m != nil && r.reason == "" {
+			if m := findSubmatch(nodeReasonRE, t); m != nil && r.reason == "" {
 				r.reason = strings.ToLower(m[1])
 			}
-			if m := nodeUtilRE.FindStringSubmatch(t); m != nil && r.util == "" {
+			if m := findSubmatch(nodeUtilRE, t); m != nil && r.util == "" {
 				r.util = m[1] + m[2]
 			}
 		}
 		if !found {
 			continue
 		}
-		if m := waitRE.FindStringSubmatch(t); m != nil && (m[1] == "" || mine(m[1])) {
+		if m := findSubmatch(waitRE, t); m != nil && (m[1] == "" || mine(m[1])) {
 			r.waited = l.Time
 		}
-		if m := scaleUpFailRE.FindStringSubmatch(t); m != nil {
+		if m := findSubmatch(scaleUpFailRE, t); m != nil {
 			r.scaleUpFail = strings.TrimSpace(m[2] + m[3])
 		}
-		if m := nodeJoinedRE.FindStringSubmatch(t); m != nil && r.joined == "" && !l.Time.Before(r.at) {
+		if m := findSubmatch(nodeJoinedRE, t); m != nil && r.joined == "" && !l.Time.Before(r.at) {
 			r.joined, r.joinedAt = m[1]+m[3], l.Time
 			r.lines = append(r.lines, ReadableLine(t))
 		}
@@ -206,7 +206,7 @@ func (g *gatherer) removalSources() []evidence.LogLine {
 	}
 	// A change that drained a node, by name.
 	for _, c := range g.changes {
-		if !drainChangeRE.MatchString(c.Description) {
+		if !matchLine(drainChangeRE, c.Description) {
 			continue
 		}
 		node := ""
@@ -216,7 +216,7 @@ func (g *gatherer) removalSources() []evidence.LogLine {
 			}
 		}
 		if node == "" {
-			node = nodeNameRE.FindString(c.Description)
+			node = findString(nodeNameRE, c.Description)
 		}
 		if node != "" {
 			out = append(out, evidence.LogLine{Time: c.Timestamp, Text: fmt.Sprintf("planned drain of node %s: %s change of %s at %s: %q", node, orWord(c.Kind, "a"), orWord(c.Service, "the cluster"), c.Timestamp.UTC().Format("15:04"), c.Description)})
@@ -259,7 +259,7 @@ func (g *gatherer) answerNodeRemovedOver(ctx context.Context, res *finding.Resul
 		return false
 	}
 	subjects := g.sc.Subjects()
-	asked := presentAskRE.MatchString(g.sc.Message+" "+g.sc.Hint) || okNowAskRE.MatchString(g.sc.Message+" "+g.sc.Hint)
+	asked := matchLine(presentAskRE, g.sc.Message+" "+g.sc.Hint) || matchLine(okNowAskRE, g.sc.Message+" "+g.sc.Hint)
 	var resolved *evidence.Alert
 	for i := range alerts {
 		if alertResolved(alerts[i], g.sc.Window.End) && alertAbout(alerts[i], subjects, g.sc.Alert) {
@@ -498,7 +498,7 @@ func budgetOf(k *K8sEvidence, cmds []evidence.CommandOutput, dep *appsv1.Deploym
 			continue
 		}
 		for _, l := range c.Lines {
-			r := pdbRowRE.FindStringSubmatch(strings.TrimSpace(l))
+			r := findSubmatch(pdbRowRE, strings.TrimSpace(l))
 			if r == nil || !strings.EqualFold(r[2], dep.Name) {
 				continue
 			}

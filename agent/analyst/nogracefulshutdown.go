@@ -90,10 +90,10 @@ func (g *gatherer) gatherEdgeShutdown(ctx context.Context, plan []specialist) []
 	if g.src.Alerts != nil {
 		alerts, _ = g.src.Alerts.List(ctx, g.sc.Window.BaselineStart, g.sc.Window.End)
 	}
-	asked := asks5xxRE.MatchString(g.sc.Message) || asks5xxRE.MatchString(g.sc.Alert)
+	asked := matchLine(asks5xxRE, g.sc.Message) || matchLine(asks5xxRE, g.sc.Alert)
 	for _, a := range alerts {
 		text := a.Name + " " + a.Annotations["summary"] + " " + a.Annotations["description"]
-		if a.Status == "firing" && asks5xxRE.MatchString(text) && (subject == "" || strings.Contains(strings.ToLower(text), strings.ToLower(subject)) || a.Labels["service"] == subject) {
+		if a.Status == "firing" && matchLine(asks5xxRE, text) && (subject == "" || strings.Contains(strings.ToLower(text), strings.ToLower(subject)) || a.Labels["service"] == subject) {
 			asked = true
 			if subject == "" {
 				subject = orWord(a.Labels["service"], a.Labels["app"])
@@ -142,11 +142,11 @@ func (g *gatherer) gatherEdgeShutdown(ctx context.Context, plan []specialist) []
 
 // isEdgeProxy reports whether a pod is an ingress or edge proxy.
 func isEdgeProxy(p *corev1.Pod) bool {
-	if edgeProxyRE.MatchString(p.Name) || edgeProxyRE.MatchString(p.Namespace) {
+	if matchLine(edgeProxyRE, p.Name) || matchLine(edgeProxyRE, p.Namespace) {
 		return true
 	}
 	for _, c := range p.Spec.Containers {
-		if edgeProxyRE.MatchString(c.Name) || edgeProxyRE.MatchString(c.Image) {
+		if matchLine(edgeProxyRE, c.Name) || matchLine(edgeProxyRE, c.Image) {
 			return true
 		}
 	}
@@ -178,7 +178,7 @@ func detectEdgeShutdown(in edgeInput) []Finding {
 	paths := servicePaths(in.Subject, in.Logs)
 	var errs []edgeError
 	for _, l := range in.Lines {
-		m := accessStatusRE.FindStringSubmatch(l.Text)
+		m := findSubmatch(accessStatusRE, l.Text)
 		if m == nil || l.Time.IsZero() || m[3][0] != '5' {
 			continue
 		}
@@ -240,7 +240,7 @@ func detectEdgeShutdown(in edgeInput) []Finding {
 		shutdown = append(shutdown, "the pod spec has no preStop hook")
 	}
 	if l := shutdownLine(in.Subject, in.Namespace, in.K8s, in.Logs); l != "" {
-		if gracefulRE.MatchString(l) && !sigtermExitRE.MatchString(l) {
+		if matchLine(gracefulRE, l) && !matchLine(sigtermExitRE, l) {
 			return nil
 		}
 		weight += 0.15
@@ -326,7 +326,7 @@ func servicePaths(subject string, logs []LogSet) map[string]bool {
 			continue
 		}
 		for _, t := range set.Templates {
-			for _, m := range svcPathRE.FindAllStringSubmatch(t.Example, -1) {
+			for _, m := range findAllSubmatch(svcPathRE, t.Example, -1) {
 				if r := edgeRoute(m[1]); r != "/" {
 					out[r] = true
 				}
@@ -361,11 +361,11 @@ func scaleInsOf(subject string, events []corev1.Event) []scaleIn {
 			continue
 		}
 		switch {
-		case io.Kind == "HorizontalPodAutoscaler" && io.Name == subject && hpaScaleInRE.MatchString(e.Message):
+		case io.Kind == "HorizontalPodAutoscaler" && io.Name == subject && matchLine(hpaScaleInRE, e.Message):
 			out = append(out, scaleIn{t, "HorizontalPodAutoscaler " + io.Name + " " + e.Message})
-		case io.Kind == "Deployment" && io.Name == subject && deployScaledDownRE.MatchString(e.Message):
+		case io.Kind == "Deployment" && io.Name == subject && matchLine(deployScaledDownRE, e.Message):
 			out = append(out, scaleIn{t, e.Message})
-		case io.Kind == "Pod" && e.Reason == "Killing" && killingPodsRE.MatchString(e.Message) && workloadOfName(io.Name) == subject:
+		case io.Kind == "Pod" && e.Reason == "Killing" && matchLine(killingPodsRE, e.Message) && workloadOfName(io.Name) == subject:
 			k := t.Truncate(time.Minute).Unix()
 			killed[k] = append(killed[k], io.Name)
 		}
@@ -414,7 +414,7 @@ func shutdownLine(subject, ns string, k *K8sEvidence, logs []LogSet) string {
 			continue
 		}
 		for _, l := range k.PreviousLogs[key] {
-			if sigtermExitRE.MatchString(l.Text) || gracefulRE.MatchString(l.Text) {
+			if matchLine(sigtermExitRE, l.Text) || matchLine(gracefulRE, l.Text) {
 				return l.Text
 			}
 		}
@@ -424,7 +424,7 @@ func shutdownLine(subject, ns string, k *K8sEvidence, logs []LogSet) string {
 			continue
 		}
 		for _, t := range set.Templates {
-			if sigtermExitRE.MatchString(t.Example) || gracefulRE.MatchString(t.Example) {
+			if matchLine(sigtermExitRE, t.Example) || matchLine(gracefulRE, t.Example) {
 				return t.Example
 			}
 		}

@@ -85,7 +85,7 @@ func sameNode(a, b string) bool {
 
 var ipv4RE = regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`)
 
-func net4(s string) string { return ipv4RE.FindString(s) }
+func net4(s string) string { return findString(ipv4RE, s) }
 
 func detectNoisyNeighbour(ev *Gathered, _ []Finding) []Finding {
 	w := ev.Window
@@ -211,7 +211,7 @@ func detectNoisyNeighbour(ev *Gathered, _ []Finding) []Finding {
 		f.setFact("node_before", formatShare(h.before, h.scale))
 		f.setFact("node_peak", formatShare(h.peak, h.scale))
 		f.setFact("victims", strings.Join(victims, ", "))
-		if jobPodRE.MatchString(top.pod) {
+		if matchLine(jobPodRE, top.pod) {
 			f.setFact("batch", "true")
 		}
 		f.Summary = fmt.Sprintf("%s (pod %s) took the CPU of node %s: %.1f → %.1f cores while the node went to %s", subject, top.pod, h.node, top.before, top.after, formatShare(h.peak, h.scale))

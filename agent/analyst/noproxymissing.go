@@ -95,13 +95,13 @@ func readProxyEnv(lines []string) proxyEnv {
 	noSeen := false
 	for _, l := range lines {
 		l = strings.TrimSpace(l)
-		if m := proxyVarRE.FindStringSubmatch(l); m != nil && m[2] != "" {
+		if m := findSubmatch(proxyVarRE, l); m != nil && m[2] != "" {
 			e.set = true
 			if e.proxy == "" {
 				e.proxy = m[2]
 			}
 		}
-		if m := noProxyVarRE.FindStringSubmatch(l); m != nil && !noSeen {
+		if m := findSubmatch(noProxyVarRE, l); m != nil && !noSeen {
 			e.noProxy, noSeen = m[1], true
 		}
 	}
@@ -157,7 +157,7 @@ func detectNoProxyMissing(ev *Gathered, found []Finding) []Finding {
 	refused := 0
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
-			if t.Incident == 0 || !proxiedClusterRE.MatchString(t.Example) {
+			if t.Incident == 0 || !matchLine(proxiedClusterRE, t.Example) {
 				continue
 			}
 			refused += t.Incident
@@ -178,7 +178,7 @@ func detectNoProxyMissing(ev *Gathered, found []Finding) []Finding {
 				continue
 			}
 			l := g.fact("line")
-			if m := clusterHostRE.FindStringSubmatch(l); m != nil && proxyStatusRE.MatchString(l) {
+			if m := findSubmatch(clusterHostRE, l); m != nil && matchLine(proxyStatusRE, l) {
 				fails = append(fails, g)
 				if target == "" {
 					target = m[1]
@@ -190,7 +190,7 @@ func detectNoProxyMissing(ev *Gathered, found []Finding) []Finding {
 			if !c.Exec || workloadOfPodName(c.Pod) != wl || !strings.Contains(c.Run, "curl") || strings.Contains(c.Run, "noproxy") {
 				continue
 			}
-			if m := clusterHostRE.FindStringSubmatch(c.Run); m != nil && slices.ContainsFunc(c.Lines, func(l string) bool { return proxyStatusRE.MatchString(l) }) {
+			if m := findSubmatch(clusterHostRE, c.Run); m != nil && slices.ContainsFunc(c.Lines, func(l string) bool { return matchLine(proxyStatusRE, l) }) {
 				curled = fmt.Sprintf("%s in %s: %s", strings.TrimSpace(c.Run), c.Pod, strings.Join(c.Lines, "; "))
 				target = orWord(target, m[1])
 			}
@@ -225,8 +225,8 @@ func detectNoProxyMissing(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 		for _, ch := range ev.Changes {
-			if proxyChangeRE.MatchString(ch.Description) && ch.Service != wl {
-				if m := configMapNameRE.FindStringSubmatch(ch.Description); m != nil {
+			if matchLine(proxyChangeRE, ch.Description) && ch.Service != wl {
+				if m := findSubmatch(configMapNameRE, ch.Description); m != nil {
 					f.setFact("source", "ConfigMap "+m[1])
 				}
 			}

@@ -256,7 +256,7 @@ func recommendObjectCondition(h *Hypothesis, sc Scope, r *recommender) {
 	switch reason := h.fact("reason"); {
 	case reason == "RefNotPermitted":
 		target := "the referenced object's namespace"
-		if m := refNotPermittedRE.FindStringSubmatch(h.fact("message")); m != nil {
+		if m := findSubmatch(refNotPermittedRE, h.fact("message")); m != nil {
 			target = fmt.Sprintf("namespace %s (to: %s %s)", m[2], m[1], m[3])
 		}
 		r.high("Create a ReferenceGrant in %s that permits %s from namespace %s, or move the backend back into the route's namespace", target, h.fact("object_kind"), h.fact("object_ns"))

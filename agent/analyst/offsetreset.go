@@ -74,7 +74,7 @@ var offsetReset = &mechanism{
 	// records.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return retentionSettingRE.MatchString(changeText(c)) || strings.Contains(strings.ToLower(changeText(c)), "retention")
+		return matchLine(retentionSettingRE, changeText(c)) || strings.Contains(strings.ToLower(changeText(c)), "retention")
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		topic := orWord(h.fact("topic"), "its topic")
@@ -128,17 +128,17 @@ func detectOffsetReset(ev *Gathered, _ []Finding) []Finding {
 		}
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if m := autoOffsetResetRE.FindStringSubmatch(l); m != nil && policy == "" {
+				if m := findSubmatch(autoOffsetResetRE, l); m != nil && policy == "" {
 					policy = strings.ToLower(m[1])
 				}
-				if m := committedOffsetRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(committedOffsetRE, l); m != nil {
 					committed[set.Subject+" "+m[1]], _ = strconv.ParseInt(m[2], 10, 64)
 				}
 				if p := noCommittedPartition(l); p != "" {
 					fresh[set.Subject+" "+p] = true
 					continue
 				}
-				m := offsetResetRE.FindStringSubmatch(l)
+				m := findSubmatch(offsetResetRE, l)
 				if m == nil {
 					continue
 				}
@@ -174,7 +174,7 @@ func detectOffsetReset(ev *Gathered, _ []Finding) []Finding {
 	}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := autoOffsetResetRE.FindStringSubmatch(l); m != nil && policy == "" {
+			if m := findSubmatch(autoOffsetResetRE, l); m != nil && policy == "" {
 				policy = strings.ToLower(m[1])
 			}
 		}
@@ -224,7 +224,7 @@ func detectOffsetReset(ev *Gathered, _ []Finding) []Finding {
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
 			if l := templateLine(t, retentionDeleteRE); l != "" {
-				m := retentionDeleteRE.FindStringSubmatch(l)
+				m := findSubmatch(retentionDeleteRE, l)
 				if topic != "" && m[1] != topic {
 					continue
 				}
@@ -239,7 +239,7 @@ func detectOffsetReset(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := retentionSettingRE.FindStringSubmatch(l); m != nil && strings.Contains(l, "retention.ms") {
+			if m := findSubmatch(retentionSettingRE, l); m != nil && strings.Contains(l, "retention.ms") {
 				retention = retentionWords(m[1])
 				evid = append(evid, fmt.Sprintf("%s: %s", truncate(c.Command, 120), quote(strings.TrimSpace(l), 160)))
 				break
@@ -252,7 +252,7 @@ func detectOffsetReset(ev *Gathered, _ []Finding) []Finding {
 	stopText := ""
 	for _, c := range append(append(ev.Earlier[:0:0], ev.Earlier...), ev.Changes...) {
 		text := c.Description
-		if m := retentionSettingRE.FindStringSubmatch(text); m != nil && c.Timestamp.Before(first) {
+		if m := findSubmatch(retentionSettingRE, text); m != nil && c.Timestamp.Before(first) {
 			f.setFact("retention_change", fmt.Sprintf("%s at %s: %s", orWord(c.Service, "a change"), ts(c.Timestamp), text))
 			if retention == "" {
 				retention = retentionWords(m[1])
@@ -265,9 +265,9 @@ func detectOffsetReset(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		switch {
-		case consumerStartRE.MatchString(text):
+		case matchLine(consumerStartRE, text):
 			start = c.Timestamp
-		case consumerStopRE.MatchString(text):
+		case matchLine(consumerStopRE, text):
 			stop, stopText = c.Timestamp, text
 		}
 	}

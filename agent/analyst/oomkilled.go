@@ -48,10 +48,10 @@ var oomKilled = &mechanism{
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		desc := changeText(c)
-		if len(h.Primary) > 0 && h.fact("spark_overhead") != "" && sparkOffHeapChangeRE.MatchString(desc) {
+		if len(h.Primary) > 0 && h.fact("spark_overhead") != "" && matchLine(sparkOffHeapChangeRE, desc) {
 			return true
 		}
-		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap") || heapSettingRE.MatchString(desc)
+		return c.fact("memory_limit_change") != "" || strings.Contains(desc, "xmx") || strings.Contains(desc, "heap") || matchLine(heapSettingRE, desc)
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
@@ -302,10 +302,10 @@ var (
 func backlogGrowth(lines []string) (why, dest, refusal, line string) {
 	retries := 0
 	for _, l := range lines {
-		if shipperRetryRE.MatchString(l) {
+		if matchLine(shipperRetryRE, l) {
 			retries++
 		}
-		if m := shipperRefusalRE.FindStringSubmatch(l); m != nil && refusal == "" {
+		if m := findSubmatch(shipperRefusalRE, l); m != nil && refusal == "" {
 			for _, g := range m[1:] {
 				if g != "" {
 					refusal = g
@@ -315,7 +315,7 @@ func backlogGrowth(lines []string) (why, dest, refusal, line string) {
 			line = l
 		}
 		if dest == "" {
-			if m := shipperDestRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(shipperDestRE, l); m != nil {
 				dest = orWord(m[1], orWord(m[2], m[3]))
 			}
 		}
@@ -336,7 +336,7 @@ func backlogGrowth(lines []string) (why, dest, refusal, line string) {
 		why = fmt.Sprintf("it cannot send to %s and keeps the data in memory to retry (%s)", what, plural(retries, "retry", "retries"))
 	}
 	for _, l := range lines {
-		if line == "" && shipperRetryRE.MatchString(l) {
+		if line == "" && matchLine(shipperRetryRE, l) {
 			line = l
 		}
 	}
@@ -348,7 +348,7 @@ var xmxRE = regexp.MustCompile(`-Xmx(\d+)([kKmMgGtT]?)\b`)
 // xmxOf returns the last -Xmx option a text sets ("-Xmx3072m") and its
 // size in bytes.
 func xmxOf(text string) (string, int64) {
-	ms := xmxRE.FindAllStringSubmatch(text, -1)
+	ms := findAllSubmatch(xmxRE, text, -1)
 	if len(ms) == 0 {
 		return "", 0
 	}
@@ -387,7 +387,7 @@ var oomProcRE = regexp.MustCompile(`(?i)killed process \d+ \(([^)]+)\)`)
 // with an OOMKilled container.
 func oomWorkload(msg, node string, pods []corev1.Pod) string {
 	proc := ""
-	if m := oomProcRE.FindStringSubmatch(msg); m != nil {
+	if m := findSubmatch(oomProcRE, msg); m != nil {
 		proc = strings.ToLower(m[1])
 	}
 	var onNode []string

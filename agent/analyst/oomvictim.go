@@ -24,7 +24,7 @@ var (
 // oomVictimUnit names the systemd unit whose process the kernel killed
 // (its memory cgroup), "" when the line does not say.
 func oomVictimUnit(line string) string {
-	if m := oomMemcgUnitRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(oomMemcgUnitRE, line); m != nil {
 		return m[1]
 	}
 	return ""
@@ -32,7 +32,7 @@ func oomVictimUnit(line string) string {
 
 // oomInvoker names the process whose allocation invoked the OOM killer.
 func oomInvoker(line string) string {
-	if m := oomInvokerRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(oomInvokerRE, line); m != nil {
 		return m[1]
 	}
 	return ""
@@ -46,7 +46,7 @@ func cronBefore(set LogSet, t time.Time) string {
 			continue
 		}
 		for _, l := range tp.Lines() {
-			if m := cronCmdRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(cronCmdRE, l); m != nil {
 				return m[1] + ": " + strings.TrimSpace(stripCronRedirect(m[2]))
 			}
 		}

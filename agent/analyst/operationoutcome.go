@@ -61,11 +61,11 @@ var (
 func outcomeSubject(text string) string {
 	// "Why did the export fail?" asks for a cause, not whether it went
 	// through.
-	if whyDidRE.MatchString(text) {
+	if matchLine(whyDidRE, text) {
 		return ""
 	}
 	for _, re := range outcomeQuestionRE {
-		if m := re.FindStringSubmatch(text); m != nil {
+		if m := findSubmatch(re, text); m != nil {
 			return strings.TrimSpace(m[1])
 		}
 	}
@@ -140,8 +140,8 @@ func detectOutcome(ev *Gathered, _ []Finding) []Finding {
 				continue
 			}
 			l := outcomeLine{set: set, t: t, line: t.Example, first: firstOf(t.FirstIncident, t.FirstSeen), last: t.LastSeen, n: t.Incident, score: score}
-			l.fail = outcomeFailRE.MatchString(t.Example)
-			l.ok = !l.fail && outcomeOKRE.MatchString(t.Example)
+			l.fail = matchLine(outcomeFailRE, t.Example)
+			l.ok = !l.fail && matchLine(outcomeOKRE, t.Example)
 			hits = append(hits, l)
 		}
 	}
@@ -252,7 +252,7 @@ func failureReasons(ev *Gathered, fail *outcomeLine) []string {
 		if !with {
 			continue
 		}
-		ms := outcomeReasonRE.FindAllString(t.Example, -1)
+		ms := findAllString(outcomeReasonRE, t.Example, -1)
 		if len(ms) == 0 {
 			continue
 		}

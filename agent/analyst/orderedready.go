@@ -111,7 +111,7 @@ func detectOrderedReady(ev *Gathered, _ []Finding) []Finding {
 			}
 		}
 		for _, l := range lines {
-			if peerWaitRE.MatchString(l) {
+			if matchLine(peerWaitRE, l) {
 				f.setFact("line", l)
 				f.Weight = 0.9
 				f.Evidence = append(f.Evidence, fmt.Sprintf("%s's log: %s", waiting, quote(ReadableLine(l), 240)))

@@ -118,7 +118,7 @@ func detectOrphanLock(ev *Gathered, found []Finding) []Finding {
 				for r := range t.rows {
 					pid := t.cell(r, "pid")
 					q := t.cell(r, "query") + " " + t.cell(r, "last_query")
-					if m := advisoryCallRE.FindStringSubmatch(q); m != nil {
+					if m := findSubmatch(advisoryCallRE, q); m != nil {
 						if waiters[m[1]] == nil {
 							waiters[m[1]] = map[string]bool{}
 						}
@@ -151,10 +151,10 @@ func detectOrphanLock(ev *Gathered, found []Finding) []Finding {
 		}
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if m := advisoryCallRE.FindStringSubmatch(l); m != nil && logWaiters[m[1]] == "" {
+				if m := findSubmatch(advisoryCallRE, l); m != nil && logWaiters[m[1]] == "" {
 					logWaiters[m[1]] = set.Subject
 				}
-				if standbyLineRE.MatchString(l) && standby[set.Subject] == "" {
+				if matchLine(standbyLineRE, l) && standby[set.Subject] == "" {
 					standby[set.Subject] = l
 				}
 			}

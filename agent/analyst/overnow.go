@@ -108,7 +108,7 @@ func firingAbout(alerts []evidence.Alert, subjects []string, named string, now t
 // answerOverNow turns a result that found a cause into "healthy now" when
 // the question asks about the present and the failure is over.
 func answerOverNow(res *finding.Result, sets []LogSet, alerts []evidence.Alert, sc Scope) bool {
-	if res == nil || res.Verdict == finding.VerdictHealthy || !presentAskRE.MatchString(sc.Message+" "+sc.Hint) {
+	if res == nil || res.Verdict == finding.VerdictHealthy || !matchLine(presentAskRE, sc.Message+" "+sc.Hint) {
 		return false
 	}
 	subjects := sc.Subjects()
@@ -174,7 +174,7 @@ func burstVersions(sets []LogSet, subjects []string) (old, cur string) {
 		}
 		for j, t := range set.Templates {
 			for _, l := range t.Lines() {
-				m := versionFieldRE.FindStringSubmatch(l)
+				m := findSubmatch(versionFieldRE, l)
 				if m == nil {
 					continue
 				}

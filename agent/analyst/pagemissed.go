@@ -41,7 +41,7 @@ var pageMissed = &mechanism{
 	label:  "alert fired but its page was not delivered (Alertmanager notification path)",
 	detect: detectPageMissed,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return pageChangeRE.MatchString(changeText(c))
+		return matchLine(pageChangeRE, changeText(c))
 	},
 	contentTriggers: true,
 	// What keeps an inhibiting alert firing is named by a word of its
@@ -94,7 +94,7 @@ var (
 
 func detectPageMissed(ev *Gathered, found []Finding) []Finding {
 	sc := ev.Scope
-	if !pageAskRE.MatchString(sc.Message + " " + sc.Hint) {
+	if !matchLine(pageAskRE, sc.Message+" "+sc.Hint) {
 		return nil
 	}
 	if f, ok := notifyFailing(ev); ok {
@@ -121,14 +121,14 @@ func notifyFailing(ev *Gathered) (Finding, bool) {
 	byRecv := map[string]*notifyFailure{}
 	var order []string
 	add := func(l string, first, last time.Time, n int, ns string) {
-		if !notifyFailedRE.MatchString(l) {
+		if !matchLine(notifyFailedRE, l) {
 			return
 		}
 		var recv, integ, msg string
-		if m := notifyErrRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(notifyErrRE, l); m != nil {
 			recv, integ, msg = m[1], m[2], m[3]
 		}
-		for _, m := range notifyFieldRE.FindAllStringSubmatch(l, -1) {
+		for _, m := range findAllSubmatch(notifyFieldRE, l, -1) {
 			if m[1] == "receiver" && recv == "" {
 				recv = m[2]
 			}
@@ -139,7 +139,7 @@ func notifyFailing(ev *Gathered) (Finding, bool) {
 		if recv == "" {
 			return
 		}
-		if m := notifyErrFieldRE.FindStringSubmatch(l); msg == "" && m != nil {
+		if m := findSubmatch(notifyErrFieldRE, l); msg == "" && m != nil {
 			msg = m[1]
 		}
 		msg = strings.NewReplacer(`\\"`, `"`, `\"`, `"`).Replace(msg)
@@ -199,7 +199,7 @@ func notifyFailing(ev *Gathered) (Finding, bool) {
 	if !nf.last.IsZero() {
 		f.setFact("last", ts(nf.last))
 	}
-	if notifyRejectedRE.MatchString(nf.err) {
+	if matchLine(notifyRejectedRE, nf.err) {
 		f.setFact("rejected", "yes")
 	}
 	f.Evidence = append(f.Evidence, fmt.Sprintf("Alertmanager could not notify receiver %s: %s", nf.receiver, quote(ReadableLine(nf.line), 260)))
@@ -223,7 +223,7 @@ func notifyFailing(ev *Gathered) (Finding, bool) {
 	// A change that moved the on-call service or its integration.
 	for _, c := range append(append([]evidence.Change{}, ev.Earlier...), ev.Changes...) {
 		text := c.Service + " " + c.Description
-		if c.Timestamp.After(orTime(nf.first, ev.Window.End)) || !pageChangeRE.MatchString(text) {
+		if c.Timestamp.After(orTime(nf.first, ev.Window.End)) || !matchLine(pageChangeRE, text) {
 			continue
 		}
 		if nf.integration != "" && !strings.Contains(strings.ToLower(text), strings.ToLower(strings.TrimRight(nf.integration, "0123456789"))) && !strings.Contains(text, nf.receiver) {
@@ -238,7 +238,7 @@ func notifyFailing(ev *Gathered) (Finding, bool) {
 }
 
 func findNotifyRecv(byRecv map[string]*notifyFailure, l string) *notifyFailure {
-	if !notifyFailedRE.MatchString(l) {
+	if !matchLine(notifyFailedRE, l) {
 		return nil
 	}
 	for r, nf := range byRecv {
@@ -252,7 +252,7 @@ func findNotifyRecv(byRecv map[string]*notifyFailure, l string) *notifyFailure {
 // askedAlerts are the alert names a question writes.
 func askedAlerts(text string) []string {
 	var out []string
-	for _, n := range askedAlertRE.FindAllString(text, -1) {
+	for _, n := range findAllString(askedAlertRE, text, -1) {
 		out = appendNew(out, n)
 	}
 	return out
@@ -277,7 +277,7 @@ func (m amMatcher) matches(labels map[string]string) bool {
 	if err != nil {
 		return false
 	}
-	return re.MatchString(v) == (m.op == "=~")
+	return matchLine(re, v) == (m.op == "=~")
 }
 
 // inhibitRule is one of Alertmanager's inhibit_rules.
@@ -341,7 +341,7 @@ func amMatchers(list []string, eq, re map[string]string) []amMatcher {
 	var out []amMatcher
 	for _, s := range list {
 		for _, part := range strings.Split(strings.Trim(s, "{}"), ",") {
-			if m := matcherRE.FindStringSubmatch(part); m != nil {
+			if m := findSubmatch(matcherRE, part); m != nil {
 				out = append(out, amMatcher{m[1], m[2], m[3]})
 			}
 		}
@@ -450,7 +450,7 @@ func listedStart(cmds []evidence.CommandOutput, name string) (time.Time, bool) {
 			if len(fs) == 0 || fs[0] != name {
 				continue
 			}
-			if m := amtoolStartRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(amtoolStartRE, l); m != nil {
 				if at, err := time.Parse("2006-01-02 15:04:05", m[1]); err == nil {
 					return at.UTC(), true
 				}

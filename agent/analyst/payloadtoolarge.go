@@ -43,12 +43,12 @@ var payloadTooLarge = &mechanism{
 	lineWeight: 0.92,
 	// A release that changed what is sent, or a change of the limit.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind == KindDeploy || payloadSettingRE.MatchString(changeText(c))
+		return c.Kind == KindDeploy || matchLine(payloadSettingRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		l := h.fact("line")
 		for _, f := range h.Primary {
-			if payloadTooLargeRE.MatchString(f.fact("line")) {
+			if matchLine(payloadTooLargeRE, f.fact("line")) {
 				l = f.fact("line")
 				break
 			}
@@ -57,7 +57,7 @@ var payloadTooLarge = &mechanism{
 		if size, limit := payloadSizes(l); size != "" {
 			d += fmt.Sprintf(": a message of %s bytes against a limit of %s bytes", size, limit)
 		}
-		if s := payloadSettingRE.FindString(l); s != "" {
+		if s := findString(payloadSettingRE, l); s != "" {
 			d += " (" + s + ")"
 		}
 		if l != "" {
@@ -69,7 +69,7 @@ var payloadTooLarge = &mechanism{
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		r.rollback()
 		l := h.fact("line")
-		setting := orWord(payloadSettingRE.FindString(l), "the size limit")
+		setting := orWord(findString(payloadSettingRE, l), "the size limit")
 		r.high("Shrink what %s sends back under the limit (send a reference instead of the embedded data, compress, split), or raise %s on every hop together (the producer, the broker or topic, the consumers' fetch size)", h.Subject, setting)
 		r.med("Replay the messages or requests refused since the onset once they fit (outbox, dead-letter queue)")
 		r.low("Alert on the size of the largest message sent against the limit, and test payload sizes in CI")
@@ -80,7 +80,7 @@ var payloadTooLarge = &mechanism{
 // states none).
 func payloadSizes(line string) (size, limit string) {
 	for _, re := range payloadSizesRE {
-		if m := re.FindStringSubmatch(line); m != nil {
+		if m := findSubmatch(re, line); m != nil {
 			return m[1], m[2]
 		}
 	}

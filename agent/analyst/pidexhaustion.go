@@ -45,7 +45,7 @@ var pidExhaustion = &mechanism{
 		if cu := h.fact("culprit"); cu != "" && c.Subject == cu {
 			return true
 		}
-		return pidChangeRE.MatchString(changeText(c))
+		return matchLine(pidChangeRE, changeText(c))
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -139,7 +139,7 @@ func detectPIDExhaustion(ev *Gathered, _ []Finding) []Finding {
 	}
 	// The kubelet's events: pid evictions, PIDPressure.
 	for _, e := range ev.K8s.Events {
-		if !pidNodeLineRE.MatchString(e.Message) && !pidNodeLineRE.MatchString(e.Reason) {
+		if !matchLine(pidNodeLineRE, e.Message) && !matchLine(pidNodeLineRE, e.Reason) {
 			continue
 		}
 		first, _ := eventTime(&e)
@@ -175,7 +175,7 @@ func detectPIDExhaustion(ev *Gathered, _ []Finding) []Finding {
 	for _, h := range nodeLines(ev, pidNodeLineRE, false) {
 		n := get(h.node)
 		n.node = true
-		if pidLineRE.MatchString(h.line) {
+		if matchLine(pidLineRE, h.line) {
 			n.f.Time = earliest(n.f.Time, orTime(h.t.FirstIncident, h.t.FirstSeen))
 		}
 		n.evidence = appendNew(n.evidence, templateEvidence(*h.set, h.t, h.line))
@@ -222,7 +222,7 @@ func detectPIDExhaustion(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		for _, t := range set.Templates {
-			if t.Incident == 0 || !pidLineRE.MatchString(t.Example) {
+			if t.Incident == 0 || !matchLine(pidLineRE, t.Example) {
 				continue
 			}
 			n.f.Time = earliest(n.f.Time, orTime(t.FirstIncident, t.FirstSeen))
@@ -238,7 +238,7 @@ func detectPIDExhaustion(ev *Gathered, _ []Finding) []Finding {
 	for _, c := range ev.Commands {
 		zombies, comm := 0, ""
 		for _, l := range c.Lines {
-			m := zombieLineRE.FindStringSubmatch(l)
+			m := findSubmatch(zombieLineRE, l)
 			if m == nil {
 				continue
 			}

@@ -64,13 +64,13 @@ func readPS(c evidence.CommandOutput) psReading {
 	counted, listed := 0, 0
 	listedBy := map[string]int{}
 	for _, l := range c.Lines {
-		if m := psCountedRE.FindStringSubmatch(l); m != nil && strings.HasPrefix(m[2], "Z") {
+		if m := findSubmatch(psCountedRE, l); m != nil && strings.HasPrefix(m[2], "Z") {
 			n, _ := strconv.Atoi(m[1])
 			counted += n
 			r.byComm[m[3]] += n
 			continue
 		}
-		if m := psListedRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(psListedRE, l); m != nil {
 			if m[1] == "1" && m[2] == "0" {
 				r.pid1 = m[4]
 			}
@@ -83,11 +83,11 @@ func readPS(c evidence.CommandOutput) psReading {
 			}
 			continue
 		}
-		if m := topZombieRE.FindStringSubmatch(l); m != nil && strings.Contains(strings.ToLower(l), "total") {
+		if m := findSubmatch(topZombieRE, l); m != nil && strings.Contains(strings.ToLower(l), "total") {
 			n, _ := strconv.Atoi(m[1])
 			counted = max(counted, n)
 		}
-		if m := podPidsLimitRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(podPidsLimitRE, l); m != nil {
 			v, _ := strconv.ParseFloat(orWord(m[1], m[2]), 64)
 			r.limit = v
 		}
@@ -101,14 +101,14 @@ func readPS(c evidence.CommandOutput) psReading {
 	// the command named the files.
 	vals := map[string]float64{}
 	for _, l := range c.Lines {
-		if m := pidsValueRE.FindStringSubmatch(l); m != nil && m[2] != "max" {
+		if m := findSubmatch(pidsValueRE, l); m != nil && m[2] != "max" {
 			vals[m[1]], _ = strconv.ParseFloat(m[2], 64)
 		}
 	}
-	if files := pidsFileRE.FindAllStringSubmatch(c.Run, -1); len(vals) == 0 && len(files) > 0 {
+	if files := findAllSubmatch(pidsFileRE, c.Run, -1); len(vals) == 0 && len(files) > 0 {
 		var bare []string
 		for _, l := range c.Lines {
-			if m := bareValueRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(bareValueRE, l); m != nil {
 				bare = append(bare, m[1])
 			}
 		}
@@ -182,7 +182,7 @@ func detectPodPIDs(ev *Gathered, nodeFindings []Finding) []Finding {
 			continue
 		}
 		for _, l := range ev.K8s.PreviousLogs[k] {
-			if pidLineRE.MatchString(l.Text) {
+			if matchLine(pidLineRE, l.Text) {
 				p.line, p.lineAt, p.linePod = l.Text, l.Time, parts[1]
 				break
 			}
@@ -195,7 +195,7 @@ func detectPodPIDs(ev *Gathered, nodeFindings []Finding) []Finding {
 			continue
 		}
 		for _, t := range set.Templates {
-			if pidLineRE.MatchString(t.Example) {
+			if matchLine(pidLineRE, t.Example) {
 				p.line, p.lineAt, p.linePod = t.Example, orTime(t.FirstIncident, t.FirstSeen), set.Source
 				break
 			}

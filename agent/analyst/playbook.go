@@ -266,7 +266,7 @@ var edgeProxyNameRE = regexp.MustCompile(`(?i)(?:^|[-_.])(?:ingress-nginx|nginx-
 // controller's or an edge proxy's, which forwards requests to the
 // services behind it rather than calling them.
 func isEdgeProxyName(name string) bool {
-	return edgeProxyNameRE.MatchString(name)
+	return matchLine(edgeProxyNameRE, name)
 }
 
 func capitalize(s string) string {

@@ -37,13 +37,13 @@ var podNetwork = &mechanism{
 	event:         podNetworkEvent,
 	eventCritical: true,
 	eventFacts: func(f *Finding, e *corev1.Event) {
-		if m := cniPluginRE.FindStringSubmatch(e.Message); m != nil {
+		if m := findSubmatch(cniPluginRE, e.Message); m != nil {
 			f.setFact("plugin", m[1])
 		}
-		if m := cniErrorRE.FindStringSubmatch(e.Message); m != nil {
+		if m := findSubmatch(cniErrorRE, e.Message); m != nil {
 			f.setFact("cni_error", strings.TrimSpace(m[1]))
 		}
-		if podIPExhaustedRE.MatchString(e.Message) {
+		if matchLine(podIPExhaustedRE, e.Message) {
 			f.setFact("no_ip", "true")
 		}
 	},
@@ -58,7 +58,7 @@ var podNetwork = &mechanism{
 		if s := h.fact("subnet"); s != "" && strings.Contains(t, s) {
 			return true
 		}
-		return podAddressChangeRE.MatchString(t)
+		return matchLine(podAddressChangeRE, t)
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		pods := podNetworkPods(h)
@@ -123,7 +123,7 @@ var (
 
 // podNetworkEvent claims a sandbox that failed on its network.
 func podNetworkEvent(e *corev1.Event) (float64, bool) {
-	if e.Reason != "FailedCreatePodSandBox" || !sandboxNetworkRE.MatchString(e.Message) {
+	if e.Reason != "FailedCreatePodSandBox" || !matchLine(sandboxNetworkRE, e.Message) {
 		return 0, false
 	}
 	return 0.88, true
@@ -186,7 +186,7 @@ func exhaustedSubnet(ev *Gathered) (id, said string) {
 		}
 		text := strings.Join(c.Lines, "\n")
 		for _, l := range c.Lines {
-			m := subnetRowRE.FindStringSubmatch(l)
+			m := findSubmatch(subnetRowRE, l)
 			if m == nil {
 				continue
 			}
@@ -217,14 +217,14 @@ func exhaustedSubnet(ev *Gathered) (id, said string) {
 func ipamLine(ev *Gathered) string {
 	for _, s := range ev.Logs {
 		for _, t := range s.Templates {
-			if t.Incident > 0 && podIPExhaustedRE.MatchString(t.Example) {
+			if t.Incident > 0 && matchLine(podIPExhaustedRE, t.Example) {
 				return ReadableLine(t.Example)
 			}
 		}
 	}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if podIPExhaustedRE.MatchString(l) && !strings.Contains(l, "FailedCreatePodSandBox") {
+			if matchLine(podIPExhaustedRE, l) && !strings.Contains(l, "FailedCreatePodSandBox") {
 				return strings.TrimSpace(l)
 			}
 		}
@@ -279,7 +279,7 @@ func (g *gatherer) gatherCNIAgents(ctx context.Context, plan []specialist) {
 		return
 	}
 	for i := range pods {
-		if cniAgentRE.MatchString(cniAgentApp(&pods[i])) {
+		if matchLine(cniAgentRE, cniAgentApp(&pods[i])) {
 			g.k8s.NodeAgents = append(g.k8s.NodeAgents, pods[i])
 		}
 	}
@@ -342,7 +342,7 @@ func cniAgentDown(ev *Gathered, node string) downAgent {
 			continue
 		}
 		seen[p.Namespace+"/"+p.Name] = true
-		if !cniAgentRE.MatchString(cniAgentApp(p)) || podStateUnknown(p) || podHealthy(p) {
+		if !matchLine(cniAgentRE, cniAgentApp(p)) || podStateUnknown(p) || podHealthy(p) {
 			continue
 		}
 		if node != "" && p.Spec.NodeName != node {
@@ -363,7 +363,7 @@ func cniAgentDown(ev *Gathered, node string) downAgent {
 			}
 			var ts []analysis.LogTemplate
 			for _, t := range s.Templates {
-				if agentFailRE.MatchString(t.Example) || !agentInfoRE.MatchString(t.Example) && agentWordsRE.MatchString(t.Example) {
+				if matchLine(agentFailRE, t.Example) || !matchLine(agentInfoRE, t.Example) && matchLine(agentWordsRE, t.Example) {
 					ts = append(ts, t)
 				}
 			}

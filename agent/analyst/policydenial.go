@@ -26,20 +26,20 @@ var (
 // readPolicyDenial reads an admission webhook's denial message; ok is false
 // when the message is not one or names no policy nor reason.
 func readPolicyDenial(msg string) (d policyDenial, ok bool) {
-	m := denialWebhookRE.FindStringSubmatch(msg)
+	m := findSubmatch(denialWebhookRE, msg)
 	if m == nil {
 		return d, false
 	}
 	d.Webhook = m[1]
 	switch {
-	case kyvernoDenialRE.MatchString(msg):
-		k := kyvernoDenialRE.FindStringSubmatch(msg)
+	case matchLine(kyvernoDenialRE, msg):
+		k := findSubmatch(kyvernoDenialRE, msg)
 		d.Policy, d.Rule, d.Reason = k[1], k[2], k[3]
-	case gatekeeperDenialRE.MatchString(msg):
-		g := gatekeeperDenialRE.FindStringSubmatch(msg)
+	case matchLine(gatekeeperDenialRE, msg):
+		g := findSubmatch(gatekeeperDenialRE, msg)
 		d.Policy, d.Reason = g[1], g[2]
 	default:
-		d.Reason = denialRestRE.FindStringSubmatch(msg)[1]
+		d.Reason = findSubmatch(denialRestRE, msg)[1]
 	}
 	d.Reason = strings.TrimSpace(spacesRE.ReplaceAllString(d.Reason, " "))
 	d.Reason = strings.Trim(strings.TrimPrefix(d.Reason, "'"), "' ")
@@ -76,5 +76,5 @@ func policyChangeFits(policy string, c *Finding) bool {
 	if policy != "" && strings.Contains(t, strings.ToLower(policy)) {
 		return true
 	}
-	return policyChangeRE.MatchString(t)
+	return matchLine(policyChangeRE, t)
 }

@@ -26,7 +26,7 @@ func pollSettingNote(h *Hypothesis) string {
 	if text == "" {
 		text = h.Trigger.Summary
 	}
-	m := pollSettingRe.FindStringSubmatch(text)
+	m := findSubmatch(pollSettingRe, text)
 	if m == nil {
 		return ""
 	}

@@ -101,7 +101,7 @@ func detectPooledPrepared(ev *Gathered, _ []Finding) []Finding {
 			if l == "" {
 				continue
 			}
-			if m := prepStmtErrRE.FindStringSubmatch(l); m != nil && m[1] != "" {
+			if m := findSubmatch(prepStmtErrRE, l); m != nil && m[1] != "" {
 				kinds[strings.ToLower(m[1])] = true
 			}
 			at := t.FirstSeen
@@ -110,7 +110,7 @@ func detectPooledPrepared(ev *Gathered, _ []Finding) []Finding {
 			}
 			if s.line == "" || at.Before(s.at) {
 				s.line, s.at = l, at
-				s.server = pgServerFormRE.MatchString(l)
+				s.server = matchLine(pgServerFormRE, l)
 			}
 			s.count += t.Count
 		}
@@ -158,10 +158,10 @@ func detectPooledPrepared(ev *Gathered, _ []Finding) []Finding {
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
 			switch {
-			case txnPoolSettingRE.MatchString(l) && !txn:
+			case matchLine(txnPoolSettingRE, l) && !txn:
 				txn = true
 				f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", truncate(c.Command, 120), quote(strings.TrimSpace(l), 160)))
-			case maxPreparedZeroRE.MatchString(l) && f.fact("tracking") == "":
+			case matchLine(maxPreparedZeroRE, l) && f.fact("tracking") == "":
 				f.setFact("tracking", "the pooler does not track prepared statements (max_prepared_statements=0)")
 			}
 		}
@@ -169,14 +169,14 @@ func detectPooledPrepared(ev *Gathered, _ []Finding) []Finding {
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if set.Subject == top.subject && stmtCacheRE.MatchString(l) && f.fact("client") == "" {
+				if set.Subject == top.subject && matchLine(stmtCacheRE, l) && f.fact("client") == "" {
 					f.setFact("client", fmt.Sprintf("%s caches prepared statements: %s", top.subject, quote(ReadableLine(l), 200)))
 				}
 			}
 		}
 	}
 	for _, c := range append(append(ev.Earlier[:0:0], ev.Earlier...), ev.Changes...) {
-		if !txnPoolChangeRE.MatchString(c.Description) || c.Timestamp.After(f.Time) {
+		if !matchLine(txnPoolChangeRE, c.Description) || c.Timestamp.After(f.Time) {
 			continue
 		}
 		txn = true

@@ -144,13 +144,13 @@ func detectPoolHeld(ev *Gathered, found []Finding) []Finding {
 			if p.line == "" {
 				p.line = line
 			}
-			if m := poolNameWaitRE.FindStringSubmatch(line); m != nil && p.name == "" {
+			if m := findSubmatch(poolNameWaitRE, line); m != nil && p.name == "" {
 				p.name = m[1]
 			}
 			if p.size == "" {
 				p.size = poolSizeOf(line)
 			}
-			if m := poolWaitingRE.FindStringSubmatch(line); m != nil && p.waiting == "" {
+			if m := findSubmatch(poolWaitingRE, line); m != nil && p.waiting == "" {
 				p.waiting = m[1]
 			}
 			if p.timeout == "" {
@@ -246,7 +246,7 @@ func poolGauges(ev *Gathered, w Window, get func(string) *poolState) {
 		return l["pod"] + "|" + l["instance"] + "|" + orWord(l["pool"], orWord(l["pool_name"], l["name"]))
 	}
 	for _, ms := range ev.Metrics {
-		isActive, isMax, isPending := poolActiveMetricRE.MatchString(ms.Name), poolMaxMetricRE.MatchString(ms.Name), poolPendingMetricRE.MatchString(ms.Name)
+		isActive, isMax, isPending := matchLine(poolActiveMetricRE, ms.Name), matchLine(poolMaxMetricRE, ms.Name), matchLine(poolPendingMetricRE, ms.Name)
 		if !isActive && !isMax && !isPending {
 			continue
 		}
@@ -321,7 +321,7 @@ func poolHolder(ev *Gathered, subj string, p *poolState) (heldCalls, bool) {
 				continue
 			}
 			for _, line := range t.Lines() {
-				m := callClientRE.FindStringSubmatch(line)
+				m := findSubmatch(callClientRE, line)
 				if m == nil || strings.EqualFold(m[1], subj) {
 					continue
 				}
@@ -339,7 +339,7 @@ func poolHolder(ev *Gathered, subj string, p *poolState) (heldCalls, bool) {
 				if d > c.longest {
 					c.longest, c.line = d, line
 				}
-				if pm := callPathRE.FindStringSubmatch(line); pm != nil && c.calls == "" {
+				if pm := findSubmatch(callPathRE, line); pm != nil && c.calls == "" {
 					c.calls = pm[1] + " " + pm[2]
 				}
 			}
@@ -362,7 +362,7 @@ func poolHolder(ev *Gathered, subj string, p *poolState) (heldCalls, bool) {
 			}
 			for _, line := range t.Lines() {
 				if hc.calls == "" && callsHost(line, subj) {
-					if pm := callPathRE.FindStringSubmatch(line); pm != nil {
+					if pm := findSubmatch(callPathRE, line); pm != nil {
 						hc.calls = pm[1] + " " + pm[2]
 					} else {
 						hc.calls = "calls"
@@ -385,9 +385,9 @@ func poolHolder(ev *Gathered, subj string, p *poolState) (heldCalls, bool) {
 		}
 		if namesWord(c.Description, subj) {
 			hc := heldCalls{holder: c.Service, from: "its change names " + subj, line: c.Description}
-			if pm := callPathRE.FindStringSubmatch(c.Description); pm != nil {
+			if pm := findSubmatch(callPathRE, c.Description); pm != nil {
 				hc.calls = pm[1] + " " + pm[2]
-			} else if m := barePathRE.FindStringSubmatch(c.Description); m != nil {
+			} else if m := findSubmatch(barePathRE, c.Description); m != nil {
 				hc.calls = m[1] + " calls"
 			}
 			return hc, false
@@ -401,7 +401,7 @@ var barePathRE = regexp.MustCompile(`\s(/[\w./-]+)`)
 // callsHost reports whether a line calls the service's host (its cluster
 // name, with or without the namespace and the svc suffix).
 func callsHost(line, subj string) bool {
-	for _, m := range urlRE.FindAllStringSubmatch(line, -1) {
+	for _, m := range findAllSubmatch(urlRE, line, -1) {
 		if ShortHost(m[1]) == subj || strings.EqualFold(m[1], subj) {
 			return true
 		}
@@ -435,7 +435,7 @@ func isNameByte(b byte) bool {
 // callDuration is the longest duration a line states (0 for none).
 func callDuration(line string) time.Duration {
 	var best time.Duration
-	for _, m := range callDurationRE.FindAllStringSubmatch(line, -1) {
+	for _, m := range findAllSubmatch(callDurationRE, line, -1) {
 		key, num, unit := strings.ToLower(m[1]), m[2], strings.ToLower(m[3])
 		if num == "" {
 			num, unit = m[4], strings.ToLower(m[5])
@@ -470,7 +470,7 @@ func callDuration(line string) time.Duration {
 
 // poolSizeOf reads the size a pool's error states.
 func poolSizeOf(line string) string {
-	m := poolSizeRE.FindStringSubmatch(line)
+	m := findSubmatch(poolSizeRE, line)
 	if m == nil {
 		return ""
 	}
@@ -484,7 +484,7 @@ func poolSizeOf(line string) string {
 
 // poolWaitOf reads how long a request waited for a connection.
 func poolWaitOf(line string) string {
-	m := poolWaitForRE.FindStringSubmatch(line)
+	m := findSubmatch(poolWaitForRE, line)
 	switch {
 	case m == nil:
 		return ""

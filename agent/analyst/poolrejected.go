@@ -31,7 +31,7 @@ var poolRejected = &mechanism{
 			return true
 		}
 		text := strings.ToLower(f.Summary + " " + strings.Join(f.Evidence, " ") + " " + f.fact("line"))
-		return strings.Contains(text, strings.ToLower(h.Subject)) || poolRejectedRE.MatchString(text)
+		return strings.Contains(text, strings.ToLower(h.Subject)) || matchLine(poolRejectedRE, text)
 	}),
 	// The client that sends the heavy work, changed near the onset.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
@@ -106,7 +106,7 @@ func detectPoolRejected(ev *Gathered, found []Finding) []Finding {
 	}
 	// The rejections in the logs: the server's own and its callers'.
 	for set, t := range incidentTemplates(ev) {
-		if !poolRejectedRE.MatchString(t.Example) {
+		if !matchLine(poolRejectedRE, t.Example) {
 			continue
 		}
 		x := get()
@@ -114,13 +114,13 @@ func detectPoolRejected(ev *Gathered, found []Finding) []Finding {
 		if x.line == "" {
 			x.line = t.Example
 		}
-		if m := poolNameRE.FindStringSubmatch(t.Example); m != nil {
+		if m := findSubmatch(poolNameRE, t.Example); m != nil {
 			if !slices.Contains(x.nodes, m[1]) {
 				x.nodes = append(x.nodes, m[1])
 			}
 			x.pool = orWord(x.pool, m[2])
 		}
-		if m := poolCapacityRE.FindStringSubmatch(t.Example); m != nil {
+		if m := findSubmatch(poolCapacityRE, t.Example); m != nil {
 			x.capacity = orWord(x.capacity, m[1])
 		}
 		if strings.Contains(strings.ToLower(t.Example), "opensearch") {
@@ -144,7 +144,7 @@ func detectPoolRejected(ev *Gathered, found []Finding) []Finding {
 	}
 	// The rejected counter of the pool, per node.
 	for _, ms := range ev.Metrics {
-		if !poolRejectedMetricRE.MatchString(ms.Name) {
+		if !matchLine(poolRejectedMetricRE, ms.Name) {
 			continue
 		}
 		for _, s := range ms.Series {
@@ -255,7 +255,7 @@ func capacityWord(c string) string {
 // log (its lines carry the server's [node] and logger).
 func searchServerSource(set *LogSet) bool {
 	for _, t := range set.Templates {
-		if esServerLineRE.MatchString(t.Example) {
+		if matchLine(esServerLineRE, t.Example) {
 			return true
 		}
 	}
@@ -272,11 +272,11 @@ func slowSearchClient(ev *Gathered) (top string, n, total int, line string) {
 	lines := map[string]string{}
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
-			if t.Incident == 0 || !searchSlowRE.MatchString(t.Example) {
+			if t.Incident == 0 || !matchLine(searchSlowRE, t.Example) {
 				continue
 			}
 			total += t.Incident
-			m := opaqueIDRE.FindStringSubmatch(t.Example)
+			m := findSubmatch(opaqueIDRE, t.Example)
 			if m == nil {
 				continue
 			}

@@ -162,7 +162,7 @@ var customColumnsRE = regexp.MustCompile(`(?:-o|--output)[= ]custom-columns=['"]
 // customColumns reads the columns of a command's -o custom-columns spec
 // (HEADER:.json.path,...); nil when it has none.
 func customColumns(run string) []customColumn {
-	m := customColumnsRE.FindStringSubmatch(run)
+	m := findSubmatch(customColumnsRE, run)
 	if m == nil {
 		return nil
 	}
@@ -211,7 +211,7 @@ func priorityValues(outs []evidence.CommandOutput) (m map[string]string, global 
 	m = map[string]string{}
 	for _, o := range outs {
 		run := strings.ToLower(o.Run)
-		if !strings.Contains(run, "priorityclass") && !getPCRE.MatchString(run) {
+		if !strings.Contains(run, "priorityclass") && !matchLine(getPCRE, run) {
 			continue
 		}
 		// YAML: name, value and globalDefault of each document.
@@ -308,7 +308,7 @@ func detectPreemptions(ev *Gathered, _ []Finding) []Finding {
 	var order []string
 	for i := range ev.K8s.Events {
 		e := &ev.K8s.Events[i]
-		if e.Reason != "Preempted" || e.InvolvedObject.Kind != "Pod" || !preemptedRE.MatchString(strings.TrimSpace(e.Message)) {
+		if e.Reason != "Preempted" || e.InvolvedObject.Kind != "Pod" || !matchLine(preemptedRE, strings.TrimSpace(e.Message)) {
 			continue
 		}
 		if ev.Scope.Namespace != "" && e.InvolvedObject.Namespace != "" && e.InvolvedObject.Namespace != ev.Scope.Namespace {
@@ -350,7 +350,7 @@ func detectPreemptions(ev *Gathered, _ []Finding) []Finding {
 		classes := map[string]bool{}
 		var preemptorClass string
 		for _, e := range g.events {
-			m := preemptedRE.FindStringSubmatch(strings.TrimSpace(e.Message))
+			m := findSubmatch(preemptedRE, strings.TrimSpace(e.Message))
 			who := m[1]
 			desc := who
 			if r, ok := byUID[who]; ok {

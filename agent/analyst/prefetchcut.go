@@ -67,7 +67,7 @@ func detectPrefetchCut(ev *Gathered, found []Finding) []Finding {
 	changes := append(append([]evidence.Change(nil), ev.Earlier...), ev.Changes...)
 	for j := range changes {
 		c := &changes[j]
-		m := prefetchChangeRE.FindStringSubmatch(c.Description)
+		m := findSubmatch(prefetchChangeRE, c.Description)
 		if m == nil || c.Timestamp.After(backlog.Time) || backlog.Time.Sub(c.Timestamp) > 6*time.Hour {
 			continue
 		}
@@ -103,7 +103,7 @@ func detectPrefetchCut(ev *Gathered, found []Finding) []Finding {
 		}
 		for _, t := range ls.Templates {
 			for _, line := range t.Lines() {
-				m := prefetchLineRE.FindStringSubmatch(line)
+				m := findSubmatch(prefetchLineRE, line)
 				if m == nil || (m[1]+m[2]) != strconv.Itoa(to) || f.fact("line") != "" {
 					continue
 				}
