@@ -51,7 +51,7 @@ var privilegedPort = &mechanism{
 		return out
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind == KindDeploy || c.Kind == KindConfigChange || nonRootWordsRE.MatchString(changeText(c))
+		return c.Kind == KindDeploy || c.Kind == KindConfigChange || matchLine(nonRootWordsRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		port := h.fact("port")
@@ -101,7 +101,7 @@ func boundPort(line string) string {
 	if loc := bindWordRE.FindStringIndex(l); loc != nil {
 		l = l[loc[0]:]
 	}
-	for _, m := range portRE.FindAllStringSubmatch(l, -1) {
+	for _, m := range findAllSubmatch(portRE, l, -1) {
 		for _, g := range m[1:] {
 			if g != "" {
 				if n, err := strconv.Atoi(g); err == nil && n > 0 && n < 65536 {
@@ -137,7 +137,7 @@ func bindDeniedWhy(ev *Gathered, f *Finding) {
 					caps = capsWords(sc.Capabilities)
 				}
 			}
-			if runAs == "" && nonRootWordsRE.MatchString(c.Image) {
+			if runAs == "" && matchLine(nonRootWordsRE, c.Image) {
 				runAs = "the non-root user of its image " + c.Image
 			}
 		}
@@ -166,7 +166,7 @@ func bindDeniedWhy(ev *Gathered, f *Finding) {
 	}
 	// The change that moved the image to a non-root user.
 	for _, c := range slices.Concat(ev.Earlier, ev.Changes) {
-		if (strings.EqualFold(c.Service, f.Subject) || strings.Contains(c.Description, f.Subject)) && nonRootWordsRE.MatchString(c.Description) {
+		if (strings.EqualFold(c.Service, f.Subject) || strings.Contains(c.Description, f.Subject)) && matchLine(nonRootWordsRE, c.Description) {
 			f.setFact("nonroot_change", fmt.Sprintf("%q at %s", c.Description, ts(c.Timestamp)))
 			if runAs == "" || strings.HasPrefix(runAs, "runAsNonRoot") {
 				since := fmt.Sprintf("a non-root user since the %s change %q", orWord(c.Kind, "recorded"), c.Description)

@@ -100,7 +100,7 @@ func detectProxyRules(ev *Gathered, found []Finding) []Finding {
 	for _, set := range ev.Metrics {
 		for _, s := range set.Series {
 			name := orWord(s.Labels["__name__"], set.Name)
-			if !proxyFailuresRE.MatchString(name) {
+			if !matchLine(proxyFailuresRE, name) {
 				continue
 			}
 			host := orWord(s.Labels["node"], orWord(s.Labels["nodename"], DependencyName(s.Labels["instance"])))
@@ -218,7 +218,7 @@ func proxyLogLine(ev *Gathered, host string) string {
 			continue
 		}
 		for _, t := range s.Templates {
-			if t.Incident > 0 && proxySyncFailedRE.MatchString(t.Example) {
+			if t.Incident > 0 && matchLine(proxySyncFailedRE, t.Example) {
 				return ReadableLine(t.Example)
 			}
 		}
@@ -228,7 +228,7 @@ func proxyLogLine(ev *Gathered, host string) string {
 			continue
 		}
 		for _, l := range c.Lines {
-			if proxySyncFailedRE.MatchString(l) {
+			if matchLine(proxySyncFailedRE, l) {
 				return strings.TrimSpace(l)
 			}
 		}

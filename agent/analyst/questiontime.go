@@ -43,7 +43,7 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 	}
 	low := strings.ToLower(msg)
 	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	for _, m := range clockRe.FindAllStringSubmatch(msg, -1) {
+	for _, m := range findAllSubmatch(clockRe, msg, -1) {
 		h, _ := strconv.Atoi(m[1])
 		mi, _ := strconv.Atoi(m[2])
 		switch strings.ToLower(m[3]) {
@@ -62,7 +62,7 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 		}
 		take(t.Add(-onsetMargin))
 	}
-	for _, m := range hourRe.FindAllStringSubmatch(msg, -1) {
+	for _, m := range findAllSubmatch(hourRe, msg, -1) {
 		h, _ := strconv.Atoi(m[1])
 		if h == 12 {
 			h = 0
@@ -76,12 +76,12 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 		}
 		take(t.Add(-onsetMargin))
 	}
-	for _, m := range agoRe.FindAllStringSubmatch(low, -1) {
+	for _, m := range findAllSubmatch(agoRe, low, -1) {
 		if d, ok := spanOf(m[1], m[2]); ok {
 			take(now.Add(-d - onsetMargin))
 		}
 	}
-	for _, m := range lastSpanRe.FindAllStringSubmatch(low, -1) {
+	for _, m := range findAllSubmatch(lastSpanRe, low, -1) {
 		if d, ok := spanOf(m[1], m[2]); ok {
 			take(now.Add(-d))
 		}
@@ -99,18 +99,18 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 		take(at(yesterday, 18))
 	case strings.Contains(low, "since yesterday"):
 		take(yesterday)
-	case sinceMorningRE.MatchString(low) && now.Sub(at(day, 6)) > 2*time.Hour:
+	case matchLine(sinceMorningRE, low) && now.Sub(at(day, 6)) > 2*time.Hour:
 		// "since this morning", "has been timing out … this morning": the
 		// trouble has lasted since the morning began, not an hour.
 		take(at(day, 6))
-	case sinceAfternoonRE.MatchString(low) && now.Sub(at(day, 12)) > 2*time.Hour:
+	case matchLine(sinceAfternoonRE, low) && now.Sub(at(day, 12)) > 2*time.Hour:
 		take(at(day, 12))
 	}
 	// A change from one state to another in a part of today ("p99 went
 	// from 40ms to 2s+ this afternoon", "error rate jumped this morning"):
 	// the state before it is what the baseline must hold, and the change
 	// lies somewhere in that part of the day, not in the last hour.
-	if m := changedTodayRE.FindStringSubmatch(low); m != nil {
+	if m := findSubmatch(changedTodayRE, low); m != nil {
 		h := 6
 		if m[1] == "afternoon" {
 			h = 12

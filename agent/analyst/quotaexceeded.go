@@ -45,7 +45,7 @@ var quotaExceeded = &mechanism{
 	// requests, an autoscaler's maximum raised) or a change naming the
 	// quota triggers it; a flag of the subject does not.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindFeatureFlag && quotaAskRE.MatchString(changeText(c))
+		return c.Kind != KindFeatureFlag && matchLine(quotaAskRE, changeText(c))
 	},
 	contentTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -91,7 +91,7 @@ var quotaRefusalRE = regexp.MustCompile(`(?i)exceeded quota: ([\w.-]+)(?:, reque
 // readQuotaRefusal reads the quota, and the first resource it refuses,
 // from the API server's message (zero when it is not one).
 func readQuotaRefusal(msg string) quotaRefusal {
-	m := quotaRefusalRE.FindStringSubmatch(msg)
+	m := findSubmatch(quotaRefusalRE, msg)
 	if m == nil {
 		return quotaRefusal{}
 	}

@@ -34,7 +34,7 @@ var rbacDenied = &mechanism{
 	label:  "RBAC permission denied (forbidden) to the workload's ServiceAccount",
 	detect: detectRBACDenied,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		if rbacChangeRE.MatchString(c.fact("description")) {
+		if matchLine(rbacChangeRE, c.fact("description")) {
 			return true
 		}
 		// A change of the namespace the refusal is in (its objects
@@ -42,7 +42,7 @@ var rbacDenied = &mechanism{
 		if ns := h.fact("namespace"); ns != "" && ns != h.top().Namespace && (c.Subject == ns || namesNamespace(c.fact("description"), ns)) && c.Kind != KindDeploy {
 			return true
 		}
-		if c.Kind == KindDeploy && imageOnlyRE.MatchString(c.fact("description")) {
+		if c.Kind == KindDeploy && matchLine(imageOnlyRE, c.fact("description")) {
 			return false // the same manifests, another image: no new ServiceAccount
 		}
 		return c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange || c.Kind == KindInfraChange)
@@ -160,9 +160,9 @@ func rbacDeniedInLogSets(ev *Gathered) []Finding {
 	seen := map[string]int{}
 	for set, t := range incidentTemplates(ev) {
 		line := t.Example
-		m := forbiddenRE.FindStringSubmatch(line)
+		m := findSubmatch(forbiddenRE, line)
 		if m == nil {
-			if m = forbiddenRE.FindStringSubmatch(t.Last); m == nil {
+			if m = findSubmatch(forbiddenRE, t.Last); m == nil {
 				continue
 			}
 			line = t.Last
@@ -233,7 +233,7 @@ func rbacDeniedInPodLogs(ev *Gathered, have []Finding) []Finding {
 			if !l.Time.IsZero() {
 				lastT = l.Time
 			}
-			m := forbiddenRE.FindStringSubmatch(l.Text)
+			m := findSubmatch(forbiddenRE, l.Text)
 			if m == nil {
 				continue
 			}
@@ -441,7 +441,7 @@ func followRBACBindings(f *Finding, ev *Gathered) {
 		if c.Timestamp.After(f.Time) || !(c.Service == ns || namesNamespace(c.Description, ns)) {
 			continue
 		}
-		if c.Kind == "deploy" && !rbacChangeRE.MatchString(c.Description) && !prunesRE.MatchString(c.Description) {
+		if c.Kind == "deploy" && !matchLine(rbacChangeRE, c.Description) && !matchLine(prunesRE, c.Description) {
 			continue
 		}
 		at := c.Timestamp.UTC()
@@ -454,7 +454,7 @@ func followRBACBindings(f *Finding, ev *Gathered) {
 	// ServiceAccount.
 	if at, err := time.Parse(time.RFC3339, f.fact("cause_at")); err == nil {
 		for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
-			if c.Service == f.Subject && c.Kind == "deploy" && c.Timestamp.After(at) && c.Timestamp.Before(f.Time) && !rbacChangeRE.MatchString(c.Description) {
+			if c.Service == f.Subject && c.Kind == "deploy" && c.Timestamp.After(at) && c.Timestamp.Before(f.Time) && !matchLine(rbacChangeRE, c.Description) {
 				f.setFact("later_deploy", fmt.Sprintf("the deploy of %s at %s (%s) came after and binds nothing: RBAC is granted by bindings, not by the image", f.Subject, c.Timestamp.UTC().Format("2006-01-02 15:04 UTC"), quote(c.Description, 120)))
 			}
 		}

@@ -137,7 +137,7 @@ func detectReadOnlyWrites(ev *Gathered, _ []Finding) []Finding {
 		}
 		var hits []string
 		for _, t := range set.Templates {
-			if standbyRE.MatchString(t.Example) && ev.Window.recent(t.LastSeen) {
+			if matchLine(standbyRE, t.Example) && ev.Window.recent(t.LastSeen) {
 				hits = append(hits, t.Example)
 				f.Time = earliest(f.Time, t.FirstSeen)
 			}
@@ -196,10 +196,10 @@ func readElection(ev *Gathered, f *Finding, last time.Time) {
 		set := &ev.Logs[i]
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if t.FirstSeen.Before(from) || t.FirstSeen.After(to) || !electionRE.MatchString(l) {
+				if t.FirstSeen.Before(from) || t.FirstSeen.After(to) || !matchLine(electionRE, l) {
 					continue
 				}
-				np := newPrimaryRE.MatchString(l)
+				np := matchLine(newPrimaryRE, l)
 				if line == "" || np && (primary == "" || t.FirstSeen.Before(at)) {
 					line, at = l, t.FirstSeen
 					if np {
@@ -290,7 +290,7 @@ func readManagedFailover(ev *Gathered, f *Finding, last time.Time) {
 		f.setFact("failover_done_at", done.Time.UTC().Format("15:04:05"))
 	}
 	for _, l := range []string{first.Text, done.Text} {
-		if m := failoverTargetRE.FindStringSubmatch(l); m != nil && f.fact("new_writer") == "" {
+		if m := findSubmatch(failoverTargetRE, l); m != nil && f.fact("new_writer") == "" {
 			f.setFact("new_writer", m[1])
 		}
 	}

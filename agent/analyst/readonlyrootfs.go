@@ -63,7 +63,7 @@ func readOnlyRootFSFromCrash(crash Finding, c *containerState) (Finding, bool) {
 	}
 	line, path := "", ""
 	for _, l := range c.LastLines {
-		if m := erofsRE.FindStringSubmatch(l.Text); m != nil {
+		if m := findSubmatch(erofsRE, l.Text); m != nil {
 			if line == "" {
 				line = strings.TrimSpace(l.Text)
 			}
@@ -77,7 +77,7 @@ func readOnlyRootFSFromCrash(crash Finding, c *containerState) (Finding, bool) {
 	}
 	if path == "" {
 		for _, l := range c.LastLines {
-			if m := erofsPathRE.FindStringSubmatch(l.Text); m != nil {
+			if m := findSubmatch(erofsPathRE, l.Text); m != nil {
 				path = m[1]
 				break
 			}
@@ -111,7 +111,7 @@ func mutatedBy(p *corev1.Pod) (policy, rule string) {
 	if p == nil {
 		return "", ""
 	}
-	if m := kyvernoPatchRE.FindStringSubmatch(p.Annotations["policies.kyverno.io/last-applied-patches"]); m != nil {
+	if m := findSubmatch(kyvernoPatchRE, p.Annotations["policies.kyverno.io/last-applied-patches"]); m != nil {
 		return m[2], m[1]
 	}
 	// Gatekeeper: "0: Assign//readonly-rootfs:1"

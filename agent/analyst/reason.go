@@ -55,9 +55,9 @@ var (
 // dbEngineOf names the database engine an error line comes from.
 func dbEngineOf(line string) string {
 	switch {
-	case pgLineRE.MatchString(line):
+	case matchLine(pgLineRE, line):
 		return "postgresql"
-	case mysqlLineRE.MatchString(line):
+	case matchLine(mysqlLineRE, line):
 		return "mysql"
 	}
 	return "database"
@@ -436,14 +436,14 @@ func changeText(c *Finding) string {
 // itself (changeText) matches re.
 func changeSays(re *regexp.Regexp) func(*Hypothesis, *Finding) bool {
 	return func(_ *Hypothesis, c *Finding) bool {
-		return re.MatchString(changeText(c))
+		return matchLine(re, changeText(c))
 	}
 }
 
 // networkChangeFits reports whether a change touches the network path
 // (DNS, service, ingress, network policy...) rather than the code.
 func networkChangeFits(c *Finding) bool {
-	return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && networkChangeRE.MatchString(changeText(c))
+	return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && matchLine(networkChangeRE, changeText(c))
 }
 
 // fitsMechanism reports whether a change is of the kind that produces h's
@@ -558,7 +558,7 @@ var (
 // more of the same pods. Scaling to zero is not only scaling.
 func scalingOnly(c *Finding) bool {
 	d := c.fact("description") + " " + c.Summary
-	return c.fact("image") == "" && scalingChangeRE.MatchString(d) && !toZeroRE.MatchString(d) && !shipsRE.MatchString(strings.ReplaceAll(d, "config change", ""))
+	return c.fact("image") == "" && matchLine(scalingChangeRE, d) && !matchLine(toZeroRE, d) && !matchLine(shipsRE, strings.ReplaceAll(d, "config change", ""))
 }
 
 // substantial reports whether a finding is more than noise: log findings
@@ -1233,7 +1233,7 @@ func exhaustsPool(h *Hypothesis) bool {
 		return false
 	}
 	for _, f := range h.Primary {
-		if poolWordsRE.MatchString(f.fact("line") + " " + f.fact("template") + " " + f.fact("metric")) {
+		if matchLine(poolWordsRE, f.fact("line")+" "+f.fact("template")+" "+f.fact("metric")) {
 			return true
 		}
 	}
@@ -1290,7 +1290,7 @@ func joinCacheVictims(hs []*Hypothesis, symptoms []*Finding, sc Scope) {
 				continue
 			}
 			victim := (f.Kind == KindLatency || f.Kind == KindErrorRate) && sc.Service != "" && f.Subject == sc.Service
-			db := f.Kind == KindSaturation && dbMetricRE.MatchString(f.fact("metric"))
+			db := f.Kind == KindSaturation && matchLine(dbMetricRE, f.fact("metric"))
 			if !victim && !db {
 				continue
 			}
@@ -1308,5 +1308,5 @@ var databaseLikeRE = regexp.MustCompile(`(?i)(^|[-_.])(db|database|postgres(ql)?
 // databaseLike reports whether a finding is about a database (its subject
 // or metric names one).
 func databaseLike(f *Finding) bool {
-	return databaseLikeRE.MatchString(f.Subject) || databaseLikeRE.MatchString(f.fact("metric")) || strings.Contains(f.Summary, "AWS/RDS")
+	return matchLine(databaseLikeRE, f.Subject) || matchLine(databaseLikeRE, f.fact("metric")) || strings.Contains(f.Summary, "AWS/RDS")
 }

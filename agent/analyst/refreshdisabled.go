@@ -73,21 +73,21 @@ func detectRefreshDisabled(ev *Gathered, _ []Finding) []Finding {
 	index, settingsLine, settingsCmd := "", "", ""
 	for _, c := range ev.Commands {
 		key := ""
-		if m := settingsIndexRE.FindStringSubmatch(c.Command); m != nil && !strings.HasPrefix(m[1], "_") {
+		if m := findSubmatch(settingsIndexRE, c.Command); m != nil && !strings.HasPrefix(m[1], "_") {
 			key = m[1]
 		}
 		for _, l := range c.Lines {
-			if m := settingsIndexRE.FindStringSubmatch(l); m != nil && !strings.HasPrefix(m[1], "_") {
+			if m := findSubmatch(settingsIndexRE, l); m != nil && !strings.HasPrefix(m[1], "_") {
 				key = m[1]
 			}
-			if m := jsonIndexKeyRE.FindStringSubmatch(l); m != nil && m[1] != "settings" && m[1] != "index" {
+			if m := findSubmatch(jsonIndexKeyRE, l); m != nil && m[1] != "settings" && m[1] != "index" {
 				key = m[1]
 			}
-			if refreshOffRE.MatchString(l) && settingsLine == "" {
+			if matchLine(refreshOffRE, l) && settingsLine == "" {
 				index, settingsLine = key, strings.TrimSpace(l)
 				settingsCmd = truncate(c.Command, 160)
 				for _, p := range c.Lines {
-					if m := settingsIndexRE.FindStringSubmatch(p); m != nil && !strings.HasPrefix(m[1], "_") && index == "" {
+					if m := findSubmatch(settingsIndexRE, p); m != nil && !strings.HasPrefix(m[1], "_") && index == "" {
 						index = m[1]
 					}
 				}
@@ -103,14 +103,14 @@ func detectRefreshDisabled(ev *Gathered, _ []Finding) []Finding {
 		}
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if settingsRestoreFailRE.MatchString(l) && (index == "" || strings.Contains(l, index)) && restore == "" {
+				if matchLine(settingsRestoreFailRE, l) && (index == "" || strings.Contains(l, index)) && restore == "" {
 					loader, restore = set.Subject, l
 					at = t.FirstSeen
 					if lt, ok := evidence.LineTime([]byte(l), ev.Window.End); ok {
 						at = lt
 					}
 				}
-				if refreshOffRE.MatchString(l) && (index == "" || strings.Contains(l, index)) && loaderLine == "" {
+				if matchLine(refreshOffRE, l) && (index == "" || strings.Contains(l, index)) && loaderLine == "" {
 					loaderLine = l
 					if loader == "" {
 						loader = set.Subject
@@ -146,7 +146,7 @@ func detectRefreshDisabled(ev *Gathered, _ []Finding) []Finding {
 					in = strings.Contains(l, "alias")
 					continue
 				}
-				if m := aliasRowRE.FindStringSubmatch(l); in && m != nil && m[2] == index && m[1] != "alias" {
+				if m := findSubmatch(aliasRowRE, l); in && m != nil && m[2] == index && m[1] != "alias" {
 					f.setFact("alias", fmt.Sprintf("alias %s points at it", m[1]))
 					f.Weight = 0.9
 					f.Evidence = append(f.Evidence, fmt.Sprintf("%s: alias %s -> %s", truncate(c.Command, 120), m[1], index))

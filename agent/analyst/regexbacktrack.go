@@ -50,7 +50,7 @@ var regexBacktrack = &mechanism{
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return (c.Kind == KindDeploy || c.Kind == KindConfigChange || c.Kind == KindFeatureFlag) && strings.EqualFold(c.Subject, h.Subject) ||
-			regexWordRE.MatchString(changeText(c)) && c.relates(h.Subject)
+			matchLine(regexWordRE, changeText(c)) && c.relates(h.Subject)
 	},
 	describe:  describeRegexBacktrack,
 	recommend: recommendRegexBacktrack,
@@ -138,7 +138,7 @@ func detectRegexBacktrack(ev *Gathered, found []Finding) []Finding {
 	var by keyed[reading]
 	forwarded := ""
 	for _, c := range ev.Commands {
-		if m := podForwardRE.FindStringSubmatch(c.Command); m != nil {
+		if m := findSubmatch(podForwardRE, c.Command); m != nil {
 			forwarded = m[1]
 		}
 		subject := profileSubject(ev, c, "", forwarded)
@@ -155,7 +155,7 @@ func detectRegexBacktrack(ev *Gathered, found []Finding) []Finding {
 			}
 			n++
 			for _, fr := range th.frames {
-				if !regexEngineFrameRE.MatchString(fr) && !strings.HasPrefix(fr, "java.") && app == "" {
+				if !matchLine(regexEngineFrameRE, fr) && !strings.HasPrefix(fr, "java.") && app == "" {
 					app = fr
 				}
 			}
@@ -176,7 +176,7 @@ func detectRegexBacktrack(ev *Gathered, found []Finding) []Finding {
 			share := 0.0
 			var names []string
 			for _, row := range rows {
-				if regexEngineFrameRE.MatchString(row.fn) {
+				if matchLine(regexEngineFrameRE, row.fn) {
 					share += row.self
 					if len(names) < 3 {
 						names = append(names, fmt.Sprintf("%s %.1f%%", row.fn, row.self))
@@ -207,7 +207,7 @@ func detectRegexBacktrack(ev *Gathered, found []Finding) []Finding {
 	var pattern, patternFrom string
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			m := patternSettingRE.FindStringSubmatch(l)
+			m := findSubmatch(patternSettingRE, l)
 			if m == nil {
 				continue
 			}
@@ -284,7 +284,7 @@ func loggedCallersOf(ev *Gathered, subj string) []string {
 			}
 			line := strings.ToLower(t.Example)
 			hit := strings.Contains(line, strings.ToLower(subj))
-			for _, m := range timeFieldRE.FindAllStringSubmatch(line, -1) {
+			for _, m := range findAllSubmatch(timeFieldRE, line, -1) {
 				hit = hit || slices.Contains(words, squash(m[1]))
 			}
 			if hit {

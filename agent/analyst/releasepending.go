@@ -78,7 +78,7 @@ var releasePending = &mechanism{
 	// are what it explains.
 	related: exceptChanges(func(h *Hypothesis, f *Finding) bool {
 		text := f.Summary + " " + f.fact("line") + " " + strings.Join(f.Evidence, " ")
-		return releaseRefusedRE.MatchString(text) || interruptedRE.MatchString(text) && slices.Contains(h.top().Related, f.Subject)
+		return matchLine(releaseRefusedRE, text) || matchLine(interruptedRE, text) && slices.Contains(h.top().Related, f.Subject)
 	}),
 	// The deploy that began the pending revision.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
@@ -225,7 +225,7 @@ func readPendingReleases(ev *Gathered) []*pendingRelease {
 		case "history":
 			var lastDeployed string
 			for _, l := range c.Lines {
-				m := helmRowRE.FindStringSubmatch(l)
+				m := findSubmatch(helmRowRE, l)
 				if m == nil {
 					continue
 				}
@@ -234,7 +234,7 @@ func readPendingReleases(ev *Gathered) []*pendingRelease {
 				if m[3] == "deployed" || m[3] == "superseded" {
 					lastDeployed = m[1]
 				}
-				if st := pendingStatusRE.FindString(m[3]); st != "" {
+				if st := findString(pendingStatusRE, m[3]); st != "" {
 					r := get(release)
 					r.state, r.revision, r.chart = normalState(st), m[1], m[4]
 					r.namespace = orWord(r.namespace, ns)
@@ -251,13 +251,13 @@ func readPendingReleases(ev *Gathered) []*pendingRelease {
 			}
 		case "list":
 			for _, l := range c.Lines {
-				m := helmListRowRE.FindStringSubmatch(l)
+				m := findSubmatch(helmListRowRE, l)
 				if m == nil {
 					continue
 				}
 				rev, _ := strconv.Atoi(m[3])
 				seen(m[1], rev)
-				if st := pendingStatusRE.FindString(m[5]); st != "" {
+				if st := findString(pendingStatusRE, m[5]); st != "" {
 					r := get(m[1])
 					r.state, r.revision, r.chart, r.namespace = normalState(st), m[3], m[6], m[2]
 					if t, err := time.Parse("2006-01-02 15:04:05.999999999 -0700 MST", m[4]); err == nil && r.at.IsZero() {
@@ -269,11 +269,11 @@ func readPendingReleases(ev *Gathered) []*pendingRelease {
 		case "status":
 			fields := map[string]string{}
 			for _, l := range c.Lines {
-				if m := helmStatusFieldRE.FindStringSubmatch(l); m != nil && fields[m[1]] == "" {
+				if m := findSubmatch(helmStatusFieldRE, l); m != nil && fields[m[1]] == "" {
 					fields[m[1]] = m[2]
 				}
 			}
-			if st := pendingStatusRE.FindString(fields["STATUS"]); st != "" {
+			if st := findString(pendingStatusRE, fields["STATUS"]); st != "" {
 				name := orWord(fields["NAME"], release)
 				r := get(name)
 				r.state, r.revision = normalState(st), orWord(r.revision, fields["REVISION"])
@@ -286,14 +286,14 @@ func readPendingReleases(ev *Gathered) []*pendingRelease {
 		default:
 			// The release's storage objects with their labels.
 			for _, l := range c.Lines {
-				m := releaseSecretRE.FindStringSubmatch(l)
+				m := findSubmatch(releaseSecretRE, l)
 				if m == nil {
 					continue
 				}
 				name, revText := orWord(m[1], m[3]), orWord(m[2], m[4])
 				rev, _ := strconv.Atoi(revText)
 				seen(name, rev)
-				st := pendingStatusRE.FindString(l)
+				st := findString(pendingStatusRE, l)
 				if st == "" {
 					continue
 				}
@@ -310,7 +310,7 @@ func readPendingReleases(ev *Gathered) []*pendingRelease {
 	// A release change read of a pending revision (helm history read into
 	// the release's changes).
 	for _, c := range ev.Changes {
-		st := pendingStatusRE.FindString(c.Description)
+		st := findString(pendingStatusRE, c.Description)
 		if st == "" || c.Service == "" || !strings.Contains(strings.ToLower(c.Description), "helm release") {
 			continue
 		}
@@ -340,7 +340,7 @@ func readPendingReleases(ev *Gathered) []*pendingRelease {
 // command line names ("" for none): its first word that is not a flag or
 // a flag's value.
 func helmRunRelease(line string) string {
-	m := helmRunRE.FindStringSubmatch(line)
+	m := findSubmatch(helmRunRE, line)
 	if m == nil {
 		return ""
 	}
@@ -421,7 +421,7 @@ func releaseRefusal(ev *Gathered, rel *pendingRelease, only bool) (string, strin
 				if namesWord(l, rel.name) {
 					names = true
 				}
-				if hit == "" && releaseRefusedRE.MatchString(l) {
+				if hit == "" && matchLine(releaseRefusedRE, l) {
 					hit = l
 				}
 			}
@@ -432,7 +432,7 @@ func releaseRefusal(ev *Gathered, rel *pendingRelease, only bool) (string, strin
 	}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if releaseRefusedRE.MatchString(l) && (only || namesWord(c.Run+" "+l, rel.name)) {
+			if matchLine(releaseRefusedRE, l) && (only || namesWord(c.Run+" "+l, rel.name)) {
 				return l, c.Command
 			}
 		}
@@ -475,10 +475,10 @@ func releaseInterruption(ev *Gathered, rel *pendingRelease) interruption {
 			if !at.IsZero() && (at.Before(ran) || at.Sub(ran) > 30*time.Minute) {
 				continue
 			}
-			if m := runnerPodRE.FindStringSubmatch(t.Example); m != nil {
+			if m := findSubmatch(runnerPodRE, t.Example); m != nil {
 				pods = appendNew(pods, m[1])
 			}
-			if interruptedRE.MatchString(t.Example) && !releaseRefusedRE.MatchString(t.Example) {
+			if matchLine(interruptedRE, t.Example) && !matchLine(releaseRefusedRE, t.Example) {
 				lines = append(lines, t.Example)
 			}
 		}
@@ -498,7 +498,7 @@ func releaseInterruption(ev *Gathered, rel *pendingRelease) interruption {
 			in.what = fmt.Sprintf("the job that ran it (%s) lost its runner pod %s when cluster-autoscaler scaled down node %s (%s)", src, evicted, node, quote(ReadableLine(lines[len(lines)-1]), 200))
 			for _, c := range ev.Commands {
 				for _, l := range c.Lines {
-					if strings.Contains(l, node) && autoscalerScaleDownRE.MatchString(l) {
+					if strings.Contains(l, node) && matchLine(autoscalerScaleDownRE, l) {
 						in.evidence = append(in.evidence, fmt.Sprintf("cluster-autoscaler: %s", quote(l, 240)))
 						break
 					}
@@ -518,7 +518,7 @@ func releaseInterruption(ev *Gathered, rel *pendingRelease) interruption {
 // output).
 func autoscalerRemoved(ev *Gathered, pods []string) (node, pod string) {
 	check := func(l string) bool {
-		m := autoscalerScaleDownRE.FindStringSubmatch(l)
+		m := findSubmatch(autoscalerScaleDownRE, l)
 		if m == nil {
 			return false
 		}

@@ -42,7 +42,7 @@ var reloadRejected = &mechanism{
 	},
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Time.Before(h.Onset.Add(2*time.Minute)) && servedConfigChangeRE.MatchString(changeText(c))
+		return c.Time.Before(h.Onset.Add(2*time.Minute)) && matchLine(servedConfigChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s rejects every configuration reload since %s (%s): the new configuration fails its test, so it keeps serving the configuration from before that",
@@ -95,7 +95,7 @@ func detectReloadRejected(ev *Gathered, found []Finding) []Finding {
 	servers := map[string]*server{}
 	var order []string
 	for name, s := range metricSeries(ev.Metrics) {
-		if !reloadGaugeRE.MatchString(name) {
+		if !matchLine(reloadGaugeRE, name) {
 			continue
 		}
 		pts := pointsUpTo(s, ev.Window.End)
@@ -150,7 +150,7 @@ func detectReloadRejected(ev *Gathered, found []Finding) []Finding {
 func reloadFacts(ev *Gathered, f *Finding) {
 	var subjects, words []string
 	for _, c := range ev.Changes {
-		if c.Timestamp.After(f.Time.Add(time.Minute)) && c.Service != "" && servedConfigChangeRE.MatchString(c.Description) {
+		if c.Timestamp.After(f.Time.Add(time.Minute)) && c.Service != "" && matchLine(servedConfigChangeRE, c.Description) {
 			if !slices.Contains(subjects, c.Service) {
 				subjects = append(subjects, c.Service)
 			}
@@ -176,7 +176,7 @@ func reloadFacts(ev *Gathered, f *Finding) {
 	// ingress -o jsonpath='{.metadata.annotations}', -o yaml, describe).
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := snippetAnnotationRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(snippetAnnotationRE, l); m != nil {
 				v := m[1]
 				if u, err := strconv.Unquote(`"` + v + `"`); err == nil {
 					v = u // a JSON string's escapes
@@ -214,11 +214,11 @@ func reloadServer(gauge, ns, pod, job string) string {
 func reloadLogLine(ev *Gathered) string {
 	var any string
 	look := func(l string) bool {
-		if m := emergRE.FindString(l); m != "" {
+		if m := findString(emergRE, l); m != "" {
 			any = strings.TrimSpace(m)
 			return true
 		}
-		if any == "" && reloadFailedLineRE.MatchString(l) {
+		if any == "" && matchLine(reloadFailedLineRE, l) {
 			any = strings.TrimSpace(l)
 		}
 		return false

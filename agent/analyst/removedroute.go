@@ -121,7 +121,7 @@ func lastIn(s evidence.Series, n int) float64 {
 // errors, and who calls it from the access log.
 func detectRemovedRoute(ev *Gathered, _ []Finding) []Finding {
 	sc := ev.Scope
-	if !errorAlertRE.MatchString(sc.Message + " " + sc.Hint + " " + sc.Alert) {
+	if !matchLine(errorAlertRE, sc.Message+" "+sc.Hint+" "+sc.Alert) {
 		return nil
 	}
 	type route struct {
@@ -259,16 +259,16 @@ func routeCaller(ev *Gathered, f *Finding, route, code string) {
 				continue
 			}
 			ua := req.Agent
-			if m := uaFieldRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(uaFieldRE, l); m != nil {
 				ua = m[1] // a quoted ua= field, spaces and all
-			} else if m := lastQuotedRE.FindStringSubmatch(l); ua == "" && m != nil {
+			} else if m := findSubmatch(lastQuotedRE, l); ua == "" && m != nil {
 				ua = m[1] // the combined format's last field
 			}
 			if ua == "" || ua == "-" {
 				continue
 			}
 			f.setFact("caller", fmt.Sprintf("user agent %q", ua))
-			if probeAgentRE.MatchString(ua) {
+			if matchLine(probeAgentRE, ua) {
 				f.setFact("probe", "true")
 			}
 			f.Evidence = append(f.Evidence, fmt.Sprintf("the access log of %s shows who calls it: %s", set.Subject, quote(ReadableLine(l), 220)))
@@ -279,7 +279,7 @@ func routeCaller(ev *Gathered, f *Finding, route, code string) {
 		}
 	}
 	for _, c := range ev.Commands {
-		if !strings.Contains(strings.Join(c.Lines, "\n"), path) || !probeAgentRE.MatchString(c.Command+" "+strings.Join(c.Lines, "\n")) && !strings.Contains(strings.ToLower(c.Command), "probe") {
+		if !strings.Contains(strings.Join(c.Lines, "\n"), path) || !matchLine(probeAgentRE, c.Command+" "+strings.Join(c.Lines, "\n")) && !strings.Contains(strings.ToLower(c.Command), "probe") {
 			continue
 		}
 		f.setFact("probe", "true")

@@ -74,7 +74,7 @@ func detectReplicaDDL(ev *Gathered, found []Finding) []Finding {
 		f.setFact("statement", st.applying)
 		f.setFact("state", st.applyingState)
 		f.setFact("engine", map[bool]string{true: "mysql", false: ""}[st.mysql])
-		e := fmt.Sprintf("%s on %s (%s) states %s %s", sqlClientRE.FindStringSubmatch(orWord(st.command, "mysql"))[2], st.where, st.source, st.lagCol, fmtLag(st.lag))
+		e := fmt.Sprintf("%s on %s (%s) states %s %s", findSubmatch(sqlClientRE, orWord(st.command, "mysql"))[2], st.where, st.source, st.lagCol, fmtLag(st.lag))
 		f.Evidence = append(f.Evidence, e)
 		switch {
 		case st.applying != "":
@@ -175,7 +175,7 @@ func ddlChangeOf(cs []evidence.Change, f Finding) *evidence.Change {
 	table := ddlTable(f.fact("statement"))
 	for i := range cs {
 		c := &cs[i]
-		if !ddlChangeRE.MatchString(c.Description) || c.Timestamp.After(f.Time.Add(2*time.Minute)) || f.Time.Sub(c.Timestamp) > 24*time.Hour {
+		if !matchLine(ddlChangeRE, c.Description) || c.Timestamp.After(f.Time.Add(2*time.Minute)) || f.Time.Sub(c.Timestamp) > 24*time.Hour {
 			continue
 		}
 		if table != "" && !strings.Contains(strings.ToLower(c.Description), table) {

@@ -86,7 +86,7 @@ const mysqlErrTimeLayout = "060102 15:04:05"
 // replicaErrWords is what a replication error says of the row: the
 // duplicate or missing row rather than the event that hit it.
 func replicaErrWords(s string) string {
-	all := replicaErrWordsRE.FindAllString(s, -1)
+	all := findAllString(replicaErrWordsRE, s, -1)
 	for _, w := range all {
 		if !strings.HasPrefix(w, "Could not execute") {
 			return w
@@ -152,7 +152,7 @@ func detectReplicaStopped(ev *Gathered, found []Finding) []Finding {
 	}
 	writable := map[string]bool{}
 	for _, c := range ev.Commands {
-		if !sqlClientRE.MatchString(c.Run) && !sqlClientRE.MatchString(c.Command) {
+		if !matchLine(sqlClientRE, c.Run) && !matchLine(sqlClientRE, c.Command) {
 			continue
 		}
 		inst, where := sqlInstanceOf(c)
@@ -194,7 +194,7 @@ func detectReplicaStopped(ev *Gathered, found []Finding) []Finding {
 					if at, err := time.Parse(mysqlErrTimeLayout, t.cell(r, col)); err == nil {
 						st.at = statusTime(at, ev.Window.End)
 					}
-					e := fmt.Sprintf("%s on %s (%s): %s: No", sqlClientRE.FindStringSubmatch(orWord(c.Run, c.Command))[2], where, c.Source, replicaColName(th.col))
+					e := fmt.Sprintf("%s on %s (%s): %s: No", findSubmatch(sqlClientRE, orWord(c.Run, c.Command))[2], where, c.Source, replicaColName(th.col))
 					if st.errno != "" && st.errno != "0" {
 						e += fmt.Sprintf(", %s_Errno: %s", map[string]string{"SQL": "Last_SQL", "I/O": "Last_IO"}[th.name], st.errno)
 					}
@@ -215,8 +215,8 @@ func detectReplicaStopped(ev *Gathered, found []Finding) []Finding {
 		for _, t := range set.Templates {
 			var line string
 			for _, l := range t.Lines() {
-				if replicaStoppedLineRE.MatchString(l) {
-					if line == "" || replicaErrWordsRE.MatchString(l) && !replicaErrWordsRE.MatchString(line) {
+				if matchLine(replicaStoppedLineRE, l) {
+					if line == "" || matchLine(replicaErrWordsRE, l) && !matchLine(replicaErrWordsRE, line) {
 						line = l
 					}
 				}
@@ -237,7 +237,7 @@ func detectReplicaStopped(ev *Gathered, found []Finding) []Finding {
 			if st.at.IsZero() || !at.IsZero() && at.Before(st.at) {
 				st.at = at
 			}
-			if m := replicaErrnoRE.FindStringSubmatch(line); m != nil && (st.errno == "" || st.errno == "0") {
+			if m := findSubmatch(replicaErrnoRE, line); m != nil && (st.errno == "" || st.errno == "0") {
 				st.errno = m[1]
 			}
 			if replicaErrWords(line) != "" && replicaErrWords(st.errText) == "" {
@@ -403,7 +403,7 @@ func clientsOfReplica(ev *Gathered, inst string) []replicaClient {
 		return i >= 0 && wordEdge(low, i-1) && wordEdge(low, i+len(inst))
 	}
 	for _, c := range ev.Commands {
-		m := kubectlObjectRE.FindStringSubmatch(c.Command)
+		m := findSubmatch(kubectlObjectRE, c.Command)
 		if m == nil {
 			continue
 		}
@@ -433,7 +433,7 @@ func clientsOfReplica(ev *Gathered, inst string) []replicaClient {
 				if names(l) && named == "" {
 					named = l
 				}
-				if dbWriteLineRE.MatchString(l) && wrote == "" {
+				if matchLine(dbWriteLineRE, l) && wrote == "" {
 					wrote = l
 				}
 			}

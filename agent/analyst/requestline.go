@@ -61,9 +61,9 @@ func parseRequestLine(line string) (requestLine, bool) {
 		if len(fs) > 0 {
 			r.Status = statusCode(fs[0])
 		}
-		quoted := quotedFieldRE.FindAllStringSubmatch(rest, -1)
+		quoted := findAllSubmatch(quotedFieldRE, rest, -1)
 		switch {
-		case len(fs) >= 5 && envoyFlagsRE.MatchString(fs[1]) && isCount(fs[2]) && isCount(fs[3]) && isCount(fs[4]):
+		case len(fs) >= 5 && matchLine(envoyFlagsRE, fs[1]) && isCount(fs[2]) && isCount(fs[3]) && isCount(fs[4]):
 			// Envoy: status flags bytes_in bytes_out duration_ms
 			// upstream_ms "xff" "agent" "id" "authority" "upstream".
 			if fs[1] != "-" {
@@ -76,15 +76,15 @@ func parseRequestLine(line string) (requestLine, bool) {
 			if len(quoted) >= 5 {
 				r.Upstream = upstreamName(quoted[4][1])
 			}
-		case len(fs) >= 2 && envoyFlagsRE.MatchString(fs[1]) && fs[1] != "-":
+		case len(fs) >= 2 && matchLine(envoyFlagsRE, fs[1]) && fs[1] != "-":
 			// Istio: status flags details ... then the counts.
 			r.Flags = fs[1]
 		}
-		if m := istioUpRE.FindStringSubmatch(rest); m != nil {
+		if m := findSubmatch(istioUpRE, rest); m != nil {
 			r.Upstream = ShortHost(m[1])
 		}
 		// ingress-nginx: ... "agent" length time [ns-svc-port] [alt] addr ...
-		if m := bracketUpRE.FindStringSubmatch(rest); m != nil && r.Upstream == "" {
+		if m := findSubmatch(bracketUpRE, rest); m != nil && r.Upstream == "" {
 			r.Upstream = m[1]
 			if len(quoted) >= 2 {
 				after := rest[strings.LastIndex(rest, `"`)+1:]
@@ -95,7 +95,7 @@ func parseRequestLine(line string) (requestLine, bool) {
 				}
 			}
 		}
-		if m := clientAddrRE.FindStringSubmatch(text); m != nil {
+		if m := findSubmatch(clientAddrRE, text); m != nil {
 			r.Client = m[1]
 		}
 		// The User-Agent: the first quoted field after the request that
@@ -103,7 +103,7 @@ func parseRequestLine(line string) (requestLine, bool) {
 		// referer before it, Envoy's and Istio's the forwarded-for
 		// address, an ALB nothing).
 		for _, q := range quoted {
-			if userAgentRE.MatchString(q[1]) {
+			if matchLine(userAgentRE, q[1]) {
 				r.Agent = q[1]
 				break
 			}
@@ -111,11 +111,11 @@ func parseRequestLine(line string) (requestLine, bool) {
 		// Envoy's and Istio's forwarded-for address, when no address
 		// leads the line.
 		if r.Client == "" && len(quoted) > 0 {
-			if a, _, _ := strings.Cut(quoted[0][1], ","); ipLikeRE.MatchString(a) {
+			if a, _, _ := strings.Cut(quoted[0][1], ","); matchLine(ipLikeRE, a) {
 				r.Client = a
 			}
 		}
-	} else if m := plainReqRE.FindStringSubmatch(text); m != nil {
+	} else if m := findSubmatch(plainReqRE, text); m != nil {
 		r.Method, r.Path, r.Status = m[1], m[2], statusCode(m[3])
 		if m[4] != "" {
 			v, _ := strconv.ParseFloat(m[4], 64)
@@ -126,7 +126,7 @@ func parseRequestLine(line string) (requestLine, bool) {
 		}
 	}
 	// key=value fields (logfmt, flattened JSON) fill in the rest.
-	for _, m := range kvFieldRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range findAllSubmatch(kvFieldRE, text, -1) {
 		k, v := strings.ToLower(m[1]), m[2]
 		if v == "" || v == "-" {
 			continue
@@ -213,7 +213,7 @@ var durUnitRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)(ms|s|us|µs|m)?$`)
 // durationValue reads a duration field in seconds; a bare number is in
 // unit.
 func durationValue(v, unit string) float64 {
-	m := durUnitRE.FindStringSubmatch(v)
+	m := findSubmatch(durUnitRE, v)
 	if m == nil {
 		return -1
 	}
@@ -265,7 +265,7 @@ func routeOf(path string) string {
 		if s == "" || len(s) <= 3 && !allDigits(s) {
 			continue
 		}
-		if idSegmentRE.MatchString(strings.ToLower(s)) {
+		if matchLine(idSegmentRE, strings.ToLower(s)) {
 			segs[i] = "{id}"
 		}
 	}

@@ -77,7 +77,7 @@ var (
 // overcommitResource is the resource an overcommit claim is about
 // ("memory", "cpu"), "" when the text makes no such claim.
 func overcommitResource(text string) string {
-	m := overcommitRE.FindStringSubmatch(text)
+	m := findSubmatch(overcommitRE, text)
 	switch {
 	case m == nil:
 		return ""
@@ -176,7 +176,7 @@ func detectRequestOvercommit(ev *Gathered, _ []Finding) []Finding {
 		}
 	}
 	show := func(v float64) string { return resourceAmount(res, v) }
-	alert := orWord(overcommitAlertRE.FindString(text), "overcommit")
+	alert := orWord(findString(overcommitAlertRE, text), "overcommit")
 	nodes := 0
 	for _, s := range alloc {
 		if len(s.Points) > 0 && s.Points[len(s.Points)-1].T.Equal(now) {

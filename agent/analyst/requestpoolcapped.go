@@ -165,10 +165,10 @@ func threadSetting(ev *Gathered, subj, max string) (name, virtual string) {
 	}
 	for _, e := range envs {
 		for _, v := range e {
-			if threadSettingRE.MatchString(v.name) && strings.TrimSpace(v.value) == max && name == "" {
+			if matchLine(threadSettingRE, v.name) && strings.TrimSpace(v.value) == max && name == "" {
 				name = v.name
 			}
-			if virtualThreadsOffRE.MatchString(v.name) && strings.EqualFold(strings.TrimSpace(v.value), "false") {
+			if matchLine(virtualThreadsOffRE, v.name) && strings.EqualFold(strings.TrimSpace(v.value), "false") {
 				virtual = "virtual threads off (" + v.name + "=false)"
 			}
 		}

@@ -103,7 +103,7 @@ func alertMetricNames(a evidence.Alert) []string {
 	if err != nil {
 		return nil
 	}
-	return metricNameRE.FindAllString(u.Query().Get("g0.expr"), -1)
+	return findAllString(metricNameRE, u.Query().Get("g0.expr"), -1)
 }
 
 // alertSeriesEpisode finds the alerting series (named by the alert's
@@ -228,7 +228,7 @@ func coincident(ep *alertEpisode, logs []LogSet, changes []evidence.Change, subj
 			// The job's heavy work closest before the rise (what started
 			// it), else its first line.
 			ex := strings.TrimSpace(t.Example)
-			if bulkWorkRE.MatchString(ex) && !t.FirstSeen.After(to) && (!work || t.FirstSeen.After(lineAt)) {
+			if matchLine(bulkWorkRE, ex) && !t.FirstSeen.After(to) && (!work || t.FirstSeen.After(lineAt)) {
 				line, lineAt, work = ex, t.FirstSeen, true
 			} else if !work && (line == "" || t.FirstSeen.Before(lineAt)) {
 				line, lineAt = ex, t.FirstSeen

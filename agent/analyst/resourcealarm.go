@@ -134,7 +134,7 @@ func alarmServer(line string) string {
 		return "opensearch"
 	case strings.Contains(l, "watermark") || strings.Contains(l, "read-only / allow delete") || strings.Contains(l, "cluster_block_exception") || strings.Contains(l, "forbidden/12"):
 		return "elasticsearch"
-	case strings.Contains(l, "misconf") || strings.Contains(l, "command not allowed when used memory") || serverOwnRE.MatchString(line):
+	case strings.Contains(l, "misconf") || strings.Contains(l, "command not allowed when used memory") || matchLine(serverOwnRE, line):
 		return "redis"
 	}
 	return ""
@@ -163,7 +163,7 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 	clientLine := map[string]string{}
 	for set, t := range incidentTemplates(ev) {
 		for _, l := range t.Lines() {
-			if !blockedClientRE.MatchString(l) || alarmLineRE.MatchString(l) && set.Host {
+			if !matchLine(blockedClientRE, l) || matchLine(alarmLineRE, l) && set.Host {
 				continue
 			}
 			srv := orWord(alarmServer(l), WellKnownDependency(l, DependencyTarget(l)))
@@ -187,7 +187,7 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 			}
 			srv := alarmServer(line)
 			role := hostRole(*set)
-			own := set.Host || role != "" || srv != "" && strings.Contains(strings.ToLower(set.Subject), srv) || serverOwnRE.MatchString(line)
+			own := set.Host || role != "" || srv != "" && strings.Contains(strings.ToLower(set.Subject), srv) || matchLine(serverOwnRE, line)
 			if srv == "" {
 				srv = orWord(role, set.Subject)
 			}
@@ -209,7 +209,7 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 				f.Object = set.Origin + " " + set.Source
 				delete(f.Facts, "caller")
 				host := set.Subject
-				if m := rabbitNodeRE.FindStringSubmatch(line); m != nil {
+				if m := findSubmatch(rabbitNodeRE, line); m != nil {
 					f.Related = appendNew(f.Related, m[1])
 				}
 				f.setFact("host", host)
@@ -217,7 +217,7 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 				// The server's own reason (its device full) is why it
 				// blocks: the deepest hop its log reaches.
 				for _, l := range t.Lines() {
-					if m := serverWhyRE.FindString(l); m != "" && f.fact("why") == "" {
+					if m := findString(serverWhyRE, l); m != "" && f.fact("why") == "" {
 						f.setFact("why", fmt.Sprintf("%s's own log: %s", host, quote(ReadableLine(l), 160)))
 					}
 				}
@@ -231,7 +231,7 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 				delete(f.Facts, "line")
 				f.setFact("line", line)
 			}
-			if m := alarmNumbersRE.FindStringSubmatch(line); m != nil {
+			if m := findSubmatch(alarmNumbersRE, line); m != nil {
 				free, _ := strconv.ParseFloat(m[1], 64)
 				limit, _ := strconv.ParseFloat(m[2], 64)
 				f.setFact("level", fmt.Sprintf("free %s, below its limit of %s", decimalBytes(free), decimalBytes(limit)))
@@ -309,7 +309,7 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 // alarmClearedAt is the last time a set logged an alarm clearing.
 func alarmClearedAt(set *LogSet) (t0 time.Time) {
 	for _, t := range set.Templates {
-		if alarmClearedRE.MatchString(t.Example) || alarmClearedRE.MatchString(t.Last) {
+		if matchLine(alarmClearedRE, t.Example) || matchLine(alarmClearedRE, t.Last) {
 			if t.LastSeen.After(t0) {
 				t0 = t.LastSeen
 			}
@@ -408,7 +408,7 @@ var (
 func searchDomain(ev *Gathered, f *Finding) {
 	domain := ""
 	for _, ms := range ev.Metrics {
-		if !searchMetricRE.MatchString(ms.Name) {
+		if !matchLine(searchMetricRE, ms.Name) {
 			continue
 		}
 		name := ms.Name[strings.LastIndex(ms.Name, "/")+1:]
@@ -444,7 +444,7 @@ func searchDomain(ev *Gathered, f *Finding) {
 		f.Evidence = append(f.Evidence, u)
 	}
 	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
-		if !c.Timestamp.Before(f.Time) || !retainedRE.MatchString(c.Description) {
+		if !c.Timestamp.Before(f.Time) || !matchLine(retainedRE, c.Description) {
 			continue
 		}
 		if c.Service != domain && !strings.Contains(c.Description, domain) && !strings.Contains(strings.ToLower(c.Description), "index") {
@@ -496,7 +496,7 @@ var blockReasonRE = regexp.MustCompile(`"reason"\s*(?::|=>)\s*"([^"]+)"|reason=(
 // blockReason is the part of a line that says why the server blocks its
 // clients: the reason of a bulk item's error, else the line.
 func blockReason(line string) string {
-	if m := blockReasonRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(blockReasonRE, line); m != nil {
 		return orWord(m[1], m[2])
 	}
 	r := ReadableLine(line)
@@ -525,7 +525,7 @@ var searchReadOnlyRE = regexp.MustCompile(`(?i)flood[ -]stage|read-only-allow-de
 // searchReadOnly tells whether an alarm line is a search cluster's
 // flood-stage read-only block.
 func searchReadOnly(line string) bool {
-	return line != "" && searchReadOnlyRE.MatchString(line)
+	return line != "" && matchLine(searchReadOnlyRE, line)
 }
 
 // softwareInstance is the one workload of the cluster that runs a server's
@@ -585,7 +585,7 @@ func heldDeletedFiles(cmds []evidence.CommandOutput) (string, string) {
 	src := ""
 	for _, c := range cmds {
 		for _, l := range c.Lines {
-			m := lsofDeletedRE.FindStringSubmatch(strings.TrimSpace(l))
+			m := findSubmatch(lsofDeletedRE, strings.TrimSpace(l))
 			if m == nil {
 				continue
 			}
@@ -626,16 +626,16 @@ func redisNoRoom(ev *Gathered, f *Finding) {
 			continue
 		}
 		for i, l := range o.Lines {
-			if m := redisPolicyRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(redisPolicyRE, l); m != nil {
 				policy = m[1]
 				if policy == "" && i+1 < len(o.Lines) {
 					policy = strings.TrimSpace(o.Lines[i+1])
 				}
 			}
-			if m := redisKeyspaceRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(redisKeyspaceRE, l); m != nil {
 				keys, expires = m[1], m[2]
 			}
-			if redisNoTTLRE.MatchString(l) && strings.Contains(strings.ToLower(o.Run), " ttl ") {
+			if matchLine(redisNoTTLRE, l) && strings.Contains(strings.ToLower(o.Run), " ttl ") {
 				fs := strings.Fields(o.Run)
 				noTTL = fs[len(fs)-1]
 			}

@@ -53,7 +53,7 @@ var retryAmplification = &mechanism{
 	// A deploy or restart of the callee is the blip the retries
 	// amplified; a change of the retries themselves sets them.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		if retrySettingRE.MatchString(c.Summary + " " + c.fact("description")) {
+		if matchLine(retrySettingRE, c.Summary+" "+c.fact("description")) {
 			return true
 		}
 		return c.Kind == KindDeploy && c.relates(h.Subject)
@@ -141,8 +141,8 @@ func detectRetryAmplification(ev *Gathered, found []Finding) []Finding {
 		at := orTime(t.FirstIncident, t.FirstSeen)
 		for _, l := range t.Lines() {
 			// A proxy of a caller that gave up retrying its upstream.
-			if retryExhaustedRE.MatchString(l) {
-				if m := outboundRE.FindStringSubmatch(l); m != nil {
+			if matchLine(retryExhaustedRE, l) {
+				if m := findSubmatch(outboundRE, l); m != nil {
 					up := ShortHost(m[1])
 					if up != "" && up != set.Subject {
 						c := get(up)
@@ -154,7 +154,7 @@ func detectRetryAmplification(ev *Gathered, found []Finding) []Finding {
 			}
 			// The callee's own log: attempts numbered, duplicates.
 			n := 0
-			if m := attemptRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(attemptRE, l); m != nil {
 				n, _ = strconv.Atoi(m[1])
 			}
 			// A caller's proxy line naming its upstream: the attempts
@@ -167,7 +167,7 @@ func detectRetryAmplification(ev *Gathered, found []Finding) []Finding {
 				}
 				continue
 			}
-			dup := duplicateReqRE.MatchString(l)
+			dup := matchLine(duplicateReqRE, l)
 			if n < 2 && !dup {
 				continue
 			}
@@ -178,7 +178,7 @@ func detectRetryAmplification(ev *Gathered, found []Finding) []Finding {
 				c.dups += t.Incident
 			}
 			c.onset = earliest(c.onset, at)
-			if c.line == "" || n > 2 && !attemptRE.MatchString(c.line) {
+			if c.line == "" || n > 2 && !matchLine(attemptRE, c.line) {
 				c.line, c.source = l, set.Source
 			}
 		}
@@ -196,7 +196,7 @@ func detectRetryAmplification(ev *Gathered, found []Finding) []Finding {
 			if up == "" {
 				continue
 			}
-			m := attemptRE.FindStringSubmatch(l.Text)
+			m := findSubmatch(attemptRE, l.Text)
 			if m == nil {
 				continue
 			}
@@ -307,7 +307,7 @@ func detectRetryAmplification(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 		if setting != "" {
-			if m := perTryCutRE.FindStringSubmatch(setting); m != nil {
+			if m := findSubmatch(perTryCutRE, setting); m != nil {
 				f.setFact("per_try", strings.ReplaceAll(m[2], " ", ""))
 				f.setFact("per_try_was", strings.ReplaceAll(m[1], " ", ""))
 			}
@@ -337,7 +337,7 @@ func retrySetting(ev *Gathered, callee string) string {
 	best := ""
 	for _, list := range [][]evidence.Change{ev.Earlier, ev.Changes} {
 		for _, c := range list {
-			if !retrySettingRE.MatchString(c.Description) && !retriesMore(c.Description) {
+			if !matchLine(retrySettingRE, c.Description) && !retriesMore(c.Description) {
 				continue
 			}
 			if !strings.Contains(strings.ToLower(c.Description+" "+c.Service), strings.ToLower(callee)) {
@@ -366,7 +366,7 @@ func proxiedWorkload(source string) string {
 // upstream host "svc.ns.svc.cluster.local:8080"), when it is another
 // workload than the log's own ("" otherwise).
 func proxyUpstream(line, self string) string {
-	if m := outboundRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(outboundRE, line); m != nil {
 		if up := ShortHost(m[1]); up != "" && up != self && up != proxiedWorkload(self) {
 			return up
 		}
@@ -377,7 +377,7 @@ func proxyUpstream(line, self string) string {
 // retryLinePattern is the pattern of the raw lines a latency or overload
 // question needs to count retried calls (attempt counts in access logs).
 func retryLinePattern(sc Scope) string {
-	if !durationAskRE.MatchString(sc.Message + " " + sc.Hint + " " + sc.Alert) {
+	if !matchLine(durationAskRE, sc.Message+" "+sc.Hint+" "+sc.Alert) {
 		return ""
 	}
 	return `(?i)\battempts?(?:_count)?["']?\s*[=:]\s*["']?[0-9]|x-envoy-attempt-count|\bURX\b`
@@ -390,14 +390,14 @@ var attemptsUpRE = regexp.MustCompile(`(?i)\b(?:retries|retry|attempts|max_?retr
 // retriesMore reports whether a change makes a caller retry more: more
 // attempts, or a per-try timeout cut.
 func retriesMore(text string) bool {
-	if m := attemptsUpRE.FindStringSubmatch(text); m != nil {
+	if m := findSubmatch(attemptsUpRE, text); m != nil {
 		from, _ := strconv.Atoi(m[1])
 		to, _ := strconv.Atoi(m[2])
 		if to > from {
 			return true
 		}
 	}
-	if m := perTryCutRE.FindStringSubmatch(text); m != nil {
+	if m := findSubmatch(perTryCutRE, text); m != nil {
 		from, err1 := time.ParseDuration(strings.ReplaceAll(m[1], " ", ""))
 		to, err2 := time.ParseDuration(strings.ReplaceAll(m[2], " ", ""))
 		return err1 == nil && err2 == nil && to < from

@@ -126,7 +126,7 @@ func dipOf(avail, desired []evidence.Series, name string) (replicaDip, bool) {
 // now. It reads the dip of its available replicas from the metrics source
 // and the rollout from the changes.
 func (g *gatherer) answerRolloutOver(ctx context.Context, res *finding.Result) bool {
-	if res == nil || res.Verdict == finding.VerdictHealthy || !okNowAskRE.MatchString(g.sc.Message+" "+g.sc.Hint) {
+	if res == nil || res.Verdict == finding.VerdictHealthy || !matchLine(okNowAskRE, g.sc.Message+" "+g.sc.Hint) {
 		return false
 	}
 	subjects := g.sc.Subjects()

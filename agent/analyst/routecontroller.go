@@ -54,7 +54,7 @@ func (g *gatherer) gatherRouteController(ctx context.Context, plan []specialist)
 	if g.src == nil || g.src.Kubernetes == nil || g.sc.Service == "" {
 		return nil
 	}
-	if !routeAskRE.MatchString(g.sc.Message + " " + g.sc.Hint + " " + g.sc.Alert) {
+	if !matchLine(routeAskRE, g.sc.Message+" "+g.sc.Hint+" "+g.sc.Alert) {
 		return nil
 	}
 	classes := serviceIngressClasses(g.k8s.Ingresses, g.sc.Service)
@@ -187,13 +187,13 @@ func detectRouteController(in routeControllerInput, w Window) (Finding, bool) {
 		if !l.Time.IsZero() && l.Time.Before(w.BaselineStart) {
 			continue
 		}
-		if m := reloadReasonRE.FindString(l.Text); m != "" {
+		if m := findString(reloadReasonRE, l.Text); m != "" {
 			if emerg == "" {
 				emerg = strings.TrimSpace(m)
 			}
 			continue // the lines of one failure's message
 		}
-		if !controllerReloadFailRE.MatchString(l.Text) || strings.Contains(l.Text, "test failed") {
+		if !matchLine(controllerReloadFailRE, l.Text) || strings.Contains(l.Text, "test failed") {
 			continue
 		}
 		failures++
@@ -201,7 +201,7 @@ func detectRouteController(in routeControllerInput, w Window) (Finding, bool) {
 			first = l.Time
 			// The object requeued with the first failure.
 			for _, n := range in.Lines[i+1 : min(len(in.Lines), i+16)] {
-				if m := requeueRE.FindStringSubmatch(n.Text); m != nil {
+				if m := findSubmatch(requeueRE, n.Text); m != nil {
 					culprit = m[1]
 					break
 				}

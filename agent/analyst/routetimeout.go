@@ -52,7 +52,7 @@ var routeTimeout = &mechanism{
 	// the hour is a coincidence.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindDeploy && routeTimeoutChangeRE.MatchString(changeText(c))
+		return c.Kind != KindDeploy && matchLine(routeTimeoutChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		where := "the route's timeout"
@@ -95,7 +95,7 @@ func detectRouteTimeout(ev *Gathered, found []Finding) []Finding {
 		if h, p, cut := strings.Cut(target, ":"); cut && isDigits(p) {
 			target = h
 		}
-		if ipLikeRE.MatchString(target) {
+		if matchLine(ipLikeRE, target) {
 			target = upstreamName(r.Host)
 			if h, p, cut := strings.Cut(target, ":"); cut && isDigits(p) {
 				target = h
@@ -144,7 +144,7 @@ func detectRouteTimeout(ev *Gathered, found []Finding) []Finding {
 	change := ""
 	for _, cs := range [][]evidence.Change{ev.Changes, ev.Earlier} {
 		for _, c := range cs {
-			if c.Kind == "deploy" || !routeTimeoutChangeRE.MatchString(c.Description) || c.Timestamp.After(f.Time) || f.Time.Sub(c.Timestamp) > 7*24*time.Hour {
+			if c.Kind == "deploy" || !matchLine(routeTimeoutChangeRE, c.Description) || c.Timestamp.After(f.Time) || f.Time.Sub(c.Timestamp) > 7*24*time.Hour {
 				continue
 			}
 			change = fmt.Sprintf("the change of %s at %s: %s", c.Service, ts(c.Timestamp), quote(c.Description, 180))
@@ -181,7 +181,7 @@ func routeTimeoutSettings(ev *Gathered, f *Finding) {
 			continue
 		}
 		for _, l := range c.Lines {
-			m := routeTimeoutSettingRE.FindStringSubmatch(l)
+			m := findSubmatch(routeTimeoutSettingRE, l)
 			if m == nil {
 				continue
 			}
@@ -218,7 +218,7 @@ func routeWork(ev *Gathered, f *Finding) bool {
 				continue
 			}
 			for _, l := range t.Lines() {
-				for _, m := range routeWorkMSRE.FindAllStringSubmatch(l, -1) {
+				for _, m := range findAllSubmatch(routeWorkMSRE, l, -1) {
 					if !strings.Contains(strings.ToLower(m[1]), "ms") {
 						continue
 					}

@@ -94,7 +94,7 @@ func detectRuntimeDown(ev *Gathered, _ []Finding) []Finding {
 	}
 	for _, nd := range ev.K8s.Nodes {
 		for _, c := range nd.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue && runtimeDownRE.MatchString(c.Message) {
+			if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue && matchLine(runtimeDownRE, c.Message) {
 				n := get(nd.Name)
 				n.f.Time = earliest(n.f.Time, c.LastTransitionTime.Time)
 				n.evidence = append(n.evidence, fmt.Sprintf("node %s condition Ready=%s since %s, reason %s: %s", nd.Name, c.Status, ts(c.LastTransitionTime.Time), orDash(c.Reason), quote(c.Message, 200)))
@@ -123,7 +123,7 @@ func detectRuntimeDown(ev *Gathered, _ []Finding) []Finding {
 		}
 		proc := journalProc(h.line)
 		switch {
-		case runtimeProcRE.MatchString(proc) && runtimeErrRE.MatchString(h.line):
+		case matchLine(runtimeProcRE, proc) && matchLine(runtimeErrRE, h.line):
 			n.strong = true
 			n.f.Time = earliest(n.f.Time, orTime(h.t.FirstIncident, h.t.FirstSeen))
 			if n.f.fact("reason") == "" {
@@ -132,7 +132,7 @@ func detectRuntimeDown(ev *Gathered, _ []Finding) []Finding {
 			}
 			n.f.setFact("runtime", strings.ToLower(proc))
 			n.sources = appendNew(n.sources, h.set.Subject)
-		case runtimeUnitFailRE.MatchString(h.line):
+		case matchLine(runtimeUnitFailRE, h.line):
 			n.strong = true
 			n.sources = appendNew(n.sources, h.set.Subject)
 			n.evidence = appendNew(n.evidence, templateEvidence(*h.set, h.t, h.line))
@@ -149,7 +149,7 @@ func detectRuntimeDown(ev *Gathered, _ []Finding) []Finding {
 		if !n.f.Time.IsZero() && when.After(n.f.Time.Add(5*time.Minute)) {
 			continue
 		}
-		m := runtimeUpgradeRE.FindStringSubmatch(h.line)
+		m := findSubmatch(runtimeUpgradeRE, h.line)
 		pkg, from, to := "", "", ""
 		switch {
 		case m[1] != "":
@@ -224,12 +224,12 @@ func runtimeMessage(line string) string {
 	if m := journalHostRE.FindStringIndex(line); m != nil {
 		line = strings.TrimSpace(line[m[1]:])
 	}
-	if m := logfmtMsgRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(logfmtMsgRE, line); m != nil {
 		msg, err := strconv.Unquote(`"` + m[1] + `"`)
 		if err != nil {
 			msg = m[1]
 		}
-		if e := logfmtErrRE.FindStringSubmatch(line); e != nil {
+		if e := findSubmatch(logfmtErrRE, line); e != nil {
 			if v, err := strconv.Unquote(`"` + e[1] + `"`); err == nil {
 				msg += ": " + v
 			}

@@ -30,7 +30,7 @@ var runtimeHandler = &mechanism{
 	label:         "the node's container runtime lacks the RuntimeClass handler",
 	eventCritical: true,
 	event: func(e *corev1.Event) (float64, bool) {
-		if e.Reason != "FailedCreatePodSandBox" || runtimeHandlerRE.FindStringSubmatch(e.Message) == nil {
+		if e.Reason != "FailedCreatePodSandBox" || findSubmatch(runtimeHandlerRE, e.Message) == nil {
 			return 0, false
 		}
 		return 0.9, true
@@ -91,7 +91,7 @@ var (
 
 // handlerOf is the handler a sandbox failure names.
 func handlerOf(msg string) string {
-	if m := runtimeHandlerRE.FindStringSubmatch(msg); m != nil {
+	if m := findSubmatch(runtimeHandlerRE, msg); m != nil {
 		for _, g := range m[1:] {
 			if g != "" {
 				return g
@@ -135,10 +135,10 @@ func runtimeClasses(ev *Gathered) []runtimeClass {
 				table = true
 			case table && len(f) >= 2 && !strings.Contains(l, ":"):
 				add(runtimeClass{name: f[0], handler: f[1]})
-			case rtHandlerLineRE.MatchString(l):
-				y.handler, y.yaml = rtHandlerLineRE.FindStringSubmatch(l)[1], true
-			case rtNameLineRE.MatchString(l) && y.name == "":
-				y.name = rtNameLineRE.FindStringSubmatch(l)[1]
+			case matchLine(rtHandlerLineRE, l):
+				y.handler, y.yaml = findSubmatch(rtHandlerLineRE, l)[1], true
+			case matchLine(rtNameLineRE, l) && y.name == "":
+				y.name = findSubmatch(rtNameLineRE, l)[1]
 			case strings.HasPrefix(l, "scheduling:"):
 				y.hasScheduling = true
 			case strings.HasPrefix(l, "kind:") && !strings.Contains(l, "RuntimeClass"):

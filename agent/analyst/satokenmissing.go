@@ -50,7 +50,7 @@ var saTokenRE = regexp.MustCompile(`(?i)/var/run/secrets/kubernetes\.io/servicea
 func saTokenMissingFromCrash(crash Finding, c *containerState) (Finding, bool) {
 	line := ""
 	for _, l := range c.LastLines {
-		if saTokenRE.MatchString(l.Text) {
+		if matchLine(saTokenRE, l.Text) {
 			line = strings.TrimSpace(l.Text)
 			break
 		}

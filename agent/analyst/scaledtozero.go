@@ -78,7 +78,7 @@ func detectScaledToZero(ev *K8sEvidence) []Finding {
 		for j := range ev.Events {
 			e := &ev.Events[j]
 			io := e.InvolvedObject
-			m := scaledToZeroRE.FindStringSubmatch(e.Message)
+			m := findSubmatch(scaledToZeroRE, e.Message)
 			if m == nil || e.Reason != "ScalingReplicaSet" || io.Kind != "Deployment" || io.Name != d.Name || io.Namespace != d.Namespace {
 				continue
 			}

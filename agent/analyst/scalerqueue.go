@@ -95,7 +95,7 @@ func scaledObjects(cmds []evidence.CommandOutput) []scaledObject {
 		var cur *scaledObject
 		inTarget := false
 		for _, l := range c.Lines {
-			if soTargetRE.MatchString(l) {
+			if matchLine(soTargetRE, l) {
 				if cur == nil || cur.target != "" {
 					out = append(out, scaledObject{})
 					cur = &out[len(out)-1]
@@ -107,21 +107,21 @@ func scaledObjects(cmds []evidence.CommandOutput) []scaledObject {
 				out = append(out, scaledObject{})
 				cur = &out[len(out)-1]
 			}
-			if m := soNameRE.FindStringSubmatch(l); m != nil && inTarget && cur.target == "" {
+			if m := findSubmatch(soNameRE, l); m != nil && inTarget && cur.target == "" {
 				cur.target = m[1]
 				inTarget = false
 				continue
 			}
-			if m := soMinRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(soMinRE, l); m != nil {
 				cur.min = m[1]
 			}
-			if m := soOrigRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(soOrigRE, l); m != nil {
 				cur.original = m[1]
 			}
-			if m := soTypeRE.FindStringSubmatch(l); m != nil && cur.trigger == "" && kedaTriggerType(m[1]) {
+			if m := findSubmatch(soTypeRE, l); m != nil && cur.trigger == "" && kedaTriggerType(m[1]) {
 				cur.trigger = m[1]
 			}
-			if m := soQueueRE.FindStringSubmatch(l); m != nil && cur.queue == "" {
+			if m := findSubmatch(soQueueRE, l); m != nil && cur.queue == "" {
 				q := m[2]
 				if m[1] == "queueURL" {
 					q = q[strings.LastIndexByte(q, '/')+1:]
@@ -320,7 +320,7 @@ func detectScalerQueue(ev *Gathered) []Finding {
 		f.setFact("change", change)
 		for _, c := range ev.Commands {
 			for _, l := range c.Lines {
-				if kedaMinRE.MatchString(l) && strings.Contains(l, so.target) {
+				if matchLine(kedaMinRE, l) && strings.Contains(l, so.target) {
 					if t, ok := lineTime(l); ok {
 						f.setFact("scaled", fmt.Sprintf("KEDA set %s to its minReplicaCount at %s", so.target, ts(t)))
 					}
@@ -366,7 +366,7 @@ var leadTimeRE = regexp.MustCompile(`^\s*(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+
 
 // lineTime reads the RFC 3339 time a log line starts with.
 func lineTime(l string) (time.Time, bool) {
-	m := leadTimeRE.FindStringSubmatch(l)
+	m := findSubmatch(leadTimeRE, l)
 	if m == nil {
 		return time.Time{}, false
 	}

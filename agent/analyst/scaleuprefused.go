@@ -36,7 +36,7 @@ var scaleUpRefused = &mechanism{
 			f.setFact("code", code)
 			f.setFact("refusal", words)
 		}
-		if m := nodeGroupRE.FindStringSubmatch(e.Message); m != nil && f.fact("group") == "" {
+		if m := findSubmatch(nodeGroupRE, e.Message); m != nil && f.fact("group") == "" {
 			f.setFact("group", m[1])
 		}
 	},
@@ -151,7 +151,7 @@ func scaleUpRefusedEvent(e *corev1.Event) (float64, bool) {
 		return 0.92, true
 	case e.Reason == "NotTriggerScaleUp" && strings.Contains(e.Message, "backoff after failed scale-up"):
 		return 0.8, true
-	case e.Type == corev1.EventTypeWarning && e.Reason != "FailedScheduling" && cloudRefusalRE.MatchString(e.Message) &&
+	case e.Type == corev1.EventTypeWarning && e.Reason != "FailedScheduling" && matchLine(cloudRefusalRE, e.Message) &&
 		regexp.MustCompile(`(?i)launch|nodeclaim|scale.?up|creating instance`).MatchString(e.Message):
 		return 0.85, true
 	}
@@ -162,7 +162,7 @@ func scaleUpRefusedEvent(e *corev1.Event) (float64, bool) {
 // words.
 func scaleUpRefusal(msg string) (code, words string) {
 	m := strings.ToLower(msg)
-	if c := ec2CapacityRE.FindStringSubmatch(msg); c != nil {
+	if c := findSubmatch(ec2CapacityRE, msg); c != nil {
 		return "InsufficientInstanceCapacity", fmt.Sprintf("EC2 has insufficient %s capacity in the availability zone %s (InsufficientInstanceCapacity): the zone has no instance of that type to give the group", c[1], c[2])
 	}
 	switch {
@@ -201,13 +201,13 @@ func cloudQuotaSaid(ev *Gathered) string {
 				continue
 			}
 			// --output text: the name, then the value, tab-separated.
-			if m := quotaRowRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(quotaRowRE, l); m != nil {
 				return fmt.Sprintf("quota %q is %s", strings.TrimSpace(m[1]), strings.TrimSuffix(m[2], ".0"))
 			}
 		}
 		text := strings.Join(c.Lines, "\n")
-		if m := quotaNameRE.FindStringSubmatch(text); m != nil {
-			if v := quotaValueRE.FindStringSubmatch(text); v != nil {
+		if m := findSubmatch(quotaNameRE, text); m != nil {
+			if v := findSubmatch(quotaValueRE, text); v != nil {
 				return fmt.Sprintf("quota %q is %s", m[1], strings.TrimSuffix(v[1], ".0"))
 			}
 		}
@@ -224,7 +224,7 @@ func scaleUpPlan(events []corev1.Event, object string) (group, plan string) {
 		if e.Reason != "TriggeredScaleUp" || strings.ToLower(io.Kind)+" "+io.Namespace+"/"+io.Name != object {
 			continue
 		}
-		if m := nodeGroupRE.FindStringSubmatch(e.Message); m != nil {
+		if m := findSubmatch(nodeGroupRE, e.Message); m != nil {
 			return m[1], strings.TrimSuffix(strings.Replace(m[2], " (max: ", ", max ", 1), ")")
 		}
 	}

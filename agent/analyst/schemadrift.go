@@ -43,7 +43,7 @@ var schemaDrift = &mechanism{
 	// touch the query is a coincidence.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Subject == h.fact("upstream_service") || migrationChangeRE.MatchString(changeText(c)) || strings.Contains(changeText(c), "renam")
+		return c.Subject == h.fact("upstream_service") || matchLine(migrationChangeRE, changeText(c)) || strings.Contains(changeText(c), "renam")
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s fails on every run because its query %sselects the column %s, which its source table no longer has",
@@ -98,7 +98,7 @@ func driftColumn(line string) string {
 // missing column is as often code ahead of its own migration.
 func driftColumnOf(line string) (string, bool) {
 	for i, re := range driftColumnRE {
-		if m := re.FindStringSubmatch(line); m != nil {
+		if m := findSubmatch(re, line); m != nil {
 			return m[1], i < 4
 		}
 	}
@@ -118,10 +118,10 @@ func detectSchemaDrift(ev *Gathered, _ []Finding) []Finding {
 	analytical := false
 	for x := range incidentMatches(ev, regexp.MustCompile(`(?i)invalid identifier|Unrecognized name|UNRESOLVED_COLUMN|given input columns|does not exist|cannot be resolved|Unknown column`)) {
 		c, an := driftColumnOf(x.line)
-		if c == "" || len(c) < 4 || x.set.Host || pgAnyServerLineRE.MatchString(x.line) {
+		if c == "" || len(c) < 4 || x.set.Host || matchLine(pgAnyServerLineRE, x.line) {
 			continue
 		}
-		if migrationWordRE.MatchString(x.set.Source) {
+		if matchLine(migrationWordRE, x.set.Source) {
 			continue
 		}
 		if col == "" {
@@ -143,7 +143,7 @@ func detectSchemaDrift(ev *Gathered, _ []Finding) []Finding {
 	oldRE := regexp.MustCompile(`(?i)(?:^|[^\w$])` + regexp.QuoteMeta(col) + `(?:[^\w$]|$)`)
 	successor, where, listed := "", "", false
 	if i := strings.Index(strings.ToLower(line), "did you mean"); i >= 0 {
-		if m := succRE.FindStringSubmatch(line[i:]); m != nil {
+		if m := findSubmatch(succRE, line[i:]); m != nil {
 			successor, where = m[1], "the engine suggests it"
 		}
 	}
@@ -157,7 +157,7 @@ func detectSchemaDrift(ev *Gathered, _ []Finding) []Finding {
 			if driftColumn(l) != "" {
 				continue
 			}
-			if m := succRE.FindStringSubmatch(l); m != nil && !oldRE.MatchString(strings.ReplaceAll(l, m[1], "")) {
+			if m := findSubmatch(succRE, l); m != nil && !matchLine(oldRE, strings.ReplaceAll(l, m[1], "")) {
 				successor, where = m[1], fmt.Sprintf("the log of %s: %s", s.Subject, quote(ReadableLine(l), 200))
 				break
 			}
@@ -168,7 +168,7 @@ func detectSchemaDrift(ev *Gathered, _ []Finding) []Finding {
 			break
 		}
 		for _, l := range c.Lines {
-			if m := succRE.FindStringSubmatch(l); m != nil && driftColumn(l) == "" && !oldRE.MatchString(strings.ReplaceAll(l, m[1], "")) {
+			if m := findSubmatch(succRE, l); m != nil && driftColumn(l) == "" && !matchLine(oldRE, strings.ReplaceAll(l, m[1], "")) {
 				successor, where, listed = m[1], fmt.Sprintf("%s lists %s", truncate(c.Command, 120), m[1]), true
 				break
 			}
@@ -180,7 +180,7 @@ func detectSchemaDrift(ev *Gathered, _ []Finding) []Finding {
 		return nil
 	}
 	for _, t := range set.Templates {
-		if m := driftModelRE.FindStringSubmatch(t.Example); m != nil {
+		if m := findSubmatch(driftModelRE, t.Example); m != nil {
 			model = orWord(m[1], m[2])
 			break
 		}
@@ -256,7 +256,7 @@ func detectSchemaDrift(ev *Gathered, _ []Finding) []Finding {
 		}
 		text := strings.ToLower(c.Description + " " + c.Revision)
 		score := 0
-		if driftChangeRE.MatchString(text) {
+		if matchLine(driftChangeRE, text) {
 			score += 2
 		}
 		for _, w := range strings.Split(suffix, "_") {

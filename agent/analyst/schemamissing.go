@@ -41,7 +41,7 @@ var schemaMissing = &mechanism{
 	// The release of the code that uses the column, or a change that
 	// ships or runs a migration.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind == KindDeploy && c.Subject == h.Subject || migrationChangeRE.MatchString(changeText(c))
+		return c.Kind == KindDeploy && c.Subject == h.Subject || matchLine(migrationChangeRE, changeText(c))
 	},
 	describe:  describeSchemaMissing,
 	recommend: recommendSchemaMissing,
@@ -82,7 +82,7 @@ var (
 // a qualifier that may be a query's alias ("column o.discount_code").
 func schemaColumn(line string) (col, table string, sure bool) {
 	for i, x := range schemaColumnRE {
-		if m := x.re.FindStringSubmatch(line); m != nil {
+		if m := findSubmatch(x.re, line); m != nil {
 			col = m[x.col]
 			if x.table > 0 {
 				table = m[x.table]
@@ -95,7 +95,7 @@ func schemaColumn(line string) (col, table string, sure bool) {
 		}
 	}
 	if table == "" {
-		if m := schemaTableRE.FindStringSubmatch(line); m != nil {
+		if m := findSubmatch(schemaTableRE, line); m != nil {
 			for _, v := range m[1:] {
 				if v != "" {
 					table = v
@@ -122,7 +122,7 @@ func detectSchemaMissing(ev *Gathered, found []Finding) []Finding {
 	for x := range incidentMatches(ev, schemaMissingRE) {
 		// A migration failing on its own DDL is not code ahead of
 		// its schema.
-		if migrationWordRE.MatchString(x.line) || migrationWordRE.MatchString(x.set.Source) {
+		if matchLine(migrationWordRE, x.line) || matchLine(migrationWordRE, x.set.Source) {
 			continue
 		}
 		c, t, ok := schemaColumn(x.line)
@@ -132,7 +132,7 @@ func detectSchemaMissing(ev *Gathered, found []Finding) []Finding {
 		if table == "" && (c == "" || c == col) {
 			table = t
 		}
-		if x.set.Host || pgAnyServerLineRE.MatchString(x.line) {
+		if x.set.Host || matchLine(pgAnyServerLineRE, x.line) {
 			if server == nil {
 				server, serverWhy = x.set, templateEvidence(*x.set, x.t, x.line)
 			}
@@ -176,7 +176,7 @@ func detectSchemaMissing(ev *Gathered, found []Finding) []Finding {
 	// log says it migrates, or its log names the column).
 	for _, j := range detectFailedJobs(ev.K8s, ev.Logs) {
 		text := j.fact("job") + " " + j.fact("line") + " " + strings.Join(podLogLines(ev.Logs, j.fact("pod")), "\n")
-		if !migrationWordRE.MatchString(text) && (col == "" || !strings.Contains(text, col)) {
+		if !matchLine(migrationWordRE, text) && (col == "" || !strings.Contains(text, col)) {
 			continue
 		}
 		f.setFact("migration_job", j.fact("job"))
@@ -195,18 +195,18 @@ func detectSchemaMissing(ev *Gathered, found []Finding) []Finding {
 	if server != nil && col != "" {
 		var pid, detail string
 		for _, t := range server.Templates {
-			if m := lockHolderRE.FindStringSubmatch(t.Example); m != nil && pid == "" {
+			if m := findSubmatch(lockHolderRE, t.Example); m != nil && pid == "" {
 				pid, detail = m[1], t.Example
 			}
-			if ddlWaitRE.MatchString(t.Example) && f.fact("ddl_wait") == "" {
+			if matchLine(ddlWaitRE, t.Example) && f.fact("ddl_wait") == "" {
 				f.setFact("ddl_wait", ReadableLine(t.Example))
 			}
 		}
 		if pid != "" {
 			holderRE := regexp.MustCompile(`(\S+)@(\S+?):?\[` + pid + `\]|\[` + pid + `\] (\S+)@(\S+)`)
 			for _, t := range server.Templates {
-				m := holderRE.FindStringSubmatch(t.Example)
-				if m == nil || lockHolderRE.MatchString(t.Example) || ddlWaitRE.MatchString(t.Example) {
+				m := findSubmatch(holderRE, t.Example)
+				if m == nil || matchLine(lockHolderRE, t.Example) || matchLine(ddlWaitRE, t.Example) {
 					continue
 				}
 				who := orWord(m[1], m[3])

@@ -45,7 +45,7 @@ var scrapeBlocked = &mechanism{
 	label:  "metrics scrape blocked by a NetworkPolicy (the service itself is up)",
 	detect: detectScrapeBlocked,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && networkChangeRE.MatchString(changeText(c))
+		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && matchLine(networkChangeRE, changeText(c))
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -145,14 +145,14 @@ func detectScrapeBlocked(ev *Gathered, found []Finding) []Finding {
 // down series, or a scrape URL in the commands' output.
 func scrapePort(ev *Gathered, down Finding) int {
 	for _, e := range down.Evidence {
-		if m := instancePortRE.FindStringSubmatch(e); m != nil {
+		if m := findSubmatch(instancePortRE, e); m != nil {
 			p, _ := strconv.Atoi(m[1])
 			return p
 		}
 	}
 	for _, o := range ev.Commands {
 		for _, l := range append([]string{o.Run}, o.Lines...) {
-			if m := scrapeURLPortRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(scrapeURLPortRE, l); m != nil {
 				p, _ := strconv.Atoi(m[1])
 				return p
 			}
@@ -313,7 +313,7 @@ func scrapeTimeout(outs []evidence.CommandOutput, port int) (line, cmd string) {
 	p := ":" + strconv.Itoa(port)
 	for _, o := range outs {
 		for _, l := range o.Lines {
-			if !scrapeTimeoutRE.MatchString(l) {
+			if !matchLine(scrapeTimeoutRE, l) {
 				continue
 			}
 			if strings.Contains(o.Run, p) || strings.Contains(l, p) {

@@ -103,14 +103,14 @@ func detectScrapeFailing(ev *Gathered, found []Finding) []Finding {
 			}
 			for j, t := range set.Templates {
 				for _, l := range t.Lines() {
-					if metricsPath404RE.MatchString(l) && t.Incident > 0 {
+					if matchLine(metricsPath404RE, l) && t.Incident > 0 {
 						last404 = l
 					}
-					if m := metricsListenRE.FindStringSubmatch(l); m != nil && ev.Window.recent(t.LastSeen) {
+					if m := findSubmatch(metricsListenRE, l); m != nil && ev.Window.recent(t.LastSeen) {
 						listen, port = l, m[1]
 					}
 				}
-				if t.Incident > 0 && !set.classified(j).isErr && !metricsPath404RE.MatchString(t.Example) && t.LastSeen.After(serving) {
+				if t.Incident > 0 && !set.classified(j).isErr && !matchLine(metricsPath404RE, t.Example) && t.LastSeen.After(serving) {
 					serving = t.LastSeen
 				}
 			}
@@ -156,7 +156,7 @@ func detectScrapeFailing(ev *Gathered, found []Finding) []Finding {
 // limit set for it (a ServiceMonitor or scrape config printed).
 func sampleLimitRejected(ev *Gathered, down Finding) (line, limit string) {
 	names := func(l string) bool {
-		for _, m := range scrapePoolRE.FindAllStringSubmatch(l, -1) {
+		for _, m := range findAllSubmatch(scrapePoolRE, l, -1) {
 			for _, part := range strings.Split(m[1], "/") {
 				if strings.EqualFold(part, down.Subject) {
 					return true
@@ -175,7 +175,7 @@ func sampleLimitRejected(ev *Gathered, down Finding) (line, limit string) {
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
 			for _, l := range []string{t.Last, t.Example} {
-				if l != "" && sampleLimitRE.MatchString(l) && names(l) {
+				if l != "" && matchLine(sampleLimitRE, l) && names(l) {
 					take(l)
 				}
 			}
@@ -183,7 +183,7 @@ func sampleLimitRejected(ev *Gathered, down Finding) (line, limit string) {
 	}
 	for _, o := range ev.Commands {
 		for _, l := range o.Lines {
-			if sampleLimitRE.MatchString(l) && (names(l) || names(o.Run)) {
+			if matchLine(sampleLimitRE, l) && (names(l) || names(o.Run)) {
 				take(l)
 			}
 		}
@@ -196,7 +196,7 @@ func sampleLimitRejected(ev *Gathered, down Finding) (line, limit string) {
 			continue
 		}
 		for _, l := range o.Lines {
-			if m := sampleLimitValueRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(sampleLimitValueRE, l); m != nil {
 				limit = m[1]
 			}
 		}

@@ -59,7 +59,7 @@ var (
 // secretMountDenied reports whether a FailedMount message is a secret
 // store's provider refused the secret for want of a permission.
 func secretMountDenied(msg string) bool {
-	return secretStoreRE.MatchString(msg) && secretDeniedRE.MatchString(msg)
+	return matchLine(secretStoreRE, msg) && matchLine(secretDeniedRE, msg)
 }
 
 var secretMountDeniedM = &mechanism{
@@ -83,7 +83,7 @@ var secretMountDeniedM = &mechanism{
 				return true
 			}
 		}
-		return iamChangeRE.MatchString(t) || strings.Contains(t, "secretproviderclass")
+		return matchLine(iamChangeRE, t) || strings.Contains(t, "secretproviderclass")
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -112,16 +112,16 @@ var secretMountDeniedM = &mechanism{
 // secretMountFacts reads what a provider's refusal says: the secret, the
 // identity, the action, the resource and the provider.
 func secretMountFacts(f *Finding, msg string) {
-	if m := secretVolumeRE.FindStringSubmatch(msg); m != nil {
+	if m := findSubmatch(secretVolumeRE, msg); m != nil {
 		f.setFact("volume", m[1])
 	}
-	if s := firstGroup(secretObjectRE.FindStringSubmatch(msg)); s != "" {
+	if s := firstGroup(findSubmatch(secretObjectRE, msg)); s != "" {
 		f.setFact("secret", strings.Trim(s, `"'`))
 	}
-	if a := firstGroup(secretActionRE.FindStringSubmatch(msg)); a != "" {
+	if a := firstGroup(findSubmatch(secretActionRE, msg)); a != "" {
 		f.setFact("action", a)
 	}
-	if r := firstGroup(secretResourceRE.FindStringSubmatch(msg)); r != "" {
+	if r := firstGroup(findSubmatch(secretResourceRE, msg)); r != "" {
 		f.setFact("resource", strings.TrimRight(r, ".,;"))
 	}
 	l := strings.ToLower(msg)
@@ -135,12 +135,12 @@ func secretMountFacts(f *Finding, msg string) {
 	case strings.Contains(l, "vault"):
 		f.setFact("provider", "Vault")
 	}
-	if p := firstGroup(secretPrincipalRE.FindStringSubmatch(msg)); p != "" {
+	if p := firstGroup(findSubmatch(secretPrincipalRE, msg)); p != "" {
 		secretIdentity(f, p)
 	}
 	d := "access denied"
 	for _, re := range []*regexp.Regexp{regexp.MustCompile(`(?i)AccessDeniedException|AccessDenied|ForbiddenByRbac|ForbiddenByPolicy|PermissionDenied|PERMISSION_DENIED|Code: 403[^*]*\* (?:1 error occurred:\s*\*\s*)?permission denied|permission denied`)} {
-		if m := re.FindString(msg); m != "" {
+		if m := findString(re, msg); m != "" {
 			d = strings.Join(strings.Fields(m), " ")
 		}
 	}
@@ -201,7 +201,7 @@ func detectSecretMountGrants(ev *Gathered, found []Finding) []Finding {
 			text := strings.Join(c.Lines, "\n")
 			saCommand := strings.Contains(c.Command, "serviceaccount") || strings.Contains(c.Command, " sa ")
 			if f.fact("principal") == "" && saCommand {
-				if m := identityAnnotationRE.FindStringSubmatch(text); m != nil {
+				if m := findSubmatch(identityAnnotationRE, text); m != nil {
 					secretIdentity(&g, firstGroup(m))
 					g.Evidence = append(g.Evidence, fmt.Sprintf("service account of %s is bound to %s (%s)", f.Subject, firstGroup(m), c.Command))
 				}

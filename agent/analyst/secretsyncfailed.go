@@ -91,13 +91,13 @@ func (s *secretSync) note(at time.Time, line string) {
 	if s.line == "" {
 		s.line = line
 	}
-	for _, r := range secretReasonRE.FindAllString(line, -1) {
+	for _, r := range findAllString(secretReasonRE, line, -1) {
 		r = strings.TrimSpace(strings.ReplaceAll(r, `\n`, " "))
 		if s.reason == "" || secretReasonRank(r) > secretReasonRank(s.reason) {
 			s.reason = r
 		}
 	}
-	if m := esoStoreRE.FindStringSubmatch(line); m != nil && s.store == "" {
+	if m := findSubmatch(esoStoreRE, line); m != nil && s.store == "" {
 		s.store = m[2] + " " + m[1]
 	}
 }
@@ -119,7 +119,7 @@ func secretSyncs(ev *Gathered) *keyed[secretSync] {
 		if kind != "externalsecret" && kind != "sealedsecret" {
 			continue
 		}
-		if !secretSyncFailRE.MatchString(e.Reason + " " + e.Message) {
+		if !matchLine(secretSyncFailRE, e.Reason+" "+e.Message) {
 			continue
 		}
 		ctrl := "ExternalSecret"
@@ -131,17 +131,17 @@ func secretSyncs(ev *Gathered) *keyed[secretSync] {
 	}
 	for x := range incidentMatches(ev, secretSyncFailRE) {
 		for _, line := range x.t.Lines() {
-			if !secretSyncFailRE.MatchString(line) {
+			if !matchLine(secretSyncFailRE, line) {
 				continue
 			}
 			at := orTime(x.t.FirstSeen, x.t.FirstIncident)
-			if m := esoLogObjRE.FindStringSubmatch(line); m != nil {
+			if m := findSubmatch(esoLogObjRE, line); m != nil {
 				if m[1] != "" {
 					get(m[2], m[1], "ExternalSecret").note(at, line)
 				} else {
 					get(m[3], m[4], "ExternalSecret").note(at, line)
 				}
-			} else if m := sealedLogObjRE.FindStringSubmatch(line); m != nil && strings.Contains(strings.ToLower(line), "decrypt") {
+			} else if m := findSubmatch(sealedLogObjRE, line); m != nil && strings.Contains(strings.ToLower(line), "decrypt") {
 				get(m[1], m[2], "SealedSecret").note(at, line)
 			}
 		}
@@ -150,16 +150,16 @@ func secretSyncs(ev *Gathered) *keyed[secretSync] {
 	// Deployment).
 	for _, c := range ev.Commands {
 		for _, line := range c.Lines {
-			if !secretSyncFailRE.MatchString(line) && secretReasonRE.FindString(line) == "" {
+			if !matchLine(secretSyncFailRE, line) && findString(secretReasonRE, line) == "" {
 				continue
 			}
-			if m := esoLogObjRE.FindStringSubmatch(line); m != nil {
+			if m := findSubmatch(esoLogObjRE, line); m != nil {
 				ns, name := m[2], m[1]
 				if name == "" {
 					ns, name = m[3], m[4]
 				}
 				get(ns, name, "ExternalSecret").note(time.Time{}, line)
-			} else if m := sealedLogObjRE.FindStringSubmatch(line); m != nil && strings.Contains(strings.ToLower(line), "decrypt") {
+			} else if m := findSubmatch(sealedLogObjRE, line); m != nil && strings.Contains(strings.ToLower(line), "decrypt") {
 				get(m[1], m[2], "SealedSecret").note(time.Time{}, line)
 			}
 		}
@@ -169,10 +169,10 @@ func secretSyncs(ev *Gathered) *keyed[secretSync] {
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
 			for _, line := range t.Lines() {
-				if secretReasonRE.FindString(line) == "" {
+				if findString(secretReasonRE, line) == "" {
 					continue
 				}
-				if m := esoLogObjRE.FindStringSubmatch(line); m != nil {
+				if m := findSubmatch(esoLogObjRE, line); m != nil {
 					ns, name := m[2], m[1]
 					if name == "" {
 						ns, name = m[3], m[4]
@@ -245,7 +245,7 @@ func detectSecretSyncFailed(ev *Gathered, found []Finding) []Finding {
 			if e.InvolvedObject.Kind != "Pod" || e.InvolvedObject.Namespace != s.ns {
 				continue
 			}
-			if m := missingRefRE.FindStringSubmatch(e.Message); m != nil && m[3] != "" && (m[5] == s.name || m[5] == s.ns+"/"+s.name) {
+			if m := findSubmatch(missingRefRE, e.Message); m != nil && m[3] != "" && (m[5] == s.name || m[5] == s.ns+"/"+s.name) {
 				p := corev1.Pod{}
 				p.Name, p.Namespace = e.InvolvedObject.Name, s.ns
 				p.Spec.Containers = []corev1.Container{{Env: []corev1.EnvVar{{Name: m[3], ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -290,7 +290,7 @@ func detectSecretSyncFailed(ev *Gathered, found []Finding) []Finding {
 			// The missing key the kubelet names, else the keys read.
 			key := ""
 			for _, e := range ev.K8s.Events {
-				if m := missingRefRE.FindStringSubmatch(e.Message); m != nil && m[3] != "" && (m[5] == s.name || strings.HasSuffix(m[5], "/"+s.name)) {
+				if m := findSubmatch(missingRefRE, e.Message); m != nil && m[3] != "" && (m[5] == s.name || strings.HasSuffix(m[5], "/"+s.name)) {
 					key = m[3]
 				}
 			}

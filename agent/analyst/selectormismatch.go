@@ -71,7 +71,7 @@ func readSelectorRejected(ev *Gathered, f *Finding) {
 	}
 	var hit timedLine
 	for _, l := range eventLines(ev, selectorRejectedRE) {
-		m := selectorRejectedRE.FindStringSubmatch(l.Text)
+		m := findSubmatch(selectorRejectedRE, l.Text)
 		if m == nil || !strings.EqualFold(m[2], wl) && !strings.EqualFold(m[2], f.Subject) {
 			continue
 		}
@@ -82,7 +82,7 @@ func readSelectorRejected(ev *Gathered, f *Finding) {
 	if hit.Text == "" {
 		return
 	}
-	m := selectorRejectedRE.FindStringSubmatch(hit.Text)
+	m := findSubmatch(selectorRejectedRE, hit.Text)
 	f.setFact("rejected", hit.Text)
 	f.setFact("rejected_kind", m[1])
 	f.setFact("why", fmt.Sprintf("the apply of %s %s was rejected: its spec.selector is immutable", m[1], m[2]))
@@ -276,7 +276,7 @@ func waitersOf(svc corev1.Service, pods []corev1.Pod) []string {
 			for _, e := range c.Env {
 				text += " " + e.Value
 			}
-			if !nameRE.MatchString(text) {
+			if !matchLine(nameRE, text) {
 				continue
 			}
 			what := "container " + c.Name

@@ -60,11 +60,11 @@ func servedRequests(ev *Gathered, wl, ns string, since time.Time) served {
 // clientRequest reports whether a request came from a client rather than
 // from a probe, a health check or a scraper.
 func clientRequest(r requestLine) bool {
-	if platformAgentRE.MatchString(r.Agent) || synthAgentRE.MatchString(r.Agent) {
+	if matchLine(platformAgentRE, r.Agent) || matchLine(synthAgentRE, r.Agent) {
 		return false
 	}
 	path, _, _ := strings.Cut(r.Path, "?")
-	return r.Agent != "" || !probePathRE.MatchString(path)
+	return r.Agent != "" || !matchLine(probePathRE, path)
 }
 
 // servesClients reports whether the pods of wl answered clients at or

@@ -175,7 +175,7 @@ func probePortMismatch(ev *Gathered, found []Finding) []Finding {
 			port, declared := probePort(probe, c.Ports)
 			if port == "" && probe != nil {
 				// The kubelet's message names the port it checked.
-				if m := probeTargetRE.FindStringSubmatch(f.fact("message")); m != nil {
+				if m := findSubmatch(probeTargetRE, f.fact("message")); m != nil {
 					port = m[1]
 				}
 			}

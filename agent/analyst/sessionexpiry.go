@@ -54,7 +54,7 @@ func sessionLifetimes(ev *Gathered) []sessionLife {
 	var out []sessionLife
 	seen := map[string]bool{}
 	add := func(l, where string) {
-		for _, m := range sessionLifetimeRE.FindAllStringSubmatch(l, -1) {
+		for _, m := range findAllSubmatch(sessionLifetimeRE, l, -1) {
 			d := durationOf(m[2], m[3], time.Second)
 			if d < time.Minute || d > 48*time.Hour {
 				continue
@@ -89,7 +89,7 @@ func sessionLifetimes(ev *Gathered) []sessionLife {
 func runElapsed(lines []string, ref time.Time) (time.Duration, string) {
 	// What the process says at its end is the run's own measure.
 	for _, l := range lines {
-		if m := sessionElapsedRE.FindStringSubmatch(l); m != nil && !strings.Contains(strings.ToLower(l), "elapsed=") {
+		if m := findSubmatch(sessionElapsedRE, l); m != nil && !strings.Contains(strings.ToLower(l), "elapsed=") {
 			unit := "s"
 			if strings.HasPrefix(strings.ToLower(m[2]), "m") {
 				unit = "m"
@@ -109,7 +109,7 @@ func runElapsed(lines []string, ref time.Time) (time.Duration, string) {
 		if first.IsZero() || t.Before(first) {
 			first = t
 		}
-		if sessionExpiredRE.MatchString(l) && (expired.IsZero() || t.Before(expired)) {
+		if matchLine(sessionExpiredRE, l) && (expired.IsZero() || t.Before(expired)) {
 			expired = t
 		}
 	}
@@ -140,7 +140,7 @@ func jobRan(k K8sEvidence, name string) time.Duration {
 // run had lasted at least about the lifetime the evidence states, the
 // session ran out under it. It sets the finding's facts and evidence.
 func sessionOutlived(ev *Gathered, f *Finding, lines []string) bool {
-	if !sessionExpiredRE.MatchString(f.fact("line")) && !anyMatch(sessionExpiredRE, lines) {
+	if !matchLine(sessionExpiredRE, f.fact("line")) && !anyMatch(sessionExpiredRE, lines) {
 		return false
 	}
 	elapsed, how := runElapsed(lines, ev.Window.End)
@@ -203,7 +203,7 @@ func durationWords(d time.Duration) string {
 // anyMatch reports whether re matches any of lines.
 func anyMatch(re *regexp.Regexp, lines []string) bool {
 	for _, l := range lines {
-		if re.MatchString(l) {
+		if matchLine(re, l) {
 			return true
 		}
 	}

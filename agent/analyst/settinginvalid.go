@@ -119,7 +119,7 @@ func refusedSetting(lines []evidence.LogLine, i int) (key, value string, ok bool
 	text := ReadableLine(lines[i].Text)
 	bare := false
 	for k, form := range settingForms {
-		m := form.re.FindStringSubmatch(text)
+		m := findSubmatch(form.re, text)
 		if m == nil {
 			continue
 		}
@@ -144,7 +144,7 @@ func refusedSetting(lines []evidence.LogLine, i int) (key, value string, ok bool
 		return key, value, value != ""
 	}
 	for j := i + 1; value == "" && j < len(lines) && j <= i+6; j++ {
-		if m := valueLineRE.FindStringSubmatch(lines[j].Text); m != nil {
+		if m := findSubmatch(valueLineRE, lines[j].Text); m != nil {
 			value = m[1]
 		}
 	}
@@ -189,9 +189,9 @@ func readSetting(f *Finding, key, value, text string) {
 	f.setFact("setting", key)
 	f.setFact("value", value)
 	valid := wellKnownValues[key]
-	if m := validListRE.FindStringSubmatch(text); m != nil {
+	if m := findSubmatch(validListRE, text); m != nil {
 		var listed []string
-		for _, q := range valueWordRE.FindAllStringSubmatch(m[1], -1) {
+		for _, q := range findAllSubmatch(valueWordRE, m[1], -1) {
 			switch strings.ToLower(q[1]) {
 			case "default", "and", "or":
 				continue

@@ -77,7 +77,7 @@ func detectShardLimit(ev *Gathered, found []Finding) []Finding {
 		}
 		at := firstOf(m.t.FirstIncident, m.t.FirstSeen)
 		if line == "" || at.Before(from) {
-			sm := shardLimitRE.FindStringSubmatch(m.line)
+			sm := findSubmatch(shardLimitRE, m.line)
 			line, open, limit = sm[0], sm[2], sm[3]
 			from = at
 		}
@@ -88,7 +88,7 @@ func detectShardLimit(ev *Gathered, found []Finding) []Finding {
 	cluster := ""
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := esClusterNameRE.FindStringSubmatch(l); m != nil && cluster == "" {
+			if m := findSubmatch(esClusterNameRE, l); m != nil && cluster == "" {
 				cluster = m[1]
 			}
 		}
@@ -108,7 +108,7 @@ func detectShardLimit(ev *Gathered, found []Finding) []Finding {
 	for pass := 0; pass < 2 && f.fact("cleanup") == ""; pass++ {
 		for i := range found {
 			g := &found[i]
-			if !retentionJobRE.MatchString(g.Subject) || g.Severity == SevInfo || len(g.Evidence) == 0 {
+			if !matchLine(retentionJobRE, g.Subject) || g.Severity == SevInfo || len(g.Evidence) == 0 {
 				continue
 			}
 			if pass == 0 && (g.Kind == KindJobFailed || g.Kind == KindCrashLoop) {

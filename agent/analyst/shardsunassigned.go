@@ -73,7 +73,7 @@ var shardsUnassigned = &mechanism{
 	// shards.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && dataNodeChangeRE.MatchString(changeText(c))
+		return c.Kind != KindDeploy && c.Kind != KindFeatureFlag && matchLine(dataNodeChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the search cluster %s is red since %s: primary shards", h.Subject, hm(h.Onset))
@@ -123,7 +123,7 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 	var clients []string
 	for set, t := range incidentTemplates(ev) {
 		for _, line := range t.Lines() {
-			if m := nodeLeftRE.FindStringSubmatch(line); m != nil && node == "" && (strings.Contains(line, "node-left") || shardClusterRE.MatchString(line)) {
+			if m := findSubmatch(nodeLeftRE, line); m != nil && node == "" && (strings.Contains(line, "node-left") || matchLine(shardClusterRE, line)) {
 				node, reason = firstGroup(m), strings.TrimSpace(orWord(m[2], m[4]))
 			}
 		}
@@ -132,10 +132,10 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 			continue
 		}
 		at := orTime(t.FirstIncident, t.FirstSeen)
-		if m := shardIndexRE.FindStringSubmatch(line); m != nil {
+		if m := findSubmatch(shardIndexRE, line); m != nil {
 			shards[m[1]+"]["+m[2]] = true
 		}
-		if shardClusterRE.MatchString(line) {
+		if matchLine(shardClusterRE, line) {
 			if cluster == "" {
 				cluster = set.Subject
 			}
@@ -164,21 +164,21 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 		x := map[string]string{}
 		for _, l := range c.Lines {
 			t := strings.TrimSpace(l)
-			if m := healthNameRE.FindStringSubmatch(t); m != nil {
+			if m := findSubmatch(healthNameRE, t); m != nil {
 				name = m[1]
 			}
-			if m := explainFieldRE.FindStringSubmatch(t); m != nil && x[m[1]] == "" {
+			if m := findSubmatch(explainFieldRE, t); m != nil && x[m[1]] == "" {
 				x[m[1]] = m[2]
 			}
-			if m := catHealthRedRE.FindStringSubmatch(t); m != nil && !red {
+			if m := findSubmatch(catHealthRedRE, t); m != nil && !red {
 				red, name = true, m[1]
 				evid = append(evid, "cluster health: "+quote(t, 80)+" ("+c.Command+")")
 			}
-			if healthRedRE.MatchString(t) && !red {
+			if matchLine(healthRedRE, t) && !red {
 				red = true
 				evid = append(evid, "cluster health: "+quote(t, 60)+" ("+c.Command+")")
 			}
-			if m := unassignedRowRE.FindStringSubmatch(t); m != nil {
+			if m := findSubmatch(unassignedRowRE, t); m != nil {
 				if !shards[m[1]+"]["+m[2]] {
 					shards[m[1]+"]["+m[2]] = true
 				}
@@ -186,11 +186,11 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 					evid = append(evid, "shard table: "+quote(t, 120))
 				}
 			}
-			if strings.Contains(c.Command, "replicas") && zeroReplicasRE.MatchString(t) {
+			if strings.Contains(c.Command, "replicas") && matchLine(zeroReplicasRE, t) {
 				zero = true
 			}
-			if node != "" && strings.Contains(c.Command, node) && volumeZoneRE.MatchString(t) && nodeState == "" {
-				nodeState = "its pod is Pending, the scheduler finds " + volumeZoneRE.FindString(t)
+			if node != "" && strings.Contains(c.Command, node) && matchLine(volumeZoneRE, t) && nodeState == "" {
+				nodeState = "its pod is Pending, the scheduler finds " + findString(volumeZoneRE, t)
 				evid = append(evid, fmt.Sprintf("%s: %s", node, quote(t, 200)))
 			}
 		}
@@ -222,8 +222,8 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 	}
 	if node != "" && nodeState == "" {
 		for _, f := range ev.K8s.Events {
-			if strings.Contains(f.InvolvedObject.Name, node) && volumeZoneRE.MatchString(f.Message) {
-				nodeState = "its pod is Pending, the scheduler finds " + volumeZoneRE.FindString(f.Message)
+			if strings.Contains(f.InvolvedObject.Name, node) && matchLine(volumeZoneRE, f.Message) {
+				nodeState = "its pod is Pending, the scheduler finds " + findString(volumeZoneRE, f.Message)
 				evid = append(evid, fmt.Sprintf("%s: %s %s", node, f.Reason, quote(f.Message, 200)))
 				break
 			}
@@ -233,7 +233,7 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 		// The zone its volume is bound to.
 		for _, c := range ev.Commands {
 			for _, l := range c.Lines {
-				if m := zoneValueRE.FindStringSubmatch(l); m != nil && strings.Contains(c.Command, "pv") {
+				if m := findSubmatch(zoneValueRE, l); m != nil && strings.Contains(c.Command, "pv") {
 					nodeState += fmt.Sprintf(" (its volume is bound to zone %s)", m[1])
 					break
 				}
@@ -269,7 +269,7 @@ func detectShardsUnassigned(ev *Gathered, _ []Finding) []Finding {
 		f.setFact("caller", cluster)
 	}
 	for _, c := range append(ev.Earlier, ev.Changes...) {
-		if zeroReplicasRE.MatchString(c.Description) {
+		if matchLine(zeroReplicasRE, c.Description) {
 			zero = true
 			f.setFact("replicas_change", c.Timestamp.UTC().Format("15:04")+" UTC: "+c.Description)
 		}

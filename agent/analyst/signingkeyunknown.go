@@ -63,7 +63,7 @@ var (
 
 // tokenKid is the key ID a validation failure names.
 func tokenKid(line string) string {
-	for _, m := range kidRE.FindAllStringSubmatch(line, -1) {
+	for _, m := range findAllSubmatch(kidRE, line, -1) {
 		if k := strings.Trim(m[1], `\"'`); k != "" && !strings.EqualFold(k, "or") && !strings.EqualFold(k, "not") {
 			return k
 		}
@@ -73,7 +73,7 @@ func tokenKid(line string) string {
 
 // cachedKeys is the list of key IDs the validator says it holds.
 func cachedKeys(line string) string {
-	if m := cachedKeysRE.FindStringSubmatch(line); m != nil && strings.Contains(line, "kid") {
+	if m := findSubmatch(cachedKeysRE, line); m != nil && strings.Contains(line, "kid") {
 		return "keys " + m[1]
 	}
 	return ""
@@ -81,7 +81,7 @@ func cachedKeys(line string) string {
 
 // keysFetched is when the validator says it fetched its key set.
 func keysFetched(line string) string {
-	if m := fetchedRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(fetchedRE, line); m != nil {
 		return m[1]
 	}
 	return ""

@@ -70,7 +70,7 @@ var (
 // durationLinePattern is the pattern of request lines carrying durations,
 // for a latency question ("" for other questions).
 func durationLinePattern(sc Scope) string {
-	if !durationAskRE.MatchString(sc.Message + " " + sc.Hint + " " + sc.Alert) {
+	if !matchLine(durationAskRE, sc.Message+" "+sc.Hint+" "+sc.Alert) {
 		return ""
 	}
 	return `(?i)[a-z][\w.-]*(?:_ms|_millis|_us|_seconds|_secs|_sec|_s|_time|_duration|_latency|Ms|Millis|Time|Duration)"?\s*[=:]\s*"?\d|[a-z][\w.-]*"?\s*[=:]\s*"?\d+(?:\.\d+)?\s*(?:ms|s|us)\b`
@@ -130,9 +130,9 @@ func callTimes(line string) map[string]float64 {
 		name, suffix := key, ""
 		if nginxTimes[key] != "" {
 			name, suffix = strings.TrimSuffix(nginxTimes[key], "="), "time"
-		} else if km := camelDurRE.FindStringSubmatch(m[1]); km != nil {
+		} else if km := findSubmatch(camelDurRE, m[1]); km != nil {
 			name, suffix = strings.ToLower(km[1]), strings.ToLower(km[2])
-		} else if km := durKeyRE.FindStringSubmatch(key); km != nil {
+		} else if km := findSubmatch(durKeyRE, key); km != nil {
 			name, suffix = km[1]+km[3], km[2]+km[4]
 		}
 		if suffix != "" {

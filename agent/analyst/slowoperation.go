@@ -63,10 +63,10 @@ var startupTimeRE = regexp.MustCompile(`(?i)\bStarted \w+ in \d|\bServer startup
 // lineDuration is the longest duration a log line reports, in seconds.
 func lineDuration(line string) (float64, bool) {
 	best, ok := 0.0, false
-	if threadHeaderRE.MatchString(line) || startupTimeRE.MatchString(line) {
+	if matchLine(threadHeaderRE, line) || matchLine(startupTimeRE, line) {
 		return 0, false
 	}
-	for _, m := range durationRE.FindAllStringSubmatch(line, -1) {
+	for _, m := range findAllSubmatch(durationRE, line, -1) {
 		v, err := strconv.ParseFloat(m[1], 64)
 		if err != nil {
 			continue
@@ -95,7 +95,7 @@ const slowBar = 1.0
 // longest time, when it is at least slowBar and several times what other
 // lines of the same template report.
 func detectLoggedDurations(ev *Gathered, _ []Finding) []Finding {
-	asked := latencyAskRE.MatchString(ev.Scope.Message + " " + ev.Scope.Hint + " " + ev.Scope.Alert)
+	asked := matchLine(latencyAskRE, ev.Scope.Message+" "+ev.Scope.Hint+" "+ev.Scope.Alert)
 	var out []Finding
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
@@ -105,7 +105,7 @@ func detectLoggedDurations(ev *Gathered, _ []Finding) []Finding {
 		timesOut := false
 		if !asked {
 			for _, t := range set.Templates {
-				if t.Incident > 0 && t.Baseline == 0 && timeoutM.lines.MatchString(t.Example) {
+				if t.Incident > 0 && t.Baseline == 0 && matchLine(timeoutM.lines, t.Example) {
 					timesOut = true
 				}
 			}
@@ -116,7 +116,7 @@ func detectLoggedDurations(ev *Gathered, _ []Finding) []Finding {
 		var best *Finding
 		bestMax := 0.0
 		for _, t := range set.Templates {
-			if t.Incident == 0 || timesOut && (timeoutM.lines.MatchString(t.Example) || !strings.Contains(strings.ToLower(t.Example), "slow")) {
+			if t.Incident == 0 || timesOut && (matchLine(timeoutM.lines, t.Example) || !strings.Contains(strings.ToLower(t.Example), "slow")) {
 				continue
 			}
 			hi, okE := lineDuration(t.Example)
@@ -152,7 +152,7 @@ func detectLoggedDurations(ev *Gathered, _ []Finding) []Finding {
 			f.setFact("line", line)
 			f.setFact("caller", set.Subject)
 			f.setFact("lines", strconv.Itoa(t.Incident))
-			if m := opWordRE.FindStringSubmatch(line); m != nil {
+			if m := findSubmatch(opWordRE, line); m != nil {
 				var op []string
 				phrase := m[2]
 				if m[1] != "" {

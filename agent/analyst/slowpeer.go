@@ -81,7 +81,7 @@ func (g *gatherer) gatherSlowPeers(ctx context.Context) []Finding {
 	if g.src == nil || g.src.Traces == nil || ctx.Err() != nil {
 		return nil
 	}
-	if !durationAskRE.MatchString(g.sc.Message + " " + g.sc.Hint + " " + g.sc.Alert) {
+	if !matchLine(durationAskRE, g.sc.Message+" "+g.sc.Hint+" "+g.sc.Alert) {
 		return nil
 	}
 	w := g.sc.Window

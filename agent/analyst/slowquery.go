@@ -95,7 +95,7 @@ func detectTimeoutSet(ev *Gathered, found []Finding) []Finding {
 	var cancels []Finding
 	var first time.Time
 	for _, f := range found {
-		if f.Kind == KindSlowQuery && timeoutCancelRE.MatchString(f.fact("line")+" "+f.Summary+" "+strings.Join(f.Evidence, " ")) {
+		if f.Kind == KindSlowQuery && matchLine(timeoutCancelRE, f.fact("line")+" "+f.Summary+" "+strings.Join(f.Evidence, " ")) {
 			cancels = append(cancels, f)
 			if first.IsZero() || f.Time.Before(first) {
 				first = f.Time
@@ -104,7 +104,7 @@ func detectTimeoutSet(ev *Gathered, found []Finding) []Finding {
 	}
 	for _, ls := range ev.Logs {
 		for _, t := range ls.Templates {
-			if timeoutCancelRE.MatchString(t.Example) && !t.FirstSeen.IsZero() && (first.IsZero() || t.FirstSeen.Before(first)) {
+			if matchLine(timeoutCancelRE, t.Example) && !t.FirstSeen.IsZero() && (first.IsZero() || t.FirstSeen.Before(first)) {
 				first = t.FirstSeen
 			}
 		}
@@ -150,7 +150,7 @@ func detectTimeoutSet(ev *Gathered, found []Finding) []Finding {
 func latestTimeoutSet(ev *Gathered, first time.Time) *timeoutSet {
 	var best *timeoutSet
 	consider := func(text string, at time.Time) {
-		m := timeoutSetRE.FindStringSubmatch(text)
+		m := findSubmatch(timeoutSetRE, text)
 		if m == nil || at.IsZero() || !first.IsZero() && at.After(first) {
 			return
 		}

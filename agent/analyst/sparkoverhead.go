@@ -35,7 +35,7 @@ var (
 
 // sparkMem reads a Spark memory string into bytes (0: not one).
 func sparkMem(s string) int64 {
-	m := sparkMemRE.FindStringSubmatch(s)
+	m := findSubmatch(sparkMemRE, s)
 	if m == nil {
 		return 0
 	}
@@ -79,7 +79,7 @@ func sparkExecutorOverhead(f *Finding, c *corev1.Container) {
 func describeSparkOverhead(h *Hypothesis) string {
 	d := fmt.Sprintf("%s Spark executors are OOMKilled (exit code 137) by the kernel at their pod memory limit of %s: the limit is the %s heap (spark.executor.memory) plus only %s of spark.executor.memoryOverhead, and what the executor uses outside the JVM heap — the Python worker processes of PySpark and pandas_udf tasks, Arrow buffers, off-heap and native memory — counts only against that overhead",
 		h.Subject, orWord(h.fact("memory_limit"), "?"), h.fact("spark_heap"), h.fact("spark_overhead"))
-	if t := h.Trigger; t != nil && sparkOffHeapChangeRE.MatchString(changeText(t)) {
+	if t := h.Trigger; t != nil && matchLine(sparkOffHeapChangeRE, changeText(t)) {
 		d += fmt.Sprintf("; %s moved work outside the JVM (%s)", orWord(t.fact("revision"), "its release"), truncate(t.fact("description"), 160))
 	}
 	d += "; the nodes are not short: each executor outgrows its own pod"

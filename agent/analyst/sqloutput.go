@@ -52,7 +52,7 @@ func sqlTables(lines []string) []sqlTable {
 	for i := 0; i < len(lines); i++ {
 		l := strings.TrimSpace(lines[i])
 		switch {
-		case boxRuleRE.MatchString(l) && i+2 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "|") && (boxRuleRE.MatchString(strings.TrimSpace(lines[i+2])) || pgcliRuleRE.MatchString(strings.TrimSpace(lines[i+2]))):
+		case matchLine(boxRuleRE, l) && i+2 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "|") && (matchLine(boxRuleRE, strings.TrimSpace(lines[i+2])) || matchLine(pgcliRuleRE, strings.TrimSpace(lines[i+2]))):
 			t := sqlTable{cols: boxCells(lines[i+1], true)}
 			j := i + 3
 			for ; j < len(lines); j++ {
@@ -64,7 +64,7 @@ func sqlTables(lines []string) []sqlTable {
 			}
 			out = append(out, t)
 			i = j
-		case psqlRuleRE.MatchString(l) && len(l) >= 3 && i > 0 && strings.TrimSpace(lines[i-1]) != "":
+		case matchLine(psqlRuleRE, l) && len(l) >= 3 && i > 0 && strings.TrimSpace(lines[i-1]) != "":
 			t := sqlTable{cols: splitCells(lines[i-1], true)}
 			if len(t.cols) != strings.Count(l, "+")+1 {
 				continue
@@ -72,7 +72,7 @@ func sqlTables(lines []string) []sqlTable {
 			j := i + 1
 			for ; j < len(lines); j++ {
 				r := strings.TrimSpace(lines[j])
-				if r == "" || psqlCountRE.MatchString(r) {
+				if r == "" || matchLine(psqlCountRE, r) {
 					break
 				}
 				cells := splitCells(lines[j], false)
@@ -83,20 +83,20 @@ func sqlTables(lines []string) []sqlTable {
 			}
 			out = append(out, t)
 			i = j
-		case psqlRecordRE.MatchString(l) || mysqlRowRE.MatchString(l):
+		case matchLine(psqlRecordRE, l) || matchLine(mysqlRowRE, l):
 			// Consecutive records of the expanded formats make one table.
 			t := sqlTable{}
 			j := i
 			for j < len(lines) {
 				h := strings.TrimSpace(lines[j])
-				if !psqlRecordRE.MatchString(h) && !mysqlRowRE.MatchString(h) {
+				if !matchLine(psqlRecordRE, h) && !matchLine(mysqlRowRE, h) {
 					break
 				}
-				vertical := mysqlRowRE.MatchString(h)
+				vertical := matchLine(mysqlRowRE, h)
 				row := make([]string, len(t.cols))
 				for j++; j < len(lines); j++ {
 					r := strings.TrimSpace(lines[j])
-					if r == "" || psqlRecordRE.MatchString(r) || mysqlRowRE.MatchString(r) || psqlCountRE.MatchString(r) || mysqlCountRE.MatchString(r) {
+					if r == "" || matchLine(psqlRecordRE, r) || matchLine(mysqlRowRE, r) || matchLine(psqlCountRE, r) || matchLine(mysqlCountRE, r) {
 						break
 					}
 					sep := "|"
@@ -170,7 +170,7 @@ var (
 // processlist). ok is false for NULL and anything else.
 func sqlDuration(s string) (time.Duration, bool) {
 	s = strings.TrimSpace(s)
-	if m := pgIntervalRE.FindStringSubmatch(s); m != nil {
+	if m := findSubmatch(pgIntervalRE, s); m != nil {
 		days, _ := strconv.Atoi(m[1])
 		h, _ := strconv.Atoi(m[3])
 		mi, _ := strconv.Atoi(m[4])
@@ -184,7 +184,7 @@ func sqlDuration(s string) (time.Duration, bool) {
 	if v, err := strconv.ParseFloat(s, 64); err == nil {
 		return time.Duration(v * float64(time.Second)), true
 	}
-	if ms := verboseIntervalRE.FindAllStringSubmatch(s, -1); ms != nil && strings.HasPrefix(strings.TrimPrefix(s, "@ "), ms[0][1]) {
+	if ms := findAllSubmatch(verboseIntervalRE, s, -1); ms != nil && strings.HasPrefix(strings.TrimPrefix(s, "@ "), ms[0][1]) {
 		var d time.Duration
 		for _, m := range ms {
 			v, _ := strconv.ParseFloat(m[1], 64)
@@ -225,7 +225,7 @@ var sqlHostRE = regexp.MustCompile(`(?:^|\s)(?:-h\s*|--host[= ])([A-Za-z0-9][A-Z
 // about: the server it connected to (-h), else the workload of the pod it
 // ran in, else the host it ran on; where is the pod or host itself.
 func sqlInstanceOf(c evidence.CommandOutput) (inst, where string) {
-	if m := sqlHostRE.FindStringSubmatch(c.Run); m != nil && m[1] != "localhost" && !strings.HasPrefix(m[1], "127.") {
+	if m := findSubmatch(sqlHostRE, c.Run); m != nil && m[1] != "localhost" && !strings.HasPrefix(m[1], "127.") {
 		h := strings.ToLower(DependencyName(m[1]))
 		if i := strings.Index(h, ".svc"); i > 0 && strings.Count(h[:i], ".") == 1 {
 			h = h[:strings.IndexByte(h, '.')] // a cluster Service's name
@@ -294,7 +294,7 @@ func sqlStates(cmds []evidence.CommandOutput) []*sqlState {
 	by := map[string]*sqlState{}
 	var order []string
 	for _, c := range cmds {
-		if !sqlClientRE.MatchString(c.Run) && !sqlClientRE.MatchString(c.Command) {
+		if !matchLine(sqlClientRE, c.Run) && !matchLine(sqlClientRE, c.Command) {
 			continue
 		}
 		inst, where := sqlInstanceOf(c)
@@ -307,7 +307,7 @@ func sqlStates(cmds []evidence.CommandOutput) []*sqlState {
 			by[inst] = st
 			order = append(order, inst)
 		}
-		if m := sqlClientRE.FindStringSubmatch(orWord(c.Run, c.Command)); m != nil && (strings.EqualFold(m[2], "mysql") || strings.EqualFold(m[2], "mariadb")) {
+		if m := findSubmatch(sqlClientRE, orWord(c.Run, c.Command)); m != nil && (strings.EqualFold(m[2], "mysql") || strings.EqualFold(m[2], "mariadb")) {
 			st.mysql = true
 		}
 		for _, t := range sqlTables(c.Lines) {
@@ -326,7 +326,7 @@ func (st *sqlState) read(t *sqlTable) {
 		for i, col := range t.cols {
 			v := t.rows[r][i]
 			switch {
-			case lagColumnRE.MatchString(col):
+			case matchLine(lagColumnRE, col):
 				if d, ok := sqlDuration(v); ok && d > st.lag {
 					st.lag, st.lagCol = d, col
 				}
@@ -339,7 +339,7 @@ func (st *sqlState) read(t *sqlTable) {
 		for _, col := range []string{"replica_sql_running_state", "slave_sql_running_state"} {
 			if v := t.cell(r, col); v != "" {
 				st.mysql = true
-				if ddlStateRE.MatchString(v) && st.applyingState == "" {
+				if matchLine(ddlStateRE, v) && st.applyingState == "" {
 					st.applyingState = v
 				}
 			}
@@ -352,7 +352,7 @@ func (st *sqlState) read(t *sqlTable) {
 		if u := orWord(t.cell(r, "user"), t.cell(r, "usename")); applierUser(u) {
 			st.mysql = true
 			info, state := t.cell(r, "info"), t.cell(r, "state")
-			if ddlStatementRE.MatchString(info) || ddlStateRE.MatchString(state) {
+			if matchLine(ddlStatementRE, info) || matchLine(ddlStateRE, state) {
 				age, _ := sqlDuration(t.cell(r, "time"))
 				if age >= st.applyingAge {
 					st.applying, st.applyingState, st.applyingAge = strings.TrimSpace(info), state, age
@@ -377,7 +377,7 @@ func (st *sqlState) read(t *sqlTable) {
 			continue
 		}
 		for i, col := range t.cols {
-			if !xactAgeColumnRE.MatchString(col) {
+			if !matchLine(xactAgeColumnRE, col) {
 				continue
 			}
 			d, ok := sqlDuration(t.rows[r][i])

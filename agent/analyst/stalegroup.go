@@ -52,7 +52,7 @@ func groupFailing(ev *Gathered, group string) bool {
 				continue
 			}
 			for _, l := range t.Lines() {
-				if named.MatchString(l) && consumerFailRE.MatchString(l) {
+				if matchLine(named, l) && matchLine(consumerFailRE, l) {
 					return true
 				}
 			}
@@ -107,7 +107,7 @@ func detectStaleGroup(ev *Gathered, found []Finding) []Finding {
 		}
 		header := false
 		for _, l := range c.Lines {
-			if m := noMembersRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(noMembersRE, l); m != nil {
 				g := groups[m[1]]
 				if g == nil {
 					g = &groupState{name: m[1], members: map[string]bool{}}
@@ -117,7 +117,7 @@ func detectStaleGroup(ev *Gathered, found []Finding) []Finding {
 				g.noMembersSaid = true
 				continue
 			}
-			if groupHeaderRE.MatchString(l) {
+			if matchLine(groupHeaderRE, l) {
 				header = true
 				continue
 			}

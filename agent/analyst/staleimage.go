@@ -285,7 +285,7 @@ func detectCachedTags(ev *Gathered, done []Finding) []Finding {
 			pi := &podImage{pod: p.Name, node: p.Spec.NodeName}
 			for _, s := range p.Status.ContainerStatuses {
 				if s.Name == c.Name {
-					pi.digest = digestRE.FindString(imageDigest(s.ImageID))
+					pi.digest = findString(digestRE, imageDigest(s.ImageID))
 				}
 			}
 			g.pods[p.Name] = pi
@@ -300,7 +300,7 @@ func detectCachedTags(ev *Gathered, done []Finding) []Finding {
 	}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			d := digestRE.FindString(l)
+			d := findString(digestRE, l)
 			if d == "" {
 				continue
 			}
@@ -511,12 +511,12 @@ func registryDigests(ev *Gathered, image string) (tagNow string, named map[strin
 	named = map[string]string{}
 	repo := strings.TrimSuffix(image, ":"+imageTag(image))
 	for _, c := range ev.Commands {
-		if !registryDigestCmdRE.MatchString(c.Command) || !strings.Contains(c.Command, repo) {
+		if !matchLine(registryDigestCmdRE, c.Command) || !strings.Contains(c.Command, repo) {
 			continue
 		}
 		var d string
 		for _, l := range c.Lines {
-			if d = digestRE.FindString(l); d != "" {
+			if d = findString(digestRE, l); d != "" {
 				break
 			}
 		}

@@ -60,16 +60,16 @@ func alertTargetGroup(a evidence.Alert) string {
 	text := a.Name + " " + a.Annotations["summary"] + " " + a.Annotations["description"] + " " + a.Annotations["message"]
 	for k, v := range a.Labels {
 		if strings.Contains(strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(k)), "targetgroup") {
-			if m := targetGroupRE.FindStringSubmatch("targetgroup/" + strings.TrimPrefix(v[strings.LastIndex(v, ":")+1:], "targetgroup/")); m != nil {
+			if m := findSubmatch(targetGroupRE, "targetgroup/"+strings.TrimPrefix(v[strings.LastIndex(v, ":")+1:], "targetgroup/")); m != nil {
 				return m[1]
 			}
 		}
 		text += " " + v
 	}
-	if !noTargetsAlertRE.MatchString(text) {
+	if !matchLine(noTargetsAlertRE, text) {
 		return ""
 	}
-	if m := targetGroupRE.FindStringSubmatch(text); m != nil {
+	if m := findSubmatch(targetGroupRE, text); m != nil {
 		return orWord(m[1], m[2])
 	}
 	return ""
@@ -123,7 +123,7 @@ func readTargetGroupOwners(cmds []evidence.CommandOutput) map[string][2]string {
 					flush()
 				}
 				if strings.Contains(t, "targetGroupARN") {
-					if m := targetGroupRE.FindStringSubmatch(t); m != nil {
+					if m := findSubmatch(targetGroupRE, t); m != nil {
 						tg = m[1]
 					}
 				}
@@ -132,7 +132,7 @@ func readTargetGroupOwners(cmds []evidence.CommandOutput) map[string][2]string {
 					continue
 				}
 				if inRef {
-					if m := serviceRefNameRE.FindStringSubmatch(l); m != nil {
+					if m := findSubmatch(serviceRefNameRE, l); m != nil {
 						svc, inRef = m[1], false
 					} else if !strings.HasPrefix(t, "port") {
 						inRef = false
@@ -143,8 +143,8 @@ func readTargetGroupOwners(cmds []evidence.CommandOutput) map[string][2]string {
 		}
 		// describe-tags of a target group: the controller's stack tag.
 		if strings.Contains(cmd, "describe-tags") {
-			if m := targetGroupRE.FindStringSubmatch(c.Command); m != nil && m[1] != "" {
-				if s := stackTagRE.FindStringSubmatch(strings.Join(c.Lines, " ")); s != nil {
+			if m := findSubmatch(targetGroupRE, c.Command); m != nil && m[1] != "" {
+				if s := findSubmatch(stackTagRE, strings.Join(c.Lines, " ")); s != nil {
 					out[strings.ToLower(m[1])] = [2]string{s[2], "tag " + strings.TrimSpace(s[0])}
 				}
 			}
@@ -164,7 +164,7 @@ func readTargetHealth(cmds []evidence.CommandOutput, group string) (targets, hea
 		for _, l := range c.Lines {
 			t := strings.TrimSpace(l)
 			if strings.Contains(t, `"State"`) || strings.Contains(strings.ToLower(t), "state:") || !strings.ContainsAny(t, `{}[]":`) {
-				if m := healthStateRE.FindStringSubmatch(t); m != nil {
+				if m := findSubmatch(healthStateRE, t); m != nil {
 					targets++
 					if strings.EqualFold(m[1], "healthy") {
 						healthy++
@@ -190,7 +190,7 @@ func healthyHostZero(sets []MetricSet, group string) string {
 					tg = v
 				}
 			}
-			if m := targetGroupRE.FindStringSubmatch(tg); m == nil || !strings.EqualFold(m[1], group) || len(s.Points) == 0 {
+			if m := findSubmatch(targetGroupRE, tg); m == nil || !strings.EqualFold(m[1], group) || len(s.Points) == 0 {
 				continue
 			}
 			pts := append([]evidence.Point(nil), s.Points...)
@@ -235,7 +235,7 @@ func hasWorkload(k *K8sEvidence, name string) bool {
 func removalOf(changes []evidence.Change, owner string) *evidence.Change {
 	for i := range changes {
 		c := &changes[i]
-		if (strings.EqualFold(c.Service, owner) || strings.Contains(strings.ToLower(c.Description), strings.ToLower(owner))) && removalChangeRE.MatchString(c.Description) {
+		if (strings.EqualFold(c.Service, owner) || strings.Contains(strings.ToLower(c.Description), strings.ToLower(owner))) && matchLine(removalChangeRE, c.Description) {
 			return c
 		}
 	}

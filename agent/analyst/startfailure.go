@@ -89,7 +89,7 @@ func IsStartFailure(reason, msg string, code int32) bool {
 	case "StartError", "ContainerCannotRun", "RunContainerError":
 		return msg != "" || code == 126 || code == 127 || code == 128
 	}
-	if msg != "" && startFailureMsgRE.MatchString(msg) && (code == 126 || code == 127 || code == 128 || strings.Contains(strings.ToLower(msg), "runc") || strings.Contains(strings.ToLower(msg), "oci runtime")) {
+	if msg != "" && matchLine(startFailureMsgRE, msg) && (code == 126 || code == 127 || code == 128 || strings.Contains(strings.ToLower(msg), "runc") || strings.Contains(strings.ToLower(msg), "oci runtime")) {
 		return true
 	}
 	return false
@@ -135,7 +135,7 @@ var execNameRE = regexp.MustCompile(`exec: "([^"]+)"`)
 func startMechanism(msg string) string {
 	l := strings.ToLower(msg)
 	name := ""
-	if m := execNameRE.FindStringSubmatch(msg); m != nil {
+	if m := findSubmatch(execNameRE, msg); m != nil {
 		name = m[1]
 	}
 	what := "the command"

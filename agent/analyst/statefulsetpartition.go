@@ -125,7 +125,7 @@ func detectSTSPartition(ev *Gathered, _ []Finding) []Finding {
 			if !strings.EqualFold(c.Service, ss.Name) && !mentionsName(c.Description, ss.Name) {
 				continue
 			}
-			if partitionChangeRE.MatchString(c.Description) && (set == nil || c.Timestamp.After(set.Timestamp)) {
+			if matchLine(partitionChangeRE, c.Description) && (set == nil || c.Timestamp.After(set.Timestamp)) {
 				set = c
 			} else if last == nil || c.Timestamp.After(last.Timestamp) {
 				last = c

@@ -61,7 +61,7 @@ var statsStale = &mechanism{
 		if l := strings.ToLower(h.fact("loader")); l != "" && strings.Contains(t, l) {
 			return true
 		}
-		return bulkLoadChangeRE.MatchString(t)
+		return matchLine(bulkLoadChangeRE, t)
 	},
 	describe:  describeStatsStale,
 	recommend: recommendStatsStale,
@@ -96,7 +96,7 @@ type tableStats struct {
 
 func sqlInt(s string) int64 {
 	s = strings.TrimSpace(s)
-	if !staleStatsNumRE.MatchString(s) {
+	if !matchLine(staleStatsNumRE, s) {
 		return -1
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
@@ -161,7 +161,7 @@ func detectStatsStale(ev *Gathered, _ []Finding) []Finding {
 						s.lastAnalyze = v
 					}
 				}
-				if o := t.cell(r, "reloptions"); reloptionsOffRE.MatchString(o) {
+				if o := t.cell(r, "reloptions"); matchLine(reloptionsOffRE, o) {
 					s.autovacOff = "pg_class.reloptions " + o
 				}
 			}
@@ -171,15 +171,15 @@ func detectStatsStale(ev *Gathered, _ []Finding) []Finding {
 		est, actual := int64(-1), int64(-1)
 		for _, l := range c.Lines {
 			l = strings.TrimPrefix(strings.TrimSpace(l), "|") // a boxed plan's cell
-			if m := planNodeRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(planNodeRE, l); m != nil {
 				node, index, table = strings.TrimSpace(m[1]), m[2], tableName(m[3])
 				est, actual = -1, -1
-				if e := planEstimateRE.FindStringSubmatch(l); e != nil {
+				if e := findSubmatch(planEstimateRE, l); e != nil {
 					est, actual = sqlInt(e[1]), sqlInt(e[2])
 				}
 				continue
 			}
-			if m := planFilteredRE.FindStringSubmatch(l); m != nil && table != "" {
+			if m := findSubmatch(planFilteredRE, l); m != nil && table != "" {
 				n := sqlInt(m[1])
 				s := get(table)
 				if n > s.filtered {
@@ -206,7 +206,7 @@ func detectStatsStale(ev *Gathered, _ []Finding) []Finding {
 				if lt, ok := evidence.LineTime([]byte(l), ev.Window.End); ok {
 					at = lt
 				}
-				if m := autovacuumOffRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(autovacuumOffRE, l); m != nil {
 					tb := tableName(m[1])
 					ld := loads[tb]
 					if ld == nil {
@@ -218,7 +218,7 @@ func detectStatsStale(ev *Gathered, _ []Finding) []Finding {
 						byTable[tb].autovacOff = fmt.Sprintf("%s turned it off: %s", set.Subject, quote(ReadableLine(l), 160))
 					}
 				}
-				if m := bulkRowsRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(bulkRowsRE, l); m != nil {
 					n, _ := strconv.ParseInt(strings.NewReplacer(",", "", "_", "").Replace(m[1]), 10, 64)
 					tb := tableName(m[2])
 					ld := loads[tb]

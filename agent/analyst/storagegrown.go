@@ -57,7 +57,7 @@ type storageStep struct {
 // rose so.
 func freeStorageStep(sets []MetricSet, w Window) (st storageStep, ok bool) {
 	for _, m := range sets {
-		if !freeStorageNameRE.MatchString(m.Name) {
+		if !matchLine(freeStorageNameRE, m.Name) {
 			continue
 		}
 		for _, s := range m.Series {
@@ -85,7 +85,7 @@ func allocatedStorage(cmds []evidence.CommandOutput) string {
 	jsonRE := regexp.MustCompile(`"(AllocatedStorage|MaxAllocatedStorage)"\s*:\s*(\d+)`)
 	for _, c := range cmds {
 		text := strings.Join(c.Lines, "\n")
-		if m := jsonRE.FindAllStringSubmatch(text, -1); len(m) > 0 {
+		if m := findAllSubmatch(jsonRE, text, -1); len(m) > 0 {
 			var parts []string
 			for _, x := range m {
 				parts = append(parts, x[1]+" "+x[2]+" GiB")
@@ -124,7 +124,7 @@ func queryColumns(cmd string) []string {
 	if i < 0 {
 		return nil
 	}
-	m := queryColumnsRE.FindStringSubmatch(cmd[i:])
+	m := findSubmatch(queryColumnsRE, cmd[i:])
 	if m == nil {
 		return nil
 	}
@@ -140,7 +140,7 @@ func queryColumns(cmd string) []string {
 func storageGrowLines(ev *Gathered) []timedLine {
 	out := eventLines(ev, storageGrowRE)
 	for _, e := range ev.K8s.Events {
-		if storageGrowRE.MatchString(e.Reason) || storageGrowRE.MatchString(e.Message) {
+		if matchLine(storageGrowRE, e.Reason) || matchLine(storageGrowRE, e.Message) {
 			t := e.LastTimestamp.Time
 			if t.IsZero() {
 				t = e.EventTime.Time
@@ -164,7 +164,7 @@ func storageAlertAbout(alerts []evidence.Alert, sc Scope) (evidence.Alert, bool)
 		for _, v := range a.Annotations {
 			text += " " + v
 		}
-		if !storageAlertRE.MatchString(text) {
+		if !matchLine(storageAlertRE, text) {
 			continue
 		}
 		if alertAbout(a, sc.Subjects(), sc.Alert) || sc.Alert == "" {

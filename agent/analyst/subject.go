@@ -26,7 +26,7 @@ func (sc Scope) Subjects() []string {
 	}
 	add(strings.ToLower(sc.Service))
 	text := strings.ToLower(sc.Message + " " + sc.Hint)
-	for _, tok := range nameTokenRE.FindAllString(text, -1) {
+	for _, tok := range findAllString(nameTokenRE, text, -1) {
 		// A name with a dash or a dot, or any name the evidence knows as
 		// an object (not ordinary words that happen to match).
 		if sc.Known[tok] && (strings.ContainsAny(tok, "-.") || len(tok) >= 4) {
@@ -89,7 +89,7 @@ func otherWorkload(prefix, name, n string) bool {
 	case "deployment", "statefulset", "daemonset", "deploy", "sts", "ds":
 		return true
 	}
-	if m := rsPodRE.FindStringSubmatch(name); m != nil {
+	if m := findSubmatch(rsPodRE, name); m != nil {
 		return m[1] != n
 	}
 	return false

@@ -74,21 +74,21 @@ func detectTCPMemory(ev *Gathered, found []Finding) []Finding {
 	var bufs []string
 	for _, c := range ev.Commands {
 		inFile := ""
-		if m := sysctlFileRE.FindStringSubmatch(c.Run); m != nil && strings.HasPrefix(strings.TrimSpace(c.Run), "cat ") {
+		if m := findSubmatch(sysctlFileRE, c.Run); m != nil && strings.HasPrefix(strings.TrimSpace(c.Run), "cat ") {
 			inFile = m[1]
 		}
 		for _, l := range c.Lines {
 			t := strings.TrimSpace(l)
-			if m := tcpSockstatRE.FindStringSubmatch(t); m != nil && mem == "" && c.Host == "" || m != nil && mem == "" && sameNode(shortHost(c.Host), hostOfLogSubject(line.Subject)) {
+			if m := findSubmatch(tcpSockstatRE, t); m != nil && mem == "" && c.Host == "" || m != nil && mem == "" && sameNode(shortHost(c.Host), hostOfLogSubject(line.Subject)) {
 				mem = m[5]
 			}
-			if m := tcpMemSysctlRE.FindStringSubmatch(t); m != nil && max == "" {
+			if m := findSubmatch(tcpMemSysctlRE, t); m != nil && max == "" {
 				max = m[3]
 			}
-			if m := tcpAbortRE.FindStringSubmatch(t); m != nil && aborts == "" {
+			if m := findSubmatch(tcpAbortRE, t); m != nil && aborts == "" {
 				aborts = m[1]
 			}
-			if m := tcpBufSysctlRE.FindStringSubmatch(t); m != nil {
+			if m := findSubmatch(tcpBufSysctlRE, t); m != nil {
 				if def, _ := strconv.Atoi(m[3]); def > 262144 {
 					b := fmt.Sprintf("%s = %s %s %s", m[1], m[2], m[3], m[4])
 					if !strings.Contains(strings.Join(bufs, "; "), m[1]) {

@@ -72,17 +72,17 @@ func detectDeadlocks(ev *Gathered, found []Finding) []Finding {
 				// The report that names the runtime ("Found one
 				// Java-level deadlock") before its count ("Found 1
 				// deadlock.").
-				if deadlockReportRE.MatchString(l) && (report < 0 || strings.Contains(l, "-level") && !strings.Contains(set.Templates[report].Example, "-level")) {
+				if matchLine(deadlockReportRE, l) && (report < 0 || strings.Contains(l, "-level") && !strings.Contains(set.Templates[report].Example, "-level")) {
 					report = j
 				}
-				if m := lockWaitRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(lockWaitRE, l); m != nil {
 					c := shortClass(m[1] + m[2])
 					if !slices.Contains(locks, c) {
 						locks = append(locks, c)
 					}
 				}
 			}
-			if blockedStateRE.MatchString(t.Example) {
+			if matchLine(blockedStateRE, t.Example) {
 				blocked += t.Count
 			}
 		}

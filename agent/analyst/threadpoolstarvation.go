@@ -42,7 +42,7 @@ var threadPoolStarvation = &mechanism{
 	},
 	related: kindsOnSubject(KindBacklog, KindLatency, KindTimeout, KindSlowOperation, KindSaturation),
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange) && !restartChangeRE.MatchString(changeText(c))
+		return c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange) && !matchLine(restartChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
@@ -99,16 +99,16 @@ func explainThreadPoolStarvation(f *Finding, ev *Gathered) {
 			continue
 		}
 		for i, l := range c.Lines {
-			if m := poolQueueRowRE.FindStringSubmatch(l); m != nil && f.fact("queue_len") == "" {
+			if m := findSubmatch(poolQueueRowRE, l); m != nil && f.fact("queue_len") == "" {
 				f.setFact("queue_len", m[1])
 			}
-			if m := poolThreadsRowRE.FindStringSubmatch(l); m != nil && f.fact("pool_threads") == "" {
+			if m := findSubmatch(poolThreadsRowRE, l); m != nil && f.fact("pool_threads") == "" {
 				f.setFact("pool_threads", m[1])
 			}
-			if blockingWaitRE.MatchString(l) && f.fact("blocking_frame") == "" {
+			if matchLine(blockingWaitRE, l) && f.fact("blocking_frame") == "" {
 				// The first application frame below the wait is who blocks.
 				for _, n := range c.Lines[i+1 : min(len(c.Lines), i+12)] {
-					if m := dotnetFrameRE.FindStringSubmatch(n); m != nil && !dotnetRuntimeFrameRE.MatchString(m[2]) {
+					if m := findSubmatch(dotnetFrameRE, n); m != nil && !matchLine(dotnetRuntimeFrameRE, m[2]) {
 						f.setFact("blocking_frame", blockingName(l))
 						f.setFact("app_frame", m[2])
 						f.Evidence = append(f.Evidence, fmt.Sprintf("stack dump (%s): %s blocks in %s", truncate(c.Run, 60), m[2], blockingName(l)))
@@ -117,7 +117,7 @@ func explainThreadPoolStarvation(f *Finding, ev *Gathered) {
 				}
 			}
 		}
-		if m := dotnetGrepCountRE.FindStringSubmatch(c.Run); m != nil && len(c.Lines) == 1 {
+		if m := findSubmatch(dotnetGrepCountRE, c.Run); m != nil && len(c.Lines) == 1 {
 			n := strings.TrimSpace(c.Lines[0])
 			if strings.Trim(n, "0123456789") != "" {
 				continue
@@ -155,7 +155,7 @@ func explainThreadPoolStarvation(f *Finding, ev *Gathered) {
 }
 
 func blockingName(frame string) string {
-	if m := dotnetFrameRE.FindStringSubmatch(frame); m != nil {
+	if m := findSubmatch(dotnetFrameRE, frame); m != nil {
 		return m[2]
 	}
 	return strings.TrimSpace(frame)

@@ -283,7 +283,7 @@ func threadGauges(ev *Gathered, get func(string) *threadsState) {
 	maxOf := map[key]float64{}
 	pools := map[string]string{}
 	for _, ms := range ev.Metrics {
-		isBusy, isMax := threadBusyMetricRE.MatchString(ms.Name), threadMaxMetricRE.MatchString(ms.Name)
+		isBusy, isMax := matchLine(threadBusyMetricRE, ms.Name), matchLine(threadMaxMetricRE, ms.Name)
 		if !isBusy && !isMax {
 			continue
 		}
@@ -340,12 +340,12 @@ func threadLogs(ev *Gathered, get func(string) *threadsState) {
 			continue
 		}
 		for _, t := range set.Templates {
-			if t.Incident == 0 || !threadsFullRE.MatchString(t.Example) {
+			if t.Incident == 0 || !matchLine(threadsFullRE, t.Example) {
 				continue
 			}
 			st := get(set.Subject)
 			st.line = orWord(st.line, t.Example)
-			if m := threadsFullRE.FindStringSubmatch(t.Example); m != nil && st.maxThreads == "" {
+			if m := findSubmatch(threadsFullRE, t.Example); m != nil && st.maxThreads == "" {
 				st.maxThreads = orWord(m[1], m[2])
 			}
 			st.onset = earliest(st.onset, firstOf(t.FirstIncident, t.FirstSeen))
@@ -357,7 +357,7 @@ func threadLogs(ev *Gathered, get func(string) *threadsState) {
 // request pool's thread by its name, a goroutine by its frames.
 func isRequestThread(th dumpThread) bool {
 	if th.name != "" {
-		return requestThreadRE.MatchString(th.name)
+		return matchLine(requestThreadRE, th.name)
 	}
 	return slices.ContainsFunc(th.frames, serverGoroutineRE.MatchString)
 }
@@ -394,10 +394,10 @@ func readThreadDump(run string, lines []string, subj string, get func(string) *t
 		waiting := false
 		app, entry := "", ""
 		for _, fr := range th.frames {
-			if remoteWaitRE.MatchString(fr) {
+			if matchLine(remoteWaitRE, fr) {
 				waiting = true
 			}
-			if !libraryFrameRE.MatchString(fr) {
+			if !matchLine(libraryFrameRE, fr) {
 				if app == "" {
 					app = fr
 				}
@@ -439,7 +439,7 @@ func readThreadDump(run string, lines []string, subj string, get func(string) *t
 	var framePat string
 	for _, c := range counts {
 		switch {
-		case requestThreadRE.MatchString(strings.Trim(c.pattern, `"\`) + "-1"):
+		case matchLine(requestThreadRE, strings.Trim(c.pattern, `"\`)+"-1"):
 			all = max(all, c.n)
 			st.pool = orWord(st.pool, poolOfThread(strings.Trim(c.pattern, `"\`)))
 		case strings.Contains(c.pattern, ".") && c.n > inFrame:
@@ -465,17 +465,17 @@ func parseThreads(lines []string) []dumpThread {
 	var out []dumpThread
 	cur := -1
 	for _, l := range lines {
-		if m := threadHeadRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(threadHeadRE, l); m != nil {
 			out = append(out, dumpThread{name: m[1]})
 			cur = len(out) - 1
 			continue
 		}
-		if m := pyThreadHeadRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(pyThreadHeadRE, l); m != nil {
 			out = append(out, dumpThread{name: m[1]})
 			cur = len(out) - 1
 			continue
 		}
-		if goroutineHeadRE.MatchString(l) {
+		if matchLine(goroutineHeadRE, l) {
 			out = append(out, dumpThread{})
 			cur = len(out) - 1
 			continue
@@ -483,11 +483,11 @@ func parseThreads(lines []string) []dumpThread {
 		if cur < 0 {
 			continue
 		}
-		if m := javaFrameRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(javaFrameRE, l); m != nil {
 			out[cur].frames = append(out[cur].frames, m[1])
-		} else if m := pyFrameRE.FindStringSubmatch(l); m != nil {
+		} else if m := findSubmatch(pyFrameRE, l); m != nil {
 			out[cur].frames = append(out[cur].frames, m[2]+"."+m[1])
-		} else if m := goFrameRE.FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, "\t") {
+		} else if m := findSubmatch(goFrameRE, l); m != nil && !strings.HasPrefix(l, "\t") {
 			out[cur].frames = append(out[cur].frames, m[1])
 		}
 	}
@@ -503,7 +503,7 @@ type grepCount struct {
 // grepCounts pairs the grep -c of a command line with the counts it
 // printed, in order; nil when they do not pair.
 func grepCounts(run string, lines []string) []grepCount {
-	ms := grepCountRE.FindAllStringSubmatch(run, -1)
+	ms := findAllSubmatch(grepCountRE, run, -1)
 	if len(ms) == 0 {
 		return nil
 	}
@@ -594,7 +594,7 @@ func calleeOfFrame(frame string, known []string) string {
 		name = name[:loc[0]]
 	}
 	class := strings.Trim(parts[len(parts)-2], "(*)")
-	if name == class || !clientClassRE.MatchString(class) {
+	if name == class || !matchLine(clientClassRE, class) {
 		return ""
 	}
 	return kebab(name)
@@ -679,10 +679,10 @@ func slowCalleeOf(ev *Gathered, found []Finding, subj string) (string, string) {
 			continue
 		}
 		for _, t := range set.Templates {
-			if t.Incident == 0 || !timeoutWordRE.MatchString(t.Example) {
+			if t.Incident == 0 || !matchLine(timeoutWordRE, t.Example) {
 				continue
 			}
-			for _, m := range urlRE.FindAllStringSubmatch(t.Example, -1) {
+			for _, m := range findAllSubmatch(urlRE, t.Example, -1) {
 				if h := ShortHost(m[1]); slow[h] {
 					return h, t.Example
 				}
@@ -707,7 +707,7 @@ func threadsLoadSource(ev *Gathered, subj, callee string) (string, string) {
 					continue
 				}
 				d := callDuration(line)
-				if m := avgCallRE.FindStringSubmatch(line); m != nil {
+				if m := findSubmatch(avgCallRE, line); m != nil {
 					if v, err := time.ParseDuration(m[1] + strings.NewReplacer("seconds", "s", "sec", "s", "min", "m").Replace(m[2])); err == nil {
 						d = max(d, v)
 					}

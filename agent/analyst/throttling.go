@@ -96,7 +96,7 @@ var cloudAPIs = []struct {
 // line does not say).
 func cloudAPIOf(line string) string {
 	for _, c := range cloudAPIs {
-		if c.re.MatchString(line) {
+		if matchLine(c.re, line) {
 			return c.name
 		}
 	}
@@ -110,7 +110,7 @@ var (
 
 // throttleReply is the provider's throttle reply a line quotes.
 func throttleReply(line string) string {
-	if m := throttleReplyRE.FindString(line); m != "" {
+	if m := findString(throttleReplyRE, line); m != "" {
 		return m
 	}
 	return "throttled"
@@ -118,7 +118,7 @@ func throttleReply(line string) string {
 
 // bucketOf is the bucket a line names (s3://bucket/..., bucket=...).
 func bucketOf(line string) string {
-	if m := bucketRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(bucketRE, line); m != nil {
 		return orWord(m[1], m[2])
 	}
 	return ""

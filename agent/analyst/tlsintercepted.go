@@ -92,9 +92,9 @@ func detectTLSIntercepted(ev *Gathered, found []Finding) []Finding {
 		for i := range byHost[host] {
 			s := &byHost[host][i]
 			switch {
-			case inspectionCARE.MatchString(s.dn) && mitm == nil:
+			case matchLine(inspectionCARE, s.dn) && mitm == nil:
 				mitm = s
-			case !inspectionCARE.MatchString(s.dn) && (real == nil || s.verify != ""):
+			case !matchLine(inspectionCARE, s.dn) && (real == nil || s.verify != ""):
 				real = s
 			}
 		}
@@ -156,7 +156,7 @@ func servedSince(ev *Gathered, host, issuer string) (time.Time, bool) {
 		var at time.Time
 		same := true
 		for _, l := range c.Lines {
-			if m := notBeforeRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(notBeforeRE, l); m != nil {
 				if t, err := time.Parse("Jan _2 15:04:05 2006", strings.Join(strings.Fields(m[1]), " ")); err == nil {
 					at = t.UTC()
 				} else if t, err := time.Parse("Jan 2 15:04:05 2006", strings.Join(strings.Fields(m[1]), " ")); err == nil {

@@ -112,22 +112,22 @@ var (
 func detectTLSMismatch(ev *Gathered, found []Finding) []Finding {
 	var servers []*Finding
 	for i := range found {
-		if f := &found[i]; f.Kind == KindTLSMismatch && tlsServerSideRE.MatchString(f.fact("line")) {
+		if f := &found[i]; f.Kind == KindTLSMismatch && matchLine(tlsServerSideRE, f.fact("line")) {
 			servers = append(servers, f)
 		}
 	}
 	for i := range found {
 		f := &found[i]
-		if f.Kind != KindTLSMismatch || tlsServerSideRE.MatchString(f.fact("line")) {
+		if f.Kind != KindTLSMismatch || matchLine(tlsServerSideRE, f.fact("line")) {
 			continue
 		}
 		line := f.fact("line")
 		client := orWord(f.fact("caller"), f.Subject)
 		mode := "version"
 		switch {
-		case tlsPlainClientRE.MatchString(line):
+		case matchLine(tlsPlainClientRE, line):
 			mode = "plaintext"
-		case tlsClientToPlainRE.MatchString(line):
+		case matchLine(tlsClientToPlainRE, line):
 			mode = "tls"
 		}
 		f.setFact("tls_mode", mode)
@@ -171,7 +171,7 @@ func detectTLSMismatch(ev *Gathered, found []Finding) []Finding {
 func tlsHostTarget(ev *Gathered, client, line string) string {
 	var hosts []string
 	add := func(l string) {
-		for _, m := range tlsHostRE.FindAllStringSubmatch(l, -1) {
+		for _, m := range findAllSubmatch(tlsHostRE, l, -1) {
 			h := strings.ToLower(m[1])
 			if net.ParseIP(h) == nil && strings.Contains(h, ".") || knownService(ev, h) {
 				hosts = append(hosts, h)
@@ -233,7 +233,7 @@ func tlsChangeOf(ev *Gathered, services []string, onset time.Time) *evidence.Cha
 		var best *evidence.Change
 		for i := range ev.Changes {
 			c := &ev.Changes[i]
-			if c.Service != svc || !tlsChangeRE.MatchString(c.Description+" "+c.Revision) {
+			if c.Service != svc || !matchLine(tlsChangeRE, c.Description+" "+c.Revision) {
 				continue
 			}
 			if !onset.IsZero() && (c.Timestamp.After(onset.Add(15*time.Minute)) || c.Timestamp.Before(onset.Add(-24*time.Hour))) {

@@ -100,7 +100,7 @@ func detectTmpfsMemory(ev *Gathered, found []Finding) []Finding {
 	// pod spec was read.
 	changed := map[string]string{}
 	for _, c := range append(toChanges(ev.Earlier), toChanges(ev.Changes)...) {
-		if memoryMediumRE.MatchString(c.text) && c.service != "" {
+		if matchLine(memoryMediumRE, c.text) && c.service != "" {
 			changed[strings.ToLower(c.service)] = fmt.Sprintf("%s (%s)", c.text, ts(c.at))
 		}
 	}
@@ -139,11 +139,11 @@ func detectTmpfsMemory(ev *Gathered, found []Finding) []Finding {
 			}
 			var shmem, anon int64
 			for _, l := range c.Lines {
-				if m := shmemRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(shmemRE, l); m != nil {
 					shmem, _ = strconv.ParseInt(m[1], 10, 64)
-				} else if m := anonRE.FindStringSubmatch(l); m != nil {
+				} else if m := findSubmatch(anonRE, l); m != nil {
 					anon, _ = strconv.ParseInt(m[1], 10, 64)
-				} else if m := dfTmpfsRE.FindStringSubmatch(l); m != nil && (f.fact("mount") == "" || m[5] == f.fact("mount")) {
+				} else if m := findSubmatch(dfTmpfsRE, l); m != nil && (f.fact("mount") == "" || m[5] == f.fact("mount")) {
 					f.setFact("mount", m[5])
 					f.setFact("tmpfs_used", m[2])
 					f.Evidence = append(f.Evidence, fmt.Sprintf("df in %s: %s is a tmpfs with %s used (%s)", orWord(c.Pod, subject), m[5], m[2], strings.Join(strings.Fields(l), " ")))

@@ -40,7 +40,7 @@ var tokenAudience = &mechanism{
 		return v != "" && (f.Subject == v || f.relates(v))
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.relates(h.Subject) && tokenChangeRE.MatchString(changeText(c))
+		return c.relates(h.Subject) && matchLine(tokenChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s cannot log in to %s: the audience (aud claim) of its token is not the one %s expects", h.Subject, orWord(h.fact("verifier"), "its verifier"), orWord(h.fact("verifier"), "the verifier"))
@@ -77,11 +77,11 @@ func detectTokenAudience(ev *Gathered, _ []Finding) []Finding {
 	for _, set := range ev.Logs {
 		for _, t := range set.Templates {
 			line := t.Example
-			if !audienceRejectedRE.MatchString(line) || t.Incident == 0 {
+			if !matchLine(audienceRejectedRE, line) || t.Incident == 0 {
 				continue
 			}
 			role := ""
-			if m := audienceRoleRE.FindStringSubmatch(line); m != nil {
+			if m := findSubmatch(audienceRoleRE, line); m != nil {
 				role = m[1]
 			}
 			subject, pods := audienceClient(ev, role, set.Subject)
@@ -107,8 +107,8 @@ func detectTokenAudience(ev *Gathered, _ []Finding) []Finding {
 				}
 			}
 			for _, c := range ev.Changes {
-				if c.Service == subject && audienceValueRE.MatchString(c.Description) {
-					f.setFact("token_audience", audienceValueRE.FindStringSubmatch(c.Description)[1])
+				if c.Service == subject && matchLine(audienceValueRE, c.Description) {
+					f.setFact("token_audience", findSubmatch(audienceValueRE, c.Description)[1])
 				}
 			}
 			for _, c := range ev.Commands {

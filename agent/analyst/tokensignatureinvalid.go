@@ -92,7 +92,7 @@ func keyRotationSeen(ev *Gathered, at time.Time) (string, string, time.Time) {
 	for _, ls := range ev.Logs {
 		for _, t := range ls.Templates {
 			for _, l := range t.Lines() {
-				if !keyRotationLineRE.MatchString(l) || tokenSignatureRE.MatchString(l) {
+				if !matchLine(keyRotationLineRE, l) || matchLine(tokenSignatureRE, l) {
 					continue
 				}
 				ts := t.FirstSeen

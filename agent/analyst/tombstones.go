@@ -47,7 +47,7 @@ var tombstonesM = &mechanism{
 				return true
 			}
 		}
-		return tombstoneChangeRE.MatchString(text)
+		return matchLine(tombstoneChangeRE, text)
 	},
 	strictTriggers: true,
 	describe:       describeTombstones,
@@ -104,13 +104,13 @@ func detectTombstones(ev *Gathered, found []Finding) []Finding {
 	)
 	for set, t := range incidentTemplates(ev) {
 		for _, l := range t.Lines() {
-			if m := tombstoneAbortRE.FindStringSubmatch(l); m != nil && cassandraLineRE.MatchString(l) {
+			if m := findSubmatch(tombstoneAbortRE, l); m != nil && matchLine(cassandraLineRE, l) {
 				aborted += t.Incident
 				at := firstOf(t.FirstIncident, t.FirstSeen)
 				if first.IsZero() || at.Before(first) {
 					first = at
 				}
-				if tm := cqlTableRE.FindStringSubmatch(l); tm != nil && table == "" {
+				if tm := findSubmatch(cqlTableRE, l); tm != nil && table == "" {
 					table = tm[1] + "." + tm[2]
 				} else if m[3] != "" && table == "" {
 					table = m[3]
@@ -125,12 +125,12 @@ func detectTombstones(ev *Gathered, found []Finding) []Finding {
 				}
 				break
 			}
-			if m := tombstoneWarnRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(tombstoneWarnRE, l); m != nil {
 				warned += t.Incident
 				if warnLine == "" {
 					warnLine = l
 				}
-				if tm := cqlTableRE.FindStringSubmatch(l); tm != nil && table == "" {
+				if tm := findSubmatch(cqlTableRE, l); tm != nil && table == "" {
 					table = tm[1] + "." + tm[2]
 				}
 				server = orWord(server, serverOfLog(set))
@@ -148,14 +148,14 @@ func detectTombstones(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		for _, l := range c.Lines {
-			if m := tombstonesPerSliceRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(tombstonesPerSliceRE, l); m != nil {
 				if strings.EqualFold(m[1], "maximum") {
 					maxPerSlice = m[2]
 				} else {
 					avgPerSlice = m[2]
 				}
 			}
-			if m := gcGraceRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(gcGraceRE, l); m != nil {
 				gcGrace = m[1]
 			}
 		}
@@ -202,7 +202,7 @@ func detectTombstones(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		for _, t := range set.Templates {
-			if t.Incident > 0 && cassReadFailRE.MatchString(t.Example) && !stackFrameRE.MatchString(t.Example) && clients.add(set, t, t.Example) {
+			if t.Incident > 0 && matchLine(cassReadFailRE, t.Example) && !matchLine(stackFrameRE, t.Example) && clients.add(set, t, t.Example) {
 				break
 			}
 		}
@@ -221,7 +221,7 @@ func detectTombstones(ev *Gathered, found []Finding) []Finding {
 		}
 		for _, t := range set.Templates {
 			l := t.Example
-			if deleteLineRE.MatchString(l) && (short != "" && strings.Contains(l, short)) {
+			if matchLine(deleteLineRE, l) && (short != "" && strings.Contains(l, short)) {
 				f.setFact("deleter", set.Subject)
 				f.setFact("deleter_line", ReadableLine(l))
 				f.Related = appendNew(f.Related, set.Subject)
@@ -232,7 +232,7 @@ func detectTombstones(ev *Gathered, found []Finding) []Finding {
 	}
 	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
 		svc := strings.ToLower(c.Service)
-		if svc != "" && svc == f.fact("deleter") || tombstoneChangeRE.MatchString(c.Description) {
+		if svc != "" && svc == f.fact("deleter") || matchLine(tombstoneChangeRE, c.Description) {
 			if f.fact("deleter") == "" && svc != "" {
 				f.setFact("deleter", svc)
 				f.Related = appendNew(f.Related, svc)

@@ -75,7 +75,7 @@ func detectTooManyParts(ev *Gathered, found []Finding) []Finding {
 		evid                                      []string
 	)
 	for x := range incidentMatches(ev, tooManyPartsRE) {
-		m := tooManyPartsWhatRE.FindStringSubmatch(x.line)
+		m := findSubmatch(tooManyPartsWhatRE, x.line)
 		if m == nil {
 			m = make([]string, 4)
 		}
@@ -90,7 +90,7 @@ func detectTooManyParts(ev *Gathered, found []Finding) []Finding {
 		if m[3] != "" && table == "" {
 			table = strings.TrimSuffix(m[3], "'")
 		}
-		if clickhouseServerLineRE.MatchString(x.line) || x.set.Host {
+		if matchLine(clickhouseServerLineRE, x.line) || x.set.Host {
 			server = orWord(server, serverOfLog(x.set))
 		} else if writers.add(x.set, x.t, x.line) {
 			if example == "" {
@@ -106,7 +106,7 @@ func detectTooManyParts(ev *Gathered, found []Finding) []Finding {
 	}
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
-			if m := delayInsertRE.FindStringSubmatch(t.Example); m != nil && delay == "" {
+			if m := findSubmatch(delayInsertRE, t.Example); m != nil && delay == "" {
 				delay = fmt.Sprintf("from %s the server delayed inserts (%s)", ts(firstOf(t.FirstSeen, t.FirstIncident)), quote(ReadableLine(t.Example), 160))
 				server = orWord(server, serverOfLog(&ev.Logs[i]))
 			}
@@ -159,10 +159,10 @@ func detectTooManyParts(ev *Gathered, found []Finding) []Finding {
 		}
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if tooManyPartsRE.MatchString(l) {
+				if matchLine(tooManyPartsRE, l) {
 					continue
 				}
-				for _, m := range flushRowsRE.FindAllStringSubmatch(l, -1) {
+				for _, m := range findAllSubmatch(flushRowsRE, l, -1) {
 					if n, err := strconv.Atoi(orWord(m[1], orWord(m[2], m[3]))); err == nil && n > maxRows {
 						maxRows, flushLine = n, l
 					}

@@ -35,7 +35,7 @@ var unboundedCache = &mechanism{
 	// The cache's code or its settings came with a release.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange) && !restartChangeRE.MatchString(changeText(c)) || unboundedCacheChangeRE.MatchString(changeText(c))
+		return c.Subject == h.Subject && (c.Kind == KindDeploy || c.Kind == KindConfigChange) && !matchLine(restartChangeRE, changeText(c)) || matchLine(unboundedCacheChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject
@@ -115,11 +115,11 @@ func detectUnboundedCache(ev *Gathered, found []Finding) []Finding {
 				if strings.HasPrefix(t, "---") || strings.HasPrefix(t, "+++") {
 					continue
 				}
-				if cacheBoundRE.MatchString(t) && f.fact("bound_removed") == "" {
+				if matchLine(cacheBoundRE, t) && f.fact("bound_removed") == "" {
 					f.setFact("bound_removed", fmt.Sprintf("%q removed in %s", t, truncate(c.Run, 60)))
 					f.Evidence = append(f.Evidence, f.fact("bound_removed"))
 				}
-				if cacheURLKeyRE.MatchString(t) && f.fact("key") == "" {
+				if matchLine(cacheURLKeyRE, t) && f.fact("key") == "" {
 					f.setFact("key", fmt.Sprintf("%q added in %s", t, truncate(c.Run, 60)))
 					f.Evidence = append(f.Evidence, f.fact("key"))
 				}
@@ -142,7 +142,7 @@ func detectUnboundedCache(ev *Gathered, found []Finding) []Finding {
 		}
 		var latest time.Time
 		for _, c := range append(append([]evidence.Change{}, ev.Earlier...), ev.Changes...) {
-			if strings.EqualFold(c.Service, s) && c.Kind == "deploy" && !restartChangeRE.MatchString(c.Description) && c.Timestamp.After(latest) {
+			if strings.EqualFold(c.Service, s) && c.Kind == "deploy" && !matchLine(restartChangeRE, c.Description) && c.Timestamp.After(latest) {
 				latest = c.Timestamp
 				f.Facts["release"] = (fmt.Sprintf("release %s (%s): %s", orWord(c.Revision, "?"), ts(c.Timestamp), quote(c.Description, 140)))
 			}
@@ -156,7 +156,7 @@ func detectUnboundedCache(ev *Gathered, found []Finding) []Finding {
 // IsInProcessCacheSize reports whether a metric is an in-process cache's
 // entry count (not a cache server's, not its hits or misses).
 func IsInProcessCacheSize(name string) bool {
-	return cacheSizeSeriesRE.MatchString(name) && !cacheCountNotRE.MatchString(name) && !IsCacheMetric(name)
+	return matchLine(cacheSizeSeriesRE, name) && !matchLine(cacheCountNotRE, name) && !IsCacheMetric(name)
 }
 
 // cacheGrowth says how far a subject's cache size gauge climbed, when its

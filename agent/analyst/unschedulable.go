@@ -434,7 +434,7 @@ func portHoldersInCommands(cmds []evidence.CommandOutput, port int, subject stri
 	seen := map[string]bool{}
 	want := strconv.Itoa(port)
 	for _, c := range cmds {
-		m := kubectlGetRE.FindStringSubmatch(c.Command)
+		m := findSubmatch(kubectlGetRE, c.Command)
 		if m == nil || c.Exec {
 			continue
 		}
@@ -445,12 +445,12 @@ func portHoldersInCommands(cmds []evidence.CommandOutput, port int, subject stri
 		}
 		text := strings.Join(c.Lines, "\n")
 		held := false
-		for _, hp := range hostPortRE.FindAllStringSubmatch(text, -1) {
+		for _, hp := range findAllSubmatch(hostPortRE, text, -1) {
 			held = held || hp[1] == want
 		}
-		hostNet := hostNetworkRE.MatchString(strings.TrimSpace(text))
+		hostNet := matchLine(hostNetworkRE, strings.TrimSpace(text))
 		if !held && hostNet {
-			for _, cp := range containerPortRE.FindAllStringSubmatch(text, -1) {
+			for _, cp := range findAllSubmatch(containerPortRE, text, -1) {
 				held = held || cp[1] == want
 			}
 		}
@@ -458,7 +458,7 @@ func portHoldersInCommands(cmds []evidence.CommandOutput, port int, subject stri
 			continue
 		}
 		ns := c.Namespace
-		if n := kubectlNSRE.FindStringSubmatch(c.Command); n != nil {
+		if n := findSubmatch(kubectlNSRE, c.Command); n != nil {
 			ns = n[1]
 		}
 		h := portHolder{kind: kind, namespace: orWord(ns, "default"), name: name, hostNetwork: hostNet}.String()
@@ -497,7 +497,7 @@ var schedulingChanges = []struct {
 func schedulingChangeFits(msg, change string) bool {
 	m := strings.ToLower(msg)
 	for _, sc := range schedulingChanges {
-		if strings.Contains(m, sc.reason) && sc.change.MatchString(change) {
+		if strings.Contains(m, sc.reason) && matchLine(sc.change, change) {
 			return true
 		}
 	}

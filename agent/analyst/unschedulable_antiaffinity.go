@@ -58,7 +58,7 @@ func explainAntiAffinity(ev *Gathered, found []Finding) {
 		}
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%s's pod template sets a %s pod anti-affinity on its own pods with topologyKey %s", f.Subject, map[bool]string{true: "required", false: "preferred"}[rule.required], rule.key))
 		for _, c := range slices.Concat(ev.Earlier, ev.Changes) {
-			if strings.EqualFold(c.Service, f.Subject) && antiAffinityRE.MatchString(c.Description) {
+			if strings.EqualFold(c.Service, f.Subject) && matchLine(antiAffinityRE, c.Description) {
 				f.setFact("anti_change", fmt.Sprintf("%s (%s)", quote(c.Description, 140), c.Timestamp.UTC().Format("2006-01-02 15:04 UTC")))
 			}
 		}
@@ -104,8 +104,8 @@ func workloadAntiAffinity(ev *Gathered, ns, name string) (antiAffinityRule, bool
 				rule.required = true
 			case in && strings.HasSuffix(t, ": "+name):
 				rule.self = true
-			case in && topologyKeyRE.MatchString(t):
-				rule.key = topologyKeyRE.FindStringSubmatch(t)[1]
+			case in && matchLine(topologyKeyRE, t):
+				rule.key = findSubmatch(topologyKeyRE, t)[1]
 				return rule, true
 			case in && (strings.HasPrefix(t, "podAffinity:") || strings.HasPrefix(t, "nodeAffinity:") || strings.HasPrefix(t, "containers:")):
 				in = false

@@ -227,7 +227,7 @@ func detectSelectorUnmatched(ev *Gathered, found []Finding) []Finding {
 			base[k] = f
 		}
 		for _, e := range append([]string{f.fact("message"), f.Summary}, f.Evidence...) {
-			if selectorReasonRE.MatchString(e) {
+			if matchLine(selectorReasonRE, e) {
 				msgs[k] = append(msgs[k], e)
 			}
 		}
@@ -239,7 +239,7 @@ func detectSelectorUnmatched(ev *Gathered, found []Finding) []Finding {
 		}
 		var provLabels []string
 		for _, m := range msgs[k] {
-			for _, sm := range provisionerLabelRE.FindAllStringSubmatch(m, -1) {
+			for _, sm := range findAllSubmatch(provisionerLabelRE, m, -1) {
 				if l := sm[1] + sm[2]; !slices.Contains(provLabels, l) {
 					provLabels = append(provLabels, l)
 				}

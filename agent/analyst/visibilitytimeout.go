@@ -81,26 +81,26 @@ func readQueueSettings(cmds []evidence.CommandOutput) []queueSettings {
 			continue
 		}
 		q := queueSettings{}
-		if m := queueArnRE.FindStringSubmatch(text); m != nil {
+		if m := findSubmatch(queueArnRE, text); m != nil {
 			q.queue = m[1]
-		} else if m := queueURLRE.FindStringSubmatch(text); m != nil {
+		} else if m := findSubmatch(queueURLRE, text); m != nil {
 			q.queue = m[1]
 		}
 		for _, l := range c.Lines {
 			if strings.Contains(l, "VisibilityTimeout") {
-				if m := vtAttrRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(vtAttrRE, l); m != nil {
 					q.timeout, _ = strconv.Atoi(m[1])
 					q.line = strings.TrimSpace(l)
 				}
 			}
 		}
-		if m := maxReceiveRE.FindStringSubmatch(text); m != nil {
+		if m := findSubmatch(maxReceiveRE, text); m != nil {
 			q.maxReceive, _ = strconv.Atoi(m[1])
 		}
-		if m := dlqTargetRE.FindStringSubmatch(text); m != nil {
+		if m := findSubmatch(dlqTargetRE, text); m != nil {
 			q.dlq = m[1]
 		}
-		if m := lastModRE.FindStringSubmatch(text); m != nil {
+		if m := findSubmatch(lastModRE, text); m != nil {
 			if sec, err := strconv.ParseInt(m[1], 10, 64); err == nil {
 				q.modified = time.Unix(sec, 0).UTC()
 			}
@@ -118,7 +118,7 @@ func readQueueSettings(cmds []evidence.CommandOutput) []queueSettings {
 func detectVisibilityTimeout(ev *Gathered, _ []Finding) []Finding {
 	queues := readQueueSettings(ev.Commands)
 	for _, c := range append(append([]evidence.Change{}, ev.Earlier...), ev.Changes...) {
-		if m := vtChangeRE.FindStringSubmatch(c.Description); m != nil && c.Service != "" {
+		if m := findSubmatch(vtChangeRE, c.Description); m != nil && c.Service != "" {
 			v, _ := strconv.Atoi(m[2])
 			queues = append(queues, queueSettings{queue: c.Service, timeout: v, line: c.Description, modified: c.Timestamp})
 		}
@@ -137,7 +137,7 @@ func detectVisibilityTimeout(ev *Gathered, _ []Finding) []Finding {
 		var redoAt time.Time
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
-				if m := processTimeRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(processTimeRE, l); m != nil {
 					v, _ := strconv.ParseFloat(m[1], 64)
 					if m[2] == "ms" {
 						v /= 1000
@@ -145,7 +145,7 @@ func detectVisibilityTimeout(ev *Gathered, _ []Finding) []Finding {
 					proc = max(proc, v)
 				}
 			}
-			if redeliveryRE.MatchString(t.Example) && (redoAt.IsZero() || t.FirstSeen.Before(redoAt)) {
+			if matchLine(redeliveryRE, t.Example) && (redoAt.IsZero() || t.FirstSeen.Before(redoAt)) {
 				redo, redoAt = t.Example, t.FirstSeen
 			}
 		}

@@ -117,7 +117,7 @@ func volumeClaimMetrics(labels []evidence.Labels, sc Scope) []string {
 func detectVolumeClaim(ev *Gathered, _ []Finding) []Finding {
 	sc := ev.Scope
 	text := sc.Message + " " + sc.Hint + " " + sc.Alert
-	if !volumeFillRE.MatchString(text) {
+	if !matchLine(volumeFillRE, text) {
 		return nil
 	}
 	lower := strings.ToLower(text)
@@ -182,7 +182,7 @@ func detectVolumeClaim(ev *Gathered, _ []Finding) []Finding {
 		subject = claim
 	}
 	alert := "volume"
-	if m := volumeAlertRE.FindString(text); m != "" {
+	if m := findString(volumeAlertRE, text); m != "" {
 		alert = m
 	}
 	f := Finding{Kind: KindVolumeClaim, Subject: subject, Object: "persistentvolumeclaim " + claim, Namespace: sc.Namespace, Time: usedPts[0].T,

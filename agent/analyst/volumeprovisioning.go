@@ -82,16 +82,16 @@ func classifyClaimEvent(e *corev1.Event) (problem, class string) {
 	default:
 		return "", ""
 	}
-	if m := classNotFoundRE.FindStringSubmatch(e.Message); m != nil {
+	if m := findSubmatch(classNotFoundRE, e.Message); m != nil {
 		return "class_missing", m[1]
 	}
 	if strings.Contains(strings.ToLower(e.Message), "no storage class is set") {
 		return "no_class", ""
 	}
-	if m := classNameRE.FindStringSubmatch(e.Message); m != nil {
+	if m := findSubmatch(classNameRE, e.Message); m != nil {
 		class = m[1]
 	}
-	if kmsErrorRE.MatchString(e.Message) {
+	if matchLine(kmsErrorRE, e.Message) {
 		return "kms_key", class
 	}
 	if class != "" {

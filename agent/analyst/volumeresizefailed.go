@@ -94,7 +94,7 @@ func detectVolumeResizeFailed(ev *Gathered, found []Finding) []Finding {
 	counts := map[string]int{}
 	for i := range ev.K8s.Events {
 		e := &ev.K8s.Events[i]
-		if !resizeFailedRE.MatchString(e.Reason) && !resizeFailedRE.MatchString(e.Message) {
+		if !matchLine(resizeFailedRE, e.Reason) && !matchLine(resizeFailedRE, e.Message) {
 			continue
 		}
 		claim := e.InvolvedObject.Name
@@ -118,7 +118,7 @@ func detectVolumeResizeFailed(ev *Gathered, found []Finding) []Finding {
 			f.setFact("reason", orWord(e.Reason, "VolumeResizeFailed"))
 			f.setFact("message", e.Message)
 			for _, re := range resizeWhyRE {
-				if m := re.FindStringSubmatch(e.Message); m != nil {
+				if m := findSubmatch(re, e.Message); m != nil {
 					f.setFact("code", m[1])
 					f.setFact("why", strings.TrimSpace(m[2]))
 					break

@@ -39,7 +39,7 @@ var vpaEvictLoop = &mechanism{
 	related:        kindsOnSubject(KindRestarts, KindEviction, KindCrashLoop),
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return vpaWordRE.MatchString(changeText(c))
+		return matchLine(vpaWordRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the pods of %s are evicted again and again by the VerticalPodAutoscaler's updater to apply its resource recommendation", h.Subject)
@@ -131,7 +131,7 @@ func detectVPAEvictLoop(ev *Gathered, found []Finding) []Finding {
 		if fromEvents {
 			break
 		}
-		m := vpaEvictLogRE.FindStringSubmatch(l.Text)
+		m := findSubmatch(vpaEvictLogRE, l.Text)
 		add(workloadOfName(m[2]), m[1], 1, l.Time, l.Time)
 	}
 	admission, policy, secret := "", "", ""
@@ -140,21 +140,21 @@ func detectVPAEvictLoop(ev *Gathered, found []Finding) []Finding {
 		for i, line := range c.Lines {
 			// The admission controller's pod, described: the secret its
 			// TLS certificate is mounted from.
-			if secret == "" && strings.Contains(cmd, "admission-controller") && vpaWordRE.MatchString(cmd) {
+			if secret == "" && strings.Contains(cmd, "admission-controller") && matchLine(vpaWordRE, cmd) {
 				if k, v, ok := strings.Cut(strings.TrimSpace(line), "SecretName:"); ok && k == "" {
 					secret = strings.TrimSpace(v)
 				}
 			}
-			if admission == "" && vpaAdmissionDownRE.MatchString(line) {
+			if admission == "" && matchLine(vpaAdmissionDownRE, line) {
 				admission = strings.Join(strings.Fields(line), " ")
 			}
 			if policy == "" && strings.Contains(cmd, "webhook") {
-				if m := vpaFailurePolicyRE.FindStringSubmatch(line); m != nil {
+				if m := findSubmatch(vpaFailurePolicyRE, line); m != nil {
 					policy = m[1]
 				}
 			}
 			if recommendation == "" && strings.Contains(line, "target:") && i > 0 && strings.Contains(c.Lines[i-1], "accepted for update") {
-				if m := vpaRecommendRE.FindStringSubmatch(line); m != nil {
+				if m := findSubmatch(vpaRecommendRE, line); m != nil {
 					recommendation = fmt.Sprintf("container %s target %s", m[1], strings.TrimSpace(m[2]))
 				}
 			}
@@ -165,11 +165,11 @@ func detectVPAEvictLoop(ev *Gathered, found []Finding) []Finding {
 	}
 	admissionErr := ""
 	for _, set := range ev.Logs {
-		if !strings.Contains(set.Source, "admission-controller") || !vpaWordRE.MatchString(set.Source) {
+		if !strings.Contains(set.Source, "admission-controller") || !matchLine(vpaWordRE, set.Source) {
 			continue
 		}
 		for _, t := range set.Templates {
-			if l := orWord(t.Last, t.Example); vpaAdmissionErrRE.MatchString(l) && admissionErr == "" {
+			if l := orWord(t.Last, t.Example); matchLine(vpaAdmissionErrRE, l) && admissionErr == "" {
 				admissionErr = strings.TrimSpace(l)
 			}
 		}
@@ -208,7 +208,7 @@ func detectVPAEvictLoop(ev *Gathered, found []Finding) []Finding {
 			f.setFact("admission_secret", secret)
 		}
 		for _, tl := range eventLines(ev, regexp.MustCompile(`^`+regexp.QuoteMeta(wl)+`: target: `)) {
-			if m := vpaRecommendRE.FindStringSubmatch(tl.Text); m != nil {
+			if m := findSubmatch(vpaRecommendRE, tl.Text); m != nil {
 				f.setFact("recommendation", fmt.Sprintf("container %s target %s", m[1], strings.TrimSpace(m[2])))
 				break
 			}
@@ -228,7 +228,7 @@ func vpaAdmissionPod(ev *Gathered) string {
 	for _, pods := range [][]corev1.Pod{ev.K8s.Pods, ev.K8s.CalledPods, ev.K8s.NodeAgents} {
 		for i := range pods {
 			p := &pods[i]
-			if !strings.Contains(p.Name, "admission-controller") || !vpaWordRE.MatchString(p.Name+" "+p.Labels["app.kubernetes.io/instance"]+" "+p.Labels["app"]) {
+			if !strings.Contains(p.Name, "admission-controller") || !matchLine(vpaWordRE, p.Name+" "+p.Labels["app.kubernetes.io/instance"]+" "+p.Labels["app"]) {
 				continue
 			}
 			if p.Status.Phase == corev1.PodPending && len(p.Status.ContainerStatuses) == 0 {

@@ -80,7 +80,7 @@ func detectVPAMemoryCut(ev *Gathered, found []Finding) []Finding {
 			}
 			if a := p.Annotations["vpaUpdates"]; a != "" && strings.Contains(strings.ToLower(a), "memory") {
 				updated = a
-				if m := vpaUpdatedByRE.FindStringSubmatch(a); m != nil {
+				if m := findSubmatch(vpaUpdatedByRE, a); m != nil {
 					vpa = m[1]
 				}
 			}
@@ -169,12 +169,12 @@ func templateMemoryLimit(ev *Gathered, subject string) string {
 		}
 	}
 	for _, c := range ev.Commands {
-		if !strings.Contains(strings.ToLower(c.Command), strings.ToLower(subject)) || vpaWordRE.MatchString(c.Command) {
+		if !strings.Contains(strings.ToLower(c.Command), strings.ToLower(subject)) || matchLine(vpaWordRE, c.Command) {
 			continue
 		}
 		for _, l := range c.Lines {
 			s := strings.TrimSpace(l)
-			if !jsonLimitsRE.MatchString(s) {
+			if !matchLine(jsonLimitsRE, s) {
 				continue
 			}
 			var r corev1.ResourceRequirements
@@ -192,20 +192,20 @@ func templateMemoryLimit(ev *Gathered, subject string) string {
 // or YAML printed in a command that names it.
 func vpaObject(ev *Gathered, name string) (mode, target string) {
 	for _, c := range ev.Commands {
-		if !vpaWordRE.MatchString(c.Command) {
+		if !matchLine(vpaWordRE, c.Command) {
 			continue
 		}
 		inTarget := false
 		for _, l := range c.Lines {
-			if m := vpaModeRE.FindStringSubmatch(l); m != nil && mode == "" {
+			if m := findSubmatch(vpaModeRE, l); m != nil && mode == "" {
 				mode = m[1]
 			}
-			if vpaTargetRE.MatchString(l) {
+			if matchLine(vpaTargetRE, l) {
 				inTarget = true
 				continue
 			}
 			if inTarget {
-				if m := vpaMemoryRE.FindStringSubmatch(l); m != nil && target == "" {
+				if m := findSubmatch(vpaMemoryRE, l); m != nil && target == "" {
 					target = m[1]
 					inTarget = false
 				}

@@ -140,7 +140,7 @@ func detectArchiveFailing(ev *Gathered, found []Finding) []Finding {
 		var fail *analysis.LogTemplate
 		for j := range set.Templates {
 			t := &set.Templates[j]
-			if archiveFailRE.MatchString(t.Example) && (fail == nil || t.Count > fail.Count) {
+			if matchLine(archiveFailRE, t.Example) && (fail == nil || t.Count > fail.Count) {
 				fail = t
 			}
 		}
@@ -163,11 +163,11 @@ func detectArchiveFailing(ev *Gathered, found []Finding) []Finding {
 		for j := range set.Templates {
 			t := &set.Templates[j]
 			text := t.Example
-			if !archiveUploadRE.MatchString(text) && !archiveFailRE.MatchString(text) {
+			if !matchLine(archiveUploadRE, text) && !matchLine(archiveFailRE, text) {
 				continue
 			}
 			for rank, r := range archiveReasons {
-				if r.re.MatchString(text) && (t.Count > bestN || t.Count == bestN && rank < bestRank) {
+				if matchLine(r.re, text) && (t.Count > bestN || t.Count == bestN && rank < bestRank) {
 					best, bestN, bestRank, bestClass = j, t.Count, rank, r.class
 					break
 				}
@@ -185,7 +185,7 @@ func detectArchiveFailing(ev *Gathered, found []Finding) []Finding {
 	// The archiver's statistics: failures counted, or the last archived
 	// segment ageing.
 	for _, ms := range ev.Metrics {
-		failed, age := archiverFailedMetricRE.MatchString(ms.Name), archiverAgeMetricRE.MatchString(ms.Name)
+		failed, age := matchLine(archiverFailedMetricRE, ms.Name), matchLine(archiverAgeMetricRE, ms.Name)
 		if !failed && !age {
 			continue
 		}
@@ -221,7 +221,7 @@ func detectArchiveFailing(ev *Gathered, found []Finding) []Finding {
 	walSize, walDir := "", ""
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := walDirSizeRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(walDirSizeRE, l); m != nil {
 				walSize, walDir = m[1], m[2]
 			}
 		}
@@ -273,15 +273,15 @@ func detectArchiveFailing(ev *Gathered, found []Finding) []Finding {
 		f.setFact("reason_line", sg.reasonLine)
 		f.setFact("reason_class", sg.reasonClass)
 		text := sg.reasonLine + " " + sg.failLine
-		if m := archiveDestRE.FindStringSubmatch(text); m != nil {
+		if m := findSubmatch(archiveDestRE, text); m != nil {
 			f.setFact("destination", "bucket "+orWord(m[1], orWord(m[2], m[3])))
-		} else if m := archiveHostRE.FindStringSubmatch(text); m != nil {
+		} else if m := findSubmatch(archiveHostRE, text); m != nil {
 			f.setFact("destination", "archive host "+orWord(m[1], m[2]))
 		}
-		if m := archiveToolRE.FindStringSubmatch(text); m != nil {
+		if m := findSubmatch(archiveToolRE, text); m != nil {
 			f.setFact("archiver", strings.ToLower(m[1]))
 		}
-		if m := archiveStatusRE.FindStringSubmatch(sg.reasonLine); m != nil {
+		if m := findSubmatch(archiveStatusRE, sg.reasonLine); m != nil {
 			f.setFact("status", orWord(m[1], orWord(m[2], m[3])))
 		}
 		f.Evidence = append(f.Evidence, sg.evidence...)

@@ -45,12 +45,12 @@ var walRetained = &mechanism{
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		text := changeText(c)
-		if consumerGoneRE.MatchString(text) {
+		if matchLine(consumerGoneRE, text) {
 			return true
 		}
 		// A credential rotated under the consumer that now fails to
 		// authenticate.
-		return h.fact("consumer_auth") != "" && slotCredentialRE.MatchString(text)
+		return h.fact("consumer_auth") != "" && matchLine(slotCredentialRE, text)
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		db := orWord(h.fact("instance"), h.Subject)
@@ -116,7 +116,7 @@ func detectWALRetained(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		l := f.fact("line")
-		db := dbServerName(f.Subject) || dbClientRE.MatchString(l) || walFullLineRE.MatchString(l) || strings.Contains(l, "could not extend file")
+		db := dbServerName(f.Subject) || matchLine(dbClientRE, l) || matchLine(walFullLineRE, l) || strings.Contains(l, "could not extend file")
 		if db && (full == nil || f.Time.Before(full.Time)) {
 			full = f
 		}
@@ -133,7 +133,7 @@ func detectWALRetained(ev *Gathered, found []Finding) []Finding {
 	}
 	var grew []grown
 	for _, ms := range ev.Metrics {
-		if !walMetricRE.MatchString(ms.Name) {
+		if !matchLine(walMetricRE, ms.Name) {
 			continue
 		}
 		g := grown{name: ms.Name[strings.LastIndexByte(ms.Name, '/')+1:]}
@@ -221,7 +221,7 @@ func detectWALRetained(ev *Gathered, found []Finding) []Finding {
 	// The server's own log of the WAL it could not write.
 	for i := range ev.Logs {
 		for _, t := range ev.Logs[i].Templates {
-			if walFullLineRE.MatchString(t.Example) && strings.Contains(t.Example, "pg_wal") || strings.Contains(strings.ToLower(t.Example), "binlog") && walFullLineRE.MatchString(t.Example) {
+			if matchLine(walFullLineRE, t.Example) && strings.Contains(t.Example, "pg_wal") || strings.Contains(strings.ToLower(t.Example), "binlog") && matchLine(walFullLineRE, t.Example) {
 				f.setFact("server_line", t.Example)
 				f.Evidence = append(f.Evidence, templateEvidence(ev.Logs[i], t, t.Example))
 				break
@@ -235,16 +235,16 @@ func detectWALRetained(ev *Gathered, found []Finding) []Finding {
 	// or the month before), an operator's look-up that found nothing.
 	var gone []string
 	for _, c := range append(append([]evidence.Change(nil), ev.Earlier...), ev.Changes...) {
-		if consumerGoneRE.MatchString(c.Description) && !c.Timestamp.After(full.Time) {
+		if matchLine(consumerGoneRE, c.Description) && !c.Timestamp.After(full.Time) {
 			gone = append(gone, fmt.Sprintf("%s %s (%s, %s)", c.Kind, quote(c.Description, 140), orWord(c.Revision, c.Service), c.Timestamp.UTC().Format("2006-01-02 15:04 UTC")))
 		}
 	}
 	for _, c := range ev.Commands {
-		if !consumerLookupRE.MatchString(c.Command) {
+		if !matchLine(consumerLookupRE, c.Command) {
 			continue
 		}
 		for _, l := range c.Lines {
-			if notFoundRE.MatchString(l) {
+			if matchLine(notFoundRE, l) {
 				gone = append(gone, fmt.Sprintf("`%s` finds nothing: %s", truncate(c.Command, 100), quote(strings.TrimSpace(l), 140)))
 				break
 			}

@@ -60,7 +60,7 @@ func slotSeries(sets []MetricSet, end time.Time) map[string]*slotRetains {
 		// Bytes retained or behind, not a position (current_wal_lsn,
 		// confirmed_flush_lsn) nor what may still be written
 		// (safe_wal_size).
-		retained := walMetricRE.MatchString(ms.Name) && strings.Contains(name, "slot") &&
+		retained := matchLine(walMetricRE, ms.Name) && strings.Contains(name, "slot") &&
 			!strings.HasSuffix(name, "_lsn") && !strings.Contains(name, "safe_wal") && !strings.Contains(name, "wal_status")
 		if !active && !retained {
 			continue
@@ -148,7 +148,7 @@ func slotConsumer(slot string, found []Finding) (consumer, why string, f *Findin
 		}
 		sub := strings.ToLower(c.Subject)
 		named := sub == norm || strings.Contains(norm, sub) && len(sub) > 3 || strings.Contains(sub, norm)
-		if !named && !cdcWordsRE.MatchString(sub+" "+c.Summary+" "+c.fact("line")+" "+c.fact("last_log")) {
+		if !named && !matchLine(cdcWordsRE, sub+" "+c.Summary+" "+c.fact("line")+" "+c.fact("last_log")) {
 			continue
 		}
 		if named {
@@ -244,7 +244,7 @@ func detectSlotFilling(ev *Gathered, found []Finding) []Finding {
 		f.setFact("consumer_why", why)
 		f.Related = appendNew(f.Related, consumer)
 		f.Evidence = append(f.Evidence, fmt.Sprintf("the slot's consumer %s does not read it: %s", consumer, why))
-		if c.Kind == KindAuth || authWordsRE.MatchString(why) {
+		if c.Kind == KindAuth || matchLine(authWordsRE, why) {
 			f.setFact("consumer_auth", "true")
 			f.setFact("consumer_fix", "give it the current credentials: re-sync its Secret from the secret store (an ExternalSecret or CSI driver may refresh only hours after a rotation) and restart it")
 		}

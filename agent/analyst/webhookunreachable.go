@@ -66,8 +66,8 @@ type webhookCall struct {
 // parseWebhookCall reads a FailedCreate message; ok is false when it is
 // not a webhook the API server failed to reach.
 func parseWebhookCall(msg string) (webhookCall, bool) {
-	m := webhookCallRE.FindStringSubmatch(strings.TrimSpace(msg))
-	if m == nil || !webhookUnreachableRE.MatchString(m[4]) {
+	m := findSubmatch(webhookCallRE, strings.TrimSpace(msg))
+	if m == nil || !matchLine(webhookUnreachableRE, m[4]) {
 		return webhookCall{}, false
 	}
 	return webhookCall{webhook: m[1], service: m[2], namespace: m[3], err: strings.TrimSpace(m[4])}, true
@@ -217,11 +217,11 @@ func webhookFinding(call webhookCall, failed []corev1.Event, b webhookBackend, s
 	pick := -1
 	for i := len(b.Lines) - 1; i >= 0; i-- {
 		l := b.Lines[i].Text
-		if backendDeniedRE.MatchString(l) {
+		if matchLine(backendDeniedRE, l) {
 			pick = i
 			break
 		}
-		if pick < 0 && backendErrorRE.MatchString(l) {
+		if pick < 0 && matchLine(backendErrorRE, l) {
 			pick = i
 		}
 	}

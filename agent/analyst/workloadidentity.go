@@ -34,7 +34,7 @@ var (
 // role: the workload has no identity of its own. It reads the empty Pod
 // Identity associations and the injected environment the pod lacks.
 func nodeIdentityWhy(ev *Gathered, f *Finding) {
-	m := nodeSessionRE.FindStringSubmatch(f.fact("principal"))
+	m := findSubmatch(nodeSessionRE, f.fact("principal"))
 	if m == nil {
 		return
 	}
@@ -46,7 +46,7 @@ func nodeIdentityWhy(ev *Gathered, f *Finding) {
 			continue
 		}
 		text := strings.Join(c.Lines, "\n")
-		if noAssociationsRE.MatchString(text) || strings.TrimSpace(text) == "" {
+		if matchLine(noAssociationsRE, text) || strings.TrimSpace(text) == "" {
 			// The empty answer of the cluster the pods run in, not of
 			// another cluster compared.
 			f.setFact("no_association", c.Command)
@@ -58,7 +58,7 @@ func nodeIdentityWhy(ev *Gathered, f *Finding) {
 	// whose environment carries what the credential agent injects.
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if v := podIdentityEnvRE.FindString(l); v != "" && strings.Contains(c.Command, "env") {
+			if v := findString(podIdentityEnvRE, l); v != "" && strings.Contains(c.Command, "env") {
 				f.setFact("identity_env", v)
 				f.Evidence = append(f.Evidence, fmt.Sprintf("%s is injected where the workload has its own identity (%s)", v, quote(c.Command, 120)))
 				break

@@ -58,7 +58,7 @@ var xdsRejected = &mechanism{
 	// it; the deploy whose traffic never arrives is a victim.
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return c.Kind != KindDeploy && c.Time.Before(h.Onset.Add(2*time.Minute)) && xdsChangeRE.MatchString(changeText(c))
+		return c.Kind != KindDeploy && c.Time.Before(h.Onset.Add(2*time.Minute)) && matchLine(xdsChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		typ := orWord(h.fact("xds_type"), "route")
@@ -115,7 +115,7 @@ func detectXDSRejected(ev *Gathered, _ []Finding) []Finding {
 		at := earliest(t.FirstSeen, t.FirstIncident)
 		var p *xdsProxy
 		var typ, why string
-		if m := istiodAckErrorRE.FindStringSubmatch(line); m != nil {
+		if m := findSubmatch(istiodAckErrorRE, line); m != nil {
 			// The control plane names the proxy that refused.
 			pod, ns := xdsProxyName(m[2])
 			if pod == "" {
@@ -126,7 +126,7 @@ func detectXDSRejected(ev *Gathered, _ []Finding) []Finding {
 			p.evidence = append(p.evidence, fmt.Sprintf("%s logs %d %s rejections by %s's proxies from %s: %s", set.Subject, t.Incident, strings.ToUpper(m[1]), p.subject, hm(at), quote(ReadableLine(line), 240)))
 		} else {
 			p = get(set.Subject, set.Namespace)
-			if m := envoyRejectRE.FindStringSubmatch(line); m != nil {
+			if m := findSubmatch(envoyRejectRE, line); m != nil {
 				typ, why = xdsTypeWord(m[1]), strings.TrimSpace(m[2])
 			}
 			p.evidence = append(p.evidence, fmt.Sprintf("%s's proxy logs %d configuration rejections from %s: %s", set.Subject, t.Incident, hm(at), quote(ReadableLine(line), 240)))
@@ -137,7 +137,7 @@ func detectXDSRejected(ev *Gathered, _ []Finding) []Finding {
 		if p.why == "" {
 			p.why = why
 		}
-		if m := xdsRouteRE.FindStringSubmatch(line); m != nil && p.route == "" {
+		if m := findSubmatch(xdsRouteRE, line); m != nil && p.route == "" {
 			p.route = m[1]
 		}
 		if p.first.IsZero() || at.Before(p.first) {

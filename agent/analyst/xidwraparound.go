@@ -94,7 +94,7 @@ func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 		refusal  pgRefusal
 	)
 	for x := range incidentMatches(ev, xidStopRE) {
-		if m := xidDatabaseRE.FindStringSubmatch(x.line); m != nil && db == "" {
+		if m := findSubmatch(xidDatabaseRE, x.line); m != nil && db == "" {
 			db = orWord(m[1], m[2])
 		}
 		refusal.add(x)
@@ -107,7 +107,7 @@ func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
 		for _, t := range set.Templates {
-			if m := xidWarnRE.FindString(t.Example); m != "" && (warn == "" || strings.Contains(m, "xmin")) {
+			if m := findString(xidWarnRE, t.Example); m != "" && (warn == "" || strings.Contains(m, "xmin")) {
 				warn = fmt.Sprintf("%s %s logged at %s: %s", set.Origin, set.Source, ts(firstOf(t.FirstSeen, t.FirstIncident)), quote(ReadableLine(t.Example), 200))
 				host = orWord(host, serverOfLog(set))
 			}
@@ -117,7 +117,7 @@ func detectXIDWraparound(ev *Gathered, found []Finding) []Finding {
 	var age int64
 	var holder *xidHolder
 	for _, c := range ev.Commands {
-		if !sqlClientRE.MatchString(c.Run) && !sqlClientRE.MatchString(c.Command) {
+		if !matchLine(sqlClientRE, c.Run) && !matchLine(sqlClientRE, c.Command) {
 			continue
 		}
 		inst, _ := sqlInstanceOf(c)

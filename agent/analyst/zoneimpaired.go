@@ -91,16 +91,16 @@ func zoneHealth(cmds []evidence.CommandOutput) (reports map[string]string, idNam
 	reports, idName = map[string]string{}, map[string]string{}
 	for _, c := range cmds {
 		for _, l := range c.Lines {
-			names, ids := zoneNameRE.FindAllString(l, -1), zoneIDRE.FindAllString(l, -1)
-			if len(names) == 1 && len(ids) == 1 && !zoneHealthRE.MatchString(l) {
+			names, ids := findAllString(zoneNameRE, l, -1), findAllString(zoneIDRE, l, -1)
+			if len(names) == 1 && len(ids) == 1 && !matchLine(zoneHealthRE, l) {
 				idName[ids[0]] = names[0]
 				continue
 			}
-			if !zoneHealthRE.MatchString(l) || len(names)+len(ids) == 0 {
+			if !matchLine(zoneHealthRE, l) || len(names)+len(ids) == 0 {
 				continue
 			}
 			for _, z := range append(names, ids...) {
-				if reports[z] == "" || zoneNotAffectedRE.MatchString(reports[z]) {
+				if reports[z] == "" || matchLine(zoneNotAffectedRE, reports[z]) {
 					reports[z] = strings.Join(strings.Fields(l), " ")
 				}
 			}
@@ -227,12 +227,12 @@ func detectZoneImpaired(ev *Gathered, _ []Finding) []Finding {
 	for id, name := range idName {
 		if name == slowZone {
 			zoneID = id
-			if r := reports[id]; r != "" && (health == "" || zoneNotAffectedRE.MatchString(health)) {
+			if r := reports[id]; r != "" && (health == "" || matchLine(zoneNotAffectedRE, health)) {
 				health = r
 			}
 		}
 	}
-	if zoneNotAffectedRE.MatchString(health) && !strings.Contains(strings.ToLower(health), "other availability zones") && !strings.Contains(strings.ToLower(health), "other zones") {
+	if matchLine(zoneNotAffectedRE, health) && !strings.Contains(strings.ToLower(health), "other availability zones") && !strings.Contains(strings.ToLower(health), "other zones") {
 		health = ""
 	}
 	// When a report names the zone by its id, quote the report that does
