@@ -48,6 +48,7 @@ var mechanisms = []*mechanism{
 	preemptionM,
 	loopbackBind,
 	proxyResponseMalformed,
+	lambdaOOM,
 	orderedReady,
 	stsPartition,
 	missingEnv,

@@ -355,6 +355,8 @@ var kinds = map[Kind]kindInfo{
 	KindLoopbackBind: {prior: 0.86},
 	// A Lambda function's proxy response the gateway refuses (502).
 	KindProxyResponseMalformed: {prior: 0.88},
+	// A serverless function's invocations killed for their memory.
+	KindLambdaOOM: {prior: 0.88},
 
 	// Managed cloud services: a hot partition key throttled, a KMS key
 	// pending deletion or disabled, a NAT gateway out of source ports.
