@@ -320,6 +320,13 @@ var calibrationRules = []calibrationRule{
 	{"pod network failing, the node agent's why not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindPodNetwork && noTrigger(w) && w.fact("why") == ""
 	}},
+	// A firewall blocking requests with no change of its rules, or of its
+	// caller's address, read: what made the rules stop them now (a rule
+	// set switched to block, a caller's new egress address outside an
+	// allow list, a new client) was not read.
+	{"firewall blocks, what changed not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindWAFBlocked && noTrigger(w)
+	}},
 	// The question comes from an alert about one subject and names
 	// another beside it; the answer is about the other, and nothing read
 	// ties it to the alert's subject: the alert is left unexplained.

@@ -53,7 +53,10 @@ type gatherer struct {
 	streamed []evidence.CommandOutput
 	// jobDeletes are the audit log's deletes of Jobs (jobdeleted.go).
 	jobDeletes []jobDelete
-	done       map[string]bool // domain → gathered
+	// wafBlocks are the requests a firewall's log records blocked
+	// (wafblocked.go).
+	wafBlocks []evidence.LogLine
+	done      map[string]bool // domain → gathered
 
 	calls       int   // successful calls
 	unavailable error // the first unavailable error
@@ -1263,6 +1266,9 @@ func (g *gatherer) gatherCloudWatch(ctx context.Context, sp specialist) error {
 			g.changes = append(g.changes, cloudTrailChanges(lr.Lines)...)
 			// An API server's audit log: who deleted which Job.
 			g.jobDeletes = append(g.jobDeletes, auditJobDeletes(lr.Lines)...)
+			// A firewall's log: the requests it blocked, one by one (its
+			// records of allowed and blocked requests mine as one template).
+			g.wafBlocks = append(g.wafBlocks, wafBlockLines(lr.Lines)...)
 			if s, ok := slowlogStream(grp, lr.Lines); ok {
 				g.streamed = append(g.streamed, s)
 			}
@@ -1343,7 +1349,7 @@ func (g *gatherer) detect() []Finding {
 
 // gathered is the evidence as mechanisms see it.
 func (g *gatherer) gathered() *Gathered {
-	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: append(slices.Clip(g.commands), g.streamed...), JobDeletes: g.jobDeletes, Window: g.sc.Window, Scope: g.sc}
+	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: append(slices.Clip(g.commands), g.streamed...), JobDeletes: g.jobDeletes, WAFBlocks: g.wafBlocks, Window: g.sc.Window, Scope: g.sc}
 }
 
 // attachHosts names a dependency after the host whose own log shows it

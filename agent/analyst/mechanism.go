@@ -143,8 +143,11 @@ type Gathered struct {
 	// JobDeletes are the deletes of Jobs an API server's audit log
 	// recorded: who deleted which Job, when (jobdeleted.go).
 	JobDeletes []jobDelete
-	Window     Window
-	Scope      Scope
+	// WAFBlocks are the lines of a firewall's log that record a blocked
+	// request (wafblocked.go).
+	WAFBlocks []evidence.LogLine
+	Window    Window
+	Scope     Scope
 }
 
 // recommender collects recommendations.

@@ -235,6 +235,7 @@ var mechanisms = []*mechanism{
 	edgeOriginCert,
 	corsRejected,
 	failoverCheckRedirect,
+	wafBlocked,
 	cloudDenied,
 	authFailure,
 	backlogM,

@@ -253,6 +253,7 @@ var kinds = map[Kind]kindInfo{
 	KindEdgeOriginCert:        {prior: 0.86},
 	KindCORSRejected:          {prior: 0.86},
 	KindFailoverCheckRedirect: {prior: 0.86},
+	KindWAFBlocked:            {prior: 0.86},
 	KindDiskClaim:             {prior: 0.8},
 	KindOutcome:               {prior: 0.72},
 	KindSlowOperation:         {prior: 0.62},

@@ -69,7 +69,7 @@ var holdoutFloors = map[string]int{
 	"holdout51": 8,
 	"holdout52": 4,
 	"holdout53": 8,
-	"holdout54": 3,
+	"holdout54": 4,
 	"holdout55": 10,
 }
 
