@@ -7,6 +7,7 @@ package analyst
 // fallback (playbook.go).
 var mechanisms = []*mechanism{
 	inotifyLimit,
+	memcgOOM,
 	fdExhaustion,
 	clockSkew,
 	faultInjection,

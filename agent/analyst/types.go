@@ -453,6 +453,9 @@ var kinds = map[Kind]kindInfo{
 	KindSchemaMissing:     {prior: 0.86},
 	KindSchemaDrift:       {prior: 0.88},
 	KindConnectTaskFailed: {prior: 0.88},
+	// A container's memory cgroup at its limit, from the kernel's OOM
+	// reports.
+	KindMemcgOOM: {prior: 0.86},
 	// A node's inotify limit (fs.inotify sysctl) a file watcher hits.
 	KindInotifyLimit: {prior: 0.86},
 	// An Airflow pool whose slots another DAG holds.
