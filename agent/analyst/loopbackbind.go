@@ -36,6 +36,9 @@ var loopbackBind = &mechanism{
 		if p := h.fact("probe"); p != "" {
 			d += fmt.Sprintf(": the kubelet's %s probe to the pod's IP (%s) is refused (connection refused), the pods never become ready and the Service has no ready endpoints, so callers cannot reach it", p, h.fact("probe_target"))
 		}
+		if lb := h.fact("lb_check"); lb != "" {
+			d += fmt.Sprintf(": the load balancer's health checks, sent from outside to the task's IP, cannot connect, so its targets are unhealthy (%s) and the orchestrator replaces the tasks again and again, while a check from inside the container, to localhost, passes", quote(lb, 160))
+		}
 		if c := h.fact("command"); c != "" {
 			d += fmt.Sprintf("; its command (%s) sets no listen address (--host/--bind), and the server's default is the loopback", c)
 		}
@@ -95,7 +98,11 @@ func detectLoopbackBind(ev *Gathered, _ []Finding) []Finding {
 			if probed && p.port != m[2] {
 				continue
 			}
-			if !probed && !podsNotReady(ev.K8s.Pods, set.Subject) {
+			lb := ""
+			if !probed {
+				lb = lbCheckRefused(ev, set.Subject)
+			}
+			if !probed && lb == "" && !podsNotReady(ev.K8s.Pods, set.Subject) {
 				continue
 			}
 			seen[set.Subject] = true
@@ -114,6 +121,10 @@ func detectLoopbackBind(ev *Gathered, _ []Finding) []Finding {
 					f.Time = p.at
 				}
 			}
+			if lb != "" {
+				f.setFact("lb_check", lb)
+				f.Evidence = append(f.Evidence, "the load balancer's health check of its tasks fails: "+quote(lb, 200))
+			}
 			if c := listenCommand(ev.K8s.Pods, set.Subject); c != "" {
 				f.setFact("command", c)
 			}
@@ -123,6 +134,32 @@ func detectLoopbackBind(ev *Gathered, _ []Finding) []Finding {
 		}
 	}
 	return out
+}
+
+// elbCheckFailedRE: a load balancer's health check of a target failing,
+// as ECS's service events, a stopped task's reason and elbv2
+// describe-target-health print it.
+var elbCheckFailedRE = regexp.MustCompile(`(?i)is unhealthy in \(target-group|failed (?:ELB|load balancer) health checks|Target\.FailedHealthChecks|Target\.Timeout|HealthCheckFailed`)
+
+// lbCheckRefused is a line of a handed-over command (aws ecs
+// describe-services or describe-tasks, aws elbv2 describe-target-health)
+// saying a load balancer's health check of the workload's targets fails;
+// "" when none does. The command or the line must name the workload.
+func lbCheckRefused(ev *Gathered, wl string) string {
+	for _, c := range ev.Commands {
+		named := strings.Contains(c.Command, wl)
+		for _, l := range c.Lines {
+			if elbCheckFailedRE.MatchString(l) && (named || strings.Contains(l, wl)) {
+				l = strings.TrimSpace(l)
+				// A JSON field's value: what follows its key.
+				if _, v, ok := strings.Cut(l, `": "`); ok {
+					l = v
+				}
+				return strings.Trim(l, `",`)
+			}
+		}
+	}
+	return ""
 }
 
 // podsNotReady reports whether a workload's pods are listed and none is

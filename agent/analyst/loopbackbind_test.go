@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rootcause/rootcause/agent/analysis"
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 func TestLoopbackBind(t *testing.T) {
@@ -46,6 +47,21 @@ func TestLoopbackBind(t *testing.T) {
 		{"Go's net/http on the IPv6 loopback",
 			Gathered{K8s: K8sEvidence{Events: []corev1.Event{refused}}, Logs: logs(`{"level":"info","msg":"listening","addr":"[::1]:8000"}`, "2026/11/25 15:42:20 http: listening on [::1]:8000")},
 			[]string{"quotes listens on [::1]:8000 only"}},
+		{"ECS task behind an ALB: the service's events say its targets are unhealthy",
+			Gathered{Logs: logs(`{"level":30,"time":1732549340000,"pid":1,"msg":"Server listening at http://127.0.0.1:3000"}`),
+				Commands: []evidence.CommandOutput{{Command: "aws ecs describe-services --cluster prod --services quotes", Lines: []string{
+					`            "events": [`,
+					`                    "message": "(service quotes, taskSet ecs-svc/55312) (task fe2abd39) (port 3000) is unhealthy in (target-group arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/quotes-tg/9f3c2b1a) due to (reason Health checks failed)."`}}}},
+			[]string{"quotes listens on 127.0.0.1:3000 only", "load balancer's health checks", "is unhealthy in (target-group"}},
+		{"elbv2 describe-target-health, text output",
+			Gathered{Logs: logs("Listening on 127.0.0.1:8080"),
+				Commands: []evidence.CommandOutput{{Command: "aws elbv2 describe-target-health --target-group-arn arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/quotes-tg/9f3c --output text", Lines: []string{
+					"TARGETHEALTHDESCRIPTIONS\t8080",
+					"TARGET\teu-west-1a\t10.20.1.186\t8080",
+					"TARGETHEALTH\tHealth checks failed\tTarget.FailedHealthChecks\tunhealthy"}}}},
+			[]string{"quotes listens on 127.0.0.1:8080 only", "Target.FailedHealthChecks"}},
+		{"a target group of another service failing", Gathered{Logs: logs("Listening on 127.0.0.1:8080"),
+			Commands: []evidence.CommandOutput{{Command: "aws elbv2 describe-target-health --target-group-arn arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/search-tg/9f3c", Lines: []string{`"Reason": "Target.FailedHealthChecks",`}}}}, nil},
 		{"listening on every interface", Gathered{K8s: K8sEvidence{Events: []corev1.Event{refused}}, Logs: logs("INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)")}, nil},
 		{"a loopback admin port, the probed port elsewhere", Gathered{K8s: K8sEvidence{Events: []corev1.Event{refused}}, Logs: logs("admin server listening on 127.0.0.1:9901")}, nil},
 		{"a client connecting to localhost", Gathered{K8s: K8sEvidence{Events: []corev1.Event{refused}}, Logs: logs("connecting to redis at 127.0.0.1:8000")}, nil},
