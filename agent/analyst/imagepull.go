@@ -79,6 +79,9 @@ var imagePull = &mechanism{
 		if sec := h.fact("pull_secret"); sec != "" {
 			d += fmt.Sprintf("; the image pull secret %s that the pods reference (imagePullSecrets) does not exist (FailedToRetrieveImagePullSecret), so the pull goes without credentials", sec)
 		}
+		if sec := h.fact("pull_dropped_secret"); sec != "" {
+			d += fmt.Sprintf("; the new pods name no image pull secret, while the running pod %s of the same workload pulls from that registry with imagePullSecrets %s: the new pod template dropped the pull secret (a chart or values change that moved or renamed imagePullSecrets), so the kubelet asks the registry without credentials", h.fact("pull_sibling"), sec)
+		}
 		if sa := h.fact("pull_sa"); sa != "" {
 			d += fmt.Sprintf("; the pods run as ServiceAccount %s, which has no imagePullSecrets (nor does the pod spec name one), so the kubelet asks the registry without credentials", sa)
 			d += h.clause("; ", "pull_elsewhere")
@@ -96,6 +99,9 @@ var imagePull = &mechanism{
 		}
 		if sec := h.fact("pull_secret"); sec != "" {
 			r.high("Create the image pull secret %s in the namespace of %s (kubectl create secret docker-registry %s ...), or point its imagePullSecrets at the secret that exists", sec, h.Subject, sec)
+		}
+		if sec := h.fact("pull_dropped_secret"); sec != "" {
+			r.high("Put imagePullSecrets %s back into the pod template of %s: set it where the current chart reads it (a chart that moved it, e.g. to global.imagePullSecrets, ignores the old key) or on its ServiceAccount, then roll the pods", sec, h.Subject)
 		}
 		if sa := h.fact("pull_sa"); sa != "" {
 			ns, name, _ := strings.Cut(sa, "/")
@@ -256,6 +262,16 @@ func followPullCredentials(ev *Gathered, found []Finding) []Finding {
 		if pod == nil || len(pod.Spec.ImagePullSecrets) > 0 {
 			continue
 		}
+		// A running pod of the same workload (the previous ReplicaSet)
+		// that names a pull secret for the same registry: the new pod
+		// template dropped it.
+		if sib := pullSecretSibling(ev.K8s.Pods, pod); sib != nil {
+			f.setFact("pull_dropped_secret", sib.Spec.ImagePullSecrets[0].Name)
+			f.setFact("pull_sibling", sib.Name)
+			f.Evidence = append(f.Evidence, fmt.Sprintf("pod %s/%s of the same workload runs %s with imagePullSecrets %s; the failing pod %s names none", sib.Namespace, sib.Name, pullImage(sib), pullSecretNames(sib), pod.Name))
+			f.Weight = max(f.Weight, 0.95)
+			continue
+		}
 		saName := orWord(pod.Spec.ServiceAccountName, "default")
 		sa := serviceAccountNamed(ev.K8s.ServiceAccounts, pod.Namespace, saName)
 		if sa == nil || len(sa.ImagePullSecrets) > 0 {
@@ -300,6 +316,33 @@ func followPullCredentials(ev *Gathered, found []Finding) []Finding {
 		f.Weight = max(f.Weight, 0.95)
 	}
 	return nil
+}
+
+// pullSecretSibling is a running pod of the failing pod's workload, from
+// the same registry, whose spec names image pull secrets; nil when none.
+func pullSecretSibling(pods []corev1.Pod, pod *corev1.Pod) *corev1.Pod {
+	wl := WorkloadOfPod(pod)
+	registry, _, _ := strings.Cut(pullImage(pod), "/")
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace != pod.Namespace || p.Name == pod.Name || WorkloadOfPod(p) != wl || pullFailing(p) || len(p.Spec.ImagePullSecrets) == 0 {
+			continue
+		}
+		if r, _, _ := strings.Cut(pullImage(p), "/"); registry == "" || r != registry {
+			continue
+		}
+		return p
+	}
+	return nil
+}
+
+// pullSecretNames lists the image pull secrets a pod's spec names.
+func pullSecretNames(p *corev1.Pod) string {
+	var names []string
+	for _, s := range p.Spec.ImagePullSecrets {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, ",")
 }
 
 // pullFailing reports whether a pod waits on an image it cannot pull.

@@ -107,3 +107,65 @@ func replaceEach(format string, values ...string) string {
 	}
 	return format
 }
+
+// TestPullSecretDropped follows a refused pull to the pull secret the
+// workload's running pods (the previous ReplicaSet) name and the new pods
+// do not, read from a custom-columns listing and from pod JSON.
+func TestPullSecretDropped(t *testing.T) {
+	now := time.Date(2026, 8, 4, 8, 50, 0, 0, time.UTC)
+	const customCols = `$ kubectl get pods -n pay -l app=ledger -o custom-columns='NAME:.metadata.name,IMAGE:.spec.containers[0].image,PULL_SECRETS:.spec.imagePullSecrets[*].name'
+NAME                      IMAGE                              PULL_SECRETS
+ledger-54d8c7b9f6-9xq2v   %s   %s
+ledger-7b9c6d5f8-zr4hp    %s   <none>
+`
+	const podJSON = `$ kubectl get pods -n pay -o json
+{"apiVersion":"v1","kind":"List","items":[
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"ledger-54d8c7b9f6-9xq2v","namespace":"pay","labels":{"pod-template-hash":"54d8c7b9f6"}},"spec":{"imagePullSecrets":[{"name":"%s"}],"containers":[{"name":"ledger","image":"%s"}]}},
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"ledger-7b9c6d5f8-zr4hp","namespace":"pay","labels":{"pod-template-hash":"7b9c6d5f8"}},"spec":{"containers":[{"name":"ledger","image":"%s"}]}}]}
+`
+	cases := []struct {
+		name, text string
+		want       string
+	}{
+		{"custom columns, quay", replaceEach(customCols, "quay.io/acme/ledger:2.2.4", "quay-pull", "quay.io/acme/ledger:2.3.0"), "quay-pull"},
+		{"pod JSON, GHCR", replaceEach(podJSON, "ghcr-creds", "ghcr.io/acme/ledger:2.2.4", "ghcr.io/acme/ledger:2.3.0"), "ghcr-creds"},
+		{"the running pod pulls from another registry", replaceEach(customCols, "registry.gitlab.com/acme/ledger:2.2.4", "gitlab-pull", "quay.io/acme/ledger:2.3.0"), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Window: Window{Start: now.Add(-time.Hour), End: now}}
+			for _, o := range kubetext.Parse([]byte(c.text), now).Objects {
+				if p, ok := o.(*corev1.Pod); ok {
+					p.Namespace = "pay"
+					cs := corev1.ContainerStatus{Name: "ledger"}
+					if strings.Contains(p.Name, "zr4hp") {
+						cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}
+						p.Status.Phase = corev1.PodPending
+					} else {
+						cs.State.Running = &corev1.ContainerStateRunning{}
+						p.Status.Phase = corev1.PodRunning
+					}
+					p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+					ev.K8s.Pods = append(ev.K8s.Pods, *p)
+				}
+			}
+			if len(ev.K8s.Pods) != 2 {
+				t.Fatalf("%d pods read, want 2", len(ev.K8s.Pods))
+			}
+			f := Finding{Kind: KindImagePull, Subject: "ledger", Namespace: "pay", Object: "pod pay/ledger-7b9c6d5f8-zr4hp container ledger", Weight: 0.85}
+			f.setFact("message", `Failed to pull image "x": unexpected status from HEAD request to https://quay.io/v2/acme/ledger/manifests/2.3.0: 401 UNAUTHORIZED`)
+			found := []Finding{f}
+			followPullCredentials(ev, found)
+			if got := found[0].fact("pull_dropped_secret"); got != c.want {
+				t.Fatalf("pull_dropped_secret = %q, want %q", got, c.want)
+			}
+			if c.want == "" {
+				return
+			}
+			h := &Hypothesis{Kind: KindImagePull, Subject: "ledger", Primary: []*Finding{&found[0]}}
+			if d := imagePull.describe(h, Scope{}); !strings.Contains(d, "imagePullSecrets "+c.want) || !strings.Contains(d, "dropped the pull secret") {
+				t.Errorf("description %q", d)
+			}
+		})
+	}
+}
