@@ -76,6 +76,7 @@ var mechanisms = []*mechanism{
 	selectorOverlap,
 	hpaReverted,
 	selfHealReverted,
+	deploymentPaused,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,
