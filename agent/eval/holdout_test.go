@@ -71,6 +71,7 @@ var holdoutFloors = map[string]int{
 	"holdout53": 8,
 	"holdout54": 4,
 	"holdout55": 10,
+	"holdout56": 5,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
