@@ -72,6 +72,7 @@ var holdoutFloors = map[string]int{
 	"holdout54": 4,
 	"holdout55": 10,
 	"holdout56": 5,
+	"holdout58": 6,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
