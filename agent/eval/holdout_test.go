@@ -73,6 +73,7 @@ var holdoutFloors = map[string]int{
 	"holdout55": 10,
 	"holdout56": 5,
 	"holdout58": 6,
+	"holdout59": 5,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
