@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -525,6 +526,54 @@ var calibrationRules = []calibrationRule{
 	{"VPA evictions repeat, why the recommendation is not applied not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindVPAEvictLoop && w.fact("admission") == "" && w.fact("admission_error") == "" && w.fact("failure_policy") == ""
 	}},
+	// Containers killed at their memory limit, "triggered" by a change
+	// that set that limit to another value than the one the pods run
+	// with: the change is not in effect (never applied, reverted by a
+	// controller that syncs the spec from elsewhere, applied to another
+	// object), so it neither drove the kills nor ended them, and what
+	// holds the old value is not read.
+	{"memory limit changed, the pods still at another", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindOOMKilled && w.Trigger != nil && limitChangeNotShown(changeText(w.Trigger), w.fact("memory_limit"))
+	}},
+	// A process out of file descriptors at an ordinary limit (no change
+	// lowered it), with nothing read of what holds them (no release, no
+	// growth of its open files or connections, no change that bears on
+	// them): the limit is a state, and the leak or the load that fills it
+	// (a release that stopped closing connections, inotify instances a
+	// node's setting caps) is one hop further.
+	{"descriptors exhausted, what holds them not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindFDExhaustion && w.fact("previous") == "" && w.fact("why") == "" && !heapGrows(w) &&
+			(noTrigger(w) || !descriptorTrigger(w.Trigger))
+	}},
+	// A node under disk pressure, with nothing read of what fills its
+	// disk or how it filled (the largest consumer the kubelet names holds
+	// almost nothing, no writer, no series of its free space falling, no
+	// change of the node or its workloads): the pressure is a state, and
+	// what fills the disk or made it smaller (images, logs, a volume size
+	// cut in the node's template) is one hop further.
+	{"node disk pressure, what fills the disk not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindNodePressure && w.fact("resource") == "disk" && noTrigger(w) && w.fact("why") == "" &&
+			!diskFillerNamed(w)
+	}},
+	// Pods waiting in an init container for a Service that does not exist,
+	// with no change read: the name points nowhere, and whether the
+	// Service was renamed, removed or never created (a chart's name
+	// override dropped, a release of the database) is not known.
+	{"a Service waited for is missing, what removed it not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindInitWait && w.fact("state") == "missing" && noTrigger(w) && w.fact("why") == ""
+	}},
+	// Pods that cannot start because an object they reference (a Secret, a
+	// ConfigMap) is missing in their namespace while another object they
+	// need is missing there too (their ServiceAccount, another Secret),
+	// with no change read that names the object: several objects missing
+	// at once say the namespace lacks what others have, and what should
+	// have put them there (a copy or sync from another namespace, a
+	// chart, the namespace's provisioning) is not read; a release of the
+	// workload is not it.
+	{"objects missing in the namespace, what should provide them not read", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
+		m := w.fact("missing")
+		return w.Kind == KindConfigError && m != "" && w.fact("why") == "" && !changeNamesMissing(w.Trigger, m) && anotherMissing(a, m)
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
@@ -923,7 +972,7 @@ func throttledUnexplained(h *Hypothesis) bool {
 // partialQuestionRE is a question that says only part of a workload fails:
 // "only some pods", "half of the pods", "the other half pulled it fine",
 // "nats-0 and nats-1 are fine", "the others are fine".
-var partialQuestionRE = regexp.MustCompile(`(?i)\b(?:only|just)\s+(?:some|a few|half|part)\b|\bsome (?:of (?:the|our|its) )?(?:[\w-]+ )?(?:pods|replicas|instances|nodes|hosts|containers)\b|\bhalf (?:of )?(?:the |its |our )?(?:[\w-]+ )?(?:pods|replicas|instances|nodes|hosts)\b|\bother (?:half|pods|replicas|instances)\b|\b[a-z][\w-]*-\d+ and (?:[a-z][\w-]*)?-\d+ (?:are|look|seem) (?:fine|ok|okay|healthy)\b|\bthe others? (?:are|is|look|looks) (?:fine|ok|okay|healthy)\b`)
+var partialQuestionRE = regexp.MustCompile(`(?i)\b(?:only|just)\s+(?:some|a few|half|part)\b|\bsome (?:of (?:the|our|its) )?(?:[\w-]+ )?(?:pods|replicas|instances|nodes|hosts|containers)\b|\bhalf (?:of )?(?:the |its |our )?(?:[\w-]+ )?(?:pods|replicas|instances|nodes|hosts)\b|\bother (?:half|pods|replicas|instances)\b|\b[a-z][\w-]*-\d+ and (?:[a-z][\w-]*)?-\d+ (?:are|look|seem) (?:fine|ok|okay|healthy)\b|\bthe others? (?:are|is|look|looks) (?:fine|ok|okay|healthy)\b|\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten) (?:of|out of) (?:the |its |our )?(?:\d+|two|three|four|five|six|seven|eight|nine|ten|twelve) (?:[\w-]+ )?(?:pods|replicas|instances|nodes|hosts|containers|tasks|workers)\b|\bthe other (?:\d+|two|three|four|five|six|seven|eight|nine|ten) (?:[\w-]+ )?(?:are|look|seem)\b`)
 
 // placeRE is evidence that places a failure among a workload's pods: the
 // node, zone, host or subnet they are on.
@@ -1249,3 +1298,124 @@ func jobReadFurther(h *Hypothesis) bool {
 // file an error is about ("column \"tax_region\" of relation
 // \"invoices\" already exists", KeyError: 'customer_id').
 var quotedNameRE = regexp.MustCompile(`["'‘“][A-Za-z_/][\w.\-/]*["'’”]`)
+
+// limitTargetRE is a value a change sets: "--limits=memory=2Gi",
+// "limits.memory: 2Gi", "memory 1Gi -> 2Gi", "raise memory to 2Gi".
+var limitTargetRE = regexp.MustCompile(`(?i)(?:->|→|=>|\bto\b|=|:)\s*"?(\d+(?:\.\d+)?)\s?(ki|mi|gi|ti|kb|mb|gb|tb|k|m|g|t)\b`)
+
+// memoryWordRE is where a change's text speaks of memory.
+var memoryWordRE = regexp.MustCompile(`(?i)\bmem(?:ory)?\b`)
+
+// limitChangeNotShown reports whether text, a change's, sets a memory
+// value (after its first mention of memory) and none of the values it
+// sets is limit, the memory limit the killed containers run with.
+func limitChangeNotShown(text, limit string) bool {
+	cur, ok := memoryBytes(limit)
+	loc := memoryWordRE.FindStringIndex(text)
+	if !ok || loc == nil {
+		return false
+	}
+	set := false
+	for _, m := range limitTargetRE.FindAllStringSubmatch(text[loc[0]:], -1) {
+		v, ok := memoryBytes(m[1] + m[2])
+		if !ok {
+			continue
+		}
+		if math.Abs(v-cur) <= 0.1*cur {
+			return false
+		}
+		set = true
+	}
+	return set
+}
+
+// memoryBytes reads a memory quantity as Kubernetes and people write it:
+// "1Gi", "512Mi", "2G", "768mb"; binary units are powers of 1024.
+func memoryBytes(s string) (float64, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"ki", 1 << 10}, {"mi", 1 << 20}, {"gi", 1 << 30}, {"ti", 1 << 40}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
+		{"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"t", 1e12}}
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseFloat(n, 64)
+			return v * u.mult, err == nil && v > 0
+		}
+	}
+	return 0, false
+}
+
+// descriptorTriggerRE is a change that bears on a process's open files:
+// its limit, its connections or pools, its watchers, its replicas, a
+// release of its code.
+var descriptorTriggerRE = regexp.MustCompile(`(?i)nofile|ulimit|rlimit|open.?files|descriptor|inotify|watch|limit|connection|keep-?alive|socket|pool|replica|image|version|release|upgrade|\bv?\d+\.\d+`)
+
+// descriptorTrigger reports whether c, a trigger of descriptors running
+// out, can bear on them: a deploy of code, or a change whose text does.
+func descriptorTrigger(c *Finding) bool {
+	return c.Kind == KindDeploy || c.fact("image") != "" || descriptorTriggerRE.MatchString(changeText(c))
+}
+
+// diskFillerNamed reports whether h, a node under disk pressure, names
+// what fills the disk or shows it filling: a writer or a workload with
+// its size, a finding of a disk filling among its support, or a series
+// of the node's free space falling during the incident.
+func diskFillerNamed(h *Hypothesis) bool {
+	for _, f := range slices.Concat(h.Primary, h.Support) {
+		if f.fact("filler_workload") != "" || f.fact("writer") != "" || f.fact("filler") != "" ||
+			f.Kind == KindSaturation && nodeFilesystemRE.MatchString(f.fact("metric")) {
+			return true
+		}
+		switch f.Kind {
+		case KindDiskFull, KindDiskClaim, KindVolumeClaim, KindInodesExhausted:
+			return true
+		}
+	}
+	return false
+}
+
+// nodeFilesystemRE is a series of a node's file system space (node
+// exporter's, the kubelet's).
+var nodeFilesystemRE = regexp.MustCompile(`(?i)node_filesystem_(?:avail|free|size)|kubelet_volume_stats|filesystem_(?:usage|available)|fs_(?:avail|usage)`)
+
+// changeNamesMissing reports whether c, a trigger, names what is missing:
+// the object ("secret stripe-api" names stripe-api) or the key ("key
+// tls.crt in secret web/edge-tls" names tls.crt or edge-tls).
+func changeNamesMissing(c *Finding, missing string) bool {
+	if c == nil {
+		return false
+	}
+	text, words := changeText(c), strings.Fields(strings.ToLower(missing))
+	names := []string{words[len(words)-1]}
+	if len(words) > 1 && words[0] == "key" {
+		names = append(names, words[1])
+	}
+	for _, n := range names {
+		n = n[strings.LastIndexByte(n, '/')+1:]
+		if n != "" && strings.Contains(text, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// anotherMissing reports whether some finding of a says another object is
+// missing than missing (a ServiceAccount beside a Secret), not since
+// resolved.
+func anotherMissing(a *Analysis, missing string) bool {
+	obj := func(m string) string {
+		if i := strings.Index(m, " in "); strings.HasPrefix(m, "key ") && i >= 0 {
+			m = m[i+4:]
+		}
+		return strings.ToLower(m[strings.LastIndexByte(m, '/')+1:])
+	}
+	for i := range a.Findings {
+		f := &a.Findings[i]
+		if m := f.fact("missing"); m != "" && f.fact("resolved") == "" && obj(m) != obj(missing) {
+			return true
+		}
+	}
+	return false
+}
