@@ -50,6 +50,7 @@ var mechanisms = []*mechanism{
 	loopbackBind,
 	proxyResponseMalformed,
 	lambdaOOM,
+	taskSecretsUnavailable,
 	orderedReady,
 	stsPartition,
 	missingEnv,

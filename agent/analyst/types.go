@@ -358,6 +358,8 @@ var kinds = map[Kind]kindInfo{
 	KindProxyResponseMalformed: {prior: 0.88},
 	// A serverless function's invocations killed for their memory.
 	KindLambdaOOM: {prior: 0.88},
+	// Container tasks stopped before start: their secrets cannot be fetched.
+	KindTaskSecretsUnavailable: {prior: 0.88},
 
 	// Managed cloud services: a hot partition key throttled, a KMS key
 	// pending deletion or disabled, a NAT gateway out of source ports.
