@@ -71,7 +71,7 @@ var holdoutFloors = map[string]int{
 	"holdout53": 8,
 	"holdout54": 4,
 	"holdout55": 10,
-	"holdout56": 5,
+	"holdout56": 6,
 	"holdout58": 6,
 	"holdout59": 5,
 }
