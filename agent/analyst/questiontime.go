@@ -95,7 +95,10 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 	at := func(ref time.Time, h int) time.Time { return ref.Add(time.Duration(h) * time.Hour) }
 	yesterday := day.Add(-24 * time.Hour)
 	switch {
-	case strings.Contains(low, "last night") || strings.Contains(low, "overnight") || strings.Contains(low, "during the night"):
+	case strings.Contains(low, "last night") || strings.Contains(low, "overnight") || strings.Contains(low, "during the night") ||
+		strings.Contains(low, "every night") || strings.Contains(low, "each night"):
+		// A failure that recurs every night is asked about the morning
+		// after: its last occurrence is last night's.
 		take(at(yesterday, 18))
 	case strings.Contains(low, "since yesterday"):
 		take(yesterday)

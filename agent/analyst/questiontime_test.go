@@ -27,6 +27,7 @@ func TestStatedOnset(t *testing.T) {
 		{"started about 2 hours ago", at(14, 30)},
 		{"in the last 3 hours", at(13, 45)},
 		{"emails arrive late since last night", at(18, 0).Add(-24 * time.Hour)},
+		{"the import has failed every night since monday, the task dies with SIGKILL", at(18, 0).Add(-24 * time.Hour)},
 		{"broken since yesterday", at(0, 0).Add(-24 * time.Hour)},
 		{"the nightly run at 01:00 and the retry at 03:00", at(0, 45)},
 		{"search felt slow this morning", time.Time{}},

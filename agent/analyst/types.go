@@ -462,6 +462,14 @@ var kinds = map[Kind]kindInfo{
 	KindInotifyLimit: {prior: 0.86},
 	// An Airflow pool whose slots another DAG holds.
 	KindAirflowPoolFull: {prior: 0.86},
+	// A job's process killed by its container's OOM killer, no restart.
+	KindChildOOMKill: {prior: 0.88},
+	// Argo workflows Pending on a lock another workflow holds.
+	KindArgoLockHeld: {prior: 0.86},
+	// An Airflow DAG run failed by one task's exception.
+	KindAirflowTaskFailed: {prior: 0.8},
+	// Objects deleted by the bucket's lifecycle expiration rule.
+	KindS3LifecycleExpired: {prior: 0.88},
 	// A table's generated key at its integer type's maximum.
 	KindIDExhausted: {prior: 0.88},
 	// A host's file system remounted read-only after I/O errors.

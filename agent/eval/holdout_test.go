@@ -67,7 +67,7 @@ var holdoutFloors = map[string]int{
 	"holdout49": 8,
 	"holdout50": 7,
 	"holdout51": 8,
-	"holdout52": 4,
+	"holdout52": 8,
 	"holdout53": 8,
 	"holdout54": 4,
 	"holdout55": 10,
