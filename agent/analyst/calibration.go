@@ -574,6 +574,13 @@ var calibrationRules = []calibrationRule{
 		m := w.fact("missing")
 		return w.Kind == KindConfigError && m != "" && w.fact("why") == "" && !changeNamesMissing(w.Trigger, m) && anotherMissing(a, m)
 	}},
+	// A canary left paused at a partial weight, with nothing read of the
+	// new version doing worse than the stable one (no latency or error
+	// finding of the service): a paused canary is also a rollout waiting
+	// as designed.
+	{"canary left paused, nothing read of the new version being worse", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindCanaryPaused && w.fact("symptom") == ""
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {

@@ -82,6 +82,7 @@ var mechanisms = []*mechanism{
 	hpaReverted,
 	selfHealReverted,
 	deploymentPaused,
+	canaryPaused,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,

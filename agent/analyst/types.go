@@ -562,6 +562,7 @@ var kinds = map[Kind]kindInfo{
 	KindHPAReverted:      {prior: 0.84},
 	KindSelfHealReverted: {prior: 0.86},
 	KindDeploymentPaused: {prior: 0.86},
+	KindCanaryPaused:     {prior: 0.86},
 	// An autoscaler disabled because its target has 0 replicas.
 	KindHPATargetZero: {prior: 0.84},
 	// An event-driven autoscaler watching a queue nobody writes to.
