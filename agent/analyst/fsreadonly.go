@@ -358,7 +358,10 @@ func fsTurnedReadOnly(pts []evidence.Point, w Window) (time.Time, bool) {
 
 func describeFSReadOnly(h *Hypothesis, sc Scope) string {
 	host := h.Subject
-	fs := orWord(h.fact("mountpoint"), "a file system")
+	fs := "a file system"
+	if mp := h.fact("mountpoint"); mp != "" {
+		fs = "the file system " + mp
+	}
 	var on []string
 	if t := h.fact("fstype"); t != "" {
 		on = append(on, t)
@@ -369,7 +372,7 @@ func describeFSReadOnly(h *Hypothesis, sc Scope) string {
 	if len(on) > 0 {
 		fs += " (" + strings.Join(on, " ") + ")"
 	}
-	d := fmt.Sprintf("the kernel remounted the file system %s of %s read-only", fs, host)
+	d := fmt.Sprintf("the kernel remounted %s of %s read-only", fs, host)
 	switch io, jl := h.fact("io_error"), h.fact("journal"); {
 	case io != "" && jl != "":
 		d += fmt.Sprintf(" after write I/O errors on the disk aborted its journal (%s; %s)", quote(kernelText(io), 120), quote(kernelText(jl), 100))

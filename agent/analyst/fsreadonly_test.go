@@ -51,11 +51,11 @@ func TestFSReadOnly(t *testing.T) {
 		want    []string
 	}{
 		{"ext4 remounted after write errors, in syslog, with the service's EROFS", []LogSet{logSet("files-01-syslog", true, ext4...), logSet("artifact-store", false, app)}, nil, nil, "files-01",
-			[]string{"remounted the file system", "(ext4 on sdb1)", "I/O error, dev sdb", "Aborting journal", "Remounting filesystem read-only", "artifact-store", "Read-only file system"}},
+			[]string{"remounted a file system (ext4 on sdb1)", "I/O error, dev sdb", "Aborting journal", "Remounting filesystem read-only", "artifact-store", "Read-only file system"}},
 		{"XFS shut down in journalctl", []LogSet{logSet("db-02-journal", true, xfs...)}, nil, nil, "db-02",
-			[]string{"(xfs on dm-2)", "I/O error, dev dm-2", "Shutting down filesystem"}},
+			[]string{"remounted a file system (xfs on dm-2)", "I/O error, dev dm-2", "Shutting down filesystem"}},
 		{"btrfs forced read-only in dmesg over ssh, with mount and touch", nil, []evidence.CommandOutput{dmesg, mount, touch}, nil, "build-07",
-			[]string{"/var/lib/builds (btrfs on nvme1n1p1)", "forced readonly", "cannot touch"}},
+			[]string{"remounted the file system /var/lib/builds (btrfs on nvme1n1p1)", "forced readonly", "cannot touch"}},
 		{"node_filesystem_readonly alone", nil, nil, []MetricSet{ro}, "media-03",
 			[]string{"/var/media (ext4 on vdc)", "node_filesystem_readonly turned 1"}},
 		{"a read-only root the container was given", []LogSet{logSet("web", false, rootless)}, nil, nil, "", nil},
