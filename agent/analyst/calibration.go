@@ -581,6 +581,14 @@ var calibrationRules = []calibrationRule{
 	{"canary left paused, nothing read of the new version being worse", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindCanaryPaused && w.fact("symptom") == ""
 	}},
+	// An operation "slow" because it ran to its own timeout (a function's
+	// REPORT with Status: timeout, "Task timed out after 30.03 seconds"):
+	// the duration is the deadline, not a measure of the work, and what
+	// the operation waited on until then (a lock, a dependency, a
+	// connection) is not read; a release near it does not say either.
+	{"an operation cut at its timeout, what it waited on not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindSlowOperation && w.fact("why") == "" && primaryLineMatches(w, ranToTimeoutRE)
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
@@ -1426,3 +1434,7 @@ func anotherMissing(a *Analysis, missing string) bool {
 	}
 	return false
 }
+
+// ranToTimeoutRE is an invocation ended by its own timeout: Lambda's
+// REPORT line with "Status: timeout", "Task timed out after N seconds".
+var ranToTimeoutRE = regexp.MustCompile(`(?i)\bstatus:\s*timeout\b|task timed out after`)
