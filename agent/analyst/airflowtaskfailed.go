@@ -109,13 +109,13 @@ func airflowTaskFailedOf(ev *Gathered, dag string) []Finding {
 	for _, c := range ev.Commands {
 		var cur []airflowTaskRow
 		for _, l := range c.Lines {
-			if m := airflowStateRowRE.FindStringSubmatch(l); m != nil && (dag == "" || m[1] == dag) {
+			if m := findSubmatch(airflowStateRowRE, l); m != nil && (dag == "" || m[1] == dag) {
 				dag = m[1]
 				st, _ := time.Parse(time.RFC3339Nano, m[5])
 				en, _ := time.Parse(time.RFC3339Nano, m[6])
 				cur = append(cur, airflowTaskRow{m[3], m[4], st, en})
 			}
-			if m := airflowRunRowRE.FindStringSubmatch(l); m != nil && m[1] == dag && m[3] == "failed" {
+			if m := findSubmatch(airflowRunRowRE, l); m != nil && m[1] == dag && m[3] == "failed" {
 				failedRuns++
 			}
 		}
@@ -153,10 +153,10 @@ func airflowTaskFailedOf(ev *Gathered, dag string) []Finding {
 		}
 		last := ""
 		for _, l := range c.Lines {
-			if pyExceptionRE.MatchString(strings.TrimSpace(l)) {
+			if matchLine(pyExceptionRE, strings.TrimSpace(l)) {
 				last = strings.TrimSpace(l)
 			}
-			if m := airflowMarkFailRE.FindStringSubmatch(l); m != nil && m[1] == dag && m[2] == task.task && last != "" {
+			if m := findSubmatch(airflowMarkFailRE, l); m != nil && m[1] == dag && m[2] == task.task && last != "" {
 				exception = last
 			}
 		}

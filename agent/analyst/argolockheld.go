@@ -102,7 +102,7 @@ func detectArgoLockHeld(ev *Gathered, _ []Finding) []Finding {
 	crons := map[string]string{}
 	var at time.Time
 	airflowLines(ev, func(l string, _ *evidence.CommandOutput) {
-		if m := argoWaitRE.FindStringSubmatch(l); m != nil && (lock == "" || m[1] == lock) {
+		if m := findSubmatch(argoWaitRE, l); m != nil && (lock == "" || m[1] == lock) {
 			lock, limit = m[1], m[4]
 			if msg == "" {
 				msg = m[0]
@@ -110,22 +110,22 @@ func detectArgoLockHeld(ev *Gathered, _ []Finding) []Finding {
 			if t, ok := evidence.LineTime([]byte(l), ev.Window.End); ok && (at.IsZero() || t.Before(at)) {
 				at = t
 			}
-			if m := argoWaitingRowRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(argoWaitingRowRE, l); m != nil {
 				waiting[m[1]] = true
 			}
-			if w := argoWorkflowRE.FindStringSubmatch(l); w != nil {
+			if w := findSubmatch(argoWorkflowRE, l); w != nil {
 				waiting[w[1]] = true
 			}
 		}
-		if c := argoCronWFRE.FindStringSubmatch(l); c != nil {
-			if w := argoWorkflowRE.FindStringSubmatch(l); w != nil {
+		if c := findSubmatch(argoCronWFRE, l); c != nil {
+			if w := findSubmatch(argoWorkflowRE, l); w != nil {
 				crons[w[1]] = c[1]
 			}
 		}
-		if m := argoHolderRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(argoHolderRE, l); m != nil {
 			holders[m[1][strings.LastIndex(m[1], "/")+1:]]++
 		}
-		if m := argoYAMLHolderRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(argoYAMLHolderRE, l); m != nil {
 			holders[m[1][strings.LastIndex(m[1], "/")+1:]]++
 		}
 	})
@@ -213,22 +213,22 @@ func readArgoHolder(ev *Gathered, holder string, f *Finding) {
 		inHolder := strings.Contains(c.Command, holder)
 		cur := ""
 		for _, l := range c.Lines {
-			if m := argoListRowRE.FindStringSubmatch(l); m != nil && m[1] == holder && f.fact("holder_state") == "" {
+			if m := findSubmatch(argoListRowRE, l); m != nil && m[1] == holder && f.fact("holder_state") == "" {
 				f.setFact("holder_state", m[2])
 			}
-			if m := argoNameRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(argoNameRE, l); m != nil {
 				cur = m[1]
 			}
 			if !inHolder && cur != holder {
 				continue
 			}
-			if m := argoStatusRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(argoStatusRE, l); m != nil {
 				f.setFact("holder_state", m[1])
 			}
-			if m := argoSuspendRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(argoSuspendRE, l); m != nil {
 				f.setFact("suspended_step", m[1])
 			}
-			if m := argoTemplateRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(argoTemplateRE, l); m != nil {
 				f.setFact("holder_template", m[1])
 			}
 		}

@@ -81,22 +81,22 @@ func pausedCanaries(ev *Gathered) map[string]*pausedCanary {
 			paused := false
 			var p pausedCanary
 			for _, l := range c.Lines {
-				if m := cpNameRE.FindStringSubmatch(l); m != nil && name == "" {
+				if m := findSubmatch(cpNameRE, l); m != nil && name == "" {
 					name = m[1]
 				}
-				if cpStatusRE.MatchString(l) {
+				if matchLine(cpStatusRE, l) {
 					paused = true
 				}
-				if cpPauseStepRE.MatchString(l) && strings.HasPrefix(l, "Message:") {
+				if matchLine(cpPauseStepRE, l) && strings.HasPrefix(l, "Message:") {
 					paused = true
 				}
-				if m := cpStepRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(cpStepRE, l); m != nil {
 					p.step = m[1]
 				}
-				if m := cpWeightRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(cpWeightRE, l); m != nil {
 					p.weight = m[1]
 				}
-				if m := cpImageRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(cpImageRE, l); m != nil {
 					if m[3] == "stable" {
 						p.stable = m[1]
 					} else {
@@ -119,16 +119,16 @@ func pausedCanaries(ev *Gathered) map[string]*pausedCanary {
 			if strings.TrimSpace(l) == "kind: Rollout" {
 				isRollout = true
 			}
-			if m := cpYAMLNameRE.FindStringSubmatch(l); m != nil && name == "" {
+			if m := findSubmatch(cpYAMLNameRE, l); m != nil && name == "" {
 				name = m[1]
 			}
-			if cpEndlessRE.MatchString(l) {
+			if matchLine(cpEndlessRE, l) {
 				endless = true
 			}
-			if m := cpTimeRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(cpTimeRE, l); m != nil {
 				last, _ = time.Parse(time.RFC3339, m[1])
 			}
-			if cpPausedCondRE.MatchString(l) {
+			if matchLine(cpPausedCondRE, l) {
 				paused = true
 				if !last.IsZero() && (since.IsZero() || last.Before(since)) {
 					since = last

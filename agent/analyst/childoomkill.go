@@ -118,7 +118,7 @@ func detectChildOOMKill(ev *Gathered, _ []Finding) []Finding {
 	limit, kernelLog := "", ""
 	seen := map[string]bool{}
 	addKill := func(l, src string, fallback time.Time) {
-		m := childMemcgKilledRE.FindStringSubmatch(l)
+		m := findSubmatch(childMemcgKilledRE, l)
 		if m == nil || seen[m[1]] {
 			return
 		}
@@ -136,7 +136,7 @@ func detectChildOOMKill(ev *Gathered, _ []Finding) []Finding {
 		for _, t := range set.Templates {
 			for _, l := range t.Lines() {
 				addKill(l, set.Subject, firstOf(t.FirstIncident, t.FirstSeen))
-				if m := memcgLimitRE.FindStringSubmatch(l); m != nil && m[1] == m[2] {
+				if m := findSubmatch(memcgLimitRE, l); m != nil && m[1] == m[2] {
 					limit = m[2]
 				}
 			}
@@ -145,7 +145,7 @@ func detectChildOOMKill(ev *Gathered, _ []Finding) []Finding {
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
 			addKill(l, "", time.Time{})
-			if m := memcgLimitRE.FindStringSubmatch(l); m != nil && m[1] == m[2] {
+			if m := findSubmatch(memcgLimitRE, l); m != nil && m[1] == m[2] {
 				limit = m[2]
 			}
 		}
@@ -180,10 +180,10 @@ func detectChildOOMKill(ev *Gathered, _ []Finding) []Finding {
 	scan := func(lines []string, ordered bool) {
 		prev := ""
 		for _, l := range lines {
-			if m := airflowStartedRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(airflowStartedRE, l); m != nil {
 				startedPID[m[1]] = true
 			}
-			if m := inputSizeRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(inputSizeRE, l); m != nil {
 				at, _ := evidence.LineTime([]byte(l), ev.Window.End)
 				sizes = append(sizes, struct {
 					at time.Time
@@ -191,7 +191,7 @@ func detectChildOOMKill(ev *Gathered, _ []Finding) []Finding {
 					s  string
 				}{at, jobSizeBytes(m[1], m[2]), m[1] + " " + m[2]})
 			}
-			if m := childSigkillRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(childSigkillRE, l); m != nil {
 				for _, p := range m[1:] {
 					if p != "" {
 						startedPID[p] = true
@@ -205,10 +205,10 @@ func detectChildOOMKill(ev *Gathered, _ []Finding) []Finding {
 					}
 				}
 			}
-			if m := airflowFailedRE.FindStringSubmatch(l); m != nil && dag == "" {
+			if m := findSubmatch(airflowFailedRE, l); m != nil && dag == "" {
 				dag, task = m[1], m[2]
 			}
-			if m := airflowRunningRE.FindStringSubmatch(l); m != nil && dag == "" && strings.Contains(l, "[running]") {
+			if m := findSubmatch(airflowRunningRE, l); m != nil && dag == "" && strings.Contains(l, "[running]") {
 				dag, task = m[1], m[2]
 			}
 			if strings.TrimSpace(l) != "" {
@@ -270,15 +270,15 @@ func detectChildOOMKill(ev *Gathered, _ []Finding) []Finding {
 	}
 	f.setFact("kernel_log", kernelLog)
 	if len(kills) > 0 {
-		f.setFact("kernel_line", trimLogPrefix(childMemcgKilledRE.FindString(kills[len(kills)-1].line)))
+		f.setFact("kernel_line", trimLogPrefix(findString(childMemcgKilledRE, kills[len(kills)-1].line)))
 		f.Evidence = append(f.Evidence, fmt.Sprintf("the kernel's OOM killer killed a process of a container at its memory cgroup's limit%s: %s", map[bool]string{true: " (" + f.fact("limit") + ")", false: ""}[f.fact("limit") != ""], quote(kills[len(kills)-1].line, 200)))
 	}
-	f.setFact("exit_line", trimLogPrefix(childSigkillRE.FindString(exitLine)))
+	f.setFact("exit_line", trimLogPrefix(findString(childSigkillRE, exitLine)))
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s exits with SIGKILL: %s", orWord(task, subject), quote(exitLine, 200)))
 	if oomPod != "" {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("container_oom_events_total of %s rises while its restarts stay flat", oomPod))
 	}
-	if lastLine != "" && !childSigkillRE.MatchString(lastLine) {
+	if lastLine != "" && !matchLine(childSigkillRE, lastLine) {
 		f.setFact("last_line", trimLogPrefix(lastLine))
 	}
 	if len(sizes) > 1 {

@@ -42,7 +42,7 @@ var mirrorControllers = []struct{ prefix, name string }{
 func missingConfigNames(k *K8sEvidence) map[string]bool {
 	names := map[string]bool{}
 	add := func(msg string) {
-		for _, m := range missingRefRE.FindAllStringSubmatch(msg, -1) {
+		for _, m := range findAllSubmatch(missingRefRE, msg, -1) {
 			if m[2] != "" {
 				names[m[2]] = true
 			}

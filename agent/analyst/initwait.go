@@ -229,7 +229,7 @@ func initWaitFinding(k *K8sEvidence, p *corev1.Pod, wl, container, text string, 
 				f.Evidence = append(f.Evidence, fmt.Sprintf("init container %s logs: %s", container, quote(l, 160)))
 			}
 			port := t[1]
-			if m := waitPortFlagRE.FindStringSubmatch(text); port == "" && m != nil {
+			if m := findSubmatch(waitPortFlagRE, text); port == "" && m != nil {
 				port = m[1]
 			}
 			if n, port := successorService(k, ns, name, port); n != "" {
@@ -272,7 +272,7 @@ var waitPortFlagRE = regexp.MustCompile(`(?:\s-p\s*|\s--port[= ])(\d{2,5})\b`)
 // target's name does not resolve.
 func resolveFailureLine(text string) string {
 	for _, l := range strings.Split(text, "\n") {
-		if resolveFailureRE.MatchString(l) {
+		if matchLine(resolveFailureRE, l) {
 			return strings.TrimSpace(l)
 		}
 	}

@@ -82,7 +82,7 @@ func detectInotifyLimit(ev *Gathered, found []Finding) []Finding {
 	var fail *Finding
 	for i := range found {
 		f := &found[i]
-		if l := f.fact("line"); l != "" && inotifyLineRE.MatchString(l) && (fail == nil || slices.Contains(ev.Scope.Subjects(), f.Subject) && !slices.Contains(ev.Scope.Subjects(), fail.Subject)) {
+		if l := f.fact("line"); l != "" && matchLine(inotifyLineRE, l) && (fail == nil || slices.Contains(ev.Scope.Subjects(), f.Subject) && !slices.Contains(ev.Scope.Subjects(), fail.Subject)) {
 			fail = f
 		}
 	}
@@ -97,15 +97,15 @@ func detectInotifyLimit(ev *Gathered, found []Finding) []Finding {
 	vals := map[string]int{}
 	for _, c := range ev.Commands {
 		node := c.Host
-		if m := inotifyNodeRE.FindStringSubmatch(c.Command + " " + c.Run); m != nil {
+		if m := findSubmatch(inotifyNodeRE, c.Command+" "+c.Run); m != nil {
 			node = m[1]
 		}
 		if node == "" {
 			continue
 		}
-		proc := inotifyProcRE.FindStringSubmatch(c.Run)
+		proc := findSubmatch(inotifyProcRE, c.Run)
 		for _, l := range c.Lines {
-			if m := inotifySysctlRE.FindStringSubmatch(l); m != nil && m[1] == setting {
+			if m := findSubmatch(inotifySysctlRE, l); m != nil && m[1] == setting {
 				vals[node], _ = strconv.Atoi(m[2])
 			}
 		}
@@ -181,7 +181,7 @@ func detectInotifyLimit(ev *Gathered, found []Finding) []Finding {
 		f.Related = appendNew(f.Related, n)
 	}
 	for _, o := range found {
-		if o.Subject != subj && inotifyLineRE.MatchString(o.fact("line")) {
+		if o.Subject != subj && matchLine(inotifyLineRE, o.fact("line")) {
 			f.Related = appendNew(f.Related, o.Subject)
 			f.Evidence = append(f.Evidence, o.Summary)
 		}
@@ -219,7 +219,7 @@ func nodeImages(ev *Gathered, names []string) string {
 func nodeImageChange(ev *Gathered, at time.Time) string {
 	var last *evidence.Change
 	for _, c := range slices.Concat(ev.Earlier, ev.Changes) {
-		if !nodeImageChangeRE.MatchString(c.Description) || !at.IsZero() && c.Timestamp.After(at) {
+		if !matchLine(nodeImageChangeRE, c.Description) || !at.IsZero() && c.Timestamp.After(at) {
 			continue
 		}
 		if last == nil || c.Timestamp.After(last.Timestamp) {

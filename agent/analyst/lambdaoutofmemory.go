@@ -33,7 +33,7 @@ var lambdaOOM = &mechanism{
 	label:  "serverless function out of memory",
 	detect: detectLambdaOOM,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return fnMemoryChangeRE.MatchString(changeText(c))
+		return matchLine(fnMemoryChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the Lambda function %s runs out of memory (OOM): its failing invocations use all of their %s MB (Max Memory Used %s MB of Memory Size %s MB) and the sandbox kills the runtime (%s) — %s invocations failed",
@@ -87,7 +87,7 @@ func detectLambdaOOM(ev *Gathered, _ []Finding) []Finding {
 			if l == "" {
 				continue
 			}
-			if m := lambdaReportRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(lambdaReportRE, l); m != nil {
 				if m[1] != m[2] && !strings.Contains(l, "OutOfMemory") {
 					continue
 				}
@@ -108,7 +108,7 @@ func detectLambdaOOM(ev *Gathered, _ []Finding) []Finding {
 		if size == "" {
 			for _, t := range set.Templates {
 				for _, l := range []string{t.Example, t.Last} {
-					if m := lambdaReportRE.FindStringSubmatch(l); m != nil && m[1] == m[2] && t.Incident > 0 {
+					if m := findSubmatch(lambdaReportRE, l); m != nil && m[1] == m[2] && t.Incident > 0 {
 						size, used = m[1], m[2]
 						count += t.Incident
 						line = strings.TrimSpace(l)
@@ -134,7 +134,7 @@ func detectLambdaOOM(ev *Gathered, _ []Finding) []Finding {
 		cur, _ := strconv.Atoi(size)
 		for _, t := range set.Templates {
 			for _, l := range []string{t.Example, t.Last} {
-				m := lambdaReportRE.FindStringSubmatch(l)
+				m := findSubmatch(lambdaReportRE, l)
 				if m == nil {
 					continue
 				}
@@ -170,7 +170,7 @@ func detectLambdaOOM(ev *Gathered, _ []Finding) []Finding {
 func memoryChangeOf(ev *Gathered, fn string, at time.Time) *evidence.Change {
 	var best *evidence.Change
 	for _, c := range slices.Concat(ev.Earlier, ev.Changes) {
-		if c.Timestamp.After(at) || !fnMemoryChangeRE.MatchString(c.Description) {
+		if c.Timestamp.After(at) || !matchLine(fnMemoryChangeRE, c.Description) {
 			continue
 		}
 		d := strings.ToLower(c.Description)

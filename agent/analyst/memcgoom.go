@@ -73,20 +73,20 @@ func detectMemcgOOM(ev *Gathered, found []Finding) []Finding {
 	var kills []kill
 	for _, c := range ev.Commands {
 		for i, l := range c.Lines {
-			m := memcgOOMRE.FindStringSubmatch(l)
+			m := findSubmatch(memcgOOMRE, l)
 			if m == nil {
 				continue
 			}
-			u := memcgPodUIDRE.FindStringSubmatch(m[1])
+			u := findSubmatch(memcgPodUIDRE, m[1])
 			if u == nil {
 				continue
 			}
 			k := kill{uid: strings.ReplaceAll(u[1], "_", "-"), memcg: m[1], task: m[2]}
-			if t := dmesgTimeRE.FindStringSubmatch(l); t != nil {
+			if t := findSubmatch(dmesgTimeRE, l); t != nil {
 				k.at, _ = time.Parse("Mon Jan _2 15:04:05 2006", strings.Join(strings.Fields(t[1]), " "))
 			}
 			for _, n := range c.Lines[i:min(i+3, len(c.Lines))] {
-				if km := memcgKilledRE.FindStringSubmatch(n); km != nil {
+				if km := findSubmatch(memcgKilledRE, n); km != nil {
 					k.rss = humanBytes(int64(atoiLoose(km[2])) * 1024)
 					break
 				}
@@ -134,7 +134,7 @@ func detectMemcgOOM(ev *Gathered, found []Finding) []Finding {
 						ns = fs[j-1]
 					}
 				}
-				if limit == "" && memQuantityRE.MatchString(tok) {
+				if limit == "" && matchLine(memQuantityRE, tok) {
 					if _, err := resource.ParseQuantity(tok); err == nil {
 						limit = tok
 					}

@@ -63,7 +63,7 @@ var envNameRE = regexp.MustCompile(`\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[A-Z]{4,}\b`
 // that list them below a heading, the next lines) names.
 func envVariable(lines []evidence.LogLine, i int) string {
 	for j := i; j < len(lines) && j <= i+3; j++ {
-		for _, m := range envNameRE.FindAllString(lines[j].Text, -1) {
+		for _, m := range findAllString(envNameRE, lines[j].Text, -1) {
 			switch m {
 			case "ERROR", "FATAL", "WARN", "WARNING", "INFO", "DEBUG", "KEYERROR", "NOTE", "HINT":
 				continue

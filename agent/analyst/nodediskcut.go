@@ -53,7 +53,7 @@ func rootVolumeCut(ev *Gathered, f *Finding) {
 		if !node.CreationTimestamp.IsZero() && c.Timestamp.After(node.CreationTimestamp.Time) {
 			continue
 		}
-		for _, m := range volumeCutRE.FindAllStringSubmatch(c.Description, -1) {
+		for _, m := range findAllSubmatch(volumeCutRE, c.Description, -1) {
 			from, _ := strconv.ParseFloat(m[2], 64)
 			to, _ := strconv.ParseFloat(m[3], 64)
 			// The node's disk is the new size (the kubelet's capacity is

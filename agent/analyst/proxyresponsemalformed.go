@@ -84,7 +84,7 @@ func detectProxyResponseMalformed(ev *Gathered, _ []Finding) []Finding {
 			line, source, at = strings.TrimSpace(l), orWord(t.Source, set.Source), firstOf(t.FirstIncident, t.FirstSeen)
 			kind = "API Gateway Lambda proxy integration"
 			gateway = "API Gateway's execution log"
-			if m := executionLogRE.FindStringSubmatch(set.Source + " " + t.Source); m != nil {
+			if m := findSubmatch(executionLogRE, set.Source+" "+t.Source); m != nil {
 				gateway = "the execution log of API Gateway " + m[1]
 				if m[2] != "" {
 					gateway += " (stage " + m[2] + ")"
@@ -104,12 +104,12 @@ func detectProxyResponseMalformed(ev *Gathered, _ []Finding) []Finding {
 		for _, t := range set.Templates {
 			for _, l := range []string{t.Example, t.Last} {
 				if fn == "" {
-					if m := lambdaInvocationURIRE.FindStringSubmatch(l); m != nil && (strings.Contains(l, "/invocations") || malformedProxyRE.MatchString(l)) {
+					if m := findSubmatch(lambdaInvocationURIRE, l); m != nil && (strings.Contains(l, "/invocations") || matchLine(malformedProxyRE, l)) {
 						fn, qual = m[1], m[2]
 					}
 				}
 				if body == "" {
-					if m := proxyBodyRE.FindStringSubmatch(l); m != nil {
+					if m := findSubmatch(proxyBodyRE, l); m != nil {
 						body = m[1]
 					}
 				}

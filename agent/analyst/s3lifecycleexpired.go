@@ -94,10 +94,10 @@ func detectS3LifecycleExpired(ev *Gathered, _ []Finding) []Finding {
 	bucket, example, reader := "", "", ""
 	var at time.Time
 	note := func(l, subject string, t time.Time) {
-		if !noSuchKeyRE.MatchString(l) {
+		if !matchLine(noSuchKeyRE, l) {
 			return
 		}
-		m := s3URIRE.FindStringSubmatch(l)
+		m := findSubmatch(s3URIRE, l)
 		if m == nil || bucket != "" && m[1] != bucket {
 			return
 		}
@@ -142,7 +142,7 @@ func detectS3LifecycleExpired(ev *Gathered, _ []Finding) []Finding {
 	var rule lifecycleRule
 	found := false
 	for _, c := range ev.Commands {
-		m := lifecycleCmdRE.FindStringSubmatch(c.Command)
+		m := findSubmatch(lifecycleCmdRE, c.Command)
 		if m == nil || m[1] != bucket {
 			continue
 		}
@@ -183,7 +183,7 @@ func detectS3LifecycleExpired(ev *Gathered, _ []Finding) []Finding {
 	expired, firstExpired := []string{}, time.Time{}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := s3ExpireLogRE.FindStringSubmatch(l); m != nil && m[1] == bucket {
+			if m := findSubmatch(s3ExpireLogRE, l); m != nil && m[1] == bucket {
 				if len(expired) < 2 {
 					expired = append(expired, m[3])
 				}

@@ -75,9 +75,9 @@ func selfHealLines(ev *Gathered) map[string][]healLine {
 	ref := ev.Window.End
 	add := func(l string, at time.Time) {
 		name := ""
-		if m := argoSelfHealRE.FindStringSubmatch(l); m != nil {
+		if m := findSubmatch(argoSelfHealRE, l); m != nil {
 			name = m[2]
-		} else if m := fluxDriftRE.FindStringSubmatch(l); m != nil {
+		} else if m := findSubmatch(fluxDriftRE, l); m != nil {
 			name = m[1] + m[2]
 		}
 		if name == "" {
@@ -92,13 +92,13 @@ func selfHealLines(ev *Gathered) map[string][]healLine {
 		app, selfHeal := "", false
 		for _, l := range c.Lines {
 			add(l, time.Time{})
-			if m := argoAppNameRE.FindStringSubmatch(l); m != nil && app == "" {
+			if m := findSubmatch(argoAppNameRE, l); m != nil && app == "" {
 				app = m[1]
 			}
-			if argoAutoSelfHealRE.MatchString(l) {
+			if matchLine(argoAutoSelfHealRE, l) {
 				selfHeal = true
 			}
-			if m := argoOpStartRE.FindStringSubmatch(l); m != nil && selfHeal && app != "" {
+			if m := findSubmatch(argoOpStartRE, l); m != nil && selfHeal && app != "" {
 				if t, err := time.Parse("2006-01-02 15:04:05 -0700", m[1]+" "+m[2]); err == nil {
 					out[strings.ToLower(app)] = append(out[strings.ToLower(app)], healLine{at: t.UTC(),
 						text: fmt.Sprintf("argocd app get %s: Sync Policy Automated with SelfHeal, a sync started at %s", app, ts(t.UTC()))})
@@ -125,7 +125,7 @@ func detectSelfHealReverted(ev *Gathered, found []Finding) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	for _, c := range ev.Changes {
-		if c.Service == "" || !manualChangeRE.MatchString(c.Description) || seen[strings.ToLower(c.Service)] {
+		if c.Service == "" || !matchLine(manualChangeRE, c.Description) || seen[strings.ToLower(c.Service)] {
 			continue
 		}
 		if heals == nil {
@@ -151,7 +151,7 @@ func detectSelfHealReverted(ev *Gathered, found []Finding) []Finding {
 		}
 		f.setFact("change", fmt.Sprintf("%s (%s)", c.Description, ts(c.Timestamp)))
 		f.setFact("after", heal.at.Sub(c.Timestamp).Round(time.Second).String())
-		if m := changeSetRE.FindStringSubmatch(c.Description); m != nil {
+		if m := findSubmatch(changeSetRE, c.Description); m != nil {
 			f.setFact("set", m[1]+m[2])
 		}
 		controller := "Argo CD's automated sync with selfHeal"

@@ -32,7 +32,7 @@ var taskSecretsUnavailable = &mechanism{
 	detect:         detectTaskSecretsUnavailable,
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		return secretAccessChangeRE.MatchString(changeText(c))
+		return matchLine(secretAccessChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the tasks of %s cannot start (ResourceInitializationError): ECS cannot fetch the secret %s with the task execution role — %s — so every task stops before its containers run (%s tasks), whatever image it runs",
@@ -88,7 +88,7 @@ func detectTaskSecretsUnavailable(ev *Gathered, _ []Finding) []Finding {
 	for _, c := range ev.Commands {
 		hit := false
 		for _, l := range c.Lines {
-			m := secretsPullRE.FindStringSubmatch(l)
+			m := findSubmatch(secretsPullRE, l)
 			if m == nil {
 				continue
 			}
@@ -104,7 +104,7 @@ func detectTaskSecretsUnavailable(ev *Gathered, _ []Finding) []Finding {
 					}
 				}
 				reason = strings.TrimRight(r, `",`)
-				if s := secretARNRE.FindStringSubmatch(m[1]); s != nil {
+				if s := findSubmatch(secretARNRE, m[1]); s != nil {
 					secret = orWord(s[1], s[2])
 				}
 			}
@@ -114,18 +114,18 @@ func detectTaskSecretsUnavailable(ev *Gathered, _ []Finding) []Finding {
 		}
 		for _, l := range c.Lines {
 			if subject == "" {
-				if m := ecsServiceGroupRE.FindStringSubmatch(l); m != nil {
+				if m := findSubmatch(ecsServiceGroupRE, l); m != nil {
 					subject = m[1]
 				}
 			}
-			if m := stoppedAtRE.FindStringSubmatch(l); m != nil {
+			if m := findSubmatch(stoppedAtRE, l); m != nil {
 				if t, err := time.Parse(time.RFC3339Nano, m[1]); err == nil && (at.IsZero() || t.Before(at)) {
 					at = t
 				}
 			}
 		}
 		if subject == "" {
-			if m := taskFamilyRE.FindStringSubmatch(strings.Join(c.Lines, "\n")); m != nil {
+			if m := findSubmatch(taskFamilyRE, strings.Join(c.Lines, "\n")); m != nil {
 				subject = m[1]
 			}
 		}
@@ -139,7 +139,7 @@ func detectTaskSecretsUnavailable(ev *Gathered, _ []Finding) []Finding {
 	}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := kmsDecryptDeniedRE.FindString(l); m != "" && denied == "" {
+			if m := findString(kmsDecryptDeniedRE, l); m != "" && denied == "" {
 				denied = strings.TrimSpace(m)
 			}
 		}
@@ -166,7 +166,7 @@ func detectTaskSecretsUnavailable(ev *Gathered, _ []Finding) []Finding {
 	var bestAt time.Time
 	for _, c := range slices.Concat(ev.Earlier, ev.Changes) {
 		d := strings.ToLower(c.Description)
-		if c.Timestamp.After(at) || !secretAccessChangeRE.MatchString(c.Description) {
+		if c.Timestamp.After(at) || !matchLine(secretAccessChangeRE, c.Description) {
 			continue
 		}
 		if !strings.Contains(d, "kms") && !strings.Contains(d, "encrypt") && !strings.Contains(d, "secret") {

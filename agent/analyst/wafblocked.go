@@ -34,7 +34,7 @@ var wafBlocked = &mechanism{
 	// replaced) is one too.
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
-		return wafChangeRE.MatchString(t) || len(h.Primary) > 0 && h.fact("client") != "" && egressAddressChangeRE.MatchString(t)
+		return matchLine(wafChangeRE, t) || len(h.Primary) > 0 && h.fact("client") != "" && matchLine(egressAddressChangeRE, t)
 	},
 	strictTriggers: true,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -118,18 +118,18 @@ func (b wafBlock) ruleName() string {
 // entry whose policy outcome is DENY, or a ModSecurity/Coraza "Access
 // denied" line. Rate-based rules are rate limits, not this cause.
 func parseWAFBlock(line string) (wafBlock, bool) {
-	if m := modsecDeniedRE.FindStringSubmatch(line); m != nil {
+	if m := findSubmatch(modsecDeniedRE, line); m != nil {
 		b := wafBlock{group: "ModSecurity rule set"}
-		if id := modsecIDRE.FindStringSubmatch(line); id != nil {
+		if id := findSubmatch(modsecIDRE, line); id != nil {
 			b.rule = "rule " + id[1]
 		}
-		if msg := modsecMsgRE.FindStringSubmatch(line); msg != nil {
+		if msg := findSubmatch(modsecMsgRE, line); msg != nil {
 			b.match = msg[1]
 		}
-		if u := modsecURIRE.FindStringSubmatch(line); u != nil {
+		if u := findSubmatch(modsecURIRE, line); u != nil {
 			b.req = u[1]
 		}
-		if c := modsecClientRE.FindStringSubmatch(line); c != nil {
+		if c := findSubmatch(modsecClientRE, line); c != nil {
 			b.client = c[1]
 		}
 		return b, b.rule != ""
@@ -156,7 +156,7 @@ func parseWAFBlock(line string) (wafBlock, bool) {
 			return wafBlock{}, false
 		}
 		b := wafBlock{rule: str(v, "terminatingRuleId")}
-		if m := webACLNameRE.FindStringSubmatch(str(v, "webaclId")); m != nil {
+		if m := findSubmatch(webACLNameRE, str(v, "webaclId")); m != nil {
 			b.acl = "web ACL " + m[1]
 		}
 		if gs, ok := v["ruleGroupList"].([]any); ok {

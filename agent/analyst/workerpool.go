@@ -89,11 +89,11 @@ func detectServerPoolHeld(ev *Gathered, found []Finding) []Finding {
 	var ev2 []string
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
-			if m := serverPoolFullRE.FindString(l); m != "" && line == "" {
+			if m := findString(serverPoolFullRE, l); m != "" && line == "" {
 				line = strings.TrimSpace(m)
 				ev2 = append(ev2, fmt.Sprintf("%s: %s", truncate(c.Command, 60), truncate(strings.TrimSpace(l), 220)))
 			}
-			if m := serverStatusFullRE.FindString(l); m != "" && status == "" {
+			if m := findString(serverStatusFullRE, l); m != "" && status == "" {
 				status = m
 				ev2 = append(ev2, fmt.Sprintf("%s: %s", truncate(c.Command, 60), m))
 			}
@@ -101,7 +101,7 @@ func detectServerPoolHeld(ev *Gathered, found []Finding) []Finding {
 	}
 	for x := range incidentMatches(ev, serverPoolFullRE) {
 		if line == "" {
-			line = serverPoolFullRE.FindString(x.line)
+			line = findString(serverPoolFullRE, x.line)
 			ev2 = append(ev2, templateEvidence(*x.set, x.t, x.line))
 		}
 		break
