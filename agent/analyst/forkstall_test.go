@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -67,22 +66,10 @@ func TestForkStall(t *testing.T) {
 	}
 	for _, c := range cases {
 		fs := detectForkStall(&Gathered{Commands: c.commands, Logs: c.logs, Metrics: c.metrics, Window: w}, nil)
-		if c.subject == "" {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings, want none: %s", c.name, len(fs), fs[0].Summary)
-			}
+		h := wantOne(t, c.name, fs, KindForkStall, c.subject)
+		if h == nil {
 			continue
 		}
-		if len(fs) != 1 || fs[0].Subject != c.subject {
-			t.Errorf("%s: findings %+v, want one on %s", c.name, fs, c.subject)
-			continue
-		}
-		h := &Hypothesis{Kind: KindForkStall, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := forkStall.describe(h, Scope{})
-		for _, s := range c.in {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description lacks %q: %s", c.name, s, d)
-			}
-		}
+		wantSays(t, c.name, forkStall.describe(h, Scope{}), c.in...)
 	}
 }

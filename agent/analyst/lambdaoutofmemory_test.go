@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -49,22 +48,10 @@ func TestLambdaOOM(t *testing.T) {
 	}
 	for _, c := range cases {
 		fs := detectLambdaOOM(&Gathered{Logs: []LogSet{c.set}, Changes: []evidence.Change{rightsize}, Window: w}, nil)
-		if c.subject == "" {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings, want none", c.name, len(fs))
-			}
+		h := wantOne(t, c.name, fs, KindLambdaOOM, c.subject)
+		if h == nil {
 			continue
 		}
-		if len(fs) != 1 || fs[0].Subject != c.subject {
-			t.Errorf("%s: findings %+v, want one on %s", c.name, fs, c.subject)
-			continue
-		}
-		h := &Hypothesis{Kind: KindLambdaOOM, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := lambdaOOM.describe(h, Scope{})
-		for _, s := range c.says {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description %q does not say %q", c.name, d, s)
-			}
-		}
+		wantSays(t, c.name, lambdaOOM.describe(h, Scope{}), c.says...)
 	}
 }

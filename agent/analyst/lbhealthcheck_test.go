@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -46,22 +45,10 @@ func TestLBHealthCheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		fs := detectLBHealthCheck(&Gathered{Logs: c.logs, Window: w, Scope: Scope{Service: "partner-api"}}, nil)
-		if c.subject == "" {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings, want none", c.name, len(fs))
-			}
+		h := wantOne(t, c.name, fs, KindLBHealthCheck, c.subject)
+		if h == nil {
 			continue
 		}
-		if len(fs) != 1 || fs[0].Subject != c.subject {
-			t.Errorf("%s: findings %+v, want one on %s", c.name, fs, c.subject)
-			continue
-		}
-		h := &Hypothesis{Kind: KindLBHealthCheck, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := lbHealthCheck.describe(h, Scope{})
-		for _, s := range c.says {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description %q does not say %q", c.name, d, s)
-			}
-		}
+		wantSays(t, c.name, lbHealthCheck.describe(h, Scope{}), c.says...)
 	}
 }

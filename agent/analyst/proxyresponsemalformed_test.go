@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -48,22 +47,10 @@ func TestProxyResponseMalformed(t *testing.T) {
 	}
 	for _, c := range cases {
 		fs := detectProxyResponseMalformed(&Gathered{Logs: c.logs, Commands: c.cmds, Window: w, Scope: Scope{Service: c.service}}, nil)
-		if c.subject == "" {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings, want none", c.name, len(fs))
-			}
+		h := wantOne(t, c.name, fs, KindProxyResponseMalformed, c.subject)
+		if h == nil {
 			continue
 		}
-		if len(fs) != 1 || fs[0].Subject != c.subject {
-			t.Errorf("%s: findings %+v, want one on %s", c.name, fs, c.subject)
-			continue
-		}
-		h := &Hypothesis{Kind: KindProxyResponseMalformed, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := proxyResponseMalformed.describe(h, Scope{})
-		for _, s := range c.says {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description %q does not say %q", c.name, d, s)
-			}
-		}
+		wantSays(t, c.name, proxyResponseMalformed.describe(h, Scope{}), c.says...)
 	}
 }

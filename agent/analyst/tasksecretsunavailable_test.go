@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -44,22 +43,10 @@ func TestTaskSecretsUnavailable(t *testing.T) {
 	}
 	for _, c := range cases {
 		fs := detectTaskSecretsUnavailable(&Gathered{Commands: c.cmds, Changes: []evidence.Change{rekey}, Window: w}, nil)
-		if c.subject == "" {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings, want none", c.name, len(fs))
-			}
+		h := wantOne(t, c.name, fs, KindTaskSecretsUnavailable, c.subject)
+		if h == nil {
 			continue
 		}
-		if len(fs) != 1 || fs[0].Subject != c.subject {
-			t.Errorf("%s: findings %+v, want one on %s", c.name, fs, c.subject)
-			continue
-		}
-		h := &Hypothesis{Kind: KindTaskSecretsUnavailable, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := taskSecretsUnavailable.describe(h, Scope{})
-		for _, s := range c.says {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description %q does not say %q", c.name, d, s)
-			}
-		}
+		wantSays(t, c.name, taskSecretsUnavailable.describe(h, Scope{}), c.says...)
 	}
 }
