@@ -112,6 +112,17 @@ var calibrationRules = []calibrationRule{
 		return w.Kind == KindDiskClaim && w.fact("real") != "" && w.Trigger == nil &&
 			w.fact("filler_workload") == "" && w.fact("writer") == ""
 	}},
+	// A manual change that a GitOps controller reverted, with nothing read
+	// of what the change meant to fix (no failure of the workload beside
+	// it, or only a restart loop with no exit code or reason): the revert
+	// is borne out, but whether it matters, and what still fails, is not.
+	{"self-heal revert without what the change meant to fix", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		if w.Kind != KindSelfHealReverted {
+			return false
+		}
+		f := selfHealSymptomFinding(w)
+		return f == nil || f.Summary == "" || f.Kind == KindCrashLoop && f.fact("exit_code") == "" && f.fact("reason") == ""
+	}},
 	// Lookups timing out at a resolver, with nothing read of the resolver
 	// itself beyond the same timeouts (its throttling, its limits, its
 	// node) and no change: the callers show the resolver slow, not why.

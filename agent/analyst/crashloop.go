@@ -116,10 +116,14 @@ func crashingContainer(c *containerState) []Finding {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("last log lines of the crashed container: %s", strings.Join(qs, " / ")))
 			f.setFact("last_log", causeLine(lastLines))
 		}
-		f.Summary = fmt.Sprintf("%s in CrashLoopBackOff (exit code %s)", cobj, orDash(f.fact("exit_code")))
+		exit := ""
+		if c := f.fact("exit_code"); c != "" {
+			exit = " (exit code " + c + ")"
+		}
+		f.Summary = fmt.Sprintf("%s in CrashLoopBackOff%s", cobj, exit)
 		if isInitContainer(p, cs.Name) {
 			f.setFact("init_container", cs.Name)
-			f.Summary = fmt.Sprintf("%s (init container) in Init:CrashLoopBackOff (exit code %s)", cobj, orDash(f.fact("exit_code")))
+			f.Summary = fmt.Sprintf("%s (init container) in Init:CrashLoopBackOff%s", cobj, exit)
 		}
 		f.setFact("container", cs.Name)
 		f.setFact("restarts", strconv.Itoa(int(cs.RestartCount)))

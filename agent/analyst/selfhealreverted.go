@@ -172,6 +172,14 @@ func detectSelfHealReverted(ev *Gathered, found []Finding) []Finding {
 // selfHealSymptom is what the reverted change meant to fix and still
 // fails: the strongest other finding about the subject.
 func selfHealSymptom(h *Hypothesis) string {
+	if f := selfHealSymptomFinding(h); f != nil {
+		return f.Summary
+	}
+	return ""
+}
+
+// selfHealSymptomFinding is the finding selfHealSymptom tells, or nil.
+func selfHealSymptomFinding(h *Hypothesis) *Finding {
 	var best *Finding
 	for _, f := range h.Support {
 		if f.Kind == KindSelfHealReverted || f.Kind == KindDeploy || f.Kind == KindConfigChange {
@@ -181,10 +189,7 @@ func selfHealSymptom(h *Hypothesis) string {
 			best = f
 		}
 	}
-	if best == nil {
-		return ""
-	}
-	return best.Summary
+	return best
 }
 
 func describeSelfHealReverted(h *Hypothesis, sc Scope) string {
