@@ -65,11 +65,13 @@ func TestForkStall(t *testing.T) {
 		}, nil, nil, "", nil},
 	}
 	for _, c := range cases {
-		fs := detectForkStall(&Gathered{Commands: c.commands, Logs: c.logs, Metrics: c.metrics, Window: w}, nil)
-		h := wantOne(t, c.name, fs, KindForkStall, c.subject)
-		if h == nil {
-			continue
-		}
-		wantSays(t, c.name, forkStall.describe(h, Scope{}), c.in...)
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectForkStall(&Gathered{Commands: c.commands, Logs: c.logs, Metrics: c.metrics, Window: w}, nil)
+			f := onlyFinding(t, fs, c.subject)
+			if f == nil {
+				return
+			}
+			wantDescribed(t, &Hypothesis{Kind: KindForkStall, Subject: f.Subject, Primary: []*Finding{f}, Onset: f.Time}, Scope{}, c.in...)
+		})
 	}
 }

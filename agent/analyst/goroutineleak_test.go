@@ -41,11 +41,13 @@ func TestGoroutineLeak(t *testing.T) {
 		{"goroutines spread over the runtime's frames", []evidence.CommandOutput{pf, debug1(52000, 9000, "#	0x473944	internal/poll.runtime_pollWait+0x84	/usr/local/go/src/runtime/netpoll.go:351")}, "", nil},
 	}
 	for _, c := range cases {
-		fs := detectGoroutineLeak(&Gathered{Commands: c.commands, Window: w}, nil)
-		h := wantOne(t, c.name, fs, KindGoroutineLeak, c.subject)
-		if h == nil {
-			continue
-		}
-		wantSays(t, c.name, goroutineLeak.describe(h, Scope{}), c.in...)
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectGoroutineLeak(&Gathered{Commands: c.commands, Window: w}, nil)
+			f := onlyFinding(t, fs, c.subject)
+			if f == nil {
+				return
+			}
+			wantDescribed(t, &Hypothesis{Kind: KindGoroutineLeak, Subject: f.Subject, Primary: []*Finding{f}, Onset: f.Time}, Scope{}, c.in...)
+		})
 	}
 }

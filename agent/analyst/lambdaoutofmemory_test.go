@@ -47,11 +47,13 @@ func TestLambdaOOM(t *testing.T) {
 		{"memory partly used", healthy, "", nil},
 	}
 	for _, c := range cases {
-		fs := detectLambdaOOM(&Gathered{Logs: []LogSet{c.set}, Changes: []evidence.Change{rightsize}, Window: w}, nil)
-		h := wantOne(t, c.name, fs, KindLambdaOOM, c.subject)
-		if h == nil {
-			continue
-		}
-		wantSays(t, c.name, lambdaOOM.describe(h, Scope{}), c.says...)
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectLambdaOOM(&Gathered{Logs: []LogSet{c.set}, Changes: []evidence.Change{rightsize}, Window: w}, nil)
+			f := onlyFinding(t, fs, c.subject)
+			if f == nil {
+				return
+			}
+			wantDescribed(t, &Hypothesis{Kind: KindLambdaOOM, Subject: f.Subject, Primary: []*Finding{f}, Onset: f.Time}, Scope{}, c.says...)
+		})
 	}
 }

@@ -44,11 +44,13 @@ func TestLBHealthCheck(t *testing.T) {
 			[]string{"every server of partner-api"}},
 	}
 	for _, c := range cases {
-		fs := detectLBHealthCheck(&Gathered{Logs: c.logs, Window: w, Scope: Scope{Service: "partner-api"}}, nil)
-		h := wantOne(t, c.name, fs, KindLBHealthCheck, c.subject)
-		if h == nil {
-			continue
-		}
-		wantSays(t, c.name, lbHealthCheck.describe(h, Scope{}), c.says...)
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectLBHealthCheck(&Gathered{Logs: c.logs, Window: w, Scope: Scope{Service: "partner-api"}}, nil)
+			f := onlyFinding(t, fs, c.subject)
+			if f == nil {
+				return
+			}
+			wantDescribed(t, &Hypothesis{Kind: KindLBHealthCheck, Subject: f.Subject, Primary: []*Finding{f}, Onset: f.Time}, Scope{}, c.says...)
+		})
 	}
 }

@@ -148,36 +148,6 @@ func onlyFinding(t *testing.T, fs []Finding, subject string) *Finding {
 }
 
 // wantDescribed checks that h's description holds each of want.
-// wantOne checks a mechanism's findings for one table case: none when
-// subject is empty, otherwise exactly one, on subject. It returns that
-// finding as a hypothesis of kind, ready to describe, or nil when none was
-// wanted or the check failed (and was reported).
-func wantOne(t *testing.T, name string, fs []Finding, kind Kind, subject string) *Hypothesis {
-	t.Helper()
-	if subject == "" {
-		if len(fs) != 0 {
-			t.Errorf("%s: %d findings, want none: %s", name, len(fs), fs[0].Summary)
-		}
-		return nil
-	}
-	if len(fs) != 1 || fs[0].Subject != subject {
-		t.Errorf("%s: findings %+v, want one on %s", name, fs, subject)
-		return nil
-	}
-	return &Hypothesis{Kind: kind, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-}
-
-// wantSays reports each phrase the description d of the table case name
-// does not contain.
-func wantSays(t *testing.T, name, d string, says ...string) {
-	t.Helper()
-	for _, s := range says {
-		if !strings.Contains(d, s) {
-			t.Errorf("%s: description lacks %q: %s", name, s, d)
-		}
-	}
-}
-
 func wantDescribed(t *testing.T, h *Hypothesis, sc Scope, want ...string) {
 	t.Helper()
 	d := describe(h, sc)

@@ -46,11 +46,13 @@ func TestProxyResponseMalformed(t *testing.T) {
 		{"a 502 without the gateway's reason is not this", []LogSet{set("/API-Gateway-Execution-Logs_7h2kq9zz1c/live", "(5d1f) Method completed with status: 502")}, nil, "invoice-api", "", nil},
 	}
 	for _, c := range cases {
-		fs := detectProxyResponseMalformed(&Gathered{Logs: c.logs, Commands: c.cmds, Window: w, Scope: Scope{Service: c.service}}, nil)
-		h := wantOne(t, c.name, fs, KindProxyResponseMalformed, c.subject)
-		if h == nil {
-			continue
-		}
-		wantSays(t, c.name, proxyResponseMalformed.describe(h, Scope{}), c.says...)
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectProxyResponseMalformed(&Gathered{Logs: c.logs, Commands: c.cmds, Window: w, Scope: Scope{Service: c.service}}, nil)
+			f := onlyFinding(t, fs, c.subject)
+			if f == nil {
+				return
+			}
+			wantDescribed(t, &Hypothesis{Kind: KindProxyResponseMalformed, Subject: f.Subject, Primary: []*Finding{f}, Onset: f.Time}, Scope{}, c.says...)
+		})
 	}
 }

@@ -42,11 +42,13 @@ func TestTaskSecretsUnavailable(t *testing.T) {
 		{"a container that exited", []evidence.CommandOutput{other}, "", nil},
 	}
 	for _, c := range cases {
-		fs := detectTaskSecretsUnavailable(&Gathered{Commands: c.cmds, Changes: []evidence.Change{rekey}, Window: w}, nil)
-		h := wantOne(t, c.name, fs, KindTaskSecretsUnavailable, c.subject)
-		if h == nil {
-			continue
-		}
-		wantSays(t, c.name, taskSecretsUnavailable.describe(h, Scope{}), c.says...)
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectTaskSecretsUnavailable(&Gathered{Commands: c.cmds, Changes: []evidence.Change{rekey}, Window: w}, nil)
+			f := onlyFinding(t, fs, c.subject)
+			if f == nil {
+				return
+			}
+			wantDescribed(t, &Hypothesis{Kind: KindTaskSecretsUnavailable, Subject: f.Subject, Primary: []*Finding{f}, Onset: f.Time}, Scope{}, c.says...)
+		})
 	}
 }
