@@ -83,6 +83,7 @@ var mechanisms = []*mechanism{
 	selfHealReverted,
 	deploymentPaused,
 	canaryPaused,
+	rolloutAllAtOnce,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,
