@@ -22,6 +22,13 @@ var askedAfterRE = regexp.MustCompile(`(?i)\b(?:is|are|was|were|will|would)\s+(?
 	`|\b(?:affect|affects|affecting|impact|impacts|impacting|hit|hitting|touch|touches|reach|reaches)\s+(?:my\s+|our\s+|the\s+)?([a-z0-9][a-z0-9.-]*[a-z0-9])\b` +
 	`|\bworry about\s+(?:my\s+|our\s+|the\s+)?([a-z0-9][a-z0-9.-]*[a-z0-9])\b`)
 
+// suspectWordRE ends a question that asks whether a name is the failure
+// ("is vault down?", "is RBAC broken?"): beside another failure named
+// ("payout-worker isn't starting, is vault down?") it names a suspect of
+// that failure, not a service asked after, unless the asker is on call for
+// it (the context's service).
+var suspectWordRE = regexp.MustCompile(`(?i)\b(?:down|broken|degraded)$`)
+
 // askedAfter returns the service the question asks after, when it also
 // names other known objects (the failure it already knows of): the
 // context's service or the name asked after, "" otherwise.
@@ -32,6 +39,9 @@ func askedAfter(sc Scope) string {
 	}
 	for _, m := range findAllSubmatch(askedAfterRE, sc.Message, -1) {
 		name := strings.ToLower(m[1] + m[2] + m[3])
+		if matchLine(suspectWordRE, m[0]) && name != strings.ToLower(sc.Service) {
+			continue
+		}
 		if name == strings.ToLower(sc.Service) || sc.Known[name] && slices.Contains(subjects, name) {
 			return name
 		}
