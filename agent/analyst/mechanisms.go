@@ -159,6 +159,7 @@ var mechanisms = []*mechanism{
 	dnsSlow,
 	resolverTimeout,
 	egressDNSBlocked,
+	egressCallBlocked,
 	dnsUpstream,
 	dbUserLoad,
 	dbSlotsTaken,

@@ -541,6 +541,8 @@ var kinds = map[Kind]kindInfo{
 	KindNodeLocalDNSMissing: {prior: 0.88},
 	// An egress NetworkPolicy that drops a namespace's DNS lookups.
 	KindEgressDNSBlocked: {prior: 0.88},
+	// A caller's egress NetworkPolicies that drop its calls to a Service.
+	KindEgressCallBlocked: {prior: 0.88},
 	// An application writing to its container's read-only root file system.
 	KindReadOnlyRootFS: {prior: 0.88},
 	// A Kubernetes client whose pod has no service account token mounted.
