@@ -59,11 +59,11 @@ func LineAt(data []byte, off int64) int {
 // decodeJSONStream reads one or more top-level JSON values. lineBase, when
 // not 0, is the line every item is reported at (a YAML document's).
 func decodeJSONStream(file string, data []byte, hintKind string, lineBase int, fn func(KubeItem)) error {
-	line := func(off int64) int {
-		if lineBase > 0 {
-			return lineBase
+	line := lineCounter(data, lineBase)
+	if validJSONFast {
+		if err, ok := decodeJSONValid(file, data, hintKind, line, fn); ok {
+			return err
 		}
-		return LineAt(data, off)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	syntax := func(err error) error {
@@ -164,7 +164,13 @@ func decodeJSONObject(file string, data []byte, dec *json.Decoder, start int64, 
 	if _, err := dec.Token(); err != nil {
 		return syntax(err)
 	}
-	end := dec.InputOffset()
+	return emitObject(file, data, start, dec.InputOffset(), kind, apiVersion, isList, items, hintKind, line, fn)
+}
+
+// emitObject hands fn the items of one top-level object read from
+// data[start:end]: the object itself, or a list's items.
+func emitObject(file string, data []byte, start, end int64, kind, apiVersion string, isList bool, items []rawItem,
+	hintKind string, line func(int64) int, fn func(KubeItem)) error {
 	if !isList {
 		// a single object: decode it from its bytes
 		raw := data[start:end]
@@ -203,13 +209,16 @@ type itemHead struct {
 }
 
 func decodeItem(file string, raw json.RawMessage, kind, apiVersion, defKind string, off int64, line func(int64) int, fn func(KubeItem)) error {
-	var h itemHead
-	if err := json.Unmarshal(raw, &h); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return malformed(file, line(off+te.Offset), err)
+	h, ok := readItemHead(raw)
+	if !ok {
+		h = itemHead{}
+		if err := json.Unmarshal(raw, &h); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return malformed(file, line(off+te.Offset), err)
+			}
+			return malformed(file, line(off), err)
 		}
-		return malformed(file, line(off), err)
 	}
 	if h.Kind != "" {
 		kind = h.Kind
