@@ -233,6 +233,7 @@ var mechanisms = []*mechanism{
 	fanOut,
 	autoscalerCapCut,
 	poolCapped,
+	poolUndersized,
 	scrapeBlocked,
 	scrapeFailing,
 	monitorUnselected,

@@ -35,7 +35,7 @@ var (
 	// poolWaitRE is a client-side pool with no free connection within its
 	// wait: HikariCP, Tomcat JDBC, DBCP, SQLAlchemy, Npgsql, SqlClient,
 	// knex, Sequelize, Prisma.
-	poolWaitRE = regexp.MustCompile(`(?i)connection is not available, request timed out|connection pool (?:is |has been )?exhausted|pool (?:is )?exhausted|timeout waiting for idle (?:object|connection)|unable to acquire (?:a )?(?:jdbc )?connection|QueuePool limit of size|Timeout acquiring a connection|Pool empty\. Unable to fetch a connection|prior to obtaining a connection from the pool|max pool size was reached|ConnectionAcquireTimeoutError|Timed out fetching a new connection from the connection pool`)
+	poolWaitRE = regexp.MustCompile(`(?i)connection is not available, request timed out|connection pool (?:is |has been )?exhausted|pool (?:is )?exhausted|timeout waiting for idle (?:object|connection)|unable to acquire (?:a )?(?:jdbc )?connection|QueuePool limit of size|Timeout acquiring a connection|Pool empty\. Unable to fetch a connection|prior to obtaining a connection from the pool|max pool size was reached|ConnectionAcquireTimeoutError|Timed out fetching a new connection from the connection pool|could not obtain a connection from the pool within|all pooled connections were in use`)
 	// poolNameWaitRE is the pool a HikariCP line names ("HikariPool-1 -
 	// Connection is not available", a poolName such as "inventory-db").
 	poolNameWaitRE = regexp.MustCompile(`(?i)\b([\w.-]+) - Connection is not available`)

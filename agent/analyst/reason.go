@@ -99,6 +99,9 @@ type Hypothesis struct {
 	// elsewhere is set when the hypothesis concerns none of the question's
 	// subjects and was demoted below one that does.
 	elsewhere bool
+	// aside is set when the hypothesis bears only on a failure the
+	// question names beside its complaint (askedaside.go).
+	aside bool
 }
 
 func (h *Hypothesis) class() string { return infoOf(h.Kind).class }
@@ -238,6 +241,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 	absorbChanges(hs)
 	demoteAnsweredCallers(hs, answered)
 	subjectFirst(hs, sc)
+	asideLast(hs, sc)
 	sort.SliceStable(hs, func(i, j int) bool {
 		if hs[i].Score != hs[j].Score {
 			return hs[i].Score > hs[j].Score
@@ -823,6 +827,8 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		switch {
 		case explainedBy(h, w):
 			reason = "a consequence of the root cause, not a separate cause: " + h.top().Summary
+		case h.aside:
+			reason = "a separate failure the question names beside its complaint, not related to it (it does not explain the complaint's symptoms): " + h.top().Summary
 		case h.elsewhere:
 			reason = fmt.Sprintf("a failure elsewhere that does not bear on %s (what the question is about): %s", strings.Join(sc.Subjects(), ", "), h.top().Summary)
 		case !h.Onset.IsZero() && !w.Onset.IsZero() && h.Onset.After(w.Onset.Add(time.Minute)):

@@ -505,6 +505,8 @@ var kinds = map[Kind]kindInfo{
 	KindAutoscalerCapCut: {prior: 0.86},
 	// A server's request pool full at the maximum its settings set.
 	KindPoolCapped: {prior: 0.84},
+	// A client's connection pool smaller than the concurrency sharing it.
+	KindPoolUndersized: {prior: 0.86},
 	// A caller's sidecar dropping calls to a host outside its registry.
 	KindMeshEgressBlocked: {prior: 0.86},
 	// A search cluster's primaries without a copy.
