@@ -75,6 +75,7 @@ var holdoutFloors = map[string]int{
 	"holdout57": 4,
 	"holdout58": 7,
 	"holdout59": 5,
+	"holdout60": 3,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
