@@ -152,6 +152,9 @@ var logRules = []logRule{
 	// A mesh proxy refusing the configuration pushed to it.
 	lineRule(xdsRejected),
 	lineRule(headerTooBig),
+	// A provider refusing the caller's source address (not on its IP
+	// allowlist): before the generic 403.
+	lineRule(sourceIPNotAllowed),
 	// A cloud action the caller's IAM policy does not grant: before the
 	// generic 403.
 	lineRule(cloudDenied),

@@ -213,6 +213,7 @@ var mechanisms = []*mechanism{
 	headerTooBig,
 	routeTimeout,
 	meshEgressBlocked,
+	sourceIPNotAllowed,
 	shardsUnassigned,
 	clusterPartition,
 	// Managed cloud services under the application: a hot partition

@@ -509,6 +509,8 @@ var kinds = map[Kind]kindInfo{
 	KindPoolUndersized: {prior: 0.86},
 	// A caller's sidecar dropping calls to a host outside its registry.
 	KindMeshEgressBlocked: {prior: 0.86},
+	// A provider refusing the caller's source IP (not on its allowlist).
+	KindSourceIPNotAllowed: {prior: 0.88},
 	// A search cluster's primaries without a copy.
 	KindShardsUnassigned: {prior: 0.86},
 	// A consumer's offsets reset past records retention deleted.
