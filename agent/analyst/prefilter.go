@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // A keyword prefilter lets a rule skip its regular expression on lines that
@@ -42,14 +43,33 @@ func (m matcher) match(line, lower string) bool {
 	return m.re.MatchString(line)
 }
 
-// lowerASCII returns s in lower case when s is ASCII, else "".
+// lowerASCII returns s in lower case when s is ASCII, else "". Every
+// prefiltered expression lowers the line it is given, so this runs once
+// per line and expression: one pass finds whether s is ASCII and holds an
+// upper-case letter (s itself is then the answer when it holds none), and
+// a second one, only then, writes the lowered copy (what strings.ToLower
+// gives for ASCII, without its builder).
 func lowerASCII(s string) string {
+	upper := false
 	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
+		c := s[i]
+		if c >= utf8.RuneSelf {
 			return ""
 		}
+		upper = upper || 'A' <= c && c <= 'Z'
 	}
-	return strings.ToLower(s)
+	if !upper {
+		return s
+	}
+	b := make([]byte, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func containsAny(s string, keywords []string) bool {

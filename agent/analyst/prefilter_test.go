@@ -90,3 +90,26 @@ func TestPrefilterAgreesWithRegexp(t *testing.T) {
 		}
 	}
 }
+
+// TestLowerASCII: strings.ToLower's answer for ASCII lines (the line
+// itself when it has no upper-case letter), "" for any other.
+func TestLowerASCII(t *testing.T) {
+	for _, s := range []string{"", "a", "Z", "already lower 123 {}[]", "ERROR Certificate HAS EXPIRED at 10:04:05Z", "@[\\]^_`{|}~ AZaz09",
+		"ſtatement timeout", "KELVIN \u212a too many clients", "caf\u00e9", "x\xff"} {
+		want := strings.ToLower(s)
+		for i := 0; i < len(s); i++ {
+			if s[i] >= 0x80 {
+				want = ""
+			}
+		}
+		if got := lowerASCII(s); got != want {
+			t.Errorf("lowerASCII(%q) = %q, want %q", s, got, want)
+		}
+	}
+	for c := 0; c < 0x80; c++ {
+		s := string(rune(c))
+		if got := lowerASCII(s); got != strings.ToLower(s) {
+			t.Errorf("lowerASCII(%q) = %q", s, got)
+		}
+	}
+}
