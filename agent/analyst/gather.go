@@ -358,6 +358,19 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 			}
 		}
 	}
+	if !g.haveK8s["proxy_allowlists"] && g.src != nil && g.src.Kubernetes != nil {
+		// The domain allowlists of egress proxies (a squid's dstdomain
+		// ACL file in a ConfigMap), of every namespace: what the proxy
+		// lets the workloads reach (proxydenied.go).
+		g.haveK8s["proxy_allowlists"] = true
+		if cms, err := evidence.List[corev1.ConfigMap](ctx, g.src.Kubernetes, "", ""); err == nil {
+			for _, c := range cms {
+				if isProxyAllowlist(&c) {
+					g.k8s.ProxyAllowlists = append(g.k8s.ProxyAllowlists, c)
+				}
+			}
+		}
+	}
 	if !g.haveK8s["list_pods"] && !g.haveK8s["get_events"] {
 		return errors.New("no kubernetes state")
 	}

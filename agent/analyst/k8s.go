@@ -86,6 +86,9 @@ type K8sEvidence struct {
 	// the names the pods' config errors say are missing: their metadata
 	// only, never their data.
 	ConfigSources []ConfigSource
+	// ProxyAllowlists are the ConfigMaps, of every namespace, that hold
+	// an egress proxy's domain allowlist (proxydenied.go).
+	ProxyAllowlists []corev1.ConfigMap
 	// NetworkPolicies are the namespace's NetworkPolicy objects.
 	NetworkPolicies []networkingv1.NetworkPolicy
 	// Autoscalers are the HPAs of the workloads whose pods were described.

@@ -214,6 +214,7 @@ var mechanisms = []*mechanism{
 	routeTimeout,
 	meshEgressBlocked,
 	sourceIPNotAllowed,
+	proxyDenied,
 	shardsUnassigned,
 	clusterPartition,
 	// Managed cloud services under the application: a hot partition

@@ -511,6 +511,8 @@ var kinds = map[Kind]kindInfo{
 	KindMeshEgressBlocked: {prior: 0.86},
 	// A provider refusing the caller's source IP (not on its allowlist).
 	KindSourceIPNotAllowed: {prior: 0.88},
+	// An egress proxy refusing a host its allowlist lacks.
+	KindProxyDenied: {prior: 0.88},
 	// A search cluster's primaries without a copy.
 	KindShardsUnassigned: {prior: 0.86},
 	// A consumer's offsets reset past records retention deleted.
