@@ -3,10 +3,14 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // A node drain that never finishes because an eviction would violate a
@@ -36,7 +40,9 @@ var drainBlocked = &mechanism{
 		if e := h.fact("expected"); e != "" {
 			d += fmt.Sprintf(" while %s runs %s, so no pod of it may ever be evicted", h.Subject, plural(atoiOr(e), "pod", "pods"))
 		}
-		if n := h.fact("node"); n != "" {
+		if n, g := h.fact("node"), h.fact("nodegroup"); g != "" && n != "" {
+			d += fmt.Sprintf("; the update of node group %s cannot drain %s: its evictions are refused until it gives up (%s)", g, n, orWord(h.fact("failure"), "failed"))
+		} else if n != "" {
 			d += fmt.Sprintf("; the drain of %s retries for ever", n)
 		}
 		if c := h.fact("scaled"); c != "" {
@@ -45,6 +51,7 @@ var drainBlocked = &mechanism{
 		if l := h.fact("line"); l != "" {
 			d += ": " + quote(l, 200)
 		}
+		d += h.clause(". The budget was set by ", "budget_change")
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
@@ -88,6 +95,34 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 			f.addCount(1)
 		}
 	}
+	// The refusals an API server's audit log, a node group's or an
+	// autoscaler's log recorded: the pod from the eviction's URI or
+	// object, the node from the failed update that names it.
+	airflowLines(ev, func(l string, cmd *evidence.CommandOutput) {
+		if cmd != nil || !matchLine(evictBlockedRE, l) {
+			return
+		}
+		ns, pod := evictedPodOf(l)
+		if f == nil {
+			f = &Finding{Kind: KindDrainBlocked, Namespace: ns, Source: SrcLogs, Time: ev.Window.End, Severity: SevCritical, Weight: 0.9,
+				Object: "eviction refused"}
+			f.setFact("line", refusalLine(l, ns, pod))
+		}
+		if pod != "" && f.fact("pod") == "" {
+			f.Namespace = ns
+			f.setFact("pod", orWord(ns, "?")+"/"+pod)
+			f.Subject = workloadOfPodName(pod)
+			delete(f.Facts, "line")
+			f.setFact("line", refusalLine(l, ns, pod))
+		}
+		if t, ok := lineTime(l); ok && f.Source == SrcLogs && t.Before(f.Time) {
+			f.Time = t
+		}
+		f.addCount(1)
+	})
+	if f != nil && f.fact("node") == "" {
+		evictionFailedNode(ev, f)
+	}
 	if f == nil {
 		return nil
 	}
@@ -117,8 +152,10 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 			running = append(running, p.Name)
 		}
 	}
+	runsLine := -1
 	if len(running) > 0 {
 		f.setFact("running", strconv.Itoa(len(running)))
+		runsLine = len(f.Evidence)
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%s runs %s: %s", f.Subject, plural(len(running), "pod", "pods"), strings.Join(running, ", ")))
 	}
 	// The budget: a get pdb row of the namespace that allows 0, its YAML.
@@ -173,6 +210,11 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 	if f.fact("expected") == "" && f.fact("budget") != "" {
 		f.setFact("expected", f.fact("running"))
 	}
+	// Fewer pods read than the budget expects: the pods were listed
+	// where the eviction ran (one node), not the workload's.
+	if e := f.fact("expected"); runsLine >= 0 && atoiOr(e) > len(running) {
+		f.Evidence = slices.Delete(f.Evidence, runsLine, runsLine+1)
+	}
 	if e := f.fact("expected"); e != "" {
 		if n, err := strconv.Atoi(e); err == nil && len(f.Evidence) < 4 {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("PodDisruptionBudget %s: %s, %d pods expected, %s disruptions allowed", orWord(f.fact("pdb"), f.Subject), f.fact("budget"), n, orWord(f.fact("allowed"), "0")))
@@ -182,6 +224,7 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 	// that created the workload with its budget (days before) set both.
 	for _, c := range ev.Earlier {
 		if c.Service == f.Subject && matchLine(pdbChangeRE, c.Description) && len(f.Evidence) < 5 {
+			f.setFact("budget_change", fmt.Sprintf("the change of %s at %s: %q", c.Service, ts(c.Timestamp), c.Description))
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
 		}
 	}
@@ -191,8 +234,103 @@ func detectDrainBlocked(ev *Gathered, _ []Finding) []Finding {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s change of %s at %s: %q", c.Kind, c.Service, ts(c.Timestamp), c.Description))
 		}
 	}
+	if l := f.fact("failed_by"); l != "" {
+		f.Evidence = append(f.Evidence, l)
+	}
 	f.Summary = fmt.Sprintf("the PodDisruptionBudget of %s blocks evicting %s (drain of %s)", f.Subject, f.fact("pod"), orWord(f.fact("node"), "a node"))
 	return []Finding{*f}
+}
+
+var (
+	// evictURIRE reads the pod of an eviction from its request URI (an
+	// API server's audit log) or an audit event's objectRef.
+	evictURIRE = regexp.MustCompile(`/namespaces/([\w.-]+)/pods/([\w.-]+)/eviction|"namespace":\s*"([\w.-]+)",\s*"name":\s*"([\w.-]+)",\s*"subresource":\s*"eviction"`)
+	// evictPodRE reads the pod an autoscaler's or node manager's log
+	// names: "pod kafka/zookeeper-1", "pod=kafka/zookeeper-1",
+	// "pod":"kafka/zookeeper-1".
+	evictPodRE = regexp.MustCompile(`(?i)\bpod"?\s*[=:]?\s*"?([a-z0-9][\w.-]*)/([a-z0-9][\w.-]*)`)
+	// evictionFailureRE is a node group update or a node drain that
+	// failed on evictions (EKS PodEvictionFailure, a drain's eviction
+	// timeout), whose output names the node.
+	evictionFailureRE = regexp.MustCompile(`PodEvictionFailure|(?i)\bfailed to (?:evict|drain)\b`)
+	evictNodeRE       = regexp.MustCompile(`"((?:ip-[\d-]+|gke-[\w-]+|aks-[\w-]+)[\w.-]*)"`)
+	nodegroupFlagRE   = regexp.MustCompile(`--nodegroup-name[= ]"?([\w.-]+)`)
+)
+
+// evictedPodOf is the namespace and pod a refused eviction's line names.
+func evictedPodOf(l string) (ns, pod string) {
+	if m := findSubmatch(evictURIRE, l); m != nil {
+		if m[1] != "" {
+			return m[1], m[2]
+		}
+		return m[3], m[4]
+	}
+	if m := findSubmatch(evictPodRE, l); m != nil {
+		return m[1], m[2]
+	}
+	return "", ""
+}
+
+// auditUserRE reads the user of an audit event.
+var auditUserRE = regexp.MustCompile(`"user":\s*\{\s*"username":\s*"([^"]+)"`)
+
+// refusalLine words a refused eviction's line: an audit event (one JSON
+// object) as who asked to evict which pod and the refusal, any other
+// line as it is.
+func refusalLine(l, ns, pod string) string {
+	l = strings.TrimSpace(l)
+	if pod == "" || !strings.Contains(l, `"audit.k8s.io/`) {
+		return l
+	}
+	s := ""
+	if t, ok := lineTime(l); ok {
+		s = t.UTC().Format(time.RFC3339) + " "
+	}
+	s += "audit: eviction of pod " + orWord(ns, "?") + "/" + pod
+	if u := findSubmatch(auditUserRE, l); u != nil {
+		s += " by " + u[1]
+	}
+	return s + " refused (429): Cannot evict pod as it would violate the pod's disruption budget"
+}
+
+// evictionFailedNode reads the node (and the node group) a failed node
+// group update or drain names from the commands' outputs (aws eks
+// describe-update's errors with their resourceIds).
+func evictionFailedNode(ev *Gathered, f *Finding) {
+	for _, c := range ev.Commands {
+		failed := false
+		for _, l := range c.Lines {
+			if matchLine(evictionFailureRE, l) {
+				failed = true
+				continue
+			}
+			if m := findSubmatch(evictNodeRE, l); failed && m != nil {
+				f.setFact("node", m[1])
+				f.Related = append(f.Related, m[1])
+				if g := findSubmatch(nodegroupFlagRE, c.Command); g != nil {
+					f.setFact("nodegroup", g[1])
+					f.Related = append(f.Related, g[1])
+				}
+				failure := strings.TrimSpace(strings.Trim(strings.TrimSpace(firstMatching(c.Lines, evictionFailureRE)), `",`))
+				if strings.Contains(failure, "PodEvictionFailure") {
+					failure = "PodEvictionFailure"
+				}
+				f.setFact("failure", failure)
+				f.setFact("failed_by", fmt.Sprintf("%s: %s on node %s", c.Command, failure, m[1]))
+				return
+			}
+		}
+	}
+}
+
+// firstMatching is the first line of lines that re matches.
+func firstMatching(lines []string, re *regexp.Regexp) string {
+	for _, l := range lines {
+		if matchLine(re, l) {
+			return l
+		}
+	}
+	return ""
 }
 
 // pdbChangeRE is a change that set a workload's disruption budget.

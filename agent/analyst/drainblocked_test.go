@@ -98,3 +98,67 @@ func TestDrainBlockedBudgetObject(t *testing.T) {
 		t.Errorf("evidence: %s", ev)
 	}
 }
+
+// TestDrainBlockedFromLogs reads refused evictions from logs, with no
+// drain output: an API server's audit event (EKS's audit log in
+// CloudWatch, one JSON object a line, with and without a leading time), a
+// node manager's or autoscaler's line naming the pod as namespace/name,
+// and the node group update that failed on them (aws eks describe-update's
+// PodEvictionFailure with the node in its resourceIds). An eviction the
+// audit log shows allowed (201) is none.
+func TestDrainBlockedFromLogs(t *testing.T) {
+	audit := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"5c1e","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ledger/pods/etcd-2/eviction","verb":"create","user":{"username":"eks:node-manager","groups":["system:authenticated"]},"objectRef":{"resource":"pods","namespace":"ledger","name":"etcd-2","apiVersion":"v1","subresource":"eviction"},"responseStatus":{"metadata":{},"status":"Failure","message":"Cannot evict pod as it would violate the pod's disruption budget.","reason":"TooManyRequests","code":429}}`
+	objectOnly := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","verb":"create","objectRef":{"resource":"pods","namespace":"ledger","name":"etcd-2","subresource":"eviction"},"responseStatus":{"status":"Failure","message":"Cannot evict pod as it would violate the pod's disruption budget.","code":429}}`
+	allowed := `2026-03-14T10:05:02Z {"kind":"Event","apiVersion":"audit.k8s.io/v1","verb":"create","requestURI":"/api/v1/namespaces/ledger/pods/web-1/eviction","responseStatus":{"metadata":{},"code":201}}`
+	karpenter := `{"level":"ERROR","time":"2026-03-14T10:04:11.207Z","logger":"controller","message":"failed to evict pod","controller":"node.termination","pod":"ledger/etcd-2","error":"Cannot evict pod as it would violate the pod's disruption budget."}`
+	update := evidence.CommandOutput{Command: "aws eks describe-update --name prod --nodegroup-name core-v2 --update-id 9f1c", Lines: []string{
+		`{`, `    "update": {`, `        "status": "Failed",`, `        "errors": [`, `            {`,
+		`                "errorCode": "PodEvictionFailure",`,
+		`                "errorMessage": "Reached max retries while trying to evict pods from nodes in node group core-v2",`,
+		`                "resourceIds": [`, `                    "ip-10-4-7-19.eu-west-1.compute.internal"`, `                ]`,
+	}}
+	three := intstr.FromInt32(3)
+	budget := policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "ledger"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: &three},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 3, DesiredHealthy: 3, ExpectedPods: 3}}
+	raised := evidence.Change{Service: "etcd", Kind: "config", Description: "etcd PDB minAvailable 2 -> 3"}
+	onNode := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-2", Namespace: "ledger"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	logs := func(lines ...string) []LogSet {
+		var ls []evidence.LogLine
+		for _, l := range lines {
+			ls = append(ls, evidence.LogLine{Source: "audit", Text: l})
+		}
+		return []LogSet{{Source: "audit", Lines: ls}}
+	}
+	cases := []struct {
+		name     string
+		logs     []LogSet
+		commands []evidence.CommandOutput
+		want     []string
+	}{
+		{"audit event with its time, the failed update", logs("2026-03-14T10:04:09.118Z "+audit, allowed), []evidence.CommandOutput{update},
+			[]string{"cannot evict pod ledger/etcd-2 of etcd", "(minAvailable 3) allows no disruption while etcd runs 3 pods",
+				"update of node group core-v2 cannot drain ip-10-4-7-19.eu-west-1.compute.internal", "PodEvictionFailure",
+				"eviction of pod ledger/etcd-2 by eks:node-manager refused (429)", `etcd PDB minAvailable 2 -> 3`}},
+		{"audit objectRef only", logs(objectOnly), nil, []string{"cannot evict pod ledger/etcd-2 of etcd"}},
+		{"karpenter's termination controller", logs(karpenter), nil, []string{"cannot evict pod ledger/etcd-2 of etcd", "failed to evict pod"}},
+		{"an allowed eviction", logs(allowed), []evidence.CommandOutput{update}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectDrainBlocked(&Gathered{Logs: c.logs, Commands: c.commands, Window: win, Earlier: []evidence.Change{raised},
+				K8s: K8sEvidence{Pods: []corev1.Pod{onNode}, PodDisruptionBudgets: []policyv1.PodDisruptionBudget{budget}}}, nil)
+			if c.want == nil {
+				onlyFinding(t, fs, "")
+				return
+			}
+			f := onlyFinding(t, fs, "etcd")
+			for _, e := range f.Evidence {
+				if strings.Contains(e, "etcd runs 1 pod") {
+					t.Errorf("the pods listed on one node read as the workload's: %q", e)
+				}
+			}
+			wantDescribed(t, &Hypothesis{Kind: KindDrainBlocked, Subject: f.Subject, Primary: []*Finding{f}}, Scope{}, c.want...)
+		})
+	}
+}
