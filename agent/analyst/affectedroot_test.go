@@ -13,7 +13,9 @@ import (
 // producer, a throttled bucket) are listed though no object bears their
 // name.
 func TestAffectedNamesTheRoot(t *testing.T) {
-	known := Scope{Service: "cart-api", Known: map[string]bool{"cart-api": true, "session-sweeper": true}}
+	known := Scope{Service: "cart-api", Known: map[string]bool{"cart-api": true, "session-sweeper": true, "superset": true, "airflow": true},
+		Message:  "installed superset 20 min ago and the postgres pod never starts",
+		Releases: map[string]string{"superset-postgresql": "superset", "airflow-postgresql": "airflow"}}
 	cases := []struct {
 		name string
 		h    Hypothesis
@@ -33,6 +35,10 @@ func TestAffectedNamesTheRoot(t *testing.T) {
 		{"a bucket the mechanism names as throttled", Hypothesis{Kind: KindThrottling, Subject: "session-sweeper",
 			Primary: []*Finding{{Kind: KindThrottling, Subject: "session-sweeper", Facts: map[string]string{"resource": "tessera-media-prod-eu-west-1", "affected": "tessera-media-prod-eu-west-1"}}}},
 			[]string{"session-sweeper", "tessera-media-prod-eu-west-1"}, nil},
+		{"a part of the release the question asks about", Hypothesis{Kind: KindVolumeProvision, Subject: "superset-postgresql"},
+			[]string{"superset-postgresql", "superset"}, nil},
+		{"a part of another release", Hypothesis{Kind: KindVolumeProvision, Subject: "airflow-postgresql"},
+			[]string{"airflow-postgresql"}, []string{"airflow"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

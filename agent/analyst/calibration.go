@@ -54,9 +54,13 @@ var calibrationRules = []calibrationRule{
 	// Read only from events, with nothing from another source: events are
 	// the history of objects, and without the objects' current state (or
 	// logs, metrics) what they tell may be a state that has passed, or a
-	// pointer to another object whose own reason was not read.
+	// pointer to another object whose own reason was not read. An event
+	// whose mechanism read the why in it (the object it names as missing,
+	// the provisioner's classified refusal, the cloud's code, the holder
+	// of a volume) is the root's own line, and so is a scheduler's
+	// predicate with the change that asked for it (eventsSayWhy).
 	{"events only", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
-		return onlySource(w, SrcEvents)
+		return onlySource(w, SrcEvents) && !eventsSayWhy(w)
 	}},
 	// A limit reached (a container killed at its memory limit, a broker's
 	// resource alarm, every worker of a server busy) is a state: the root
@@ -765,6 +769,59 @@ func onlySource(h *Hypothesis, src string) bool {
 		}
 	}
 	return len(h.Primary) > 0
+}
+
+// eventWhyFacts are the facts a mechanism sets when it read, in an
+// event, why the object fails rather than that it fails: the object
+// named as missing, a refusal or denial and by what, a provisioner's
+// classified problem, the cloud's error code or quota, the runtime
+// handler that does not exist, the pod that holds a volume, the pods
+// that preempted, the host ports taken, what the subnet or the node's
+// network agent said, the admission controller's state.
+var eventWhyFacts = []string{"why", "missing", "refusal", "denial", "problem", "code", "quota", "handler", "multi_attach",
+	"preemptors", "host_ports", "subnet_said", "agent_said", "admission", "admission_error", "failure_policy"}
+
+// schedulerChanges pairs what the scheduler says the nodes lack with the
+// words of a change that asks for it: a request raised, a taint or a
+// toleration, a spread constraint, nodes cordoned, a host port, an
+// affinity or selector, a node group or zone removed.
+var schedulerChanges = []struct{ says, change *regexp.Regexp }{
+	{regexp.MustCompile(`(?i)\binsufficient (?:cpu|memory|ephemeral|nvidia|\S+/gpu)`), regexp.MustCompile(`(?i)\bcpu\b|memory|\brequests?\b|resources|replicas?\b|gpu`)},
+	{regexp.MustCompile(`(?i)untolerated taint|had taints? that the pod didn't tolerate`), regexp.MustCompile(`(?i)taint|toleration|gpu|node ?pool|node ?group`)},
+	{regexp.MustCompile(`(?i)topology spread`), regexp.MustCompile(`(?i)topology|spread|\bzones?\b|\baz\b|cordon|drain`)},
+	{regexp.MustCompile(`(?i)node\(s\) were unschedulable`), regexp.MustCompile(`(?i)cordon|drain|unschedulable|maintenance`)},
+	{regexp.MustCompile(`(?i)free ports|host ?ports?`), regexp.MustCompile(`(?i)host ?port|\bports?\b`)},
+	{regexp.MustCompile(`(?i)node affinity|node selector|nodeaffinity`), regexp.MustCompile(`(?i)affinity|selector|label|node ?pool|node ?group|\bzones?\b`)},
+	{regexp.MustCompile(`(?i)volume node affinity conflict`), regexp.MustCompile(`(?i)\bzones?\b|\baz\b|node ?group|node ?pool|subnet`)},
+}
+
+// eventsSayWhy reports whether w, read from events only, has its why in
+// the events: a primary event still current (not resolved since) whose
+// mechanism read a why in it (eventWhyFacts), or pods the scheduler
+// refuses for a lack its message names, with a change that asked for
+// that (schedulerChanges). A scheduler's pointer to another object (a
+// claim left unbound) says nothing of that object's own reason.
+func eventsSayWhy(w *Hypothesis) bool {
+	for _, f := range w.Primary {
+		if f.fact("resolved") != "" {
+			continue
+		}
+		for _, k := range eventWhyFacts {
+			if f.fact(k) != "" {
+				return true
+			}
+		}
+	}
+	if w.Kind != KindUnschedulable || noTrigger(w) {
+		return false
+	}
+	msg, change := w.fact("message"), changeText(w.Trigger)
+	for _, p := range schedulerChanges {
+		if matchLine(p.says, msg) && matchLine(p.change, change) {
+			return true
+		}
+	}
+	return false
 }
 
 // rivals counts the hypotheses after w, not explained by it, whose score is

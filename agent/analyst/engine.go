@@ -126,6 +126,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	sc.Removed = removedJobs(g.gathered(), sc)
 	sc.Nodes = g.nodeNames()
 	sc.Components = componentNames(g.k8s.Pods, g.k8s.Deployments)
+	sc.Releases = releaseNames(g.k8s.Pods, g.k8s.Deployments)
 	for _, f := range findings {
 		if f.Kind == KindPeer {
 			sc.Known[f.Subject] = true

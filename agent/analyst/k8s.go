@@ -977,3 +977,22 @@ func componentNames(pods []corev1.Pod, deps []appsv1.Deployment) map[string]stri
 	}
 	return out
 }
+
+// releaseNames maps each workload whose name starts with its Helm
+// release's (app.kubernetes.io/instance "superset", workload
+// "superset-postgresql") to that release.
+func releaseNames(pods []corev1.Pod, deps []appsv1.Deployment) map[string]string {
+	out := map[string]string{}
+	add := func(wl, rel string) {
+		if rel != "" && wl != rel && strings.HasPrefix(wl, rel+"-") {
+			out[wl] = rel
+		}
+	}
+	for i := range pods {
+		add(WorkloadOfPod(&pods[i]), pods[i].Labels["app.kubernetes.io/instance"])
+	}
+	for i := range deps {
+		add(deps[i].Name, deps[i].Labels["app.kubernetes.io/instance"])
+	}
+	return out
+}

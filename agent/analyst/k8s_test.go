@@ -36,3 +36,32 @@ func TestComponentNames(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseNames maps a workload named after its Helm release to that
+// release, from its pods' or its Deployment's app.kubernetes.io/instance.
+func TestReleaseNames(t *testing.T) {
+	pod := func(name, owner, instance string) corev1.Pod {
+		p := corev1.Pod{}
+		p.Name = name
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "StatefulSet", Name: owner}}
+		p.Labels = map[string]string{"app.kubernetes.io/instance": instance}
+		return p
+	}
+	dep := appsv1.Deployment{}
+	dep.Name = "superset-worker"
+	dep.Labels = map[string]string{"app.kubernetes.io/instance": "superset"}
+	got := releaseNames([]corev1.Pod{
+		pod("superset-postgresql-0", "superset-postgresql", "superset"),
+		pod("checkout-0", "checkout", "checkout"),
+		pod("orders-db-0", "orders-db", "payments"),
+	}, []appsv1.Deployment{dep})
+	want := map[string]string{"superset-postgresql": "superset", "superset-worker": "superset"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: got %q, want %q", k, got[k], v)
+		}
+	}
+}

@@ -34,6 +34,11 @@ type Scope struct {
 	// runs, its app.kubernetes.io/name ("kube-state-metrics"): the name
 	// people know the system by (componentNames).
 	Components map[string]string
+	// Releases maps a workload named after its Helm release
+	// ("superset-postgresql") to that release, its
+	// app.kubernetes.io/instance ("superset"): what people installed, and
+	// what they ask about when one of its parts fails (releaseNames).
+	Releases map[string]string
 	// Restarts says, for a healthy answer, that the subject's restarts
 	// all ended before the window (oldRestarts), or is empty.
 	Restarts string
@@ -1046,6 +1051,12 @@ func affected(w *Hypothesis, sc Scope) []string {
 		// known by apart from its release's prefix.
 		if c := sc.Components[w.Subject]; c != "" && !slices.Contains(out, c) {
 			out = append(out, c)
+		}
+		// The release the root's workload is part of, when the question
+		// asks about it ("installed superset ... the postgres pod never
+		// starts"): what was installed is what fails.
+		if rel := sc.Releases[w.Subject]; rel != "" && !slices.Contains(out, rel) && slices.ContainsFunc(sc.Subjects(), func(s string) bool { return strings.EqualFold(s, rel) }) {
+			out = append(out, rel)
 		}
 	}
 	for _, f := range w.Primary {
