@@ -131,6 +131,7 @@ var mechanisms = []*mechanism{
 	noGracefulShutdown,
 	secretMountDeniedM,
 	mountFailure,
+	cronJobHeld,
 	unschedulableM,
 	daemonSetTaint,
 	quotaExceeded,
