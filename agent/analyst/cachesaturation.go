@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,6 +58,15 @@ var cacheFull = &mechanism{
 func cacheRole(name string) string {
 	n := strings.ToLower(name)
 	switch {
+	// CloudWatch's: a hit rate and a memory use already in percent.
+	case strings.HasSuffix(n, "cachehitrate"):
+		return "hit_rate"
+	case strings.HasSuffix(n, "databasememoryusagepercentage"):
+		return "used_pct"
+	case strings.HasSuffix(n, "bytesusedforcache"):
+		return "used"
+	case strings.HasSuffix(n, "curritems"):
+		return "keys"
 	case strings.Contains(n, "memory_max_bytes") || strings.Contains(n, "limit_maxbytes") || strings.HasSuffix(n, "_limit_bytes"):
 		return "max"
 	case strings.Contains(n, "memory_used_bytes") || strings.Contains(n, "current_bytes"):
@@ -89,6 +99,29 @@ func cacheSeriesRole(name string, role string, l evidence.Labels) string {
 	return role
 }
 
+// perSecond turns counts per sampling period (CloudWatch's Evictions: the
+// keys evicted in each minute) into rates per second, the period read
+// from the spacing of the points.
+func perSecond(ps []evidence.Point) []evidence.Point {
+	sorted := slices.Clone(ps)
+	slices.SortFunc(sorted, func(a, b evidence.Point) int { return a.T.Compare(b.T) })
+	var gaps []float64
+	for i := 1; i < len(sorted); i++ {
+		if d := sorted[i].T.Sub(sorted[i-1].T).Seconds(); d > 0 {
+			gaps = append(gaps, d)
+		}
+	}
+	if len(gaps) == 0 {
+		return sorted
+	}
+	sort.Float64s(gaps)
+	period := gaps[len(gaps)/2]
+	for i := range sorted {
+		sorted[i].V /= period
+	}
+	return sorted
+}
+
 // DetectCacheSaturation finds a cache (Redis, memcached) at its maxmemory
 // evicting keys, with its hit ratio falling: the misses fall through to
 // the backing store (a database), whose load rises, and reads slow down.
@@ -107,7 +140,12 @@ func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
 		}
 		role := cacheRole(ms.Name)
 		for _, s := range ms.Series {
-			name := firstLabel(s.Labels, "service", "cache", "redis", "instance", "addr", "pod")
+			name := firstLabel(s.Labels, "service", "cache", "redis", "instance", "addr", "pod", "CacheClusterId", "NodeName", "ClusterName")
+			// An ElastiCache node (catalog-cache-0001-001) speaks for
+			// its replication group.
+			if id := s.Labels["CacheClusterId"]; id != "" && id == name {
+				name = nodeSuffixRE.ReplaceAllString(id, "")
+			}
 			name = workloadOfName(DependencyName(name))
 			if i := strings.IndexByte(name, '.'); i > 0 && net.ParseIP(name) == nil {
 				name = name[:i]
@@ -122,7 +160,11 @@ func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
 				order = append(order, name)
 			}
 			r := cacheSeriesRole(ms.Name, role, s.Labels)
-			in.series[r] = append(in.series[r], s.Points...)
+			ps := s.Points
+			if r == "evictions" && strings.HasPrefix(strings.ToLower(ms.Name), "aws/") {
+				ps = perSecond(ps)
+			}
+			in.series[r] = append(in.series[r], ps...)
 		}
 	}
 	median := func(ps []evidence.Point, from, to time.Time) (float64, bool) {
@@ -157,6 +199,9 @@ func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
 		}
 		// Memory against maxmemory.
 		usedPct := 0.0
+		for _, p := range inWindow(in.series["used_pct"], w.Start, w.End) {
+			usedPct = math.Max(usedPct, p.V/100)
+		}
 		if maxPs := in.series["max"]; len(maxPs) > 0 {
 			if mx, ok := lastPoint(maxPs); ok && mx.V > 0 {
 				for _, p := range inWindow(in.series["used"], w.Start, w.End) {
@@ -168,7 +213,21 @@ func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
 		ratioAt := func(from, to time.Time, worst bool) (float64, bool) {
 			hits, misses := in.series["hits"], in.series["misses"]
 			if len(hits) == 0 || len(misses) == 0 {
-				return 0, false
+				// A hit rate in percent (CloudWatch's CacheHitRate).
+				var rs []float64
+				for _, p := range in.series["hit_rate"] {
+					if !p.T.Before(from) && p.T.Before(to) {
+						rs = append(rs, p.V/100)
+					}
+				}
+				if len(rs) == 0 {
+					return 0, false
+				}
+				sort.Float64s(rs)
+				if worst {
+					return rs[min(len(rs)-1, len(rs)/10)], true
+				}
+				return rs[len(rs)/2], true
 			}
 			mByT := map[time.Time]float64{}
 			for _, p := range misses {
@@ -199,6 +258,11 @@ func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
 		if !atMax && !hitFell {
 			continue
 		}
+		// A cache at maxmemory evicting cold keys while its hit ratio
+		// holds does what it is built for: no storm.
+		if okB && okL && hrBase-hrLow < 0.05 {
+			continue
+		}
 		f := Finding{Kind: KindCacheFull, Subject: name, Object: "cache " + name, Namespace: in.ns, Time: evStart,
 			Severity: SevCritical, Weight: 0.85, Source: SrcMetrics}
 		if atMax && hitFell {
@@ -214,7 +278,11 @@ func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
 		f.setFact("evictions", fmt.Sprintf("%.0f keys/s", peakEv))
 		parts = append(parts, fmt.Sprintf("evicting ~%.0f keys/s", peakEv))
 		if okB && okL {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("cache %s: hit ratio fell from %.0f%% to %.0f%% (keyspace hits/(hits+misses))", name, 100*hrBase, 100*hrLow))
+			how := "keyspace hits/(hits+misses)"
+			if len(in.series["hits"]) == 0 || len(in.series["misses"]) == 0 {
+				how = "its reported hit rate"
+			}
+			f.Evidence = append(f.Evidence, fmt.Sprintf("cache %s: hit ratio fell from %.0f%% to %.0f%% (%s)", name, 100*hrBase, 100*hrLow, how))
 			f.setFact("hit_ratio", fmt.Sprintf("%.0f%% → %.0f%%", 100*hrBase, 100*hrLow))
 			if hitFell {
 				parts = append(parts, fmt.Sprintf("hit ratio %.0f%% → %.0f%%", 100*hrBase, 100*hrLow))

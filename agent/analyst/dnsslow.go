@@ -43,8 +43,9 @@ var dnsSlow = &mechanism{
 var (
 	// A call's DNS phase in a request log: "promo-engine.dns_ms=5011",
 	// "dns_ms=5011", "time_namelookup=5.004", "lookup_ms=5000",
-	// "dnsLookupMs": 5003.
-	dnsPhaseRE = regexp.MustCompile(`(?i)\b([\w.-]*?)(?:[._-])?(dns|lookup|namelookup|resolve|resolution)[._-]?(ms|millis|s|sec|seconds|time|duration)?"?\s*[=:]\s*"?(\d+(?:\.\d+)?)\s*(ms|s)?\b`)
+	// "dnsLookupMs": 5003; a bare "s" after a separator only
+	// ("lookup_s=5"): "lookups=6817" counts lookups, it times none.
+	dnsPhaseRE = regexp.MustCompile(`(?i)\b([\w.-]*?)(?:[._-])?(dns|lookup|namelookup|resolve|resolution)(?:[._-]?(ms|millis|sec|seconds|time|duration)|[._-](s))?"?\s*[=:]\s*"?(\d+(?:\.\d+)?)\s*(ms|s)?\b`)
 	// A change to what resolves names: DHCP options, resolv.conf, the
 	// resolver list.
 	resolverChangeRE = regexp.MustCompile(`(?i)dhcp|resolv\.conf|nameserver|name_servers|domain_name_servers|resolver|\bdns\b`)
@@ -83,11 +84,11 @@ func detectDNSSlow(ev *Gathered, _ []Finding) []Finding {
 			}
 			worst, target := 0.0, ""
 			for _, m := range ms {
-				v, err := strconv.ParseFloat(m[4], 64)
+				v, err := strconv.ParseFloat(m[5], 64)
 				if err != nil {
 					continue
 				}
-				unit := strings.ToLower(orWord(m[5], m[3]))
+				unit := strings.ToLower(orWord(m[6], orWord(m[3], m[4])))
 				if unit == "s" || unit == "sec" || unit == "seconds" || unit == "" && strings.Contains(strings.ToLower(m[2]), "namelookup") {
 					v *= 1000
 				}

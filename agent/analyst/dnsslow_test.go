@@ -72,3 +72,29 @@ func TestDNSSlow(t *testing.T) {
 		}
 	}
 }
+
+// TestDNSPhaseFields: the fields that time a lookup, and the ones that
+// only count lookups.
+func TestDNSPhaseFields(t *testing.T) {
+	cases := []struct {
+		line string
+		ms   string // the value read, "" for none
+	}{
+		{`promo-engine.dns_ms=5011 promo-engine.connect_ms=1`, "5011"},
+		{`url=https://api.example.com/ time_namelookup=5.004 time_connect=5.012`, "5.004"},
+		{`{"dnsLookupMs": 5003, "connectMs": 2}`, "5003"},
+		{`upstream lookup_s=5.01 status=200`, "5.01"},
+		{`time=2026-03-04T10:31:00.003Z level=INFO msg="cache stats" window=60s lookups=6817 hits=6569 misses=248`, ""},
+		{`INFO resolver stats: resolves=1200 failures=0`, ""},
+	}
+	for _, c := range cases {
+		m := findSubmatch(dnsPhaseRE, c.line)
+		got := ""
+		if m != nil {
+			got = m[5]
+		}
+		if got != c.ms {
+			t.Errorf("dnsPhaseRE on %q read %q, want %q", c.line, got, c.ms)
+		}
+	}
+}

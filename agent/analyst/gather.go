@@ -1299,6 +1299,14 @@ func (g *gatherer) gatherCloudWatch(ctx context.Context, sp specialist) error {
 		n := 0
 		for _, id := range ids {
 			class, stat := cloudWatchStat(id.Name)
+			// A cache node's (ElastiCache, MemoryDB): its evictions and
+			// hits a minute, its hit rate and memory use in percent.
+			if full := id.Namespace + "/" + id.Name; IsCacheMetric(full) {
+				class, stat = MetricCache, "Average"
+				if r := cacheRole(full); r == "evictions" || r == "hits" || r == "misses" {
+					stat = "Sum"
+				}
+			}
 			if class == "" || ctx.Err() != nil {
 				continue
 			}

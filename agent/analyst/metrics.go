@@ -29,7 +29,8 @@ const (
 	// pod phase, a deployment's replica counts): a state, not an anomaly.
 	MetricState = "state"
 	// MetricCache is a cache server's memory, eviction and hit/miss
-	// counters (redis_exporter, memcached_exporter).
+	// counters (redis_exporter, memcached_exporter, ElastiCache's
+	// CloudWatch metrics).
 	MetricCache = "cache"
 )
 
@@ -37,6 +38,18 @@ const (
 // against its maxmemory, its evictions, or its hits and misses.
 func IsCacheMetric(name string) bool {
 	n := strings.ToLower(name)
+	// ElastiCache and MemoryDB publish theirs to CloudWatch per node:
+	// Evictions, CacheHits, CacheMisses, CacheHitRate,
+	// DatabaseMemoryUsagePercentage (used memory against maxmemory).
+	for _, ns := range []string{"aws/elasticache/", "aws/memorydb/"} {
+		if m, ok := strings.CutPrefix(n, ns); ok {
+			switch m {
+			case "evictions", "cachehits", "cachemisses", "cachehitrate", "databasememoryusagepercentage", "bytesusedforcache", "curritems":
+				return true
+			}
+			return false
+		}
+	}
 	if !strings.HasPrefix(n, "redis_") && !strings.HasPrefix(n, "memcached_") {
 		return false
 	}

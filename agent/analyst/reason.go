@@ -1317,6 +1317,24 @@ func joinCacheVictims(hs []*Hypothesis, symptoms []*Finding, sc Scope) {
 			}
 			h.Score = math.Min(0.97, h.Score+0.03)
 		}
+		// The service's calls to the database slowing from the cache's
+		// onset are its misses falling through: the slow calls are the
+		// cache's consequence, one hop short of it.
+		for _, d := range hs {
+			if d == h || d.Kind != KindSlowCall || d.Score <= h.Score || len(d.Primary) == 0 || d.Onset.Before(h.Onset.Add(-5*time.Minute)) || d.Onset.After(h.Onset.Add(triggerNear)) {
+				continue
+			}
+			if !matchLine(databaseLikeRE, d.Subject) && !strings.EqualFold(d.Subject, h.Subject) {
+				continue
+			}
+			for _, f := range d.Primary {
+				if !slices.Contains(h.Support, f) {
+					h.Support = append(h.Support, f)
+				}
+			}
+			h.Score = math.Min(0.95, d.Score+0.01)
+			d.Score = math.Min(d.Score, h.Score*0.8)
+		}
 	}
 }
 

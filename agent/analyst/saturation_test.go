@@ -97,6 +97,49 @@ func TestDetectCacheSaturation(t *testing.T) {
 	if got := DetectCacheSaturation(calm, w); len(got) != 0 {
 		t.Errorf("a calm cache is not saturated: %+v", got)
 	}
+	// ElastiCache's CloudWatch metrics, per node: evictions a minute, the
+	// hit rate and the memory used against maxmemory in percent. The
+	// node speaks for its replication group.
+	for _, node := range []evidence.Labels{{"CacheClusterId": "sessions-cache-0001-001"}, {"CacheClusterId": "sessions-cache-002-001", "CacheNodeId": "0001"}} {
+		mkCW := func(name string, f func(time.Time) float64) MetricSet {
+			return MetricSet{Name: name, Class: MetricCache, Origin: SrcCloudWatch, Series: []evidence.Series{wseries(w, node, f)}}
+		}
+		cw := []MetricSet{
+			mkCW("AWS/ElastiCache/Evictions", after(0, 27000)),
+			mkCW("AWS/ElastiCache/CacheHitRate", after(97, 59)),
+			mkCW("AWS/ElastiCache/DatabaseMemoryUsagePercentage", after(58, 99.6)),
+		}
+		fs := DetectCacheSaturation(cw, w)
+		if len(fs) != 1 || fs[0].Subject != "sessions-cache" {
+			t.Fatalf("ElastiCache findings: %+v", fs)
+		}
+		wantDescribed(t, &Hypothesis{Kind: KindCacheFull, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}, Scope{}, "maxmemory", "hit ratio 97% → 59%", "used memory at 100% of maxmemory")
+		// A hit rate that holds with memory to spare: evictions alone are no storm.
+		calmCW := []MetricSet{
+			mkCW("AWS/ElastiCache/Evictions", after(0, 300)),
+			mkCW("AWS/ElastiCache/CacheHitRate", func(time.Time) float64 { return 97 }),
+			mkCW("AWS/ElastiCache/DatabaseMemoryUsagePercentage", func(time.Time) float64 { return 61 }),
+		}
+		if got := DetectCacheSaturation(calmCW, w); len(got) != 0 {
+			t.Errorf("a calm ElastiCache node is not saturated: %+v", got)
+		}
+		// At maxmemory, evicting cold keys, its hit rate held: an LRU
+		// cache doing its job.
+		lru := []MetricSet{
+			mkCW("AWS/ElastiCache/Evictions", after(0, 11000)),
+			mkCW("AWS/ElastiCache/CacheHitRate", after(97.2, 96.8)),
+			mkCW("AWS/ElastiCache/DatabaseMemoryUsagePercentage", after(70, 99.1)),
+		}
+		if got := DetectCacheSaturation(lru, w); len(got) != 0 {
+			t.Errorf("a full cache whose hit rate holds is no storm: %+v", got)
+		}
+	}
+	for name, want := range map[string]bool{"AWS/ElastiCache/Evictions": true, "AWS/ElastiCache/CacheHitRate": true, "AWS/MemoryDB/DatabaseMemoryUsagePercentage": true,
+		"AWS/ElastiCache/EngineCPUUtilization": false, "AWS/CloudFront/CacheHitRate": false, "redis_evicted_keys_total": true} {
+		if IsCacheMetric(name) != want {
+			t.Errorf("IsCacheMetric(%q) = %v", name, !want)
+		}
+	}
 }
 
 func TestCredentialProblem(t *testing.T) {

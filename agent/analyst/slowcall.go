@@ -63,8 +63,13 @@ var (
 	notCallNames = map[string]bool{"ts": true, "at": true, "timestamp": true, "start": true, "end": true, "started": true, "date": true, "ttl": true, "timeout": true, "deadline": true, "retry_after": true, "interval": true, "uptime": true, "up": true, "age": true,
 		// A difference between clocks or from an expected moment (a pool's
 		// housekeeper "delta=33s", a replica's lag, a clock's skew).
-		"delta": true, "lag": true, "skew": true, "drift": true, "offset": true, "jitter": true}
-	durationAskRE = regexp.MustCompile(`(?i)\b(slow|slower|latenc|p(?:50|75|90|95|99|999)\b|percentile|takes? (?:too )?long|took|duration|response time|timing|sluggish|delay|where is the time|time (?:is )?(?:going|spent))`)
+		"delta": true, "lag": true, "skew": true, "drift": true, "offset": true, "jitter": true,
+		// The span a stats line sums over ("window=60s", "period=1m").
+		"window": true, "period": true}
+	// A statistic over many requests ("db_p99_ms", "upstream_avg_ms",
+	// "latency_max"): a stats line, no one request's call.
+	aggregateKeyRE = regexp.MustCompile(`(?i)(^|[._-])(p\d{2,3}|avg|mean|median|max|min|pct\d*|percentile\d*)([._-]|$)`)
+	durationAskRE  = regexp.MustCompile(`(?i)\b(slow|slower|latenc|p(?:50|75|90|95|99|999)\b|percentile|takes? (?:too )?long|took|duration|response time|timing|sluggish|delay|where is the time|time (?:is )?(?:going|spent))`)
 )
 
 // durationLinePattern is the pattern of request lines carrying durations,
@@ -154,7 +159,7 @@ func callTimes(line string) map[string]float64 {
 		} else if unit == "" {
 			continue // a number without a unit is no duration
 		}
-		if notCallNames[name] || notCallNames[key] {
+		if notCallNames[name] || notCallNames[key] || aggregateKeyRE.MatchString(key) {
 			continue
 		}
 		v, err := strconv.ParseFloat(val, 64)
