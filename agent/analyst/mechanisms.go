@@ -101,6 +101,8 @@ var mechanisms = []*mechanism{
 	credentialNotApplied,
 	gkeWorkloadIdentity,
 	dbClassDownsized,
+	dbPasswordExpired,
+	dbPrivilegeDenied,
 	rbacDenied,
 	drainBlocked,
 	jobSidecar,
