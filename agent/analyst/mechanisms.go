@@ -84,6 +84,7 @@ var mechanisms = []*mechanism{
 	deploymentPaused,
 	canaryPaused,
 	rolloutAllAtOnce,
+	canaryLoadTest,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,

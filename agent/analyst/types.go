@@ -579,6 +579,8 @@ var kinds = map[Kind]kindInfo{
 	KindCanaryPaused:     {prior: 0.86},
 	// An outage at a rollout whose strategy took every pod down at once.
 	KindRolloutAllAtOnce: {prior: 0.86},
+	// A canary analysis failed by its own load test.
+	KindCanaryLoadTest: {prior: 0.86},
 	// An autoscaler disabled because its target has 0 replicas.
 	KindHPATargetZero: {prior: 0.84},
 	// An event-driven autoscaler watching a queue nobody writes to.
