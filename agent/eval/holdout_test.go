@@ -74,7 +74,7 @@ var holdoutFloors = map[string]int{
 	"holdout56": 6,
 	"holdout57": 6,
 	"holdout58": 7,
-	"holdout59": 5,
+	"holdout59": 7,
 	"holdout60": 3,
 }
 
