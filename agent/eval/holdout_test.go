@@ -76,6 +76,7 @@ var holdoutFloors = map[string]int{
 	"holdout58": 7,
 	"holdout59": 7,
 	"holdout60": 3,
+	"holdout62": 6,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
