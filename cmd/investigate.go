@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -183,15 +184,36 @@ one could not run (a bad bundle or scenario.json: the error names the file).`,
 			w := cmd.OutOrStdout()
 			var broken []string
 			passed, scored := 0, 0
-			for _, dir := range args {
-				s, err := eval.LoadScenario(dir)
-				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "rootcause: %v\n", err)
-					broken = append(broken, dir)
-					continue
+			// Scenarios are investigated on every core at once and printed
+			// in the order given, each as soon as those before it are.
+			results := make([]chan evalResult, len(args))
+			for i := range results {
+				results[i] = make(chan evalResult, 1)
+			}
+			go func() {
+				next := make(chan int)
+				go func() {
+					defer close(next)
+					for i := range args {
+						next <- i
+					}
+				}()
+				for range min(runtime.GOMAXPROCS(0), len(args)) {
+					go func() {
+						for i := range next {
+							var r evalResult
+							if r.s, r.err = eval.LoadScenario(args[i]); r.err == nil {
+								r.out, r.err = eval.Run(cmd.Context(), r.s, engine, eval.Options{Timeout: timeout})
+							}
+							results[i] <- r
+						}
+					}()
 				}
-				out, err := eval.Run(cmd.Context(), s, engine, eval.Options{Timeout: timeout})
-				if err != nil {
+			}()
+			for i, dir := range args {
+				r := <-results[i]
+				s, out := r.s, r.out
+				if err := r.err; err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "rootcause: %v\n", err)
 					broken = append(broken, dir)
 					continue
@@ -224,6 +246,14 @@ one could not run (a bad bundle or scenario.json: the error names the file).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per scenario per line")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "time limit of each investigation")
 	return cmd
+}
+
+// evalResult is one scenario of eval: loaded and run, or the error that
+// stopped it.
+type evalResult struct {
+	s   *eval.Scenario
+	out *eval.Outcome
+	err error
 }
 
 func printEvalOutcome(w io.Writer, s *eval.Scenario, out *eval.Outcome) {
