@@ -52,7 +52,8 @@ func ParseLogTime(line string, ref time.Time) time.Time {
 //   - "2006/01/02 15:04:05" leading the line (nginx's error log, Go's log
 //     package; local time taken as UTC);
 //   - the Common Log Format's "[02/Jan/2006:15:04:05 -0700]" after the
-//     client address (nginx's and Apache's access logs).
+//     client address (nginx's and Apache's access logs);
+//   - Ruby's Logger ("E, [2006-01-02T15:04:05.000000 #1] ERROR -- : ...").
 //
 // The common form ("2006-01-02T15:04:05.000Z") is read without allocating.
 func LineTime(line []byte, ref time.Time) (time.Time, bool) {
@@ -88,6 +89,10 @@ func lineTime[T logText](line T, ref time.Time) (time.Time, bool) {
 			}
 			break
 		}
+	}
+	if len(s) > 4 && s[1] == ',' && s[2] == ' ' && s[3] == '[' && (s[0] == 'D' || s[0] == 'I' || s[0] == 'W' || s[0] == 'E' || s[0] == 'F' || s[0] == 'A') {
+		// Ruby's Logger: "E, [2006-01-02T15:04:05.000000 #1] ERROR -- : ..."
+		s = s[3:]
 	}
 	if len(s) > 0 && s[0] == '[' {
 		s = s[1:]

@@ -98,6 +98,9 @@ func lineTimeCases() []lineTimeCase {
 		{"words", "Info: 1234 5678 more words", time.Time{}},
 		// Redis prints "1:M 24 Nov 2026 14:04:17.123 *" (read above).
 		{"Redis", "1:M 24 Nov 2026 14:04:17.123 * Ready to accept connections tcp", at(14, 4, 17, 123e6)},
+		{"Ruby Logger", "E, [2026-11-24T14:04:17.123456 #1] ERROR -- : LabelJob failed (the server responded with status 410)", at(14, 4, 17, 123456e3)},
+		{"Ruby Logger with a program name", "I, [2026-11-24T14:04:17.500000 #12]  INFO -- sidekiq: done", at(14, 4, 17, 500e6)},
+		{"a level and a comma with no bracket", "E, 2026 something happened here", time.Time{}},
 	}
 }
 
