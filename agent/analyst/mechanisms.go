@@ -219,6 +219,8 @@ var mechanisms = []*mechanism{
 	meshEgressBlocked,
 	sourceIPNotAllowed,
 	proxyDenied,
+	quotaNeighbour,
+	apiRetired,
 	shardsUnassigned,
 	clusterPartition,
 	// Managed cloud services under the application: a hot partition

@@ -517,6 +517,10 @@ var kinds = map[Kind]kindInfo{
 	KindSourceIPNotAllowed: {prior: 0.88},
 	// An egress proxy refusing a host its allowlist lacks.
 	KindProxyDenied: {prior: 0.88},
+	// A provider quota shared with another workload, used up by it.
+	KindQuotaNeighbour: {prior: 0.88},
+	// A provider's API version retired under its caller.
+	KindAPIRetired: {prior: 0.88},
 	// A search cluster's primaries without a copy.
 	KindShardsUnassigned: {prior: 0.86},
 	// A consumer's offsets reset past records retention deleted.
