@@ -76,6 +76,7 @@ var holdoutFloors = map[string]int{
 	"holdout58": 7,
 	"holdout59": 7,
 	"holdout60": 3,
+	"holdout61": 6,
 	"holdout62": 6,
 }
 
