@@ -85,6 +85,7 @@ var mechanisms = []*mechanism{
 	canaryPaused,
 	rolloutAllAtOnce,
 	canaryLoadTest,
+	helmReuseValues,
 	cpuThrottling,
 	createRefused,
 	volumeProvision,

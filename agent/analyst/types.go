@@ -585,6 +585,8 @@ var kinds = map[Kind]kindInfo{
 	KindRolloutAllAtOnce: {prior: 0.86},
 	// A canary analysis failed by its own load test.
 	KindCanaryLoadTest: {prior: 0.86},
+	// A Helm upgrade with --reuse-values missing the new chart's defaults.
+	KindHelmReuseValues: {prior: 0.86},
 	// An autoscaler disabled because its target has 0 replicas.
 	KindHPATargetZero: {prior: 0.84},
 	// An event-driven autoscaler watching a queue nobody writes to.

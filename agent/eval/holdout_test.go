@@ -72,7 +72,7 @@ var holdoutFloors = map[string]int{
 	"holdout54": 4,
 	"holdout55": 10,
 	"holdout56": 6,
-	"holdout57": 6,
+	"holdout57": 7,
 	"holdout58": 7,
 	"holdout59": 7,
 	"holdout60": 3,
