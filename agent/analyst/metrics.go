@@ -246,7 +246,7 @@ func statusLabel(l evidence.Labels) (string, bool) {
 // SubjectOfLabels names the service or workload a series is about.
 func SubjectOfLabels(l evidence.Labels) string {
 	for _, k := range []string{"service", "service_name", "app", "application", "app_kubernetes_io_name", "deployment", "workload", "statefulset", "daemonset",
-		"horizontalpodautoscaler", "consumergroup", "consumer_group",
+		"horizontalpodautoscaler", "consumergroup", "consumer_group", "queue",
 		"FunctionName", "DBInstanceIdentifier", "DBClusterIdentifier", "LoadBalancer", "TargetGroup", "QueueName", "TableName", "CacheClusterId",
 		"VolumeId", "InstanceId", "AutoScalingGroupName", "ClusterName", "ServiceName", "ApiName", "BucketName", "StreamName", "destination_service_name", "cronjob", "job"} {
 		if v := l[k]; v != "" {

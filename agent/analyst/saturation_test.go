@@ -56,6 +56,11 @@ func TestClassifyStateMetrics(t *testing.T) {
 	if got := SubjectOfLabels(evidence.Labels{"job_name": "catalog-import-29700970"}); got != "catalog-import" {
 		t.Errorf("job subject = %q", got)
 	}
+	// A broker's queue series (rabbitmq_queue_messages_ready) is about its
+	// queue, not about the service the question names.
+	if got := SubjectOfLabels(evidence.Labels{"namespace": "inventory", "queue": "inventory.export.requests"}); got != "inventory.export.requests" {
+		t.Errorf("queue subject = %q", got)
+	}
 }
 
 func TestDetectCacheSaturation(t *testing.T) {
