@@ -604,6 +604,15 @@ var calibrationRules = []calibrationRule{
 	{"an operation cut at its timeout, what it waited on not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindSlowOperation && w.fact("why") == "" && primaryLineMatches(w, ranToTimeoutRE)
 	}},
+	// A part of each request (its name lookups, one call it makes) read as
+	// taking far longer than the requests themselves take (an hour or
+	// more, or a thousand times the latency measured for the service): no
+	// request waits longer than it lasts, so the reading took another
+	// number of the line (a count, a window) for a duration, and what
+	// slows the requests is not known.
+	{"a part of each request longer than the requests", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
+		return phaseBeyondRequests(a, w)
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
@@ -1506,3 +1515,49 @@ func anotherMissing(a *Analysis, missing string) bool {
 // ranToTimeoutRE is an invocation ended by its own timeout: Lambda's
 // REPORT line with "Status: timeout", "Task timed out after N seconds".
 var ranToTimeoutRE = regexp.MustCompile(`(?i)\bstatus:\s*timeout\b|task timed out after`)
+
+// phaseDurationRE reads a duration as the analyst's facts print it:
+// "6796.00 s", "275 ms", "1.2 s".
+var phaseDurationRE = regexp.MustCompile(`^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$`)
+
+// factSeconds reads a duration fact in seconds.
+func factSeconds(v string) (float64, bool) {
+	m := findSubmatch(phaseDurationRE, v)
+	if m == nil {
+		return 0, false
+	}
+	return secondsOf(m[1], m[2])
+}
+
+// phaseBeyondRequests reports whether w, a part of each request (slow
+// name lookups, a slow call), states a time per request of an hour or
+// more, or a thousand times the highest request latency measured for
+// the service (or its caller).
+func phaseBeyondRequests(a *Analysis, w *Hypothesis) bool {
+	var phase float64
+	switch w.Kind {
+	case KindDNSSlow:
+		phase, _ = factSeconds(w.fact("typical"))
+	case KindSlowCall:
+		phase, _ = factSeconds(w.fact("now"))
+	default:
+		return false
+	}
+	if phase <= 0 {
+		return false
+	}
+	if phase >= 3600 {
+		return true
+	}
+	names := []string{w.Subject, w.fact("caller")}
+	for i := range a.Findings {
+		f := &a.Findings[i]
+		if f.Kind != KindLatency || !slices.ContainsFunc(names, func(n string) bool { return n != "" && strings.EqualFold(n, f.Subject) }) {
+			continue
+		}
+		if lat, ok := factSeconds(f.fact("peak")); ok && phase > 1000*lat {
+			return true
+		}
+	}
+	return false
+}
