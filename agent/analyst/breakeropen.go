@@ -65,6 +65,11 @@ var breakerOpen = &mechanism{
 	strictTriggers: true,
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		t := changeText(c)
+		// A breaker opened on client errors: the caller's change that
+		// began the calls answered with them.
+		if h.fact("client_errors") != "" && strings.EqualFold(c.Subject, h.fact("caller")) {
+			return true
+		}
 		for _, w := range []string{h.Subject, h.fact("breaker"), h.fact("host")} {
 			if w != "" && strings.Contains(t, strings.ToLower(w)) {
 				return true
@@ -81,6 +86,9 @@ var breakerOpen = &mechanism{
 		what := "fails"
 		if h.fact("slow") != "" {
 			what = "answers slowly"
+		}
+		if ce := h.fact("client_errors"); ce != "" {
+			return describeBreakerClientErrors(h, caller, dep, ce)
 		}
 		d := fmt.Sprintf("%s's circuit breaker %s opened because the dependency it guards, %s, %s", caller, quote(orWord(h.fact("breaker"), h.Subject), 60), dep, what)
 		if h.fact("external") != "" {
@@ -101,6 +109,13 @@ var breakerOpen = &mechanism{
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		caller := orWord(h.fact("caller"), "the service")
+		if ce := h.fact("client_errors"); ce != "" {
+			r.rollback()
+			r.high("Stop %s's circuit breaker %s from recording %s answers as failures (Resilience4j's ignoreExceptions or recordFailurePredicate, Polly's and Hystrix's handled exceptions: count only 5xx and timeouts), and treat %s on %s as the absent data it is", caller, quote(orWord(h.fact("breaker"), h.Subject), 60), ce, ce, orWord(h.fact("client_calls"), "these calls"))
+			r.med("Do not roll back %s for these errors: it answers as designed; give the new calls a breaker of their own so an optional lookup cannot open the breaker of %s's essential calls", h.Subject, caller)
+			r.low("Alert on the breaker's state and on the share of client errors among the calls it records")
+			return
+		}
 		if h.fact("external") != "" {
 			r.high("Take %s's %s up with its provider (its status page, support); meanwhile give %s a fallback while the breaker is open (cached answers, a default, a second provider) instead of failing", h.Subject, map[bool]string{true: "slowness", false: "failures"}[h.fact("slow") != ""], caller)
 		} else {
@@ -111,6 +126,27 @@ var breakerOpen = &mechanism{
 	},
 }
 
+// describeBreakerClientErrors explains a breaker opened on the
+// dependency's client errors.
+func describeBreakerClientErrors(h *Hypothesis, caller, dep, ce string) string {
+	d := fmt.Sprintf("%s's circuit breaker %s opened on client errors, not on a failure of %s: %s answers %s", caller, quote(orWord(h.fact("breaker"), h.Subject), 60), h.Subject, dep, ce)
+	d += h.clause(" to ", "client_calls")
+	d += h.clause(" (since ", "client_since") + map[bool]string{true: ")", false: ""}[h.fact("client_since") != ""]
+	d += fmt.Sprintf(", an answer by design (the data does not exist), and the breaker records it as a failure; the failure rate crossed its threshold and the breaker opened at %s", orWord(h.fact("opened"), "the onset"))
+	d += h.wrapped(" (", "reason", ")")
+	if h.fact("reopened") != "" {
+		d += " and opens again after every half-open probe"
+	}
+	d += fmt.Sprintf(", and while it is open %s rejects all its calls to %s at once, the essential ones too", caller, h.Subject)
+	d += h.quoteClause(" — ", "line", 200)
+	if c := h.Trigger; c != nil && c.Subject == caller {
+		d += fmt.Sprintf(". The calls that get %s came with %s's change; %s itself is healthy", ce, caller, h.Subject)
+	} else {
+		d += fmt.Sprintf(". %s itself is healthy", h.Subject)
+	}
+	return d
+}
+
 // breakerState is what one service's log says of one breaker.
 type breakerState struct {
 	caller, ns, name, line, reason, host string
@@ -118,7 +154,24 @@ type breakerState struct {
 	opens, lines                         int
 	slow, external                       bool
 	longest                              time.Duration
+	// The dependency's client errors the caller logs on the calls the
+	// breaker guards (404 Not Found, WebClientResponseException$NotFound)
+	// and its server errors and timeouts on them.
+	clientErr, clientCall, clientLine string
+	clientN, serverN                  int
+	clientSince                       time.Time
 }
+
+var (
+	// clientErrorRE is a call answered with a client error: the status
+	// and its reason, Spring's WebClientResponseException$NotFound and
+	// HttpClientErrorException$NotFound, a status= field of 4xx (not 408,
+	// 429: those are the dependency's load).
+	clientErrorRE = regexp.MustCompile(`(?i)\b(40[0-79]|41\d|42[0-28]) (Not Found|Bad Request|Conflict|Gone|Unprocessable (?:Entity|Content)|Forbidden|Unauthorized|Precondition Failed)\b|(?:ResponseException|ClientErrorException)\$(NotFound|BadRequest|Conflict|Gone|UnprocessableEntity)\b|\bstatus(?:_code|Code)?["']?\s*[=:]\s*["']?(40[0-79]|41\d|42[0-28])\b`)
+	// serverErrorRE is a call answered with a server error or cut by a
+	// timeout.
+	serverErrorRE = regexp.MustCompile(`(?i)\b5\d\d (?:Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout)|ResponseException\$(?:InternalServerError|BadGateway|ServiceUnavailable|GatewayTimeout)|\bstatus(?:_code|Code)?["']?\s*[=:]\s*["']?5\d\d\b|timed? ?out|TimeoutException|connection refused|connection reset`)
+)
 
 // detectBreakerOpen finds breakers opened in a service's log and the
 // dependency each guards.
@@ -172,7 +225,13 @@ func detectBreakerOpen(ev *Gathered) []Finding {
 				b.line = firstOpenLine(set, b.name)
 			}
 			breakerCalls(set, b)
-			f := Finding{Kind: KindBreakerOpen, Subject: DependencyName(b.name), Namespace: b.ns, Source: SrcLogs, Object: set.Origin + " " + set.Source,
+			breakerClientErrors(set, b)
+			subject := DependencyName(b.name)
+			// Named from the calls it guards: the dependency's host.
+			if b.clientN > 0 && b.serverN == 0 && b.longest == 0 && b.host != "" {
+				subject = DependencyName(b.host)
+			}
+			f := Finding{Kind: KindBreakerOpen, Subject: subject, Namespace: b.ns, Source: SrcLogs, Object: set.Origin + " " + set.Source,
 				Time: firstOf(b.slowSince, b.opened), Severity: SevCritical, Weight: 0.8, Related: []string{b.caller}}
 			if !b.slowSince.IsZero() && b.opened.Before(b.slowSince) {
 				f.Time = b.opened
@@ -194,6 +253,12 @@ func detectBreakerOpen(ev *Gathered) []Finding {
 			}
 			if b.external {
 				f.setFact("external", "true")
+			}
+			if b.clientN > 0 && b.serverN == 0 && b.longest == 0 {
+				f.setFact("client_errors", b.clientErr)
+				f.setFact("client_calls", b.clientCall)
+				f.setFact("client_since", hm(b.clientSince))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s's calls to %s are answered %s (%d lines from %s, no server errors or timeouts): %s", b.caller, orWord(b.host, f.Subject), b.clientErr, b.clientN, hm(b.clientSince), quote(ReadableLine(b.clientLine), 240)))
 			}
 			if b.longest > 0 {
 				f.setFact("longest", roundCallDuration(b.longest))
@@ -274,6 +339,99 @@ func breakerCalls(set *LogSet, b *breakerState) {
 			b.slow = true
 		}
 	}
+}
+
+// breakerClientErrors reads the answers the dependency the breaker is
+// named for gives the caller's calls: client errors (a 404 for data that
+// does not exist, a 400) against server errors and timeouts. A breaker
+// opened on client errors alone counts answers the dependency gives by
+// design as its failures.
+func breakerClientErrors(set *LogSet, b *breakerState) {
+	name := alnumLower(b.name)
+	if len(name) < 4 {
+		return
+	}
+	for _, t := range set.Templates {
+		if t.Incident == 0 {
+			continue
+		}
+		for _, line := range t.Lines() {
+			if matchLine(breakerOpenRE, line) {
+				continue
+			}
+			host := ""
+			for _, m := range findAllSubmatch(urlRE, line, -1) {
+				if h := alnumLower(ShortHost(m[1])); h != "" && (strings.Contains(h, name) || strings.Contains(name, h) && len(h) >= 4) {
+					host = m[1]
+					break
+				}
+			}
+			if host == "" {
+				continue
+			}
+			if matchLine(serverErrorRE, line) {
+				b.serverN += t.Incident
+				continue
+			}
+			ms := findAllSubmatch(clientErrorRE, line, -1)
+			if len(ms) == 0 {
+				continue
+			}
+			// The status with its reason, where the line gives both.
+			m := ms[0]
+			for _, x := range ms {
+				if x[1] != "" {
+					m = x
+					break
+				}
+			}
+			b.clientN += t.Incident
+			if b.clientErr == "" {
+				switch {
+				case m[1] != "":
+					b.clientErr = m[1] + " " + m[2]
+				case m[3] != "":
+					b.clientErr = m[3] + " (" + statusOfException(m[3]) + ")"
+				default:
+					b.clientErr = "status " + m[4]
+				}
+				b.clientLine = line
+				if pm := findSubmatch(callPathRE, line); pm != nil {
+					b.clientCall = pm[1] + " " + routeOf(pm[2])
+				}
+			}
+			if at := firstOf(t.FirstIncident, t.FirstSeen); b.clientSince.IsZero() || at.Before(b.clientSince) {
+				b.clientSince = at
+			}
+			b.host = orWord(b.host, ShortHost(host))
+		}
+	}
+}
+
+// statusOfException is the status a Spring client exception names.
+func statusOfException(name string) string {
+	switch strings.ToLower(name) {
+	case "notfound":
+		return "404"
+	case "badrequest":
+		return "400"
+	case "conflict":
+		return "409"
+	case "gone":
+		return "410"
+	}
+	return "422"
+}
+
+// alnumLower is s lower-cased with its letters and digits only.
+func alnumLower(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // roundCallDuration prints a call's length: 7.4 s, 850 ms.

@@ -39,6 +39,31 @@ func TestDetectBreakerOpen(t *testing.T) {
 			},
 			"payments-gw", map[string]string{"caller": "checkout", "breaker": "payments-gw"},
 			[]string{`checkout's circuit breaker "payments-gw" opened`}},
+		// Opened on the dependency's client errors: Spring WebClient's
+		// 404, a Go client's status= field, a Node client's 409.
+		{"Resilience4j on WebClient 404s", "pdp-bff",
+			[]string{
+				`2026-03-02T10:52:16.085Z  WARN 1 --- [pdp-bff] [or-http-epoll-4] c.a.pdp.catalog.CatalogClient     : reviews lookup failed for product 2571456: org.springframework.web.reactive.function.client.WebClientResponseException$NotFound: 404 Not Found from GET http://catalog-svc.shop.svc.cluster.local:8080/v1/products/2571456/reviews`,
+				`2026-03-02T10:54:40.833Z  WARN 1 --- [pdp-bff] [or-http-epoll-4] c.a.pdp.config.ResilienceEventLogger       : CircuitBreaker 'catalogSvc' changed state from CLOSED to OPEN (failureRate=61.0%, slowCallRate=0.0%, bufferedCalls=100)`,
+				`2026-03-02T10:55:27.447Z  WARN 1 --- [pdp-bff] [or-http-epoll-1] c.a.pdp.ProductPageHandler    : page degraded: io.github.resilience4j.circuitbreaker.CallNotPermittedException: CircuitBreaker 'catalogSvc' is OPEN and does not permit further calls`,
+			},
+			"catalog-svc", map[string]string{"caller": "pdp-bff", "breaker": "catalogSvc", "client_errors": "404 Not Found", "client_calls": "GET /v1/products/{id}/reviews"},
+			[]string{"opened on client errors", "404 Not Found", "catalog-svc itself is healthy"}},
+		{"gobreaker on status=409", "checkout",
+			[]string{
+				`time=2026-03-02T10:52:00Z level=warn msg="reserve failed" url=http://stock-api.shop.svc:8080/v1/reservations/9921 status=409 err="reservation exists"`,
+				`time=2026-03-02T10:54:40Z level=warn msg="breaker stock-api: state changed from closed to open"`,
+			},
+			"stock-api", map[string]string{"caller": "checkout", "breaker": "stock-api", "client_errors": "status 409"},
+			[]string{"opened on client errors", "status 409"}},
+		{"client errors beside server errors are the dependency's failure", "checkout",
+			[]string{
+				`time=2026-03-02T10:52:00Z level=warn msg="reserve failed" url=http://stock-api.shop.svc:8080/v1/reservations/9921 status=409`,
+				`time=2026-03-02T10:52:30Z level=error msg="reserve failed" url=http://stock-api.shop.svc:8080/v1/reservations/9922 status=503`,
+				`time=2026-03-02T10:54:40Z level=warn msg="breaker stock-api: state changed from closed to open"`,
+			},
+			"stock-api", map[string]string{"caller": "checkout", "breaker": "stock-api", "client_errors": ""},
+			[]string{"because the dependency it guards, stock-api", "fails"}},
 	}
 	for _, c := range cases {
 		fs := detectBreakerOpen(&Gathered{Logs: []LogSet{logSet(c.caller, false, c.lines...)}})

@@ -243,6 +243,8 @@ var mechanisms = []*mechanism{
 	autoscalerCapCut,
 	poolCapped,
 	poolUndersized,
+	deadlineIgnored,
+	rateLimitPerPod,
 	scrapeBlocked,
 	scrapeFailing,
 	monitorUnselected,

@@ -511,6 +511,11 @@ var kinds = map[Kind]kindInfo{
 	KindPoolCapped: {prior: 0.84},
 	// A client's connection pool smaller than the concurrency sharing it.
 	KindPoolUndersized: {prior: 0.86},
+	// A server working on requests its callers abandoned: above the
+	// slow call and the backlog it shows.
+	KindDeadlineIgnored: {prior: 0.86},
+	// A per-pod rate limit whose total fell with the replicas.
+	KindRateLimitPerPod: {prior: 0.86},
 	// A caller's sidecar dropping calls to a host outside its registry.
 	KindMeshEgressBlocked: {prior: 0.86},
 	// A provider refusing the caller's source IP (not on its allowlist).
