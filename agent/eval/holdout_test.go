@@ -75,7 +75,7 @@ var holdoutFloors = map[string]int{
 	"holdout57": 7,
 	"holdout58": 7,
 	"holdout59": 7,
-	"holdout60": 3,
+	"holdout60": 6,
 	"holdout61": 6,
 	"holdout62": 6,
 }
