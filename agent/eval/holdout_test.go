@@ -77,7 +77,7 @@ var holdoutFloors = map[string]int{
 	"holdout59": 7,
 	"holdout60": 6,
 	"holdout61": 6,
-	"holdout62": 6,
+	"holdout62": 7,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
