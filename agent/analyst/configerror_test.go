@@ -193,3 +193,49 @@ Events:
 		}
 	}
 }
+
+// TestLatestEventReplaced: a scheduling failure that began only after an
+// earlier one stopped, and went on, is the pod's state now, however few
+// minutes apart they are (a claim bound since, its volume in a zone the
+// nodes are not in); two failures seen together keep the first's facts.
+func TestLatestEventReplaced(t *testing.T) {
+	page := func(rows ...string) string {
+		return `$ kubectl describe pod db-3 -n data
+Name:             db-3
+Namespace:        data
+Status:           Pending
+Controlled By:  StatefulSet/db
+Events:
+  Type     Reason            Age                 From               Message
+  ----     ------            ----                ----               -------
+` + strings.Join(rows, "\n") + "\n"
+	}
+	const unbound = "  Warning  FailedScheduling  63m                 default-scheduler  0/9 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/9 nodes are available: 9 Preemption is not helpful for scheduling."
+	const zone = "  Warning  FailedScheduling  58m (x12 over 62m)  default-scheduler  0/9 nodes are available: 3 node(s) had volume node affinity conflict, 6 node(s) didn't match Pod's node affinity/selector. preemption: 0/9 nodes are available: 9 Preemption is not helpful for scheduling."
+	const together = "  Warning  FailedScheduling  58m (x12 over 64m)  default-scheduler  0/9 nodes are available: 3 node(s) had volume node affinity conflict, 6 node(s) didn't match Pod's node affinity/selector. preemption: 0/9 nodes are available: 9 Preemption is not helpful for scheduling."
+	now := time.Date(2026, 11, 22, 16, 10, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-3 * time.Hour), Start: now.Add(-2 * time.Hour), End: now}
+	for _, tc := range []struct {
+		name string
+		rows []string
+		want string
+	}{
+		{"replaced", []string{unbound, zone}, "volume node affinity conflict"},
+		{"replaced, newest first", []string{zone, unbound}, "volume node affinity conflict"},
+		{"seen together", []string{unbound, together}, "unbound immediate"},
+	} {
+		res := kubetext.Parse([]byte(page(tc.rows...)), now)
+		var got *Finding
+		for _, f := range DetectEvents(res.Events, nil, w) {
+			if f.Kind == KindUnschedulable {
+				got = &f
+			}
+		}
+		if got == nil {
+			t.Fatalf("%s: no unschedulable finding from %d events", tc.name, len(res.Events))
+		}
+		if !strings.Contains(got.fact("message"), tc.want) {
+			t.Errorf("%s: message %q, want %q", tc.name, got.fact("message"), tc.want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -251,6 +252,18 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 		// scrape, a caller).
 		if nps, err := evidence.List[networkingv1.NetworkPolicy](ctx, g.src.Kubernetes, ns, ""); err == nil {
 			g.k8s.NetworkPolicies = nps
+		}
+		// And the claims, volumes and storage classes: the zone a pod's
+		// volume is in, and whether its class bound it before the pod was
+		// scheduled.
+		if pvcs, err := evidence.List[corev1.PersistentVolumeClaim](ctx, g.src.Kubernetes, ns, ""); err == nil {
+			g.k8s.Claims = pvcs
+		}
+		if pvs, err := evidence.List[corev1.PersistentVolume](ctx, g.src.Kubernetes, "", ""); err == nil {
+			g.k8s.Volumes = pvs
+		}
+		if scs, err := evidence.List[storagev1.StorageClass](ctx, g.src.Kubernetes, "", ""); err == nil {
+			g.k8s.StorageClasses = scs
 		}
 		// And StatefulSets, whose pod management orders their members.
 		if sss, err := evidence.List[appsv1.StatefulSet](ctx, g.src.Kubernetes, ns, ""); err == nil {

@@ -52,6 +52,10 @@ var heapExhausted = &mechanism{
 		if l := h.fact("line"); l != "" {
 			d += " and failed the allocation: " + quote(ReadableLine(l), 160)
 		}
+		if l := h.fact("limit_defaulted"); l != "" {
+			d += fmt.Sprintf("; the heap is %s%% of the container's memory limit, and that limit is the namespace's LimitRange default memory limit of %s (the LimitRanger set it: the workload sets no memory limit of its own), so the heap is only about %s",
+				h.fact("heap_percent"), l, h.fact("heap_size"))
+		}
 		switch code := h.fact("exit_code"); {
 		case h.fact("kernel_killed") != "":
 			d += "; the container was then OOMKilled by the kernel at its memory limit"
@@ -64,11 +68,39 @@ var heapExhausted = &mechanism{
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		s := h.Subject
+		if l := h.fact("limit_defaulted"); l != "" {
+			r.high("Set the memory request and limit of %s in its own values (as its other environments do) instead of the namespace's LimitRange default of %s, sized for its heap at %s%% of the limit", s, l, h.fact("heap_percent"))
+		}
 		r.rollback()
 		r.high("Find what fills the heap of %s: take a heap dump at the error (-XX:+HeapDumpOnOutOfMemoryError, or --heapsnapshot-near-heap-limit for Node) and look for the leak, an unbounded cache or one oversized request", s)
 		r.med("If the live data legitimately grew, raise the heap limit of %s (%s) together with the container's memory limit, keeping the heap under ~75%% of it", s, orWord(h.fact("heap_cap"), "-Xmx / --max-old-space-size"))
 		r.low("Alert on heap use after collection and on the runtime's out-of-memory errors, apart from OOMKilled restarts")
 	},
+}
+
+// limitRangerAnnotation is the annotation the LimitRanger admission
+// plugin writes on a pod it gave defaults to: "LimitRanger plugin set: cpu,
+// memory request for container app; cpu, memory limit for container app".
+const limitRangerAnnotation = "kubernetes.io/limit-ranger"
+
+// limitRangerSetMemoryLimit reports whether the LimitRanger's annotation
+// says it set container's memory limit.
+func limitRangerSetMemoryLimit(ann, container string) bool {
+	_, rest, ok := strings.Cut(ann, "LimitRanger plugin set:")
+	if !ok {
+		return false
+	}
+	for _, part := range strings.Split(rest, ";") {
+		what, who, ok := strings.Cut(part, " limit for ")
+		if !ok || !strings.Contains(what, "memory") {
+			continue
+		}
+		who = strings.TrimSpace(who)
+		if who == "container "+container || who == "init container "+container {
+			return true
+		}
+	}
+	return false
 }
 
 var heapOOMRE = regexp.MustCompile(`OutOfMemoryError: (?:Java heap space|GC overhead limit exceeded|Requested array size exceeds VM limit)|JavaScript heap out of memory|Reached heap limit Allocation failed|Ineffective mark-compacts near heap limit`)
@@ -82,9 +114,31 @@ func explainHeapExhausted(f *Finding, ev *Gathered) {
 			continue
 		}
 		for j := range p.Spec.Containers {
-			if hc := heapCapOf(&p.Spec.Containers[j]); hc != nil && f.fact("heap_cap") == "" {
+			c := &p.Spec.Containers[j]
+			hc := heapCapOf(c)
+			if hc != nil && f.fact("heap_cap") == "" {
 				f.setFact("heap_cap", hc.setting)
 			}
+			// A JVM heap sized as a share of the container's memory
+			// (MaxRAMPercentage, or its default 25%) on a limit the
+			// namespace's LimitRange set: the workload sets none.
+			jvm := strings.Contains(f.fact("line"), "OutOfMemoryError") || hc != nil && hc.runtime == "JVM"
+			if !jvm || hc != nil && hc.percent == 0 || f.fact("limit_defaulted") != "" || !limitRangerSetMemoryLimit(p.Annotations[limitRangerAnnotation], c.Name) {
+				continue
+			}
+			lim := c.Resources.Limits.Memory()
+			if lim == nil || lim.IsZero() {
+				continue
+			}
+			f.setFact("limit_defaulted", lim.String())
+			pct := 25.0
+			if hc != nil {
+				pct = hc.percent
+			}
+			f.setFact("heap_percent", strconv.FormatFloat(pct, 'f', -1, 64))
+			f.setFact("heap_size", humanBytes(int64(float64(lim.Value())*pct/100)))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("pod %s/%s: %s: %q: container %s's memory limit %s is the namespace's LimitRange default",
+				p.Namespace, p.Name, limitRangerAnnotation, p.Annotations[limitRangerAnnotation], c.Name, lim.String()))
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			t := cs.LastTerminationState.Terminated

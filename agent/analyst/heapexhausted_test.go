@@ -1,8 +1,11 @@
 package analyst
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rootcause/rootcause/finding"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,6 +26,14 @@ func TestHeapExhausted(t *testing.T) {
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: reason}}}}}}
 	}
+	// The LimitRanger admission plugin's annotation, as the API server
+	// writes it, on a pod whose workload sets no limit of its own.
+	ranged := func(p corev1.Pod, ann string) corev1.Pod {
+		p.Annotations = map[string]string{"kubernetes.io/limit-ranger": ann}
+		p.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("512Mi")
+		return p
+	}
+	jvm75 := []corev1.EnvVar{{Name: "JAVA_TOOL_OPTIONS", Value: "-XX:MaxRAMPercentage=75.0 -XX:+ExitOnOutOfMemoryError"}}
 	cases := []struct {
 		name, line string
 		kind       Kind
@@ -39,6 +50,18 @@ func TestHeapExhausted(t *testing.T) {
 			[]string{"Node.js (V8)", "--max-old-space-size=1536", "exits with code 134"}},
 		{"the kernel killed it after", `java.lang.OutOfMemoryError: Java heap space`, KindHeapExhausted,
 			pod("orders-5d8f7c6b9-x2k4q", nil, 137, "OOMKilled"), []string{"OOMKilled by the kernel"}},
+		{"a heap share of a LimitRange default limit", `Terminating due to java.lang.OutOfMemoryError: Java heap space`, KindHeapExhausted,
+			ranged(pod("orders-5d8f7c6b9-x2k4q", jvm75, 3, "Error"), "LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app"),
+			[]string{"LimitRange default memory limit of 512Mi", "75% of the container's memory limit", "384.0 MiB"}},
+		{"the JVM's default share of it, the plugin's older words", `java.lang.OutOfMemoryError: Java heap space`, KindHeapExhausted,
+			ranged(pod("orders-5d8f7c6b9-x2k4q", nil, 1, "Error"), "LimitRanger plugin set: memory limit for container app"),
+			[]string{"25% of the container's memory limit", "128.0 MiB"}},
+		{"an -Xmx heap does not follow the limit", `java.lang.OutOfMemoryError: Java heap space`, KindHeapExhausted,
+			ranged(pod("orders-5d8f7c6b9-x2k4q", []corev1.EnvVar{{Name: "JAVA_OPTS", Value: "-Xmx400m"}}, 1, "Error"), "LimitRanger plugin set: memory limit for container app"),
+			[]string{"-Xmx400m"}},
+		{"only the cpu limit defaulted", `java.lang.OutOfMemoryError: Java heap space`, KindHeapExhausted,
+			ranged(pod("orders-5d8f7c6b9-x2k4q", jvm75, 3, "Error"), "LimitRanger plugin set: cpu request for container app; cpu limit for container app"),
+			[]string{"MaxRAMPercentage=75.0"}},
 		{"the kernel's own kill", `kernel: Out of memory: Killed process 1187 (java)`, KindOOMKilled, corev1.Pod{}, nil},
 		{"Metaspace", `java.lang.OutOfMemoryError: Metaspace`, KindMetaspace, corev1.Pod{}, nil},
 	}
@@ -56,7 +79,10 @@ func TestHeapExhausted(t *testing.T) {
 			heapExhausted.detect(&Gathered{K8s: K8sEvidence{Pods: []corev1.Pod{c.p}}}, fs)
 			h := &Hypothesis{Kind: KindHeapExhausted, Subject: "orders", Primary: []*Finding{&fs[0]}}
 			wantDescribed(t, h, Scope{}, c.want...)
-			if recs := recommend(h, Scope{}); len(recs) < 2 || !strings.Contains(recs[0].Action, "heap dump") {
+			if ranged := strings.Contains(c.name, "LimitRange") || strings.Contains(c.name, "default share"); ranged != strings.Contains(describe(h, Scope{}), "LimitRange") {
+				t.Errorf("LimitRange named %v, want %v", !ranged, ranged)
+			}
+			if recs := recommend(h, Scope{}); len(recs) < 2 || !slices.ContainsFunc(recs, func(r finding.Recommendation) bool { return strings.Contains(r.Action, "heap dump") }) {
 				t.Errorf("recommendations: %+v", recs)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -89,6 +90,12 @@ type K8sEvidence struct {
 	// ProxyAllowlists are the ConfigMaps, of every namespace, that hold
 	// an egress proxy's domain allowlist (proxydenied.go).
 	ProxyAllowlists []corev1.ConfigMap
+	// Claims are the namespace's PersistentVolumeClaims; Volumes and
+	// StorageClasses the cluster's: where a pod's volume is and how its
+	// class binds it (a volume provisioned in a zone its pod cannot run in).
+	Claims         []corev1.PersistentVolumeClaim
+	Volumes        []corev1.PersistentVolume
+	StorageClasses []storagev1.StorageClass
 	// NetworkPolicies are the namespace's NetworkPolicy objects.
 	NetworkPolicies []networkingv1.NetworkPolicy
 	// Autoscalers are the HPAs of the workloads whose pods were described.
@@ -463,7 +470,8 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 		obj  string
 	}
 	merged := map[key]*Finding{}
-	latest := map[key]time.Time{} // last time of the event that set a finding's facts
+	latest := map[key]time.Time{}      // last time of the event that set a finding's facts
+	latestFirst := map[key]time.Time{} // and its first time
 	var order []key
 	succeeded := successTimes(events)
 	for i := range events {
@@ -555,10 +563,12 @@ func DetectEvents(events []corev1.Event, pods []corev1.Pod, w Window) []Finding 
 		// retrieved, then the pull failing) are one state: the first keeps
 		// its facts and the others add what it lacks.
 		sameState := e.Reason == f.fact("reason") && !matchLine(backOffRE, e.Message)
-		current := f.fact("message") == "" || sameState && last.Sub(latest[k]) > supersededAfter
-		superseded := !current && sameState && latest[k].Sub(last) > supersededAfter
+		// An event that began only after the other stopped and then
+		// repeated replaced it, however close they are.
+		current := f.fact("message") == "" || sameState && (last.Sub(latest[k]) > supersededAfter || first.After(latest[k]) && last.After(first))
+		superseded := !current && sameState && (latest[k].Sub(last) > supersededAfter || latestFirst[k].After(last) && latest[k].After(latestFirst[k]))
 		if current {
-			latest[k] = last
+			latest[k], latestFirst[k] = last, first
 		}
 		line := fmt.Sprintf("event %s on %s: %s (%s, first %s, last %s)", e.Reason, obj, quote(e.Message, 300), plural(int(count), "time", "times"), ts(first), ts(last))
 		if current {

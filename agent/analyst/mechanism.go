@@ -118,6 +118,12 @@ type mechanism struct {
 	// of it is a coincidence (a flag flipped before a pod went Pending).
 	contentTriggers bool
 
+	// refines names the kinds whose findings this mechanism's findings
+	// explain one hop further on the same subject (the script whose line
+	// endings make its start fail): with those findings among its
+	// evidence, it ranks above their own hypothesis (yieldRefined).
+	refines []Kind
+
 	// describe explains the root cause in one paragraph; recommend adds
 	// actions, high priority first.
 	describe  func(h *Hypothesis, sc Scope) string

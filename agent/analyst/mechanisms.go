@@ -111,6 +111,7 @@ var mechanisms = []*mechanism{
 	imagePull,
 	configError,
 	startFailureM,
+	shebangCRLF,
 	settingInvalid,
 	configInvalid,
 	decodeFailure,

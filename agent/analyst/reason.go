@@ -237,6 +237,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 	joinCacheVictims(hs, symptoms, sc)
 	joinCrashVictims(hs)
 	yieldStateOnly(hs)
+	yieldRefined(hs)
 	// Change hypotheses: a change followed by symptoms on what it changed.
 	for _, c := range changes {
 		if h := changeHypothesis(c, symptoms, sc); h != nil {
@@ -1199,6 +1200,26 @@ func yieldStateOnly(hs []*Hypothesis) {
 				continue
 			}
 			k.Score = math.Max(k.Score, math.Min(0.95, s.Score+0.01))
+			s.Score = math.Min(s.Score, k.Score*0.8)
+		}
+	}
+}
+
+// yieldRefined ranks a cause above the hypothesis it refines (its
+// mechanism's refines: the same failure explained one hop further) on the
+// same subject, when that hypothesis's findings are its evidence.
+func yieldRefined(hs []*Hypothesis) {
+	for _, k := range hs {
+		m := mechanismOf(k.Kind)
+		if m == nil || len(m.refines) == 0 {
+			continue
+		}
+		for _, s := range hs {
+			if s == k || !slices.Contains(m.refines, s.Kind) || !strings.EqualFold(k.Subject, s.Subject) ||
+				!slices.ContainsFunc(s.Primary, func(f *Finding) bool { return slices.Contains(k.Support, f) }) {
+				continue
+			}
+			k.Score = math.Max(k.Score, math.Min(0.97, s.Score+0.01))
 			s.Score = math.Min(s.Score, k.Score*0.8)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // A container whose command or entrypoint the runtime cannot execute
@@ -21,8 +23,22 @@ var startFailureM = &mechanism{
 	label:     "container cannot start (bad command/entrypoint or image)",
 	container: startFailureContainer,
 	fromCrash: func(crash Finding, c *containerState) (Finding, bool) {
-		if t := c.Term; t != nil {
-			return startFailure(crash, c.Object, t.Reason, t.Message, t.ExitCode, t.FinishedAt.Time)
+		t := c.Term
+		if t == nil {
+			return Finding{}, false
+		}
+		if f, ok := startFailure(crash, c.Object, t.Reason, t.Message, t.ExitCode, t.FinishedAt.Time); ok {
+			return f, true
+		}
+		// The runtime's own line, the container's only output: the
+		// process it was to exec could not be started, whatever exit
+		// code the runtime gave it.
+		if l := execFailedLine(c.LastLines); l != "" && t.Message == "" {
+			f, ok := startFailure(crash, c.Object, "StartError", l, t.ExitCode, t.FinishedAt.Time)
+			f.Summary = strings.Replace(f.Summary, "(StartError)", "("+orDash(t.Reason)+")", 1)
+			f.Evidence[0] = strings.Replace(f.Evidence[0], "reason StartError", "reason "+orDash(t.Reason), 1)
+			f.setFact("reason", t.Reason)
+			return f, ok
 		}
 		return Finding{}, false
 	},
@@ -128,7 +144,32 @@ func startFailure(crash Finding, cobj, reason, msg string, code int32, at time.T
 	return f, true
 }
 
-var execNameRE = regexp.MustCompile(`exec: "([^"]+)"`)
+var execNameRE = regexp.MustCompile(`exec: "([^"]+)"|^exec (/\S+): `)
+
+// execFailedRE is the line runc's init prints as the container's output
+// when the execve of its entrypoint fails ("exec /app/entrypoint.sh: no
+// such file or directory", "exec /docker-entrypoint.sh: exec format
+// error"; before runc 1.1 "standard_init_linux.go:228: exec user process
+// caused: no such file or directory"): the container exits at once,
+// with code 1, before the application printed anything.
+var execFailedRE = regexp.MustCompile(`^exec (/\S+): (?:no such file or directory|exec format error|permission denied)\s*$|^standard_init_linux\.go:\d+: exec user process caused:? "?(?:no such file or directory|exec format error|permission denied)"?\s*$`)
+
+// execFailedLine returns the runtime's exec failure when it is among a
+// container's last lines and the only kind of line there.
+func execFailedLine(lines []evidence.LogLine) string {
+	found := ""
+	for _, l := range lines {
+		t := strings.TrimSpace(l.Text)
+		if t == "" {
+			continue
+		}
+		if !execFailedRE.MatchString(t) {
+			return ""
+		}
+		found = t
+	}
+	return found
+}
 
 // startMechanism says in plain words why the runtime could not start the
 // process.
@@ -136,7 +177,7 @@ func startMechanism(msg string) string {
 	l := strings.ToLower(msg)
 	name := ""
 	if m := findSubmatch(execNameRE, msg); m != nil {
-		name = m[1]
+		name = m[1] + m[2]
 	}
 	what := "the command"
 	if name != "" {

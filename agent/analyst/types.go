@@ -566,6 +566,8 @@ var kinds = map[Kind]kindInfo{
 	KindCronJobHeld: {prior: 0.88},
 	// An application writing to its container's read-only root file system.
 	KindReadOnlyRootFS: {prior: 0.88},
+	// A script entrypoint whose shebang ends in a carriage return.
+	KindShebangCRLF: {prior: 0.9},
 	// A Kubernetes client whose pod has no service account token mounted.
 	KindSATokenMissing: {prior: 0.88},
 	// A pod's RuntimeClass handler missing on the node it was placed on.

@@ -27,6 +27,7 @@ var unschedulableM = &mechanism{
 	pod:   pendingPod,
 	detect: func(ev *Gathered, found []Finding) []Finding {
 		explainAntiAffinity(ev, found)
+		explainVolumeZone(ev, found)
 		return detectSelectorUnmatched(ev, found)
 	},
 	event: func(e *corev1.Event) (float64, bool) {
@@ -59,6 +60,7 @@ var unschedulableM = &mechanism{
 			d += " — " + why
 		}
 		d += antiAffinityClause(h)
+		d += volumeZoneClause(h)
 		if hp := h.fact("host_ports"); hp != "" && schedulingBlocks(msg, "free ports") {
 			d += fmt.Sprintf(". The pods ask for host port %s", hp)
 			if holder := h.fact("port_holder"); holder != "" {
@@ -84,6 +86,16 @@ var unschedulableM = &mechanism{
 				r.high("Fix the node selector of %s: it requires %s, which no node carries; select on a label the nodes carry, or label (or provision) nodes with it", s, sel)
 			}
 			r.med("Check node selectors and affinity of every workload against the labels of new node pools before replacing a node group")
+			r.low("Alert on pods Pending for more than a few minutes")
+			return
+		}
+		if z := h.fact("volume_zone"); z != "" && h.fact("node_zones") != "" {
+			if h.fact("binding_mode") == "Immediate" {
+				r.high("Set volumeBindingMode: WaitForFirstConsumer on StorageClass %s (a new class: the field cannot be changed), then recreate claim %s (delete it and its PersistentVolume if the volume holds nothing yet) so that it is provisioned where the pod is scheduled", h.fact("storage_class"), h.fact("volume_claim"))
+			} else {
+				r.high("Recreate claim %s in a zone the pods' nodes are in, or add nodes of their pool in zone %s", h.fact("volume_claim"), z)
+			}
+			r.med("Give the node pool of %s nodes in every zone its volumes may be in (%s), or restrict the StorageClass's allowedTopologies to the pool's zones", s, z)
 			r.low("Alert on pods Pending for more than a few minutes")
 			return
 		}

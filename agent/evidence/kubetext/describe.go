@@ -231,6 +231,33 @@ func labelMap(items []string) map[string]string {
 	return m
 }
 
+// annotationItems returns the "k: v" items of an Annotations: node. kubectl
+// prints a long or multi-line value on its own lines under its key
+// ("kubernetes.io/limit-ranger:" then, two columns further in, "LimitRanger
+// plugin set: ..."): a line deeper than the values continues the item
+// before it; a line at the values' column after it is an item again.
+func annotationItems(n *dnode) []string {
+	items := n.values()
+	var walk func(k *dnode)
+	walk = func(k *dnode) {
+		line := strings.Join(append([]string{strings.TrimSpace(k.raw)}, k.more...), " ")
+		if last := len(items) - 1; last >= 0 && k.indent > n.valCol {
+			items[last] += " " + line
+		} else {
+			items = append(items, line)
+		}
+		for _, kk := range k.kids {
+			walk(kk)
+		}
+	}
+	if n != nil && n.valCol > 0 {
+		for _, k := range n.kids {
+			walk(k)
+		}
+	}
+	return items
+}
+
 // annotationMap reads "k: v" items.
 func annotationMap(items []string) map[string]string {
 	var m map[string]string

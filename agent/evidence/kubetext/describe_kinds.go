@@ -155,7 +155,7 @@ func (p *parser) objectMeta(root *dnode, kind string, c *command) metav1.ObjectM
 		}
 	}
 	m.Labels = labelMap(root.child("Labels").values())
-	m.Annotations = annotationMap(root.child("Annotations").values())
+	m.Annotations = annotationMap(annotationItems(root.child("Annotations")))
 	if t, ok := parseDescribeTime(root.get("CreationTimestamp")); ok {
 		m.CreationTimestamp = t
 	}

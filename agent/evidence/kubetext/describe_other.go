@@ -98,6 +98,7 @@ func describePV(p *parser, root *dnode, meta metav1.ObjectMeta) (runtime.Object,
 	if vm := root.get("VolumeMode"); vm != "" {
 		v.Spec.VolumeMode = ptr(corev1.PersistentVolumeMode(vm))
 	}
+	v.Spec.NodeAffinity = pvNodeAffinity(root.child("Node Affinity"))
 	src := root.child("Source")
 	typ, _, _ := strings.Cut(src.get("Type"), " ")
 	switch typ {
@@ -111,6 +112,47 @@ func describePV(p *parser, root *dnode, meta metav1.ObjectMeta) (runtime.Object,
 		v.Spec.Local = &corev1.LocalVolumeSource{Path: src.get("Path")}
 	}
 	return v, true
+}
+
+// nodeRequirementRE is one requirement of a node selector term as kubectl
+// describe prints it: "topology.kubernetes.io/zone in [us-east-1c]",
+// "kubernetes.io/hostname notin [a, b]", "node-role exists".
+var nodeRequirementRE = regexp.MustCompile(`^(\S+)\s+(in|notin|exists|doesnotexist|gt|lt)(?:\s+\[(.*)\])?$`)
+
+var nodeOperators = map[string]corev1.NodeSelectorOperator{"in": corev1.NodeSelectorOpIn, "notin": corev1.NodeSelectorOpNotIn,
+	"exists": corev1.NodeSelectorOpExists, "doesnotexist": corev1.NodeSelectorOpDoesNotExist, "gt": corev1.NodeSelectorOpGt, "lt": corev1.NodeSelectorOpLt}
+
+// pvNodeAffinity reads a volume's "Node Affinity:" section: its required
+// terms ("Term 0:  topology.kubernetes.io/zone in [us-east-1c]", one
+// requirement a line); nil when it holds none.
+func pvNodeAffinity(n *dnode) *corev1.VolumeNodeAffinity {
+	var terms []corev1.NodeSelectorTerm
+	for _, t := range n.child("Required Terms").children() {
+		if !strings.HasPrefix(t.key, "Term ") {
+			continue
+		}
+		var term corev1.NodeSelectorTerm
+		for _, l := range t.values() {
+			m := nodeRequirementRE.FindStringSubmatch(strings.TrimSpace(l))
+			if m == nil {
+				continue
+			}
+			r := corev1.NodeSelectorRequirement{Key: m[1], Operator: nodeOperators[m[2]]}
+			for _, v := range strings.Split(m[3], ",") {
+				if v = strings.TrimSpace(v); v != "" {
+					r.Values = append(r.Values, v)
+				}
+			}
+			term.MatchExpressions = append(term.MatchExpressions, r)
+		}
+		if len(term.MatchExpressions) > 0 {
+			terms = append(terms, term)
+		}
+	}
+	if len(terms) == 0 {
+		return nil
+	}
+	return &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: terms}}
 }
 
 // describeService reads a service and, from its Endpoints lines, the

@@ -35,7 +35,7 @@ func (p *parser) podTemplate(n *dnode) corev1.PodTemplateSpec {
 		return t
 	}
 	t.Labels = labelMap(n.child("Labels").values())
-	t.Annotations = annotationMap(n.child("Annotations").values())
+	t.Annotations = annotationMap(annotationItems(n.child("Annotations")))
 	t.Spec.ServiceAccountName = n.get("Service Account")
 	t.Spec.InitContainers, _ = p.containers(n.child("Init Containers"))
 	t.Spec.Containers, _ = p.containers(n.child("Containers"))
