@@ -271,19 +271,7 @@ func egressRuleAdmits(r networkingv1.NetworkPolicyEgressRule, polNS, calleeNS st
 		if peer.IPBlock != nil {
 			return true // addresses: cannot tell
 		}
-		nsOK := peer.NamespaceSelector == nil && calleeNS == polNS
-		if sel := peer.NamespaceSelector; sel != nil {
-			ml := sel.MatchLabels
-			switch {
-			case len(ml) == 0 && len(sel.MatchExpressions) == 0:
-				nsOK = true
-			case ml["kubernetes.io/metadata.name"] != "" || ml["name"] != "":
-				nsOK = ml["kubernetes.io/metadata.name"] == calleeNS || ml["name"] == calleeNS
-			default:
-				nsOK = true // other namespace labels: cannot tell
-			}
-		}
-		if !nsOK {
+		if !peerNamespaceMatches(peer.NamespaceSelector, calleeNS, polNS) {
 			continue
 		}
 		if peer.PodSelector == nil || len(peer.PodSelector.MatchLabels) == 0 && len(peer.PodSelector.MatchExpressions) == 0 {

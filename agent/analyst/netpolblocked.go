@@ -316,6 +316,25 @@ func targetPort(svcs []ServiceState, name string, port int) int {
 	return port
 }
 
+// peerNamespaceMatches reports whether a NetworkPolicy peer's namespace
+// selector (nil: the policy's own namespace polNS) may select namespace ns.
+// Only a selector naming namespaces (kubernetes.io/metadata.name or name)
+// can rule one out; any other selector cannot be told and matches.
+func peerNamespaceMatches(sel *metav1.LabelSelector, ns, polNS string) bool {
+	if sel == nil {
+		return ns == polNS
+	}
+	ml := sel.MatchLabels
+	switch {
+	case len(ml) == 0 && len(sel.MatchExpressions) == 0:
+		return true
+	case ml["kubernetes.io/metadata.name"] != "" || ml["name"] != "":
+		return ml["kubernetes.io/metadata.name"] == ns || ml["name"] == ns
+	default:
+		return true // other namespace labels: cannot tell
+	}
+}
+
 // ruleAdmits reports whether an ingress rule admits a client's pods (their
 // labels, their namespace) on port into a policy of namespace polNS.
 func ruleAdmits(rule networkingv1.NetworkPolicyIngressRule, port int, clientNS, polNS string, client map[string]string) bool {
@@ -329,19 +348,7 @@ func ruleAdmits(rule networkingv1.NetworkPolicyIngressRule, port int, clientNS, 
 		if peer.IPBlock != nil {
 			return true // addresses: cannot tell
 		}
-		nsOK := peer.NamespaceSelector == nil && clientNS == polNS
-		if ns := peer.NamespaceSelector; ns != nil {
-			ml := ns.MatchLabels
-			switch {
-			case len(ml) == 0 && len(ns.MatchExpressions) == 0:
-				nsOK = true
-			case ml["kubernetes.io/metadata.name"] != "" || ml["name"] != "":
-				nsOK = ml["kubernetes.io/metadata.name"] == clientNS || ml["name"] == clientNS
-			default:
-				nsOK = true // other namespace labels: cannot tell
-			}
-		}
-		if !nsOK {
+		if !peerNamespaceMatches(peer.NamespaceSelector, clientNS, polNS) {
 			continue
 		}
 		if peer.PodSelector == nil {
