@@ -47,18 +47,7 @@ var egressCallBlocked = &mechanism{
 		return strings.EqualFold(f.Subject, h.Subject) || strings.EqualFold(f.fact("caller"), h.Subject)
 	},
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		t := strings.ToLower(changeText(c))
-		if strings.Contains(t, "networkpolic") || strings.Contains(t, "netpol") || strings.Contains(t, "egress") || strings.Contains(t, "default-deny") {
-			return true
-		}
-		for _, p := range strings.Split(h.fact("policies"), ", ") {
-			if p != "" && strings.Contains(t, strings.ToLower(p)) {
-				return true
-			}
-		}
-		return false
-	},
+	fitsChange:     egressPolicyChange,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("an egress NetworkPolicy blocks %s from reaching %s: %s of namespace %s %s the %s pods for egress and %s; no egress rule lets them out to %s in namespace %s on port %s, so their connections are dropped and time out (not refused)",
 			h.Subject, h.fact("callee"), plural(len(strings.Split(h.fact("policies"), ", ")), "NetworkPolicy", "NetworkPolicies")+" "+h.fact("policies"),
@@ -241,6 +230,22 @@ func egressPolicies(nps []networkingv1.NetworkPolicy, ns, caller string, callerP
 		}
 	}
 	return pols, false
+}
+
+// egressPolicyChange reports whether a change speaks of NetworkPolicies,
+// egress or a default deny, or names one of the hypothesis's policies
+// (its "policies" fact).
+func egressPolicyChange(h *Hypothesis, c *Finding) bool {
+	t := strings.ToLower(changeText(c))
+	if strings.Contains(t, "networkpolic") || strings.Contains(t, "netpol") || strings.Contains(t, "egress") || strings.Contains(t, "default-deny") {
+		return true
+	}
+	for _, p := range strings.Split(h.fact("policies"), ", ") {
+		if p != "" && strings.Contains(t, strings.ToLower(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // egressRuleAdmits reports whether an egress rule of a policy in

@@ -42,18 +42,7 @@ var egressDNSBlocked = &mechanism{
 		return slices.Contains(callers, f.Subject) || slices.Contains(callers, f.fact("caller"))
 	},
 	strictTriggers: true,
-	fitsChange: func(h *Hypothesis, c *Finding) bool {
-		t := strings.ToLower(changeText(c))
-		if strings.Contains(t, "networkpolic") || strings.Contains(t, "netpol") || strings.Contains(t, "egress") || strings.Contains(t, "default-deny") {
-			return true
-		}
-		for _, p := range strings.Split(h.fact("policies"), ", ") {
-			if p != "" && strings.Contains(t, strings.ToLower(p)) {
-				return true
-			}
-		}
-		return false
-	},
+	fitsChange:     egressPolicyChange,
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("an egress NetworkPolicy blocks DNS for the %s pods: %s %s them for egress and %s, with no rule for port 53 (UDP/TCP) to the cluster DNS (kube-dns), so every lookup of %s at %s is dropped and times out — %s — and every call that resolves a name fails",
 			orWord(h.fact("namespace"), "namespace's"), plural(len(strings.Split(h.fact("policies"), ", ")), "NetworkPolicy", "NetworkPolicies")+" "+h.fact("policies"),
