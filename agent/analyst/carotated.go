@@ -68,6 +68,26 @@ func slicesHas(list []string, s string) bool {
 	return false
 }
 
+// rankClients orders the names of the clients refused by a server: the
+// service asked about first, then by how many lines each logged (count),
+// then by name.
+func rankClients[T any](clients map[string]T, service string, count func(T) int) []string {
+	names := make([]string, 0, len(clients))
+	for n := range clients {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if (names[i] == service) != (names[j] == service) {
+			return names[i] == service
+		}
+		if ci, cj := count(clients[names[i]]), count(clients[names[j]]); ci != cj {
+			return ci > cj
+		}
+		return names[i] < names[j]
+	})
+	return names
+}
+
 func detectCARotated(ev *Gathered, found []Finding) []Finding {
 	type client struct {
 		first time.Time
@@ -104,19 +124,7 @@ func detectCARotated(ev *Gathered, found []Finding) []Finding {
 	if len(clients) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(clients))
-	for n := range clients {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if (names[i] == ev.Scope.Service) != (names[j] == ev.Scope.Service) {
-			return names[i] == ev.Scope.Service
-		}
-		if clients[names[i]].n != clients[names[j]].n {
-			return clients[names[i]].n > clients[names[j]].n
-		}
-		return names[i] < names[j]
-	})
+	names := rankClients(clients, ev.Scope.Service, func(c *client) int { return c.n })
 	onset := clients[names[0]].first
 	for _, n := range names {
 		if c := clients[n]; !c.first.IsZero() && (onset.IsZero() || c.first.Before(onset)) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -182,19 +181,7 @@ func detectDBPrivilegeDenied(ev *Gathered, _ []Finding) []Finding {
 	if len(clients) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(clients))
-	for n := range clients {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if (names[i] == ev.Scope.Service) != (names[j] == ev.Scope.Service) {
-			return names[i] == ev.Scope.Service
-		}
-		if clients[names[i]].n != clients[names[j]].n {
-			return clients[names[i]].n > clients[names[j]].n
-		}
-		return names[i] < names[j]
-	})
+	names := rankClients(clients, ev.Scope.Service, func(c *client) int { return c.n })
 	name := names[0]
 	c := clients[name]
 	objs := slices.Sorted(func(yield func(string) bool) {
