@@ -120,12 +120,10 @@ type heldCalls struct {
 	count                     int
 }
 
-// detectPoolHeld finds a service whose connection pool is exhausted while
-// one caller's calls into it run long enough to hold its connections.
-func detectPoolHeld(ev *Gathered, found []Finding) []Finding {
-	var pools keyed[poolState]
-	get := pools.get
-	w := ev.Window
+// poolWaits reads the services' pool wait errors in the incident into
+// pools: how many, the first line, the pool's name, size, waiters and wait
+// timeout as the lines state them, and when they began.
+func poolWaits(ev *Gathered, pools *keyed[poolState]) {
 	for i := range ev.Logs {
 		set := &ev.Logs[i]
 		if set.Host || set.Subject == "" {
@@ -139,7 +137,7 @@ func detectPoolHeld(ev *Gathered, found []Finding) []Finding {
 			if line == "" {
 				continue
 			}
-			p := get(set.Subject)
+			p := pools.get(set.Subject)
 			p.lines += t.Incident
 			if p.line == "" {
 				p.line = line
@@ -162,6 +160,15 @@ func detectPoolHeld(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 	}
+}
+
+// detectPoolHeld finds a service whose connection pool is exhausted while
+// one caller's calls into it run long enough to hold its connections.
+func detectPoolHeld(ev *Gathered, found []Finding) []Finding {
+	var pools keyed[poolState]
+	get := pools.get
+	w := ev.Window
+	poolWaits(ev, &pools)
 	poolGauges(ev, w, get)
 	var out []Finding
 	for _, subj := range pools.order {

@@ -92,29 +92,7 @@ var poolUndersized = &mechanism{
 // concurrency per process well above its pool's size.
 func detectPoolUndersized(ev *Gathered, found []Finding) []Finding {
 	var pools keyed[poolState]
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		if set.Host || set.Subject == "" {
-			continue
-		}
-		for _, t := range set.Templates {
-			if t.Incident == 0 {
-				continue
-			}
-			line := templateLine(t, poolWaitRE)
-			if line == "" {
-				continue
-			}
-			p := pools.get(set.Subject)
-			p.lines += t.Incident
-			p.line = orWord(p.line, line)
-			p.size = orWord(p.size, poolSizeOf(line))
-			p.timeout = orWord(p.timeout, poolWaitOf(line))
-			if at := firstOf(t.FirstIncident, t.FirstSeen); p.onset.IsZero() || at.Before(p.onset) {
-				p.onset = at
-			}
-		}
-	}
+	poolWaits(ev, &pools)
 	var out []Finding
 	for _, subj := range pools.order {
 		p := pools.m[subj]
