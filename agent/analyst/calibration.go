@@ -31,6 +31,9 @@ type answerShape struct {
 	// subjects are what the question is about (Scope.Subjects): the
 	// context's service and the known objects the question names.
 	subjects []string
+	// asides are the subjects only an aside clause of the question names
+	// ("also X is failing, related?").
+	asides []string
 }
 
 // calibrationRule is one trait of answers that are sure without grounds.
@@ -215,6 +218,39 @@ var calibrationRules = []calibrationRule{
 	// has it as caller, node or owner. A neighbour's failure is not the
 	// cause of what was asked until a call, a node or an owner joins
 	// them.
+	// The question asks about one complaint and names another failure in
+	// an aside ("also X is failing, related?"), and the answer is the
+	// aside's own cause, with nothing of it bearing on the complaint: the
+	// aside may be the cause when nothing else explains the complaint, but
+	// what joins them was not read.
+	{"an aside answered for the complaint", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
+		if len(s.asides) == 0 || !bearsOn(w, s.asides) {
+			return false
+		}
+		var complaint []string
+		for _, n := range s.subjects {
+			if !slices.Contains(s.asides, n) {
+				complaint = append(complaint, n)
+			}
+		}
+		return !bearsOn(w, complaint)
+	}},
+	// A container that cannot start, read only from the runtime's own
+	// line as its output ("exec /app/entrypoint.sh: no such file or
+	// directory"): for a script that exists this is its interpreter (the
+	// shebang's program, or one with a carriage return) that is missing;
+	// which of the two, nothing read of the image says.
+	{"exec failure with nothing read of the image", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		if w.Kind != KindStartFailure {
+			return false
+		}
+		for _, f := range w.Primary {
+			if strings.Contains(strings.ToLower(f.fact("exec_line")), "no such file or directory") {
+				return true
+			}
+		}
+		return false
+	}},
 	{"another subject than the one asked", func(a *Analysis, w *Hypothesis, s answerShape) bool {
 		return len(s.subjects) > 0 && !bearsOn(w, s.subjects) && !tiedToAsked(a, w, s.subjects)
 	}},

@@ -792,7 +792,7 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 	w := a.Hypotheses[0]
 	r.Timeline = timeline(w, a, sc)
 	ev := evidenceOf(w)
-	conf = calibrate(a, conf, answerShape{timeline: len(r.Timeline), evidence: len(ev), question: sc.Message + " " + sc.Alert, subjects: sc.Subjects()})
+	conf = calibrate(a, conf, answerShape{timeline: len(r.Timeline), evidence: len(ev), question: sc.Message + " " + sc.Alert, subjects: sc.Subjects(), asides: asides(sc)})
 	r.RootCause = finding.RootCause{Description: describe(w, sc), Confidence: conf, Evidence: ev}
 	// Why a finished Job of the subject is gone (jobttlremoved.go).
 	if sc.Removed != "" {

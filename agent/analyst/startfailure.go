@@ -38,6 +38,7 @@ var startFailureM = &mechanism{
 			f.Summary = strings.Replace(f.Summary, "(StartError)", "("+orDash(t.Reason)+")", 1)
 			f.Evidence[0] = strings.Replace(f.Evidence[0], "reason StartError", "reason "+orDash(t.Reason), 1)
 			f.setFact("reason", t.Reason)
+			f.setFact("exec_line", l)
 			return f, ok
 		}
 		return Finding{}, false
