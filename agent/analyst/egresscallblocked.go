@@ -10,8 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // A caller whose own namespace's egress NetworkPolicies do not let its
@@ -154,17 +152,7 @@ func calledTargets(l string) []calledTarget {
 }
 
 func egressCallFinding(ev *Gathered, caller, ns, svc, svcNS string, port int, line string, first time.Time, pols []*networkingv1.NetworkPolicy) Finding {
-	var names, allows []string
-	for _, np := range pols {
-		names = append(names, np.Name)
-		for _, r := range np.Spec.Egress {
-			allows = append(allows, fmt.Sprintf("%s to %s", egressPorts(r), egressPeers(r)))
-		}
-	}
-	allowWords := "allow nothing out"
-	if len(allows) > 0 {
-		allowWords = "allow only " + strings.Join(allows, "; ")
-	}
+	names, allowWords := egressAllows(pols)
 	f := Finding{Kind: KindEgressCallBlocked, Subject: caller, Namespace: ns, Source: SrcKubernetes, Time: first, Severity: SevCritical,
 		Weight: 0.95, Object: "NetworkPolicy " + names[0], Related: []string{svc},
 		Summary: fmt.Sprintf("egress NetworkPolicies %s of namespace %s drop the connections of %s to %s:%d", strings.Join(names, ", "), ns, caller, svc, port)}
@@ -269,35 +257,11 @@ func egressRuleAdmits(r networkingv1.NetworkPolicyEgressRule, polNS, calleeNS st
 	if !portOK {
 		return false
 	}
-	if len(r.To) == 0 {
-		return true
-	}
-	for _, peer := range r.To {
-		if peer.IPBlock != nil {
-			return true // addresses: cannot tell
-		}
-		if !peerNamespaceMatches(peer.NamespaceSelector, calleeNS, polNS) {
-			continue
-		}
-		if peer.PodSelector == nil || len(peer.PodSelector.MatchLabels) == 0 && len(peer.PodSelector.MatchExpressions) == 0 {
-			return true
-		}
-		s, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
-		if err != nil {
-			return true
-		}
-		known := false
-		for i := range callee {
-			if len(callee[i].Labels) > 0 {
-				known = true
-				if s.Matches(labels.Set(callee[i].Labels)) {
-					return true
-				}
-			}
-		}
-		if !known {
-			return true // the callee's labels were not read: cannot tell
+	var podLabels []map[string]string
+	for i := range callee {
+		if len(callee[i].Labels) > 0 {
+			podLabels = append(podLabels, callee[i].Labels)
 		}
 	}
-	return false
+	return peersAdmit(r.To, calleeNS, polNS, podLabels)
 }

@@ -132,17 +132,7 @@ func detectEgressDNSBlocked(ev *Gathered, found []Finding) []Finding {
 		if dnsOK || len(pols) == 0 {
 			continue
 		}
-		var names, allows []string
-		for _, np := range pols {
-			names = append(names, np.Name)
-			for _, r := range np.Spec.Egress {
-				allows = append(allows, fmt.Sprintf("%s to %s", egressPorts(r), egressPeers(r)))
-			}
-		}
-		allowWords := "allow nothing out"
-		if len(allows) > 0 {
-			allowWords = "allow only " + strings.Join(allows, "; ")
-		}
+		names, allowWords := egressAllows(pols)
 		subject := s.callers[0]
 		if slices.Contains(s.callers, ev.Scope.Service) {
 			subject = ev.Scope.Service
@@ -210,6 +200,23 @@ func egressAllowsDNS(r networkingv1.NetworkPolicyEgressRule) bool {
 		}
 	}
 	return false
+}
+
+// egressAllows are the names of egress NetworkPolicies and what their
+// rules let out, as "allow only TCP 443 to ...; ..." ("allow nothing
+// out" when they have no egress rule).
+func egressAllows(pols []*networkingv1.NetworkPolicy) ([]string, string) {
+	var names, allows []string
+	for _, np := range pols {
+		names = append(names, np.Name)
+		for _, r := range np.Spec.Egress {
+			allows = append(allows, fmt.Sprintf("%s to %s", egressPorts(r), egressPeers(r)))
+		}
+	}
+	if len(allows) == 0 {
+		return names, "allow nothing out"
+	}
+	return names, "allow only " + strings.Join(allows, "; ")
 }
 
 // egressPorts says an egress rule's ports as "TCP 443, TCP 5432".

@@ -341,22 +341,37 @@ func ruleAdmits(rule networkingv1.NetworkPolicyIngressRule, port int, clientNS, 
 	if !ruleAllows(rule, port, "") {
 		return false
 	}
-	if len(rule.From) == 0 {
+	return peersAdmit(rule.From, clientNS, polNS, []map[string]string{client})
+}
+
+// peersAdmit reports whether the peers of a NetworkPolicy rule (no peers:
+// every one) of a policy in namespace polNS may select pods of namespace
+// ns that carry one of the label sets podLabels. An address block, a
+// selector that does not parse, or no label sets at all (the pods'
+// labels were not read) cannot be told and admit; an absent or empty pod
+// selector admits every pod of a namespace it matches.
+func peersAdmit(peers []networkingv1.NetworkPolicyPeer, ns, polNS string, podLabels []map[string]string) bool {
+	if len(peers) == 0 {
 		return true
 	}
-	for _, peer := range rule.From {
+	for _, peer := range peers {
 		if peer.IPBlock != nil {
 			return true // addresses: cannot tell
 		}
-		if !peerNamespaceMatches(peer.NamespaceSelector, clientNS, polNS) {
+		if !peerNamespaceMatches(peer.NamespaceSelector, ns, polNS) {
 			continue
 		}
-		if peer.PodSelector == nil {
+		if peer.PodSelector == nil || len(peer.PodSelector.MatchLabels) == 0 && len(peer.PodSelector.MatchExpressions) == 0 {
 			return true
 		}
 		s, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
-		if err != nil || s.Matches(labels.Set(client)) {
+		if err != nil || len(podLabels) == 0 {
 			return true
+		}
+		for _, l := range podLabels {
+			if s.Matches(labels.Set(l)) {
+				return true
+			}
 		}
 	}
 	return false
