@@ -423,6 +423,7 @@ func TestEventRulesExclusive(t *testing.T) {
 		{"Unhealthy", "Warning", "Startup probe failed: dial tcp 10.244.1.5:8080: connect: connection refused", KindLivenessKill},
 		{"Killing", "Normal", "Container api failed liveness probe, will be restarted", KindLivenessKill},
 		{"Unhealthy", "Warning", "Readiness probe failed: HTTP probe failed with statuscode: 503", KindProbeFailure},
+		{"Unhealthy", "Warning", "Readiness probe errored: rpc error: code = Unknown desc = failed to exec in container: failed to start exec \"5c1d\": OCI runtime exec failed: exec failed: unable to start container process: exec: \"/bin/grpc_health_probe\": stat /bin/grpc_health_probe: no such file or directory: unknown", KindReadinessExecMissing},
 		{"FailedMount", "Warning", "MountVolume.SetUp failed for volume \"config\" : configmap \"app-config\" not found", KindConfigError},
 		{"FailedMount", "Warning", "Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[data kube-api-access-x]: timed out waiting for the condition", KindMountFailure},
 		{"Failed", "Warning", "Error: secret \"db-credentials\" not found", KindConfigError},

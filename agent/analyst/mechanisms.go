@@ -143,6 +143,7 @@ var mechanisms = []*mechanism{
 	nodeNotReady,
 	nodeRecovered,
 	livenessKill,
+	readinessExecMissing,
 	walRetained,
 	archiveFailing,
 	diskFull,

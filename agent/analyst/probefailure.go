@@ -15,7 +15,7 @@ var probeFailure = &mechanism{
 	label: "probe failures (pods not ready)",
 	event: func(e *corev1.Event) (float64, bool) {
 		msg := strings.ToLower(e.Message)
-		return 0.75, e.Reason == "Unhealthy" && !strings.HasPrefix(msg, "liveness probe") && !strings.HasPrefix(msg, "startup probe")
+		return 0.75, e.Reason == "Unhealthy" && !strings.HasPrefix(msg, "liveness probe") && !strings.HasPrefix(msg, "startup probe") && !readinessExecMissingEvent(e)
 	},
 	eventFacts: func(f *Finding, e *corev1.Event) { f.setFact("probe", probeKind(e.Message)) },
 	describe: func(h *Hypothesis, sc Scope) string {
