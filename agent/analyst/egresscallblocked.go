@@ -240,6 +240,22 @@ func egressPolicyChange(h *Hypothesis, c *Finding) bool {
 // namespace polNS may let a TCP connection out to pods of namespace
 // calleeNS on port.
 func egressRuleAdmits(r networkingv1.NetworkPolicyEgressRule, polNS, calleeNS string, callee []corev1.Pod, port int) bool {
+	if !egressPortAdmits(r, port) {
+		return false
+	}
+	var podLabels []map[string]string
+	for i := range callee {
+		if len(callee[i].Labels) > 0 {
+			podLabels = append(podLabels, callee[i].Labels)
+		}
+	}
+	return peersAdmit(r.To, calleeNS, polNS, podLabels)
+}
+
+// egressPortAdmits reports whether an egress rule's ports may let a TCP
+// connection out on port (no ports: every port; a named port cannot be
+// resolved here).
+func egressPortAdmits(r networkingv1.NetworkPolicyEgressRule, port int) bool {
 	portOK := len(r.Ports) == 0
 	for _, p := range r.Ports {
 		if p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP {
@@ -254,14 +270,5 @@ func egressRuleAdmits(r networkingv1.NetworkPolicyEgressRule, polNS, calleeNS st
 			portOK = portOK || p.Port.IntValue() == port
 		}
 	}
-	if !portOK {
-		return false
-	}
-	var podLabels []map[string]string
-	for i := range callee {
-		if len(callee[i].Labels) > 0 {
-			podLabels = append(podLabels, callee[i].Labels)
-		}
-	}
-	return peersAdmit(r.To, calleeNS, polNS, podLabels)
+	return portOK
 }

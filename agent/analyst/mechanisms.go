@@ -167,6 +167,7 @@ var mechanisms = []*mechanism{
 	resolverTimeout,
 	egressDNSBlocked,
 	egressCallBlocked,
+	egressAddressBlocked,
 	dnsUpstream,
 	dbUserLoad,
 	dbSlotsTaken,

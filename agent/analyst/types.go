@@ -563,6 +563,8 @@ var kinds = map[Kind]kindInfo{
 	KindEgressDNSBlocked: {prior: 0.88},
 	// A caller's egress NetworkPolicies that drop its calls to a Service.
 	KindEgressCallBlocked: {prior: 0.88},
+	// A caller's egress NetworkPolicies whose address blocks miss a provider's address.
+	KindEgressAddressBlocked: {prior: 0.88},
 	// A CronJob's runs skipped behind a stuck run under concurrencyPolicy Forbid.
 	KindCronJobHeld: {prior: 0.88},
 	// An application writing to its container's read-only root file system.
