@@ -32,16 +32,22 @@ const KindCloudDenied Kind = "cloud_denied"
 var (
 	// cloudDeniedRE is a provider's refusal of an action for want of a
 	// permission (not an unknown or expired credential).
-	cloudDeniedRE = regexp.MustCompile(`(?i)is not authorized to perform:? \S+|AccessDeniedException|Permission '[\w.]+' denied|IAM_PERMISSION_DENIED|PERMISSION_DENIED: Permission|does not have authorization to perform action|\bAuthorizationFailed\b|does not have (?:keys|secrets|certificates) \w+ permission on key vault|\bForbiddenByPolicy\b|does not have [\w.]+ access to`)
+	cloudDeniedRE = regexp.MustCompile(`(?i)is not authorized to perform:? \S+|AccessDeniedException|Permission '[\w.]+' denied|IAM_PERMISSION_DENIED|PERMISSION_DENIED: Permission|does not have authorization to perform action|\bAuthorizationFailed\b|does not have (?:keys|secrets|certificates) \w+ permission on key vault|\bForbiddenByPolicy\b|\bForbiddenByRbac\b|does not have [\w.]+ access to`)
 	// The action refused, in each provider's words.
-	cloudActionRE = regexp.MustCompile(`(?i)not authorized to perform:? ([\w-]+:[\w*]+)|Permission '([\w.]+)' denied|perform action '([^']+)'|does not have ((?:keys|secrets|certificates) \w+) permission|does not have ([\w.]+) access to`)
+	cloudActionRE = regexp.MustCompile(`(?i)not authorized to perform:? ([\w-]+:[\w*]+)|Permission '([\w.]+)' denied|perform action '([^']+)'|does not have ((?:keys|secrets|certificates) \w+) permission|does not have ([\w.]+) access to|Action: '([^']+)'`)
 	// The identity refused: an AWS principal ARN, a Google service
 	// account, an Azure client.
-	cloudPrincipalRE = regexp.MustCompile(`(?i)User: (arn:aws[\w-]*:(?:sts|iam)::\d+:[\w+=,.@/-]+)|\b([\w.-]+@[\w-]+\.iam\.gserviceaccount\.com)\b|The client '([^']+)'`)
+	cloudPrincipalRE = regexp.MustCompile(`(?i)User: (arn:aws[\w-]*:(?:sts|iam)::\d+:[\w+=,.@/-]+)|\b([\w.-]+@[\w-]+\.iam\.gserviceaccount\.com)\b|The client '([^']+)'|Caller: (appid=[\w-]+)`)
 	// The resource the action was refused on.
-	cloudResourceRE = regexp.MustCompile(`(?i)on resource:? '?([^\s'"\\]+)|denied on resource '([^']+)'|over scope '([^']+)'`)
-	// Why, when the provider says: no policy allows it, an explicit deny.
-	cloudWhyRE = regexp.MustCompile(`(?i)because (no [\w-]+ policy allows the [\w:*-]+ action|an explicit deny in an? [\w -]+ policy)`)
+	cloudResourceRE = regexp.MustCompile(`(?i)on resource:? '?([^\s'"\\]+)|denied on resource '([^']+)'|over scope '([^']+)'|Resource: '([^']+)'`)
+	// Why, when the provider says: no policy allows it, an explicit deny,
+	// no role assignment (Azure RBAC's "Assignment: (not found)").
+	cloudWhyRE = regexp.MustCompile(`(?i)because (no [\w-]+ policy allows the [\w:*-]+ action|an explicit deny in an? [\w -]+ policy)|(Assignment: \(not found\))`)
+	// newIdentityRE is a change that moves a workload to another identity
+	// (a new managed identity, service account or role, a move to
+	// workload identity or IRSA): the new one holds none of the old
+	// one's grants until they are given again.
+	newIdentityRE = regexp.MustCompile(`(?i)\bnew (?:user[- ]assigned |managed |workload )?(?:identity|service account|iam role|role)\b|\b(?:to|onto) (?:azure )?workload identity|\b(?:to|onto) (?:irsa|eks pod identity)\b|\bmigrat\w* (?:from|to) [\w -]*identity`)
 	// iamChangeRE is a change to identities and their policies.
 	iamChangeRE = regexp.MustCompile(`(?i)\biam\b|\bpolic(?:y|ies)\b|\brole\b|permission|\bgrant|\brevoke|rbac|service account|managed identity|\bscp\b`)
 )
@@ -91,7 +97,9 @@ var cloudDenied = &mechanism{
 		}
 		d += " — access denied, a missing permission, not a bad credential"
 		d += describeNodeIdentity(h)
-		if c := h.fact("iam_change"); c != "" {
+		if c := h.fact("iam_change"); c != "" && matchLine(newIdentityRE, c) {
+			d += fmt.Sprintf("; the calls come from the new identity the change at %s moved it to, which was never granted what the old one held: %s", h.fact("iam_change_at"), quote(c, 200))
+		} else if c != "" {
 			d += fmt.Sprintf("; the permission went with an IAM change at %s: %s", h.fact("iam_change_at"), quote(c, 200))
 			if h.fact("restart_bound") != "" {
 				d += ", which bit only when the pods restarted and needed the action again"
@@ -117,7 +125,9 @@ var cloudDenied = &mechanism{
 		who := orWord(h.fact("principal"), cloudPrincipal(h.fact("line")))
 		if recommendNodeIdentity(h, r) {
 			// The workload's own identity, not a wider node role.
-		} else if c := h.fact("iam_change"); c != "" {
+		} else if c := h.fact("iam_change"); c != "" && matchLine(newIdentityRE, c) {
+			r.high("Grant %s to the new identity of %s (%s) on %s, as the old identity's role or role assignment did, then restart the failing pods; or roll back %s until it is granted", orWord(action, "the denied action"), h.Subject, orWord(who, "its principal"), orWord(deniedResourceName(h.fact("resource")), "the resource"), quote(c, 80))
+		} else if c != "" {
 			r.high("Grant %s back to %s (restore the statement the IAM change %s dropped), then restart the failing pods of %s", orWord(action, "the denied action"), orWord(who, "the role"), quote(c, 80), h.Subject)
 		} else {
 			r.high("Grant %s to %s on %s in its IAM policy (or the key/resource policy), then retry or restart %s", orWord(action, "the denied action"), orWord(who, "the caller's role"), orWord(h.fact("resource"), "the resource"), h.Subject)
@@ -144,7 +154,13 @@ func cloudPrincipal(line string) string { return firstGroup(findSubmatch(cloudPr
 func cloudResource(line string) string {
 	return strings.TrimRight(firstGroup(findSubmatch(cloudResourceRE, line)), ".,;")
 }
-func cloudWhy(line string) string { return firstGroup(findSubmatch(cloudWhyRE, line)) }
+func cloudWhy(line string) string {
+	w := firstGroup(findSubmatch(cloudWhyRE, line))
+	if strings.HasPrefix(strings.ToLower(w), "assignment:") {
+		return "no role assignment grants the caller the action on this scope"
+	}
+	return w
+}
 
 // roleName is the role of an AWS principal (assumed-role/NAME/session,
 // role/NAME), or the principal itself.

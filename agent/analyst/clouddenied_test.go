@@ -19,6 +19,12 @@ func TestDetectCloudDenied(t *testing.T) {
 	eso := `{"level":"error","ts":1751968000.1,"msg":"could not get secret data from provider","ExternalSecret":"payments/ledger-db","error":"AccessDeniedException: User: arn:aws:sts::210987654321:assumed-role/eso-payments/external-secrets is not authorized to perform: secretsmanager:GetSecretValue on resource: prod/payments/ledger-db because no identity-based policy allows the secretsmanager:GetSecretValue action"}`
 	gcp := `{"severity":"ERROR","message":"rpc error: code = PermissionDenied desc = Permission 'cloudkms.cryptoKeyVersions.useToDecrypt' denied on resource 'projects/acme/locations/europe-west1/keyRings/vault/cryptoKeys/unseal' (or it may not exist). (ref: docs-sa@acme-prod.iam.gserviceaccount.com)"}`
 	azure := `2026-07-08 10:30:02 ERROR Status=403 Code="AuthorizationFailed" Message="The client 'f3c2a1b0-1111-2222-3333-444455556666' with object id 'f3c2a1b0-1111-2222-3333-444455556666' does not have authorization to perform action 'Microsoft.Storage/storageAccounts/listKeys/action' over scope '/subscriptions/0000/resourceGroups/rg-prod/providers/Microsoft.Storage/storageAccounts/acmedocs' or the scope is invalid."`
+	// Key Vault's RBAC refusal: the .NET SDK's RequestFailedException
+	// content, and the Python SDK's HttpResponseError logged as JSON.
+	kvDotnet := `{"error":{"code":"Forbidden","message":"Caller is not authorized to perform action on resource.\r\nIf role assignments, deny assignments or role definitions were changed recently, please observe propagation time.\r\nCaller: appid=0b5e7a21-4c9d-4f1e-8a36-2d7f9c1e5b40;oid=7e2c4a19-1d3b-4f58-9a60-b8c1e3f5d7a2;iss=https://sts.windows.net/11111111-2222-3333-4444-555555555555/\r\nAction: 'Microsoft.KeyVault/vaults/secrets/getSecret/action'\r\nResource: '/subscriptions/0000/resourcegroups/rg-shop/providers/microsoft.keyvault/vaults/kv-shop-prod/secrets/db-password'\r\nAssignment: (not found)\r\nDenyAssignmentId: null\r\nDecisionReason: null \r\nVault: kv-shop-prod;location=northeurope\r\n","innererror":{"code":"ForbiddenByRbac"}}}`
+	kvPython := `{"levelname":"ERROR","name":"app.secrets","message":"(Forbidden) Caller is not authorized to perform action on resource. If role assignments, deny assignments or role definitions were changed recently, please observe propagation time. Caller: appid=3f9a0c5e-6b1d-4e27-8c43-a5d9e1f7b302;oid=9c1e5b40-2d7f-4f1e-8a36-0b5e7a214c9d;iss=https://sts.windows.net/1111/ Action: 'Microsoft.KeyVault/vaults/keys/unwrap/action' Resource: '/subscriptions/0000/resourcegroups/rg-shop/providers/microsoft.keyvault/vaults/kv-shop-keys/keys/cmk' Assignment: (not found) DenyAssignmentId: null DecisionReason: null Vault: kv-shop-keys;location=northeurope Code: Forbidden Inner error: {\"code\": \"ForbiddenByRbac\"}"}`
+	newIdentity := evidence.Change{Timestamp: win.Start.Add(-40 * time.Minute), Service: "vault", Kind: "deploy",
+		Description: "vault 1.4.0: move from pod identity to Azure Workload Identity (new managed identity id-vault-prod)"}
 	expired := `2026-07-08T10:30:02Z ERROR upload failed: ExpiredToken: The security token included in the request is expired`
 	plain403 := `2026-07-08T10:30:02Z ERROR GET https://api.partner.example/v1/rates -> 403 Forbidden`
 	iamChange := evidence.Change{Timestamp: win.Start.Add(-18 * time.Hour), Service: "vault", Kind: "infra",
@@ -34,6 +40,8 @@ func TestDetectCloudDenied(t *testing.T) {
 		{"external-secrets, Secrets Manager", eso, []evidence.Change{unrelated}, "secretsmanager:GetSecretValue", "arn:aws:sts::210987654321:assumed-role/eso-payments/external-secrets", ""},
 		{"Google Cloud KMS permission", gcp, nil, "cloudkms.cryptoKeyVersions.useToDecrypt", "docs-sa@acme-prod.iam.gserviceaccount.com", ""},
 		{"Azure RBAC", azure, nil, "Microsoft.Storage/storageAccounts/listKeys/action", "f3c2a1b0-1111-2222-3333-444455556666", ""},
+		{"Key Vault RBAC, .NET SDK, workload moved to a new identity", kvDotnet, []evidence.Change{newIdentity}, "Microsoft.KeyVault/vaults/secrets/getSecret/action", "appid=0b5e7a21-4c9d-4f1e-8a36-2d7f9c1e5b40", "move from pod identity"},
+		{"Key Vault RBAC, Python SDK", kvPython, nil, "Microsoft.KeyVault/vaults/keys/unwrap/action", "appid=3f9a0c5e-6b1d-4e27-8c43-a5d9e1f7b302", ""},
 		{"expired token is not a policy denial", expired, nil, "", "", ""},
 		{"a partner's 403 is not a policy denial", plain403, nil, "", "", ""},
 	}
@@ -59,6 +67,12 @@ func TestDetectCloudDenied(t *testing.T) {
 			}
 			h := &Hypothesis{Kind: KindCloudDenied, Subject: f.Subject, Primary: []*Finding{&f}}
 			wantDescribed(t, h, Scope{}, c.action, "IAM", "access denied")
+			if strings.Contains(c.line, "Assignment: (not found)") {
+				wantDescribed(t, h, Scope{}, "no role assignment", deniedResourceName(f.fact("resource")))
+			}
+			if c.change != "" && matchLine(newIdentityRE, c.change+" "+f.fact("iam_change")) {
+				wantDescribed(t, h, Scope{}, "new identity")
+			}
 			if recs := recommend(h, Scope{}); len(recs) < 2 || !strings.Contains(recs[0].Action, c.action) {
 				t.Errorf("recommendations %v", recs)
 			}
