@@ -3,6 +3,7 @@ package analyst
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -22,10 +23,12 @@ import (
 // port), or an exec probe's output. The application's log telling it
 // found nothing for the probe's path confirms a wrong path.
 var livenessKill = &mechanism{
-	kind:   KindLivenessKill,
-	class:  classCause,
-	label:  "liveness probe kills",
-	detect: detectProbePathNotFound,
+	kind:  KindLivenessKill,
+	class: classCause,
+	label: "liveness probe kills",
+	detect: func(ev *Gathered, found []Finding) []Finding {
+		return append(detectProbePathNotFound(ev, found), detectProbeHealthDown(ev, found)...)
+	},
 	enrich: func(f *Finding, c *corev1.Container) {
 		f.setFact("probe_config", probeConfig(c))
 		if c.StartupProbe != nil {
@@ -99,6 +102,9 @@ var livenessKill = &mechanism{
 			if rp := h.fact("readiness_path"); rp != "" && rp != h.fact("probe_path") {
 				d += fmt.Sprintf("; the readiness probe checks %s", rp)
 			}
+		case (failure == "status" || failure == "unhealthy") && h.fact("health_down_line") != "":
+			d += fmt.Sprintf(": %s gets %s because a health indicator in the liveness check reports DOWN: %s (its log: %s) — a check of something other than the process itself is part of the liveness health group, so when that check goes down the kubelet restarts pods that are working, and the restarts do not fix what the check covers (they can make it worse: a restarted consumer rebalances its group and falls further behind)",
+				get, h.fact("probe_result"), orWord(h.fact("health_indicator"), "a health check"), quote(truncate(h.fact("health_down_line"), 200), 210))
 		case failure == "status" || failure == "unhealthy":
 			d += fmt.Sprintf(": %s gets %s — the application's own health check reports it unhealthy, so what that check covers (a database, a downstream service, a full disk) is failing and the kubelet restarts the pods for it", get, h.fact("probe_result"))
 		case failure == "timeout":
@@ -151,6 +157,10 @@ var livenessKill = &mechanism{
 				r.high("Point the liveness probe of %s at a health path the application serves: %s answers HTTP %s", s, path, status)
 			}
 			r.med("Check the probes of %s against the endpoints of each new version (framework upgrades move health endpoints) before rolling it out", s)
+		case (failure == "status" || failure == "unhealthy") && h.fact("health_down_line") != "":
+			ind := orWord(h.fact("health_indicator"), "the failing health check")
+			r.high("Take %s out of the liveness health group of %s (keep the liveness group to the process's own state, e.g. Spring Boot's management.endpoint.health.group.liveness.include=livenessState) and report it through readiness or an alert instead, so that the kubelet stops restarting working pods", ind, s)
+			r.med("Once the restarts stop, let %s catch up and watch whether %s recovers on its own", s, ind)
 		case failure == "status" || failure == "unhealthy":
 			r.high("Find what the health check of %s reports failing (%s) and fix it; keep dependencies out of the liveness check so that a dependency's failure does not restart the pods", s, h.fact("probe_result"))
 			r.med("Make the liveness probe of %s check the process only, and leave dependencies to the readiness probe", s)
@@ -422,4 +432,107 @@ func probeConfig(c *corev1.Container) string {
 		s += ", timeoutSeconds " + strconv.Itoa(int(lp.TimeoutSeconds))
 	}
 	return s
+}
+
+// healthDownRE are the ways an application logs one of its health checks
+// reporting down: Spring Boot's AbstractHealthIndicator ("o.s.b.a.jdbc.
+// DataSourceHealthIndicator : DataSource health check failed"), a custom
+// indicator's logger saying DOWN or unhealthy, ASP.NET Core's health
+// check service ("Health check kafka-lag with status Unhealthy completed
+// after 2.1ms", "Health check db completed after 5003ms with status
+// Unhealthy"), and Spring's "LivenessState changed to BROKEN".
+var (
+	healthIndicatorRE = regexp.MustCompile(`\b([A-Za-z0-9_]*(?:HealthIndicator|HealthCheck|HealthContributor))\b`)
+	healthDownWordRE  = regexp.MustCompile(`(?i)\bdown\b|\bunhealthy\b|health check failed|out_of_service|\bbroken\b`)
+	healthCheckNetRE  = regexp.MustCompile(`(?i)health check "?([\w.:/-]+)"? (?:with status (?:unhealthy|degraded)|completed after \S+ with status (?:unhealthy|degraded))`)
+)
+
+// healthDownOf reads a log line of a health check reporting down and
+// returns the check's name ("" when the line says no such thing).
+func healthDownOf(line string) (string, bool) {
+	if m := healthCheckNetRE.FindStringSubmatch(line); m != nil {
+		return "the health check " + m[1], true
+	}
+	if !matchLine(healthDownWordRE, line) {
+		return "", false
+	}
+	if m := healthIndicatorRE.FindStringSubmatch(line); m != nil && m[1] != "HealthIndicator" && m[1] != "HealthCheck" {
+		return m[1], true
+	}
+	return "", false
+}
+
+// detectProbeHealthDown looks, for the workloads whose containers a
+// liveness probe answered with a 5xx kills, in their pods' logs for one
+// of the application's health checks reporting down: that check is in the
+// liveness group, and what it covers, not the process, is what fails.
+func detectProbeHealthDown(ev *Gathered, found []Finding) []Finding {
+	var out []Finding
+	done := map[string]bool{}
+	for _, f := range found {
+		if f.Kind != KindLivenessKill || done[f.Subject] {
+			continue
+		}
+		if fl := f.fact("probe_failure"); !(fl == "status" && f.fact("probe_status") >= "500" || fl == "unhealthy") {
+			continue
+		}
+		ns, _, _ := strings.Cut(strings.TrimPrefix(f.Object, "pod "), "/")
+		line, src, name := "", "", ""
+		n := 0
+		take := func(text, from string, k int) {
+			nm, ok := healthDownOf(text)
+			if !ok {
+				return
+			}
+			n += k
+			if line == "" {
+				line, src, name = text, from, nm
+			}
+		}
+		for i := range ev.Logs {
+			set := &ev.Logs[i]
+			if set.Subject != f.Subject || set.Host {
+				continue
+			}
+			for _, l := range set.Lines {
+				take(l.Text, set.Source, 1)
+			}
+			for _, t := range set.Templates {
+				take(t.Example, set.Source, max(t.Count, 1))
+			}
+		}
+		if line == "" {
+			keys := make([]string, 0, len(ev.K8s.PreviousLogs))
+			for key := range ev.K8s.PreviousLogs {
+				keys = append(keys, key)
+			}
+			sort.Strings(keys)
+			for _, key := range keys {
+				pod := strings.Split(key, "/")
+				if len(pod) < 2 || pod[0] != ns || workloadOfName(pod[1]) != f.Subject && !podOfWorkloadNamed(ev, ns, pod[1], f.Subject) {
+					continue
+				}
+				for _, l := range ev.K8s.PreviousLogs[key] {
+					take(l.Text, key, 1)
+				}
+			}
+		}
+		if line == "" {
+			continue
+		}
+		done[f.Subject] = true
+		g := Finding{Kind: KindLivenessKill, Subject: f.Subject, Object: f.Object, Namespace: f.Namespace, Time: f.Time, Severity: SevCritical,
+			Weight: 0.9, Source: SrcKubernetes, Related: f.Related}
+		for _, k := range []string{"probe_failure", "probe_status", "probe_result", "probe_path", "probe_port", "probe"} {
+			g.setFact(k, f.fact(k))
+		}
+		g.setFact("health_down_line", ReadableLine(line))
+		g.setFact("health_indicator", name)
+		g.setFact("why", "a health check in the liveness group reports down: "+orWord(name, "a health check"))
+		g.Summary = fmt.Sprintf("%s fails its liveness probe because %s reports down", f.Subject, orWord(name, "a health check"))
+		g.Evidence = []string{fmt.Sprintf("%s logs (%s): %s: a health check that the liveness probe includes reports down",
+			src, plural(n, "line", "lines"), quote(truncate(ReadableLine(line), 200), 210))}
+		out = append(out, g)
+	}
+	return out
 }

@@ -169,3 +169,62 @@ func TestProbePathNotFound(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeHealthDown: a liveness probe answered with a 5xx, and the
+// application logging one of its health checks down, names that check as
+// the one in the liveness group that gets working pods restarted.
+func TestProbeHealthDown(t *testing.T) {
+	now := time.Date(2026, 10, 14, 8, 55, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}
+	p := pod("orders-consumer-6d5f8b7c9-h2n8v", func(p *corev1.Pod) {
+		p.Namespace = "shop"
+		p.Spec.Containers = []corev1.Container{{Name: "app", LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/actuator/health/liveness"}}}}}
+	})
+	for name, c := range map[string]struct {
+		event string
+		logs  []string
+		want  string
+	}{
+		"spring custom indicator": {"Liveness probe failed: HTTP probe failed with statuscode: 503",
+			[]string{"2026-10-14T08:41:13.041Z  WARN 1 --- [orders] [nio-8081-exec-1] c.e.o.health.ConsumerLagHealthIndicator : lag 61200 above threshold 5000 -> DOWN"}, "ConsumerLagHealthIndicator"},
+		"spring abstract indicator": {"Liveness probe failed: HTTP probe failed with statuscode: 503",
+			[]string{"2026-10-14 08:41:13.041  WARN 1 --- [nio-8080-exec-3] o.s.b.a.jdbc.DataSourceHealthIndicator   : DataSource health check failed"}, "DataSourceHealthIndicator"},
+		"aspnet core": {"Liveness probe failed: HTTP probe failed with statuscode: 503",
+			[]string{`fail: Microsoft.Extensions.Diagnostics.HealthChecks.DefaultHealthCheckService[103] Health check redis with status Unhealthy completed after 5002.1ms with message 'Timeout'`}, "the health check redis"},
+		"no health word": {"Liveness probe failed: HTTP probe failed with statuscode: 503",
+			[]string{"INFO GET /actuator/health/liveness 503 3ms"}, ""},
+		"not a 5xx": {"Liveness probe failed: HTTP probe failed with statuscode: 404",
+			[]string{"WARN c.e.o.health.ConsumerLagHealthIndicator : lag above threshold -> DOWN"}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ev := corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: p.Name}, Reason: "Unhealthy", Type: corev1.EventTypeWarning,
+				Message: c.event, FirstTimestamp: mt(now.Add(-30 * time.Minute)), LastTimestamp: mt(now.Add(-time.Minute)), Count: 33}
+			g := &Gathered{Window: w, K8s: K8sEvidence{Pods: []corev1.Pod{p}, PreviousLogs: map[string][]evidence.LogLine{}}}
+			for _, l := range c.logs {
+				g.K8s.PreviousLogs["shop/"+p.Name+"/app"] = append(g.K8s.PreviousLogs["shop/"+p.Name+"/app"], evidence.LogLine{Text: l})
+			}
+			found := DetectEvents([]corev1.Event{ev}, g.K8s.Pods, w)
+			fs := detectProbeHealthDown(g, found)
+			if c.want == "" {
+				if len(fs) != 0 {
+					t.Fatalf("findings %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 {
+				t.Fatalf("findings %+v", fs)
+			}
+			all := append(found, fs...)
+			h := &Hypothesis{Kind: KindLivenessKill, Subject: "orders-consumer"}
+			for i := range all {
+				if all[i].Kind == KindLivenessKill {
+					h.Primary = append(h.Primary, &all[i])
+				}
+			}
+			wantDescribed(t, h, Scope{}, "gets HTTP 503 because a health indicator in the liveness check reports DOWN: "+c.want, "restarts pods that are working")
+			if recs := recommend(h, Scope{}); !strings.Contains(recs[0].Action, "Take "+c.want+" out of the liveness health group") {
+				t.Errorf("recommendations %+v", recs)
+			}
+		})
+	}
+}
