@@ -28,17 +28,62 @@ import (
 // rotated.
 const KindCredentialRotated Kind = "credential_rotated"
 
+// refusedClient is what the logs of one client a server refuses say: its
+// namespace, when the refusals began and were last seen, how many there
+// were and the line that tells most.
+type refusedClient struct {
+	first, last time.Time
+	line        string
+	n           int
+	ns          string
+}
+
+// tallyRefusal counts n refusals, first seen at and last seen last, in
+// the logs of client set.Subject, and returns the client.
+func tallyRefusal(clients map[string]*refusedClient, set *LogSet, at, last time.Time, n int) *refusedClient {
+	c := clients[set.Subject]
+	if c == nil {
+		c = &refusedClient{ns: set.Namespace}
+		clients[set.Subject] = c
+	}
+	c.first = earliest(c.first, at)
+	c.last = latest(c.last, last)
+	c.n += n
+	return c
+}
+
+// keep keeps line as the client's line when it tells more than the one
+// kept.
+func (c *refusedClient) keep(line string) {
+	if c.line == "" || RootCauseScore(line) > RootCauseScore(c.line) {
+		c.line = line
+	}
+}
+
+// refusalOf reports whether a finding is an authentication, log-error,
+// error-rate or database finding of the hypothesis's client (its subject
+// or the caller it names) or one for which also holds.
+func refusalOf(h *Hypothesis, f *Finding, also bool) bool {
+	switch f.Kind {
+	case KindAuth, KindLogErrors, KindErrorRate, KindDatabase:
+		return f.Subject == h.Subject || f.fact("caller") == h.Subject || also
+	}
+	return false
+}
+
+// dbServerLog reports whether a log set is a database server's own (a
+// host's database role, or RDS's in CloudWatch), not a client's.
+func dbServerLog(set *LogSet) bool {
+	return hostRole(*set) != "" || set.Origin == SrcCloudWatch && strings.Contains(set.Source, "/rds/")
+}
+
 var credentialRotated = &mechanism{
 	kind:   KindCredentialRotated,
 	class:  classCause,
 	label:  "credential rotated, clients still use the old one",
 	detect: detectRotatedCredential,
 	related: func(h *Hypothesis, f *Finding) bool {
-		if f.Kind != KindAuth && f.Kind != KindLogErrors && f.Kind != KindErrorRate && f.Kind != KindDatabase {
-			return false
-		}
-		return f.Subject == h.Subject || f.fact("caller") == h.Subject || slices.Contains(f.Related, h.Subject) ||
-			f.Kind == KindAuth && matchLine(staleCredentialRE, f.fact("line"))
+		return refusalOf(h, f, slices.Contains(f.Related, h.Subject) || f.Kind == KindAuth && matchLine(staleCredentialRE, f.fact("line")))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("the credential %s uses was rotated at %s UTC (%s)", h.Subject, h.fact("rotated_at"), quote(ReadableLine(h.fact("rotation")), 180))
@@ -81,19 +126,13 @@ var (
 // some time after a rotation of a credential (up to a day before), and
 // names the rotation.
 func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
-	type client struct {
-		first, last time.Time
-		line        string
-		n           int
-		ns          string
-	}
-	clients := map[string]*client{}
+	clients := map[string]*refusedClient{}
 	var user string
 	var serverFirst time.Time
 	for x := range incidentMatches(ev, staleCredentialRE) {
 		set, t, line := x.set, x.t, x.line
 		at := orTime(t.FirstSeen, t.FirstIncident)
-		if hostRole(*set) != "" || set.Origin == SrcCloudWatch && strings.Contains(set.Source, "/rds/") {
+		if dbServerLog(set) {
 			// The server's own log: who it refuses.
 			serverFirst = earliest(serverFirst, at)
 			if m := findSubmatch(refusedUserRE, line); m != nil && user == "" {
@@ -101,17 +140,7 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 			}
 			continue
 		}
-		c := clients[set.Subject]
-		if c == nil {
-			c = &client{ns: set.Namespace}
-			clients[set.Subject] = c
-		}
-		c.first = earliest(c.first, at)
-		c.last = latest(c.last, t.LastSeen)
-		c.n += t.Incident
-		if c.line == "" || RootCauseScore(line) > RootCauseScore(c.line) {
-			c.line = line
-		}
+		tallyRefusal(clients, set, at, t.LastSeen, t.Incident).keep(line)
 	}
 	if len(clients) == 0 {
 		return nil

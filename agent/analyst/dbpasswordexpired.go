@@ -30,10 +30,7 @@ var dbPasswordExpired = &mechanism{
 	label:  "database role's password expired",
 	detect: detectDBPasswordExpired,
 	related: func(h *Hypothesis, f *Finding) bool {
-		if f.Kind != KindAuth && f.Kind != KindLogErrors && f.Kind != KindErrorRate && f.Kind != KindDatabase {
-			return false
-		}
-		return f.Subject == h.Subject || f.fact("caller") == h.Subject || f.Kind == KindAuth && matchLine(staleCredentialRE, f.fact("line"))
+		return refusalOf(h, f, f.Kind == KindAuth && matchLine(staleCredentialRE, f.fact("line")))
 	},
 	fitsChange:     func(h *Hypothesis, c *Finding) bool { return matchLine(passwordExpiryChangeRE, changeText(c)) },
 	strictTriggers: true,
@@ -114,13 +111,7 @@ func roleValidity(ev *Gathered) map[string]time.Time {
 // password expired: the server or the driver says so, or the refusals of
 // a role began within a day after the validity psql lists for it ended.
 func detectDBPasswordExpired(ev *Gathered, _ []Finding) []Finding {
-	type client struct {
-		first time.Time
-		line  string
-		n     int
-		ns    string
-	}
-	clients := map[string]*client{}
+	clients := map[string]*refusedClient{}
 	var user, serverLine string
 	var first, expiredSeen time.Time
 	refusedUser := ""
@@ -139,22 +130,13 @@ func detectDBPasswordExpired(ev *Gathered, _ []Finding) []Finding {
 					user = m[1]
 				}
 			}
-			if hostRole(*set) != "" || set.Origin == SrcCloudWatch && strings.Contains(set.Source, "/rds/") {
+			if dbServerLog(set) {
 				if expired && serverLine == "" {
 					serverLine, _, _ = strings.Cut(x.line, "\n")
 				}
 				continue
 			}
-			c := clients[set.Subject]
-			if c == nil {
-				c = &client{ns: set.Namespace}
-				clients[set.Subject] = c
-			}
-			c.first = earliest(c.first, at)
-			c.n += x.t.Incident
-			if c.line == "" || RootCauseScore(x.line) > RootCauseScore(c.line) {
-				c.line = x.line
-			}
+			tallyRefusal(clients, set, at, x.t.LastSeen, x.t.Incident).keep(x.line)
 		}
 	}
 	collect(passwordExpiredRE, true)
@@ -185,7 +167,7 @@ func detectDBPasswordExpired(ev *Gathered, _ []Finding) []Finding {
 		return names[i] < names[j]
 	})
 	roleName := strings.ToLower(strings.ReplaceAll(user, "_", "-"))
-	subject, c := "", (*client)(nil)
+	subject, c := "", (*refusedClient)(nil)
 	for _, n := range names {
 		if strings.EqualFold(n, roleName) {
 			subject, c = n, clients[n]
@@ -195,7 +177,7 @@ func detectDBPasswordExpired(ev *Gathered, _ []Finding) []Finding {
 		subject, c = names[0], clients[names[0]]
 	}
 	if c == nil {
-		subject, c = orWord(ev.Scope.Service, roleName), &client{first: first, line: serverLine}
+		subject, c = orWord(ev.Scope.Service, roleName), &refusedClient{first: first, line: serverLine}
 	}
 	f := Finding{Kind: KindDBPasswordExpired, Subject: subject, Namespace: c.ns, Time: first, Severity: SevCritical, Weight: 0.92,
 		Source: SrcLogs, Object: "workload " + subject}

@@ -34,10 +34,7 @@ var dbPrivilegeDenied = &mechanism{
 	label:  "database privilege missing on an object (GRANT lost or never given)",
 	detect: detectDBPrivilegeDenied,
 	related: func(h *Hypothesis, f *Finding) bool {
-		if f.Kind != KindAuth && f.Kind != KindLogErrors && f.Kind != KindErrorRate && f.Kind != KindDatabase {
-			return false
-		}
-		return f.Subject == h.Subject || f.fact("caller") == h.Subject || matchLine(privilegeDeniedRE, f.fact("line"))
+		return refusalOf(h, f, matchLine(privilegeDeniedRE, f.fact("line")))
 	},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		text := strings.ToLower(changeText(c))
@@ -143,13 +140,7 @@ func deniedCode(line string) string {
 // detectDBPrivilegeDenied finds a client refused a privilege on database
 // objects, and what recreated them.
 func detectDBPrivilegeDenied(ev *Gathered, _ []Finding) []Finding {
-	type client struct {
-		first time.Time
-		line  string
-		n     int
-		ns    string
-	}
-	clients := map[string]*client{}
+	clients := map[string]*refusedClient{}
 	objects := map[string]bool{}
 	var role string
 	var first time.Time
@@ -164,24 +155,17 @@ func detectDBPrivilegeDenied(ev *Gathered, _ []Finding) []Finding {
 			role = r
 		}
 		first = earliest(first, at)
-		if hostRole(*set) != "" || set.Origin == SrcCloudWatch && strings.Contains(set.Source, "/rds/") {
+		if dbServerLog(set) {
 			continue // the server's own log
 		}
-		c := clients[set.Subject]
-		if c == nil {
-			c = &client{ns: set.Namespace}
-			clients[set.Subject] = c
-		}
-		c.first = earliest(c.first, at)
-		c.n += x.t.Incident
-		if c.line == "" {
+		if c := tallyRefusal(clients, set, at, x.t.LastSeen, x.t.Incident); c.line == "" {
 			c.line = deniedPart(x.line)
 		}
 	}
 	if len(clients) == 0 {
 		return nil
 	}
-	names := rankClients(clients, ev.Scope.Service, func(c *client) int { return c.n })
+	names := rankClients(clients, ev.Scope.Service, func(c *refusedClient) int { return c.n })
 	name := names[0]
 	c := clients[name]
 	objs := slices.Sorted(func(yield func(string) bool) {
