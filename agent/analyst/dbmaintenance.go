@@ -29,7 +29,10 @@ var (
 	// dbMaintEventRE is a provider event of maintenance that restarts a
 	// database instance: RDS/Aurora events, Cloud SQL and Azure
 	// operations.
-	dbMaintEventRE = regexp.MustCompile(`(?i)Applying off-line patches|Finished applying off-line patches|Database (?:instance|cluster) patched|Upgrading database engine version|Finished upgrading database engine version|Database (?:cluster )?engine (?:minor )?version upgrade (?:started|finished|completed)|(?:automatic )?minor version upgrade (?:started|applied|in progress|completed)|Performing (?:a )?(?:maintenance|database upgrade)|"operationType"\s*:\s*"(?:MAINTENANCE|UPDATE_MAINTENANCE)"|planned maintenance (?:started|in progress|completed)`)
+	dbMaintEventRE = regexp.MustCompile(`(?i)Applying off-line patches|Finished applying off-line patches|Database (?:instance|cluster) patched|Upgrading database engine version|Finished upgrading database engine version|Database (?:cluster )?engine (?:minor )?version upgrade (?:started|finished|completed)|(?:automatic )?minor version upgrade (?:started|applied|in progress|completed)|Performing (?:a )?(?:maintenance|database upgrade)|"operationType"\s*:\s*"(?:MAINTENANCE|UPDATE_MAINTENANCE)"|planned maintenance (?:started|in progress|completed)|(?-i:\bMAINTENANCE\s+\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)`)
+	// dbMaintOpRowRE is a row of `gcloud sql operations list`: the
+	// operation's type, its start and its end.
+	dbMaintOpRowRE = regexp.MustCompile(`\bMAINTENANCE\s+(\d{4}-\d\d-\d\dT\S+)\s+(\d{4}-\d\d-\d\dT\S+)`)
 	// dbMaintDownUpRE is the provider saying the instance went down and
 	// came back (the restart the maintenance caused).
 	dbMaintDownUpRE = regexp.MustCompile(`(?i)DB instance (?:shutdown|restarted)|DB instance (?:stopped|started)|Database instance (?:shutdown|restarted)`)
@@ -91,9 +94,17 @@ var dbMaintenance = &mechanism{
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
-		r.high("Move %s's maintenance window out of busy hours (or batch runs), and apply pending maintenance and minor version upgrades yourself at a chosen time (aws rds describe-pending-maintenance-actions, apply-pending-maintenance-action)", h.Subject)
+		if h.fact("provider") == "Cloud SQL" {
+			r.high("Move %s's maintenance window out of busy hours (gcloud sql instances patch --maintenance-window-day/--maintenance-window-hour), add deny-maintenance periods around peaks, and apply pending maintenance yourself at a chosen time (gcloud sql instances reschedule-maintenance)", h.Subject)
+		} else {
+			r.high("Move %s's maintenance window out of busy hours (or batch runs), and apply pending maintenance and minor version upgrades yourself at a chosen time (aws rds describe-pending-maintenance-actions, apply-pending-maintenance-action)", h.Subject)
+		}
 		r.med("Use Multi-AZ or a cluster with a replica for %s so that patches fail over in seconds instead of a full shutdown; have %s retry connections with backoff", h.Subject, orWord(h.fact("clients"), "the clients"))
-		r.low("Subscribe to %s's maintenance and availability events (RDS event subscriptions, EventBridge) and announce windows to the owners of its clients", h.Subject)
+		if h.fact("provider") == "Cloud SQL" {
+			r.low("Subscribe to %s's maintenance notifications (Cloud SQL maintenance notification emails, Cloud Logging alerts on its operations) and announce windows to the owners of its clients", h.Subject)
+		} else {
+			r.low("Subscribe to %s's maintenance and availability events (RDS event subscriptions, EventBridge) and announce windows to the owners of its clients", h.Subject)
+		}
 	},
 }
 
@@ -107,6 +118,11 @@ func detectDBMaintenance(ev *Gathered, _ []Finding) []Finding {
 	var first, last timedLine
 	instance := ""
 	for _, l := range maint {
+		// A row of a provider's operations list leads with the
+		// operation's id: its start is the first time in it.
+		if m := findSubmatch(dbMaintOpRowRE, l.Text); m != nil && l.Time.IsZero() {
+			l.Time, _ = parseISO8601(m[1])
+		}
 		if l.Time.IsZero() || !ev.Window.covers(l.Time) {
 			continue
 		}
@@ -131,6 +147,13 @@ func detectDBMaintenance(ev *Gathered, _ []Finding) []Finding {
 			instance = dbEventInstance(l)
 		}
 	}
+	// A provider operation's row carries its own end.
+	opEnd := time.Time{}
+	if m := findSubmatch(dbMaintOpRowRE, last.Text); m != nil {
+		if end, ok := parseISO8601(m[2]); ok && end.After(to) && end.Before(from.Add(6*time.Hour)) {
+			to, opEnd = end, end
+		}
+	}
 	if !to.After(from) {
 		to = from.Add(15 * time.Minute)
 	}
@@ -139,12 +162,14 @@ func detectDBMaintenance(ev *Gathered, _ []Finding) []Finding {
 	var clients []string
 	var clientLine string
 	var clientFirst, clientLast time.Time
-	for set, t := range incidentTemplates(ev) {
+	// The burst can precede the window the question is about: every
+	// template seen during the maintenance counts.
+	for set, t := range allTemplates(ev) {
 		line := templateLine(t, dbRestartClientRE)
 		if line == "" || matchLine(dbServerDownRE, line) {
 			continue
 		}
-		if t.FirstSeen.Before(from.Add(-5*time.Minute)) || t.FirstSeen.After(to.Add(5*time.Minute)) {
+		if t.FirstSeen.Before(from.Add(-5*time.Minute)) || t.FirstSeen.After(to.Add(5*time.Minute)) || t.Incident == 0 && t.LastSeen.After(to.Add(5*time.Minute)) {
 			continue
 		}
 		if serverLog(set) {
@@ -177,11 +202,17 @@ func detectDBMaintenance(ev *Gathered, _ []Finding) []Finding {
 		Severity: SevCritical, Weight: 0.95}
 	f.setFact("from", from.UTC().Format("15:04"))
 	f.setFact("to", to.UTC().Format("15:04"))
+	if !opEnd.IsZero() {
+		f.setFact("event", fmt.Sprintf("operation MAINTENANCE from %s to %s", first.Time.UTC().Format("15:04:05"), opEnd.UTC().Format("15:04:05")))
+	}
 	f.setFact("event", eventMessage(first.Text))
 	f.setFact("clients", strings.Join(clients, ", "))
 	f.setFact("client_line", clientLine)
 	if matchLine(dbMaintUpgradeRE, first.Text) || matchLine(dbMaintUpgradeRE, last.Text) {
 		f.setFact("upgrade", "true")
+	}
+	if strings.Contains(first.From, "gcloud ") || strings.Contains(strings.ToLower(first.Text), "cloudsql") {
+		f.setFact("provider", "Cloud SQL")
 	}
 	// The server's own log: its shutdown and the version it started.
 	for _, l := range eventLines(ev, dbServerStartRE) {
@@ -196,14 +227,14 @@ func detectDBMaintenance(ev *Gathered, _ []Finding) []Finding {
 		break
 	}
 	if !clientLast.IsZero() && ev.Window.End.Sub(clientLast) >= 10*time.Minute && clientLast.Before(to.Add(15*time.Minute)) {
-		f.setFact("recovered", fmt.Sprintf("%s UTC, when it was back", clientLast.UTC().Format("15:04")))
+		f.setFact("recovered", fmt.Sprintf("%s UTC, when it was back", latest(clientLast, opEnd).UTC().Format("15:04")))
 	}
 	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
 		if matchLine(dbMaintSettingRE, c.Description) && c.Timestamp.Before(from) {
 			f.setFact("setting", c.Description)
 		}
 	}
-	f.Summary = fmt.Sprintf("database %s restarted by provider maintenance %s-%s UTC", instance, hm(from), hm(to))
+	f.Summary = fmt.Sprintf("database %s restarted by provider maintenance %s to %s", instance, hm(from), hm(to))
 	ev0 := []string{fmt.Sprintf("%s %s: %s", first.From, hm(first.Time), quote(eventMessage(first.Text), 200))}
 	if last.Text != first.Text {
 		ev0 = append(ev0, fmt.Sprintf("%s %s: %s", last.From, hm(last.Time), quote(eventMessage(last.Text), 200)))
@@ -219,7 +250,7 @@ func dbEventInstance(l timedLine) string {
 	if m := findSubmatch(dbSourceIDRE, l.Text); m != nil {
 		return strings.ToLower(m[1] + m[2])
 	}
-	return commandFlag(l.From, "--source-identifier", "--db-instance-identifier", "--db-cluster-identifier")
+	return commandFlag(l.From, "--source-identifier", "--db-instance-identifier", "--db-cluster-identifier", "--instance")
 }
 
 // eventMessageRE is the message of a provider's event in JSON (an

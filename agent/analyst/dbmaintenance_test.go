@@ -56,6 +56,16 @@ func TestDetectDBMaintenance(t *testing.T) {
         }
     ]
 }`, "\n")}}
+	// Cloud SQL's operations list, a table whose rows lead with the
+	// operation's id; the clients' burst came before the hour asked about.
+	gcloudOps := []evidence.CommandOutput{{Command: "gcloud sql operations list --instance=orders-pg --limit=3", Lines: []string{
+		"NAME                                  TYPE         START                          END                            ERROR  STATUS",
+		"0c5e2d7a-1b9f-4e3c-8a6d-2f7b9c1e4a08  MAINTENANCE  " + at(-25*time.Minute) + "  " + at(-22*time.Minute) + "  -      DONE",
+		"7a2f4c19-3e8d-4b6a-9c1f-5d0e8b7a2c36  BACKUP_VOLUME  " + at(-9*time.Hour) + "  " + at(-9*time.Hour+4*time.Minute) + "  -      DONE"}}}
+	nodePg := []string{
+		`{"level":50,"time":1795900000000,"msg":"query failed","err":"Connection terminated unexpectedly","code":"57P01"}`,
+		`Error: connect ECONNREFUSED 10.61.0.7:5432 connection refused`,
+	}
 	cases := []struct {
 		name    string
 		sets    []LogSet
@@ -70,6 +80,8 @@ func TestDetectDBMaintenance(t *testing.T) {
 			[]LogSet{minedSet("orders-api", false, 0, jdbc...)}, text, "orders-mysql", []string{"orders-mysql", "engine minor version upgrade", "orders-api lost the database"}},
 		{"describe-events JSON output, psycopg2 client",
 			[]LogSet{minedSet("inventory-worker", false, 10*time.Second, psycopg...)}, jsonOut, "inventory-db", []string{"inventory-db", "off-line patches", "inventory-worker"}},
+		{"Cloud SQL operations list, Node client errors before the window",
+			[]LogSet{minedSet("cart-api", false, -24*time.Minute, nodePg...)}, gcloudOps, "orders-pg", []string{"orders-pg was shut down and restarted", "operation MAINTENANCE from", "cart-api lost the database"}},
 		{"maintenance with no client losing the database",
 			[]LogSet{minedSet("orders-api", false, 0, `2026-11-25 03:00:12.118 INFO 1 --- [main] o.s.b.w.embedded.tomcat.TomcatWebServer : Tomcat started on port(s): 8080`)}, text, "", nil},
 		{"client errors forty minutes after the maintenance",

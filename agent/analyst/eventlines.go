@@ -127,6 +127,21 @@ func incidentTemplates(ev *Gathered) iter.Seq2[*LogSet, analysis.LogTemplate] {
 	}
 }
 
+// allTemplates yields every gathered log template, seen during the
+// incident or before it, each with its log set.
+func allTemplates(ev *Gathered) iter.Seq2[*LogSet, analysis.LogTemplate] {
+	return func(yield func(*LogSet, analysis.LogTemplate) bool) {
+		for i := range ev.Logs {
+			set := &ev.Logs[i]
+			for _, t := range set.Templates {
+				if !yield(set, t) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // incidentMatches yields the gathered log templates seen during the
 // incident whose example or last line matches re, with that line.
 func incidentMatches(ev *Gathered, re *regexp.Regexp) iter.Seq[templateMatch] {
