@@ -5,8 +5,11 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // KindKafkaMinISR: Kafka partitions with fewer in-sync replicas than
@@ -45,6 +48,23 @@ var kafkaMinISR = &mechanism{
 			}
 			d += " and stopped serving the replicas in it; "
 		}
+		if r := h.fact("restarted"); r != "" {
+			why := "a rolling restart"
+			if h.fact("notice") != "" {
+				why = "the provider's broker patching (maintenance)"
+			}
+			were := "were restarted one at a time"
+			if !strings.Contains(r, ", ") {
+				were = "was restarted"
+			}
+			d = fmt.Sprintf("Kafka %s %s by %s from %s%s", r, were, why, h.fact("restart_from"), h.wrapped(" to ", "restart_to", ""))
+			d += h.quoteClause(" (", "notice", 160)
+			if h.fact("notice") != "" {
+				d += ")"
+			}
+			d += h.clause("; ", "tight")
+			d += ". While each broker was down, "
+		}
 		d += fmt.Sprintf("partitions of %s on %s are left with fewer in-sync replicas (ISR) than min.insync.replicas", topics, h.Subject)
 		d += h.clause(" = ", "min_isr")
 		who := "the producers'"
@@ -63,6 +83,8 @@ var kafkaMinISR = &mechanism{
 			} else {
 				r.high("Bring %s's log directory %s back (fix the disk, restart the broker) so its replicas rejoin the ISR", b, orWord(h.fact("log_dir"), ""))
 			}
+		} else if h.fact("restarted") != "" {
+			r.high("Raise %s's replication factor to 3 (kafka-reassign-partitions) so that min.insync.replicas=2 still holds with one broker down during patching and rolling restarts, and replay the records the producers dropped during the restarts", orWord(h.fact("topics"), "the topic"))
 		} else {
 			r.high("Find why the brokers of %s's partitions fell out of the ISR (broker down, disk, network) and bring them back", orWord(h.fact("topics"), "the topic"))
 		}
@@ -87,6 +109,15 @@ var (
 	// A change that grows what brokers keep, or touches the brokers.
 	kafkaChangeRE   = regexp.MustCompile(`(?i)retention\.(?:ms|bytes|hours)|log\.retention|min\.insync\.replicas|replication\.factor|\bkafka\b.*\b(?:disk|volume|broker)`)
 	retentionWordRE = regexp.MustCompile(`(?i)retention`)
+	// A broker stopping or starting: ZooKeeper mode's KafkaServer, KRaft's
+	// BrokerServer and KafkaRaftServer, a controlled shutdown.
+	brokerDownRE = regexp.MustCompile(`\[(?:KafkaServer|BrokerServer) id=(\d+)\] (?:shutting down|Starting controlled shutdown)|\[(?:KafkaServer|BrokerServer) id=(\d+)\] Transition from STARTED to SHUTTING_DOWN|\[KafkaServer id=(\d+)\] Starting controlled shutdown`)
+	brokerUpRE   = regexp.MustCompile(`\[(?:KafkaServer|BrokerServer) id=(\d+)\] started\b|\[BrokerServer id=(\d+)\] Transition from STARTING to STARTED|\[KafkaRaftServer nodeId=(\d+)\] Kafka Server started`)
+	// A provider's notice of broker patching or maintenance: AWS Health's
+	// MSK lifecycle events, Confluent Cloud and Aiven maintenance notices.
+	kafkaPatchRE = regexp.MustCompile(`AWS_KAFKA_(?:PLANNED_LIFECYCLE_EVENT|SECURITY_PATCHING_EVENT|[A-Z_]*MAINTENANCE[A-Z_]*)|(?i)Amazon MSK (?:will apply|is applying|applied) [\w ]*patch|(?i)(?:MSK|Kafka|broker)s?\b[^\n]{0,60}\b(?:security patch(?:es|ing)?|maintenance (?:window|update))|(?i)restarts brokers one at a time`)
+	// A topic's description from kafka-topics --describe.
+	topicDescRE = regexp.MustCompile(`Topic:\s*([\w.-]+)\s.*ReplicationFactor:\s*(\d+)\b.*\bmin\.insync\.replicas=(\d+)`)
 )
 
 // detectKafkaMinISR reads producers' NOT_ENOUGH_REPLICAS and the brokers'
@@ -209,6 +240,118 @@ func detectKafkaMinISR(ev *Gathered, found []Finding) []Finding {
 			}
 		}
 	}
+	kafkaRestarts(ev, &f, topics)
 	f.Summary = fmt.Sprintf("kafka: partitions of %s below min.insync.replicas (%d lines)", orWord(strings.Join(topics, ", "), "a topic"), lines)
 	return []Finding{f}
+}
+
+// kafkaRestarts reads why the replicas left the ISR when no log directory
+// failed: brokers restarted one after another (a rolling restart, a
+// provider's patching), the provider's notice of that maintenance, and
+// topics whose replication factor leaves no room for one broker down
+// (RF 2 with min.insync.replicas 2).
+func kafkaRestarts(ev *Gathered, f *Finding, topics []string) {
+	if f.fact("brokers_failed") != "" {
+		return
+	}
+	id := func(m []string) string {
+		for _, s := range m[1:] {
+			if s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	var down []string
+	var from, to time.Time
+	restarts := 0
+	// Log templates fold a broker's lines over the brokers: its first and
+	// last lines name two of them, its count says how many restarts.
+	for i := range ev.Logs {
+		for _, t := range ev.Logs[i].Templates {
+			for _, l := range []string{t.Example, t.Last} {
+				if m := findSubmatch(brokerDownRE, l); m != nil && !slices.Contains(down, id(m)) {
+					down = append(down, id(m))
+				}
+			}
+			if templateLine(t, brokerDownRE) != "" {
+				restarts += t.Count
+				if !t.FirstSeen.IsZero() && (from.IsZero() || t.FirstSeen.Before(from)) {
+					from = t.FirstSeen
+				}
+			}
+			if templateLine(t, brokerUpRE) != "" && t.LastSeen.After(to) {
+				to = t.LastSeen
+			}
+		}
+	}
+	// Command outputs (a journal, a describe) carry them line by line.
+	for _, c := range ev.Commands {
+		for _, l := range c.Lines {
+			if m := findSubmatch(brokerDownRE, l); m != nil {
+				if !slices.Contains(down, id(m)) {
+					down = append(down, id(m))
+				}
+				restarts++
+				if tm, ok := evidence.LineTime([]byte(l), ev.Window.End); ok && (from.IsZero() || tm.Before(from)) {
+					from = tm
+				}
+			}
+			if findSubmatch(brokerUpRE, l) != nil {
+				if tm, ok := evidence.LineTime([]byte(l), ev.Window.End); ok && tm.After(to) {
+					to = tm
+				}
+			}
+		}
+	}
+	if len(down) == 0 || from.IsZero() || from.After(f.Time.Add(10*time.Minute)) || from.Before(f.Time.Add(-time.Hour)) {
+		return
+	}
+	sort.Strings(down)
+	what := fmt.Sprintf("broker %s", down[0])
+	if len(down) > 1 {
+		what = fmt.Sprintf("brokers %s", strings.Join(down, ", "))
+	}
+	if restarts > len(down) && restarts > 1 {
+		what = fmt.Sprintf("brokers %s and others (%d restarts)", strings.Join(down, ", "), restarts)
+	}
+	f.setFact("restarted", what)
+	f.setFact("restart_from", hm(from))
+	if to.After(from) {
+		f.setFact("restart_to", hm(to))
+	}
+	ev0 := fmt.Sprintf("broker logs: %s shut down and restarted one at a time from %s", what, hm(from))
+	if to.After(from) {
+		ev0 += " to " + hm(to)
+	}
+	f.Evidence = append(f.Evidence, ev0)
+	// The notice: its prose ("will apply security patches …") rather
+	// than the bare event code when both were read.
+	var notice *timedLine
+	for _, l := range eventLines(ev, kafkaPatchRE) {
+		if !l.Time.IsZero() && (l.Time.After(from.Add(time.Hour)) || l.Time.Before(from.Add(-12*time.Hour))) {
+			continue
+		}
+		if notice == nil || len(strings.Fields(l.Text)) > 6 && len(strings.Fields(notice.Text)) <= 6 {
+			notice = &l
+		}
+	}
+	if notice != nil {
+		f.setFact("notice", eventMessage(notice.Text))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", notice.From, quote(eventMessage(notice.Text), 220)))
+	}
+	for _, c := range ev.Commands {
+		for _, l := range c.Lines {
+			m := findSubmatch(topicDescRE, l)
+			if m == nil || len(topics) > 0 && !slices.Contains(topics, m[1]) {
+				continue
+			}
+			rf, _ := strconv.Atoi(m[2])
+			if mi, _ := strconv.Atoi(m[3]); rf > 0 && rf <= mi {
+				f.setFact("tight", fmt.Sprintf("topic %s has replication factor %s with min.insync.replicas=%s, so a single broker down leaves its partitions below the minimum", m[1], m[2], m[3]))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", c.Command, quote(l, 200)))
+			}
+		}
+	}
+	f.Weight = 0.9
 }

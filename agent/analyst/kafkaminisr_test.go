@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -38,28 +39,64 @@ func TestKafkaMinISR(t *testing.T) {
 	retention := evidence.Change{Timestamp: at.Add(-5 * 24 * time.Hour), Service: "kafka", Kind: "config", Description: "topic clickstream.raw: retention.ms 86400000 -> 604800000 (analytics asked for 7 days of replay)"}
 	timeout := Finding{Kind: KindTimeout, Subject: "orders", Related: []string{"order-service"},
 		Facts: map[string]string{"caller": "order-service", "line": "order confirmation failed orderId=ORD-52647383: event publish to orders.events timed out after 30000 ms"}}
+	// Brokers restarted one at a time (a provider's patching, a rolling
+	// restart), their lines folded into one template over the brokers.
+	restarts := func(src string, offset time.Duration, down, up string) LogSet {
+		s := LogSet{Source: src, Subject: src, Origin: SrcLogs}
+		s.Templates = append(s.Templates,
+			analysis.LogTemplate{Template: down, Example: down, Last: strings.Replace(strings.Replace(down, "id=2", "id=3", 1), "id=4", "id=5", 1), Count: 3, Incident: 3, FirstSeen: at.Add(offset), FirstIncident: at.Add(offset), LastSeen: at.Add(offset + 30*time.Minute)},
+			analysis.LogTemplate{Template: up, Example: up, Count: 3, Incident: 3, FirstSeen: at.Add(offset + 12*time.Minute), LastSeen: at.Add(offset + 42*time.Minute)})
+		return s
+	}
+	zk := restarts("b-2.orders-prod.kafka.eu-west-1.amazonaws.com", -30*time.Second,
+		`[2026-11-27 03:04:02,118] INFO [KafkaServer id=2] shutting down (kafka.server.KafkaServer)`,
+		`[2026-11-27 03:16:55,770] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)`)
+	kraft := restarts("kafka-broker", -time.Minute,
+		`2026-04-14T02:33:00.010Z [2026-04-14 02:33:00,010] INFO [BrokerServer id=4] Transition from STARTED to SHUTTING_DOWN (kafka.server.BrokerServer)`,
+		`2026-04-14T02:36:10.200Z [2026-04-14 02:36:10,200] INFO [BrokerServer id=4] Transition from STARTING to STARTED (kafka.server.BrokerServer)`)
+	oldRestart := restarts("kafka-broker", -3*time.Hour,
+		`[2026-04-13 23:34:00,010] INFO [KafkaServer id=2] shutting down (kafka.server.KafkaServer)`,
+		`[2026-04-13 23:36:10,200] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)`)
+	mskNotice := evidence.CommandOutput{Command: "aws health describe-event-details --event-arns arn:aws:health:eu-west-1::event/KAFKA/AWS_KAFKA_PLANNED_LIFECYCLE_EVENT/x --output text", Lines: []string{
+		"Amazon MSK will apply security patches to the brokers of your cluster orders-prod between 03:00 and 05:00 GMT. During patching, Amazon MSK restarts brokers one at a time."}}
+	describeRF2 := evidence.CommandOutput{Command: "kafka-topics.sh --bootstrap-server b-1:9092 --describe --topic orders.events", Lines: []string{
+		"Topic: orders.events\tTopicId: 9rWq3lF0T8mYc2bq7n1XkA\tPartitionCount: 12\tReplicationFactor: 2\tConfigs: min.insync.replicas=2,cleanup.policy=delete",
+		"\tTopic: orders.events\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2"}}
+	describeRF3 := evidence.CommandOutput{Command: "kafka-topics --bootstrap-server kafka:9092 --describe --topic orders.events", Lines: []string{
+		"Topic: orders.events\tTopicId: Xc0p4Rk2S6aVb1Lw9m3QzE\tPartitionCount: 12\tReplicationFactor: 3\tConfigs: min.insync.replicas=2"}}
 	cases := []struct {
 		name    string
 		logs    []LogSet
 		earlier []evidence.Change
 		says    []string
 		related []string
+		cmds    []evidence.CommandOutput
+		not     []string
 	}{
+		{"MSK patching restarts brokers one at a time, RF 2 with min.insync 2", []LogSet{producer, zk}, nil,
+			[]string{"Kafka brokers 2, 3 and others (3 restarts) were restarted one at a time by the provider's broker patching (maintenance)", "Amazon MSK will apply security patches", "topic orders.events has replication factor 2 with min.insync.replicas=2", "order-service's sends fail"},
+			[]string{"order-service"}, []evidence.CommandOutput{mskNotice, describeRF2}, nil},
+		{"KRaft rolling restart, RF 3", []LogSet{producer, kraft}, nil,
+			[]string{"Kafka brokers 4, 5 and others (3 restarts) were restarted one at a time by a rolling restart", "order-service's sends fail"},
+			[]string{"order-service"}, []evidence.CommandOutput{describeRF3}, []string{"replication factor 3", "patching"}},
+		{"a restart hours before the onset is not it", []LogSet{producer, oldRestart}, nil,
+			[]string{"partitions of orders.events on kafka are left with fewer in-sync replicas"},
+			[]string{"order-service"}, nil, []string{"restarted"}},
 		{"brokers' disks full", []LogSet{producer, leader, full}, []evidence.Change{retention},
 			[]string{"Kafka broker kafka-2-server took its log directory /var/lib/kafka/data offline", `"No space left on device" (disk full)`, "partitions of orders.events on kafka", "min.insync.replicas = 2", "order-service's sends fail", "retention.ms 86400000 -> 604800000"},
-			[]string{"order-service", "kafka-2-server", "orders"}},
+			[]string{"order-service", "kafka-2-server", "orders"}, nil, nil},
 		{"the producer's log alone", []LogSet{producer}, nil,
-			[]string{"partitions of orders.events on kafka are left with fewer in-sync replicas", "order-service's sends fail"}, []string{"order-service"}},
+			[]string{"partitions of orders.events on kafka are left with fewer in-sync replicas", "order-service's sends fail"}, []string{"order-service"}, nil, nil},
 		{"Sarama and librdkafka producers", []LogSet{set("order-service",
 			`{"level":"error","ts":"2026-04-14T02:34:00Z","msg":"publish failed","topic":"orders.events","error":"kafka server: Messages are rejected since there are fewer in-sync replicas than required."}`,
 			`%3|1776133200.123|ERROR|rdkafka#producer-1| [thrd:app]: Delivery failed for orders.events [4]: Broker: Not enough in-sync replicas`)}, nil,
-			[]string{"fewer in-sync replicas (ISR) than min.insync.replicas", "order-service's sends fail"}, []string{"order-service"}},
+			[]string{"fewer in-sync replicas (ISR) than min.insync.replicas", "order-service's sends fail"}, []string{"order-service"}, nil, nil},
 		{"other producer errors are not this", []LogSet{set("order-service",
 			`[Producer clientId=p-1] Got error produce response with correlation id 1 on topic-partition orders.events-4, retrying. Error: NOT_LEADER_OR_FOLLOWER`,
-			`org.apache.kafka.common.errors.TimeoutException: Expiring 1 record(s) for orders.events-4:30001 ms has passed since batch creation`)}, nil, nil, nil},
+			`org.apache.kafka.common.errors.TimeoutException: Expiring 1 record(s) for orders.events-4:30001 ms has passed since batch creation`)}, nil, nil, nil, nil, nil},
 	}
 	for _, c := range cases {
-		fs := detectKafkaMinISR(&Gathered{Logs: c.logs, Earlier: c.earlier, Window: w}, []Finding{timeout})
+		fs := detectKafkaMinISR(&Gathered{Logs: c.logs, Earlier: c.earlier, Commands: c.cmds, Window: w}, []Finding{timeout})
 		if c.says == nil {
 			if len(fs) != 0 {
 				t.Errorf("%s: %d findings, want none", c.name, len(fs))
@@ -77,6 +114,11 @@ func TestKafkaMinISR(t *testing.T) {
 		}
 		h := &Hypothesis{Kind: KindKafkaMinISR, Subject: "kafka", Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
 		wantDescribed(t, h, Scope{}, c.says...)
+		for _, n := range c.not {
+			if strings.Contains(describe(h, Scope{}), n) {
+				t.Errorf("%s: description says %q", c.name, n)
+			}
+		}
 		if recs := recommend(h, Scope{}); len(recs) == 0 {
 			t.Errorf("%s: no recommendations", c.name)
 		}
