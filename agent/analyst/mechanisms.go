@@ -204,6 +204,7 @@ var mechanisms = []*mechanism{
 	scaledToZero,
 	portMismatch,
 	ingressPort,
+	ingressPathExact,
 	ingressService,
 	ingressClass,
 	webhookUnreachable,
