@@ -44,6 +44,7 @@ var mechanisms = []*mechanism{
 	argoLockHeld,
 	airflowTaskFailed,
 	s3LifecycleExpired,
+	localeNumberParse,
 	schemaMissing,
 	initWait,
 	cronJobSuspended,

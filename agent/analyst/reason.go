@@ -248,6 +248,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 	demoteAnsweredCallers(hs, answered)
 	subjectFirst(hs, sc)
 	asideLast(hs, sc)
+	valuesFirst(hs, sc)
 	sort.SliceStable(hs, func(i, j int) bool {
 		if hs[i].Score != hs[j].Score {
 			return hs[i].Score > hs[j].Score

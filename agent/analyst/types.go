@@ -476,6 +476,8 @@ var kinds = map[Kind]kindInfo{
 	KindAirflowTaskFailed: {prior: 0.8},
 	// Objects deleted by the bucket's lifecycle expiration rule.
 	KindS3LifecycleExpired: {prior: 0.88},
+	// Decimal numbers parsed under a locale with the other decimal separator.
+	KindLocaleNumberParse: {prior: 0.88},
 	// A table's generated key at its integer type's maximum.
 	KindIDExhausted: {prior: 0.88},
 	// A host's file system remounted read-only after I/O errors.
