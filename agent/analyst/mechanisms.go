@@ -149,6 +149,7 @@ var mechanisms = []*mechanism{
 	archiveFailing,
 	diskFull,
 	kafkaMinISR,
+	topicMissing,
 	groupReplay,
 	pooledPrepared,
 	refreshDisabled,

@@ -348,6 +348,8 @@ var kinds = map[Kind]kindInfo{
 	KindIdleConnClosed: {prior: 0.8},
 	// Kafka partitions below min.insync.replicas (brokers' log dirs failed).
 	KindKafkaMinISR: {prior: 0.8},
+	// Publishes to a topic, exchange or queue that does not exist.
+	KindTopicMissing: {prior: 0.84},
 
 	// Plaintext from outside the mesh to a namespace that requires mTLS.
 	KindMeshMTLS: {prior: 0.86},
