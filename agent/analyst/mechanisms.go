@@ -170,6 +170,7 @@ var mechanisms = []*mechanism{
 	egressDNSBlocked,
 	egressCallBlocked,
 	egressAddressBlocked,
+	providerOutage,
 	dnsUpstream,
 	dbUserLoad,
 	dbSlotsTaken,

@@ -570,6 +570,8 @@ var kinds = map[Kind]kindInfo{
 	KindEgressCallBlocked: {prior: 0.88},
 	// A caller's egress NetworkPolicies whose address blocks miss a provider's address.
 	KindEgressAddressBlocked: {prior: 0.88},
+	// A third-party provider answering a service's calls with server errors while its other providers answer.
+	KindProviderOutage: {prior: 0.86},
 	// A CronJob's runs skipped behind a stuck run under concurrencyPolicy Forbid.
 	KindCronJobHeld: {prior: 0.88},
 	// An application writing to its container's read-only root file system.
