@@ -113,6 +113,7 @@ var mechanisms = []*mechanism{
 	configError,
 	startFailureM,
 	shebangCRLF,
+	readinessPathMissing,
 	settingInvalid,
 	configInvalid,
 	decodeFailure,

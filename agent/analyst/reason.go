@@ -107,6 +107,10 @@ type Hypothesis struct {
 	// aside is set when the hypothesis bears only on a failure the
 	// question names beside its complaint (askedaside.go).
 	aside bool
+	// unasked names the symptom the question asks about when the
+	// hypothesis does not show it and was demoted below one that does
+	// (askedsymptom.go).
+	unasked string
 }
 
 func (h *Hypothesis) class() string { return infoOf(h.Kind).class }
@@ -249,6 +253,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 	subjectFirst(hs, sc)
 	asideLast(hs, sc)
 	valuesFirst(hs, sc)
+	symptomAsked(hs, sc)
 	sort.SliceStable(hs, func(i, j int) bool {
 		if hs[i].Score != hs[j].Score {
 			return hs[i].Score > hs[j].Score
@@ -836,6 +841,8 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 			reason = "a consequence of the root cause, not a separate cause: " + h.top().Summary
 		case h.aside:
 			reason = "a separate failure the question names beside its complaint, not related to it (it does not explain the complaint's symptoms): " + h.top().Summary
+		case h.unasked != "":
+			reason = fmt.Sprintf("a failure elsewhere that does not show %s (what the question is about): %s", h.unasked, h.top().Summary)
 		case h.elsewhere:
 			reason = fmt.Sprintf("a failure elsewhere that does not bear on %s (what the question is about): %s", strings.Join(sc.Subjects(), ", "), h.top().Summary)
 		case !h.Onset.IsZero() && !w.Onset.IsZero() && h.Onset.After(w.Onset.Add(time.Minute)):

@@ -578,6 +578,8 @@ var kinds = map[Kind]kindInfo{
 	KindReadOnlyRootFS: {prior: 0.88},
 	// A script entrypoint whose shebang ends in a carriage return.
 	KindShebangCRLF: {prior: 0.9},
+	// An HTTP readiness probe on a path the application does not serve.
+	KindReadinessPathMissing: {prior: 0.88},
 	// A Kubernetes client whose pod has no service account token mounted.
 	KindSATokenMissing: {prior: 0.88},
 	// A pod's RuntimeClass handler missing on the node it was placed on.
