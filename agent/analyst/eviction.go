@@ -14,7 +14,8 @@ var evictionM = &mechanism{
 	label: "pod evictions",
 	pod:   evictedPod,
 	event: func(e *corev1.Event) (float64, bool) {
-		return 0.8, e.Reason == "Evicted"
+		_, _, _, own := ephemeralLimitOf(e.Message)
+		return 0.8, e.Reason == "Evicted" && !own
 	},
 	eventOutlivesPod: true,
 	eventFacts:       pressureFacts,
@@ -49,6 +50,9 @@ func pressureFacts(f *Finding, e *corev1.Event) {
 func evictedPod(p *corev1.Pod, base Finding) ([]Finding, bool) {
 	if p.Status.Reason != "Evicted" {
 		return nil, false
+	}
+	if _, _, _, own := ephemeralLimitOf(p.Status.Message); own {
+		return nil, false // ephemerallimit.go
 	}
 	obj := base.Object
 	f := base

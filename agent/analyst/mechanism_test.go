@@ -434,6 +434,7 @@ func TestEventRulesExclusive(t *testing.T) {
 		{"BackOff", "Warning", "Back-off restarting failed container api in pod api-7d9f_shop(1234)", KindCrashLoop},
 		{"ErrImagePull", "Warning", "rpc error: code = Unknown desc = Error response from daemon: manifest for api:v9 not found", KindImagePull},
 		{"Evicted", "Warning", "The node was low on resource: memory. Threshold quantity: 100Mi, available: 60Mi.", KindEviction},
+		{"Evicted", "Warning", "Container app exceeded its local ephemeral storage limit \"2Gi\". ", KindEphemeralLimit},
 		{"EvictionThresholdMet", "Warning", "Attempting to reclaim ephemeral-storage", KindNodePressure},
 		{"ImageGCFailed", "Warning", "failed to garbage collect required amount of images. Wanted to free 2147483648 bytes, but freed 0 bytes", KindNodePressure},
 		{"NodeNotReady", "Warning", "Node is not ready", KindNodeNotReady},

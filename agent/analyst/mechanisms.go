@@ -271,6 +271,7 @@ var mechanisms = []*mechanism{
 	backlogM,
 	consumerStall,
 	nodePressure,
+	ephemeralLimit,
 	evictionM,
 	connRefused,
 	timeoutM,

@@ -285,6 +285,7 @@ var kinds = map[Kind]kindInfo{
 	KindHPATargetMissing:      {prior: 0.84},
 	KindDaemonSetTaint:        {prior: 0.84},
 	KindIngressPort:           {prior: 0.84},
+	KindEphemeralLimit:        {prior: 0.84},
 	KindIngressPathExact:      {prior: 0.84},
 	KindReadinessExecMissing:  {prior: 0.84},
 	KindIngressService:        {prior: 0.84},

@@ -78,7 +78,7 @@ var holdoutFloors = map[string]int{
 	"holdout60": 6,
 	"holdout61": 6,
 	"holdout62": 7,
-	"holdout63": 9,
+	"holdout63": 10,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
