@@ -151,6 +151,7 @@ var mechanisms = []*mechanism{
 	diskFull,
 	kafkaMinISR,
 	topicMissing,
+	ackPendingFull,
 	groupReplay,
 	pooledPrepared,
 	refreshDisabled,

@@ -351,6 +351,8 @@ var kinds = map[Kind]kindInfo{
 	KindKafkaMinISR: {prior: 0.8},
 	// Publishes to a topic, exchange or queue that does not exist.
 	KindTopicMissing: {prior: 0.84},
+	// A consumer's window of unacknowledged messages full.
+	KindAckPendingFull: {prior: 0.84},
 
 	// Plaintext from outside the mesh to a namespace that requires mTLS.
 	KindMeshMTLS: {prior: 0.86},
