@@ -560,6 +560,21 @@ var calibrationRules = []calibrationRule{
 	{"repeats asked, answered with a delay", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
 		return matchLine(repeatQuestionRE, s.question) && onlyDelays[w.Kind]
 	}},
+	// The question names no object of the answer (neither its subject nor
+	// anything the question names is in it) and asks about a symptom the
+	// answer's state cannot show: pods "restarting" answered with pods that
+	// never started (an image not pulled, a pod not scheduled, a container
+	// never created), a Deployment "0/3 ready" answered with a Job's
+	// failure (a Job's pods are never ready, and a Job is not the
+	// Deployment), a Job "not finishing" answered with a Job that gave up
+	// after its retries (it did finish, failing), values "wrong" (prices
+	// 100x too high) answered with a workload that does not run at all (a
+	// refusal, a crash, a pull: what stops work leaves values missing or
+	// stale, not wrong). The answer is then the loudest failure in reach,
+	// and nothing read ties it to what was asked.
+	{"a symptom the answer cannot show, nothing named ties them", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
+		return !namedInQuestion(w, s) && symptomNotShown(w, s.question)
+	}},
 	// "No space left on device" from a shared memory segment (POSIX shared
 	// memory in /dev/shm, a tmpfs sized apart from any disk or volume,
 	// 64 MiB by default in a container) read as a disk full, with no change
@@ -1386,6 +1401,67 @@ var repeatQuestionRE = regexp.MustCompile(`(?i)\bthe same\b[^.?!]{0,80}\b(?:twic
 // onlyDelays are the kinds of roots that make work late, not repeated.
 var onlyDelays = map[Kind]bool{KindBacklog: true, KindSaturation: true, KindLatency: true, KindSlowQuery: true, KindSlowOperation: true,
 	KindSlowCall: true, KindCPUThrottling: true, KindHPAMax: true, KindNodeLimit: true, KindGCPressure: true, KindLoadSurge: true}
+
+// restartQuestionRE is a question about containers that run and stop
+// again: "keeps restarting", "crashlooping", "keeps crashing".
+var restartQuestionRE = regexp.MustCompile(`(?i)\brestart(?:s|ing|ed)?\b|\bcrash ?loop(?:s|ing|backoff)?\b|\bcrash(?:es|ing)\b|\bkeeps? (?:dying|crashing|getting killed|being killed)\b`)
+
+// readyQuestionRE is a question about a long-running workload's pods not
+// becoming ready: "0/3 ready", "not ready", "never becomes ready".
+var readyQuestionRE = regexp.MustCompile(`(?i)\b\d+\s*/\s*\d+\s+(?:ready|available)\b|\b(?:not|never|isn'?t|aren'?t|none) (?:\w+ )?(?:ready|available)\b|\breadiness\b`)
+
+// jobQuestionRE is a question that speaks of a Job, a batch run or a
+// migration itself.
+var jobQuestionRE = regexp.MustCompile(`(?i)\b(?:cron)?jobs?\b|\bmigrations?\b|\bbatch\b|\bbackfill\b`)
+
+// unfinishedQuestionRE is a question about work that goes on and does not
+// end: "not finishing", "never completes", "still running", "hangs".
+var unfinishedQuestionRE = regexp.MustCompile(`(?i)\b(?:not|never|doesn'?t|does not|won'?t|will not|isn'?t|is not) (?:finish|finishing|finishes|complete|completing|completes|end|ending|done)\b|\bnever (?:finish|finishes|finished|complete|completes|completed|ends)\b|\bstill running\b|\b(?:runs?|running|taking|takes) (?:forever|for ever|for hours)\b|\bhang(?:s|ing)?\b|\bstuck running\b`)
+
+// wrongValuesQuestionRE is a question about values that are there but
+// wrong: "crazy prices", "prices 100x too high", "totals are wrong".
+var wrongValuesQuestionRE = regexp.MustCompile(`(?i)\b(?:wrong|incorrect|crazy|bogus|absurd|garbage|nonsense|weird|corrupt(?:ed)?)\s+(?:\w+\s+)?(?:prices?|totals?|amounts?|numbers|values|figures|balances?|sums?|rates?|quantities|stock levels?)\b|\b(?:prices?|totals?|amounts?|numbers|values|figures|balances?|sums?|quantities)\s+(?:are\s+|is\s+|look\s+|looks\s+)?(?:wrong|incorrect|off by|\d+x (?:too )?(?:high|low)|too (?:high|low))\b|\b\d+\s?x too (?:high|low)\b`)
+
+// neverRan are the kinds of roots whose pods never started a container:
+// they cannot restart.
+var neverRan = map[Kind]bool{KindImagePull: true, KindConfigError: true, KindUnschedulable: true, KindInitWait: true,
+	KindMountFailure: true, KindQuota: true, KindNodeLimit: true, KindScaleUpRefused: true}
+
+// stopsWork are the kinds of roots whose workload does not do its work at
+// all (it cannot start, keeps crashing, or is refused what it needs): what
+// it should produce is missing or stale, not wrong.
+var stopsWork = map[Kind]bool{KindImagePull: true, KindConfigError: true, KindUnschedulable: true, KindInitWait: true,
+	KindMountFailure: true, KindCrashLoop: true, KindOOMKilled: true, KindLivenessKill: true, KindStartFailure: true,
+	KindCloudDenied: true, KindRBACDenied: true, KindNodeNotReady: true, KindEviction: true}
+
+// namedInQuestion reports whether the question names w: its subject (or
+// the release or component it belongs to) in its words, or an object
+// the question names that w bears on.
+func namedInQuestion(w *Hypothesis, s answerShape) bool {
+	if len(s.subjects) > 0 && bearsOn(w, s.subjects) {
+		return true
+	}
+	q := strings.ToLower(s.question)
+	return w.Subject != "" && strings.Contains(q, strings.ToLower(w.Subject))
+}
+
+// symptomNotShown reports whether question asks about a symptom that w's
+// state cannot show (restarts of pods that never ran, a long-running
+// workload's readiness for a Job, a Job not ending for one that gave up,
+// wrong values for work that does not run).
+func symptomNotShown(w *Hypothesis, question string) bool {
+	switch {
+	case neverRan[w.Kind] && matchLine(restartQuestionRE, question):
+		return true
+	case w.Kind == KindJobFailed && matchLine(readyQuestionRE, question) && !matchLine(jobQuestionRE, question):
+		return true
+	case w.Kind == KindJobFailed && w.fact("reason") == "BackoffLimitExceeded" && matchLine(unfinishedQuestionRE, question):
+		return true
+	case stopsWork[w.Kind] && matchLine(wrongValuesQuestionRE, question):
+		return true
+	}
+	return false
+}
 
 // sharedMemoryRE is a process refused room for POSIX shared memory: a
 // segment it cannot create or resize, a file of /dev/shm.
