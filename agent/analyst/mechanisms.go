@@ -98,6 +98,7 @@ var mechanisms = []*mechanism{
 	breakerOpen,
 	readOnlyDB,
 	dbMaintenance,
+	partitionMissing,
 	shardLimit,
 	failoverLoop,
 	credentialRotated,

@@ -265,6 +265,7 @@ var kinds = map[Kind]kindInfo{
 	KindSlowPeer:              {prior: 0.7},
 	KindReadOnlyDB:            {prior: 0.8},
 	KindDBMaintenance:         {prior: 0.86},
+	KindPartitionMissing:      {prior: 0.86},
 	KindShardLimit:            {prior: 0.86},
 	KindRBACDenied:            {prior: 0.84},
 	KindFaultInjection:        {prior: 0.84},
