@@ -33,7 +33,8 @@ func TestSymptomAsked(t *testing.T) {
 		{"CrashLoopBackOff in staging, help", 0.69, true},
 		{"our api pods restart every few minutes", 0.69, true},
 		{"pods keep getting killed after the upgrade", 0.69, true},
-		// Not a question about restarts.
+		// A run that does not finish is not a restart.
+		{"why is my job not finishing", 0.69, false},
 		{"staging is broken since this morning", 0.69, false},
 		// The question names its object: subjectFirst judges it.
 		{"promo-preview keeps restarting", 0.69, false},
@@ -53,6 +54,38 @@ func TestSymptomAsked(t *testing.T) {
 			}
 			if hs[2].elsewhere || hs[2].Score != tc.restartScore {
 				t.Errorf("the restarting workload moved: %+v", hs[2])
+			}
+		})
+	}
+}
+
+// A question about a run that does not finish is answered with a Job
+// stopped at its deadline, not a louder Job whose pods failed until its
+// backoff limit, in the ways people ask.
+func TestSymptomAskedUnfinished(t *testing.T) {
+	build := func() []*Hypothesis {
+		crashed := &Hypothesis{Kind: KindJobFailed, Subject: "feature-backfill", Score: 0.94,
+			Primary: []*Finding{{Kind: KindJobFailed, Subject: "feature-backfill", Source: SrcKubernetes, Facts: map[string]string{"reason": "BackoffLimitExceeded"}}}}
+		stopped := &Hypothesis{Kind: KindJobFailed, Subject: "tile-render", Score: 0.8,
+			Primary: []*Finding{{Kind: KindJobFailed, Subject: "tile-render", Source: SrcKubernetes, Facts: map[string]string{"reason": "DeadlineExceeded"}}}}
+		return []*Hypothesis{crashed, stopped}
+	}
+	known := map[string]bool{"feature-backfill": true, "tile-render": true}
+	for _, tc := range []struct {
+		msg     string
+		demoted bool
+	}{
+		{"why is my job not finishing", true},
+		{"the nightly export never completes anymore", true},
+		{"our cronjob didn't finish last night", true},
+		{"batch job is taking forever", true},
+		{"why did my job fail", false},
+	} {
+		t.Run(tc.msg, func(t *testing.T) {
+			hs := build()
+			symptomAsked(hs, Scope{Message: tc.msg, Known: known})
+			if got := hs[0].elsewhere && hs[0].Score < hs[1].Score; got != tc.demoted {
+				t.Errorf("crashed Job: score %.2f elsewhere %v, want demoted %v", hs[0].Score, hs[0].elsewhere, tc.demoted)
 			}
 		})
 	}

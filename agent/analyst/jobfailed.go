@@ -34,10 +34,11 @@ var jobFailed = &mechanism{
 			if f := &fs[i]; f.fact("reason") == "DeadlineExceeded" {
 				explainDeadline(f, ev.Logs, []string{f.Subject, f.fact("job")}, ev.Changes, jobStart(ev.K8s, f.fact("job")))
 				explainDeadlineThrottled(f, ev.Logs, []string{f.Subject, f.fact("job")}, ev.K8s.Jobs)
+				explainDeadlineSerial(f, ev.K8s.Jobs)
 			}
 			// No line of its log and no timing says why: the finding only
 			// restates that the Job failed (capped in confidence).
-			if f := &fs[i]; f.fact("slow_line") == "" && f.fact("throttle_line") == "" && (f.fact("line") == "" || matchLine(statusOnlyRE, ReadableLine(f.fact("line")))) {
+			if f := &fs[i]; f.fact("slow_line") == "" && f.fact("throttle_line") == "" && f.fact("serial_completions") == "" && (f.fact("line") == "" || matchLine(statusOnlyRE, ReadableLine(f.fact("line")))) {
 				f.setFact("state_only", "true")
 			}
 			// A log that says only how a call failed (reset, refused,
@@ -79,6 +80,7 @@ var jobFailed = &mechanism{
 		}
 		d += describeDeadline(h)
 		d += describeDeadlineThrottled(h)
+		d += describeDeadlineSerial(h)
 		if r := h.fact("failed_runs"); r != "" && strings.Contains(r, "in a row") {
 			d += " (" + r + ")"
 		}
@@ -139,6 +141,7 @@ var jobFailed = &mechanism{
 			switch {
 			case h.fact("line") != "":
 				r.high("Fix the failure the log of %s names (%s), then re-run the Job", orWord(h.fact("pod"), "its pod"), truncate(h.fact("line"), 160))
+			case recommendDeadlineSerial(h, r):
 			case h.fact("reason") == "DeadlineExceeded":
 				// No log of the run was read: what it waited on is not known.
 				rerun := "re-run it"
