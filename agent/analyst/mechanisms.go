@@ -174,6 +174,7 @@ var mechanisms = []*mechanism{
 	egressCallBlocked,
 	egressAddressBlocked,
 	providerOutage,
+	webhookSecret,
 	dnsUpstream,
 	dbUserLoad,
 	dbSlotsTaken,

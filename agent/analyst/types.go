@@ -576,6 +576,8 @@ var kinds = map[Kind]kindInfo{
 	KindEgressAddressBlocked: {prior: 0.88},
 	// A third-party provider answering a service's calls with server errors while its other providers answer.
 	KindProviderOutage: {prior: 0.86},
+	// A webhook receiver verifying signatures with a signing secret the sender no longer uses.
+	KindWebhookSecret: {prior: 0.88},
 	// A CronJob's runs skipped behind a stuck run under concurrencyPolicy Forbid.
 	KindCronJobHeld: {prior: 0.88},
 	// An application writing to its container's read-only root file system.
