@@ -76,7 +76,7 @@ var holdoutFloors = map[string]int{
 	"holdout58": 7,
 	"holdout59": 7,
 	"holdout60": 6,
-	"holdout61": 6,
+	"holdout61": 9,
 	"holdout62": 7,
 	"holdout63": 10,
 }
