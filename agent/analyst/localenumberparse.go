@@ -42,6 +42,11 @@ var localeNumberParse = &mechanism{
 		return strings.Contains(t, "locale") || strings.Contains(t, "lc_all") || strings.Contains(t, "lc_numeric") || strings.Contains(t, "lang=") ||
 			strings.Contains(t, "base image") || strings.Contains(t, "rebuil") || h.fact("locale") != "" && strings.Contains(t, strings.ToLower(localeLang(h.fact("locale"))))
 	},
+	// Wrong data fails nothing: its subject's pods, probes and errors are
+	// their own story, not consequences of it.
+	unrelated: func(h *Hypothesis, f *Finding) bool {
+		return f.Kind != KindLocaleNumberParse && infoOf(f.Kind).class != classChange
+	},
 	describe:  describeLocaleNumberParse,
 	recommend: recommendLocaleNumberParse,
 }

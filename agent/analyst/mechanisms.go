@@ -45,6 +45,7 @@ var mechanisms = []*mechanism{
 	airflowTaskFailed,
 	s3LifecycleExpired,
 	localeNumberParse,
+	delayedMemberReads,
 	schemaMissing,
 	initWait,
 	cronJobSuspended,

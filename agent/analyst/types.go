@@ -484,6 +484,8 @@ var kinds = map[Kind]kindInfo{
 	KindS3LifecycleExpired: {prior: 0.88},
 	// Decimal numbers parsed under a locale with the other decimal separator.
 	KindLocaleNumberParse: {prior: 0.88},
+	// A client's secondary reads served by a delayed member that is not hidden.
+	KindDelayedMemberReads: {prior: 0.88},
 	// A table's generated key at its integer type's maximum.
 	KindIDExhausted: {prior: 0.88},
 	// A host's file system remounted read-only after I/O errors.
