@@ -154,6 +154,7 @@ var mechanisms = []*mechanism{
 	kafkaMinISR,
 	topicMissing,
 	ackPendingFull,
+	queueLengthCap,
 	groupReplay,
 	pooledPrepared,
 	refreshDisabled,

@@ -354,6 +354,8 @@ var kinds = map[Kind]kindInfo{
 	KindTopicMissing: {prior: 0.84},
 	// A consumer's window of unacknowledged messages full.
 	KindAckPendingFull: {prior: 0.84},
+	// A queue at its length limit, messages dropped.
+	KindQueueLengthCap: {prior: 0.84},
 
 	// Plaintext from outside the mesh to a namespace that requires mTLS.
 	KindMeshMTLS: {prior: 0.86},
