@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -22,16 +23,92 @@ var jobOverlap = &mechanism{
 	label:   "overlapping CronJob runs",
 	metrics: DetectJobOverlap,
 	detect: func(ev *Gathered, _ []Finding) []Finding {
-		return detectRunOverlaps(ev.K8s, ev.Window)
+		fs := detectRunOverlaps(ev.K8s, ev.Window)
+		for i := range fs {
+			overlapChain(ev, &fs[i])
+		}
+		return fs
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := orWord(h.top().Summary, h.Subject+": several runs of its CronJob active at once")
 		if t := h.fact("typical_run"); t != "" {
 			d += fmt.Sprintf(" (the runs that completed took about %s)", t)
 		}
+		if p := h.fact("policy"); p != "" {
+			d += fmt.Sprintf(". The runs overlap: a run takes longer than the interval of its schedule %s, and concurrencyPolicy %s lets the next run start while the previous one is still running", orWord(h.fact("schedule"), "(its schedule)"), p)
+		}
+		if h.fact("lock_line") != "" {
+			d += fmt.Sprintf("; the lock the runs take expires%s before a run ends, so the next run takes it and both write at the same time", h.wrapped(" after ", "lock_ttl", " (its TTL)"))
+			d += h.quoteClause(": ", "lock_line", 180)
+		}
 		return d
 	},
-	recommend: func(h *Hypothesis, sc Scope, r *recommender) { recommendGeneric(h, r) },
+	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if h.fact("policy") == "" && h.fact("lock_line") == "" {
+			recommendGeneric(h, r)
+			return
+		}
+		r.high("Set concurrencyPolicy: Forbid on CronJob %s so a run never starts while the previous one is running, or space its schedule wider than a run takes", h.Subject)
+		if h.fact("lock_line") != "" {
+			r.high("Make %s's lock outlive a run: a TTL longer than the longest run%s or renewed while the run works, and check ownership before each write", h.Subject, h.wrapped(" (now ", "lock_ttl", ")"))
+		}
+		r.med("Make the runs faster or incremental, and repair the data the overlapping runs overwrote")
+		r.low("Alert on kube_cronjob_status_active above 1 and on run durations near the schedule's interval")
+	},
+}
+
+var (
+	// lockTTLRE is a job's log of the lock it took, with its TTL.
+	lockTTLRE = regexp.MustCompile(`(?i)\block\b[^\n]{0,120}?\b(?:ttl|expires?(?:[_ ]in)?|lease)["=: ]+(\d+(?:\.\d+)?\s*(?:ms|s|m|sec|seconds|minutes)?)\b`)
+	// lockLostRE is a run finding its lock taken by another before it
+	// ended.
+	lockLostRE = regexp.MustCompile(`(?i)\block\b[^\n]{0,120}(?:now owned by|owned by another|lost|expired before|not (?:the )?owner|release skipped|already released)`)
+)
+
+// overlapChain reads why a CronJob's runs overlap and what it costs: the
+// CronJob's schedule and concurrencyPolicy (Allow, the default, starts a
+// run while the previous one runs), and a lock the runs take whose TTL
+// is shorter than a run (the next run takes it while the previous one
+// still writes).
+func overlapChain(ev *Gathered, f *Finding) {
+	name := f.fact("cronjob")
+	for i := range ev.K8s.CronJobs {
+		c := &ev.K8s.CronJobs[i]
+		if c.Name != name || f.Namespace != "" && c.Namespace != "" && c.Namespace != f.Namespace {
+			continue
+		}
+		p := string(c.Spec.ConcurrencyPolicy)
+		if p == "" {
+			p = "Allow (the default)"
+		}
+		if strings.HasPrefix(p, "Allow") {
+			f.setFact("policy", p)
+			f.setFact("schedule", fmt.Sprintf("%q", c.Spec.Schedule))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("CronJob %s: schedule %q, concurrencyPolicy %s", name, c.Spec.Schedule, p))
+		}
+	}
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		if !strings.HasPrefix(set.Subject, name) && !strings.Contains(set.Source, name) {
+			continue
+		}
+		for _, t := range set.Templates {
+			for _, l := range t.Lines() {
+				if m := findSubmatch(lockTTLRE, l); m != nil && f.fact("lock_ttl") == "" {
+					f.setFact("lock_ttl", strings.TrimSpace(m[1]))
+				}
+				if matchLine(lockLostRE, l) && f.fact("lock_line") == "" {
+					f.setFact("lock_line", l)
+					f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", set.Subject, quote(ReadableLine(l), 200)))
+				}
+			}
+		}
+	}
+	if f.fact("lock_line") == "" {
+		delete(f.Facts, "lock_ttl")
+	} else {
+		f.Weight = max(f.Weight, 0.8)
+	}
 }
 
 // DetectJobOverlap finds CronJobs with several runs active at once (from
