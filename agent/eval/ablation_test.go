@@ -53,7 +53,8 @@ var ablationSets = []string{"scenarios", "holdout", "holdout2", "holdout3", "hol
 	"holdout41", "holdout42", "holdout43", "holdout44", "holdout45",
 	"holdout46", "holdout47", "holdout48", "holdout49", "holdout50", "holdout51", "holdout52",
 	"holdout53", "holdout54", "holdout55", "holdout56", "holdout57", "holdout58", "holdout59",
-	"holdout60", "holdout61", "holdout62", "holdout63"}
+	"holdout60", "holdout61", "holdout62", "holdout63",
+	"holdout67"}
 
 // ablated is one variant: the scenario with one piece removed.
 type ablated struct {

@@ -79,6 +79,7 @@ var holdoutFloors = map[string]int{
 	"holdout61": 9,
 	"holdout62": 7,
 	"holdout63": 10,
+	"holdout67": 5,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
