@@ -570,8 +570,11 @@ var calibrationRules = []calibrationRule{
 	// after its retries (it did finish, failing), values "wrong" (prices
 	// 100x too high) answered with a workload that does not run at all (a
 	// refusal, a crash, a pull: what stops work leaves values missing or
-	// stale, not wrong). The answer is then the loudest failure in reach,
-	// and nothing read ties it to what was asked.
+	// stale, not wrong), pods or claims "pending" answered with containers
+	// that ran and stopped, a service's 503s or latency answered with a
+	// Job's failure (a Job serves no requests). The answer is then the
+	// loudest failure in reach, and nothing read ties it to what was
+	// asked.
 	{"a symptom the answer cannot show, nothing named ties them", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
 		return !namedInQuestion(w, s) && symptomNotShown(w, s.question)
 	}},
@@ -1422,6 +1425,18 @@ var unfinishedQuestionRE = regexp.MustCompile(`(?i)\b(?:not|never|doesn'?t|does 
 // wrong: "crazy prices", "prices 100x too high", "totals are wrong".
 var wrongValuesQuestionRE = regexp.MustCompile(`(?i)\b(?:wrong|incorrect|crazy|bogus|absurd|garbage|nonsense|weird|corrupt(?:ed)?)\s+(?:\w+\s+)?(?:prices?|totals?|amounts?|numbers|values|figures|balances?|sums?|rates?|quantities|stock levels?)\b|\b(?:prices?|totals?|amounts?|numbers|values|figures|balances?|sums?|quantities)\s+(?:are\s+|is\s+|look\s+|looks\s+)?(?:wrong|incorrect|off by|\d+x (?:too )?(?:high|low)|too (?:high|low))\b|\b\d+\s?x too (?:high|low)\b`)
 
+// pendingQuestionRE is a question about pods or claims that wait to be
+// placed or created: "stuck Pending", "not scheduled", "ContainerCreating".
+var pendingQuestionRE = regexp.MustCompile(`(?i)\bpending\b|\bunschedulable\b|\bnot (?:being )?scheduled\b|\bContainerCreating\b`)
+
+// requestsQuestionRE is a question about a service's answers to requests:
+// 5xx, errors returned, latency, requests timing out.
+var requestsQuestionRE = regexp.MustCompile(`(?i)\b5\d\d\b|\b5xx\b|\breturn(?:s|ing)? (?:\w+ )?(?:errors?|\d{3})\b|\blatency\b|\bp9\d\b|\brequests? (?:\w+ )?(?:time out|timing out|timed out|fail|failing)\b`)
+
+// ranAndStopped are the kinds of roots whose containers were placed and
+// ran before they stopped: their pods are not Pending.
+var ranAndStopped = map[Kind]bool{KindCrashLoop: true, KindOOMKilled: true, KindLivenessKill: true, KindAppCrash: true}
+
 // neverRan are the kinds of roots whose pods never started a container:
 // they cannot restart.
 var neverRan = map[Kind]bool{KindImagePull: true, KindConfigError: true, KindUnschedulable: true, KindInitWait: true,
@@ -1458,6 +1473,10 @@ func symptomNotShown(w *Hypothesis, question string) bool {
 	case w.Kind == KindJobFailed && w.fact("reason") == "BackoffLimitExceeded" && matchLine(unfinishedQuestionRE, question):
 		return true
 	case stopsWork[w.Kind] && matchLine(wrongValuesQuestionRE, question):
+		return true
+	case ranAndStopped[w.Kind] && matchLine(pendingQuestionRE, question):
+		return true
+	case w.Kind == KindJobFailed && matchLine(requestsQuestionRE, question) && !matchLine(jobQuestionRE, question):
 		return true
 	}
 	return false
