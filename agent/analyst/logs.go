@@ -270,6 +270,19 @@ func DependencyTarget(line string) string {
 		}
 		return host
 	}
+	// A client failing over names the server that failed and the one it
+	// moved to: the failed one is the dependency (failoverwait.go).
+	if matchLine(failoverRE, line) {
+		if server, host := failedServer(line); host != "" {
+			_, port, _ := strings.Cut(strings.TrimPrefix(server[strings.Index(server, host):], host), ":")
+			if _, p, ok := strings.Cut(server, " port "); ok {
+				port = p
+			}
+			if t := try(host, port); t != "" {
+				return t
+			}
+		}
+	}
 	// Names beat addresses: a URL's or a lookup's host name first, then
 	// the address a dial names.
 	if m := findSubmatch(urlRE, line); m != nil && net.ParseIP(m[1]) == nil {

@@ -93,6 +93,7 @@ var mechanisms = []*mechanism{
 	volumeProvision,
 	logMatch,
 	outcomeM,
+	failoverWait,
 	slowOperation,
 	slowCall,
 	slowPeer,

@@ -257,6 +257,7 @@ var kinds = map[Kind]kindInfo{
 	KindDiskClaim:             {prior: 0.8},
 	KindOutcome:               {prior: 0.72},
 	KindSlowOperation:         {prior: 0.62},
+	KindFailoverWait:          {prior: 0.84},
 	KindDBBlocked:             {prior: 0.8},
 	KindMigrationLock:         {prior: 0.86},
 	KindMigrationChecksum:     {prior: 0.86},
