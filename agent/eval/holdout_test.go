@@ -80,6 +80,7 @@ var holdoutFloors = map[string]int{
 	"holdout62": 7,
 	"holdout63": 10,
 	"holdout67": 5,
+	"holdout66": 5,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
