@@ -81,6 +81,7 @@ var holdoutFloors = map[string]int{
 	"holdout63": 10,
 	"holdout67": 5,
 	"holdout66": 5,
+	"holdout68": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
