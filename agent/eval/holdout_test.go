@@ -79,6 +79,7 @@ var holdoutFloors = map[string]int{
 	"holdout61": 9,
 	"holdout62": 7,
 	"holdout63": 10,
+	"holdout64": 5,
 	"holdout67": 5,
 	"holdout66": 5,
 	"holdout68": 4,
