@@ -46,6 +46,7 @@ var mechanisms = []*mechanism{
 	s3LifecycleExpired,
 	localeNumberParse,
 	delayedMemberReads,
+	matViewRefreshFailed,
 	schemaMissing,
 	initWait,
 	cronJobSuspended,

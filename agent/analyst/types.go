@@ -489,6 +489,8 @@ var kinds = map[Kind]kindInfo{
 	KindLocaleNumberParse: {prior: 0.88},
 	// A client's secondary reads served by a delayed member that is not hidden.
 	KindDelayedMemberReads: {prior: 0.88},
+	// A materialized view whose concurrent refresh fails.
+	KindMatViewRefreshFailed: {prior: 0.88},
 	// A table's generated key at its integer type's maximum.
 	KindIDExhausted: {prior: 0.88},
 	// A host's file system remounted read-only after I/O errors.
