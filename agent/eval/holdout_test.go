@@ -83,6 +83,7 @@ var holdoutFloors = map[string]int{
 	"holdout67": 5,
 	"holdout66": 5,
 	"holdout68": 4,
+	"holdout65": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
