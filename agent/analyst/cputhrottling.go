@@ -22,6 +22,9 @@ var cpuThrottling = &mechanism{
 	class: classCause,
 	label: "CPU throttling",
 	enrich: func(f *Finding, c *corev1.Container) {
+		if proxyThrottled(f) != "" {
+			return // the sidecar's limit, not the application's (detectProxyThrottled)
+		}
 		if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
 			f.setFact("cpu_limit", q.String())
 			if len(f.Evidence) < 3 {
@@ -33,7 +36,10 @@ var cpuThrottling = &mechanism{
 	// starvation or throttling, not of the database it mentions.
 	lines:      regexp.MustCompile(`(?i)thread starvation or clock leap|starvation detected|blocked for more than \d+ ?ms|event loop (lag|blocked)`),
 	lineWeight: 0.6,
-	detect:     detectThrottlingClaim,
+	detect: func(ev *Gathered, found []Finding) []Finding {
+		detectProxyThrottled(ev, found)
+		return detectThrottlingClaim(ev, found)
+	},
 	// Throttling is a limit too low for the load: only a change of the
 	// CPU (a limit or request cut) triggers it; a ConfigMap or log-level
 	// change just before is a coincidence.
@@ -48,7 +54,15 @@ var cpuThrottling = &mechanism{
 		}
 		lim := h.fact("cpu_limit")
 		d := fmt.Sprintf("%s is CPU throttled (CFS quota)", h.Subject)
-		if lim != "" {
+		if p := proxyThrottled(h.top()); p != "" {
+			d = fmt.Sprintf("the %s sidecar of %s, which every request to and from it passes through, is CPU throttled (CFS quota)", p, h.Subject)
+			if lim != "" {
+				d += fmt.Sprintf(" at the sidecar's cpu limit of %s", lim)
+			}
+			if a := h.fact("app_limit"); a != "" {
+				d += fmt.Sprintf(" (the application container has %s)", a)
+			}
+		} else if lim != "" {
 			d += fmt.Sprintf(" at its cpu limit of %s", lim)
 		}
 		switch {
@@ -75,6 +89,15 @@ var cpuThrottling = &mechanism{
 		if sc := h.fact("sidecar"); sc != "" {
 			r.high("Leave the CPU limit of %s's main container %s as it is (it is not throttled); if the alert must stop, raise or remove the %s CPU limit of the sidecar %s (a limit that small throttles any burst of work within a 100 ms CFS period)", h.Subject, h.fact("main"), orWord(h.fact("sidecar_limit"), "small"), sc)
 			r.low("Keep CPUThrottlingHigh from paging for containers that use a few millicores (a minimum usage, or excluding the sidecar), so that it fires only when the throttled work is the service's")
+			return
+		}
+		if p := proxyThrottled(h.top()); p != "" {
+			if c := h.Trigger; c != nil && c.Kind != KindDeploy {
+				r.high("Revert the change that lowered the CPU of the %s sidecars (%s), then restart the pods so they take it", p, truncate(orWord(c.fact("description"), c.Summary), 160))
+			}
+			r.high("Raise or remove the CPU limit of the %s sidecar of %s (currently %s): per pod (sidecar.istio.io/proxyCPULimit for Istio, config.linkerd.io/proxy-cpu-limit for Linkerd) or in the mesh's injection defaults", p, h.Subject, orWord(h.fact("cpu_limit"), "unknown"))
+			r.med("Size sidecar CPU from the busiest workload's proxy at peak, not the average, before cutting mesh-wide defaults")
+			r.low("Alert on container_cpu_cfs_throttled_periods_total / container_cpu_cfs_periods_total above 25%% for sidecars as well as applications")
 			return
 		}
 		if c := h.Trigger; c != nil && c.Kind != KindDeploy {
@@ -486,4 +509,45 @@ func describeSidecarThrottled(h *Hypothesis) string {
 		d += fmt.Sprintf(" and its request latency holds at %s", l)
 	}
 	return d + ": no user impact, and raising the CPU limit of " + h.fact("main") + " would change nothing"
+}
+
+// proxyThrottled is the mesh sidecar whose throttling alone a finding
+// shows ("" when the application's own container is throttled too, or no
+// sidecar is).
+func proxyThrottled(f *Finding) string {
+	if f == nil || f.Kind != KindCPUThrottling {
+		return ""
+	}
+	if p := f.fact("sidecar_shifted"); p != "" && f.fact("shifted_containers") == p {
+		return p
+	}
+	return ""
+}
+
+// detectProxyThrottled gives a throttled mesh sidecar's finding the
+// sidecar's own CPU limit, and the application container's, from the
+// workload's pod spec.
+func detectProxyThrottled(ev *Gathered, found []Finding) {
+	for i := range found {
+		f := &found[i]
+		p := proxyThrottled(f)
+		if p == "" {
+			continue
+		}
+		cs := containersOf(ev.K8s, f.Subject)
+		for j, c := range cs {
+			q, ok := c.Resources.Limits[corev1.ResourceCPU]
+			switch {
+			case c.Name == p && ok && f.fact("cpu_limit") == "":
+				f.setFact("cpu_limit", q.String())
+				f.Evidence = append(f.Evidence, fmt.Sprintf("container %s (sidecar) of %s has a cpu limit of %s", c.Name, f.Subject, q.String()))
+			case c.Name != p && (c.Name == f.Subject || j == 0) && f.fact("app_limit") == "":
+				if ok {
+					f.setFact("app_limit", "a cpu limit of "+q.String())
+				} else {
+					f.setFact("app_limit", "no cpu limit")
+				}
+			}
+		}
+	}
 }

@@ -243,6 +243,19 @@ func statusLabel(l evidence.Labels) (string, bool) {
 	return "", false
 }
 
+// meshSidecars are the container names of the proxies a mesh (or a
+// database's connector) injects into pods of any workload: the workload's
+// traffic passes through them.
+var meshSidecars = []string{"istio-proxy", "linkerd-proxy", "envoy", "envoy-sidecar", "consul-dataplane", "consul-connect-envoy", "kuma-sidecar", "cloud-sql-proxy"}
+
+// sidecarOfLabels is the mesh sidecar a series of a pod is about, if any.
+func sidecarOfLabels(l evidence.Labels) string {
+	if c := l["container"]; l["pod"] != "" && slices.Contains(meshSidecars, c) {
+		return c
+	}
+	return ""
+}
+
 // SubjectOfLabels names the service or workload a series is about.
 func SubjectOfLabels(l evidence.Labels) string {
 	for _, k := range []string{"service", "service_name", "app", "application", "app_kubernetes_io_name", "deployment", "workload", "statefulset", "daemonset",
@@ -254,6 +267,8 @@ func SubjectOfLabels(l evidence.Labels) string {
 		}
 	}
 	if c := l["container"]; c != "" && c != "POD" {
+		// A mesh or helper sidecar has the same name in every pod it is
+		// injected into: the series is about the pod's workload.
 		return c
 	}
 	if j := l["job_name"]; j != "" {
@@ -402,6 +417,11 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 				continue
 			}
 			subject := SubjectOfLabels(s.Labels)
+			if ms.Class == MetricCPUThrottle && sidecarOfLabels(s.Labels) != "" {
+				// A mesh sidecar has the same name in every pod it is
+				// injected into: its throttling is its workload's.
+				subject = workloadOfName(s.Labels["pod"])
+			}
 			if kind == KindErrorRate && ms.Class == MetricErrors && ms.Unit == "/s" && errorShareNegligible(ms.Series, sets, subject, sh.peakAt) {
 				continue
 			}
@@ -456,6 +476,17 @@ func DetectMetrics(sets []MetricSet, w Window) []Finding {
 				}
 			} else {
 				f.setFact("own", "true")
+			}
+			// The containers whose series shifted, when one is a mesh
+			// sidecar named for the workload (its proxy throttled, not
+			// the application).
+			if c := s.Labels["container"]; c != "" && c != "POD" {
+				if !slices.Contains(strings.Split(f.fact("shifted_containers"), ","), c) {
+					f.setFact("shifted_containers", strings.Trim(f.fact("shifted_containers")+","+c, ","))
+				}
+				if sidecarOfLabels(s.Labels) != "" {
+					f.setFact("sidecar_shifted", c)
+				}
 			}
 			if sh.start.Before(f.Time) {
 				f.Time = sh.start

@@ -77,7 +77,7 @@ var holdoutFloors = map[string]int{
 	"holdout59": 7,
 	"holdout60": 6,
 	"holdout61": 9,
-	"holdout62": 7,
+	"holdout62": 8,
 	"holdout63": 10,
 	"holdout64": 5,
 	"holdout67": 5,
