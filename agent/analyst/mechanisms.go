@@ -179,6 +179,7 @@ var mechanisms = []*mechanism{
 	egressAddressBlocked,
 	providerOutage,
 	webhookSecret,
+	providerInputRejected,
 	dnsUpstream,
 	dbUserLoad,
 	dbSlotsTaken,

@@ -585,6 +585,8 @@ var kinds = map[Kind]kindInfo{
 	KindProviderOutage: {prior: 0.86},
 	// A webhook receiver verifying signatures with a signing secret the sender no longer uses.
 	KindWebhookSecret: {prior: 0.88},
+	// A provider refusing a service's requests for invalid recipients while it accepts the others.
+	KindProviderInputRejected: {prior: 0.8},
 	// A CronJob's runs skipped behind a stuck run under concurrencyPolicy Forbid.
 	KindCronJobHeld: {prior: 0.88},
 	// An application writing to its container's read-only root file system.
