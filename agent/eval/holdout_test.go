@@ -76,7 +76,7 @@ var holdoutFloors = map[string]int{
 	"holdout58": 7,
 	"holdout59": 7,
 	"holdout60": 6,
-	"holdout61": 9,
+	"holdout61": 10,
 	"holdout62": 8,
 	"holdout63": 10,
 	"holdout64": 5,
