@@ -72,6 +72,7 @@ var mechanisms = []*mechanism{
 	nodeLocalDNSMissing,
 	readOnlyRootFS,
 	saTokenMissing,
+	vaultDenied,
 	runtimeHandler,
 	gitOpsSuspended,
 	secretSyncFailed,

@@ -597,6 +597,7 @@ var kinds = map[Kind]kindInfo{
 	KindReadinessPathMissing: {prior: 0.88},
 	// A Kubernetes client whose pod has no service account token mounted.
 	KindSATokenMissing: {prior: 0.88},
+	KindVaultDenied:    {prior: 0.88},
 	// A pod's RuntimeClass handler missing on the node it was placed on.
 	KindRuntimeHandler: {prior: 0.88},
 	// A change never applied because its GitOps object is suspended.
