@@ -79,7 +79,7 @@ var holdoutFloors = map[string]int{
 	"holdout61": 10,
 	"holdout62": 8,
 	"holdout63": 10,
-	"holdout64": 5,
+	"holdout64": 6,
 	"holdout67": 5,
 	"holdout66": 5,
 	"holdout68": 4,
