@@ -164,6 +164,16 @@ var calibrationRules = []calibrationRule{
 	{"node NotReady without the node's own reason", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindNodeNotReady && w.Trigger == nil && w.fact("why") == "" && !nodeWhy(w)
 	}},
+	// A node NotReady whose trigger is the release of a workload, not a
+	// change of the node (its image, its kubelet, its host): a
+	// Deployment's new revision does not stop a node's kubelet from
+	// reporting unless what it runs on that node is shown to, so the
+	// release is a coincidence of timing until the node's own reason is
+	// read.
+	{"a node's failure triggered by a workload's release", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindNodeNotReady && w.fact("why") == "" && w.Trigger != nil && w.Trigger.Kind == KindDeploy &&
+			!strings.EqualFold(w.Trigger.Subject, orWord(w.fact("node"), w.Subject))
+	}},
 	// The question's alert checked and borne out (a volume or disk that is
 	// really filling) while the answer names something that does not fill
 	// a disk and does not account for it: the answer is about another

@@ -17,6 +17,10 @@ func TestCalibrate(t *testing.T) {
 	hyp := func(k Kind, subject string, score float64, primary []*Finding, support ...*Finding) *Hypothesis {
 		return &Hypothesis{Kind: k, Subject: subject, Score: score, Onset: t0, Primary: primary, Support: support}
 	}
+	withTrigger := func(h *Hypothesis, trigger *Finding) *Hypothesis {
+		h.Trigger = trigger
+		return h
+	}
 	oomState := f(KindOOMKilled, "api", SrcKubernetes)
 	oomEvent := f(KindOOMKilled, "api", SrcEvents)
 	podPending := f(KindUnschedulable, "api", SrcEvents)
@@ -143,6 +147,12 @@ func TestCalibrate(t *testing.T) {
 		{"a node NotReady with its kubelet silent and nothing of the node",
 			&Analysis{Hypotheses: []*Hypothesis{hyp(KindNodeNotReady, "wk-7", 0.8, []*Finding{nodeSilent, f(KindNodeNotReady, "wk-7", SrcEvents)},
 				&Finding{Kind: KindCrashLoop, Subject: "api", Source: SrcKubernetes, Time: t0, Weight: 0.5, Related: []string{"wk-7"}})}}, full, 78, 70, "node NotReady without the node's own reason"},
+		{"a node NotReady with a workload's release as its trigger",
+			&Analysis{Hypotheses: []*Hypothesis{withTrigger(hyp(KindNodeNotReady, "wk-7", 0.85, []*Finding{nodeSilent, f(KindNodeNotReady, "wk-7", SrcEvents)},
+				&Finding{Kind: KindLogErrors, Subject: "wk-7-kubelet", Source: SrcLogs, Time: t0, Weight: 0.4}), &Finding{Kind: KindDeploy, Subject: "web-frontend", Source: SrcChanges, Time: t0.Add(-20 * time.Minute)})}}, full, 84, 70, "a node's failure triggered by a workload's release"},
+		{"a node NotReady with the node's own upgrade as its trigger",
+			&Analysis{Hypotheses: []*Hypothesis{withTrigger(hyp(KindNodeNotReady, "wk-7", 0.85, []*Finding{nodeSilent, f(KindNodeNotReady, "wk-7", SrcEvents)},
+				&Finding{Kind: KindLogErrors, Subject: "wk-7-kubelet", Source: SrcLogs, Time: t0, Weight: 0.4}), &Finding{Kind: KindDeploy, Subject: "wk-7", Source: SrcChanges, Time: t0.Add(-20 * time.Minute)})}}, full, 85, 85, ""},
 		{"a node NotReady with its kubelet's log read",
 			&Analysis{Hypotheses: []*Hypothesis{hyp(KindNodeNotReady, "wk-7", 0.85, []*Finding{nodeSilent, f(KindNodeNotReady, "wk-7", SrcEvents)},
 				&Finding{Kind: KindLogErrors, Subject: "wk-7-kubelet", Source: SrcLogs, Time: t0, Weight: 0.4})}}, full, 85, 85, ""},
