@@ -40,12 +40,7 @@ var egressAddressBlocked = &mechanism{
 	detect: detectEgressAddressBlocked,
 	// The provider named in the caller's errors, and the caller's own
 	// failures, are what the dropped connections produce.
-	related: func(h *Hypothesis, f *Finding) bool {
-		if c := h.fact("host"); c != "" && (strings.EqualFold(f.Subject, c) || strings.EqualFold(f.fact("callee"), c)) {
-			return true
-		}
-		return strings.EqualFold(f.Subject, h.Subject) || strings.EqualFold(f.fact("caller"), h.Subject)
-	},
+	related:        droppedCallRelated("host"),
 	strictTriggers: true,
 	fitsChange:     egressPolicyChange,
 	describe: func(h *Hypothesis, sc Scope) string {

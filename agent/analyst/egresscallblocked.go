@@ -38,12 +38,7 @@ var egressCallBlocked = &mechanism{
 	detect: detectEgressCallBlocked,
 	// The callee named in the caller's errors, and the caller's own
 	// failures, are what the dropped connections produce.
-	related: func(h *Hypothesis, f *Finding) bool {
-		if c := h.fact("callee"); c != "" && (strings.EqualFold(f.Subject, c) || strings.EqualFold(f.fact("callee"), c)) {
-			return true
-		}
-		return strings.EqualFold(f.Subject, h.Subject) || strings.EqualFold(f.fact("caller"), h.Subject)
-	},
+	related:        droppedCallRelated("callee"),
 	strictTriggers: true,
 	fitsChange:     egressPolicyChange,
 	describe: func(h *Hypothesis, sc Scope) string {
@@ -271,4 +266,16 @@ func egressPortAdmits(r networkingv1.NetworkPolicyEgressRule, port int) bool {
 		}
 	}
 	return portOK
+}
+
+// droppedCallRelated is the related test of a caller's dropped
+// connections: the findings of the destination named by h's fact
+// (callee, or host), as subject or as callee, and the caller's own.
+func droppedCallRelated(destFact string) func(h *Hypothesis, f *Finding) bool {
+	return func(h *Hypothesis, f *Finding) bool {
+		if c := h.fact(destFact); c != "" && (strings.EqualFold(f.Subject, c) || strings.EqualFold(f.fact("callee"), c)) {
+			return true
+		}
+		return strings.EqualFold(f.Subject, h.Subject) || strings.EqualFold(f.fact("caller"), h.Subject)
+	}
 }
