@@ -174,6 +174,19 @@ var calibrationRules = []calibrationRule{
 		return w.Kind == KindNodeNotReady && w.fact("why") == "" && w.Trigger != nil && w.Trigger.Kind == KindDeploy &&
 			!strings.EqualFold(w.Trigger.Subject, orWord(w.fact("node"), w.Subject))
 	}},
+	// A certificate that has not expired yet, answered for failures the
+	// question says are happening now: by its own account nothing is down
+	// yet, so it cannot be why requests fail today.
+	{"a certificate still valid answered for failures happening now", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
+		return w.Kind == KindCertExpiring && matchLine(failingNowQuestionRE, s.question)
+	}},
+	// Pods stuck on a volume another node still holds (Multi-Attach) while
+	// a node is NotReady: a node that stopped holds its volumes until they
+	// are detached, so the mount failure follows from the node, and what
+	// is asked about (data, requests) may follow from either.
+	{"a volume held by a node that failed", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindMountFailure && w.fact("multi_attach_rolling") == "" && multiAttach(w) && nodeDown(a)
+	}},
 	// The question's alert checked and borne out (a volume or disk that is
 	// really filling) while the answer names something that does not fill
 	// a disk and does not account for it: the answer is about another
@@ -1701,4 +1714,21 @@ func phaseBeyondRequests(a *Analysis, w *Hypothesis) bool {
 		}
 	}
 	return false
+}
+
+// failingNowQuestionRE is a question about failures happening now:
+// errors, failing calls, handshakes refused, an outage.
+var failingNowQuestionRE = regexp.MustCompile(`(?i)\berrors?\b|\bfail(?:s|ing|ed|ures?)?\b|\b5\d\d\b|\b5xx\b|\bdown\b|\bbroken?\b|\bx509\b|\bhandshakes?\b|\brefused\b|\boutage\b`)
+
+// multiAttach reports whether a primary finding of h, a mount failure, is
+// a volume still attached to another node (Multi-Attach).
+func multiAttach(h *Hypothesis) bool {
+	return h.fact("multi_attach") != "" || slices.ContainsFunc(h.Primary, func(f *Finding) bool {
+		return f.fact("multi_attach") != "" || strings.Contains(strings.ToLower(f.fact("message")), "multi-attach")
+	})
+}
+
+// nodeDown reports whether a holds a node NotReady among its hypotheses.
+func nodeDown(a *Analysis) bool {
+	return a != nil && slices.ContainsFunc(a.Hypotheses, func(h *Hypothesis) bool { return h.Kind == KindNodeNotReady })
 }
