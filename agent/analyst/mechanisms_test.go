@@ -157,3 +157,19 @@ func wantDescribed(t *testing.T, h *Hypothesis, sc Scope, want ...string) {
 		}
 	}
 }
+
+// wantWritten checks a detector's findings fs against says: none when
+// says is nil, else exactly one, whose cause of kind is described with
+// each of says and gets a recommendation.
+func wantWritten(t *testing.T, kind Kind, fs []Finding, says []string) {
+	t.Helper()
+	f, ok := oneFinding(t, fs, says != nil)
+	if !ok {
+		return
+	}
+	h := &Hypothesis{Kind: kind, Subject: f.Subject, Primary: []*Finding{&f}}
+	wantDescribed(t, h, Scope{}, says...)
+	if recs := recommend(h, Scope{}); len(recs) == 0 {
+		t.Errorf("no recommendations")
+	}
+}

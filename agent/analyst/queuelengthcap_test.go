@@ -47,20 +47,7 @@ func TestQueueLengthCap(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs := detectQueueLengthCap(&Gathered{Metrics: c.metrics, Earlier: c.changes, Commands: c.cmds, Window: w}, nil)
-			if c.says == nil {
-				if len(fs) != 0 {
-					t.Fatalf("findings %+v", fs)
-				}
-				return
-			}
-			if len(fs) != 1 {
-				t.Fatalf("findings %+v", fs)
-			}
-			h := &Hypothesis{Kind: KindQueueLengthCap, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
-			wantDescribed(t, h, Scope{}, c.says...)
-			if recs := recommend(h, Scope{}); len(recs) == 0 {
-				t.Errorf("no recommendations")
-			}
+			wantWritten(t, KindQueueLengthCap, fs, c.says)
 		})
 	}
 }
