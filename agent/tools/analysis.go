@@ -129,6 +129,34 @@ func queryForAnalysis(ctx context.Context, m evidence.Metrics, query string, sta
 	return ss, nil
 }
 
+// queryArg is a required PromQL argument of an analysis tool: its name and
+// the field that holds it once decoded.
+type queryArg struct {
+	name  string
+	value *string
+}
+
+// promArgs decodes the arguments of an analysis tool over PromQL queries into
+// a, requires each query, and returns the Prometheus source and the incident
+// window from the start and end fields (default: the hour before now).
+func promArgs(env *Env, tool string, raw json.RawMessage, a any, start, end *string, queries ...queryArg) (evidence.Metrics, time.Time, time.Time, error) {
+	var zero time.Time
+	if err := decodeArgs(tool, raw, a); err != nil {
+		return nil, zero, zero, err
+	}
+	for _, q := range queries {
+		if err := requireArg(tool, q.name, *q.value); err != nil {
+			return nil, zero, zero, err
+		}
+	}
+	m, err := metricsSource(env)
+	if err != nil {
+		return nil, zero, zero, err
+	}
+	from, to, err := evWindowDefault(env, *start, *end, time.Hour)
+	return m, from, to, err
+}
+
 func runDetectAnomalies(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 	var a struct {
 		Query         string `json:"query"`
@@ -137,17 +165,7 @@ func runDetectAnomalies(ctx context.Context, env *Env, raw json.RawMessage) (any
 		BaselineStart string `json:"baseline_start"`
 		BaselineEnd   string `json:"baseline_end"`
 	}
-	if err := evDecode("detect_anomalies", raw, &a); err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(a.Query) == "" {
-		return nil, evidence.Errorf("detect_anomalies", evidence.CodeInvalid, "query is required")
-	}
-	m, err := metricsSource(env)
-	if err != nil {
-		return nil, err
-	}
-	start, end, err := evWindowDefault(env, a.Start, a.End, time.Hour)
+	m, start, end, err := promArgs(env, "detect_anomalies", raw, &a, &a.Start, &a.End, queryArg{"query", &a.Query})
 	if err != nil {
 		return nil, err
 	}
@@ -187,17 +205,7 @@ func runFindChangePoints(ctx context.Context, env *Env, raw json.RawMessage) (an
 		Start string `json:"start"`
 		End   string `json:"end"`
 	}
-	if err := evDecode("find_change_points", raw, &a); err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(a.Query) == "" {
-		return nil, evidence.Errorf("find_change_points", evidence.CodeInvalid, "query is required")
-	}
-	m, err := metricsSource(env)
-	if err != nil {
-		return nil, err
-	}
-	start, end, err := evWindowDefault(env, a.Start, a.End, time.Hour)
+	m, start, end, err := promArgs(env, "find_change_points", raw, &a, &a.Start, &a.End, queryArg{"query", &a.Query})
 	if err != nil {
 		return nil, err
 	}
@@ -219,17 +227,7 @@ func runCorrelateSeries(ctx context.Context, env *Env, raw json.RawMessage) (any
 		Start  string `json:"start"`
 		End    string `json:"end"`
 	}
-	if err := evDecode("correlate_series", raw, &a); err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(a.QueryA) == "" || strings.TrimSpace(a.QueryB) == "" {
-		return nil, evidence.Errorf("correlate_series", evidence.CodeInvalid, "query_a and query_b are required")
-	}
-	m, err := metricsSource(env)
-	if err != nil {
-		return nil, err
-	}
-	start, end, err := evWindowDefault(env, a.Start, a.End, time.Hour)
+	m, start, end, err := promArgs(env, "correlate_series", raw, &a, &a.Start, &a.End, queryArg{"query_a", &a.QueryA}, queryArg{"query_b", &a.QueryB})
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +266,7 @@ func runGetLogSignatures(ctx context.Context, env *Env, raw json.RawMessage) (an
 		Until         string `json:"until"`
 		BaselineSince string `json:"baseline_since"`
 	}
-	if err := evDecode("get_log_signatures", raw, &a); err != nil {
+	if err := decodeArgs("get_log_signatures", raw, &a); err != nil {
 		return nil, err
 	}
 	logs, err := logsSource(env)

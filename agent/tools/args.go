@@ -199,6 +199,20 @@ func namespaceArg(env *Env, ns string) string {
 	return ns
 }
 
+// objectArgs decodes the arguments of a tool about one named object into a
+// (strictly, as decodeArgs), requires the object's name (the argument arg,
+// read through name once decoded) and resolves the namespace as
+// namespaceRequired does.
+func objectArgs(env *Env, tool string, raw json.RawMessage, a any, arg string, name, namespace *string) (string, error) {
+	if err := decodeArgs(tool, raw, a); err != nil {
+		return "", err
+	}
+	if err := requireArg(tool, arg, *name); err != nil {
+		return "", err
+	}
+	return namespaceRequired(env, tool, *namespace)
+}
+
 // namespaceRequired is namespaceArg for tools about one object.
 func namespaceRequired(env *Env, tool, ns string) (string, error) {
 	n := namespaceArg(env, ns)

@@ -38,7 +38,7 @@ func changeTools() []Tool {
 
 func runListChanges(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 	var a struct{ Since, Until, Service string }
-	if err := evDecode("list_changes", raw, &a); err != nil {
+	if err := decodeArgs("list_changes", raw, &a); err != nil {
 		return nil, err
 	}
 	var src *evidence.Sources

@@ -110,7 +110,7 @@ func cloudwatchSource(env *Env) (evidence.CloudWatch, error) {
 
 func runListLogGroups(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 	var a struct{ Prefix string }
-	if err := evDecode("list_cloudwatch_log_groups", raw, &a); err != nil {
+	if err := decodeArgs("list_cloudwatch_log_groups", raw, &a); err != nil {
 		return nil, err
 	}
 	c, err := cloudwatchSource(env)
@@ -127,7 +127,7 @@ func runGetCloudWatchLogs(ctx context.Context, env *Env, raw json.RawMessage) (a
 		Start, End    string
 		Limit         int
 	}
-	if err := evDecode("get_cloudwatch_logs", raw, &a); err != nil {
+	if err := decodeArgs("get_cloudwatch_logs", raw, &a); err != nil {
 		return nil, err
 	}
 	c, err := cloudwatchSource(env)
@@ -150,7 +150,7 @@ func runInsightsQuery(ctx context.Context, env *Env, raw json.RawMessage) (any, 
 		Query      string
 		Start, End string
 	}
-	if err := evDecode("cloudwatch_insights_query", raw, &a); err != nil {
+	if err := decodeArgs("cloudwatch_insights_query", raw, &a); err != nil {
 		return nil, err
 	}
 	c, err := cloudwatchSource(env)
@@ -190,7 +190,7 @@ func runInsightsQuery(ctx context.Context, env *Env, raw json.RawMessage) (any, 
 
 func runListCloudWatchMetrics(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 	var a struct{ Namespace string }
-	if err := evDecode("list_cloudwatch_metrics", raw, &a); err != nil {
+	if err := decodeArgs("list_cloudwatch_metrics", raw, &a); err != nil {
 		return nil, err
 	}
 	c, err := cloudwatchSource(env)
@@ -209,7 +209,7 @@ func runGetCloudWatchMetrics(ctx context.Context, env *Env, raw json.RawMessage)
 		Period     int
 		Start, End string
 	}
-	if err := evDecode("get_cloudwatch_metrics", raw, &a); err != nil {
+	if err := decodeArgs("get_cloudwatch_metrics", raw, &a); err != nil {
 		return nil, err
 	}
 	c, err := cloudwatchSource(env)

@@ -104,7 +104,7 @@ func codeSource(env *Env) (evidence.Code, error) {
 }
 
 func runListRepositories(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-	if err := evDecode("list_repositories", raw, &struct{}{}); err != nil {
+	if err := decodeArgs("list_repositories", raw, &struct{}{}); err != nil {
 		return nil, err
 	}
 	c, err := codeSource(env)
@@ -119,7 +119,7 @@ func runSearchCode(ctx context.Context, env *Env, raw json.RawMessage) (any, err
 		Query, Repo string
 		Limit       int
 	}
-	if err := evDecode("search_github_code", raw, &a); err != nil {
+	if err := decodeArgs("search_github_code", raw, &a); err != nil {
 		return nil, err
 	}
 	c, err := codeSource(env)
@@ -138,7 +138,7 @@ func runReadFile(ctx context.Context, env *Env, raw json.RawMessage) (any, error
 		StartLine  int `json:"start_line"`
 		EndLine    int `json:"end_line"`
 	}
-	if err := evDecode("read_file", raw, &a); err != nil {
+	if err := decodeArgs("read_file", raw, &a); err != nil {
 		return nil, err
 	}
 	c, err := codeSource(env)
@@ -196,7 +196,7 @@ func SliceFile(repo, path, text string, start, end int) *FileContent {
 
 func runListCommits(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 	var a struct{ Repo, Since string }
-	if err := evDecode("list_recent_commits", raw, &a); err != nil {
+	if err := decodeArgs("list_recent_commits", raw, &a); err != nil {
 		return nil, err
 	}
 	c, err := codeSource(env)
@@ -219,7 +219,7 @@ func runListCommits(ctx context.Context, env *Env, raw json.RawMessage) (any, er
 
 func runListPulls(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 	var a struct{ Repo, Since string }
-	if err := evDecode("list_pull_requests", raw, &a); err != nil {
+	if err := decodeArgs("list_pull_requests", raw, &a); err != nil {
 		return nil, err
 	}
 	c, err := codeSource(env)

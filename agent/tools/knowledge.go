@@ -44,7 +44,7 @@ func runSearchRunbooks(ctx context.Context, env *Env, raw json.RawMessage) (any,
 		Query string
 		Limit int
 	}
-	if err := evDecode("search_runbooks", raw, &a); err != nil {
+	if err := decodeArgs("search_runbooks", raw, &a); err != nil {
 		return nil, err
 	}
 	if env == nil || env.Sources == nil || env.Sources.Knowledge == nil {
@@ -62,7 +62,7 @@ func runSimilarIncidents(ctx context.Context, env *Env, raw json.RawMessage) (an
 		Query string
 		Limit int
 	}
-	if err := evDecode("similar_incidents", raw, &a); err != nil {
+	if err := decodeArgs("similar_incidents", raw, &a); err != nil {
 		return nil, err
 	}
 	if env == nil || env.History == nil {

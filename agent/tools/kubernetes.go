@@ -205,13 +205,7 @@ func runDescribePod(ctx context.Context, env *Env, raw json.RawMessage) (any, er
 		Name      string `json:"name"`
 	}
 	const tool = "describe_pod"
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return nil, err
-	}
-	if err := requireArg(tool, "name", a.Name); err != nil {
-		return nil, err
-	}
-	ns, err := namespaceRequired(env, tool, a.Namespace)
+	ns, err := objectArgs(env, tool, raw, &a, "name", &a.Name, &a.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -260,13 +254,7 @@ func runGetPodLogs(ctx context.Context, env *Env, raw json.RawMessage) (any, err
 		Limit     int    `json:"limit"`
 	}
 	const tool = "get_pod_logs"
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return nil, err
-	}
-	if err := requireArg(tool, "pod", a.Pod); err != nil {
-		return nil, err
-	}
-	ns, err := namespaceRequired(env, tool, a.Namespace)
+	ns, err := objectArgs(env, tool, raw, &a, "pod", &a.Pod, &a.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -382,13 +370,7 @@ func runRolloutHistory(ctx context.Context, env *Env, raw json.RawMessage) (any,
 		Deployment string `json:"deployment"`
 	}
 	const tool = "get_rollout_history"
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return nil, err
-	}
-	if err := requireArg(tool, "deployment", a.Deployment); err != nil {
-		return nil, err
-	}
-	ns, err := namespaceRequired(env, tool, a.Namespace)
+	ns, err := objectArgs(env, tool, raw, &a, "deployment", &a.Deployment, &a.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -527,13 +509,7 @@ func runRestartDeployment(ctx context.Context, env *Env, raw json.RawMessage) (a
 		Name      string `json:"name"`
 	}
 	const tool = "restart_deployment"
-	if err := decodeArgs(tool, raw, &a); err != nil {
-		return nil, err
-	}
-	if err := requireArg(tool, "name", a.Name); err != nil {
-		return nil, err
-	}
-	ns, err := namespaceRequired(env, tool, a.Namespace)
+	ns, err := objectArgs(env, tool, raw, &a, "name", &a.Name, &a.Namespace)
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func logsSource(env *Env) (evidence.Logs, error) {
 }
 
 func runListLogSources(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-	if err := evDecode("list_log_sources", raw, &struct{}{}); err != nil {
+	if err := decodeArgs("list_log_sources", raw, &struct{}{}); err != nil {
 		return nil, err
 	}
 	l, err := logsSource(env)
@@ -92,7 +92,7 @@ func runSearchLogs(ctx context.Context, env *Env, raw json.RawMessage) (any, err
 		Source, Pattern, Since, Until string
 		Limit                         int
 	}
-	if err := evDecode("search_logs", raw, &a); err != nil {
+	if err := decodeArgs("search_logs", raw, &a); err != nil {
 		return nil, err
 	}
 	l, err := logsSource(env)
@@ -134,7 +134,7 @@ func runGetLogContext(ctx context.Context, env *Env, raw json.RawMessage) (any, 
 		Source, Timestamp string
 		Before, After     *int
 	}
-	if err := evDecode("get_log_context", raw, &a); err != nil {
+	if err := decodeArgs("get_log_context", raw, &a); err != nil {
 		return nil, err
 	}
 	l, err := logsSource(env)
@@ -223,21 +223,6 @@ func evSchema(props string, required ...string) json.RawMessage {
 	}
 	b, _ := json.Marshal(s)
 	return b
-}
-
-// evDecode decodes tool arguments strictly (unknown fields are errors).
-// Field names match case-insensitively, so JSON snake_case maps onto Go
-// fields through their json tags.
-func evDecode(tool string, raw json.RawMessage, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage(`{}`)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return evidence.Errorf(tool, evidence.CodeInvalid, "bad arguments: %v", err)
-	}
-	return nil
 }
 
 // evNotConfigured is the data-gap error of a tool whose integration is

@@ -86,7 +86,7 @@ func runFindTraces(ctx context.Context, env *Env, raw json.RawMessage) (any, err
 		Error                          bool
 		Limit                          int
 	}
-	if err := evDecode("find_traces", raw, &a); err != nil {
+	if err := decodeArgs("find_traces", raw, &a); err != nil {
 		return nil, err
 	}
 	tr, err := tracesSource(env)
@@ -129,7 +129,7 @@ func runGetTrace(ctx context.Context, env *Env, raw json.RawMessage) (any, error
 	var a struct {
 		TraceID string `json:"trace_id"`
 	}
-	if err := evDecode("get_trace", raw, &a); err != nil {
+	if err := decodeArgs("get_trace", raw, &a); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(a.TraceID) == "" {
@@ -198,7 +198,7 @@ func runServiceGraph(ctx context.Context, env *Env, raw json.RawMessage) (any, e
 		BaselineStart string `json:"baseline_start"`
 		BaselineEnd   string `json:"baseline_end"`
 	}
-	if err := evDecode("service_graph", raw, &a); err != nil {
+	if err := decodeArgs("service_graph", raw, &a); err != nil {
 		return nil, err
 	}
 	tr, err := tracesSource(env)

@@ -78,7 +78,7 @@ func writeTools() []Tool {
 
 func runShell(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 	var a struct{ Command string }
-	if err := evDecode("shell", raw, &a); err != nil {
+	if err := decodeArgs("shell", raw, &a); err != nil {
 		return nil, err
 	}
 	if err := writeAllowed(env, "shell"); err != nil {
@@ -101,7 +101,7 @@ func runShell(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 
 func runDockerExec(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 	var a struct{ Container, Command string }
-	if err := evDecode("docker_exec", raw, &a); err != nil {
+	if err := decodeArgs("docker_exec", raw, &a); err != nil {
 		return nil, err
 	}
 	if err := writeAllowed(env, "docker_exec"); err != nil {
@@ -127,7 +127,7 @@ func runDockerExec(ctx context.Context, env *Env, raw json.RawMessage) (any, err
 
 func runDBWrite(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 	var a struct{ Database, Statement string }
-	if err := evDecode("db_write", raw, &a); err != nil {
+	if err := decodeArgs("db_write", raw, &a); err != nil {
 		return nil, err
 	}
 	if err := writeAllowed(env, "db_write"); err != nil {
