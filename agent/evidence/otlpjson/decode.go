@@ -76,29 +76,57 @@ func (d *decoder) null() bool {
 	return false
 }
 
-// object calls fn with each key, positioned at its value, which fn must
-// consume. null is an empty object.
-func (d *decoder) object(fn func(key []byte) error) error {
+// open consumes the opening byte c of a container (after whitespace) and
+// reports whether elements follow: false for null and for an empty
+// container, whose closing byte close it consumes too. what names the
+// container in errors.
+func (d *decoder) open(c, close byte, what string) (bool, error) {
 	d.ws()
 	if d.null() {
-		return nil
+		return false, nil
 	}
 	if d.i >= len(d.b) {
-		return errEOF
+		return false, errEOF
 	}
-	if d.b[d.i] != '{' {
-		return d.errorf("want an object, got %q", d.b[d.i])
+	if d.b[d.i] != c {
+		return false, d.errorf("want %s, got %q", what, d.b[d.i])
 	}
 	d.i++
 	d.ws()
-	if d.i < len(d.b) && d.b[d.i] == '}' {
+	if d.i < len(d.b) && d.b[d.i] == close {
 		d.i++
-		return nil
+		return false, nil
 	}
-	for {
+	return true, nil
+}
+
+// next consumes what follows a container's element: a comma (true: another
+// element follows) or the closing byte close (false). after names the
+// element in errors.
+func (d *decoder) next(close byte, after string) (bool, error) {
+	d.ws()
+	if d.i >= len(d.b) {
+		return false, errEOF
+	}
+	switch d.b[d.i] {
+	case ',':
+		d.i++
+		return true, nil
+	case close:
+		d.i++
+		return false, nil
+	}
+	return false, d.errorf("invalid character %q after %s", d.b[d.i], after)
+}
+
+// object calls fn with each key, positioned at its value, which fn must
+// consume. null is an empty object.
+func (d *decoder) object(fn func(key []byte) error) error {
+	more, err := d.open('{', '}', "an object")
+	for more && err == nil {
 		d.ws()
-		key, err := d.rawString()
-		if err != nil {
+		var key []byte
+		if key, err = d.rawString(); err != nil {
 			return err
 		}
 		d.ws()
@@ -110,62 +138,25 @@ func (d *decoder) object(fn func(key []byte) error) error {
 		}
 		d.i++
 		d.ws()
-		if err := fn(key); err != nil {
+		if err = fn(key); err != nil {
 			return err
 		}
-		d.ws()
-		if d.i >= len(d.b) {
-			return errEOF
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return nil
-		default:
-			return d.errorf("invalid character %q after an object value", d.b[d.i])
-		}
+		more, err = d.next('}', "an object value")
 	}
+	return err
 }
 
 // array calls fn for each element, positioned at it. null is empty.
 func (d *decoder) array(fn func() error) error {
-	d.ws()
-	if d.null() {
-		return nil
-	}
-	if d.i >= len(d.b) {
-		return errEOF
-	}
-	if d.b[d.i] != '[' {
-		return d.errorf("want an array, got %q", d.b[d.i])
-	}
-	d.i++
-	d.ws()
-	if d.i < len(d.b) && d.b[d.i] == ']' {
-		d.i++
-		return nil
-	}
-	for {
+	more, err := d.open('[', ']', "an array")
+	for more && err == nil {
 		d.ws()
-		if err := fn(); err != nil {
+		if err = fn(); err != nil {
 			return err
 		}
-		d.ws()
-		if d.i >= len(d.b) {
-			return errEOF
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return nil
-		default:
-			return d.errorf("invalid character %q after an array element", d.b[d.i])
-		}
+		more, err = d.next(']', "an array element")
 	}
+	return err
 }
 
 // rawString reads a string and returns its bytes, unescaped (a copy only
