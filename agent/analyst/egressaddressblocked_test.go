@@ -7,10 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/rootcause/rootcause/agent/analysis"
 )
 
 // TestEgressAddressBlocked: a caller's connections to a public address
@@ -22,23 +18,13 @@ import (
 // other pods or a second timed-out address the policy lets out is not.
 func TestEgressAddressBlocked(t *testing.T) {
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
-	port := func(proto corev1.Protocol, p int32) networkingv1.NetworkPolicyPort {
-		v := intstr.FromInt32(p)
-		return networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &v}
-	}
 	block := func(cidr string, except ...string) networkingv1.NetworkPolicyPeer {
 		return networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr, Except: except}}
 	}
 	pol := func(sel map[string]string, https ...networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicy {
-		np := networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: sel},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
-			Egress: []networkingv1.NetworkPolicyEgressRule{
-				{Ports: []networkingv1.NetworkPolicyPort{port(udp, 53), port(tcp, 53)}, To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}}}}},
-				{Ports: []networkingv1.NetworkPolicyPort{port(tcp, 443)}, To: https},
-			}}}
-		np.Name, np.Namespace = "quotes-egress", "freight"
-		return np
+		return npPolicy("freight", "quotes-egress", sel, egressOnly,
+			networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{npPort(udp, 53), npPort(tcp, 53)}, To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: npNamespace("kube-system")}}},
+			networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{npPort(tcp, 443)}, To: https})
 	}
 	app := map[string]string{"app": "quote-api"}
 	javaLine := `2026-05-04T03:12:09.101Z ERROR 1 --- [quote-api] [or-http-epoll-2] c.e.freight.CarrierClient : quote failed after 5003ms: org.springframework.web.reactive.function.client.WebClientRequestException: connection timed out after 5000 ms: api.carrier.example/203.0.113.72:443`
@@ -68,16 +54,11 @@ func TestEgressAddressBlocked(t *testing.T) {
 		{"policy of other pods", []string{goLine}, []networkingv1.NetworkPolicy{pol(map[string]string{"app": "label-printer"}, old)}, false, ""},
 		{"an allowed address times out too", []string{goLine, otherLine}, []networkingv1.NetworkPolicy{pol(app, old)}, false, ""},
 	}
-	p := corev1.Pod{}
-	p.Name, p.Namespace, p.Labels = "quote-api-6cf9b8d7d4-8kzvp", "freight", app
+	p := npPod("freight", "quote-api-6cf9b8d7d4-8kzvp", "quote-api")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var ts []analysis.LogTemplate
-			for _, l := range c.lines {
-				ts = append(ts, analysis.LogTemplate{Template: l, Example: l, Count: 5, Incident: 5, FirstSeen: time.Date(2026, 5, 4, 3, 12, 9, 0, time.UTC)})
-			}
 			ev := &Gathered{K8s: K8sEvidence{Pods: []corev1.Pod{p}, NetworkPolicies: c.pols},
-				Logs: []LogSet{{Source: p.Name, Subject: "quote-api", Namespace: "freight", Templates: ts}}}
+				Logs: []LogSet{podLogs(p, "quote-api", 5, time.Date(2026, 5, 4, 3, 12, 9, 0, time.UTC), c.lines...)}}
 			out := detectEgressAddressBlocked(ev, nil)
 			if (len(out) > 0) != c.want {
 				t.Fatalf("found %d, want %v", len(out), c.want)

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/rootcause/rootcause/agent/analysis"
 )
@@ -23,22 +22,11 @@ import (
 // out (or cannot tell), and a refused connection is not read.
 func TestEgressCallBlocked(t *testing.T) {
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
-	port := func(proto corev1.Protocol, p int32) networkingv1.NetworkPolicyPort {
-		v := intstr.FromInt32(p)
-		return networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &v}
-	}
-	nsSel := func(ns string) *metav1.LabelSelector {
-		return &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
-	}
+	port, nsSel, eg := npPort, npNamespace, egressOnly
 	pol := func(name string, sel map[string]string, types []networkingv1.PolicyType, egress ...networkingv1.NetworkPolicyEgressRule) networkingv1.NetworkPolicy {
-		np := networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: sel}, PolicyTypes: types, Egress: egress}}
-		np.Name, np.Namespace = name, "shop"
-		np.CreationTimestamp = metav1.NewTime(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-		return np
+		return npPolicy("shop", name, sel, types, egress...)
 	}
-	both := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
-	eg := []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
-	deny := pol("default-deny-all", nil, both)
+	deny := pol("default-deny-all", nil, ingressAndEgress)
 	dns := pol("allow-dns-egress", nil, eg, networkingv1.NetworkPolicyEgressRule{
 		Ports: []networkingv1.NetworkPolicyPort{port(udp, 53), port(tcp, 53)},
 		To:    []networkingv1.NetworkPolicyPeer{{NamespaceSelector: nsSel("kube-system"), PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}}}}})
@@ -66,19 +54,17 @@ func TestEgressCallBlocked(t *testing.T) {
 		{"rule with no ports", goLine, []networkingv1.NetworkPolicy{deny, pol("allow-stock", nil, eg, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: nsSel("stock")}}})}, false},
 		{"address block", goLine, []networkingv1.NetworkPolicy{deny, pol("allow-cidr", nil, eg, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}}})}, false},
 		{"pods of unread labels", goLine, []networkingv1.NetworkPolicy{deny, pol("allow-inv", nil, eg, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: nsSel("stock"), PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "inventory-api"}}}}})}, false},
-		{"ingress only", goLine, []networkingv1.NetworkPolicy{pol("deny-ingress", nil, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress})}, false},
+		{"ingress only", goLine, []networkingv1.NetworkPolicy{pol("deny-ingress", nil, ingressOnly)}, false},
 		{"selects other pods", goLine, []networkingv1.NetworkPolicy{pol("deny-batch", map[string]string{"app": "batch-export"}, eg)}, false},
 		{"refused, not dropped", refused, []networkingv1.NetworkPolicy{deny, dns}, false},
 	}
-	p := corev1.Pod{}
-	p.Name, p.Namespace, p.Labels = "storefront-6c9f7-x2x9q", "shop", map[string]string{"app": "storefront"}
+	p := npPod("shop", "storefront-6c9f7-x2x9q", "storefront")
 	svc := ServiceState{}
 	svc.Service.Name, svc.Service.Namespace = "inventory-api", "stock"
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ts := []analysis.LogTemplate{{Template: c.line, Example: c.line, Count: 3, Incident: 3, FirstSeen: time.Date(2026, 3, 2, 9, 20, 11, 0, time.UTC)}}
 			ev := &Gathered{K8s: K8sEvidence{Pods: []corev1.Pod{p}, NetworkPolicies: c.pols, CalledServices: []ServiceState{svc}},
-				Logs: []LogSet{{Source: p.Name, Subject: "storefront", Namespace: "shop", Templates: ts}}}
+				Logs: []LogSet{podLogs(p, "storefront", 3, time.Date(2026, 3, 2, 9, 20, 11, 0, time.UTC), c.line)}}
 			out := detectEgressCallBlocked(ev, nil)
 			if (len(out) > 0) != c.want {
 				t.Fatalf("found %d, want %v", len(out), c.want)

@@ -7,10 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/rootcause/rootcause/agent/analysis"
 )
 
 // TestEgressDNSBlocked: lookups timing out (Go's resolver, Node's
@@ -21,18 +17,12 @@ import (
 // lookups that do not time out are not read.
 func TestEgressDNSBlocked(t *testing.T) {
 	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
-	port := func(proto corev1.Protocol, p intstr.IntOrString) networkingv1.NetworkPolicyPort {
-		return networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &p}
-	}
+	eg := egressOnly
 	pol := func(name string, sel map[string]string, types []networkingv1.PolicyType, egress ...networkingv1.NetworkPolicyEgressRule) networkingv1.NetworkPolicy {
-		np := networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: sel}, PolicyTypes: types, Egress: egress}}
-		np.Name, np.Namespace = name, "billing"
-		np.CreationTimestamp = metav1.NewTime(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-		return np
+		return npPolicy("billing", name, sel, types, egress...)
 	}
-	eg := []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
 	deny := pol("default-deny-egress", nil, eg)
-	appPorts := pol("allow-app-egress", nil, eg, networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{port(tcp, intstr.FromInt32(443)), port(tcp, intstr.FromInt32(5432))}})
+	appPorts := pol("allow-app-egress", nil, eg, networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{npPort(tcp, 443), npPort(tcp, 5432)}})
 	goLine := `2026-03-02T09:20:11.004Z ERROR charge failed {"error": "dial tcp: lookup ledger-db.billing.svc.cluster.local on 10.96.0.10:53: read udp 10.244.3.17:40122->10.96.0.10:53: i/o timeout"}`
 	goLine2 := `2026-03-02T09:20:14.551Z ERROR sync failed {"error": "Get \"https://api.stripe.com/v1/charges\": dial tcp: lookup api.stripe.com on 10.96.0.10:53: read udp 10.244.3.17:51011->10.96.0.10:53: i/o timeout"}`
 	nodeLine := `{"level":50,"time":1772443211000,"msg":"request failed","err":"getaddrinfo EAI_AGAIN ledger-db.billing.svc.cluster.local"}`
@@ -45,22 +35,17 @@ func TestEgressDNSBlocked(t *testing.T) {
 	}{
 		{"go resolver, deny + app ports", []string{goLine, goLine2}, []networkingv1.NetworkPolicy{deny, appPorts}, true},
 		{"node EAI_AGAIN, deny only", []string{nodeLine}, []networkingv1.NetworkPolicy{deny}, true},
-		{"udp 53 allowed", []string{goLine}, []networkingv1.NetworkPolicy{deny, pol("allow-dns", nil, eg, networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{port(udp, intstr.FromInt32(53))}})}, false},
-		{"named dns port", []string{goLine}, []networkingv1.NetworkPolicy{deny, pol("allow-dns", nil, eg, networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{port(udp, intstr.FromString("dns"))}})}, false},
+		{"udp 53 allowed", []string{goLine}, []networkingv1.NetworkPolicy{deny, pol("allow-dns", nil, eg, networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{npPort(udp, 53)}})}, false},
+		{"named dns port", []string{goLine}, []networkingv1.NetworkPolicy{deny, pol("allow-dns", nil, eg, networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{npNamedPort(udp, "dns")}})}, false},
 		{"rule with no ports", []string{goLine}, []networkingv1.NetworkPolicy{deny, pol("allow-all-internal", nil, eg, networkingv1.NetworkPolicyEgressRule{})}, false},
-		{"ingress only", []string{goLine}, []networkingv1.NetworkPolicy{pol("ingress", nil, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress})}, false},
+		{"ingress only", []string{goLine}, []networkingv1.NetworkPolicy{pol("ingress", nil, ingressOnly)}, false},
 		{"selects other pods", []string{goLine}, []networkingv1.NetworkPolicy{pol("deny-batch", map[string]string{"app": "batch-export"}, eg)}, false},
 		{"not a timeout", []string{nxLine}, []networkingv1.NetworkPolicy{deny}, false},
 	}
-	p := corev1.Pod{}
-	p.Name, p.Namespace, p.Labels = "payments-worker-6c9f7-x2x9q", "billing", map[string]string{"app": "payments-worker"}
+	p := npPod("billing", "payments-worker-6c9f7-x2x9q", "payments-worker")
 	for _, c := range cases {
-		var ts []analysis.LogTemplate
-		for _, l := range c.lines {
-			ts = append(ts, analysis.LogTemplate{Template: l, Example: l, Count: 3, Incident: 3, FirstSeen: time.Date(2026, 3, 2, 9, 20, 11, 0, time.UTC)})
-		}
 		ev := &Gathered{K8s: K8sEvidence{Pods: []corev1.Pod{p}, NetworkPolicies: c.pols},
-			Logs: []LogSet{{Source: p.Name, Subject: "payments-worker", Namespace: "billing", Templates: ts}}}
+			Logs: []LogSet{podLogs(p, "payments-worker", 3, time.Date(2026, 3, 2, 9, 20, 11, 0, time.UTC), c.lines...)}}
 		out := detectEgressDNSBlocked(ev, nil)
 		if (len(out) > 0) != c.want {
 			t.Errorf("%s: found %v, want %v", c.name, len(out) > 0, c.want)
