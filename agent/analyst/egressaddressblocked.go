@@ -80,20 +80,12 @@ func detectEgressAddressBlocked(ev *Gathered, found []Finding) []Finding {
 		return nil
 	}
 	var out []Finding
-	for si := range ev.Logs {
-		set := &ev.Logs[si]
-		if set.Host || set.Subject == "" {
-			continue
-		}
-		ns := orWord(set.Namespace, ev.Scope.Namespace)
-		if ns == "" {
-			continue
-		}
-		callerPods := podsOfWorkload(ev.K8s.Pods, ns, set.Subject)
+	for c := range egressCallers(ev) {
+		set, ns := c.set, c.ns
 		var pols []*networkingv1.NetworkPolicy
 		for i := range ev.K8s.NetworkPolicies {
 			np := &ev.K8s.NetworkPolicies[i]
-			if np.Namespace == ns && policyEgress(np) && policySelects(np, callerPods, set.Subject) {
+			if np.Namespace == ns && policyEgress(np) && policySelects(np, c.pods, set.Subject) {
 				pols = append(pols, np)
 			}
 		}

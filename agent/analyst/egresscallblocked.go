@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"strconv"
@@ -71,16 +72,8 @@ func detectEgressCallBlocked(ev *Gathered, found []Finding) []Finding {
 	}
 	var out []Finding
 	seen := map[string]bool{}
-	for si := range ev.Logs {
-		set := &ev.Logs[si]
-		if set.Host || set.Subject == "" {
-			continue
-		}
-		ns := orWord(set.Namespace, ev.Scope.Namespace)
-		if ns == "" {
-			continue
-		}
-		callerPods := podsOfWorkload(ev.K8s.Pods, ns, set.Subject)
+	for c := range egressCallers(ev) {
+		set, ns, callerPods := c.set, c.ns, c.pods
 		for _, t := range set.Templates {
 			l := t.Example
 			if t.Incident == 0 || !matchLine(connectTimeoutRE, l) && !matchLine(curlTimeoutRE, l) || matchLine(lookupTimeoutRE, l) {
@@ -109,6 +102,35 @@ func detectEgressCallBlocked(ev *Gathered, found []Finding) []Finding {
 		}
 	}
 	return out
+}
+
+// egressCaller is a workload whose log an egress mechanism reads: its log
+// set, its namespace and its pods.
+type egressCaller struct {
+	set  *LogSet
+	ns   string
+	pods []corev1.Pod
+}
+
+// egressCallers yields the workloads of ev's logs (not hosts) with their
+// namespace (the log's, else the scope's) and pods, passing over a log
+// whose namespace is unknown: egress NetworkPolicies are a namespace's.
+func egressCallers(ev *Gathered) iter.Seq[egressCaller] {
+	return func(yield func(egressCaller) bool) {
+		for si := range ev.Logs {
+			set := &ev.Logs[si]
+			if set.Host || set.Subject == "" {
+				continue
+			}
+			ns := orWord(set.Namespace, ev.Scope.Namespace)
+			if ns == "" {
+				continue
+			}
+			if !yield(egressCaller{set, ns, podsOfWorkload(ev.K8s.Pods, ns, set.Subject)}) {
+				return
+			}
+		}
+	}
 }
 
 // calledTarget is a Service a log line calls by its cluster name: its
