@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +17,8 @@ import (
 	"github.com/rootcause/rootcause/agent/eval"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/tools"
+	"github.com/rootcause/rootcause/finding"
+	"github.com/rootcause/rootcause/internal/heapsample"
 )
 
 // BenchmarkLargeLog investigates a bundle whose host log is generated at
@@ -49,37 +49,22 @@ func BenchmarkLargeLog(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		runtime.GC()
-		var peak atomic.Uint64
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			var ms runtime.MemStats
-			for {
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		})
 		sess := &tools.Session{Catalog: cat, Env: &tools.Env{Sources: bun.Sources(now)}, Toolkit: toolkit}
 		run := &benchRun{sess: sess}
-		start := time.Now()
-		res, err := eng.Investigate(context.Background(), &agent.Request{Agent: agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
-			Context: map[string]string{"service": "checkout"}}, run)
-		elapsed := time.Since(start)
-		close(stop)
-		wg.Wait()
+		var res *finding.Result
+		var elapsed time.Duration
+		peak := heapsample.Peak(20*time.Millisecond, func() {
+			start := time.Now()
+			res, err = eng.Investigate(context.Background(), &agent.Request{Agent: agent.Agent{Name: tools.AgentInvestigation, Tools: toolkit},
+				Context: map[string]string{"service": "checkout"}}, run)
+			elapsed = time.Since(start)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(elapsed.Seconds(), "s/investigation")
-		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
-		b.Logf("%d MB log: %s, peak heap %d MB; root cause: %s", mb, elapsed, peak.Load()>>20, res.RootCause.Description)
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+		b.Logf("%d MB log: %s, peak heap %d MB; root cause: %s", mb, elapsed, peak>>20, res.RootCause.Description)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/analysis/tracegraph"
 	"github.com/rootcause/rootcause/agent/evidence"
+	"github.com/rootcause/rootcause/internal/heapsample"
 )
 
 // BenchmarkLocalize measures localization end to end on generated input:
@@ -52,42 +52,26 @@ func BenchmarkLocalize(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		runtime.GC()
-		var peak atomic.Uint64
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			var ms runtime.MemStats
-			for {
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		})
-		start, cpu0 := time.Now(), cpuTime()
-		var logs []LogTemplate
+		var res Result
 		var traceSeries []Series
-		var edges []Edge
-		var inner sync.WaitGroup
-		inner.Go(func() { traceSeries, edges = benchTraces(w, services, spans) })
-		logs = mineBench(b, files, w)
-		inner.Wait()
-		res := Rank(Input{Window: w, Entry: "svc-00", Metrics: append(slices.Clip(metrics), traceSeries...), Logs: logs, Edges: edges})
-		elapsed, cpu := time.Since(start), cpuTime()-cpu0
-		close(stop)
-		wg.Wait()
+		var elapsed, cpu time.Duration
+		peak := heapsample.Peak(20*time.Millisecond, func() {
+			start, cpu0 := time.Now(), cpuTime()
+			var edges []Edge
+			var inner sync.WaitGroup
+			inner.Go(func() { traceSeries, edges = benchTraces(w, services, spans) })
+			logs := mineBench(b, files, w)
+			inner.Wait()
+			res = Rank(Input{Window: w, Entry: "svc-00", Metrics: append(slices.Clip(metrics), traceSeries...), Logs: logs, Edges: edges})
+			elapsed, cpu = time.Since(start), cpuTime()-cpu0
+		})
 		if len(res.Candidates) == 0 || res.Candidates[0].Subject != "svc-37" {
 			b.Fatalf("wrong ranking: %+v", res.Candidates)
 		}
 		b.ReportMetric(elapsed.Seconds(), "s/localization")
 		b.ReportMetric(cpu.Seconds(), "cpu-s/localization")
-		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
-		b.Logf("%d services, %d MB of logs, %d spans, %d series: %s (%s of CPU), peak heap %d MB; first: %s", services, mb, spans, len(metrics)+len(traceSeries), elapsed, cpu.Round(time.Millisecond), peak.Load()>>20, res.Candidates[0].Explanation)
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+		b.Logf("%d services, %d MB of logs, %d spans, %d series: %s (%s of CPU), peak heap %d MB; first: %s", services, mb, spans, len(metrics)+len(traceSeries), elapsed, cpu.Round(time.Millisecond), peak>>20, res.Candidates[0].Explanation)
 	}
 }
 

@@ -18,7 +18,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/rootcause/rootcause/agent/evidence"
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/tools"
+	"github.com/rootcause/rootcause/internal/heapsample"
 )
 
 const (
@@ -196,32 +196,6 @@ func writeLog(dir, pod string, sick bool) error {
 	return f.Close()
 }
 
-// peakHeap samples the heap in use while f runs.
-func peakHeap(f func()) uint64 {
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
-	f()
-	close(stop)
-	<-done
-	return peak.Load()
-}
-
 // BenchmarkOpen50k opens the bundle and answers the first questions of an
 // investigation: namespaces, one namespace's pods and events, and one
 // pod's log searched for a pattern.
@@ -298,7 +272,7 @@ func investigate(b *testing.B, ns string) {
 	var cause string
 	b.ResetTimer()
 	for b.Loop() {
-		peak = max(peak, peakHeap(func() {
+		peak = max(peak, heapsample.Peak(10*time.Millisecond, func() {
 			bd, err := bundle.OpenDir(dir)
 			if err != nil {
 				b.Fatal(err)

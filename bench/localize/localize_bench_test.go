@@ -26,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +36,7 @@ import (
 	"github.com/rootcause/rootcause/agent/evidence/bundle"
 	"github.com/rootcause/rootcause/agent/evidence/otlpjson"
 	"github.com/rootcause/rootcause/agent/localize"
+	"github.com/rootcause/rootcause/internal/heapsample"
 )
 
 const (
@@ -105,31 +105,18 @@ func benchRun(b *testing.B, dir string, overlap bool, logBytes, traceBytes int64
 	for b.Loop() {
 		runtime.GC()
 		resetPeakRSS()
-		var peak atomic.Uint64
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			var ms runtime.MemStats
-			for {
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-		})
 		var ms0, ms1 runtime.MemStats
-		runtime.ReadMemStats(&ms0)
-		start, cpu0 := time.Now(), cpuTime()
-		res, n, err := run(context.Background(), dir, overlap)
-		elapsed, cpu := time.Since(start), cpuTime()-cpu0
-		runtime.ReadMemStats(&ms1)
-		close(stop)
-		wg.Wait()
+		var res localize.Result
+		var n counts
+		var err error
+		var elapsed, cpu time.Duration
+		peak := heapsample.Peak(100*time.Millisecond, func() {
+			runtime.ReadMemStats(&ms0)
+			start, cpu0 := time.Now(), cpuTime()
+			res, n, err = run(context.Background(), dir, overlap)
+			elapsed, cpu = time.Since(start), cpuTime()-cpu0
+			runtime.ReadMemStats(&ms1)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -139,14 +126,14 @@ func benchRun(b *testing.B, dir string, overlap bool, logBytes, traceBytes int64
 		rss := peakRSS()
 		b.ReportMetric(elapsed.Seconds(), "s/localization")
 		b.ReportMetric(cpu.Seconds(), "cpu-s/localization")
-		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MB")
 		b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/(1<<20), "alloc-MB")
 		b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/1e6, "M-allocs")
 		b.Logf("%d services, %d MB of logs (%d lines), %d MB of traces (%d spans), %d series, %d log templates, %d operation events: %s wall (spans and metrics %s, logs %s), %s CPU, peak heap %d MB, peak RSS %d MB; first: %s",
 			services, logBytes>>20, n.lines, traceBytes>>20, n.spans, n.series, n.templates, n.ops, elapsed.Round(time.Millisecond),
 			n.spanPhase.Round(time.Millisecond), n.logPhase.Round(time.Millisecond), cpu.Round(time.Millisecond),
-			peak.Load()>>20, rss>>20, res.Candidates[0].Explanation)
+			peak>>20, rss>>20, res.Candidates[0].Explanation)
 	}
 }
 
