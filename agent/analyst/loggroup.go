@@ -334,6 +334,9 @@ func lineSearch(sc Scope) string {
 	if p := loadLinePattern(sc); p != "" {
 		pats = append(pats, p)
 	}
+	if p := groupLinePattern(sc); p != "" {
+		pats = append(pats, p)
+	}
 	return strings.Join(pats, "|")
 }
 

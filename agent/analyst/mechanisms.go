@@ -158,6 +158,7 @@ var mechanisms = []*mechanism{
 	topicMissing,
 	ackPendingFull,
 	queueLengthCap,
+	oneMessageGroup,
 	groupReplay,
 	pooledPrepared,
 	refreshDisabled,

@@ -357,6 +357,8 @@ var kinds = map[Kind]kindInfo{
 	KindAckPendingFull: {prior: 0.84},
 	// A queue at its length limit, messages dropped.
 	KindQueueLengthCap: {prior: 0.84},
+	// Every message of a FIFO queue sent with one message group id.
+	KindOneMessageGroup: {prior: 0.84},
 
 	// Plaintext from outside the mesh to a namespace that requires mTLS.
 	KindMeshMTLS: {prior: 0.86},
