@@ -82,7 +82,7 @@ var holdoutFloors = map[string]int{
 	"holdout64": 6,
 	"holdout67": 5,
 	"holdout66": 5,
-	"holdout68": 4,
+	"holdout68": 5,
 	"holdout65": 4,
 }
 
