@@ -111,6 +111,7 @@ var mechanisms = []*mechanism{
 	dbClassDownsized,
 	dbPasswordExpired,
 	dbPrivilegeDenied,
+	valueOverflow,
 	rbacDenied,
 	drainBlocked,
 	jobSidecar,

@@ -44,7 +44,7 @@ const (
 // cause reached: the object, key, label, image, setting or port a change
 // would have to alter to cause it.
 var contentFacts = []string{"host_ports", "port_holder", "image", "missing", "secret", "volume_key", "key",
-	"setting", "variable", "storage_class", "claim", "selector_unmatched", "taint", "config_map", "config_path", "probe_path", "policy_name", "quota", "failed_server"}
+	"setting", "variable", "storage_class", "claim", "selector_unmatched", "taint", "config_map", "config_path", "probe_path", "policy_name", "quota", "failed_server", "row_values"}
 
 // numericContent are the content facts whose values are ports: a number
 // names them only next to the word port.

@@ -424,6 +424,7 @@ var kinds = map[Kind]kindInfo{
 	KindDBClassDownsized: {prior: 0.84},
 	// A database refusing a client whose role's password validity ended.
 	KindDBPasswordExpired: {prior: 0.88},
+	KindValueOverflow:     {prior: 0.88},
 	// A client refused a privilege on a database object (a GRANT lost when it was rebuilt).
 	KindDBPrivilegeDenied: {prior: 0.86},
 	// A database's disk filled by WAL an abandoned replication slot keeps.
