@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -40,23 +39,9 @@ func TestCORSRejected(t *testing.T) {
 		{"not a preflight", plain, nil},
 	}
 	for _, c := range cases {
-		fs := detectCORSRejected(&Gathered{Commands: []evidence.CommandOutput{c.cmd}, Window: w, Scope: Scope{Service: "api-gateway"}}, nil)
-		if c.says == nil {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings, want none", c.name, len(fs))
-			}
-			continue
-		}
-		if len(fs) != 1 || fs[0].Subject != "api-gateway" {
-			t.Errorf("%s: findings %+v, want one on api-gateway", c.name, fs)
-			continue
-		}
-		h := &Hypothesis{Kind: KindCORSRejected, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := corsRejected.describe(h, Scope{})
-		for _, s := range c.says {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description %q does not say %q", c.name, d, s)
-			}
-		}
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectCORSRejected(&Gathered{Commands: []evidence.CommandOutput{c.cmd}, Window: w, Scope: Scope{Service: "api-gateway"}}, nil)
+			wantWrittenOn(t, KindCORSRejected, "api-gateway", fs, c.says)
+		})
 	}
 }

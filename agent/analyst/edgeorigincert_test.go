@@ -1,7 +1,6 @@
 package analyst
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -50,24 +49,10 @@ func TestEdgeOriginCert(t *testing.T) {
 		{"a self-signed origin without a 526", []evidence.CommandOutput{curlOrigin, x509}, nil, nil},
 	}
 	for _, c := range cases {
-		fs := detectEdgeOriginCert(&Gathered{Commands: c.cmds, Logs: c.logs, Window: w, Scope: Scope{Service: "storefront", Namespace: "shop"}}, nil)
-		if c.says == nil {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings, want none", c.name, len(fs))
-			}
-			continue
-		}
-		if len(fs) != 1 || fs[0].Subject != "storefront" {
-			t.Errorf("%s: findings %+v, want one on storefront", c.name, fs)
-			continue
-		}
-		h := &Hypothesis{Kind: KindEdgeOriginCert, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := edgeOriginCert.describe(h, Scope{})
-		for _, s := range c.says {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description %q does not say %q", c.name, d, s)
-			}
-		}
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectEdgeOriginCert(&Gathered{Commands: c.cmds, Logs: c.logs, Window: w, Scope: Scope{Service: "storefront", Namespace: "shop"}}, nil)
+			wantWrittenOn(t, KindEdgeOriginCert, "storefront", fs, c.says)
+		})
 	}
 	// The setting tightened is the trigger; the origin's release is not.
 	h := &Hypothesis{Kind: KindEdgeOriginCert}

@@ -163,11 +163,21 @@ func wantDescribed(t *testing.T, h *Hypothesis, sc Scope, want ...string) {
 // each of says and gets a recommendation.
 func wantWritten(t *testing.T, kind Kind, fs []Finding, says []string) {
 	t.Helper()
+	wantWrittenOn(t, kind, "", fs, says)
+}
+
+// wantWrittenOn is wantWritten for a finding that must be on subject (on
+// any when subject is empty); the cause begins at the finding's time.
+func wantWrittenOn(t *testing.T, kind Kind, subject string, fs []Finding, says []string) {
+	t.Helper()
 	f, ok := oneFinding(t, fs, says != nil)
 	if !ok {
 		return
 	}
-	h := &Hypothesis{Kind: kind, Subject: f.Subject, Primary: []*Finding{&f}}
+	if subject != "" && f.Subject != subject {
+		t.Errorf("finding on %q, want %q: %s", f.Subject, subject, f.Summary)
+	}
+	h := &Hypothesis{Kind: kind, Subject: f.Subject, Primary: []*Finding{&f}, Onset: f.Time}
 	wantDescribed(t, h, Scope{}, says...)
 	if recs := recommend(h, Scope{}); len(recs) == 0 {
 		t.Errorf("no recommendations")

@@ -65,24 +65,10 @@ func TestWAFBlocked(t *testing.T) {
 		{"two blocked requests", lines(at, 2, sqli), nil, nil},
 	}
 	for _, c := range cases {
-		fs := detectWAFBlocked(&Gathered{WAFBlocks: c.blocks, Logs: c.logs, Window: w, Scope: Scope{Service: "shop-api", Namespace: "shop"}}, nil)
-		if c.says == nil {
-			if len(fs) != 0 {
-				t.Errorf("%s: %d findings (%s), want none", c.name, len(fs), fs[0].Summary)
-			}
-			continue
-		}
-		if len(fs) != 1 || fs[0].Subject != "shop-api" {
-			t.Errorf("%s: findings %+v, want one on shop-api", c.name, fs)
-			continue
-		}
-		h := &Hypothesis{Kind: KindWAFBlocked, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}, Onset: fs[0].Time}
-		d := wafBlocked.describe(h, Scope{})
-		for _, s := range c.says {
-			if !strings.Contains(d, s) {
-				t.Errorf("%s: description %q does not say %q", c.name, d, s)
-			}
-		}
+		t.Run(c.name, func(t *testing.T) {
+			fs := detectWAFBlocked(&Gathered{WAFBlocks: c.blocks, Logs: c.logs, Window: w, Scope: Scope{Service: "shop-api", Namespace: "shop"}}, nil)
+			wantWrittenOn(t, KindWAFBlocked, "shop-api", fs, c.says)
+		})
 	}
 	// Only the lines that record a blocked request are kept from a log.
 	kept := wafBlockLines(append(lines(at, 3, allowed), lines(at, 2, sqli)...))
