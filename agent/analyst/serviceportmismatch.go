@@ -41,6 +41,16 @@ var portMismatch = &mechanism{
 		return strings.Contains(t, "port") || strings.Contains(t, "listen") || strings.Contains(t, "tls")
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
+		if tp := h.fact("target_port"); tp != "" && h.fact("port_names") != "" {
+			// A named targetPort no container declares: the endpoints
+			// controller leaves every pod out of the Service's endpoints.
+			d := fmt.Sprintf("service %s sends its traffic to the named targetPort %s, but no container of the pods of %s declares a port named %s (their ports: %s; a renamed port the Service was not updated for), so the Service gets no endpoints and every connection to it is refused although the pods are ready",
+				h.fact("service"), tp, h.Subject, tp, h.fact("port_names"))
+			if c := h.fact("refused"); c != "" {
+				d += ": " + quote(ReadableLine(c), 220)
+			}
+			return d
+		}
 		if tp := h.fact("target_port"); tp != "" {
 			d := fmt.Sprintf("service %s sends its traffic to targetPort %s, but the pods of %s listen on %s (their declared container ports), so every connection to them is refused although the pods are ready",
 				h.fact("service"), tp, h.Subject, h.fact("ports"))
@@ -57,6 +67,12 @@ var portMismatch = &mechanism{
 			h.Subject, h.fact("service"), h.fact("port"), h.fact("service"), h.fact("ports"), h.fact("port"))
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if tp := h.fact("target_port"); tp != "" && h.fact("port_names") != "" {
+			r.high("Set the targetPort of service %s to a port name its pods declare (%s), in the release's values or the Service itself, so that its endpoints are filled again", h.fact("service"), h.fact("port_names"))
+			r.rollback()
+			r.low("Check a Service's named targetPort against its pods' container port names when a chart renames ports")
+			return
+		}
 		if tp := h.fact("target_port"); tp != "" {
 			r.high("Set the targetPort of service %s to the port its pods listen on (%s), or better to the container port's name, so that they cannot drift apart", h.fact("service"), h.fact("ports"))
 			r.rollback()
@@ -300,6 +316,7 @@ func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		nums, names := map[string]bool{}, map[string]bool{}
+		var named []string // "web 8080"
 		// A port read from describe text or a table has no name there: a
 		// named targetPort cannot be checked against it (unknown, not
 		// missing).
@@ -314,6 +331,9 @@ func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
 					}
 					nums[n] = true
 					if cp.Name != "" {
+						if !names[cp.Name] {
+							named = append(named, cp.Name+" "+n)
+						}
 						names[cp.Name] = true
 					} else {
 						unnamed = true
@@ -346,6 +366,9 @@ func targetPortMismatch(ev *Gathered, found []Finding) []Finding {
 				f.Related = append(f.Related, ip)
 			}
 			f.setFact("ports", strings.Join(declared, ", "))
+			if tp.Type == intstr.String && len(named) > 0 {
+				f.setFact("port_names", strings.Join(named, ", "))
+			}
 			f.Evidence = []string{fmt.Sprintf("service %s/%s: port %d → targetPort %s; the pods it selects (%s) declare container ports %s",
 				s.Service.Namespace, s.Service.Name, sp.Port, tp.String(), pods[0].Name, strings.Join(declared, ", "))}
 			// Connections refused on that port (a proxy's upstream, a
