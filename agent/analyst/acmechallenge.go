@@ -41,8 +41,26 @@ var acmeChallenge = &mechanism{
 		return detectACMEChallenges(ev.Commands, ev.Logs, append(slices.Clone(ev.Earlier), ev.Changes...), ev.Scope, ev.Window)
 	},
 	fitsChange: changeSays(acmePathChangeRE),
+	// The pods that mount the certificate's Secret wait for it: their
+	// FailedMount (or CreateContainerConfigError) on the Secret not found
+	// is this failure one hop on.
+	related: func(h *Hypothesis, f *Finding) bool {
+		return waitsForSecret(f, h.fact("secret"))
+	},
+	refines:       []Kind{KindConfigError, KindMountFailure},
+	refinesAcross: true,
 	describe: func(h *Hypothesis, sc Scope) string {
-		d := fmt.Sprintf("certificate %s is not renewing: its ACME %s challenge%s stays pending", h.Subject, orWord(h.fact("type"), "HTTP-01"), forDomains(h.fact("domains")))
+		verb := "is not renewing"
+		var waiting []string
+		for _, f := range h.Support {
+			if waitsForSecret(f, h.fact("secret")) && !slices.Contains(waiting, f.Subject) {
+				waiting = append(waiting, f.Subject)
+			}
+		}
+		if len(waiting) > 0 {
+			verb = "was never issued"
+		}
+		d := fmt.Sprintf("certificate %s %s: its ACME %s challenge%s stays pending", h.Subject, verb, orWord(h.fact("type"), "HTTP-01"), forDomains(h.fact("domains")))
 		d += h.clause(" since ", "since")
 		if u := h.fact("url"); u != "" {
 			d += fmt.Sprintf(" — cert-manager's self check GET %s fails: %s", u, h.fact("error"))
@@ -58,12 +76,25 @@ var acmeChallenge = &mechanism{
 			}
 		}
 		d += h.clause("; the current certificate expires at ", "not_after")
+		if len(waiting) > 0 {
+			d += fmt.Sprintf(". Its Secret %s does not exist, so the pods of %s that mount it cannot start (FailedMount: secret %q not found)", h.fact("secret"), strings.Join(waiting, ", "), h.fact("secret"))
+		}
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		if h.fact("listeners") != "" || h.fact("port") == "80" {
 			r.high("Serve port 80 on the public load balancer again (a TCP/80 listener to the ingress controller, and its security group rule) or redirect it at the ingress, not the load balancer: HTTP-01 needs http://%s/.well-known/acme-challenge/ reachable from the Internet", firstWord(h.fact("domains")))
 			r.med("If port 80 must stay closed, switch the issuer to the DNS-01 solver for %s", h.fact("domains"))
+		} else if h.fact("denied") != "" {
+			what := "the permissions the solver needs at its DNS provider"
+			if m := findSubmatch(deniedActionRE, h.fact("error")); m != nil {
+				what = "the action " + m[3] + prefixed(" to role ", m[1])
+			}
+			need := ""
+			if strings.Contains(strings.ToLower(h.fact("error")), "route53") || strings.Contains(h.fact("error"), "Route 53") {
+				need = " (Route 53 needs route53:ListHostedZonesByName on *, route53:GetChange, route53:ChangeResourceRecordSets on the zone)"
+			}
+			r.high("Grant cert-manager's DNS-01 identity %s again%s, or revert the change that narrowed it", what, need)
 		} else {
 			r.high("Make http://%s/.well-known/acme-challenge/ reachable from the Internet to the solver pod (%s)", firstWord(h.fact("domains")), h.fact("error"))
 		}
@@ -94,6 +125,11 @@ var (
 	providerDeniedRE = regexp.MustCompile(`(?i)AccessDenied|not authorized to perform|AuthorizationFailed|does not have authorization|googleapi: Error 403|Error 403: Forbidden|\b403 Forbidden|Authentication error|Invalid request headers|InvalidClientTokenId|ExpiredToken`)
 	// deniedResourceRE is the action and resource an AWS denial names.
 	deniedResourceRE = regexp.MustCompile(`not authorized to perform: ([\w:*]+) on resource: (\S+?)(?:\s|$)`)
+	// deniedActionRE is an AWS denial that names no resource (an action
+	// on no resource, as route53:ListHostedZonesByName): "User:
+	// arn:aws:sts::…:assumed-role/ROLE/… is not authorized to perform:
+	// ACTION because no identity-based policy allows the ACTION action".
+	deniedActionRE = regexp.MustCompile(`User: (?:arn:aws:sts::\d*:assumed-role/([\w+=,.@-]+)/\S*|(\S+)) is not authorized to perform: ([\w:*]+)(?:\s+because ([^\n"]*?action))?(?:\s|$|\\)`)
 	// acmeCredChangeRE is a change of the identity or permissions the
 	// solver uses at its DNS provider.
 	acmeCredChangeRE = regexp.MustCompile(`(?i)\biam\b|polic(?:y|ies)|\brole\b|irsa|permission|least[- ]privilege|service ?account|credential|api token|access key|workload identity`)
@@ -266,10 +302,12 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 			c.domains = append(c.domains, a.domain)
 		}
 	}
+	secrets := certificateSecrets(cmds)
 	var out []Finding
 	for _, name := range order {
 		c := certs[name]
 		f := &c.f
+		f.setFact("secret", orWord(secrets[name], name))
 		// Pending since the oldest of its challenges was created: the
 		// state now, however long ago it began.
 		var oldest time.Duration
@@ -327,6 +365,9 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 					f.setFact("policy", p)
 					f.Evidence = append(f.Evidence, p)
 				}
+			} else if m := findSubmatch(deniedActionRE, f.fact("error")); m != nil {
+				d = fmt.Sprintf("the DNS provider denies cert-manager's identity%s the action %s (access denied%s), so the challenge's TXT record is never created",
+					prefixed(" ", orWord(m[1], m[2])), m[3], prefixed(": ", m[4]))
 			}
 			f.setFact("denied", d)
 			f.setFact("why", d)
@@ -361,6 +402,9 @@ func detectACMEChallenges(cmds []evidence.CommandOutput, logs []LogSet, changes 
 		// are this certificate's.
 		f.Related = append(f.Related, c.domains...)
 		f.Related = append(f.Related, "cert-manager")
+		// cert-manager is what fails: its controller cannot complete
+		// the challenge.
+		f.setFact("affected", "cert-manager")
 		f.Summary = fmt.Sprintf("certificate %s not renewing: ACME challenge%s fails: %s", name, forDomains(f.fact("domains")), truncate(f.fact("error"), 120))
 		out = append(out, *f)
 	}
@@ -551,4 +595,71 @@ func forDomains(domains string) string {
 		return ""
 	}
 	return " for " + domains
+}
+
+// waitsForSecret reports whether f is a pod waiting for the Secret secret
+// to exist: a FailedMount or CreateContainerConfigError saying it is not
+// found.
+func waitsForSecret(f *Finding, secret string) bool {
+	if secret == "" || f.Kind != KindConfigError && f.Kind != KindMountFailure {
+		return false
+	}
+	return f.fact("missing") == "secret "+secret || strings.Contains(strings.ToLower(f.fact("message")+" "+strings.Join(f.Evidence, " ")), `secret "`+strings.ToLower(secret)+`" not found`) ||
+		strings.Contains(strings.ToLower(strings.Join(f.Evidence, " ")), `secret \"`+strings.ToLower(secret)+`\" not found`)
+}
+
+// certificateSecrets reads the Secret each certificate is stored in from
+// what the transcripts show of cert-manager's Certificates: a kubectl get
+// table (NAME READY SECRET AGE, alone or among other kinds), a describe
+// (Secret Name:) or a manifest (secretName:).
+func certificateSecrets(cmds []evidence.CommandOutput) map[string]string {
+	out := map[string]string{}
+	for _, c := range cmds {
+		cmd := strings.ToLower(c.Command)
+		if !strings.Contains(cmd, "cert") {
+			continue
+		}
+		described := ""
+		if f := strings.Fields(c.Command); len(f) > 0 {
+			for i := 0; i+2 < len(f); i++ {
+				if (f[i] == "describe" || f[i] == "get") && strings.HasPrefix(strings.ToLower(f[i+1]), "certificate") && !strings.HasPrefix(f[i+2], "-") {
+					described = f[i+2]
+				}
+			}
+		}
+		var head []string
+		for _, l := range c.Lines {
+			t := strings.TrimSpace(l)
+			if t == "" {
+				head = nil
+				continue
+			}
+			fs := strings.Fields(t)
+			if fs[0] == "NAME" {
+				head = nil
+				if slices.Contains(fs, "SECRET") && slices.Contains(fs, "READY") {
+					head = fs
+				}
+				continue
+			}
+			if head != nil && len(fs) == len(head) {
+				name := fs[0]
+				if _, n, ok := strings.Cut(name, "/"); ok {
+					if !strings.HasPrefix(name, "certificate") {
+						continue
+					}
+					name = n
+				}
+				out[name] = fs[slices.Index(head, "SECRET")]
+				continue
+			}
+			if described == "" {
+				continue
+			}
+			if k, v, ok := strings.Cut(t, ":"); ok && (k == "Secret Name" || k == "secretName") && strings.TrimSpace(v) != "" {
+				out[described] = strings.Trim(strings.TrimSpace(v), `"'`)
+			}
+		}
+	}
+	return out
 }

@@ -190,3 +190,80 @@ func TestForDomainsNeverEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestCertificateSecrets reads the Secret a certificate is stored in from
+// the forms kubectl prints: a get of certificates alone or among other
+// cert-manager kinds, a describe, a manifest.
+func TestCertificateSecrets(t *testing.T) {
+	cmds := []evidence.CommandOutput{
+		{Command: "kubectl get certificate,certificaterequest -n edge", Lines: []string{
+			"NAME                                       READY   SECRET             AGE",
+			"certificate.cert-manager.io/api-tls        False   api-tls-secret     38m",
+			"certificate.cert-manager.io/grpc-tls       True    grpc-tls           212d",
+			"",
+			"NAME                                              APPROVED   DENIED   READY   ISSUER             REQUESTOR   AGE",
+			"certificaterequest.cert-manager.io/api-tls-1      True                False   letsencrypt-prod   system:sa   38m"}},
+		{Command: "kubectl get certificates -n shop", Lines: []string{
+			"NAME        READY   SECRET          AGE",
+			"shop-cert   False   shop-tls        2d"}},
+		{Command: "kubectl describe certificate wild -n edge", Lines: []string{
+			"Name:         wild", "Spec:", "  Dns Names:", "    *.example.org", "  Secret Name:  wildcard-example-org"}},
+		{Command: "kubectl get certificate docs -n web -o yaml", Lines: []string{
+			"spec:", "  dnsNames:", "  - docs.example.com", "  secretName: docs-example-com-tls"}},
+	}
+	got := certificateSecrets(cmds)
+	want := map[string]string{"api-tls": "api-tls-secret", "grpc-tls": "grpc-tls", "shop-cert": "shop-tls", "wild": "wildcard-example-org", "docs": "docs-example-com-tls"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("secret of %s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if _, ok := got["api-tls-1"]; ok {
+		t.Errorf("a CertificateRequest is no certificate: %v", got)
+	}
+}
+
+// TestACMENeverIssued checks that pods waiting for the Secret of a
+// certificate whose challenge fails are its consequence (FailedMount or
+// CreateContainerConfigError, as the kubelet words them), and that a
+// denial naming no resource is read with its role and action.
+func TestACMENeverIssued(t *testing.T) {
+	const denied = `Failed to determine Route 53 hosted zone ID: AccessDenied: User: arn:aws:sts::412345678901:assumed-role/prod-dns01/1760432515 is not authorized to perform: route53:ListHostedZonesByName because no identity-based policy allows the route53:ListHostedZonesByName action`
+	get := evidence.CommandOutput{Command: "kubectl get certificate,challenge -n web", Lines: []string{
+		"NAME                                    READY   SECRET         AGE",
+		"certificate.cert-manager.io/shop-cert   False   shop-tls       40m",
+		"",
+		"NAME                                                          STATE     DOMAIN             AGE",
+		"challenge.acme.cert-manager.io/shop-cert-1-3927412085-1467735071   pending   shop.example.com   40m"}}
+	describe := evidence.CommandOutput{Command: "kubectl describe challenge shop-cert-1-3927412085-1467735071 -n web", Lines: []string{"  Reason:      Error presenting challenge: " + denied}}
+	fs := detectACMEChallenges([]evidence.CommandOutput{get, describe}, nil, nil, Scope{Namespace: "web"}, win)
+	if len(fs) != 1 || fs[0].fact("secret") != "shop-tls" || !strings.Contains(fs[0].fact("denied"), "prod-dns01 the action route53:ListHostedZonesByName") {
+		t.Fatalf("findings %+v", fs)
+	}
+	f := fs[0]
+	h := &Hypothesis{Kind: KindACMEChallenge, Subject: f.Subject, Primary: []*Finding{&f}}
+	for _, c := range []struct {
+		name string
+		g    Finding
+		want bool
+	}{
+		{"FailedMount event", Finding{Kind: KindConfigError, Subject: "shop", Facts: map[string]string{"missing": "secret shop-tls"},
+			Evidence: []string{`event FailedMount on pod web/shop-7d9-x2: "MountVolume.SetUp failed for volume \"tls\" : secret \"shop-tls\" not found"`}}, true},
+		{"CreateContainerConfigError", Finding{Kind: KindConfigError, Subject: "shop", Facts: map[string]string{"message": `secret "shop-tls" not found`}}, true},
+		{"another secret", Finding{Kind: KindConfigError, Subject: "shop", Facts: map[string]string{"missing": "secret db-credentials"}}, false},
+		{"not a pod waiting", Finding{Kind: KindCrashLoop, Subject: "shop", Facts: map[string]string{"message": `secret "shop-tls" not found`}}, false},
+	} {
+		if got := acmeChallenge.related(h, &c.g); got != c.want {
+			t.Errorf("%s: related %v, want %v", c.name, got, c.want)
+		}
+		if c.want {
+			h.Support = []*Finding{&c.g}
+			wantDescribed(t, h, Scope{}, "was never issued", "Secret shop-tls does not exist", "pods of shop")
+		}
+	}
+	r := &recommender{h: h}
+	acmeChallenge.recommend(h, Scope{}, r)
+	if len(r.recs) == 0 || !strings.Contains(r.recs[0].Action, "route53:ListHostedZonesByName to role prod-dns01") {
+		t.Errorf("recommendations %+v", r.recs)
+	}
+}

@@ -123,6 +123,10 @@ type mechanism struct {
 	// endings make its start fail): with those findings among its
 	// evidence, it ranks above their own hypothesis (yieldRefined).
 	refines []Kind
+	// refinesAcross lets the findings it refines name another subject
+	// (the pods that mount the Secret a certificate never got): every one
+	// of them must then be among its evidence (its related hook).
+	refinesAcross bool
 
 	// describe explains the root cause in one paragraph; recommend adds
 	// actions, high priority first.

@@ -818,7 +818,10 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		}
 		for i := range a.Findings {
 			f := &a.Findings[i]
-			if f.Severity >= SevWarning && (strings.EqualFold(f.Subject, subj) || strings.EqualFold(f.fact("caller"), subj)) && isSystemName(subj, sc) {
+			// A caller carrying on without the failing dependency
+			// (fallback.go) is degraded: affected when the question
+			// names it ("storefront can't reach pricing").
+			if f.Severity >= SevWarning && (strings.EqualFold(f.Subject, subj) || strings.EqualFold(f.fact("caller"), subj) || strings.EqualFold(f.fact("fallback_of"), subj)) && isSystemName(subj, sc) {
 				r.AffectedSystems = append(r.AffectedSystems, subj)
 				break
 			}
@@ -1223,8 +1226,12 @@ func yieldRefined(hs []*Hypothesis) {
 			continue
 		}
 		for _, s := range hs {
-			if s == k || !slices.Contains(m.refines, s.Kind) || !strings.EqualFold(k.Subject, s.Subject) ||
+			if s == k || !slices.Contains(m.refines, s.Kind) ||
 				!slices.ContainsFunc(s.Primary, func(f *Finding) bool { return slices.Contains(k.Support, f) }) {
+				continue
+			}
+			if !strings.EqualFold(k.Subject, s.Subject) && (!m.refinesAcross ||
+				slices.ContainsFunc(s.Primary, func(f *Finding) bool { return !slices.Contains(k.Support, f) })) {
 				continue
 			}
 			k.Score = math.Max(k.Score, math.Min(0.97, s.Score+0.01))
