@@ -160,6 +160,7 @@ var mechanisms = []*mechanism{
 	ackPendingFull,
 	queueLengthCap,
 	oneMessageGroup,
+	functionScaleOut,
 	groupReplay,
 	pooledPrepared,
 	refreshDisabled,

@@ -359,6 +359,8 @@ var kinds = map[Kind]kindInfo{
 	KindQueueLengthCap: {prior: 0.84},
 	// Every message of a FIFO queue sent with one message group id.
 	KindOneMessageGroup: {prior: 0.84},
+	// A serverless function's executions taking a database's connections.
+	KindFunctionScaleOut: {prior: 0.86},
 
 	// Plaintext from outside the mesh to a namespace that requires mTLS.
 	KindMeshMTLS: {prior: 0.86},
