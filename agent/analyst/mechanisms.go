@@ -23,6 +23,7 @@ var mechanisms = []*mechanism{
 	bufferPoolSmall,
 	visibilityTimeout,
 	replicaDDL,
+	tableLockQueue,
 	replicaStopped,
 	xidWraparound,
 	idExhausted,

@@ -451,6 +451,8 @@ var kinds = map[Kind]kindInfo{
 	KindReplicaDDL: {prior: 0.86},
 	// A read replica whose replication stopped on an error.
 	KindReplicaStopped: {prior: 0.86},
+	// Queries queued behind a schema change's table lock.
+	KindTableLockQueue: {prior: 0.88},
 	// PostgreSQL refusing writes to avoid transaction ID wraparound.
 	KindXIDWraparound: {prior: 0.88},
 	// A runtime out of its own heap.
