@@ -639,6 +639,11 @@ var kinds = map[Kind]kindInfo{
 	KindSelectorOverlap: {prior: 0.84},
 	// A service's circuit breaker held open by the dependency it guards.
 	KindBreakerOpen: {prior: 0.86},
+
+	// What users' browsers and apps refuse of what the servers send.
+	KindCSPBlocked:              {prior: 0.86},
+	KindSessionKeyMismatch:      {prior: 0.86},
+	KindClientSyntaxUnsupported: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {
