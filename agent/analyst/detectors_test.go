@@ -67,6 +67,13 @@ func TestDependencyTargetsGeneral(t *testing.T) {
 		{`dial tcp 10.0.3.9:9092: i/o timeout`, "10.0.3.9:9092", "kafka"},
 		{`dial tcp 10.0.3.9:27017: i/o timeout`, "10.0.3.9:27017", "mongodb"},
 		// NATS route errors name the host after "lookup for host".
+		// A resolver's refusal names the host, not a stack frame's file:line.
+		{`[ioredis] Unhandled error event: Error: getaddrinfo ENOTFOUND redis at GetAddrInfoReqWrap.onlookupall [as oncomplete] (node:dns:120:26)`, "redis", "redis"},
+		{`    at GetAddrInfoReqWrap.onlookupall [as oncomplete] (node:dns:120:26)`, "", ""},
+		{`    at Socket.<anonymous> (/app/node_modules/pg/lib/connection.js:57:12)`, "", ""},
+		{`java.net.UnknownHostException: orders-db: Name or service not known`, "orders-db", ""},
+		{`curl: (6) Could not resolve host: inventory.shop.svc.cluster.local`, "inventory", ""},
+		{`psycopg2.OperationalError: could not translate host name "pg-main" to address: Name or service not known`, "pg-main", "postgresql"},
 		{`[7] 2026/11/24 14:43:11.402819 [ERR] Error trying to connect to route (attempt 183): lookup for host "nats-1.nats.messaging.svc.cluster.local": lookup nats-1.nats.messaging.svc.cluster.local on 10.96.0.10:53: no such host`, "nats-1", ""},
 	}
 	for _, c := range cases {

@@ -3,6 +3,8 @@ package analyst
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // networkChanges are changes as the change sources word them, and whether
@@ -40,5 +42,63 @@ func TestDNSFailure(t *testing.T) {
 		if got := dnsResolution.fitsChange(h, &c.c); got != c.fits {
 			t.Errorf("fitsChange(%s %q) = %v", c.c.Kind, c.c.Summary+c.c.fact("description"), got)
 		}
+	}
+}
+
+// A short name that does not resolve in the caller's namespace while a
+// Service of that name lives in another is the caller's name, not the DNS:
+// the short name resolves only inside the Service's own namespace. Each
+// runtime's form of the refusal names the host.
+func TestDNSShortNameOtherNamespace(t *testing.T) {
+	svc := func(ns, name, typ, ext string) ServiceState {
+		s := ServiceState{}
+		s.Service.Namespace, s.Service.Name = ns, name
+		s.Service.Spec.Type = corev1.ServiceType(typ)
+		s.Service.Spec.ExternalName = ext
+		return s
+	}
+	k := K8sEvidence{
+		Services: []ServiceState{svc("checkout", "cart-api", "ClusterIP", "")},
+		CalledServices: []ServiceState{svc("cache", "redis", "ClusterIP", ""), svc("shop", "redis", "ExternalName", "redis.cache.svc.cluster.local"),
+			svc("data", "orders-db", "ClusterIP", "")},
+	}
+	for _, c := range []struct {
+		line, fqdn string
+		alias      bool
+	}{
+		{`{"level":50,"err":{"message":"getaddrinfo ENOTFOUND redis","code":"ENOTFOUND"},"msg":"redis connection error"}`, "redis.cache.svc.cluster.local", true},
+		{`dial tcp: lookup redis on 10.96.0.10:53: no such host`, "redis.cache.svc.cluster.local", true},
+		{`redis.exceptions.ConnectionError: Error -2 connecting to redis:6379. Name or service not known.`, "", false}, // no host named by the resolver
+		{`Caused by: java.net.UnknownHostException: orders-db: Name or service not known`, "orders-db.data.svc.cluster.local", false},
+		{`curl: (6) Could not resolve host: orders-db`, "orders-db.data.svc.cluster.local", false},
+		// a temporary failure says nothing about the name
+		{`Error: getaddrinfo EAI_AGAIN redis`, "", false},
+		// the caller's own namespace has the name: the DNS itself fails
+		{`dial tcp: lookup cart-api on 10.96.0.10:53: no such host`, "", false},
+		// a full name is markMissingService's
+		{`dial tcp: lookup redis.cache.svc.cluster.local on 10.96.0.10:53: no such host`, "", false},
+	} {
+		f := &Finding{Kind: KindDNS, Namespace: "checkout", Weight: 0.5, Facts: map[string]string{"line": c.line}}
+		markMissingService(f, k)
+		if got := f.fact("service_fqdn"); got != c.fqdn {
+			t.Errorf("%s: fqdn %q, want %q", c.line, got, c.fqdn)
+			continue
+		}
+		if c.fqdn == "" {
+			continue
+		}
+		d := f.fact("other_namespace")
+		if !strings.Contains(d, "namespace checkout has no Service") || strings.Contains(d, "ExternalName") != c.alias {
+			t.Errorf("%s: %q", c.line, d)
+		}
+		if f.Weight < 0.9 || len(f.Evidence) == 0 {
+			t.Errorf("%s: weight %v evidence %q", c.line, f.Weight, f.Evidence)
+		}
+	}
+	// the caller's namespace not listed: nothing is concluded
+	f := &Finding{Kind: KindDNS, Namespace: "checkout", Facts: map[string]string{"line": `getaddrinfo ENOTFOUND redis`}}
+	markMissingService(f, K8sEvidence{CalledServices: k.CalledServices})
+	if f.fact("other_namespace") != "" {
+		t.Errorf("concluded without the caller's namespace: %q", f.fact("other_namespace"))
 	}
 }

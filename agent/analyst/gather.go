@@ -730,6 +730,50 @@ func (g *gatherer) gatherCalledServices(ctx context.Context, sp specialist) {
 			}
 		}
 	}
+	g.gatherShortNameServices(ctx, sp)
+}
+
+// gatherShortNameServices lists the Services of every namespace once when
+// a pod's log says a short host name does not resolve ("getaddrinfo
+// ENOTFOUND redis") and its own namespace has no Service of that name,
+// and keeps those of that name: a short name resolves only in the
+// caller's namespace, and the Service it means may live in another
+// (dnsfailure.go).
+func (g *gatherer) gatherShortNameServices(ctx context.Context, sp specialist) {
+	want := map[string]bool{}
+	for _, set := range g.logSets {
+		ns := orWord(set.Namespace, g.sc.Namespace)
+		for _, t := range set.Templates {
+			h := unresolvedShortHost(t.Example)
+			if h == "" || want[h] {
+				continue
+			}
+			own, listed := false, false
+			for _, s := range g.k8s.Services {
+				if s.Service.Namespace == ns {
+					listed = true
+					own = own || s.Service.Name == h
+				}
+			}
+			if listed && !own {
+				want[h] = true
+			}
+		}
+	}
+	if len(want) == 0 || ctx.Err() != nil {
+		return
+	}
+	out, ok := g.call(ctx, sp, "list_services", map[string]any{"namespace": "all"})
+	if !ok {
+		return
+	}
+	for _, s := range serviceStates(out) {
+		if want[s.Service.Name] && !slices.ContainsFunc(g.k8s.CalledServices, func(c ServiceState) bool {
+			return c.Service.Namespace == s.Service.Namespace && c.Service.Name == s.Service.Name
+		}) {
+			g.k8s.CalledServices = append(g.k8s.CalledServices, s)
+		}
+	}
 }
 
 // initContainerLogs reads the log of the init container a pod is at when

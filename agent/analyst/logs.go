@@ -250,6 +250,13 @@ var (
 		"time": true, "port": true, "address": true}
 )
 
+// unresolvedHostRE is the host name a resolver failure names, as the
+// runtimes print it: Node's "getaddrinfo ENOTFOUND redis" (EAI_AGAIN too),
+// Java's "UnknownHostException: redis", curl's "Could not resolve host:
+// redis", libpq's "could not translate host name "db" to address",
+// Ruby's and Python's "getaddrinfo: Name or service not known" carry none.
+var unresolvedHostRE = regexp.MustCompile(`(?i)(?:getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|UnknownHostException:|Could not resolve host:|could not translate host name|unable to resolve host)[ :"']+([A-Za-z0-9][\w.-]*)`)
+
 // connArrowRE is the remote end of a Go network error on a socket
 // ("read tcp 10.0.3.17:48211->10.40.0.10:53").
 var connArrowRE = regexp.MustCompile(`(?i)(?:read|write) (?:tcp|udp)[46]? [\w.\-\[\]:%]+:\d+->([\w.\-\[\]:%]+?):(\d+)`)
@@ -281,6 +288,14 @@ func DependencyTarget(line string) string {
 			if t := try(host, port); t != "" {
 				return t
 			}
+		}
+	}
+	// A resolver's refusal names the host it could not resolve: that name
+	// is the dependency, whatever else the line holds (a stack frame
+	// "node:dns:120:26" is no host).
+	if m := findSubmatch(unresolvedHostRE, line); m != nil {
+		if t := try(strings.TrimRight(m[1], "."), ""); t != "" {
+			return t
 		}
 	}
 	// Names beat addresses: a URL's or a lookup's host name first, then
@@ -315,7 +330,9 @@ func DependencyTarget(line string) string {
 	if m := findSubmatch(ipPortRE, line); m != nil {
 		return m[1] + ":" + m[2]
 	}
-	for _, m := range findAllSubmatch(hostPort, line, -1) {
+	// A stack frame's source position (JavaScript's "(node:dns:120:26)",
+	// "at /app/server.js:41:13") is no host and port.
+	for _, m := range findAllSubmatch(hostPort, stackPosRE.ReplaceAllString(line, " "), -1) {
 		// Skip clock times, level prefixes and source references
 		// (main.go:42, Foo.java:118).
 		if isCodeRef(m[1]) {
@@ -352,6 +369,10 @@ var envoyInboundRE = regexp.MustCompile(`"\s[\d-]+\s+[\d-]+\s.*\binbound\|\d+\|`
 // error="user-api: context deadline exceeded"). The hyphen keeps out the
 // one-word prefixes of libraries and operations (sql:, dial tcp:, redis:).
 var errPrefixRE = regexp.MustCompile(`(?i)["']?\b(?:err|error|cause)["']?\s*[:=]\s*["']([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?:\.[\w-]+)*:\s`)
+
+// stackPosRE is a stack frame's file:line:column, in parentheses or after
+// "at " (V8's and most runtimes' forms).
+var stackPosRE = regexp.MustCompile(`\((?:node:|file://)?[^()\s]+:\d+:\d+\)|\bat (?:node:|file://)?[^()\s]+:\d+:\d+`)
 
 var codeRefRE = regexp.MustCompile(`(?i)\.(go|java|kt|scala|py|rb|js|mjs|cjs|ts|tsx|jsx|cs|cpp|cc|c|h|hpp|rs|php|swift|ex|exs|erl|clj|groovy)$`)
 

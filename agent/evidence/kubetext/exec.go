@@ -165,12 +165,18 @@ var (
 // ("error: unable to upgrade connection: container not found ("app")",
 // "error: Internal error occurred: error executing command in container:
 // ...", "Error from server: error dialing backend: ...", "error: cannot
-// exec into a container in a completed pod"), and the OCI runtime's (runc,
+// exec into a container in a completed pod", "Error from server
+// (Forbidden): pods "x" is forbidden: User "u" cannot create resource
+// "pods/exec""), and the OCI runtime's (runc,
 // crun: "OCI runtime exec failed: exec failed: unable to start container
 // process: exec: "bash": executable file not found in $PATH: unknown").
 var execFailureRes = []*regexp.Regexp{
 	regexp.MustCompile(`^(?:[Ee]rror: )?(?:unable to upgrade connection|Internal error occurred: error executing command in container|cannot exec into a container|error dialing backend|Timeout occurred$|container not found|container \S+ not found in pod|pod \S+ does not have a host assigned)`),
 	regexp.MustCompile(`^Error from server(?: \([A-Za-z]+\))?: (?:error dialing backend|container \S+ is not valid for pod|(?:a )?container name must be specified|pod \S+ does not have a host assigned|error executing command in container)`),
+	// The API server refusing the exec call itself (the asker's RBAC or
+	// credentials: pods/exec forbidden, Unauthorized): the command never
+	// reached the container.
+	regexp.MustCompile(`^(?:[Ee]rror: )?(?:[Ee]rror from server \(Forbidden\): pods "[^"]*" is forbidden: User "[^"]*" cannot (?:create|get) resource "pods/(?:exec|attach)"|You must be logged in to the server|[Ee]rror from server \(Unauthorized\))`),
 	regexp.MustCompile(`OCI runtime exec failed|(?:^|: )failed to exec in container|exec failed: unable to start container process|rpc error: code = \w+ desc = (?:failed to exec|container not found|cannot exec)`),
 }
 

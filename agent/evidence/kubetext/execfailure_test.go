@@ -28,6 +28,11 @@ func TestExecFailure(t *testing.T) {
 		{`error: cannot exec into a container in a completed pod; current phase is Failed`, -1, true},
 		{`Error from server (BadRequest): container app is not valid for pod web-5d9f8-x2x9k`, -1, true},
 		{`error: Timeout occurred`, -1, true},
+		// the API server refusing the exec call (the asker's RBAC, expired credentials)
+		{`Error from server (Forbidden): pods "redis-0" is forbidden: User "jane@example.com" cannot create resource "pods/exec" in API group "" in the namespace "cache"`, -1, true},
+		{`Error from server (Forbidden): pods "web-0" is forbidden: User "system:serviceaccount:ci:deployer" cannot get resource "pods/exec" in API group "" in the namespace "prod"`, -1, true},
+		{`error: You must be logged in to the server (Unauthorized)`, -1, true},
+		{`Error from server (Unauthorized): the server has asked for the client to provide credentials`, -1, true},
 		// a shell that cannot find or run the command typed
 		{`sh: curl: not found`, 127, true},
 		{`/bin/sh: 1: /app/run.sh: Permission denied`, 126, true},
@@ -37,6 +42,7 @@ func TestExecFailure(t *testing.T) {
 		{`{"status":"DOWN","components":{"db":{"status":"DOWN"}}}`, -1, false},
 		{`error: failed to connect to redis at redis:6379`, 1, false},
 		{`wget: download timed out`, 1, false},
+		{`Error from server (Forbidden): secrets "db" is forbidden: User "system:serviceaccount:shop:api" cannot get resource "secrets"`, 1, false},
 	} {
 		if got := kubetext.ExecFailure(tc.line, tc.exit); got != tc.want {
 			t.Errorf("ExecFailure(%q, %d) = %v, want %v", tc.line, tc.exit, got, tc.want)

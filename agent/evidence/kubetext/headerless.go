@@ -8,12 +8,19 @@ import (
 // Output piped through grep (`kubectl get pods -A | grep -v Running`)
 // loses the table's header but keeps its alignment, and --no-headers
 // leaves it out. For the tables whose
-// columns are fixed — pods and events — the header is put back: the
+// columns are fixed — pods, events and services — the header is put back: the
 // columns kubectl prints for that command (-A adds NAMESPACE, -o wide the
 // pod's IP and node), at the positions the first row's cells start. When a
 // row does not fit those columns, none is read.
 
 var readyRe = regexp.MustCompile(`^\d+/\d+$`)
+
+// serviceTypes are the TYPE column's values of a get services row;
+// ipLikeRe a CLUSTER-IP cell (IPv4 or IPv6, dual-stack lists).
+var (
+	serviceTypes = map[string]bool{"ClusterIP": true, "NodePort": true, "LoadBalancer": true, "ExternalName": true}
+	ipLikeRe     = regexp.MustCompile(`^[0-9a-fA-F:.,]+$`)
+)
 
 // headerless reads the rows of a piped or --no-headers get pods or get
 // events output (the first at line first) as a table with the columns
@@ -50,6 +57,21 @@ func headerless(c *command, kind string, rows []string, first, maxRows int) *tab
 		typ := len(cols) - 4
 		fits = func(f []string) bool {
 			return len(f) >= len(cols) && (f[typ] == "Normal" || f[typ] == "Warning") && strings.Contains(f[typ+2], "/")
+		}
+	case "Service":
+		cols = []string{"NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"}
+		if c.wide {
+			cols = append(cols, "SELECTOR")
+		}
+		if c.all {
+			cols = append([]string{"NAMESPACE"}, cols...)
+		}
+		typ := 1
+		if c.all {
+			typ = 2
+		}
+		fits = func(f []string) bool {
+			return len(f) == len(cols) && serviceTypes[f[typ]] && (f[typ+1] == "None" || f[typ+1] == "<none>" || ipLikeRe.MatchString(f[typ+1]))
 		}
 	default:
 		return nil
