@@ -46,11 +46,23 @@ var heapExhausted = &mechanism{
 			rt = "its JVM"
 		}
 		d := fmt.Sprintf("%s runs out of heap: %s reached its own heap limit", s, rt)
-		if c := h.fact("heap_cap"); c != "" {
+		if e := h.fact("heap_effective"); e != "" {
+			d += " of " + e
+			if df := h.fact("heap_default"); df != "" {
+				d += ", " + df + ","
+			}
+			d += " not the one configured (" + h.fact("heap_cap") + ")"
+		} else if c := h.fact("heap_cap"); c != "" {
 			d += " (" + c + ")"
 		}
 		if l := h.fact("line"); l != "" {
 			d += " and failed the allocation: " + quote(ReadableLine(l), 160)
+		}
+		if v := h.fact("heap_var"); v != "" {
+			d += fmt.Sprintf("; the JVM never reads %s itself (only a launcher script expands it into java's command line; the JVM reads JAVA_TOOL_OPTIONS)", v)
+			if ep := h.fact("entrypoint"); ep != "" {
+				d += fmt.Sprintf(", and the image's entrypoint runs java directly (%s), so the heap option and every other option in %s are ignored", quote(ep, 120), v)
+			}
 		}
 		if l := h.fact("limit_defaulted"); l != "" {
 			d += fmt.Sprintf("; the heap is %s%% of the container's memory limit, and that limit is the namespace's LimitRange default memory limit of %s (the LimitRanger set it: the workload sets no memory limit of its own), so the heap is only about %s",
@@ -70,6 +82,9 @@ var heapExhausted = &mechanism{
 		s := h.Subject
 		if l := h.fact("limit_defaulted"); l != "" {
 			r.high("Set the memory request and limit of %s in its own values (as its other environments do) instead of the namespace's LimitRange default of %s, sized for its heap at %s%% of the limit", s, l, h.fact("heap_percent"))
+		}
+		if v := h.fact("heap_var"); v != "" {
+			r.high("Pass the JVM options of %s where the JVM reads them: JAVA_TOOL_OPTIONS (or the image's own JVM flags, e.g. Jib's jvmFlags), or -XX:MaxRAMPercentage; check with jcmd 1 VM.flags that MaxHeapSize is the intended one", s)
 		}
 		r.rollback()
 		r.high("Find what fills the heap of %s: take a heap dump at the error (-XX:+HeapDumpOnOutOfMemoryError, or --heapsnapshot-near-heap-limit for Node) and look for the leak, an unbounded cache or one oversized request", s)
@@ -118,6 +133,9 @@ func explainHeapExhausted(f *Finding, ev *Gathered) {
 			hc := heapCapOf(c)
 			if hc != nil && f.fact("heap_cap") == "" {
 				f.setFact("heap_cap", hc.setting)
+			}
+			if j == 0 {
+				heapFlagsIgnored(f, ev, p, c, hc)
 			}
 			// A JVM heap sized as a share of the container's memory
 			// (MaxRAMPercentage, or its default 25%) on a limit the
