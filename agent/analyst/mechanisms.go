@@ -51,6 +51,7 @@ var mechanisms = []*mechanism{
 	schemaMissing,
 	initWait,
 	cronJobSuspended,
+	cronJobMissed,
 	cronTimeZone,
 	batchSizeCut,
 	jobFailed,

@@ -275,6 +275,7 @@ var kinds = map[Kind]kindInfo{
 	KindDrainBlocked:          {prior: 0.84},
 	KindJobSidecar:            {prior: 0.84},
 	KindCronSuspended:         {prior: 0.84},
+	KindCronMissed:            {prior: 0.84},
 	KindOrderedReady:          {prior: 0.84},
 	KindSTSPartition:          {prior: 0.84},
 	KindPrefetchCut:           {prior: 0.84},

@@ -2,6 +2,7 @@ package kubetext
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 // them: an event exporter (kubernetes-event-exporter, eventrouter, a
 // fluent-bit kubernetes_events input) writes each one to its log as a line
 // of JSON, and an operator reads that log with kubectl logs, often through
-// jq. exportedEvents reads such a log's lines as events, besides the log:
+// jq, or from the log store it is shipped to (Loki's logcli query). exportedEvents reads such a log's lines as events, besides the log:
 //
 //   - the Event object as the API serves it, core/v1 (involvedObject,
 //     reason, message, lastTimestamp) or events.k8s.io/v1 (regarding,
@@ -31,11 +32,24 @@ import (
 //     "source", "component", "reportingComponent") and type.
 //
 // Lines that are no event (the exporter's own messages) are left alone.
+// lokiPrefixRe is the time and stream label set logcli query prints before
+// each entry; logQueryRe a log store's query command whose output is the
+// entries of a stream (Loki's logcli).
+var (
+	lokiPrefixRe = regexp.MustCompile(`^(?:\S+\s+)?\{[A-Za-z_][\w.]*=~?"[^"]*"(?:,\s*[A-Za-z_][\w.]*=~?"[^"]*")*\}\s+`)
+	logQueryRe   = regexp.MustCompile(`^\s*logcli\s+(?:query|instant-query)\b`)
+)
+
 func (p *parser) exportedEvents(out []string) {
 	for _, l := range out {
 		t := strings.TrimSpace(l)
 		if !strings.HasSuffix(t, "}") {
 			continue
+		}
+		// Loki's logcli prints each entry after its time and stream
+		// labels: 2026-11-27T02:19:40Z {app="event-exporter"} {...}.
+		if m := lokiPrefixRe.FindString(t); m != "" {
+			t = t[len(m):]
 		}
 		// kubectl logs --timestamps and --prefix put a field before
 		// the object.

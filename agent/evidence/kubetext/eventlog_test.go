@@ -76,3 +76,28 @@ func parseEvents(t *testing.T, text string, ref time.Time, want []string) *kubet
 	}
 	return res
 }
+
+// The same exporter stream read from Loki with logcli: each entry after
+// its time and stream labels (logcli query's default output, and with
+// --output=raw none). The query's other entries are no events.
+func TestExportedEventsLogcli(t *testing.T) {
+	ref := time.Date(2026, 3, 18, 7, 45, 0, 0, time.UTC)
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"default output", `$ logcli query --since=12h '{namespace="monitoring", app="kubernetes-event-exporter"} |= "CronJob"'
+2026-03-18T02:19:40Z {app="kubernetes-event-exporter", namespace="monitoring"} {"metadata":{"name":"nightly.1","namespace":"billing"},"involvedObject":{"kind":"CronJob","namespace":"billing","name":"nightly"},"reason":"MissSchedule","message":"Missed scheduled time to start a job: Wed, 18 Mar 2026 02:00:00 +0000","source":{"component":"cronjob-controller"},"lastTimestamp":"2026-03-18T02:19:40Z","type":"Warning"}
+2026-03-18T01:30:00Z {app="kubernetes-event-exporter", namespace="monitoring"} {"metadata":{"name":"snap.1","namespace":"billing"},"involvedObject":{"kind":"CronJob","namespace":"billing","name":"snap"},"reason":"SuccessfulCreate","message":"Created job snap-29929050","source":{"component":"cronjob-controller"},"lastTimestamp":"2026-03-18T01:30:00Z","type":"Normal"}
+`, []string{"CronJob/billing/nightly MissSchedule @02:19", "CronJob/billing/snap SuccessfulCreate @01:30"}},
+		{"raw output", `$ logcli query -o raw '{app="event-exporter"}'
+{"metadata":{"name":"db-0.1","namespace":"shop"},"regarding":{"kind":"Pod","namespace":"shop","name":"db-0"},"reason":"Killing","note":"Stopping container db","reportingController":"kubelet","eventTime":"2026-03-18T05:00:00.000000Z","type":"Normal"}
+`, []string{"Pod/shop/db-0 Killing @05:00"}},
+		{"an application's stream is no events", `$ logcli query '{app="api"}'
+2026-03-18T04:00:00Z {app="api", pod="api-1"} {"ts":"2026-03-18T04:00:00Z","level":"error","msg":"request failed","reason":"timeout"}
+`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { parseEvents(t, c.text, ref, c.want) })
+	}
+}

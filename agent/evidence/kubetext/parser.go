@@ -195,6 +195,11 @@ func (p *parser) block(b *block) {
 		// psql, systemctl status) is kept as text.
 		if b.text != "" && len(out) > 0 && !p.stern(b.text, out, b.line) {
 			p.helm(b.text, out, b.line)
+			if logQueryRe.MatchString(b.text) {
+				// A log store's query of an event exporter's stream
+				// holds events, as kubectl logs of the exporter does.
+				p.exportedEvents(out)
+			}
 			p.keepHost(b, out)
 		}
 		return
