@@ -114,6 +114,7 @@ var mechanisms = []*mechanism{
 	dbPasswordExpired,
 	dbPrivilegeDenied,
 	valueOverflow,
+	sendingPaused,
 	rbacDenied,
 	drainBlocked,
 	jobSidecar,
