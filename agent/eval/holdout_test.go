@@ -77,7 +77,7 @@ var holdoutFloors = map[string]int{
 	"holdout59": 7,
 	"holdout60": 6,
 	"holdout61": 10,
-	"holdout62": 9,
+	"holdout62": 10,
 	"holdout63": 10,
 	"holdout64": 6,
 	"holdout67": 7,
