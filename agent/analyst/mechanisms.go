@@ -52,6 +52,7 @@ var mechanisms = []*mechanism{
 	initWait,
 	cronJobSuspended,
 	cronJobMissed,
+	helmOwnership,
 	cronTimeZone,
 	batchSizeCut,
 	jobFailed,

@@ -276,6 +276,7 @@ var kinds = map[Kind]kindInfo{
 	KindJobSidecar:            {prior: 0.84},
 	KindCronSuspended:         {prior: 0.84},
 	KindCronMissed:            {prior: 0.84},
+	KindHelmOwnership:         {prior: 0.86},
 	KindOrderedReady:          {prior: 0.84},
 	KindSTSPartition:          {prior: 0.84},
 	KindPrefetchCut:           {prior: 0.84},

@@ -80,7 +80,7 @@ var holdoutFloors = map[string]int{
 	"holdout62": 10,
 	"holdout63": 10,
 	"holdout64": 6,
-	"holdout67": 7,
+	"holdout67": 8,
 	"holdout66": 5,
 	"holdout68": 5,
 	"holdout65": 4,
