@@ -13,7 +13,7 @@ var certificateExpired = &mechanism{
 	kind:       KindCertificate,
 	class:      classCause,
 	label:      "certificate expired",
-	lines:      regexp.MustCompile(`(?i)certificate has expired|certificate expired|cert(ificate)? (is )?expir|x509: certificate has expired|not ?after|CERT_HAS_EXPIRED|expired certificate|certificate is not yet valid`),
+	lines:      regexp.MustCompile(`(?i)certificate has expired|certificate expired|cert(ificate)? (is )?expir|x509: certificate has expired|not ?after|CERT_HAS_EXPIRED|expired certificate|certificate is not yet valid|CertificateNotYetValid|CERT_NOT_YET_VALID|\bNotValidYet\b`),
 	lineWeight: 0.95,
 	describe: func(h *Hypothesis, sc Scope) string {
 		s := h.Subject

@@ -424,6 +424,9 @@ var kinds = map[Kind]kindInfo{
 	KindCredentialNotApplied: {prior: 0.84},
 	// Google APIs refusing a GKE workload whose KSA lost its Workload Identity mapping.
 	KindGKEWorkloadIdentity: {prior: 0.86},
+	KindIRSATrust:           {prior: 0.88},
+	KindMeshAuthzDenied:     {prior: 0.88},
+	KindTZDataMissing:       {prior: 0.85},
 	// A database refusing connections after a smaller instance class lowered its limit.
 	KindDBClassDownsized: {prior: 0.84},
 	// A database refusing a client whose role's password validity ended.
@@ -606,6 +609,7 @@ var kinds = map[Kind]kindInfo{
 	KindShebangCRLF: {prior: 0.9},
 	// An HTTP readiness probe on a path the application does not serve.
 	KindReadinessPathMissing: {prior: 0.88},
+	KindCertNotYetValid:      {prior: 0.9},
 	// A Kubernetes client whose pod has no service account token mounted.
 	KindSATokenMissing: {prior: 0.88},
 	KindVaultDenied:    {prior: 0.88},
