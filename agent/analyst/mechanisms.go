@@ -287,6 +287,7 @@ var mechanisms = []*mechanism{
 	cspBlocked,
 	sessionKeyMismatch,
 	clientSyntaxUnsupported,
+	mixedContent,
 	failoverCheckRedirect,
 	wafBlocked,
 	cloudDenied,

@@ -652,6 +652,7 @@ var kinds = map[Kind]kindInfo{
 	KindCSPBlocked:              {prior: 0.86},
 	KindSessionKeyMismatch:      {prior: 0.86},
 	KindClientSyntaxUnsupported: {prior: 0.86},
+	KindMixedContent:            {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {
