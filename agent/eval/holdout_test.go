@@ -84,7 +84,7 @@ var holdoutFloors = map[string]int{
 	"holdout66": 5,
 	"holdout68": 5,
 	"holdout65": 4,
-	"holdout72": 3,
+	"holdout72": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
