@@ -123,6 +123,13 @@ var dnsUpstream = &mechanism{
 			d += fmt.Sprintf(", so every lookup of a name under %s fails (SERVFAIL, \"name resolution\" errors) for %s while cluster and public names resolve", zone, c)
 		}
 		d += h.clause("; ", "probe")
+		if rf := h.fact("reload_failed"); rf != "" {
+			d += fmt.Sprintf("; they are the old resolvers: the configuration now forwards %s to %s, but that edit never loaded — %s's reload of it failed (%s), so it keeps running its previous configuration and forwarding to the old resolvers", zone, h.fact("configured"), h.Subject, quote(ReadableLine(rf), 200))
+			if c := h.Trigger; c != nil {
+				d += fmt.Sprintf("; they stopped answering with the change at %s: %s", hm(c.Time), truncate(c.fact("description"), 200))
+			}
+			return d + fmt.Sprintf(". The failure is the rejected reload of %s's configuration; the failed lookups are its consequence", h.Subject)
+		}
 		if r := h.fact("route"); r != "" {
 			d += "; the resolvers are unreachable: " + r
 		} else {
@@ -141,6 +148,12 @@ var dnsUpstream = &mechanism{
 			r.high("Tell the owner of %s that its name servers (%s) do not answer; until they do, pause or slow the callers that retry lookups under it (%s)", zone, ns, orWord(h.fact("callers"), "its callers"))
 			r.med("Scope the DNS errors alert by name or zone, so one unreachable outside zone does not read as the cluster DNS failing")
 			r.low("Alert on the SERVFAIL rate per zone rather than on the cluster DNS as a whole")
+			return
+		}
+		if rf := h.fact("reload_failed"); rf != "" {
+			r.high("Fix the error the reload of %s's configuration reports (%s) so the configuration that forwards %s to %s loads; watch the log for the reload's new configuration line", h.Subject, truncate(ReadableLine(rf), 160), zone, h.fact("configured"))
+			r.med("Validate DNS configuration edits before applying them (coredns -conf <file> -validate, named-checkconf) and check the server's log after each edit")
+			r.low("Alert on failed configuration reloads (coredns_reload_failed_total increasing) and on the forward health checks (coredns_forward_healthcheck_failures_total)")
 			return
 		}
 		if c := h.Trigger; c != nil {
@@ -263,6 +276,14 @@ func detectDNSUpstream(ev *Gathered, found []Finding) []Finding {
 	if p, ev2 := upstreamProbe(ev.Commands, addrs); p != "" {
 		f.setFact("probe", p)
 		f.Evidence = append(f.Evidence, ev2)
+	}
+	// The configuration names other resolvers for the zone, and its
+	// reload was rejected: the server forwards by the old one.
+	if reason, configured, e := dnsReloadFailed(ev, zone, addrs); configured != "" {
+		f.setFact("reload_failed", reason)
+		f.setFact("configured", configured)
+		f.setFact("why", "reload failed")
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s's reload of its configuration failed: %s", server, quote(ReadableLine(reason), 220)), e)
 	}
 	// The zone's own name servers, asked straight from inside, not
 	// answering: the resolvers answer SERVFAIL because the names'

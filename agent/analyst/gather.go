@@ -57,7 +57,10 @@ type gatherer struct {
 	// wafBlocks are the requests a firewall's log records blocked
 	// (wafblocked.go).
 	wafBlocks []evidence.LogLine
-	done      map[string]bool // domain → gathered
+	// rejectedReloads are the lines of pod logs, before the window, in
+	// which a server rejected a new configuration (rejectedconfig.go).
+	rejectedReloads []evidence.LogLine
+	done            map[string]bool // domain → gathered
 
 	calls       int   // successful calls
 	unavailable error // the first unavailable error
@@ -662,6 +665,7 @@ func (g *gatherer) gatherPodLogs(ctx context.Context, sp specialist) error {
 				}
 			}
 		}
+		g.rejectedReloads = append(g.rejectedReloads, g.earlierRejections(ctx, sp, p)...)
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil && cs.State.Terminated == nil {
 				continue
@@ -1427,7 +1431,7 @@ func (g *gatherer) detect() []Finding {
 
 // gathered is the evidence as mechanisms see it.
 func (g *gatherer) gathered() *Gathered {
-	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: append(slices.Clip(g.commands), g.streamed...), JobDeletes: g.jobDeletes, WAFBlocks: g.wafBlocks, Window: g.sc.Window, Scope: g.sc}
+	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: append(slices.Clip(g.commands), g.streamed...), JobDeletes: g.jobDeletes, WAFBlocks: g.wafBlocks, RejectedReloads: g.rejectedReloads, Window: g.sc.Window, Scope: g.sc}
 }
 
 // attachHosts names a dependency after the host whose own log shows it

@@ -156,8 +156,13 @@ type Gathered struct {
 	// WAFBlocks are the lines of a firewall's log that record a blocked
 	// request (wafblocked.go).
 	WAFBlocks []evidence.LogLine
-	Window    Window
-	Scope     Scope
+	// RejectedReloads are the lines of pod logs from before the window in
+	// which a server rejected a new configuration and kept its old one
+	// (rejectedconfig.go): the rejection may be days older than what it
+	// leaves unapplied.
+	RejectedReloads []evidence.LogLine
+	Window          Window
+	Scope           Scope
 }
 
 // recommender collects recommendations.

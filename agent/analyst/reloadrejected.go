@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 // A proxy or server whose configuration reloads are rejected. Ingress
@@ -45,10 +47,14 @@ var reloadRejected = &mechanism{
 		return c.Time.Before(h.Onset.Add(2*time.Minute)) && matchLine(servedConfigChangeRE, changeText(c))
 	},
 	describe: func(h *Hypothesis, sc Scope) string {
+		since := hm(h.Onset)
+		if y, m, dd := h.Onset.UTC().Date(); !h.Onset.IsZero() && !sc.Window.End.IsZero() && (y != sc.Window.End.UTC().Year() || m != sc.Window.End.UTC().Month() || dd != sc.Window.End.UTC().Day()) {
+			since = h.Onset.UTC().Format("Jan 2 15:04 UTC")
+		}
 		d := fmt.Sprintf("%s rejects every configuration reload since %s (%s): the new configuration fails its test, so it keeps serving the configuration from before that",
-			h.Subject, hm(h.Onset), orWord(h.fact("failure"), "Error reloading"))
+			h.Subject, since, orWord(h.fact("failure"), "Error reloading"))
 		if l := h.fact("line"); l != "" {
-			d += fmt.Sprintf(" (%s)", quote(l, 160))
+			d += fmt.Sprintf(" (%s)", quote(rejectionReason(l), 200))
 		}
 		d += h.clause("; the changes made since are not applied: ", "not_applied_words")
 		if t := h.Trigger; t != nil {
@@ -89,6 +95,7 @@ var (
 func detectReloadRejected(ev *Gathered, found []Finding) []Finding {
 	type server struct {
 		onset time.Time
+		early bool // the rejection predates the series: onset from the log
 		gauge string
 		pods  []string
 	}
@@ -113,7 +120,18 @@ func detectReloadRejected(ev *Gathered, found []Finding) []Finding {
 			continue
 		}
 		pod := orWord(s.Labels["controller_pod"], s.Labels["pod"])
+		early := false
 		who := reloadServer(name, s.Labels["controller_namespace"], pod, s.Labels["job"])
+		// A gauge at 0 from its first sample: the rejection is older
+		// than the series; the server's own log of it, before the
+		// window, names the server's workload and when it began.
+		if pod == "" && pts[0].V == 0 {
+			if l, ok := earlierRejection(ev, who); ok {
+				who = workloadOfName(podOfSource(l.Source))
+				onset = l.Time
+				early = true
+			}
+		}
 		sv := servers[who]
 		if sv == nil {
 			sv = &server{onset: onset, gauge: name}
@@ -121,6 +139,7 @@ func detectReloadRejected(ev *Gathered, found []Finding) []Finding {
 			order = append(order, who)
 		}
 		sv.onset = earliest(sv.onset, onset)
+		sv.early = sv.early || early
 		if pod != "" && !slices.Contains(sv.pods, pod) {
 			sv.pods = append(sv.pods, pod)
 		}
@@ -129,8 +148,13 @@ func detectReloadRejected(ev *Gathered, found []Finding) []Finding {
 	for _, who := range order {
 		sv := servers[who]
 		f := Finding{Kind: KindReloadRejected, Subject: who, Object: "metrics " + sv.gauge, Source: SrcMetrics, Severity: SevCritical, Weight: 0.9, Time: sv.onset}
-		f.setFact("failure", fmt.Sprintf("%s has been 0 since %s", sv.gauge, hm(sv.onset)))
-		f.Evidence = append(f.Evidence, fmt.Sprintf("%s fell to 0 at %s and stays 0 (%s)", sv.gauge, ts(sv.onset), orWord(strings.Join(sv.pods, ", "), who)))
+		if sv.early {
+			f.setFact("failure", fmt.Sprintf("%s is 0 throughout; its log rejects the configuration since %s", sv.gauge, sv.onset.UTC().Format("Jan 2 15:04 UTC")))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s is 0 over the whole series (%s); %s's log rejects its configuration since %s", sv.gauge, orWord(strings.Join(sv.pods, ", "), who), who, ts(sv.onset)))
+		} else {
+			f.setFact("failure", fmt.Sprintf("%s has been 0 since %s", sv.gauge, hm(sv.onset)))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s fell to 0 at %s and stays 0 (%s)", sv.gauge, ts(sv.onset), orWord(strings.Join(sv.pods, ", "), who)))
+		}
 		reloadFacts(ev, &f)
 		f.Summary = fmt.Sprintf("%s rejects its configuration reloads since %s", who, hm(sv.onset))
 		out = append(out, f)
@@ -209,10 +233,38 @@ func reloadServer(gauge, ns, pod, job string) string {
 	return strings.SplitN(gauge, "_", 2)[0]
 }
 
+// earlierRejection is the first line, before the window, of a pod log of
+// server (its workload named server or after it: job "prometheus",
+// workload prometheus-server) in which it rejected its configuration.
+func earlierRejection(ev *Gathered, server string) (evidence.LogLine, bool) {
+	for _, l := range ev.RejectedReloads {
+		wl := workloadOfName(podOfSource(l.Source))
+		if l.Time.IsZero() || server == "" || wl != server && !strings.HasPrefix(wl, server+"-") {
+			continue
+		}
+		return l, true
+	}
+	return evidence.LogLine{}, false
+}
+
+// rejectReasonRE is a rejection's line that says what is wrong (the
+// parser's error), not only that the reload failed.
+var rejectReasonRE = regexp.MustCompile(`(?i)parse error|could not parse|unexpected|unknown (?:property|directive|field)|invalid|syntax error`)
+
 // reloadLogLine is the line of a gathered log (or a command's output)
-// that says why a reload was rejected: nginx's [emerg] line first.
+// that says why a reload was rejected: nginx's [emerg] line first, then a
+// line with the parser's reason (also from before the window).
 func reloadLogLine(ev *Gathered) string {
-	var any string
+	l, reason := reloadLogLines(ev)
+	if reason != "" && findString(emergRE, l) == "" {
+		return reason
+	}
+	return l
+}
+
+// reloadLogLines is the first [emerg] line (else the first line of a
+// failed reload), and the first rejection that gives the parser's reason.
+func reloadLogLines(ev *Gathered) (any, reason string) {
 	look := func(l string) bool {
 		if m := findString(emergRE, l); m != "" {
 			any = strings.TrimSpace(m)
@@ -221,21 +273,44 @@ func reloadLogLine(ev *Gathered) string {
 		if any == "" && matchLine(reloadFailedLineRE, l) {
 			any = strings.TrimSpace(l)
 		}
+		if reason == "" && matchLine(rejectedConfigRE, l) && matchLine(rejectReasonRE, l) {
+			reason = strings.TrimSpace(l)
+		}
 		return false
+	}
+	for _, l := range ev.RejectedReloads {
+		if look(l.Text) {
+			return any, reason
+		}
 	}
 	for _, s := range ev.Logs {
 		for _, t := range s.Templates {
 			if t.Incident > 0 && look(t.Example) {
-				return any
+				return any, reason
 			}
 		}
 	}
 	for _, c := range ev.Commands {
 		for _, l := range c.Lines {
 			if look(l) {
-				return any
+				return any, reason
 			}
 		}
 	}
-	return any
+	return any, reason
+}
+
+// podOfSource is the pod of a log line's source ("pod/container").
+func podOfSource(src string) string {
+	p, _, _ := strings.Cut(src, "/")
+	return p
+}
+
+// rejectionReason is the part of a rejection's log line that says why:
+// from its err= field when the line is logfmt, else the line.
+func rejectionReason(l string) string {
+	if i := strings.Index(l, `err="`); i >= 0 && matchLine(rejectReasonRE, l[i:]) {
+		return strings.ReplaceAll(l[i:], `\"`, `"`)
+	}
+	return l
 }

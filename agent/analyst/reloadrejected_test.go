@@ -95,3 +95,53 @@ func TestDetectReloadRejected(t *testing.T) {
 		})
 	}
 }
+
+// TestReloadRejectedBeforeSeries: a last-reload gauge at 0 over its whole
+// series says the rejection is older than the series; the server's log
+// lines of it from before the window (Prometheus's rule manager logfmt,
+// and its "Error reloading config") name the server's workload, when the
+// rejections began and the parser's reason, which the answer quotes
+// rather than the bare "reload failed".
+func TestReloadRejectedBeforeSeries(t *testing.T) {
+	now := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	w := Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}
+	start := now.Add(-100 * time.Minute)
+	zero := func(int) float64 { return 0 }
+	first := time.Date(2026, 11, 17, 16, 2, 11, 0, time.UTC)
+	src := "prometheus-k8s-0/prometheus"
+	rejected := []evidence.LogLine{
+		{Time: first, Source: src, Text: `ts=2026-11-17T16:02:11.402Z caller=manager.go:1066 level=error component="rule manager" msg="loading groups failed" err="/etc/prometheus/rules/slo.yaml: 12:15: group \"slo\", rule 2, \"ApiErrorBudgetBurn\": could not parse expression: 1:87: parse error: unclosed left bracket"`},
+		{Time: first.Add(time.Millisecond), Source: src, Text: `ts=2026-11-17T16:02:11.403Z caller=main.go:1136 level=error msg="Error reloading config" err="one or more errors occurred while applying the new configuration (--config.file=\"/etc/prometheus/config_out/prometheus.env.yaml\")"`},
+	}
+	for _, c := range []struct {
+		name    string
+		lines   []evidence.LogLine
+		subject string
+		want    []string
+	}{
+		{"rule parse error days ago", rejected, "prometheus-k8s", []string{"prometheus-k8s rejects every configuration reload since Nov 17 16:02 UTC", "parse error: unclosed left bracket"}},
+		{"no log of it", nil, "prometheus", []string{"prometheus rejects every configuration reload"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := failSeries(evidence.Labels{"__name__": "prometheus_config_last_reload_successful", "job": "prometheus"}, start, 100, zero)
+			ev := &Gathered{Metrics: []MetricSet{{Name: s.Labels["__name__"], Series: []evidence.Series{s}}}, RejectedReloads: c.lines, Window: w}
+			fs := detectReloadRejected(ev, nil)
+			if len(fs) != 1 || fs[0].Subject != c.subject {
+				t.Fatalf("findings %+v", fs)
+			}
+			f := fs[0]
+			h := &Hypothesis{Kind: KindReloadRejected, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{&f}}
+			wantDescribed(t, h, Scope{Window: w}, c.want...)
+		})
+	}
+	for line, want := range map[string]bool{
+		`[ERROR] Corefile changed but reload failed: plugin/forward: Corefile:30 - Error during parsing: unknown property 'max_fail'`: true,
+		`27-Nov-2026 09:13:14.649 reloading configuration failed: unexpected token near '}'`:                                          true,
+		`[INFO] Reloading complete`:                     false,
+		`msg="Completed loading of configuration file"`: false,
+	} {
+		if got := rejectedConfigRE.MatchString(line); got != want {
+			t.Errorf("%.70q: %v, want %v", line, got, want)
+		}
+	}
+}
