@@ -168,6 +168,7 @@ var mechanisms = []*mechanism{
 	queueLengthCap,
 	oneMessageGroup,
 	functionScaleOut,
+	retriedNonIdempotent,
 	groupReplay,
 	pooledPrepared,
 	refreshDisabled,

@@ -363,6 +363,8 @@ var kinds = map[Kind]kindInfo{
 	KindOneMessageGroup: {prior: 0.84},
 	// A serverless function's executions taking a database's connections.
 	KindFunctionScaleOut: {prior: 0.86},
+	// A proxy's retries of a request that is not safe to send twice.
+	KindRetriedNonIdempotent: {prior: 0.84},
 
 	// Plaintext from outside the mesh to a namespace that requires mTLS.
 	KindMeshMTLS: {prior: 0.86},
