@@ -27,12 +27,26 @@ var orderedReady = &mechanism{
 	label:  "StatefulSet ordered start deadlocked (pods wait for peers never created)",
 	detect: detectOrderedReady,
 	describe: func(h *Hypothesis, sc Scope) string {
+		// A member that is not ready for a reason of its own (its
+		// readiness probe failing, its log not waiting for peers)
+		// blocks the start; it is not a deadlock.
+		if pr := h.fact("probe_failure"); pr != "" && h.fact("line") == "" {
+			return fmt.Sprintf("the StatefulSet %s is blocked: with podManagementPolicy OrderedReady it creates the next pod only once %s is Ready, but %s is not ready because its readiness probe fails: %s, so %s are never created (%s of %s pods exist)",
+				h.Subject, h.fact("waiting"), h.fact("waiting"), quote(truncate(pr, 220), 230), h.fact("missing"), h.fact("have"), h.fact("replicas"))
+		}
 		d := fmt.Sprintf("the StatefulSet %s is deadlocked: with podManagementPolicy OrderedReady it creates the next pod only once %s is Ready, but %s is not ready, so %s are never created (%s of %s pods exist)",
 			h.Subject, h.fact("waiting"), h.fact("waiting"), h.fact("missing"), h.fact("have"), h.fact("replicas"))
 		d += h.quoteClause("; it waits for those peers: ", "line", 220)
+		d += h.quoteClause("; its readiness probe fails: ", "probe_failure", 220)
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
+		if pr := h.fact("probe_failure"); pr != "" && h.fact("line") == "" {
+			r.high("Make the readiness probe of %s pass (it fails: %s): fix the probe or the setting it checks, and the StatefulSet %s creates %s once %s is Ready", h.fact("waiting"), quote(truncate(pr, 160), 170), h.Subject, h.fact("missing"), h.fact("waiting"))
+			r.med("Check the probe commands of a StatefulSet against the image when its version changes")
+			r.low("Alert on a StatefulSet whose ready replicas stay below its replicas (kube_statefulset_status_replicas_ready)")
+			return
+		}
 		r.high("Let the StatefulSet %s start its pods together: set podManagementPolicy: Parallel (recreate the StatefulSet with --cascade=orphan), or force the waiting member to boot alone (rabbitmqctl force_boot) and let the others join", h.Subject)
 		r.med("Keep clustered StatefulSets' members on different node pools or drain them one at a time, so they never stop all at once")
 		r.low("Alert on a StatefulSet whose ready replicas stay below its replicas (kube_statefulset_status_replicas_ready)")
@@ -42,7 +56,7 @@ var orderedReady = &mechanism{
 // peerWaitRE: a member's log waiting for, or failing to reach, its peers.
 var peerWaitRE = regexp.MustCompile(`(?i)waiting for (?:mnesia tables|peers?|cluster|quorum|other nodes)|timeout contacting cluster nodes|could not (?:contact|reach) (?:any )?(?:peer|cluster|seed)|no (?:peers|seed nodes) (?:found|reachable)|cluster nodes?:? .*(?:unreachable|not running)`)
 
-func detectOrderedReady(ev *Gathered, _ []Finding) []Finding {
+func detectOrderedReady(ev *Gathered, found []Finding) []Finding {
 	var out []Finding
 	for i := range ev.K8s.StatefulSets {
 		ss := &ev.K8s.StatefulSets[i]
@@ -116,6 +130,16 @@ func detectOrderedReady(ev *Gathered, _ []Finding) []Finding {
 				f.Weight = 0.9
 				f.Evidence = append(f.Evidence, fmt.Sprintf("%s's log: %s", waiting, quote(ReadableLine(l), 240)))
 				break
+			}
+		}
+		// Its readiness probe's failure says why it is not ready.
+		if f.fact("line") == "" {
+			for _, g := range found {
+				if g.Kind == KindProbeFailure && g.Object == "pod "+have[last].Namespace+"/"+waiting && g.fact("message") != "" && !strings.EqualFold(g.fact("probe"), "liveness") {
+					f.setFact("probe_failure", strings.TrimSpace(strings.TrimPrefix(g.fact("message"), "Readiness probe failed:")))
+					f.Weight = 0.8
+					break
+				}
 			}
 		}
 		f.Summary = fmt.Sprintf("StatefulSet %s/%s: %d of %d pods exist, %s not ready blocks %s", ss.Namespace, ss.Name, len(have), want, waiting, strings.Join(missing, ", "))

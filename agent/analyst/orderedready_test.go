@@ -63,3 +63,58 @@ rabbitmq-0   0/1     Running   6 (4m ago)   48m
 		})
 	}
 }
+
+// TestOrderedReadyProbe: the member blocking an ordered start is not
+// ready because its own readiness probe fails (an exec probe's output, an
+// HTTP probe's status, as the kubelet's Unhealthy event words them): the
+// answer says so and recommends fixing that probe; its liveness probe
+// says nothing of readiness.
+func TestOrderedReadyProbe(t *testing.T) {
+	now := time.Date(2026, 6, 30, 11, 20, 0, 0, time.UTC)
+	res := kubetext.Parse([]byte(`$ kubectl get pods -n stg
+NAME          READY   STATUS    RESTARTS   AGE
+zookeeper-0   0/1     Running   0          52m
+`), now)
+	for _, c := range []struct {
+		name, probe, msg string
+		want             bool
+	}{
+		{"exec probe output", "readiness", "Readiness probe failed: zookeeper answered: ruok is not executed because it is not in the whitelist.", true},
+		{"HTTP probe status", "readiness", "Readiness probe failed: HTTP probe failed with statuscode: 503", true},
+		{"liveness only", "liveness", "Liveness probe failed: dial tcp 10.48.3.27:2181: connect: connection refused", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ev := &Gathered{Window: Window{BaselineStart: now.Add(-2 * time.Hour), Start: now.Add(-time.Hour), End: now}}
+			for _, o := range res.Objects {
+				if p, ok := o.(*corev1.Pod); ok {
+					ev.K8s.Pods = append(ev.K8s.Pods, *p)
+				}
+			}
+			three := int32(3)
+			ss := appsv1.StatefulSet{}
+			ss.Name, ss.Namespace, ss.Spec.Replicas = "zookeeper", "stg", &three
+			ev.K8s.StatefulSets = []appsv1.StatefulSet{ss}
+			probe := Finding{Kind: KindProbeFailure, Subject: "zookeeper", Object: "pod stg/zookeeper-0"}
+			probe.setFact("message", c.msg)
+			probe.setFact("probe", c.probe)
+			fs := detectOrderedReady(ev, []Finding{probe})
+			if len(fs) != 1 {
+				t.Fatalf("findings %+v", fs)
+			}
+			h := &Hypothesis{Kind: KindOrderedReady, Subject: "zookeeper", Primary: []*Finding{&fs[0]}}
+			if !c.want {
+				if fs[0].fact("probe_failure") != "" {
+					t.Errorf("facts %v", fs[0].Facts)
+				}
+				return
+			}
+			want := strings.TrimPrefix(c.msg, "Readiness probe failed: ")
+			wantDescribed(t, h, Scope{}, "zookeeper-0 is not ready because its readiness probe fails", want, "zookeeper-1, zookeeper-2 are never created")
+			r := &recommender{h: h}
+			orderedReady.recommend(h, Scope{}, r)
+			if !strings.Contains(r.recs[0].Action, "readiness probe of zookeeper-0") {
+				t.Errorf("recommendations %+v", r.recs)
+			}
+		})
+	}
+}
