@@ -75,7 +75,7 @@ var holdoutFloors = map[string]int{
 	"holdout57": 7,
 	"holdout58": 7,
 	"holdout59": 7,
-	"holdout60": 6,
+	"holdout60": 8,
 	"holdout61": 10,
 	"holdout62": 10,
 	"holdout63": 10,
