@@ -1,6 +1,7 @@
 package analyst
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,63 @@ func TestConfigNotRefreshed(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := &Gathered{K8s: K8sEvidence{Deployments: []appsv1.Deployment{c.dep}, Pods: c.pods}, Changes: []evidence.Change{c.change}, Logs: []LogSet{log}, Window: win, Scope: Scope{Namespace: "shop"}}
+			f := onlyFinding(t, detectConfigNotRefreshed(g), c.subject)
+			if f == nil {
+				return
+			}
+			h := &Hypothesis{Kind: KindConfigNotRefreshed, Subject: f.Subject, Primary: []*Finding{f}}
+			wantDescribed(t, h, Scope{}, c.want...)
+		})
+	}
+}
+
+// A ConfigMap key read as an environment variable (configMapKeyRef, or
+// envFrom) is set when the container starts: an edit of the ConfigMap
+// naming the variable, with every pod older, never reaches them. The
+// workload may be known only from a projection of its container (yq).
+// A change naming another key of the ConfigMap, or a Secret read so, is
+// none.
+func TestConfigNotRefreshedEnv(t *testing.T) {
+	edit := win.Start.Add(10 * time.Minute)
+	st := metav1.NewTime(edit.Add(-50 * time.Hour))
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "gw-7c9d8b6f5-a1b2c", Namespace: "edge", OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "gw-7c9d8b6f5"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &st}}}
+	keyRef := func(cm, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Key: key}}}
+	}
+	dep := func(ctr corev1.Container) []appsv1.Deployment {
+		d := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "edge"}}
+		d.Spec.Template.Spec.Containers = []corev1.Container{ctr}
+		return []appsv1.Deployment{d}
+	}
+	const projection = `image: registry.example.com/gw:2.1.0
+env:
+  - name: MAX_CONNS
+    valueFrom:
+      configMapKeyRef:
+        name: gw-settings
+        key: MAX_CONNS
+volumeMounts: null`
+	cmEdit := evidence.Change{Timestamp: edit, Service: "gw", Kind: "config", Description: "kubectl -n edge edit configmap gw-settings: MAX_CONNS 200 -> 800"}
+	for _, c := range []struct {
+		name    string
+		deps    []appsv1.Deployment
+		cmds    []evidence.CommandOutput
+		change  evidence.Change
+		subject string
+		want    []string
+	}{
+		{"configMapKeyRef", dep(corev1.Container{Name: "gw", Env: []corev1.EnvVar{keyRef("gw-settings", "MAX_CONNS")}}), nil, cmEdit, "gw",
+			[]string{"reads MAX_CONNS of the ConfigMap gw-settings as an environment variable", "only a restart"}},
+		{"envFrom", dep(corev1.Container{Name: "gw", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "gw-settings"}}}}}), nil, cmEdit, "gw",
+			[]string{"its keys (envFrom)"}},
+		{"a yq projection of the container", nil, []evidence.CommandOutput{{Command: `kubectl get deploy gw -n edge -o yaml | yq '.spec.template.spec.containers[0] | {"image": .image, "env": .env, "volumeMounts": .volumeMounts}'`, Namespace: "edge", Lines: strings.Split(projection, "\n")}}, cmEdit, "gw",
+			[]string{"reads MAX_CONNS of the ConfigMap gw-settings"}},
+		{"another key: none", dep(corev1.Container{Name: "gw", Env: []corev1.EnvVar{keyRef("gw-settings", "LOG_LEVEL")}}), nil, cmEdit, "", nil},
+		{"a Secret read so: none", dep(corev1.Container{Name: "gw", Env: []corev1.EnvVar{{Name: "MAX_CONNS", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gw-settings"}, Key: "MAX_CONNS"}}}}}), nil, cmEdit, "", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := &Gathered{K8s: K8sEvidence{Deployments: c.deps, Pods: pods}, Commands: c.cmds, Changes: []evidence.Change{c.change}, Window: win, Scope: Scope{Namespace: "edge"}}
 			f := onlyFinding(t, detectConfigNotRefreshed(g), c.subject)
 			if f == nil {
 				return

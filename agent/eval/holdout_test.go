@@ -80,7 +80,7 @@ var holdoutFloors = map[string]int{
 	"holdout62": 10,
 	"holdout63": 10,
 	"holdout64": 8,
-	"holdout67": 8,
+	"holdout67": 9,
 	"holdout66": 7,
 	"holdout68": 5,
 	"holdout65": 4,
