@@ -128,6 +128,7 @@ var mechanisms = []*mechanism{
 	shebangCRLF,
 	readinessPathMissing,
 	settingInvalid,
+	envOverride,
 	configInvalid,
 	decodeFailure,
 	directMemory,

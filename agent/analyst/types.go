@@ -466,6 +466,8 @@ var kinds = map[Kind]kindInfo{
 	KindXIDWraparound: {prior: 0.88},
 	// A runtime out of its own heap.
 	KindHeapExhausted: {prior: 0.85},
+	// A file setting an environment variable overrides.
+	KindEnvOverride: {prior: 0.9},
 	// A JVM out of direct (off-heap) memory.
 	KindDirectMemory: {prior: 0.86},
 	// Native memory fragmented by glibc malloc (jemalloc lost).
