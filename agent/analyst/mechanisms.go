@@ -290,6 +290,7 @@ var mechanisms = []*mechanism{
 	sessionKeyMismatch,
 	clientSyntaxUnsupported,
 	mixedContent,
+	pinMismatch,
 	failoverCheckRedirect,
 	wafBlocked,
 	cloudDenied,

@@ -657,6 +657,7 @@ var kinds = map[Kind]kindInfo{
 	KindSessionKeyMismatch:      {prior: 0.86},
 	KindClientSyntaxUnsupported: {prior: 0.86},
 	KindMixedContent:            {prior: 0.86},
+	KindPinMismatch:             {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {
