@@ -84,7 +84,7 @@ var holdoutFloors = map[string]int{
 	"holdout66": 7,
 	"holdout68": 5,
 	"holdout65": 4,
-	"holdout72": 4,
+	"holdout72": 5,
 	"holdout71": 3,
 }
 
