@@ -124,6 +124,7 @@ func (e *Engine) Investigate(ctx context.Context, req *agent.Request, run agent.
 	sc.Known = g.knownNames()
 	sc.Restarts = oldRestarts(g.k8s.Pods, sc.Service, sc.Window)
 	sc.Removed = removedJobs(g.gathered(), sc)
+	sc.Restarted = askedRestarted(g.k8s.Pods, sc.Message, sc.Window)
 	sc.Nodes = g.nodeNames()
 	sc.Components = componentNames(g.k8s.Pods, g.k8s.Deployments)
 	sc.Releases = releaseNames(g.k8s.Pods, g.k8s.Deployments)

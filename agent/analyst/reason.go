@@ -45,6 +45,9 @@ type Scope struct {
 	// Removed says that a Job of the question's subjects was deleted by
 	// its TTL after it finished (removedJobs), or is empty.
 	Removed string
+	// Restarted lists the pods that restarted within the period a
+	// question asking for them names (restartedasked.go), or is nil.
+	Restarted *restartedAnswer
 }
 
 // wellKnownDeps are dependency names the analyst derives from ports and
@@ -791,6 +794,8 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 			r.Recommendations = append([]finding.Recommendation{{Priority: finding.PriorityMedium,
 				Action: fmt.Sprintf("Handle the failures nearby on their own, apart from %s: %s", what, strings.Join(nearby, "; "))}}, r.Recommendations...)
 		}
+		// The pods a question asking which restarted names (restartedasked.go).
+		addRestarted(r, sc.Restarted)
 		r.Normalize()
 		return r
 	}
@@ -804,6 +809,11 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 	if sc.Removed != "" {
 		r.RootCause.Description += " " + sc.Removed
 		r.RootCause.Evidence = append(r.RootCause.Evidence, sc.Removed)
+	}
+	// The release it made fail and roll back (releaserolledback.go).
+	if note, e := rolledBackNote(a, w, r.RootCause.Description); note != "" {
+		r.RootCause.Description += " " + note
+		r.RootCause.Evidence = append(r.RootCause.Evidence, e)
 	}
 	r.Verdict = finding.VerdictIdentified
 	if conf < 55 {
@@ -858,6 +868,8 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 			break
 		}
 	}
+	// The pods a question asking which restarted names (restartedasked.go).
+	addRestarted(r, sc.Restarted)
 	r.Normalize()
 	return r
 }
