@@ -85,7 +85,7 @@ var holdoutFloors = map[string]int{
 	"holdout68": 5,
 	"holdout65": 4,
 	"holdout72": 5,
-	"holdout71": 3,
+	"holdout71": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
