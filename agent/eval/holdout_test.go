@@ -83,6 +83,7 @@ var holdoutFloors = map[string]int{
 	"holdout67": 9,
 	"holdout66": 7,
 	"holdout68": 5,
+	"holdout69": 10,
 	"holdout65": 4,
 	"holdout72": 5,
 	"holdout71": 4,
