@@ -24,6 +24,8 @@ var mechanisms = []*mechanism{
 	visibilityTimeout,
 	replicaDDL,
 	tableLockQueue,
+	rowLockIdleHolder,
+	bulkWriteLocks,
 	replicaStopped,
 	xidWraparound,
 	idExhausted,

@@ -462,6 +462,10 @@ var kinds = map[Kind]kindInfo{
 	KindReplicaStopped: {prior: 0.86},
 	// Queries queued behind a schema change's table lock.
 	KindTableLockQueue: {prior: 0.88},
+	// Row-lock waits behind a transaction its client left idle.
+	KindRowLockIdleHolder: {prior: 0.86},
+	// Writers waiting for the row locks of one long bulk write.
+	KindBulkWriteLocks: {prior: 0.86},
 	// PostgreSQL refusing writes to avoid transaction ID wraparound.
 	KindXIDWraparound: {prior: 0.88},
 	// A runtime out of its own heap.
