@@ -121,6 +121,7 @@ var mechanisms = []*mechanism{
 	dbPrivilegeDenied,
 	valueOverflow,
 	sendingPaused,
+	testModeKey,
 	rbacDenied,
 	drainBlocked,
 	jobSidecar,

@@ -214,11 +214,10 @@ func describeSendingPaused(h *Hypothesis, sc Scope) string {
 	if len(rates) > 0 {
 		d += ": " + strings.Join(rates, " and ")
 	}
-	switch t, c := h.Trigger, h.fact("campaign"); {
-	case c != "":
+	// A trigger is told by the engine; a mailing older than the window
+	// only here.
+	if c := h.fact("campaign"); c != "" && h.Trigger == nil {
 		d += "; the bounces came with the bulk mailing of " + c
-	case t != nil:
-		d += fmt.Sprintf("; the bounces came with the bulk mailing of %s's change at %s (%s)", t.Subject, ts(t.Time), quote(changeText(t), 160))
 	}
 	d += fmt.Sprintf(". Every sender on the account is refused, whatever its own code: restarting or rolling back %s does nothing until the provider resumes sending", h.Subject)
 	return d

@@ -436,6 +436,8 @@ var kinds = map[Kind]kindInfo{
 	KindValueOverflow:     {prior: 0.88},
 	// A sending provider that paused the account (its bounce or complaint rate too high).
 	KindSendingPaused: {prior: 0.88},
+	// A payment provider's test-mode key used against live objects.
+	KindTestModeKey: {prior: 0.88},
 	// A client refused a privilege on a database object (a GRANT lost when it was rebuilt).
 	KindDBPrivilegeDenied: {prior: 0.86},
 	// A database's disk filled by WAL an abandoned replication slot keeps.

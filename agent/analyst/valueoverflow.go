@@ -382,11 +382,10 @@ func describeValueOverflow(h *Hypothesis, sc Scope) string {
 	if r := h.fact("row"); r != "" {
 		d += fmt.Sprintf(", in the row of %s", r)
 	}
-	switch t, c := h.Trigger, h.fact("data_change"); {
-	case c != "":
+	// A trigger is told by the engine; a change older than the window
+	// only here.
+	if c := h.fact("data_change"); c != "" && h.Trigger == nil {
 		d += "; such data first came with " + c
-	case t != nil:
-		d += fmt.Sprintf("; such data first came with %s's change at %s (%s)", t.Subject, ts(t.Time), quote(changeText(t), 160))
 	}
 	d += ". The data outgrew the column, not the code: rows whose values fit are accepted, every write of this one fails again, and rolling back the writer does not help"
 	return d
