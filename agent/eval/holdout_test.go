@@ -77,7 +77,7 @@ var holdoutFloors = map[string]int{
 	"holdout59": 7,
 	"holdout60": 8,
 	"holdout61": 10,
-	"holdout62": 10,
+	"holdout62": 11,
 	"holdout63": 10,
 	"holdout64": 8,
 	"holdout67": 9,
