@@ -87,6 +87,7 @@ var holdoutFloors = map[string]int{
 	"holdout65": 4,
 	"holdout72": 5,
 	"holdout71": 4,
+	"holdout70": 5,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
