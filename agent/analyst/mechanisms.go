@@ -116,6 +116,7 @@ var mechanisms = []*mechanism{
 	irsaTrust,
 	meshAuthzDenied,
 	tzdataMissing,
+	weekBasedYear,
 	dbClassDownsized,
 	dbPasswordExpired,
 	dbPrivilegeDenied,

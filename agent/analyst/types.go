@@ -429,6 +429,7 @@ var kinds = map[Kind]kindInfo{
 	KindIRSATrust:           {prior: 0.88},
 	KindMeshAuthzDenied:     {prior: 0.88},
 	KindTZDataMissing:       {prior: 0.85},
+	KindWeekBasedYear:       {prior: 0.85},
 	// A database refusing connections after a smaller instance class lowered its limit.
 	KindDBClassDownsized: {prior: 0.84},
 	// A database refusing a client whose role's password validity ended.

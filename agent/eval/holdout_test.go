@@ -81,7 +81,7 @@ var holdoutFloors = map[string]int{
 	"holdout63": 10,
 	"holdout64": 8,
 	"holdout67": 9,
-	"holdout66": 7,
+	"holdout66": 8,
 	"holdout68": 5,
 	"holdout69": 10,
 	"holdout65": 4,
