@@ -55,8 +55,8 @@ var ablationSets = []string{"scenarios", "holdout", "holdout2", "holdout3", "hol
 	"holdout53", "holdout54", "holdout55", "holdout56", "holdout57", "holdout58", "holdout59",
 	"holdout60", "holdout61", "holdout62", "holdout63",
 	"holdout64",
-	"holdout67", "holdout66", "holdout68", "holdout65", "holdout69",
-	"holdout72", "holdout71", "holdout70"}
+	"holdout65", "holdout66", "holdout67", "holdout68", "holdout69",
+	"holdout70", "holdout71", "holdout72"}
 
 // ablated is one variant: the scenario with one piece removed.
 type ablated struct {

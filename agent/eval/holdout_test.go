@@ -80,14 +80,14 @@ var holdoutFloors = map[string]int{
 	"holdout62": 11,
 	"holdout63": 10,
 	"holdout64": 8,
-	"holdout67": 9,
+	"holdout65": 4,
 	"holdout66": 8,
+	"holdout67": 9,
 	"holdout68": 5,
 	"holdout69": 10,
-	"holdout65": 4,
-	"holdout72": 5,
-	"holdout71": 4,
 	"holdout70": 5,
+	"holdout71": 4,
+	"holdout72": 5,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
