@@ -1,7 +1,9 @@
 package analyst
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -50,6 +52,19 @@ func tallyRefusal(clients map[string]*refusedClient, set *LogSet, at, last time.
 	c.last = latest(c.last, last)
 	c.n += n
 	return c
+}
+
+// mostRefused names the clients, the one refused most first (ties in
+// name order, so that the choice never depends on a map's order).
+func mostRefused(clients map[string]*refusedClient) []string {
+	names := slices.Collect(maps.Keys(clients))
+	slices.SortFunc(names, func(a, b string) int {
+		if d := cmp.Compare(clients[b].n, clients[a].n); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	return names
 }
 
 // keep keeps line as the client's line when it tells more than the one
@@ -145,11 +160,7 @@ func detectRotatedCredential(ev *Gathered, _ []Finding) []Finding {
 	if len(clients) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(clients))
-	for n := range clients {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return clients[names[i]].n > clients[names[j]].n })
+	names := mostRefused(clients)
 	name := names[0]
 	c := clients[name]
 	onset := c.first

@@ -3,7 +3,6 @@ package analyst
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 )
@@ -156,16 +155,7 @@ func detectDBPasswordExpired(ev *Gathered, _ []Finding) []Finding {
 	}
 	// The client: the one whose name is the role's, else the one refused
 	// most.
-	names := make([]string, 0, len(clients))
-	for n := range clients {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if clients[names[i]].n != clients[names[j]].n {
-			return clients[names[i]].n > clients[names[j]].n
-		}
-		return names[i] < names[j]
-	})
+	names := mostRefused(clients)
 	roleName := strings.ToLower(strings.ReplaceAll(user, "_", "-"))
 	subject, c := "", (*refusedClient)(nil)
 	for _, n := range names {

@@ -3,7 +3,6 @@ package analyst
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -79,16 +78,7 @@ func detectTestModeKey(ev *Gathered, _ []Finding) []Finding {
 	if len(clients) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(clients))
-	for n := range clients {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if clients[names[i]].n != clients[names[j]].n {
-			return clients[names[i]].n > clients[names[j]].n
-		}
-		return names[i] < names[j]
-	})
+	names := mostRefused(clients)
 	subject, c := names[0], clients[names[0]]
 	f := Finding{Kind: KindTestModeKey, Subject: subject, Namespace: c.ns, Time: c.first, Severity: SevCritical, Weight: 0.9,
 		Source: SrcLogs, Object: "workload " + subject}
