@@ -132,36 +132,22 @@ func nullCell(v string) string {
 	return strings.TrimSpace(v)
 }
 
-// readLockQueues reads the SQL clients' outputs per database instance.
+// readLockQueues reads the SQL clients' outputs per database instance
+// (groupSQLCommands), in the order the instances were first queried.
 func readLockQueues(cmds []evidence.CommandOutput) []*lockQueueRead {
-	by := map[string]*lockQueueRead{}
-	var order []string
-	for _, c := range cmds {
-		run := orWord(c.Run, c.Command)
-		if !matchLine(sqlClientRE, run) && !matchLine(sqlClientRE, c.Command) {
-			continue
-		}
-		inst, where := sqlInstanceOf(c)
-		if inst == "" {
-			continue
-		}
-		inst = shortDBHost(inst)
-		q := by[inst]
-		if q == nil {
-			q = &lockQueueRead{inst: inst, where: where, source: c.Source, sessions: map[string]*lockSession{}}
-			by[inst] = q
-			order = append(order, inst)
-		}
-		if m := findSubmatch(sqlClientRE, run); m != nil && (strings.EqualFold(m[2], "mysql") || strings.EqualFold(m[2], "mariadb")) {
-			q.mysql = true
-		}
-		for _, t := range sqlTables(c.Lines) {
-			q.read(&t)
-		}
-	}
 	var out []*lockQueueRead
-	for _, k := range order {
-		out = append(out, by[k])
+	for _, g := range groupSQLCommands(cmds) {
+		inst, where := sqlInstanceOf(g[0])
+		q := &lockQueueRead{inst: shortDBHost(inst), where: where, source: g[0].Source, sessions: map[string]*lockSession{}}
+		for _, c := range g {
+			if m := findSubmatch(sqlClientRE, orWord(c.Run, c.Command)); m != nil && (strings.EqualFold(m[2], "mysql") || strings.EqualFold(m[2], "mariadb")) {
+				q.mysql = true
+			}
+			for _, t := range sqlTables(c.Lines) {
+				q.read(&t)
+			}
+		}
+		out = append(out, q)
 	}
 	return out
 }
