@@ -54,6 +54,34 @@ func tallyRefusal(clients map[string]*refusedClient, set *LogSet, at, last time.
 	return c
 }
 
+// refusedByPattern tallies the clients whose incident log lines match re,
+// each keeping the line that tells most, and returns them with their names
+// most refused first; each is called with every matching line. Mechanisms
+// that blame the refused client's own setting (a paused account, a test
+// key) start here.
+func refusedByPattern(ev *Gathered, re *regexp.Regexp, each func(line string)) (map[string]*refusedClient, []string) {
+	clients := map[string]*refusedClient{}
+	for x := range incidentMatches(ev, re) {
+		tallyRefusal(clients, x.set, orTime(x.t.FirstIncident, x.t.FirstSeen), x.t.LastSeen, x.t.Incident).keep(x.line)
+		if each != nil {
+			each(x.line)
+		}
+	}
+	return clients, mostRefused(clients)
+}
+
+// workloadFinding is the finding of kind about the refused client subject:
+// critical, read from its logs, with its count, its line and when the
+// refusals began.
+func (c *refusedClient) workloadFinding(kind Kind, subject string) Finding {
+	f := Finding{Kind: kind, Subject: subject, Namespace: c.ns, Time: c.first, Severity: SevCritical, Weight: 0.9,
+		Source: SrcLogs, Object: "workload " + subject}
+	f.addCount(c.n)
+	f.setFact("line", c.line)
+	f.setFact("refused_from", hm(c.first))
+	return f
+}
+
 // mostRefused names the clients, the one refused most first (ties in
 // name order, so that the choice never depends on a map's order).
 func mostRefused(clients map[string]*refusedClient) []string {

@@ -73,25 +73,17 @@ var (
 // detectSendingPaused finds senders refused because the provider paused
 // the account's sending.
 func detectSendingPaused(ev *Gathered, _ []Finding) []Finding {
-	clients := map[string]*refusedClient{}
 	configSet := false
-	for x := range incidentMatches(ev, sendingPausedRE) {
-		c := tallyRefusal(clients, x.set, orTime(x.t.FirstIncident, x.t.FirstSeen), x.t.LastSeen, x.t.Incident)
-		c.keep(x.line)
-		if m := findSubmatch(sendingPausedRE, x.line); m != nil && strings.Contains(strings.ToLower(m[0]), "configuration") {
+	clients, names := refusedByPattern(ev, sendingPausedRE, func(line string) {
+		if m := findSubmatch(sendingPausedRE, line); m != nil && strings.Contains(strings.ToLower(m[0]), "configuration") {
 			configSet = true
 		}
-	}
-	if len(clients) == 0 {
+	})
+	if len(names) == 0 {
 		return nil
 	}
-	names := mostRefused(clients)
 	subject, c := names[0], clients[names[0]]
-	f := Finding{Kind: KindSendingPaused, Subject: subject, Namespace: c.ns, Time: c.first, Severity: SevCritical, Weight: 0.9,
-		Source: SrcLogs, Object: "workload " + subject}
-	f.addCount(c.n)
-	f.setFact("line", c.line)
-	f.setFact("refused_from", hm(c.first))
+	f := c.workloadFinding(KindSendingPaused, subject)
 	refusal := strings.TrimSpace(pausedNameRE.FindString(c.line))
 	if m := pausedTextRE.FindString(ReadableLine(c.line)); m != "" {
 		refusal = strings.TrimPrefix(refusal+": \""+strings.TrimSpace(m)+"\"", ": ")

@@ -66,26 +66,18 @@ var (
 )
 
 func detectTestModeKey(ev *Gathered, _ []Finding) []Finding {
-	clients := map[string]*refusedClient{}
 	mode := ""
-	for x := range incidentMatches(ev, testModeRE) {
-		c := tallyRefusal(clients, x.set, orTime(x.t.FirstIncident, x.t.FirstSeen), x.t.LastSeen, x.t.Incident)
-		c.keep(x.line)
-		if m := findSubmatch(testModeRE, x.line); m != nil && mode == "" {
+	clients, names := refusedByPattern(ev, testModeRE, func(line string) {
+		if m := findSubmatch(testModeRE, line); m != nil && mode == "" {
 			mode = strings.ToLower(m[2])
 		}
-	}
-	if len(clients) == 0 {
+	})
+	if len(names) == 0 {
 		return nil
 	}
-	names := mostRefused(clients)
 	subject, c := names[0], clients[names[0]]
-	f := Finding{Kind: KindTestModeKey, Subject: subject, Namespace: c.ns, Time: c.first, Severity: SevCritical, Weight: 0.9,
-		Source: SrcLogs, Object: "workload " + subject}
-	f.addCount(c.n)
-	f.setFact("line", c.line)
+	f := c.workloadFinding(KindTestModeKey, subject)
 	f.setFact("key_mode", mode)
-	f.setFact("refused_from", hm(c.first))
 	if m := findSubmatch(testModeRE, ReadableLine(c.line)); m != nil {
 		f.setFact("refusal", m[0])
 	}
