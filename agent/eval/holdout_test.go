@@ -88,6 +88,7 @@ var holdoutFloors = map[string]int{
 	"holdout70": 5,
 	"holdout71": 4,
 	"holdout72": 5,
+	"holdout73": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
