@@ -90,6 +90,7 @@ var holdoutFloors = map[string]int{
 	"holdout72": 5,
 	"holdout73": 4,
 	"holdout76": 2,
+	"holdout75": 2,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
