@@ -89,6 +89,7 @@ var holdoutFloors = map[string]int{
 	"holdout71": 4,
 	"holdout72": 5,
 	"holdout73": 4,
+	"holdout74": 0,
 	"holdout76": 2,
 	"holdout75": 2,
 }
