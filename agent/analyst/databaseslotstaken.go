@@ -45,13 +45,22 @@ var dbSlotsTaken = &mechanism{
 	detect:     detectDBSlotsTaken,
 	related:    affectsRelated,
 	fitsChange: func(h *Hypothesis, c *Finding) bool { return c.relates(h.Subject) },
+	// Read from a session list, only the holder's own change triggers it:
+	// a refused client's release near the refusals is a coincidence.
+	strictFor: func(h *Hypothesis) bool { return h.fact("held") != "" },
 	describe: func(h *Hypothesis, sc Scope) string {
 		who := h.Subject
 		if u := h.fact("client"); u != "" && u != who {
 			who = fmt.Sprintf("%s (database client %s)", h.Subject, u)
 		}
-		d := fmt.Sprintf("%s holds the connection slots of the database server %s: its connections rose from %s to %s at %s while the other clients' stayed as they were (%s), so the server refuses new connections to the others (too many connections: %s)",
-			who, orWord(h.fact("server"), "the database"), h.fact("before"), h.fact("peak"), h.fact("at"), orWord(h.fact("others"), "none"), quote(ReadableLine(h.fact("refusal")), 160))
+		var d string
+		if held := h.fact("held"); held != "" {
+			d = fmt.Sprintf("%s holds the connection slots of the database server %s: %s of its sessions are %s's against %s for all other clients together (%s), so the server refuses new connections to the others (too many connections: %s)",
+				who, orWord(h.fact("server"), "the database"), held, h.Subject, h.fact("rest"), orWord(h.fact("others"), "none"), quote(ReadableLine(h.fact("refusal")), 160))
+		} else {
+			d = fmt.Sprintf("%s holds the connection slots of the database server %s: its connections rose from %s to %s at %s while the other clients' stayed as they were (%s), so the server refuses new connections to the others (too many connections: %s)",
+				who, orWord(h.fact("server"), "the database"), h.fact("before"), h.fact("peak"), h.fact("at"), orWord(h.fact("others"), "none"), quote(ReadableLine(h.fact("refusal")), 160))
+		}
 		d += h.clause("; refused: ", "victims")
 		if m := h.fact("max_connections"); m != "" {
 			d += fmt.Sprintf("; max_connections is %s", m)
@@ -70,9 +79,22 @@ var dbSlotsTaken = &mechanism{
 
 // detectDBSlotsTaken names the client whose connections to a database
 // server jumped the most, when clients are refused for lack of slots.
+// Without a series per client, the server's session list counted per
+// client names the holder (dbslotssnapshot.go).
 func detectDBSlotsTaken(ev *Gathered, found []Finding) []Finding {
-	var refusal string
-	var victims []string
+	if out := detectDBSlotsSeries(ev, found); len(out) > 0 {
+		return out
+	}
+	refusal, victims, at := slotsRefusals(found)
+	if refusal == "" {
+		return nil
+	}
+	return detectSlotsSnapshot(ev, refusal, victims, at)
+}
+
+// slotsRefusals are the findings' refusals for lack of connection slots:
+// the first line, the clients refused and the earliest time.
+func slotsRefusals(found []Finding) (refusal string, victims []string, at time.Time) {
 	for _, f := range found {
 		line := f.fact("line")
 		if !matchLine(slotsRefusedRE, line) && !matchLine(slotsRefusedRE, f.Summary) {
@@ -80,7 +102,16 @@ func detectDBSlotsTaken(ev *Gathered, found []Finding) []Finding {
 		}
 		refusal = orWord(refusal, orWord(line, f.Summary))
 		victims = appendNew(victims, orWord(f.fact("caller"), f.Subject))
+		if !f.Time.IsZero() && (at.IsZero() || f.Time.Before(at)) {
+			at = f.Time
+		}
 	}
+	return refusal, victims, at
+}
+
+// detectDBSlotsSeries reads the holder from sessions per client over time.
+func detectDBSlotsSeries(ev *Gathered, found []Finding) []Finding {
+	refusal, victims, _ := slotsRefusals(found)
 	if refusal == "" {
 		return nil
 	}

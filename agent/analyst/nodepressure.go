@@ -200,6 +200,24 @@ func topMemoryPod(ev *Gathered, f *Finding) {
 	if w := workloadOfName(top.Name); w != "" && !slices.Contains(f.Related, w) {
 		f.Related = append(f.Related, w)
 	}
+	// The workload using the node's memory is a system of the incident:
+	// it is what to limit or move.
+	if w := workloadOfName(top.Name); w != "" {
+		f.setFact("affected", appendAffected(f.fact("affected"), w))
+	}
+}
+
+// appendAffected adds a name to a comma-separated "affected" fact.
+func appendAffected(list, name string) string {
+	for _, x := range strings.Split(list, ",") {
+		if strings.TrimSpace(x) == name {
+			return list
+		}
+	}
+	if list == "" {
+		return name
+	}
+	return list + "," + name
 }
 
 // humanBytes writes a size in binary units.

@@ -68,6 +68,10 @@ func TestTopMemoryPod(t *testing.T) {
 			if c.want == "" && strings.Contains(d, "largest consumer of memory on the node") || c.want != "" && !strings.Contains(d, c.want) {
 				t.Errorf("description %q, want %q", d, c.want)
 			}
+			// The consumer's workload is among the systems affected.
+			if w := f.fact("affected"); c.want != "" && !strings.Contains(c.want, " of "+w+",") {
+				t.Errorf("affected %q, want the workload of %q", w, c.want)
+			}
 		})
 	}
 }
