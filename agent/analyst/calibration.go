@@ -156,6 +156,15 @@ var calibrationRules = []calibrationRule{
 	{"probe kills though the probe got an answer", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindLivenessKill && w.fact("why") == "" && probeAnswered(w)
 	}},
+	// Containers killed by their liveness probe before a start is over
+	// (nothing answers the probe yet), with nothing that says why now:
+	// no change before the kills and no why of the slow start read. The
+	// probe's timing is what kills, but a start that fit until today
+	// became slow for a reason (less CPU, a longer warm-up, a dependency
+	// waited on) one hop further, or the probe itself changed.
+	{"probe kills of a slow start, why now not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindLivenessKill && w.Trigger == nil && w.fact("why") == "" && !probeAnswered(w)
+	}},
 	// A node NotReady because its kubelet stopped reporting, with nothing
 	// of the node's own (its kubelet or system log, a condition the
 	// kubelet set with a message, a change of the node): NotReady is a
