@@ -699,6 +699,64 @@ var calibrationRules = []calibrationRule{
 	{"a part of each request longer than the requests", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
 		return phaseBeyondRequests(a, w)
 	}},
+	// A schema migration that cannot run because an earlier run died
+	// half-way (a dirty version) or left its lock behind, with neither that
+	// run named (the lock's holder) nor anything read of how it ended (its
+	// pod evicted, OOM-killed, deleted, its node gone): the dirty version
+	// or the stale lock says that a run died, not what killed it, and what
+	// killed it will kill the next run too.
+	{"a migration left dirty or locked, how its run ended not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindMigrationLock && w.fact("holder") == "" && !runEndRead(w)
+	}},
+	// The resolvers a DNS server forwards a zone to do not answer, with no
+	// change read and nothing of why the path to them fails (a route no
+	// longer covering them, a configuration the server did not load, the
+	// resolvers retired): the timeouts say where the lookups stop, not why.
+	{"upstream resolvers unreachable, why not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindDNSUpstream && noTrigger(w) && w.fact("why") == ""
+	}},
+	// A runtime out of its own heap, with neither the heap's real size read
+	// (the runtime's flags, its default from the memory limit) nor what fills
+	// it (a growth, a load, a change): the configured cap is not shown in
+	// effect, and the error says the heap is full, not why.
+	{"heap exhausted, its real size and what fills it not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindHeapExhausted && noTrigger(w) && w.fact("why") == "" && w.fact("heap_effective") == "" &&
+			w.fact("heap_size") == "" && !heapGrows(w) && !heapRises(w) && !hasKind(w.Support, KindLoadSurge)
+	}},
+	// Pods that cannot start for an object missing in their namespace (a
+	// Secret, a ConfigMap), "triggered" by a change of another workload
+	// that names neither the object nor the pods: a change elsewhere does
+	// not remove an object it does not name, so the trigger is a
+	// coincidence of timing, and what should create the object (a chart,
+	// a controller issuing it) is not read.
+	{"a missing object triggered by another workload's change", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		m := w.fact("missing")
+		return w.Kind == KindConfigError && m != "" && w.fact("why") == "" && changeElsewhere(w) && !changeNamesMissing(w.Trigger, m)
+	}},
+	// A bulk write holding the row locks other writers wait for, known as a
+	// database session only (its id, at most its user and address): which
+	// workload runs it, and so what must be stopped and what else is part
+	// of the incident, is not read.
+	{"a bulk write's session known, not who runs it", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindBulkWriteLocks && w.fact("client") == ""
+	}},
+	// An occupancy gauge rising (a pool's active connections, busy
+	// threads or workers) with nothing read of what holds the occupants
+	// (a slow query or dependency, a lock, a leak) and no change that says
+	// how it takes more: the gauge says the pool fills, not why; a
+	// release near it does not say either.
+	{"occupancy rising without what holds it", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindSaturation && matchLine(occupancyRE, w.fact("metric")) && w.fact("why") == "" && !occupancyHeld(w)
+	}},
+	// The question reports a failure it already knows of and asks whether
+	// that is what breaks its complaint ("X is crashlooping, is that what's
+	// breaking checkout?"), and the answer is that failure, read from its
+	// own subject alone: nothing of a caller, a shared dependency or the
+	// complaint's service ties it to the complaint, so the answer repeats
+	// the asker's guess rather than checking it.
+	{"the asker's suspect confirmed from its own failure alone", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
+		return matchLine(suspectCauseQuestionRE, s.question) && containsToken(strings.ToLower(s.question), strings.ToLower(w.Subject)) && !tiedBeyondItself(w)
+	}},
 	// Two or more unrelated hypotheses nearly as strong: the evidence does
 	// not single out one root.
 	{"competing causes", func(a *Analysis, w *Hypothesis, _ answerShape) bool {
@@ -959,6 +1017,12 @@ var backlogDrivers = map[Kind]bool{KindLoadSurge: true, KindSlowOperation: true,
 // consumers: a driver, or a dependency of theirs failing or slow.
 func slowedBy(h *Hypothesis) bool {
 	for _, f := range h.Support {
+		// A call that ran to its own timeout measures the deadline, not
+		// the work: what it waited on, or why its timeout is what it is,
+		// is not read.
+		if f.Kind == KindSlowOperation && cutAtTimeout(f) {
+			continue
+		}
 		if backlogDrivers[f.Kind] || infoOf(f.Kind).class == classDependency && !strings.EqualFold(f.Subject, h.Subject) {
 			return true
 		}
@@ -1740,4 +1804,105 @@ func multiAttach(h *Hypothesis) bool {
 // nodeDown reports whether a holds a node NotReady among its hypotheses.
 func nodeDown(a *Analysis) bool {
 	return a != nil && slices.ContainsFunc(a.Hypotheses, func(h *Hypothesis) bool { return h.Kind == KindNodeNotReady })
+}
+
+// runEndKinds are the findings that say how a pod's run ended: evicted,
+// killed at its memory limit, preempted, its node gone.
+var runEndKinds = []Kind{KindEviction, KindOOMKilled, KindPreempted, KindNodeNotReady, KindVPAEvictLoop}
+
+// runEndRead reports whether h, a migration blocked by an earlier run,
+// says how that run ended: its holder's end, kill or disappearance read by
+// the mechanism, or a finding of its pods evicted, killed or their node
+// gone among its support.
+func runEndRead(h *Hypothesis) bool {
+	if h.fact("holder_end") != "" || h.fact("holder_oom") != "" || h.fact("holder_gone") != "" || h.fact("why") != "" {
+		return true
+	}
+	for _, k := range runEndKinds {
+		if hasKind(h.Support, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// changeElsewhere reports whether h's trigger is a change of another
+// system than h's, related to none of h's findings (not their subject,
+// namespace or related objects) and naming nothing its chain reached: it
+// relates to h by its time only.
+func changeElsewhere(h *Hypothesis) bool {
+	c := h.Trigger
+	if c == nil || c.Subject == "*" || c.Subject == "" || strings.EqualFold(c.Subject, h.Subject) || namesCause(h, c) {
+		return false
+	}
+	for _, f := range slices.Concat(h.Primary, h.Support) {
+		if f.relates(c.Subject) || strings.EqualFold(f.fact("caller"), c.Subject) || f.Namespace != "" && f.Namespace == c.Subject {
+			return false
+		}
+	}
+	return !strings.Contains(strings.ToLower(changeText(c)), strings.ToLower(h.Subject))
+}
+
+// occupancyRE is a series that counts what a pool holds now: its active or
+// busy connections, threads or workers, not its requests or its free
+// capacity.
+var occupancyRE = regexp.MustCompile(`(?i)connections?_(?:active|busy|in_?use|used|acquired)|(?:active|busy|used)_(?:connections?|threads?|workers?)|threads?_(?:active|busy)|workers?_(?:active|busy)|pool_(?:active|in_?use|used|busy)`)
+
+// occupancyChangeRE is a change that says how a pool takes more: its
+// size, its connections, its threads or workers, a timeout of its calls.
+var occupancyChangeRE = regexp.MustCompile(`(?i)pool|connection|max.?conn|thread|worker|concurren|timeout`)
+
+// occupancyHeld reports whether h, an occupancy gauge rising, says what
+// holds the occupants: a slow query or operation, a database's locks, a
+// leak, a dependency of the subject slow or failing, or a change that says
+// how the pool takes more.
+func occupancyHeld(h *Hypothesis) bool {
+	if h.Trigger != nil && !noTrigger(h) && (matchLine(occupancyChangeRE, changeText(h.Trigger)) || matchLine(poolSettingRE, changeText(h.Trigger))) {
+		return true
+	}
+	if heapGrows(h) {
+		return true
+	}
+	for _, f := range h.Support {
+		switch f.Kind {
+		case KindSlowQuery, KindSlowOperation, KindDBBlocked, KindBulkWriteLocks, KindConnLeak, KindLoadSurge:
+			return true
+		}
+		if infoOf(f.Kind).class == classDependency && !strings.EqualFold(f.Subject, h.Subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// timeoutCutRE is a line of an operation ended by its own deadline: a
+// client's timeout elapsing ("the configured HttpClient.Timeout of 5
+// seconds elapsing", "context deadline exceeded", "timed out after 5000
+// ms"), a function's REPORT with Status: timeout.
+var timeoutCutRE = regexp.MustCompile(`(?i)timeout of [\d.]+ ?(?:s|sec|secs|seconds|ms|milliseconds)\b[^"]{0,20}elaps|\btimed out after\b|deadline exceeded|\bstatus:\s*timeout\b|read timed out|\btimeout (?:of|after) [\d.]+ ?(?:s|ms|seconds)\b`)
+
+// cutAtTimeout reports whether f, a slow operation, is one cut at its own
+// timeout.
+func cutAtTimeout(f *Finding) bool {
+	return matchLine(timeoutCutRE, f.fact("line"))
+}
+
+// suspectCauseQuestionRE is a question asking whether a failure it names
+// causes its complaint: "is that the cause?", "is that what's breaking
+// checkout?", "could this be why …".
+var suspectCauseQuestionRE = regexp.MustCompile(`(?i)\b(?:is|was|could|would|might)\s+(?:that|this|it)\s+(?:be\s+)?(?:what'?s|what is|what was|the (?:reason|cause)|why|causing|breaking|behind|responsible)`)
+
+// tiedBeyondItself reports whether some finding of h is of another
+// subject than h's, or names a caller other than it: something read
+// beyond the failure itself bears on it.
+func tiedBeyondItself(h *Hypothesis) bool {
+	for _, f := range slices.Concat(h.Primary, h.Support) {
+		if !strings.EqualFold(f.Subject, h.Subject) {
+			return true
+		}
+		if c := f.fact("caller"); c != "" && !strings.EqualFold(c, h.Subject) {
+			return true
+		}
+	}
+	return false
 }

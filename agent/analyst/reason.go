@@ -826,6 +826,12 @@ func Build(a *Analysis, sc Scope, gaps []string, checked string) *finding.Result
 		if len(r.AffectedSystems) >= 10 || slices.ContainsFunc(r.AffectedSystems, func(x string) bool { return strings.EqualFold(x, subj) }) {
 			continue
 		}
+		// A caller the question says cannot reach the root's subject
+		// (askedcaller.go).
+		if slices.Contains(askedCallers(sc.Message, w), strings.ToLower(subj)) && isSystemName(subj, sc) {
+			r.AffectedSystems = append(r.AffectedSystems, subj)
+			continue
+		}
 		for i := range a.Findings {
 			f := &a.Findings[i]
 			// A caller carrying on without the failing dependency
