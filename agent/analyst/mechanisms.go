@@ -123,6 +123,8 @@ var mechanisms = []*mechanism{
 	valueOverflow,
 	sendingPaused,
 	testModeKey,
+	configSourceMissing,
+	envNameMisspelled,
 	rbacDenied,
 	drainBlocked,
 	jobSidecar,

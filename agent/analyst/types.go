@@ -439,6 +439,10 @@ var kinds = map[Kind]kindInfo{
 	KindSendingPaused: {prior: 0.88},
 	// A payment provider's test-mode key used against live objects.
 	KindTestModeKey: {prior: 0.88},
+	// A process that did not find its configuration at start and runs on its defaults.
+	KindConfigSourceMissing: {prior: 0.82},
+	// A well-known environment variable set under a misspelled name, its library on its default.
+	KindEnvNameMisspelled: {prior: 0.84},
 	// A client refused a privilege on a database object (a GRANT lost when it was rebuilt).
 	KindDBPrivilegeDenied: {prior: 0.86},
 	// A database's disk filled by WAL an abandoned replication slot keeps.
