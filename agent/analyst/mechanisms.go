@@ -125,6 +125,7 @@ var mechanisms = []*mechanism{
 	testModeKey,
 	configSourceMissing,
 	envNameMisspelled,
+	aclTokenDeleted,
 	rbacDenied,
 	drainBlocked,
 	jobSidecar,

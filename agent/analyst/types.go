@@ -443,6 +443,8 @@ var kinds = map[Kind]kindInfo{
 	KindConfigSourceMissing: {prior: 0.82},
 	// A well-known environment variable set under a misspelled name, its library on its default.
 	KindEnvNameMisspelled: {prior: 0.84},
+	// A client refused by Consul because its ACL token no longer exists.
+	KindACLTokenDeleted: {prior: 0.86},
 	// A client refused a privilege on a database object (a GRANT lost when it was rebuilt).
 	KindDBPrivilegeDenied: {prior: 0.86},
 	// A database's disk filled by WAL an abandoned replication slot keeps.
