@@ -86,7 +86,7 @@ var holdoutFloors = map[string]int{
 	"holdout68": 5,
 	"holdout69": 10,
 	"holdout70": 5,
-	"holdout71": 4,
+	"holdout71": 9,
 	"holdout72": 5,
 	"holdout73": 4,
 	"holdout74": 0,
