@@ -41,6 +41,16 @@ var quotaExceeded = &mechanism{
 		f.setFact("quota_used", q.used)
 		f.setFact("quota_hard", q.hard)
 	},
+	// The workload holding the quota's room in the namespace
+	// (quotaholder.go).
+	detect: func(ev *Gathered, found []Finding) []Finding {
+		for i := range found {
+			if found[i].Kind == KindQuota && found[i].fact("quota") != "" {
+				quotaHolder(ev, &found[i])
+			}
+		}
+		return nil
+	},
 	// What asks for more than the quota leaves (more replicas, larger
 	// requests, an autoscaler's maximum raised) or a change naming the
 	// quota triggers it; a flag of the subject does not.
@@ -56,6 +66,12 @@ var quotaExceeded = &mechanism{
 		d := fmt.Sprintf("%s cannot create pods: resource quota exceeded: ResourceQuota %s is used up", h.Subject, q)
 		if r := h.fact("quota_resource"); r != "" {
 			d += fmt.Sprintf(" (%s: %s used of %s, a new pod asks %s more)", r, h.fact("quota_used"), h.fact("quota_hard"), h.fact("quota_requested"))
+		}
+		if w := h.fact("holder"); w != "" {
+			d += fmt.Sprintf("; most of it is held by %s's %s running pods", w, h.fact("holder_pods"))
+			if r := h.fact("holder_request"); r != "" {
+				d += fmt.Sprintf(" (%s of %s in all)", r, h.fact("quota_resource"))
+			}
 		}
 		if want, have := quotaCapped(h); want != "" {
 			d += fmt.Sprintf(", so it runs %s of the %s replicas it was scaled to", have, want)

@@ -90,7 +90,7 @@ var holdoutFloors = map[string]int{
 	"holdout72": 5,
 	"holdout73": 4,
 	"holdout74": 0,
-	"holdout76": 4,
+	"holdout76": 5,
 	"holdout75": 2,
 }
 
