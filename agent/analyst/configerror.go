@@ -187,7 +187,7 @@ var createErrorReasons = []string{"CreateContainerConfigError", "CreateContainer
 // its configuration (a missing Secret, ConfigMap or key), as opposed to a
 // command that cannot start (startFailureContainer).
 func configErrorContainer(c *containerState) []Finding {
-	if c.killedByOOM() || !c.waitingFor(createErrorReasons...) || IsStartFailure(c.Waiting.Reason, c.Waiting.Message, 0) {
+	if c.killedByOOM() || !c.waitingFor(createErrorReasons...) || IsStartFailure(c.Waiting.Reason, c.Waiting.Message, 0) || matchLine(nonRootRefusedRE, c.Waiting.Message) {
 		return nil
 	}
 	waiting := c.Waiting

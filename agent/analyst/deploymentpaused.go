@@ -21,7 +21,9 @@ import (
 // Progressing condition with reason DeploymentPaused (Unknown, "Deployment
 // is paused"), or spec.paused: true, while no replica is updated to the
 // template, or (the ReplicaSets read) no ReplicaSet with pods runs its image.
-// A rollout paused half-way (both versions serve) is not this.
+// A rollout paused half-way (both versions serve) is this only when the
+// new version's pods are all ready: otherwise what fails there is the new
+// version's, not the pause.
 
 // KindDeploymentPaused is a rollout that never starts because the
 // Deployment is paused.
@@ -69,7 +71,7 @@ func detectDeploymentPaused(ev *K8sEvidence, w Window) []Finding {
 		// What serves: the ReplicaSets of the Deployment with pods, and
 		// whether one runs the template's image.
 		var serving []string
-		templateRuns, known := false, false
+		templateRuns, known, templateReady := false, false, false
 		for _, rs := range ownedBy(d, ev.ReplicaSets) {
 			if valueOr(rs.Spec.Replicas, 0) == 0 && rs.Status.Replicas == 0 {
 				continue
@@ -82,6 +84,8 @@ func detectDeploymentPaused(ev *K8sEvidence, w Window) []Finding {
 			serving = append(serving, fmt.Sprintf("%s (%s, %d pods)", rs.Name, img, max(valueOr(rs.Spec.Replicas, 0), rs.Status.Replicas)))
 			if image != "" && img == image {
 				templateRuns = true
+				n := max(valueOr(rs.Spec.Replicas, 0), rs.Status.Replicas)
+				templateReady = n > 0 && rs.Status.ReadyReplicas >= n
 			}
 		}
 		// Only a template that has not started rolling out: a rollout
@@ -91,7 +95,17 @@ func detectDeploymentPaused(ev *K8sEvidence, w Window) []Finding {
 		if known {
 			behind = image != "" && !templateRuns
 		}
-		if !behind || desired == 0 {
+		// Or paused half-way with nothing failing on the new version:
+		// its pods are all ready, so the pause alone holds the rest.
+		halfway := false
+		if !behind && d.Status.UpdatedReplicas > 0 && d.Status.UpdatedReplicas < desired {
+			if known {
+				halfway = templateReady
+			} else {
+				halfway = d.Status.UnavailableReplicas == 0 && d.Status.AvailableReplicas >= desired
+			}
+		}
+		if !(behind || halfway) || desired == 0 {
 			continue
 		}
 		obj := "deployment " + d.Namespace + "/" + d.Name
@@ -106,8 +120,13 @@ func detectDeploymentPaused(ev *K8sEvidence, w Window) []Finding {
 		f.setFact("updated", strconv.Itoa(int(d.Status.UpdatedReplicas)))
 		f.setFact("desired", strconv.Itoa(int(desired)))
 		f.setFact("serving", strings.Join(serving, ", "))
+		if halfway {
+			f.setFact("halfway", "true")
+		}
 		f.Evidence = []string{fmt.Sprintf("%s is paused (%s): %d of %d replicas updated to its template", obj, how, d.Status.UpdatedReplicas, desired)}
-		if image != "" {
+		if image != "" && halfway {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the pods of %s's template (%s) are ready, but the old ones are not replaced: %s", d.Name, image, f.Facts["serving"]))
+		} else if image != "" {
 			e := fmt.Sprintf("the template of %s runs %s", d.Name, image)
 			if len(serving) > 0 {
 				e += ", but the pods that serve are of " + f.Facts["serving"] + ": no new ReplicaSet was created for it"
@@ -121,6 +140,18 @@ func detectDeploymentPaused(ev *K8sEvidence, w Window) []Finding {
 }
 
 func describeDeploymentPaused(h *Hypothesis, sc Scope) string {
+	if h.fact("halfway") != "" {
+		s := fmt.Sprintf("the Deployment %s is paused mid-rollout (%s, a kubectl rollout pause, e.g. a pipeline's canary step, never resumed): %s of %s replicas run its template", h.Subject, h.fact("how"), h.fact("updated"), h.fact("desired"))
+		if img := h.fact("image"); img != "" {
+			s += " (" + img + ")"
+		}
+		s += " and are ready; while paused the controller replaces no more old pods, so the rest keep serving the old version"
+		if sv := h.fact("serving"); sv != "" {
+			s += " (" + sv + ")"
+		}
+		s += "; nothing fails on the new version, and whatever waits for the rollout (kubectl rollout status, a pipeline step) waits until it is resumed"
+		return s
+	}
 	s := fmt.Sprintf("the Deployment %s is paused (%s, left by a kubectl rollout pause or a spec.paused in the manifest, never resumed): while paused the controller creates no new ReplicaSet for a changed template, so its template", h.Subject, h.fact("how"))
 	if img := h.fact("image"); img != "" {
 		s += " (" + img + ")"

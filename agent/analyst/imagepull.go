@@ -29,7 +29,7 @@ var imagePull = &mechanism{
 		case "ErrImagePull", "ImagePullBackOff":
 			return 0.85, true
 		case "Failed":
-			return 0.85, imageEvent(msg)
+			return 0.85, imageEvent(msg) && !matchLine(nonRootRefusedRE, e.Message)
 		case "BackOff":
 			return 0.8, strings.Contains(msg, "pulling image")
 		case "FailedToRetrieveImagePullSecret":

@@ -428,6 +428,8 @@ func TestEventRulesExclusive(t *testing.T) {
 		{"FailedMount", "Warning", "Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[data kube-api-access-x]: timed out waiting for the condition", KindMountFailure},
 		{"Failed", "Warning", "Error: secret \"db-credentials\" not found", KindConfigError},
 		{"Failed", "Warning", "Error: couldn't find key DB_PASSWORD in Secret shop/db", KindConfigError},
+		{"Failed", "Warning", "Error: container has runAsNonRoot and image will run as root (pod: \"api-7d9f-x_shop(8a6f2d41)\", container: api)", KindNonRootImage},
+		{"Failed", "Warning", "Error: container has runAsNonRoot and image has non-numeric user (appuser), cannot verify user is non-root (pod: \"api-7d9f-x_shop(8a6f2d41)\", container: api)", KindNonRootImage},
 		{"Failed", "Warning", "Failed to pull image \"registry.local/api:v2\": rpc error: code = NotFound desc = failed to pull and unpack image", KindImagePull},
 		{"Failed", "Warning", "Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"/app/server\": stat /app/server: no such file or directory: unknown", KindStartFailure},
 		{"BackOff", "Normal", "Back-off pulling image \"registry.local/api:v2\"", KindImagePull},

@@ -129,6 +129,7 @@ var mechanisms = []*mechanism{
 	rbacDenied,
 	drainBlocked,
 	jobSidecar,
+	nonRootImage,
 	imagePull,
 	configError,
 	startFailureM,

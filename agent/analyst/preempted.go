@@ -33,6 +33,9 @@ var preemptionM = &mechanism{
 	class:  classCause,
 	label:  "pods preempted by higher-priority pods",
 	detect: detectPreemptions,
+	// Replacements of preempted pods left Pending (no room, no node to
+	// add) are the same cause seen one step later.
+	refines: []Kind{KindNodeLimit, KindUnschedulable},
 	fitsChange: func(h *Hypothesis, c *Finding) bool {
 		return strings.Contains(strings.ToLower(changeText(c)), "priorityclass") || strings.Contains(strings.ToLower(changeText(c)), "priority class")
 	},
@@ -85,6 +88,17 @@ type podRef struct {
 // rows.
 func podsByUID(pods []corev1.Pod, outs []evidence.CommandOutput) map[string]podRef {
 	m := map[string]podRef{}
+	// A pod's class may come from another listing than its UID (one
+	// table of classes, a grep of UIDs).
+	classOf := map[string]string{}
+	defer func() {
+		for uid, r := range m {
+			if r.class == "" && classOf[r.namespace+"/"+r.name] != "" {
+				r.class = classOf[r.namespace+"/"+r.name]
+				m[uid] = r
+			}
+		}
+	}()
 	for i := range pods {
 		p := &pods[i]
 		if p.UID != "" {
@@ -121,13 +135,16 @@ func podsByUID(pods []corev1.Pod, outs []evidence.CommandOutput) map[string]podR
 					row["PRIORITY"] = f[i]
 				}
 			}
-			if row["UID"] == "" {
-				continue
-			}
 			ns := orWord(row["NAMESPACE"], flagValue(o.Run, "-n", "--namespace"))
 			cls := row["PRIORITY"]
 			if cls == "<none>" {
 				cls = ""
+			}
+			if cls != "" && row["NAME"] != "" {
+				classOf[ns+"/"+row["NAME"]] = cls
+			}
+			if row["UID"] == "" {
+				continue
 			}
 			if _, ok := m[row["UID"]]; !ok {
 				m[row["UID"]] = podRef{ns, row["NAME"], cls}
@@ -395,6 +412,15 @@ func detectPreemptions(ev *Gathered, _ []Finding) []Finding {
 			pre += " of " + strings.Join(cs, "; ")
 		}
 		f.setFact("preemptors", pre)
+		// The workloads whose pods took the room suffer nothing, but
+		// they are where the fix lies.
+		var by []string
+		for _, r := range f.Related {
+			if r != "" && r != wl && !slices.Contains(by, r) {
+				by = append(by, r)
+			}
+		}
+		f.setFact("affected", strings.Join(by, ","))
 		f.setFact("preemptor_class", preemptorClass)
 		if v := victimClass(ev.K8s, ev.Commands, wl); v != "" {
 			if val := values[v]; val != "" {

@@ -88,6 +88,23 @@ items:
   value: 100`, "\n")}},
 				Scope: Scope{Namespace: "etl"}},
 			[]string{"catalog-feed-6d9c8b7f5-m4x2q of PriorityClass default-priority, value 1000", "(value 100)", "default-priority is the cluster's globalDefault"}, 2},
+		{"UIDs from one listing, classes from another (custom-columns of priority and class), no Job",
+			Gathered{K8s: K8sEvidence{Events: []corev1.Event{
+				preemptedEvent("ingest-5d8c7b9f6-2nvbx", "Preempted by pod 9d3f1b7e-5c2a-4e68-8b0d-6a4c2e9f1b53 on node ip-10-50-21-96.us-west-2.compute.internal", t0),
+				preemptedEvent("ingest-5d8c7b9f6-tc4lw", "Preempted by pod 2b8e6d4a-7f1c-4a39-9e2d-5c7b3a1f8e06 on node ip-10-50-33-77.us-west-2.compute.internal", t0.Add(8*time.Minute))}},
+				Commands: []evidence.CommandOutput{
+					{Run: "kubectl get pods -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name,PRIORITY:.spec.priority,CLASS:.spec.priorityClassName,NODE:.spec.nodeName | grep -E 'scorer|ingest'", Lines: []string{
+						"etl    ingest-5d8c7b9f6-4kq8n    0         <none>              ip-10-50-33-77.us-west-2.compute.internal",
+						"risk   scorer-84b6d9c7f5-8kd2n   1000000   platform-critical   ip-10-50-21-96.us-west-2.compute.internal",
+						"risk   scorer-84b6d9c7f5-q8mzb   1000000   platform-critical   ip-10-50-33-77.us-west-2.compute.internal"}},
+					{Run: "kubectl get pods -n risk -o custom-columns=NAME:.metadata.name,UID:.metadata.uid | grep -E '9d3f1b7e|2b8e6d4a'", Lines: []string{
+						"scorer-84b6d9c7f5-8kd2n   9d3f1b7e-5c2a-4e68-8b0d-6a4c2e9f1b53",
+						"scorer-84b6d9c7f5-q8mzb   2b8e6d4a-7f1c-4a39-9e2d-5c7b3a1f8e06"}},
+					{Run: "kubectl get priorityclass", Lines: []string{
+						"NAME                VALUE     GLOBAL-DEFAULT   AGE    PREEMPTIONPOLICY",
+						"platform-critical   1000000   false            390d   PreemptLowerPriority"}}},
+				Scope: Scope{Namespace: "etl"}},
+			[]string{"the pods of ingest were preempted 2 times", "risk/scorer-84b6d9c7f5-8kd2n, risk/scorer-84b6d9c7f5-q8mzb of PriorityClass platform-critical, value 1000000"}, 1},
 		{"the older message names the preemptor",
 			Gathered{K8s: K8sEvidence{Events: []corev1.Event{preemptedEvent("batch-6f8d7c9b5-x2k4p", "Preempted by gpu/trainer-0 on node node-a", t0)}}, Scope: Scope{Namespace: "etl"}},
 			[]string{"the pods of batch were preempted once", "(by gpu/trainer-0)"}, 1},
@@ -105,6 +122,9 @@ items:
 			}
 			h := &Hypothesis{Kind: KindPreempted, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
 			d := preemptionM.describe(h, c.ev.Scope)
+			if a := fs[0].fact("affected"); a == "" || strings.Contains(a, fs[0].Subject) {
+				t.Errorf("affected %q: want the preemptors' workloads, not %s", a, fs[0].Subject)
+			}
 			for _, w := range c.want {
 				if !strings.Contains(d, w) {
 					t.Errorf("description lacks %q:\n%s", w, d)

@@ -376,6 +376,11 @@ func supports(h *Hypothesis, f *Finding) bool {
 		return false
 	}
 	fi, hi := infoOf(f.Kind), infoOf(h.Kind)
+	// A finding h's mechanism explains one hop further (refines) is its
+	// evidence, however strong a cause it would be on its own.
+	if m := mechanismOf(h.Kind); m != nil && slices.Contains(m.refines, f.Kind) {
+		return true
+	}
 	if fi.class == classCause && fi.prior > hi.prior {
 		return false
 	}
@@ -1081,6 +1086,11 @@ func affected(w *Hypothesis, sc Scope) []string {
 		// known by apart from its release's prefix.
 		if c := sc.Components[w.Subject]; c != "" && !slices.Contains(out, c) {
 			out = append(out, c)
+		}
+		// The CronJob whose scheduled run the root's Job is: what its
+		// owner knows it by.
+		if cj := cronJobOf(w.Subject); cj != "" && !slices.Contains(out, cj) && !slices.Contains(cleared, cj) {
+			out = append(out, cj)
 		}
 		// The release the root's workload is part of, when the question
 		// asks about it ("installed superset ... the postgres pod never

@@ -174,6 +174,7 @@ var kinds = map[Kind]kindInfo{
 	KindOOMKilled:     {prior: 0.78},
 	KindImagePull:     {prior: 0.82},
 	KindConfigError:   {prior: 0.82},
+	KindNonRootImage:  {prior: 0.86},
 	KindStartFailure:  {prior: 0.84},
 	KindMountFailure:  {prior: 0.74},
 	KindUnschedulable: {prior: 0.74},

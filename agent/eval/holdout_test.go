@@ -88,7 +88,7 @@ var holdoutFloors = map[string]int{
 	"holdout70": 5,
 	"holdout71": 9,
 	"holdout72": 5,
-	"holdout73": 4,
+	"holdout73": 8,
 	"holdout74": 0,
 	"holdout76": 5,
 	"holdout75": 2,
