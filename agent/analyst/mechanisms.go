@@ -117,6 +117,7 @@ var mechanisms = []*mechanism{
 	meshAuthzDenied,
 	tzdataMissing,
 	weekBasedYear,
+	runtimeRefusal,
 	dbClassDownsized,
 	dbPasswordExpired,
 	dbPrivilegeDenied,

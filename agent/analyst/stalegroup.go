@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // KindStaleGroup is a consumer-lag alert on a consumer group nobody
@@ -26,12 +28,13 @@ var (
 )
 
 // groupWorkloadRuns reports whether a workload named as the group runs
-// (a pod of it Running): a group whose namesake consumer runs yet holds no
-// member is one whose consumer cannot join, not a retired one.
+// (a pod of it Running, crash-looping or Pending): a group whose namesake
+// consumer is deployed yet holds no member is one whose consumer cannot
+// join (or crashes before it does), not a retired one.
 func groupWorkloadRuns(ev *Gathered, group string) bool {
 	for i := range ev.K8s.Pods {
 		p := &ev.K8s.Pods[i]
-		if p.Status.Phase == "Running" && strings.EqualFold(WorkloadOfPod(p), group) {
+		if strings.EqualFold(WorkloadOfPod(p), group) && (p.Status.Phase == "Running" || p.Status.Phase == "Pending" || podRestarting(p)) {
 			return true
 		}
 	}
@@ -56,6 +59,18 @@ func groupFailing(ev *Gathered, group string) bool {
 					return true
 				}
 			}
+		}
+	}
+	return false
+}
+
+// podRestarting reports whether a pod's container waits to restart or
+// ended in failure (CrashLoopBackOff, Error): a deployed consumer that
+// cannot start.
+func podRestarting(p *corev1.Pod) bool {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Waiting != nil || c.State.Terminated != nil && c.State.Terminated.ExitCode != 0 {
+			return true
 		}
 	}
 	return false

@@ -90,8 +90,8 @@ var holdoutFloors = map[string]int{
 	"holdout72": 5,
 	"holdout73": 8,
 	"holdout74": 0,
-	"holdout76": 5,
-	"holdout75": 2,
+	"holdout76": 4,
+	"holdout75": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
