@@ -128,6 +128,7 @@ var mechanisms = []*mechanism{
 	envNameMisspelled,
 	aclTokenDeleted,
 	rbacDenied,
+	askerForbidden,
 	drainBlocked,
 	jobSidecar,
 	nonRootImage,

@@ -270,6 +270,7 @@ var kinds = map[Kind]kindInfo{
 	KindPartitionMissing:      {prior: 0.86},
 	KindShardLimit:            {prior: 0.86},
 	KindRBACDenied:            {prior: 0.84},
+	KindAskerForbidden:        {prior: 0.88},
 	KindFaultInjection:        {prior: 0.84},
 	KindCheckErrors:           {prior: 0.8},
 	KindNoisyNeighbour:        {prior: 0.8},
