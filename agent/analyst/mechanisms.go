@@ -26,6 +26,7 @@ var mechanisms = []*mechanism{
 	tableLockQueue,
 	rowLockIdleHolder,
 	bulkWriteLocks,
+	fkCascadeScan,
 	replicaStopped,
 	xidWraparound,
 	idExhausted,

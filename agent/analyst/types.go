@@ -479,6 +479,8 @@ var kinds = map[Kind]kindInfo{
 	KindRowLockIdleHolder: {prior: 0.86},
 	// Writers waiting for the row locks of one long bulk write.
 	KindBulkWriteLocks: {prior: 0.86},
+	// Deletes slowed by a foreign key check without an index.
+	KindFKCascadeScan: {prior: 0.88},
 	// PostgreSQL refusing writes to avoid transaction ID wraparound.
 	KindXIDWraparound: {prior: 0.88},
 	// A runtime out of its own heap.
