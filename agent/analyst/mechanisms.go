@@ -27,6 +27,7 @@ var mechanisms = []*mechanism{
 	rowLockIdleHolder,
 	bulkWriteLocks,
 	fkCascadeScan,
+	workMemSpill,
 	replicaStopped,
 	xidWraparound,
 	idExhausted,

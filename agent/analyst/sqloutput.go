@@ -218,8 +218,9 @@ var (
 )
 
 // sqlHostRE reads the server a SQL client connected to: psql -h HOST,
-// --host=HOST, mysql -hHOST.
-var sqlHostRE = regexp.MustCompile(`(?:^|\s)(?:-h\s*|--host[= ])([A-Za-z0-9][A-Za-z0-9.-]*)`)
+// --host=HOST, mysql -hHOST, a libpq connection string ("host=HOST
+// dbname=x") or URI (postgres://user@HOST:5432/db).
+var sqlHostRE = regexp.MustCompile(`(?:(?:^|\s)(?:-h\s*|--host[= ])|(?:^|[\s"'])host=|postgres(?:ql)?://(?:[^@\s/]*@)?)([A-Za-z0-9][A-Za-z0-9.-]*)`)
 
 // sqlInstanceOf names the database instance a SQL client's output is
 // about: the server it connected to (-h), else the workload of the pod it

@@ -481,6 +481,8 @@ var kinds = map[Kind]kindInfo{
 	KindBulkWriteLocks: {prior: 0.86},
 	// Deletes slowed by a foreign key check without an index.
 	KindFKCascadeScan: {prior: 0.88},
+	// Sorts and hashes spilling to disk under a small work_mem.
+	KindWorkMemSpill: {prior: 0.87},
 	// PostgreSQL refusing writes to avoid transaction ID wraparound.
 	KindXIDWraparound: {prior: 0.88},
 	// A runtime out of its own heap.
