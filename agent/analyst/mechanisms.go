@@ -28,6 +28,7 @@ var mechanisms = []*mechanism{
 	bulkWriteLocks,
 	fkCascadeScan,
 	workMemSpill,
+	isolationRaised,
 	replicaStopped,
 	xidWraparound,
 	idExhausted,

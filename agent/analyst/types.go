@@ -483,6 +483,8 @@ var kinds = map[Kind]kindInfo{
 	KindFKCascadeScan: {prior: 0.88},
 	// Sorts and hashes spilling to disk under a small work_mem.
 	KindWorkMemSpill: {prior: 0.87},
+	// Serialization failures after the default isolation level was raised.
+	KindIsolationRaised: {prior: 0.87},
 	// PostgreSQL refusing writes to avoid transaction ID wraparound.
 	KindXIDWraparound: {prior: 0.88},
 	// A runtime out of its own heap.
