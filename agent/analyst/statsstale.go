@@ -92,6 +92,7 @@ type tableStats struct {
 	plan, planIndex       string // a plan node on the table and the index it uses
 	filtered, est, actual int64
 	instance              string
+	never                 bool // no last_analyze nor last_autoanalyze, or reltuples -1
 }
 
 func sqlInt(s string) int64 {
@@ -160,6 +161,12 @@ func detectStatsStale(ev *Gathered, _ []Finding) []Finding {
 					if v := t.cell(r, col); v != "" && v > s.lastAnalyze {
 						s.lastAnalyze = v
 					}
+				}
+				// Never analyzed: both times shown empty, or the planner's
+				// row count unknown (-1, PostgreSQL 14 and later).
+				if slices.Contains(t.cols, "last_analyze") && slices.Contains(t.cols, "last_autoanalyze") && nullCell(t.cell(r, "last_analyze")) == "" && nullCell(t.cell(r, "last_autoanalyze")) == "" ||
+					strings.TrimSpace(t.cell(r, "reltuples")) == "-1" {
+					s.never = s.lastAnalyze == ""
 				}
 				if o := t.cell(r, "reloptions"); matchLine(reloptionsOffRE, o) {
 					s.autovacOff = "pg_class.reloptions " + o
@@ -285,6 +292,7 @@ func detectStatsStale(ev *Gathered, _ []Finding) []Finding {
 		f.Evidence = append(f.Evidence, "the query plan: "+p)
 	}
 	f.Time = ev.Window.Start
+	statsNeverAnalyzed(&f, ev, best, byTable)
 	if ld := loads[best.table]; ld != nil {
 		f.setFact("loader", ld.who)
 		var what string
@@ -313,11 +321,84 @@ func detectStatsStale(ev *Gathered, _ []Finding) []Finding {
 	return []Finding{f}
 }
 
+var (
+	// pgUpgradeRE is a change that moved the database to a new major
+	// version (pg_upgrade, a dump and restore): the planner statistics
+	// are not carried over.
+	pgUpgradeRE = regexp.MustCompile(`(?i)pg_upgrade|major(?: version)? upgrade|\b(?:postgres(?:ql)?|pg)\s*\d+\s*(?:->|→|to)\s*\d+|\b\d{2}\s*(?:->|→)\s*\d{2}\b`)
+	// An automation task that analyzes, and its answer.
+	analyzeTaskRE = regexp.MustCompile(`(?i)TASK \[([^\]]*(?:analy[sz]e|vacuumdb)[^\]]*)\]`)
+	analyzeOffRE  = regexp.MustCompile(`(?i)\b(\w*analy[sz]e\w*)[=:]\s*(false|no|0|off)\b`)
+)
+
+// statsNeverAnalyzed says that the table was never analyzed and, when the
+// database was upgraded to a new major version before, that the upgrade
+// left it without statistics: pg_upgrade does not carry them, and the
+// ANALYZE it asks for (vacuumdb --analyze-in-stages) did not run, in the
+// words of the automation's log when a transcript shows its task skipped.
+func statsNeverAnalyzed(f *Finding, ev *Gathered, best *tableStats, byTable map[string]*tableStats) {
+	if !best.never {
+		return
+	}
+	var others []string
+	for name, s := range byTable {
+		if s.never && name != best.table && s.live > 0 {
+			others = append(others, name)
+		}
+	}
+	slices.Sort(others)
+	n := "it has never been analyzed (no last_analyze or last_autoanalyze"
+	if best.reltuples == -1 {
+		n += ", pg_class.reltuples -1"
+	}
+	n += ")"
+	if len(others) > 0 {
+		n += fmt.Sprintf(", nor have %s", strings.Join(others, ", "))
+	}
+	f.setFact("never", n)
+	f.Evidence = append(f.Evidence, "never analyzed: "+best.table+prefixed(", ", strings.Join(others, ", ")))
+	for _, c := range append(slices.Clone(ev.Earlier), ev.Changes...) {
+		if !matchLine(pgUpgradeRE, c.Description) || c.Timestamp.After(ev.Window.End) {
+			continue
+		}
+		f.setFact("upgrade", fmt.Sprintf("the major version upgrade %s (%s) left them without statistics: pg_upgrade does not carry the planner statistics over, and no ANALYZE (vacuumdb --analyze-in-stages) ran after it", quote(c.Description, 160), c.Timestamp.UTC().Format("2006-01-02 15:04 UTC")))
+		f.setFact("cause_at", c.Timestamp.UTC().Format(time.RFC3339))
+		f.setFact("cause_event", "major version upgrade without ANALYZE: "+quote(c.Description, 160))
+		f.Evidence = append(f.Evidence, "change: "+quote(c.Description, 200))
+		f.Weight = max(f.Weight, 0.9)
+	}
+	// The automation's log: the analyze task skipped, a flag turning it
+	// off.
+	var said []string
+	for _, c := range ev.Commands {
+		for i, l := range c.Lines {
+			if m := findSubmatch(analyzeTaskRE, l); m != nil {
+				for j := i + 1; j < len(c.Lines) && j <= i+3; j++ {
+					if strings.Contains(c.Lines[j], "skipping:") {
+						said = append(said, fmt.Sprintf("the task %q was skipped", strings.TrimSpace(m[1])))
+						break
+					}
+				}
+			}
+			if m := findSubmatch(analyzeOffRE, l); m != nil && !slices.Contains(said, "it ran with "+m[0]) {
+				said = append(said, "it ran with "+m[0])
+			}
+		}
+	}
+	if len(said) > 0 && f.fact("upgrade") != "" {
+		f.setFact("skipped", strings.Join(said, "; "))
+		f.Evidence = append(f.Evidence, "the upgrade's log: "+strings.Join(said, "; "))
+	}
+}
+
 func describeStatsStale(h *Hypothesis, sc Scope) string {
 	tb := orWord(h.fact("table"), "a table")
 	d := fmt.Sprintf("the planner statistics of table %s on %s are stale", tb, h.Subject)
 	d += h.wrapped(" (", "counts", ")")
 	d += h.clause(" since ", "load")
+	d += h.clause("; ", "never")
+	d += h.clause("; ", "upgrade")
+	d += h.clause(": ", "skipped")
 	d += h.clause("; ", "autovacuum")
 	d += "; the planner misestimates the table and picks a bad query plan"
 	d += h.clause(": ", "plan")

@@ -1,7 +1,9 @@
 package analyst
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
 )
@@ -99,6 +101,60 @@ func TestDetectStatsStale(t *testing.T) {
 			}
 			h := &Hypothesis{Kind: KindStatsStale, Subject: f.Subject, Onset: f.Time, Primary: []*Finding{f}}
 			wantDescribed(t, h, Scope{}, tc.want...)
+		})
+	}
+}
+
+// Tables never analyzed after a major version upgrade: both analyze times
+// empty (psql aligned) or reltuples -1, the upgrade read from a change, and
+// an Ansible log whose analyze task was skipped; a table analyzed once is
+// not said to be never analyzed.
+func TestStatsNeverAnalyzedAfterUpgrade(t *testing.T) {
+	stats := func(lastAuto string) evidence.CommandOutput {
+		return evidence.CommandOutput{Command: "psql -h pg-main-01 -U postgres shop", Run: "psql -h pg-main-01 -U postgres shop", Lines: []string{
+			"  relname  | n_live_tup | n_mod_since_analyze | last_analyze | last_autoanalyze",
+			"-----------+------------+---------------------+--------------+------------------",
+			" invoices  |     401004 |              404881 |              | " + lastAuto,
+			" customers |       3120 |                9120 |              |",
+			"(2 rows)",
+			"",
+			" Parallel Seq Scan on invoices  (cost=0.00..41201.20 rows=61941 width=64) (actual time=0.031..6120.880 rows=2 loops=3)",
+			"   Rows Removed by Filter: 13404122",
+		}}
+	}
+	ansible := evidence.CommandOutput{Command: "sudo grep TASK /var/log/ansible/upgrade.log", Run: "sudo grep TASK /var/log/ansible/upgrade.log", Lines: []string{
+		"2026-11-15 02:04:20,101 p=88120 u=deploy n=ansible | TASK [pg_upgrade_role : run vacuumdb --analyze-only] ******",
+		"2026-11-15 02:04:20,133 p=88120 u=deploy n=ansible | skipping: [pg-main-01]",
+	}}
+	upgrade := evidence.Change{Timestamp: time.Date(2026, 11, 15, 2, 0, 0, 0, time.UTC), Service: "pg-main", Kind: "infra", Description: "pg-main-01 major version upgrade 13 -> 16"}
+	w := Window{Start: time.Date(2026, 11, 16, 8, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 16, 10, 0, 0, 0, time.UTC)}
+	for _, tc := range []struct {
+		name     string
+		lastAuto string
+		want     []string
+		not      []string
+	}{
+		{"never analyzed, upgrade and skipped task", "", []string{"never been analyzed", "nor have customers", "pg_upgrade does not carry", `the task "pg_upgrade_role : run vacuumdb --analyze-only" was skipped`}, nil},
+		{"analyzed once", "2026-11-16 07:12:44+00", nil, []string{"never been analyzed", "pg_upgrade"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &Gathered{Window: w, Commands: []evidence.CommandOutput{stats(tc.lastAuto), ansible}, Earlier: []evidence.Change{upgrade}}
+			fs := detectStatsStale(g, nil)
+			if len(fs) != 1 {
+				t.Fatalf("findings %+v", fs)
+			}
+			h := &Hypothesis{Kind: fs[0].Kind, Subject: fs[0].Subject, Primary: []*Finding{&fs[0]}}
+			d := statsStale.describe(h, Scope{})
+			for _, s := range tc.want {
+				if !strings.Contains(d, s) {
+					t.Errorf("description lacks %q:\n%s", s, d)
+				}
+			}
+			for _, s := range tc.not {
+				if strings.Contains(d, s) {
+					t.Errorf("description has %q:\n%s", s, d)
+				}
+			}
 		})
 	}
 }
