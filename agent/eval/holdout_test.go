@@ -85,7 +85,7 @@ var holdoutFloors = map[string]int{
 	"holdout67": 9,
 	"holdout68": 5,
 	"holdout69": 11,
-	"holdout70": 8,
+	"holdout70": 9,
 	"holdout71": 4,
 	"holdout72": 5,
 	"holdout73": 8,
