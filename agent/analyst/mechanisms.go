@@ -300,6 +300,7 @@ var mechanisms = []*mechanism{
 	edgeOriginCert,
 	corsRejected,
 	cspBlocked,
+	clientResponseShape,
 	sessionKeyMismatch,
 	clientSyntaxUnsupported,
 	mixedContent,

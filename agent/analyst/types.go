@@ -681,6 +681,7 @@ var kinds = map[Kind]kindInfo{
 	KindClientSyntaxUnsupported: {prior: 0.86},
 	KindMixedContent:            {prior: 0.86},
 	KindPinMismatch:             {prior: 0.86},
+	KindClientResponseShape:     {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {

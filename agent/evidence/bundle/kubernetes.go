@@ -32,7 +32,7 @@ const kubeDir = "kubernetes"
 
 // kubernetes returns the bundle's Kubernetes source, or nil when the bundle has none.
 func (b *Bundle) kubernetes() evidence.Kubernetes {
-	if !exists(b.FS, kubeDir) && len(rootTexts(b.FS)) == 0 && len(logTexts(b.FS)) == 0 {
+	if !exists(b.FS, kubeDir) && len(rootTexts(b.FS)) == 0 && len(logTexts(b.FS)) == 0 && len(clientReportFiles(b.FS)) == 0 {
 		return nil
 	}
 	return b.kube()

@@ -407,7 +407,9 @@ func (k *kubeBundle) CommandOutputs(ctx context.Context, namespace string) ([]ev
 		out = append(out, evidence.CommandOutput{Command: o.Command, Exec: o.Exec, Namespace: o.Namespace, Pod: o.Pod, Target: o.Target,
 			Container: o.Container, Run: o.Run, ExitCode: o.ExitCode, Host: o.Host, Debug: o.Debug, Lines: o.Lines, Source: fmt.Sprintf("%s:%d", o.file, o.Line)})
 	}
-	return out, nil
+	// What users' browsers and apps reported (clientreports.go), outside
+	// any namespace.
+	return append(out, clientReports(k.fsys)...), nil
 }
 
 // hasPodLogFiles reports whether the bundle holds log files of a pod.
