@@ -89,9 +89,9 @@ var holdoutFloors = map[string]int{
 	"holdout71": 4,
 	"holdout72": 7,
 	"holdout73": 4,
-	"holdout74": 0,
-	"holdout76": 4,
-	"holdout75": 4,
+	"holdout74": 3,
+	"holdout76": 2,
+	"holdout75": 2,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
