@@ -33,9 +33,9 @@ var conninfoHostRE = regexp.MustCompile(`(?:^|[\s"'])host=([A-Za-z0-9][A-Za-z0-9
 
 // slotsSnapshot is one server's sessions counted per client.
 type slotsSnapshot struct {
-	server string
-	counts         map[string]int
-	maxConns       string
+	server   string
+	counts   map[string]int
+	maxConns string
 }
 
 // readSlotsSnapshots reads, per database server, the sessions its SQL

@@ -121,6 +121,7 @@ var mechanisms = []*mechanism{
 	tzdataMissing,
 	weekBasedYear,
 	runtimeRefusal,
+	heapFromHost,
 	ingestRefused,
 	dbClassDownsized,
 	dbPasswordExpired,

@@ -57,7 +57,7 @@ var (
 	goVersionRE      = regexp.MustCompile(`\bgo(1\.\d+)(?:\.\d+)?\b`)
 	goChangeRE       = regexp.MustCompile(`(?i)\bgo ?1\.\d+|golang|toolchain`)
 	nodeVersionRE    = regexp.MustCompile(`(?m)^v(\d+)\.\d+\.\d+$|Node\.js v?(\d+)\.`)
-	nodejsChangeRE     = regexp.MustCompile(`(?i)\bnode(?:js|\.js)?\b|node:`)
+	nodejsChangeRE   = regexp.MustCompile(`(?i)\bnode(?:js|\.js)?\b|node:`)
 )
 
 var runtimeBreaks = []runtimeBreak{

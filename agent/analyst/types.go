@@ -434,6 +434,8 @@ var kinds = map[Kind]kindInfo{
 	KindWeekBasedYear:       {prior: 0.85},
 	// A runtime's new version (a base image moved) refusing what the old one allowed.
 	KindRuntimeRefusal: {prior: 0.88},
+	// A runtime sizing its heap from the host on cgroup v2 nodes.
+	KindHeapFromHost: {prior: 0.88},
 	// A telemetry store refusing writes at a limit, read from its own refusal.
 	KindIngestRefused: {prior: 0.85},
 	// A database refusing connections after a smaller instance class lowered its limit.

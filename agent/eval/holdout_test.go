@@ -86,12 +86,12 @@ var holdoutFloors = map[string]int{
 	"holdout68": 5,
 	"holdout69": 11,
 	"holdout70": 9,
-	"holdout71": 4,
+	"holdout71": 9,
 	"holdout72": 7,
-	"holdout73": 4,
+	"holdout73": 8,
 	"holdout74": 3,
-	"holdout76": 2,
-	"holdout75": 2,
+	"holdout76": 5,
+	"holdout75": 5,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
