@@ -165,6 +165,13 @@ var calibrationRules = []calibrationRule{
 	{"probe kills of a slow start, why now not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindLivenessKill && w.Trigger == nil && w.fact("why") == "" && !probeAnswered(w)
 	}},
+	// Pods preempted by pods of a higher priority whose workload was not
+	// read (the preemptor is known by UID only): the victims' state is
+	// certain, but the fix lies with the workload that took the room, and
+	// the answer cannot name it.
+	{"preempted, by whom not read", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindPreempted && w.fact("affected") == ""
+	}},
 	// A node NotReady because its kubelet stopped reporting, with nothing
 	// of the node's own (its kubelet or system log, a condition the
 	// kubelet set with a message, a change of the node): NotReady is a

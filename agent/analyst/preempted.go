@@ -63,6 +63,22 @@ var preemptionM = &mechanism{
 }
 
 // timesWord says how many times ("3 times").
+// generatedSuffix is the random suffix a controller without a template
+// hash in its pods' names (a DaemonSet, a Job) gives them: five characters
+// of the alphabet Kubernetes generates names from (no vowels, no 0, 1 or 3).
+var generatedSuffix = regexp.MustCompile(`^(.+)-[bcdfghjklmnpqrstvwxz2456789]{5}$`)
+
+// preemptorWorkload is the workload a preempting pod's name belongs to.
+func preemptorWorkload(pod string) string {
+	if w := workloadOfName(pod); w != pod {
+		return w
+	}
+	if m := generatedSuffix.FindStringSubmatch(pod); m != nil {
+		return m[1]
+	}
+	return pod
+}
+
 func timesWord(n string) string {
 	switch n {
 	case "", "1":
@@ -379,9 +395,9 @@ func detectPreemptions(ev *Gathered, _ []Finding) []Finding {
 					classes[r.class] = true
 					preemptorClass = orWord(preemptorClass, r.class)
 				}
-				f.Related = append(f.Related, workloadOfName(r.name))
+				f.Related = append(f.Related, preemptorWorkload(r.name))
 			} else if _, name, ok := strings.Cut(who, "/"); ok {
-				f.Related = append(f.Related, workloadOfName(name))
+				f.Related = append(f.Related, preemptorWorkload(name))
 			}
 			if !slices.Contains(names, desc) {
 				names = append(names, desc)

@@ -133,3 +133,17 @@ items:
 		})
 	}
 }
+
+func TestPreemptorWorkload(t *testing.T) {
+	for in, want := range map[string]string{
+		"runtime-guard-8qmzd":           "runtime-guard",  // a DaemonSet's pod
+		"fraud-scorer-6d5f8c7b9d-x2k4p": "fraud-scorer",   // a Deployment's pod
+		"kafka-2":                       "kafka",          // a StatefulSet's pod
+		"redis-cache":                   "redis-cache",    // "cache" has vowels: not generated
+		"nightly-export-29929020-q7xzt": "nightly-export", // a CronJob's Job's pod
+	} {
+		if got := preemptorWorkload(in); got != want {
+			t.Errorf("preemptorWorkload(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
