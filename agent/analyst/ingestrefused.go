@@ -474,6 +474,9 @@ func describeIngestRefused(h *Hypothesis, sc Scope) string {
 	store := orWord(h.fact("store"), "the store")
 	reason := h.fact("reason")
 	source := h.fact("source")
+	if h.fact("line") == "" {
+		return fmt.Sprintf("%s refuses what %s sends to it at a limit", store, h.Subject)
+	}
 	d := fmt.Sprintf("%s refuses what is sent to it at a limit (%s): %s", store, reason, quote(truncate(ReadableLine(h.fact("line")), 240), 250))
 	if n := h.fact("count"); n != "" {
 		d += fmt.Sprintf("; %s %s were discarded in the last hour", n, refusedUnit(reason))
