@@ -92,6 +92,7 @@ var holdoutFloors = map[string]int{
 	"holdout74": 3,
 	"holdout76": 5,
 	"holdout75": 5,
+	"holdout77": 1,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
