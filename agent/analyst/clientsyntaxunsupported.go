@@ -96,33 +96,25 @@ func detectClientSyntaxUnsupported(ev *Gathered, _ []Finding) []Finding {
 	var first time.Time
 	var browsers []string
 	n := 0
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			l := templateLine(t, clientSyntaxRE)
-			if l == "" {
+	for m := range allMatches(ev, clientSyntaxRE) {
+		l := m.line
+		n += m.t.Count
+		first = earliest(first, earliest(m.t.FirstSeen, m.t.FirstIncident))
+		if line == "" {
+			line, msg, src = strings.TrimSpace(l), findString(clientSyntaxRE, l), m.set.Subject
+			if m := findSubmatch(clientReleaseRE, l); m != nil {
+				app = m[1]
+			}
+			if m := findSubmatch(clientReleaseVerRE, l); m != nil {
+				app, ver = m[1], m[2]
+			}
+		}
+		for _, x := range m.t.Lines() {
+			if !matchLine(clientSyntaxRE, x) {
 				continue
 			}
-			n += t.Count
-			if at := earliest(t.FirstSeen, t.FirstIncident); !at.IsZero() && (first.IsZero() || at.Before(first)) {
-				first = at
-			}
-			if line == "" {
-				line, msg, src = strings.TrimSpace(l), findString(clientSyntaxRE, l), set.Subject
-				if m := findSubmatch(clientReleaseRE, l); m != nil {
-					app = m[1]
-				}
-				if m := findSubmatch(clientReleaseVerRE, l); m != nil {
-					app, ver = m[1], m[2]
-				}
-			}
-			for _, x := range t.Lines() {
-				if !matchLine(clientSyntaxRE, x) {
-					continue
-				}
-				if b := clientBrowser(x); b != "" && !slices.Contains(browsers, b) {
-					browsers = append(browsers, b)
-				}
+			if b := clientBrowser(x); b != "" && !slices.Contains(browsers, b) {
+				browsers = append(browsers, b)
 			}
 		}
 	}

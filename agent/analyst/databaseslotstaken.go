@@ -188,20 +188,7 @@ func detectDBSlotsSeries(ev *Gathered, found []Finding) []Finding {
 	}
 	slices.Sort(others)
 	subject := clientOwner(ev, top.client)
-	affects := []string{}
-	if top.server != "" {
-		affects = append(affects, top.server)
-	}
-	for _, v := range victims {
-		if v != subject {
-			affects = appendNew(affects, v)
-		}
-	}
-	for _, s := range ev.Scope.Subjects() {
-		if s != subject {
-			affects = appendNew(affects, s)
-		}
-	}
+	affects := slotsAffected(ev, top.server, subject, victims)
 	f := Finding{Kind: KindDBSlotsTaken, Subject: subject, Source: SrcMetrics, Time: top.at, Severity: SevCritical, Weight: 0.9,
 		Related: affects,
 		Summary: fmt.Sprintf("database client %s's connections to %s rose from %.0f to %.0f at %s while clients are refused for lack of slots", top.client, orWord(top.server, "the database"), top.base, top.peak, hm(top.at)),
@@ -273,3 +260,24 @@ func clientOwner(ev *Gathered, client string) string {
 // nothing of whose they are.
 var genericClientWords = map[string]bool{"user": true, "admin": true, "service": true, "batch": true, "worker": true, "prod": true, "main": true,
 	"read": true, "write": true, "sync": true, "apps": true, "backend": true, "default": true, "postgres": true, "mysql": true, "root": true, "client": true, "server": true}
+
+// slotsAffected is what a client holding a shared database's slots
+// affects: the server, the clients refused and the asked subjects, all
+// but the holder itself.
+func slotsAffected(ev *Gathered, server, holder string, victims []string) []string {
+	affects := []string{}
+	if server != "" {
+		affects = append(affects, server)
+	}
+	for _, v := range victims {
+		if v != holder {
+			affects = appendNew(affects, v)
+		}
+	}
+	for _, s := range ev.Scope.Subjects() {
+		if s != holder {
+			affects = appendNew(affects, s)
+		}
+	}
+	return affects
+}

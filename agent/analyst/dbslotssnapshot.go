@@ -168,20 +168,7 @@ func detectSlotsSnapshot(ev *Gathered, refusal string, victims []string, at time
 		if slices.ContainsFunc(victims, func(v string) bool { return strings.EqualFold(v, subject) || strings.EqualFold(v, client) }) {
 			continue
 		}
-		affects := []string{}
-		if s.server != "" {
-			affects = append(affects, s.server)
-		}
-		for _, v := range victims {
-			if v != subject {
-				affects = appendNew(affects, v)
-			}
-		}
-		for _, x := range ev.Scope.Subjects() {
-			if x != subject {
-				affects = appendNew(affects, x)
-			}
-		}
+		affects := slotsAffected(ev, s.server, subject, victims)
 		of := ""
 		if s.maxConns != "" {
 			of = " of max_connections " + s.maxConns

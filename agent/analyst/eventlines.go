@@ -154,6 +154,18 @@ func incidentMatches(ev *Gathered, re *regexp.Regexp) iter.Seq[templateMatch] {
 	}
 }
 
+// allMatches yields every gathered log template, seen during the incident
+// or before it, whose example or last line matches re, with that line.
+func allMatches(ev *Gathered, re *regexp.Regexp) iter.Seq[templateMatch] {
+	return func(yield func(templateMatch) bool) {
+		for set, t := range allTemplates(ev) {
+			if line := templateLine(t, re); line != "" && !yield(templateMatch{set, t, line}) {
+				return
+			}
+		}
+	}
+}
+
 // eventTimeKeys are the fields of a JSON event that hold its time.
 var eventTimeKeys = []string{"Date", "EventTime", "eventTime", "Time", "time", "Timestamp", "timestamp", "CreationDate"}
 

@@ -1,8 +1,6 @@
 package analyst_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -69,17 +67,12 @@ cgroup2fs
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			write := func(name, data string) {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			write("bundle.json", `{"captured_at":"2026-11-27T08:10:00Z"}`)
-			write("session.txt", c.session)
-			write("changes.json", `[{"timestamp":"2026-11-27T07:00:00Z","service":"gke-shop","kind":"infra","description":"node pool migration: pool-a (COS 97, cgroup v1) to pool-b (COS 109, cgroup v2)"}]`)
-			write("scenario.json", `{"title":"t","now":"2026-11-27T08:10:00Z","request":{"agent_name":"planner","message":"`+c.app+` keeps getting OOMKilled since this morning, is it leaking?","context":{"namespace":"shop","service":"`+c.app+`"}}}`)
-			res := runScenarioDir(t, dir)
+			res := runScenarioFiles(t, map[string]string{
+				"bundle.json":   `{"captured_at":"2026-11-27T08:10:00Z"}`,
+				"session.txt":   c.session,
+				"changes.json":  `[{"timestamp":"2026-11-27T07:00:00Z","service":"gke-shop","kind":"infra","description":"node pool migration: pool-a (COS 97, cgroup v1) to pool-b (COS 109, cgroup v2)"}]`,
+				"scenario.json": `{"title":"t","now":"2026-11-27T08:10:00Z","request":{"agent_name":"planner","message":"` + c.app + ` keeps getting OOMKilled since this morning, is it leaking?","context":{"namespace":"shop","service":"` + c.app + `"}}}`,
+			})
 			d := res.RootCause.Description
 			t.Logf("%v%%: %s", res.RootCause.Confidence, d)
 			got := strings.Contains(d, "sizes its heap from the host's memory")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -193,17 +192,7 @@ func detectIngestRefused(ev *Gathered, _ []Finding) []Finding {
 	for _, r := range seen {
 		byReason[r.reason]++
 	}
-	reasons := make([]string, 0, len(byReason))
-	for r := range byReason {
-		reasons = append(reasons, r)
-	}
-	sort.Slice(reasons, func(i, j int) bool {
-		if byReason[reasons[i]] != byReason[reasons[j]] {
-			return byReason[reasons[i]] > byReason[reasons[j]]
-		}
-		return reasons[i] < reasons[j]
-	})
-	reason := reasons[0]
+	reason := byCount(byReason)[0]
 	var mine []refusalSeen
 	for _, r := range seen {
 		if r.reason == reason {

@@ -69,17 +69,12 @@ func TestMeshMTLSChain(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			write := func(name, data string) {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			write("bundle.json", `{"captured_at":"2026-11-25T03:10:00Z"}`)
-			write("session.txt", c.session)
-			write("changes.json", `[]`)
-			write("scenario.json", `{"title":"t","now":"2026-11-25T03:10:00Z","request":{"agent_name":"planner","message":"why did ledger-sync fail with connection reset by peer?","context":{"namespace":"reporting","service":"ledger-sync"}}}`)
-			res := runScenarioDir(t, dir)
+			res := runScenarioFiles(t, map[string]string{
+				"bundle.json":   `{"captured_at":"2026-11-25T03:10:00Z"}`,
+				"session.txt":   c.session,
+				"changes.json":  `[]`,
+				"scenario.json": `{"title":"t","now":"2026-11-25T03:10:00Z","request":{"agent_name":"planner","message":"why did ledger-sync fail with connection reset by peer?","context":{"namespace":"reporting","service":"ledger-sync"}}}`,
+			})
 			d := res.RootCause.Description
 			t.Logf("%v%%: %s", res.RootCause.Confidence, d)
 			if got := strings.Contains(d, "closed by the service mesh"); got != c.wantMesh {
@@ -95,6 +90,19 @@ func TestMeshMTLSChain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runScenarioFiles writes files (name to content) into a new bundle
+// directory and investigates the scenario they make.
+func runScenarioFiles(t *testing.T, files map[string]string) *finding.Result {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return runScenarioDir(t, dir)
 }
 
 // runScenarioDir investigates the scenario written in dir.

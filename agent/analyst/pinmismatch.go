@@ -73,23 +73,15 @@ func detectPinMismatch(ev *Gathered, _ []Finding) []Finding {
 	var line, inter, src string
 	var first time.Time
 	n := 0
-	for i := range ev.Logs {
-		set := &ev.Logs[i]
-		for _, t := range set.Templates {
-			l := templateLine(t, pinFailRE)
-			if l == "" {
-				continue
-			}
-			n += t.Count
-			if at := earliest(t.FirstSeen, t.FirstIncident); !at.IsZero() && (first.IsZero() || at.Before(first)) {
-				first = at
-			}
-			if line == "" {
-				line, src = strings.TrimSpace(l), set.Subject
-			}
-			if m := findSubmatch(pinChainRE, l); m != nil && inter == "" {
-				inter = strings.TrimSpace(strings.TrimSpace(m[2]) + " " + m[1])
-			}
+	for m := range allMatches(ev, pinFailRE) {
+		l := m.line
+		n += m.t.Count
+		first = earliest(first, earliest(m.t.FirstSeen, m.t.FirstIncident))
+		if line == "" {
+			line, src = strings.TrimSpace(l), m.set.Subject
+		}
+		if m := findSubmatch(pinChainRE, l); m != nil && inter == "" {
+			inter = strings.TrimSpace(strings.TrimSpace(m[2]) + " " + m[1])
 		}
 	}
 	if n < 3 {

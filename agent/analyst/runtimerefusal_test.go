@@ -1,8 +1,6 @@
 package analyst_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,17 +75,12 @@ OpenSSL 1.1.1w  11 Sep 2023
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			write := func(name, data string) {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			write("bundle.json", `{"captured_at":"2026-11-27T08:10:00Z"}`)
-			write("session.txt", c.session)
-			write("changes.json", c.changes)
-			write("scenario.json", `{"title":"t","now":"2026-11-27T08:10:00Z","request":{"agent_name":"planner","message":"`+c.app+` is failing since this morning, is its dependency down?","context":{"namespace":"shop","service":"`+c.app+`"}}}`)
-			res := runScenarioDir(t, dir)
+			res := runScenarioFiles(t, map[string]string{
+				"bundle.json":   `{"captured_at":"2026-11-27T08:10:00Z"}`,
+				"session.txt":   c.session,
+				"changes.json":  c.changes,
+				"scenario.json": `{"title":"t","now":"2026-11-27T08:10:00Z","request":{"agent_name":"planner","message":"` + c.app + ` is failing since this morning, is its dependency down?","context":{"namespace":"shop","service":"` + c.app + `"}}}`,
+			})
 			d := res.RootCause.Description
 			t.Logf("%v%%: %s", res.RootCause.Confidence, d)
 			got := strings.Contains(d, "refuses what the old one allowed")
