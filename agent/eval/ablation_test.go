@@ -56,7 +56,8 @@ var ablationSets = []string{"scenarios", "holdout", "holdout2", "holdout3", "hol
 	"holdout60", "holdout61", "holdout62", "holdout63",
 	"holdout64",
 	"holdout65", "holdout66", "holdout67", "holdout68", "holdout69",
-	"holdout70", "holdout71", "holdout72", "holdout73", "holdout74", "holdout75", "holdout76", "holdout77"}
+	"holdout70", "holdout71", "holdout72", "holdout73", "holdout74", "holdout75", "holdout76", "holdout77",
+	"holdout80"}
 
 // ablated is one variant: the scenario with one piece removed.
 type ablated struct {

@@ -93,6 +93,7 @@ var holdoutFloors = map[string]int{
 	"holdout76": 5,
 	"holdout75": 5,
 	"holdout77": 1,
+	"holdout80": 4,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
