@@ -94,6 +94,7 @@ var holdoutFloors = map[string]int{
 	"holdout75": 5,
 	"holdout77": 1,
 	"holdout80": 4,
+	"holdout78": 1,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
