@@ -401,6 +401,9 @@ func (g *gatherer) gatherUsage(ctx context.Context) {
 	if !ok {
 		return
 	}
+	if ns, err := r.Usage(ctx, "Node", ""); err == nil {
+		g.k8s.NodeUsage = ns
+	}
 	us, err := r.Usage(ctx, "Pod", "")
 	if err != nil || len(us) == 0 {
 		return
@@ -415,6 +418,7 @@ func (g *gatherer) gatherUsage(ctx context.Context) {
 	}
 	for _, u := range us {
 		if u.Container != "" {
+			g.k8s.ContainerUsage = append(g.k8s.ContainerUsage, PodUsage{Usage: u, Node: node[u.Namespace+"/"+u.Name]})
 			continue
 		}
 		g.k8s.Usage = append(g.k8s.Usage, PodUsage{Usage: u, Node: node[u.Namespace+"/"+u.Name]})

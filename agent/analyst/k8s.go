@@ -114,6 +114,11 @@ type K8sEvidence struct {
 	// Usage are the pods' memory and CPU readings handed over (kubectl top
 	// pod), of every namespace, with the node each pod runs on when known.
 	Usage []PodUsage
+	// ContainerUsage are the containers' readings (kubectl top pod
+	// --containers), with their pod's node when known; NodeUsage the
+	// nodes' (kubectl top node).
+	ContainerUsage []PodUsage
+	NodeUsage      []evidence.Usage
 	// PreviousLogs holds the last lines of crashed containers, keyed
 	// "namespace/pod/container".
 	PreviousLogs map[string][]evidence.LogLine

@@ -122,6 +122,7 @@ var mechanisms = []*mechanism{
 	weekBasedYear,
 	runtimeRefusal,
 	heapFromHost,
+	askedUsage,
 	ingestRefused,
 	dbClassDownsized,
 	dbPasswordExpired,

@@ -257,6 +257,7 @@ func Reason(findings []Finding, sc Scope) *Analysis {
 	asideLast(hs, sc)
 	valuesFirst(hs, sc)
 	symptomAsked(hs, sc)
+	usageAsked(hs, sc)
 	sort.SliceStable(hs, func(i, j int) bool {
 		if hs[i].Score != hs[j].Score {
 			return hs[i].Score > hs[j].Score

@@ -194,7 +194,7 @@ func subjectHealthy(hs []*Hypothesis, sc Scope) bool {
 	// subject or apart from it: that fault is a failure nearby, and
 	// whatever the subject shows under the no-fault bar is no fault.
 	quiet := slices.ContainsFunc(hs, nearbyFault)
-	if !known || len(hs) == 0 || hs[0].Score < healthyBar || !quiet && (neutral(hs[0], sc) || !elsewhereState(hs[0], sc)) {
+	if !known || len(hs) == 0 || hs[0].Score < healthyBar || answersQuestion(hs[0]) || !quiet && (neutral(hs[0], sc) || !elsewhereState(hs[0], sc)) {
 		return false
 	}
 	for _, h := range hs {

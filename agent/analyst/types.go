@@ -436,6 +436,8 @@ var kinds = map[Kind]kindInfo{
 	KindRuntimeRefusal: {prior: 0.88},
 	// A runtime sizing its heap from the host on cgroup v2 nodes.
 	KindHeapFromHost: {prior: 0.88},
+	// The resource use a question asks for, read from kubectl top.
+	KindAskedUsage: {prior: 0.8},
 	// A telemetry store refusing writes at a limit, read from its own refusal.
 	KindIngestRefused: {prior: 0.85},
 	// A database refusing connections after a smaller instance class lowered its limit.
