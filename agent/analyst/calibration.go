@@ -446,6 +446,21 @@ var calibrationRules = []calibrationRule{
 	{"a leak read from the container's memory alone", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
 		return w.Kind == KindOOMKilled && noTrigger(w) && w.fact("why") == "" && containerGrowthOnly(w)
 	}},
+	// Containers killed for memory on some nodes while replicas of the
+	// same ReplicaSet, as old, ran without a restart on other nodes: the
+	// same image and configuration under the same load, so what makes
+	// the kills is something of the nodes, and an answer that does not
+	// take the nodes in stops short (sparedreplicas.go).
+	{"kills on some nodes, the same release spared on others", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return (w.Kind == KindOOMKilled || w.Kind == KindSaturation) && w.fact("spared_replicas") != ""
+	}},
+	// A Deployment paused that the asker says they paused: the pause is
+	// their own mitigation, made after what they ask about began; it
+	// stops a rollout where it stands and makes no request fail, so what
+	// they complain of is the version the pause left running.
+	{"the asker's own pause named as the root", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
+		return w.Kind == KindDeploymentPaused && matchLine(askerPausedRE, s.question)
+	}},
 	// A thread spinning in a loop of the application's own, with no
 	// release read: the profile says where the CPU goes, not since when
 	// nor which release wrote the loop.
@@ -1799,6 +1814,9 @@ func phaseBeyondRequests(a *Analysis, w *Hypothesis) bool {
 // failingNowQuestionRE is a question about failures happening now:
 // errors, failing calls, handshakes refused, an outage.
 var failingNowQuestionRE = regexp.MustCompile(`(?i)\berrors?\b|\bfail(?:s|ing|ed|ures?)?\b|\b5\d\d\b|\b5xx\b|\bdown\b|\bbroken?\b|\bx509\b|\bhandshakes?\b|\brefused\b|\boutage\b`)
+
+// askerPausedRE is a question whose asker says they paused a rollout.
+var askerPausedRE = regexp.MustCompile(`(?i)\b(?:i|we)(?:'ve| have)?\s+(?:just\s+|already\s+)?paused\b`)
 
 // multiAttach reports whether a primary finding of h, a mount failure, is
 // a volume still attached to another node (Multi-Attach).

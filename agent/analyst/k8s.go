@@ -330,6 +330,7 @@ func DetectPods(pods []corev1.Pod, prevLogs map[string][]evidence.LogLine, w Win
 		}
 		out = append(out, podFindings(p, prevLogs, w)...)
 	}
+	markSparedReplicas(out, pods, w)
 	return out
 }
 
