@@ -124,6 +124,7 @@ var mechanisms = []*mechanism{
 	heapFromHost,
 	askedUsage,
 	ingestRefused,
+	pipelineState,
 	dbClassDownsized,
 	dbPasswordExpired,
 	dbPrivilegeDenied,

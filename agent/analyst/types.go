@@ -440,6 +440,8 @@ var kinds = map[Kind]kindInfo{
 	KindAskedUsage: {prior: 0.8},
 	// A telemetry store refusing writes at a limit, read from its own refusal.
 	KindIngestRefused: {prior: 0.85},
+	// A telemetry pipeline's agent saying where the data stops (a store's refusal, a parser, a protocol, a buffer).
+	KindPipelineState: {prior: 0.84},
 	// A database refusing connections after a smaller instance class lowered its limit.
 	KindDBClassDownsized: {prior: 0.84},
 	// A database refusing a client whose role's password validity ended.
