@@ -57,7 +57,7 @@ var ablationSets = []string{"scenarios", "holdout", "holdout2", "holdout3", "hol
 	"holdout64",
 	"holdout65", "holdout66", "holdout67", "holdout68", "holdout69",
 	"holdout70", "holdout71", "holdout72", "holdout73", "holdout74", "holdout75", "holdout76", "holdout77",
-	"holdout78", "holdout80"}
+	"holdout78", "holdout80", "holdout79"}
 
 // ablated is one variant: the scenario with one piece removed.
 type ablated struct {
