@@ -97,7 +97,7 @@ func cacheInstances(sets []MetricSet) []*cacheInstance {
 		}
 		role := cacheRole(ms.Name)
 		for _, s := range ms.Series {
-			name := workloadOfName(DependencyName(firstLabel(s.Labels, "service", "cache", "redis", "instance", "addr", "pod")))
+			name := workloadOfName(DependencyName(firstLabel(s.Labels, "service", "cache", "redis", "instance", "addr", "pod", "CacheClusterId")))
 			if i := strings.IndexByte(name, '.'); i > 0 && net.ParseIP(name) == nil {
 				name = name[:i]
 			}
@@ -190,6 +190,11 @@ func detectCacheKeyChurn(ev *Gathered, _ []Finding) []Finding {
 			}
 		}
 		if usedPct >= 0.9 {
+			continue
+		}
+		// Keys that expired together at the fall are a mass expiry
+		// (cachemassexpiry.go), not keys never reused.
+		if _, _, burst := expiryBurst(in, onset); burst {
 			continue
 		}
 		// The client: whose logs show the misses, and what their keys carry.

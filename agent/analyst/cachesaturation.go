@@ -67,6 +67,11 @@ func cacheRole(name string) string {
 		return "used"
 	case strings.HasSuffix(n, "curritems"):
 		return "keys"
+	// Keys that expired (redis_exporter's expired_keys, memcached's
+	// reclaimed items, ElastiCache's Reclaimed): a mass expiry
+	// (cachemassexpiry.go).
+	case strings.Contains(n, "expired_keys") || strings.HasSuffix(n, "reclaimed") || strings.Contains(n, "items_reclaimed"):
+		return "expired"
 	case strings.Contains(n, "memory_max_bytes") || strings.Contains(n, "limit_maxbytes") || strings.HasSuffix(n, "_limit_bytes"):
 		return "max"
 	case strings.Contains(n, "memory_used_bytes") || strings.Contains(n, "current_bytes"):

@@ -236,6 +236,7 @@ var mechanisms = []*mechanism{
 	ephemeralPorts,
 	meshMTLS,
 	connReset,
+	cacheMassExpiry,
 	cacheKeyChurn,
 	cacheFull,
 	blockingCommand,

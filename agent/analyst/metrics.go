@@ -44,7 +44,7 @@ func IsCacheMetric(name string) bool {
 	for _, ns := range []string{"aws/elasticache/", "aws/memorydb/"} {
 		if m, ok := strings.CutPrefix(n, ns); ok {
 			switch m {
-			case "evictions", "cachehits", "cachemisses", "cachehitrate", "databasememoryusagepercentage", "bytesusedforcache", "curritems":
+			case "evictions", "cachehits", "cachemisses", "cachehitrate", "databasememoryusagepercentage", "bytesusedforcache", "curritems", "reclaimed":
 				return true
 			}
 			return false
@@ -54,7 +54,7 @@ func IsCacheMetric(name string) bool {
 		return false
 	}
 	for _, w := range []string{"memory_used_bytes", "memory_max_bytes", "evicted_keys", "keyspace_hits", "keyspace_misses",
-		"evictions", "items_evicted", "limit_maxbytes", "limit_bytes", "commands_total", "current_bytes", "get_hits", "get_misses", "commands_get_hits", "commands_get_misses", "db_keys", "current_items"} {
+		"evictions", "items_evicted", "expired_keys", "items_reclaimed", "limit_maxbytes", "limit_bytes", "commands_total", "current_bytes", "get_hits", "get_misses", "commands_get_hits", "commands_get_misses", "db_keys", "current_items"} {
 		if strings.Contains(n, w) {
 			return true
 		}

@@ -50,7 +50,9 @@ var readOnlyDB = &mechanism{
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
 		if h.fact("failover") != "" {
-			if h.fact("recovered") == "" {
+			if ep := h.fact("pinned"); ep != "" {
+				r.high("Point %s at the primary endpoint of %s (the name that follows the primary through a failover) instead of the node endpoint %s, then restart it", orWord(h.fact("clients"), "the clients"), h.Subject, ep)
+			} else if h.fact("recovered") == "" {
 				r.high("Recycle the database connections of %s (restart its pods or flush its pool) so that they reconnect to the current writer", orWord(h.fact("clients"), "the clients"))
 			}
 			if w := h.fact("writer_down"); w != "" {
@@ -83,7 +85,11 @@ var (
 	newPrimaryRE = regexp.MustCompile(`(?i)assuming primary role|Transition to primary complete|promoted self to leader|received promote request|selected new timeline ID`)
 	// A managed database's own record of a failover: RDS and Aurora
 	// events, Cloud SQL's and Azure's failover operations.
-	managedFailoverRE = regexp.MustCompile(`(?i)(?:Started|Completed|Initiated) (?:cross AZ |Multi-AZ |planned |forced )?failover|Multi-AZ (?:instance )?failover (?:started|completed)|failover (?:started|completed|complete|initiated|in progress|succeeded)|\bfailed over to\b|has been promoted|promoted (?:to|as) (?:the )?(?:primary|writer|master)|operationType"?\s*[:=]\s*"?FAILOVER`)
+	managedFailoverRE = regexp.MustCompile(`(?i)(?:Started|Completed|Initiated) (?:cross AZ |Multi-AZ |planned |forced )?failover|Multi-AZ (?:instance )?failover (?:started|completed)|failover (?:started|completed|complete|initiated|in progress|succeeded)|\bfailed over to\b|has been promoted|promoted (?:to|as) (?:the )?(?:primary|writer|master)|operationType"?\s*[:=]\s*"?FAILOVER|\bFailover (?:from|to) (?:primary |master |replica )?node\b[^\n]{0,120}?\b(?:completed|started|complete)\b`)
+	// ElastiCache's and MemoryDB's record of a failover names both nodes:
+	// "Failover from primary node sessions-001 to replica node
+	// sessions-002 completed" (older engines say master node).
+	nodeFailoverRE = regexp.MustCompile(`(?i)\bfrom (?:primary|master) node ([A-Za-z0-9][\w.-]*\w) to (?:replica |read replica )?node ([A-Za-z0-9][\w.-]*\w)|\bFailover to (?:replica |read replica )?node ([A-Za-z0-9][\w.-]*\w)`)
 	// The instance a failover went to.
 	failoverTargetRE = regexp.MustCompile(`(?i)(?:failover|failed over) to (?:the )?(?:DB instance|instance|replica|server)?:?\s*([A-Za-z0-9][\w.-]*\w)`)
 	// The writer going down before it.
@@ -290,6 +296,14 @@ func readManagedFailover(ev *Gathered, f *Finding, last time.Time) {
 		f.setFact("failover_done_at", done.Time.UTC().Format("15:04:05"))
 	}
 	for _, l := range []string{first.Text, done.Text} {
+		if m := findSubmatch(nodeFailoverRE, l); m != nil {
+			if m[1] != "" && f.fact("old_writer") == "" {
+				f.setFact("old_writer", m[1])
+			}
+			if w := m[2] + m[3]; w != "" && f.fact("new_writer") == "" {
+				f.setFact("new_writer", w)
+			}
+		}
 		if m := findSubmatch(failoverTargetRE, l); m != nil && f.fact("new_writer") == "" {
 			f.setFact("new_writer", m[1])
 		}
@@ -307,6 +321,7 @@ func readManagedFailover(ev *Gathered, f *Finding, last time.Time) {
 			break
 		}
 	}
+	readPinnedEndpoint(ev, f)
 	f.setFact("errors_from", f.Time.UTC().Format("15:04:05"))
 	if !last.IsZero() {
 		f.setFact("errors_to", last.UTC().Format("15:04:05"))
@@ -319,6 +334,65 @@ func readManagedFailover(ev *Gathered, f *Finding, last time.Time) {
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", first.From, quote(first.Text, 200)))
 	if done.Text != "" && done.Text != first.Text {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s", done.From, quote(done.Text, 200)))
+	}
+}
+
+// nodeEndpointRE is a host name in a client's configuration or its log:
+// the first label is the node's or instance's name.
+var nodeEndpointRE = regexp.MustCompile(`(?i)\b([a-z0-9][a-z0-9-]*[a-z0-9])((?:\.[a-z0-9-]+){2,})(?::\d+)?`)
+
+// readPinnedEndpoint finds the old writer's own endpoint (its node or
+// instance name, not the group's primary or the cluster's writer
+// endpoint) in what configures the clients: an environment listing, a
+// task definition, a ConfigMap or a client's own start-up line. A client
+// given a node's address follows that node, not the role: after the
+// failover it keeps writing to the node, now a replica, and no
+// reconnect helps.
+func readPinnedEndpoint(ev *Gathered, f *Finding) {
+	old := strings.ToLower(f.fact("old_writer"))
+	if old == "" {
+		return
+	}
+	pinned := func(l string) string {
+		for _, m := range nodeEndpointRE.FindAllStringSubmatch(l, -1) {
+			if strings.ToLower(m[1]) == old {
+				return m[0]
+			}
+		}
+		return ""
+	}
+	newer := strings.ToLower(f.fact("new_writer"))
+	for _, c := range ev.Commands {
+		// An output that lists the group's members (describe-replication-
+		// groups, describe-db-clusters) names every node's endpoint:
+		// it describes the group, not what a client uses.
+		if newer != "" && strings.Contains(strings.ToLower(strings.Join(c.Lines, "\n")), newer) {
+			continue
+		}
+		for _, l := range c.Lines {
+			if ep := pinned(l); ep != "" {
+				f.setFact("pinned", ep)
+				f.setFact("pinned_in", c.Command)
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%s: the clients are configured with %s, the endpoint of the node %s itself, not the group's primary endpoint", c.Command, ep, f.fact("old_writer")))
+				return
+			}
+		}
+	}
+	for i := range ev.Logs {
+		set := &ev.Logs[i]
+		if hostRole(*set) != "" {
+			continue
+		}
+		for _, t := range set.Templates {
+			for _, l := range t.Lines() {
+				if ep := pinned(l); ep != "" {
+					f.setFact("pinned", ep)
+					f.setFact("pinned_in", set.Source)
+					f.Evidence = append(f.Evidence, fmt.Sprintf("%s connects to %s, the endpoint of the node %s itself, not the group's primary endpoint: %s", set.Subject, ep, f.fact("old_writer"), quote(ReadableLine(l), 200)))
+					return
+				}
+			}
+		}
 	}
 }
 
@@ -348,13 +422,17 @@ func describeManagedFailover(h *Hypothesis, engine string) string {
 		d = strings.Replace(d, "writer  went", "writer went", 1)
 	}
 	d += h.wrapped("; ", "new_writer", " became the writer")
-	d += fmt.Sprintf(". The pooled connections of %s still pointed at the old writer, now a reader, so their writes failed read-only", orWord(h.fact("clients"), "the clients"))
+	if ep := h.fact("pinned"); ep != "" {
+		d += fmt.Sprintf(". %s is pinned to %s, the node endpoint of the old primary %s, not the primary endpoint that follows a failover: it still writes to that node, now a read-only replica, so its writes fail", orWord(h.fact("clients"), "The clients"), ep, h.fact("old_writer"))
+	} else {
+		d += fmt.Sprintf(". The pooled connections of %s still pointed at the old writer, now a reader, so their writes failed read-only", orWord(h.fact("clients"), "the clients"))
+	}
 	if l := h.fact("line"); l != "" {
 		d += " (" + quote(ReadableLine(l), 160) + ")"
 	}
 	if h.fact("recovered") != "" {
 		d += fmt.Sprintf(" from %s to %s UTC, and stopped once the pools recycled those connections: the failover is over and the service recovered", h.fact("errors_from"), h.fact("errors_to"))
-	} else {
+	} else if h.fact("pinned") == "" {
 		d += "; the clients' pools may still hold connections to the old writer"
 	}
 	return d

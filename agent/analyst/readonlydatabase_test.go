@@ -155,6 +155,24 @@ func TestReadOnlyWritesAfterManagedFailover(t *testing.T) {
 		"+----------------------------------+----------------------------------------------+"}}}
 	old := []evidence.CommandOutput{{Command: "aws rds describe-events --source-identifier orders-aurora", Lines: []string{
 		at(-3*time.Hour) + "\tStarted cross AZ failover to DB instance: orders-aurora-2"}}}
+	// ElastiCache's events name both nodes; the client's configuration
+	// (a task definition's environment, its start-up line) names the old
+	// primary's own node endpoint.
+	elasti := []evidence.CommandOutput{
+		{Command: "aws elasticache describe-events --source-type replication-group --source-identifier sessions-prod --duration 120", Lines: strings.Split(`{
+    "Events": [
+        {"SourceIdentifier": "sessions-prod", "SourceType": "replication-group", "Message": "Failover to replica node sessions-prod-002 completed", "Date": "`+at(-5*time.Second)+`"},
+        {"SourceIdentifier": "sessions-prod", "SourceType": "replication-group", "Message": "Failover from primary node sessions-prod-001 to replica node sessions-prod-002 completed", "Date": "`+at(-6*time.Second)+`"}
+    ]
+}`, "\n")},
+		{Command: "aws elasticache describe-replication-groups --replication-group-id sessions-prod", Lines: []string{
+			`"sessions-prod-001.sessions-prod.x7k2pq.use1.cache.amazonaws.com"`, `"sessions-prod-002.sessions-prod.x7k2pq.use1.cache.amazonaws.com"`}},
+		{Command: "aws ecs describe-task-definition --task-definition session-api:41", Lines: []string{
+			`{"name": "REDIS_ADDR", "value": "sessions-prod-001.sessions-prod.x7k2pq.use1.cache.amazonaws.com:6379"}`}},
+	}
+	elastiText := []evidence.CommandOutput{{Command: "aws elasticache describe-events --source-type replication-group --source-identifier cart-cache --output text", Lines: []string{
+		"EVENTS\t" + at(-8*time.Second) + "\tFailover from master node cart-cache-0001-001 to replica node cart-cache-0001-002 completed\tcart-cache\treplication-group"}}}
+	redisRefused := `ReplyError: READONLY You can't write against a read only replica.`
 	refusedFor := func(line string, _ time.Duration, n int) []string {
 		return strings.Split(strings.TrimSuffix(strings.Repeat(line+"\n", n), "\n"), "\n")
 	}
@@ -184,6 +202,13 @@ func TestReadOnlyWritesAfterManagedFailover(t *testing.T) {
 			refusedFor(mysqlRefused, 0, 3), 0, nil, []LogSet{minedSet("rds-events", false, -30*time.Second,
 				`{"detail-type":"RDS DB Cluster Event","source":"aws.rds","detail":{"EventCategories":["failover"],"SourceIdentifier":"billing-aurora","Message":"Started cross AZ failover to DB instance: billing-aurora-1"}}`)},
 			true, "billing-aurora-1", "", "", true, []string{"failed over"}},
+		{"ElastiCache events as JSON, the client pinned to the old primary's node endpoint in its task definition",
+			refusedFor(redisRefused, 0, 20), 0, elasti, nil, true, "sessions-prod-002", "sessions-prod-001", "sessions-prod", true,
+			[]string{"failed over", "pinned to sessions-prod-001.sessions-prod.x7k2pq.use1.cache.amazonaws.com:6379", "node endpoint of the old primary"}},
+		{"ElastiCache's older master-node wording as text, the node endpoint in the client's start-up line",
+			refusedFor(redisRefused, 0, 20), 0, elastiText, []LogSet{minedSet("cart-api", false, -20*time.Minute, `level=info msg="redis client ready" addr=cart-cache-0001-001.cart-cache.abc123.euw1.cache.amazonaws.com:6379`)},
+			true, "cart-cache-0001-002", "cart-cache-0001-001", "cart-cache", true,
+			[]string{"pinned to cart-cache-0001-001.cart-cache.abc123.euw1.cache.amazonaws.com:6379"}},
 		{"a failover three hours before the errors is not theirs",
 			refusedFor(mysqlRefused, 0, 3), 0, old, nil, false, "", "", "MySQL database", false, nil},
 	}

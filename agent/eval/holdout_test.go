@@ -95,7 +95,7 @@ var holdoutFloors = map[string]int{
 	"holdout77": 1,
 	"holdout80": 4,
 	"holdout78": 1,
-	"holdout79": 5,
+	"holdout79": 7,
 }
 
 // maxWrongConfidence is the highest confidence a wrong answer may carry:
