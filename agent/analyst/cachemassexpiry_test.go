@@ -107,15 +107,15 @@ func TestCacheMassExpiry(t *testing.T) {
 
 func TestTTLOf(t *testing.T) {
 	for in, want := range map[string]time.Duration{
-		"SET product:1 {...} EX 3600":             time.Hour,
-		"SETEX sess:9 1800 v":                     30 * time.Minute,
-		`{"msg":"stored","ttl_seconds":900}`:      15 * time.Minute,
-		"cache put key=a ttl=2h":                  2 * time.Hour,
-		"EXPIRE price:all 7200":                   2 * time.Hour,
-		"max-age=600":                             10 * time.Minute,
-		"set with PX 120000":                      2 * time.Minute,
-		"ttl_jitter=0 written":                    0,
-		"took 3600 ms to write":                   0,
+		"SET product:1 {...} EX 3600":        time.Hour,
+		"SETEX sess:9 1800 v":                30 * time.Minute,
+		`{"msg":"stored","ttl_seconds":900}`: 15 * time.Minute,
+		"cache put key=a ttl=2h":             2 * time.Hour,
+		"EXPIRE price:all 7200":              2 * time.Hour,
+		"max-age=600":                        10 * time.Minute,
+		"set with PX 120000":                 2 * time.Minute,
+		"ttl_jitter=0 written":               0,
+		"took 3600 ms to write":              0,
 	} {
 		got, _, ok := ttlOf(in)
 		if !ok {

@@ -283,6 +283,7 @@ var mechanisms = []*mechanism{
 	apfStarved,
 	gcPressure,
 	memoryClaim,
+	queryRanking,
 	requestOvercommit,
 	removedRoute,
 	volumeClaim,

@@ -691,6 +691,9 @@ var kinds = map[Kind]kindInfo{
 	KindMixedContent:            {prior: 0.86},
 	KindPinMismatch:             {prior: 0.86},
 	KindClientResponseShape:     {prior: 0.86},
+
+	// Questions answered from a query's result.
+	KindQueryRanking: {prior: 0.86},
 }
 
 func infoOf(k Kind) kindInfo {

@@ -93,7 +93,7 @@ var holdoutFloors = map[string]int{
 	"holdout76": 5,
 	"holdout75": 6,
 	"holdout77": 1,
-	"holdout80": 4,
+	"holdout80": 5,
 	"holdout78": 1,
 	"holdout79": 7,
 }
