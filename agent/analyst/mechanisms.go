@@ -123,6 +123,7 @@ var mechanisms = []*mechanism{
 	runtimeRefusal,
 	heapFromHost,
 	askedUsage,
+	targetsUnhealthy,
 	ingestRefused,
 	pipelineState,
 	dbClassDownsized,

@@ -439,6 +439,8 @@ var kinds = map[Kind]kindInfo{
 	KindHeapFromHost: {prior: 0.88},
 	// The resource use a question asks for, read from kubectl top.
 	KindAskedUsage: {prior: 0.8},
+	// A target group's targets failing its health check.
+	KindTargetsUnhealthy: {prior: 0.86},
 	// A telemetry store refusing writes at a limit, read from its own refusal.
 	KindIngestRefused: {prior: 0.85},
 	// A telemetry pipeline's agent saying where the data stops (a store's refusal, a parser, a protocol, a buffer).

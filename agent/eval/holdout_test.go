@@ -94,7 +94,7 @@ var holdoutFloors = map[string]int{
 	"holdout75": 6,
 	"holdout77": 1,
 	"holdout80": 5,
-	"holdout78": 1,
+	"holdout78": 3,
 	"holdout79": 7,
 }
 
