@@ -40,6 +40,11 @@ var cacheFull = &mechanism{
 			d += " (" + strings.Join(parts, ", ") + ")"
 		}
 		d += ": keys are evicted before they are read again, so cache misses fall through to the backing store and slow the reads of its callers"
+		if t := h.Trigger; t != nil && t.Subject != "" && t.Subject != s && h.fact("filling_since") != "" {
+			// A new writer filled the cache: its keys push out those
+			// of every other user under an LRU policy.
+			d += fmt.Sprintf("; it began filling at %s, after a change of %s, and the new keys now evict the entries the cache's other users rely on (dedupe markers, locks, sessions)", h.fact("filling_since"), t.Subject)
+		}
 		if db := h.dbLoad; db != nil {
 			d += fmt.Sprintf("; the database load rises with them (%s)", db.Summary)
 		}
@@ -207,11 +212,13 @@ func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
 		for _, p := range inWindow(in.series["used_pct"], w.Start, w.End) {
 			usedPct = math.Max(usedPct, p.V/100)
 		}
+		var fillStart time.Time
 		if maxPs := in.series["max"]; len(maxPs) > 0 {
 			if mx, ok := lastPoint(maxPs); ok && mx.V > 0 {
 				for _, p := range inWindow(in.series["used"], w.Start, w.End) {
 					usedPct = math.Max(usedPct, p.V/mx.V)
 				}
+				fillStart = cacheFillStart(in.series["used"], mx.V)
 			}
 		}
 		// Hit ratio, baseline against its lowest in the window.
@@ -279,6 +286,10 @@ func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("cache %s: used memory reached %.0f%% of its maxmemory", name, 100*usedPct))
 			f.setFact("used_pct", fmt.Sprintf("%.0f%%", 100*usedPct))
 		}
+		if !fillStart.IsZero() && fillStart.Before(evStart) {
+			f.setFact("filling_since", ts(fillStart))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("cache %s: used memory climbed steadily from %s until it reached maxmemory", name, ts(fillStart)))
+		}
 		f.Evidence = append(f.Evidence, fmt.Sprintf("cache %s: evictions rose from %s to %s keys/s (from %s)", name, formatValue(baseEv, ""), formatValue(peakEv, ""), ts(evStart)))
 		f.setFact("evictions", fmt.Sprintf("%.0f keys/s", peakEv))
 		parts = append(parts, fmt.Sprintf("evicting ~%.0f keys/s", peakEv))
@@ -297,4 +308,40 @@ func DetectCacheSaturation(sets []MetricSet, w Window) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// cacheFillStart is when a cache's used memory began the climb that took
+// it to maxmemory: the last low point before it first reached 95% of max,
+// once the climb from there covers at least a quarter of max. Zero when
+// the memory did not climb (it was near max all along).
+func cacheFillStart(used []evidence.Point, max float64) time.Time {
+	ps := slices.Clone(used)
+	slices.SortFunc(ps, func(a, b evidence.Point) int { return a.T.Compare(b.T) })
+	full := -1
+	for i, p := range ps {
+		if p.V >= 0.95*max {
+			full = i
+			break
+		}
+	}
+	if full <= 0 {
+		return time.Time{}
+	}
+	low := full
+	for i := full - 1; i >= 0; i-- {
+		if ps[i].V <= ps[low].V {
+			low = i
+		}
+	}
+	if ps[full].V-ps[low].V < 0.25*max {
+		return time.Time{}
+	}
+	// The climb starts at the last point still within 2% of max of the low.
+	start := low
+	for i := low + 1; i < full; i++ {
+		if ps[i].V-ps[low].V <= 0.02*max {
+			start = i
+		}
+	}
+	return ps[start].T
 }

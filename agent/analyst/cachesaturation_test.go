@@ -3,6 +3,9 @@ package analyst
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rootcause/rootcause/agent/evidence"
 )
 
 func TestCacheSaturation(t *testing.T) {
@@ -32,6 +35,39 @@ func TestCacheSaturation(t *testing.T) {
 	} {
 		if got := cacheFull.fitsChange(h, &c.c); got != c.fits {
 			t.Errorf("fitsChange(%q) = %v", c.c.Summary, got)
+		}
+	}
+}
+
+// The start of the climb that took a cache to maxmemory: a new writer's
+// keys filling it for hours before it evicts (redis_exporter bytes, and
+// memcached's bytes against limit_maxbytes), and none when it sat near
+// its max all along or never reached it.
+func TestCacheFillStart(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	series := func(vs ...float64) []evidence.Point {
+		var ps []evidence.Point
+		for i, v := range vs {
+			ps = append(ps, evidence.Point{T: t0.Add(time.Duration(i) * 30 * time.Minute), V: v})
+		}
+		return ps
+	}
+	gib := float64(1 << 30)
+	cases := []struct {
+		name string
+		used []evidence.Point
+		max  float64
+		want time.Time
+	}{
+		{"redis flat then climbing to 2GiB", series(0.6*gib, 0.61*gib, 0.6*gib, 0.9*gib, 1.3*gib, 1.7*gib, 2*gib, 2*gib), 2 * gib, t0.Add(60 * time.Minute)},
+		{"memcached limit_maxbytes 64MiB", series(10<<20, 10<<20, 30<<20, 50<<20, 63<<20), 64 << 20, t0.Add(30 * time.Minute)},
+		{"near max all along", series(1.96*gib, 1.97*gib, 2*gib), 2 * gib, time.Time{}},
+		{"never reached max", series(0.5*gib, 1*gib, 1.5*gib), 2 * gib, time.Time{}},
+		{"small bump only", series(1.7*gib, 1.8*gib, 1.95*gib), 2 * gib, time.Time{}},
+	}
+	for _, c := range cases {
+		if got := cacheFillStart(c.used, c.max); !got.Equal(c.want) {
+			t.Errorf("%s: fill start %s, want %s", c.name, got, c.want)
 		}
 	}
 }

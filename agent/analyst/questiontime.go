@@ -108,6 +108,11 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 		take(at(day, 6))
 	case matchLine(sinceAfternoonRE, low) && now.Sub(at(day, 12)) > 2*time.Hour:
 		take(at(day, 12))
+	case matchLine(countedTodayRE, low) && now.Sub(at(day, 6)) > 2*time.Hour:
+		// "~60 tickets today", "200 complaints so far today": reports
+		// that piled up over the day say the trouble has lasted since
+		// the day began, not an hour.
+		take(at(day, 6))
 	}
 	// A change from one state to another in a part of today ("p99 went
 	// from 40ms to 2s+ this afternoon", "error rate jumped this morning"):
@@ -126,6 +131,8 @@ func statedOnset(msg string, now time.Time) (time.Time, bool) {
 }
 
 var (
+	// countedTodayRE is a count of reports gathered over today.
+	countedTodayRE = regexp.MustCompile(`[~≈]?\b\d+\+?\s+(?:(?:support|customer|user)\s+)?(?:tickets?|complaints?|reports?|cases?|calls?)\s+(?:so far\s+)?today\b`)
 	// sinceAfternoonRE is an afternoon the trouble has lasted through, as
 	// sinceMorningRE is a morning.
 	sinceAfternoonRE = regexp.MustCompile(`\bsince (?:early )?this afternoon\b|\b(?:has|have|'ve|'s) been\b[^.?!]{0,80}\bthis afternoon\b`)

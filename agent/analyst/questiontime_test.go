@@ -41,6 +41,12 @@ func TestStatedOnset(t *testing.T) {
 		{"error rate jumped this morning, nothing deployed", at(6, 0)},
 		{"queue depth from 0 to 40k this afternoon", at(12, 0)},
 		{"orders failing since this afternoon", at(12, 0)},
+		// Reports counted over today: the trouble has lasted since the day began.
+		{"support has ~60 tickets today of customers getting the email twice", at(6, 0)},
+		{"we got 200 complaints so far today about missing receipts", at(6, 0)},
+		{"Zendesk shows 35 customer tickets today about double charges", at(6, 0)},
+		{"checkout-worker restarted four times today", time.Time{}},
+		{"nothing was deployed today", time.Time{}},
 		{"quote latency looks a bit higher this afternoon", time.Time{}},
 		{"search-api got slow after this morning's release (p95 went from ~180ms to 2s+)", time.Time{}},
 		{"version 3.10.2 is out", time.Time{}},

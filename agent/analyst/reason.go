@@ -498,6 +498,15 @@ func changeTouches(c *Finding, h *Hypothesis) bool {
 	if h.Kind == KindCacheFull && fitsMechanism(h, c) && !h.Onset.IsZero() && h.Onset.Sub(c.Time) <= triggerNear {
 		return true
 	}
+	// A cache that filled slowly for hours before it evicted is linked
+	// to a change just before its memory began to climb.
+	if h.Kind == KindCacheFull && fitsMechanism(h, c) {
+		if t, err := time.Parse(time.RFC3339, h.fact("filling_since")); err == nil {
+			if d := t.Sub(c.Time); d >= -5*time.Minute && d <= triggerNear {
+				return true
+			}
+		}
+	}
 	for _, f := range h.Primary {
 		if f.relates(c.Subject) || f.fact("caller") == c.Subject {
 			return true

@@ -246,8 +246,14 @@ func nearestChange(h *Hypothesis, changes []*Finding) *Finding {
 	if h.Onset.IsZero() {
 		return nil
 	}
+	ref := h.Onset
+	// A cache that filled for hours before it evicted: the change that
+	// filled it lies before the climb, not before the evictions.
+	if t, err := time.Parse(time.RFC3339, h.fact("filling_since")); err == nil && h.Kind == KindCacheFull && t.Before(ref) {
+		ref = t
+	}
 	for _, c := range changes {
-		d := h.Onset.Sub(c.Time)
+		d := ref.Sub(c.Time)
 		if d < -2*time.Minute {
 			continue
 		}

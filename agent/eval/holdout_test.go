@@ -80,7 +80,7 @@ var holdoutFloors = map[string]int{
 	"holdout62": 11,
 	"holdout63": 11,
 	"holdout64": 8,
-	"holdout65": 4,
+	"holdout65": 5,
 	"holdout66": 8,
 	"holdout67": 9,
 	"holdout68": 5,
