@@ -2,11 +2,13 @@ package analyst
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/rootcause/rootcause/agent/evidence"
+	batchv1 "k8s.io/api/batch/v1"
 )
 
 // A CronJob that is suspended (spec.suspend: true) creates no Job: its
@@ -28,7 +30,14 @@ var cronJobSuspended = &mechanism{
 		d := fmt.Sprintf("the CronJob %s is suspended (spec.suspend: true), so it creates no Job: its scheduled runs (%s) do not happen", h.Subject, orWord(h.fact("schedule"), "its schedule"))
 		d += h.clause("; it last ran at ", "last_schedule")
 		d += h.clause("; it was suspended by the ", "suspended_by")
-		d += h.wrapped("; the ", "resumed_others", " resumed other CronJobs but not this one")
+		if h.fact("suspended_by") == "" {
+			d += h.clause("; spec.suspend was last written by ", "suspend_writer")
+		}
+		if sel := h.fact("resume_selector"); sel != "" {
+			d += fmt.Sprintf("; the resume step, the %s, selects CronJobs by the label %s, which %s does not carry (its labels: %s), so it resumed other CronJobs but left this one suspended", h.fact("resumed_others"), sel, h.Subject, h.fact("labels"))
+		} else {
+			d += h.wrapped("; the ", "resumed_others", " resumed other CronJobs but not this one")
+		}
 		return d
 	},
 	recommend: func(h *Hypothesis, sc Scope, r *recommender) {
@@ -62,6 +71,9 @@ func detectSuspendedCronJobs(ev *Gathered, _ []Finding) []Finding {
 			f.Severity, f.Weight = SevCritical, 0.9
 		}
 		f.setFact("schedule", cj.Spec.Schedule)
+		// The suspension is the CronJob's state now, however long ago it
+		// was set.
+		f.setFact("current", "true")
 		ev1 := fmt.Sprintf("CronJob %s/%s is suspended (spec.suspend: true, schedule %q)", cj.Namespace, cj.Name, cj.Spec.Schedule)
 		if t := cj.Status.LastScheduleTime; t != nil {
 			f.setFact("last_schedule", ts(t.Time))
@@ -94,10 +106,128 @@ func detectSuspendedCronJobs(ev *Gathered, _ []Finding) []Finding {
 				}
 			}
 		}
+		if susp == nil {
+			suspendedInHostLogs(ev, cj, &f)
+		}
+		suspendWriter(ev, cj, &f)
 		f.Summary = fmt.Sprintf("CronJob %s/%s is suspended: no runs created", cj.Namespace, cj.Name)
 		out = append(out, f)
 	}
 	return out
+}
+
+var (
+	// cronPatchRE is a command that patches or edits CronJobs.
+	cronPatchRE = regexp.MustCompile(`(?i)\bkubectl\b.*\b(?:patch|edit|apply|annotate)\b.*\b(?:cronjobs?|cj)\b|\b(?:cronjobs?|cj)\b.*\bkubectl\b.*\bpatch\b`)
+	// labelSelectorRE is a kubectl label selector argument.
+	labelSelectorRE = regexp.MustCompile(`(?:\s-l\s*|--selector[ =])['"]?([^\s'"]+)`)
+	// managerRE and managedTimeRE read a managedFields entry (yq or jq
+	// output, YAML or JSON).
+	managerRE   = regexp.MustCompile(`"?manager"?\s*:\s*"?([\w.:/-]+)`)
+	managedAtRE = regexp.MustCompile(`"?time"?\s*:\s*"?(\d{4}-\d\d-\d\dT[\d:.]+Z)`)
+)
+
+// suspendedInHostLogs reads the commands host logs record (a runbook's or
+// a script's transcript) for the command that suspended the CronJob and a later one
+// that resumed CronJobs without it: by name, or by a label selector the
+// CronJob's labels do not match.
+func suspendedInHostLogs(ev *Gathered, cj *batchv1.CronJob, f *Finding) {
+	var suspAt time.Time
+	var suspLine, suspSrc string
+	type resume struct {
+		at   time.Time
+		line string
+	}
+	var resumes []resume
+	for _, hl := range ev.HostCommands {
+		l, at := hl.Text, hl.Time
+		if !matchLine(cronPatchRE, l) {
+			continue
+		}
+		switch {
+		case matchLine(suspendFalseRE, l):
+			resumes = append(resumes, resume{at, l})
+		case matchLine(suspendTrueRE, l) && (mentionsName(l, cj.Name) || selectorMatches(l, cj.Labels) == 1):
+			if suspLine == "" || at.After(suspAt) {
+				suspAt, suspLine, suspSrc = at, l, path.Base(hl.Source)
+			}
+		}
+	}
+	if suspLine == "" {
+		return
+	}
+	f.setFact("suspended_by", fmt.Sprintf("command at %s in %s: %q", ts(suspAt), suspSrc, clip(commandText(suspLine), 200)))
+	f.Evidence = append(f.Evidence, "suspended by the "+f.fact("suspended_by"))
+	f.Time = suspAt
+	for _, r := range resumes {
+		if !r.at.After(suspAt) || mentionsName(r.line, cj.Name) {
+			continue
+		}
+		what := fmt.Sprintf("command at %s: %q", ts(r.at), clip(commandText(r.line), 200))
+		f.setFact("resumed_others", what)
+		ev1 := "resumed others, not " + cj.Name + ": the " + what
+		if selectorMatches(r.line, cj.Labels) == -1 {
+			f.setFact("resume_selector", labelSelectorRE.FindStringSubmatch(r.line)[1])
+			f.setFact("labels", orWord(labelList(cj.Labels), "none"))
+			ev1 += fmt.Sprintf(", which selects CronJobs by %s, a label %s does not carry (its labels: %s)", f.fact("resume_selector"), cj.Name, f.fact("labels"))
+		}
+		f.Evidence = append(f.Evidence, ev1)
+		return
+	}
+}
+
+// commandText is a logged command without the time its line starts with.
+func commandText(line string) string {
+	if m := leadTimeRE.FindStringIndex(line); m != nil {
+		return strings.TrimSpace(line[m[1]:])
+	}
+	return line
+}
+
+// selectorMatches says whether the label selector a command line passes
+// (-l or --selector, equality terms) selects an object with these labels:
+// 1 it does, -1 it does not, 0 the line has no selector read.
+func selectorMatches(line string, labels map[string]string) int {
+	m := labelSelectorRE.FindStringSubmatch(line)
+	if m == nil {
+		return 0
+	}
+	for _, term := range strings.Split(m[1], ",") {
+		neg := strings.Contains(term, "!=")
+		k, v, ok := strings.Cut(strings.NewReplacer("!=", "=", "==", "=").Replace(term), "=")
+		if !ok {
+			if _, has := labels[term]; !has {
+				return -1
+			}
+			continue
+		}
+		if got, has := labels[k]; (has && got == v) == neg {
+			return -1
+		}
+	}
+	return 1
+}
+
+// suspendWriter reads a managedFields listing of the CronJob filtered on
+// spec.suspend (kubectl get -o yaml --show-managed-fields piped to yq or
+// jq): who last wrote the field, and when.
+func suspendWriter(ev *Gathered, cj *batchv1.CronJob, f *Finding) {
+	for _, c := range ev.Commands {
+		if !strings.Contains(c.Command, "suspend") || !strings.Contains(strings.ToLower(c.Command), "managedfields") || !mentionsName(c.Command, cj.Name) {
+			continue
+		}
+		out := strings.Join(c.Lines, "\n")
+		m, tm := managerRE.FindStringSubmatch(out), managedAtRE.FindStringSubmatch(out)
+		if m == nil || tm == nil {
+			continue
+		}
+		f.setFact("suspend_writer", fmt.Sprintf("%s at %s", m[1], tm[1]))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("spec.suspend of CronJob %s was last written by %s at %s (managedFields)", cj.Name, m[1], tm[1]))
+		if at, err := time.Parse(time.RFC3339, tm[1]); err == nil && f.fact("suspended_by") == "" {
+			f.Time = at
+		}
+		return
+	}
 }
 
 // mentionsName reports whether text names name as a whole word.

@@ -48,7 +48,10 @@ type gatherer struct {
 	metricSets []MetricSet
 	changes    []evidence.Change
 	earlier    []evidence.Change // changes of the month before the window
-	commands   []evidence.CommandOutput
+	// hostCommands are the cluster-changing commands host logs record
+	// (hostcommands.go).
+	hostCommands []evidence.LogLine
+	commands     []evidence.CommandOutput
 	// streamed are log streams kept line by line for the mechanisms that
 	// read them entry by entry (a managed server's slow log).
 	streamed []evidence.CommandOutput
@@ -957,6 +960,7 @@ func (g *gatherer) gatherHostLogs(ctx context.Context, sp specialist) error {
 		g.logSources++
 		g.logSets = append(g.logSets, LogSet{Source: s, Subject: subjectOfSource(s), Origin: SrcLogs, Templates: ts, HasBaseline: base >= 10, Host: true,
 			Lines: g.searchQuestionLines(ctx, sp, s)})
+		g.hostCommands = append(g.hostCommands, g.earlierHostCommands(ctx, sp, s)...)
 	}
 	return nil
 }
@@ -1435,7 +1439,7 @@ func (g *gatherer) detect() []Finding {
 
 // gathered is the evidence as mechanisms see it.
 func (g *gatherer) gathered() *Gathered {
-	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: append(slices.Clip(g.commands), g.streamed...), JobDeletes: g.jobDeletes, WAFBlocks: g.wafBlocks, RejectedReloads: g.rejectedReloads, Window: g.sc.Window, Scope: g.sc}
+	return &Gathered{K8s: g.k8s, Logs: g.logSets, Metrics: g.metricSets, Changes: g.changes, Earlier: g.earlier, Commands: append(slices.Clip(g.commands), g.streamed...), JobDeletes: g.jobDeletes, WAFBlocks: g.wafBlocks, RejectedReloads: g.rejectedReloads, HostCommands: g.hostCommands, Window: g.sc.Window, Scope: g.sc}
 }
 
 // attachHosts names a dependency after the host whose own log shows it

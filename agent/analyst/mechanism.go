@@ -161,8 +161,12 @@ type Gathered struct {
 	// (rejectedconfig.go): the rejection may be days older than what it
 	// leaves unapplied.
 	RejectedReloads []evidence.LogLine
-	Window          Window
-	Scope           Scope
+	// HostCommands are the commands changing cluster objects (kubectl
+	// patch, cordon, label, ...) that host logs record, from the month
+	// before the window to its end (hostcommands.go).
+	HostCommands []evidence.LogLine
+	Window       Window
+	Scope        Scope
 }
 
 // recommender collects recommendations.
