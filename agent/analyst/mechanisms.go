@@ -62,6 +62,7 @@ var mechanisms = []*mechanism{
 	batchSizeCut,
 	jobFailed,
 	preemptionM,
+	cordonedOnly,
 	loopbackBind,
 	proxyResponseMalformed,
 	lambdaOOM,

@@ -373,7 +373,8 @@ var kinds = map[Kind]kindInfo{
 	KindMeshMTLS: {prior: 0.86},
 
 	// Pods evicted for pods of a higher PriorityClass.
-	KindPreempted: {prior: 0.84},
+	KindPreempted:    {prior: 0.84},
+	KindCordonedOnly: {prior: 0.86},
 	// A server bound to the loopback address inside its pod.
 	KindLoopbackBind: {prior: 0.86},
 	// A Lambda function's proxy response the gateway refuses (502).
