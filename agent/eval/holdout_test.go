@@ -92,7 +92,7 @@ var holdoutFloors = map[string]int{
 	"holdout74": 7,
 	"holdout76": 5,
 	"holdout75": 6,
-	"holdout77": 1,
+	"holdout77": 3,
 	"holdout80": 5,
 	"holdout78": 3,
 	"holdout79": 7,
