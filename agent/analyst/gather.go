@@ -398,7 +398,8 @@ func (g *gatherer) gatherKubernetes(ctx context.Context, sp specialist) error {
 
 // gatherUsage reads the pod usage readings handed over (kubectl top pod),
 // of every namespace, and the node of each pod from the pods the source
-// knows: what uses a node's memory when the node is under pressure.
+// knows: what uses a node's memory or CPU when the node is under pressure
+// or saturated; and the nodes' readings (kubectl top node).
 func (g *gatherer) gatherUsage(ctx context.Context) {
 	r, ok := g.src.Kubernetes.(evidence.UsageReader)
 	if !ok {

@@ -2,11 +2,14 @@ package analyst
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rootcause/rootcause/agent/analysis"
 	"github.com/rootcause/rootcause/agent/evidence"
@@ -22,8 +25,10 @@ const KindNoisyNeighbour Kind = "noisy_neighbour"
 // The other pods on the node, not throttled by their own limits, wait for
 // CPU: their latency rises while their load does not. The cause is the
 // neighbour, found from the node's series and cAdvisor's per-container CPU
-// with its node label; a change to it (its schedule, its workers) is its
-// trigger.
+// with its node label, or, when the neighbour's containers have no series,
+// from the pods' CPU readings on that node (kubectl top pod, with the node
+// of each pod from a wide pod listing); a change to it (its schedule, its
+// workers, its CPU limit) is its trigger.
 var noisyNeighbour = &mechanism{
 	kind:       KindNoisyNeighbour,
 	class:      classCause,
@@ -33,6 +38,10 @@ var noisyNeighbour = &mechanism{
 	describe: func(h *Hypothesis, sc Scope) string {
 		d := fmt.Sprintf("%s saturates the CPU of node %s (noisy neighbour): its containers' CPU use rose from %s to %s cores when the node's CPU went from %s to %s",
 			h.Subject, orWord(h.fact("node"), "its node"), orDash(h.fact("cpu_before")), orDash(h.fact("cpu_after")), orDash(h.fact("node_before")), orDash(h.fact("node_peak")))
+		if h.fact("cpu_before") == "" {
+			d = fmt.Sprintf("%s saturates the CPU of node %s (noisy neighbour): the node's CPU went from %s to %s, and its pods there use %s cores (kubectl top pod), %s of the pods' use on the node",
+				h.Subject, orWord(h.fact("node"), "its node"), orDash(h.fact("node_before")), orDash(h.fact("node_peak")), orDash(h.fact("cpu_after")), orDash(h.fact("cpu_share")))
+		}
 		if v := h.fact("victims"); v != "" {
 			d += fmt.Sprintf("; the pods sharing the node (%s) wait for CPU, so their requests slow down", v)
 		}
@@ -91,6 +100,7 @@ func detectNoisyNeighbour(ev *Gathered, _ []Finding) []Finding {
 	w := ev.Window
 	type hot struct {
 		node                string
+		psi                 bool // a pressure (PSI) series, not the CPU's use
 		onset               time.Time
 		before, peak, scale float64
 	}
@@ -116,22 +126,35 @@ func detectNoisyNeighbour(ev *Gathered, _ []Finding) []Finding {
 			if len(base) == 0 {
 				continue
 			}
+			if m := s.Labels["mode"]; m == "idle" || m == "iowait" || m == "steal" {
+				continue // not use of the node's CPU
+			}
 			scale := 1.0
-			if peak > 1.5 {
+			if c := nodeCPUCores(ev, node); peak > 1.5 && c > 0 && peak <= 1.25*c {
+				scale = c // cores of a node of c cores
+			} else if peak > 1.5 {
 				scale = 100 // a percentage
 			}
 			before := analysis.Median(base)
 			if peak < 0.85*scale || before > 0.6*peak {
 				continue
 			}
-			h := hot{node: node, before: before, peak: peak, scale: scale}
+			h := hot{node: node, before: before, peak: peak, scale: scale, psi: strings.Contains(strings.ToLower(ms.Name), "pressure")}
 			for _, p := range s.Points {
 				if !p.T.Before(w.Start) && p.V >= before+(peak-before)/2 {
 					h.onset = p.T
 					break
 				}
 			}
-			hots = append(hots, h)
+			// One reading per node: its CPU's use rather than the time
+			// its tasks waited for it (PSI), when both saturated.
+			i := slices.IndexFunc(hots, func(o hot) bool { return sameNode(o.node, node) })
+			switch {
+			case i < 0:
+				hots = append(hots, h)
+			case hots[i].psi && !h.psi:
+				hots[i] = h
+			}
 		}
 	}
 	if len(hots) == 0 {
@@ -181,16 +204,15 @@ func detectNoisyNeighbour(ev *Gathered, _ []Finding) []Finding {
 				}
 			}
 		}
-		if len(uses) < 2 {
-			continue
-		}
 		sort.Slice(uses, func(i, j int) bool { return uses[i].after-uses[i].before > uses[j].after-uses[j].before })
-		top, next := uses[0], uses[1]
-		rise := top.after - top.before
 		// By far the largest rise, of at least half a core.
-		if rise < 0.5 || rise < 3*max(0, next.after-next.before) {
+		if len(uses) < 2 || uses[0].after-uses[0].before < 0.5 || uses[0].after-uses[0].before < 3*max(0, uses[1].after-uses[1].before) {
+			if f, ok := topNeighbour(ev, h.node, h.onset, h.before, h.peak, h.scale); ok {
+				out = append(out, f)
+			}
 			continue
 		}
+		top, next := uses[0], uses[1]
 		subject := workloadOfName(top.pod)
 		var victims []string
 		for _, u := range uses[1:] {
@@ -232,5 +254,79 @@ func formatShare(v, scale float64) string {
 	if scale == 100 {
 		return fmt.Sprintf("%.0f%%", v)
 	}
-	return fmt.Sprintf("%.0f%%", 100*v)
+	return fmt.Sprintf("%.0f%%", min(100, 100*v/scale)) // a rate's overshoot is no more than all of it
+}
+
+// nodeCPUCores is a node's CPU in cores: its use over its share as
+// kubectl top node prints them, else its allocatable CPU; 0 when unknown.
+func nodeCPUCores(ev *Gathered, node string) float64 {
+	for _, u := range ev.K8s.NodeUsage {
+		if u.CPUPercent > 0 && (sameNode(u.Name, node) || sameHost(u.Name, node)) {
+			return u.CPU.AsApproximateFloat64() * 100 / float64(u.CPUPercent)
+		}
+	}
+	for _, n := range ev.K8s.Nodes {
+		if sameNode(n.Name, node) || sameHost(n.Name, node) {
+			if q, ok := n.Status.Allocatable[corev1.ResourceCPU]; ok {
+				return q.AsApproximateFloat64()
+			}
+		}
+	}
+	return 0
+}
+
+// topNeighbour names the workload taking a saturated node's CPU from the
+// pods' CPU readings (kubectl top pod) on that node, when its containers
+// have no series: it uses at least half the node's cores and three times
+// what the next workload there uses. A reading is a moment, not a rise:
+// the node's series dates the saturation.
+func topNeighbour(ev *Gathered, node string, onset time.Time, before, peak, scale float64) (Finding, bool) {
+	cores := nodeCPUCores(ev, node)
+	use := map[string]float64{}
+	ns := map[string]string{}
+	pods := map[string][]string{}
+	total := 0.0
+	for _, u := range ev.K8s.Usage {
+		if u.Node == "" || !(sameNode(u.Node, node) || sameHost(u.Node, node)) {
+			continue
+		}
+		wl := workloadOfName(u.Name)
+		c := u.CPU.AsApproximateFloat64()
+		use[wl] += c
+		total += c
+		ns[wl] = u.Namespace
+		pods[wl] = append(pods[wl], u.Name)
+	}
+	if len(use) < 2 || cores <= 0 {
+		return Finding{}, false
+	}
+	wls := slices.Collect(maps.Keys(use))
+	sort.Slice(wls, func(i, j int) bool {
+		if use[wls[i]] != use[wls[j]] {
+			return use[wls[i]] > use[wls[j]]
+		}
+		return wls[i] < wls[j]
+	})
+	top, next := wls[0], wls[1]
+	if use[top] < 0.5*cores || use[top] < 3*use[next] {
+		return Finding{}, false
+	}
+	f := Finding{Kind: KindNoisyNeighbour, Subject: top, Object: "pod " + pods[top][0], Namespace: ns[top], Time: onset, Severity: SevCritical, Weight: 0.85,
+		Source: SrcMetrics, Related: append([]string{node}, wls[1:]...), Facts: map[string]string{}}
+	f.setFact("node", node)
+	f.setFact("pod", pods[top][0])
+	f.setFact("cpu_after", fmt.Sprintf("%.1f", use[top]))
+	f.setFact("cpu_share", fmt.Sprintf("%.0f%%", 100*use[top]/total))
+	f.setFact("node_before", formatShare(before, scale))
+	f.setFact("node_peak", formatShare(peak, scale))
+	f.setFact("victims", strings.Join(wls[1:], ", "))
+	if matchLine(jobPodRE, pods[top][0]) {
+		f.setFact("batch", "true")
+	}
+	f.Summary = fmt.Sprintf("%s takes the CPU of node %s: its pods there use %.1f of %.1f cores while the node went to %s", top, node, use[top], cores, formatShare(peak, scale))
+	f.Evidence = []string{
+		fmt.Sprintf("node %s CPU rose from %s to %s from %s", node, formatShare(before, scale), formatShare(peak, scale), ts(onset)),
+		fmt.Sprintf("kubectl top pod on node %s: %s (%s) uses %.1f cores of the node's %.1f; the next, %s, %.1f", node, top, strings.Join(pods[top], ", "), use[top], cores, next, use[next]),
+	}
+	return f, true
 }
