@@ -58,6 +58,33 @@ var (
 	commandWordsRE = regexp.MustCompile(`^(sudo\s+)?(\S+)`)
 )
 
+// commandsRun names the commands of a command line: the first word of
+// each command joined by ;, && or a pipe, inside a chroot or an
+// `sh -c '...'` wrapper (kubectl debug node/X -- chroot /host sh -c 'df -h
+// /; du -xsh /var/lib/*').
+func commandsRun(run string) map[string]bool {
+	has := map[string]bool{}
+	for _, part := range cmdSplitRE.Split(run, -1) {
+		part = strings.Trim(strings.TrimSpace(part), `'"`)
+		for {
+			m := findSubmatch(cmdWrapperRE, part)
+			if m == nil {
+				break
+			}
+			part = strings.Trim(strings.TrimSpace(m[1]), `'"`)
+		}
+		if m := findSubmatch(commandWordsRE, part); m != nil {
+			has[m[2]] = true
+		}
+	}
+	return has
+}
+
+var (
+	cmdSplitRE   = regexp.MustCompile(`\s*(?:;|&&|\|\||\|)\s*`)
+	cmdWrapperRE = regexp.MustCompile(`^(?:sudo\s+|chroot\s+\S+\s+|(?:ba)?sh\s+-c\s+|nsenter\s+(?:-\S+\s+)*)(.*)$`)
+)
+
 // sizeBytes reads a size as df, du and ls print it: "43G", "7.2G", "84M",
 // "12K", "1.5Ti", or a plain number of bytes (kilobytes when kilo is
 // set: df and du print 1K blocks without -h).
@@ -98,13 +125,10 @@ func readDiskCommands(cmds []evidence.CommandOutput, host string, pods []corev1.
 				run = m[1]
 				continue
 			}
-			cmd := ""
-			if m := findSubmatch(commandWordsRE, strings.TrimSpace(run)); m != nil {
-				cmd = m[2]
-			}
+			has := commandsRun(run)
 			kilo := !strings.Contains(run, "-h") && !strings.Contains(run, "-sh") && !strings.Contains(run, "-xsh")
 			switch {
-			case cmd == "df":
+			case has["df"] && matchLine(dfRowRE, line):
 				if m := findSubmatch(dfRowRE, line); m != nil {
 					size, ok1 := sizeBytes(m[1], kilo)
 					avail, ok2 := sizeBytes(m[3], kilo)
@@ -113,13 +137,13 @@ func readDiskCommands(cmds []evidence.CommandOutput, host string, pods []corev1.
 						dfs = append(dfs, diskUse{mount: m[5], size: size, avail: avail, usePct: pct})
 					}
 				}
-			case cmd == "du":
+			case has["du"] && matchLine(duRowRE, strings.TrimSpace(line)):
 				if m := findSubmatch(duRowRE, strings.TrimSpace(line)); m != nil {
 					if b, ok := sizeBytes(m[1], kilo); ok {
 						entries = append(entries, pathEntry(m[2], b, line, pods))
 					}
 				}
-			case cmd == "ls":
+			case has["ls"]:
 				if m := findSubmatch(lsRowRE, strings.TrimSpace(line)); m != nil && strings.HasPrefix(line, "-") {
 					b, _ := sizeBytes(m[1], false)
 					dir := ""

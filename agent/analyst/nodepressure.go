@@ -52,6 +52,7 @@ var nodePressure = &mechanism{
 			if found[i].Kind == KindNodePressure {
 				topMemoryPod(ev, &found[i])
 				rootVolumeCut(ev, &found[i])
+				hostPathFiller(ev, &found[i]) // hostpathfiller.go
 			}
 		}
 		return nil
@@ -70,6 +71,11 @@ var nodePressure = &mechanism{
 			if c := evictedConsumer(h); c != "" {
 				d += "; the kubelet evicts pods using more than their memory request, lowest priority first, not the pod using most: " + c
 			}
+		} else if hp := describeHostPathFiller(h); hp != "" {
+			d += "; " + hp
+			if c := largestConsumer(h); c != "" {
+				d += " (" + c + ")"
+			}
 		} else if c := largestConsumer(h); c != "" && h.fact("volume_cut") == "" {
 			d += "; " + c
 		}
@@ -85,7 +91,7 @@ var nodePressure = &mechanism{
 		if h.Kind == KindEviction {
 			node = orWord(h.fact("node"), "the node")
 		}
-		if recommendVolumeCut(h, r) {
+		if recommendVolumeCut(h, r) || recommendHostPathFiller(h, r) {
 			return
 		}
 		switch res {
