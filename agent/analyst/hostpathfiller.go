@@ -133,7 +133,7 @@ func hostPathUser(ev *Gathered, dir string) (wl, ns, how string) {
 
 var (
 	// kubectl get|describe KIND NAME, or KIND/NAME.
-	hostPathObjectRE    = regexp.MustCompile(`(?i)kubectl\b.*?\b(?:get|describe)\s+(deploy(?:ments?)?|daemonsets?|ds|statefulsets?|sts|po(?:ds?)?|jobs?|cronjobs?|cj)(?:/|\s+)([a-z0-9][a-z0-9.-]*)`)
+	hostPathObjectRE    = regexp.MustCompile(`(?i)kubectl\b.*?\b(?:get|describe)\s+(deploy(?:ments?)?|daemonsets?|ds|statefulsets?|sts|po(?:ds?)?|jobs?|cronjobs?|cj)(?:\s+(?:-n|--namespace)[= ]\S+)?(?:/|\s+)([a-z0-9][a-z0-9.-]*)`)
 	hostPathNamespaceRE = regexp.MustCompile(`(?:-n\s+|--namespace[= ])([a-z0-9-]+)`)
 	// A hostPath's path as a spec prints it: JSON ("path":"/x"), YAML
 	// (path: /x) or describe (Path: /x).

@@ -90,7 +90,7 @@ var holdoutFloors = map[string]int{
 	"holdout72": 7,
 	"holdout73": 9,
 	"holdout74": 7,
-	"holdout76": 6,
+	"holdout76": 7,
 	"holdout75": 6,
 	"holdout77": 3,
 	"holdout80": 5,
