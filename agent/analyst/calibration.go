@@ -461,6 +461,13 @@ var calibrationRules = []calibrationRule{
 	{"the asker's own pause named as the root", func(_ *Analysis, w *Hypothesis, s answerShape) bool {
 		return w.Kind == KindDeploymentPaused && matchLine(askerPausedRE, s.question)
 	}},
+	// A server's alarm known only from a client quoting its refusal
+	// ("OOM command not allowed", MISCONF): the server's own statement
+	// and its host were not read, so which server refuses, and whose
+	// writes filled it, is one hop further than the answer reaches.
+	{"a server's alarm read from its clients only", func(_ *Analysis, w *Hypothesis, _ answerShape) bool {
+		return w.Kind == KindResourceAlarm && w.fact("caller") != "" && w.fact("host") == ""
+	}},
 	// A thread spinning in a loop of the application's own, with no
 	// release read: the profile says where the CPU goes, not since when
 	// nor which release wrote the loop.

@@ -113,6 +113,9 @@ var (
 	rabbitNodeRE    = regexp.MustCompile(`\brabbit@([\w.-]+)`)
 	alarmNumbersRE  = regexp.MustCompile(`(?i)Free bytes:\s*(\d+)\.?\s*Limit:\s*(\d+)`)
 	reasonRE        = regexp.MustCompile(`(?i)reason="?([^"]+?)"?(?:$|\s\w+=)`)
+	// refusalReplyRE is a server's reply refusing a command, which only
+	// its clients log (Redis's OOM and MISCONF errors).
+	refusalReplyRE = regexp.MustCompile(`(?i)OOM command not allowed|command not allowed when used memory|\bMISCONF\b`)
 	// serverOwnRE is a statement only the server itself logs (Redis's
 	// failed background save, its append-only file unwritable): whoever's
 	// log holds it is the server, whatever the workload is called.
@@ -187,7 +190,10 @@ func detectResourceAlarms(ev *Gathered, _ []Finding) []Finding {
 			}
 			srv := alarmServer(line)
 			role := hostRole(*set)
-			own := set.Host || role != "" || srv != "" && strings.Contains(strings.ToLower(set.Subject), srv) || matchLine(serverOwnRE, line)
+			// Redis never logs the replies it refuses commands with: a line
+			// quoting one is a client's, whatever host logged it, unless it
+			// was read on the server itself (redis-cli in its pod).
+			own := (set.Host || role != "") && !matchLine(refusalReplyRE, line) || srv != "" && strings.Contains(strings.ToLower(set.Subject), srv) || matchLine(serverOwnRE, line)
 			if srv == "" {
 				srv = orWord(role, set.Subject)
 			}
